@@ -1,0 +1,47 @@
+"""Adapters registered by name. Built-in modules are listed below; third parties add theirs with an
+entry point in the group ``whisperbench.adapters`` pointing at an :class:`Adapter` subclass."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+
+from ..errors import WhisperbenchError
+from .base import Adapter, DecodingOptions
+
+__all__ = ["Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]
+
+_BUILTIN_MODULES = ("recorded", "openai_whisper", "faster_whisper", "transformers")
+_REGISTRY: dict[str, type[Adapter]] = {}
+_loaded = False
+
+
+def register(cls: type[Adapter]) -> type[Adapter]:
+    """Class decorator: make an adapter available under ``cls.name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Adapter]]:
+    """All registered adapters (built-in first, then entry points)."""
+    global _loaded
+    if not _loaded:
+        for module in _BUILTIN_MODULES:
+            importlib.import_module(f"{__name__}.{module}")
+        for ep in entry_points(group="whisperbench.adapters"):
+            cls = ep.load()
+            _REGISTRY.setdefault(cls.name, cls)
+        _loaded = True
+    return _REGISTRY
+
+
+def adapter_names() -> list[str]:
+    return sorted(registry())
+
+
+def get_adapter(name: str) -> type[Adapter]:
+    """The adapter class called ``name``; a clear error listing the known names otherwise."""
+    table = registry()
+    if name not in table:
+        raise WhisperbenchError(f"unknown adapter {name!r}; known adapters: {', '.join(sorted(table))}")
+    return table[name]

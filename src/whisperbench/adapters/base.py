@@ -1,0 +1,153 @@
+"""The adapter protocol: load a model once, transcribe one audio, report what was used.
+
+An adapter does not score, store, time the run or print. Its heavy dependency is imported inside
+``load`` so that listing adapters and running others never needs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+
+from ..errors import AdapterUnavailable, OptionError
+from ..types import Example, Transcript
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+@dataclass
+class DecodingOptions:
+    """Decoding settings shared by every implementation; defaults are the harness's fair baseline.
+
+    Greedy (beam 1), temperature 0 and no temperature fallback; no timestamps for short-form
+    (``without_timestamps=None`` means: True for short-form, False for long-form, which needs them).
+    ``language=None`` takes the model's (``en`` for ``*.en``) or lets a multilingual model detect it.
+    The no-speech / log-prob / compression-ratio heuristics that drop or re-decode segments are off
+    (None) unless set. ``extra`` holds adapter-specific options (e.g. ``compute_type``), checked by the adapter.
+    """
+
+    language: Optional[str] = None
+    task: str = "transcribe"
+    beam_size: int = 1
+    temperature: float = 0.0
+    temperature_fallback: bool = False
+    without_timestamps: Optional[bool] = None
+    condition_on_previous_text: bool = True
+    initial_prompt: Optional[str] = None
+    no_speech_threshold: Optional[float] = None
+    logprob_threshold: Optional[float] = None
+    compression_ratio_threshold: Optional[float] = None
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(cls, pairs: list[str]) -> "DecodingOptions":
+        """Parse ``KEY=VALUE`` strings; known keys are typed, the rest go to ``extra`` as strings."""
+        opts = cls()
+        types = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "extra"}
+        for pair in pairs:
+            if "=" not in pair:
+                raise OptionError(f"option {pair!r} is not KEY=VALUE")
+            key, value = (s.strip() for s in pair.split("=", 1))
+            if key not in types:
+                opts.extra[key] = value
+                continue
+            kind = str(types[key])
+            try:
+                if value.lower() in ("none", "null", "") and "Optional" in kind:
+                    parsed: Any = None
+                elif "bool" in kind:
+                    parsed = _parse_bool(value)
+                elif "int" in kind:
+                    parsed = int(value)
+                elif "float" in kind:
+                    parsed = float(value)
+                else:
+                    parsed = value
+            except ValueError as exc:
+                raise OptionError(f"option {key}: {exc}") from exc
+            setattr(opts, key, parsed)
+        if opts.beam_size < 1 or opts.threads < 1:
+            raise OptionError("beam_size and threads must be >= 1")
+        return opts
+
+    def timestamps_off(self, long_form: bool) -> bool:
+        """Whether to decode without timestamps for this input."""
+        return (not long_form) if self.without_timestamps is None else self.without_timestamps
+
+    def temperatures(self) -> tuple[float, ...]:
+        """The temperature schedule: a single value unless fallback is on (Whisper's 0.2 steps)."""
+        if not self.temperature_fallback:
+            return (self.temperature,)
+        return tuple(round(self.temperature + 0.2 * i, 1) for i in range(int((1.0 - self.temperature) / 0.2) + 1))
+
+    def language_for(self, multilingual: bool) -> Optional[str]:
+        """The language to force: the option, else English for an English-only model, else detect."""
+        return self.language or (None if multilingual else "en")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class Adapter(ABC):
+    """One Whisper implementation behind the harness.
+
+    Subclasses set ``name`` (registry key), ``requires`` (importable module names), ``extra`` (the
+    pip extra that installs them) and ``options`` (adapter-specific option names -> default).
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    extra: ClassVar[str] = ""
+    options: ClassVar[dict[str, Any]] = {}
+    needs_audio: ClassVar[bool] = True
+
+    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+        self.model = model
+        self.decoding = decoding or DecodingOptions()
+        unknown = sorted(set(self.decoding.extra) - set(self.options))
+        if unknown:
+            known = ", ".join(sorted(self.options)) or "none"
+            raise OptionError(f"adapter {self.name} has no option(s) {', '.join(unknown)} (adapter options: {known})")
+        self.settings = {**self.options, **self.decoding.extra}
+
+    @classmethod
+    def missing(cls) -> list[str]:
+        """Required modules that cannot be imported here."""
+        return [mod for mod in cls.requires if importlib.util.find_spec(mod) is None]
+
+    @classmethod
+    def ensure_available(cls) -> None:
+        missing = cls.missing()
+        if missing:
+            hint = f"pip install 'whisperbench[{cls.extra}]'" if cls.extra else f"pip install {' '.join(missing)}"
+            raise AdapterUnavailable(f"adapter {cls.name}: not installed ({', '.join(missing)} missing): {hint}")
+
+    @abstractmethod
+    def load(self) -> None:
+        """Load the model (called once, timed apart from inference)."""
+
+    @abstractmethod
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        """Transcribe 16 kHz mono float32 ``audio`` (None when ``needs_audio`` is False)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What ran: package versions, resolved weights, effective settings (goes to run.json)."""
+        return {"settings": self.settings}
+
+    def close(self) -> None:
+        """Free the model."""

@@ -1,0 +1,52 @@
+"""``faster-whisper``: CTranslate2; compute type selectable (float32 default, int8, int8_float32 …)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..types import Example, Segment, Transcript
+from . import register
+from .base import Adapter
+
+
+@register
+class FasterWhisperAdapter(Adapter):
+    name = "faster-whisper"
+    description = "faster-whisper (CTranslate2), WhisperModel.transcribe"
+    requires = ("faster_whisper", "ctranslate2")
+    extra = "faster-whisper"
+    options = {"compute_type": "float32", "device": "cpu"}
+
+    def load(self) -> None:
+        from faster_whisper import WhisperModel
+
+        from ..models import converted, resolve_source
+
+        self.multilingual = resolve_source(self.model).multilingual
+        self.net = WhisperModel(
+            str(converted(self.model, "ctranslate2")), device=self.settings["device"],
+            compute_type=self.settings["compute_type"], cpu_threads=self.decoding.threads, num_workers=1,
+        )
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        d = self.decoding
+        segments, info = self.net.transcribe(
+            audio, language=d.language_for(self.multilingual), task=d.task,
+            beam_size=d.beam_size, best_of=1, temperature=list(d.temperatures()),
+            condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
+            without_timestamps=d.timestamps_off(long_form), vad_filter=False,
+            no_speech_threshold=d.no_speech_threshold, log_prob_threshold=d.logprob_threshold,
+            compression_ratio_threshold=d.compression_ratio_threshold,
+        )
+        segs = [Segment(s.start, s.end, s.text) for s in segments]  # the generator decodes here
+        return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, language=info.language)
+
+    def describe(self) -> dict:
+        from ..harness.environment import package_versions
+        from ..models import describe_source
+
+        return {"settings": self.settings, "weights": describe_source(self.model),
+                "versions": package_versions(["faster-whisper", "ctranslate2"]),
+                "long_form_algorithm": "faster-whisper: sequential 30 s windows, seek by timestamps"}

@@ -1,0 +1,56 @@
+"""``openai-whisper``: the original PyTorch implementation (the offline stand-in for the reference)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..types import Example, Segment, Transcript
+from . import register
+from .base import Adapter
+
+
+@register
+class OpenAIWhisperAdapter(Adapter):
+    name = "openai-whisper"
+    description = "openai-whisper (PyTorch), whisper.transcribe"
+    requires = ("whisper", "torch")
+    extra = "openai-whisper"
+    options = {"device": "cpu"}
+
+    def load(self) -> None:
+        import torch
+
+        from ..models import converted, resolve_source
+        from ..models.convert import load_openai_whisper
+
+        torch.set_num_threads(self.decoding.threads)
+        self.multilingual = resolve_source(self.model).multilingual
+        self.net = load_openai_whisper(str(converted(self.model, "openai-whisper"))).to(self.settings["device"])
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        import torch
+        import whisper
+
+        d = self.decoding
+        with torch.inference_mode():
+            result = whisper.transcribe(
+                self.net, audio, verbose=None, fp16=False,
+                language=d.language_for(self.multilingual), task=d.task,
+                temperature=d.temperatures(), beam_size=d.beam_size if d.beam_size > 1 else None, best_of=None,
+                condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
+                without_timestamps=d.timestamps_off(long_form),
+                no_speech_threshold=d.no_speech_threshold, logprob_threshold=d.logprob_threshold,
+                compression_ratio_threshold=d.compression_ratio_threshold,
+            )
+        segments = [Segment(s["start"], s["end"], s["text"]) for s in result["segments"]]
+        return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
+
+    def describe(self) -> dict:
+        from ..harness.environment import package_versions
+        from ..models import describe_source
+
+        return {"settings": self.settings, "weights": describe_source(self.model),
+                "versions": package_versions(["openai-whisper", "torch"]),
+                "long_form_algorithm": "openai-whisper: sequential 30 s windows, seek by timestamps"}

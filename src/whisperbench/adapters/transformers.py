@@ -1,0 +1,77 @@
+"""``transformers``: Hugging Face's WhisperForConditionalGeneration through the ASR pipeline.
+
+Long-form uses the pipeline's sequential long-form generation by default; ``chunk_length_s=30``
+switches to its chunked algorithm (overlapping windows, batched by ``batch_size``, merged).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..audio import SAMPLE_RATE
+from ..types import Example, Segment, Transcript
+from . import register
+from .base import Adapter
+
+
+@register
+class TransformersAdapter(Adapter):
+    name = "transformers"
+    description = "Hugging Face transformers, automatic-speech-recognition pipeline"
+    requires = ("transformers", "torch")
+    extra = "transformers"
+    options = {"dtype": "float32", "device": "cpu", "chunk_length_s": "0", "batch_size": "1"}
+
+    def load(self) -> None:
+        import torch
+        from transformers import WhisperForConditionalGeneration, WhisperProcessor, pipeline
+
+        from ..models import converted, resolve_source
+
+        torch.set_num_threads(self.decoding.threads)
+        self.multilingual = resolve_source(self.model).multilingual
+        folder = str(converted(self.model, "transformers"))
+        dtype = getattr(torch, self.settings["dtype"])
+        model = WhisperForConditionalGeneration.from_pretrained(folder, torch_dtype=dtype, local_files_only=True)
+        processor = WhisperProcessor.from_pretrained(folder, local_files_only=True)
+        self.pipe = pipeline(
+            "automatic-speech-recognition", model=model, tokenizer=processor.tokenizer,
+            feature_extractor=processor.feature_extractor, device=self.settings["device"], torch_dtype=dtype,
+        )
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        d = self.decoding
+        generate = {"num_beams": d.beam_size, "do_sample": False}
+        if d.temperature_fallback:
+            generate["temperature"] = d.temperatures()
+        if self.multilingual:
+            generate.update(task=d.task, language=d.language_for(True))
+        if long_form:
+            generate["condition_on_prev_tokens"] = d.condition_on_previous_text
+        for option, key in (("no_speech_threshold", "no_speech_threshold"), ("logprob_threshold", "logprob_threshold"),
+                            ("compression_ratio_threshold", "compression_ratio_threshold")):
+            if getattr(d, option) is not None:
+                generate[key] = getattr(d, option)
+        if d.initial_prompt:
+            generate["prompt_ids"] = self.pipe.tokenizer.get_prompt_ids(d.initial_prompt, return_tensors="pt")
+        chunk = float(self.settings["chunk_length_s"])
+        kwargs = {"chunk_length_s": chunk, "batch_size": int(self.settings["batch_size"])} if chunk > 0 else {}
+        result = self.pipe(
+            {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=generate,
+            return_timestamps=not d.timestamps_off(long_form), **kwargs,
+        )
+        segments = [Segment(c["timestamp"][0] or 0.0, c["timestamp"][1] or 0.0, c["text"])
+                    for c in result.get("chunks", [])]
+        return Transcript(text=result["text"].strip(), segments=segments)
+
+    def describe(self) -> dict:
+        from ..harness.environment import package_versions
+        from ..models import describe_source
+
+        chunk = float(self.settings["chunk_length_s"])
+        algorithm = (f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
+                     if chunk > 0 else "transformers: sequential long-form generate (pipeline, no chunking)")
+        return {"settings": self.settings, "weights": describe_source(self.model),
+                "versions": package_versions(["transformers", "torch"]), "long_form_algorithm": algorithm}

@@ -1,0 +1,85 @@
+"""Decode audio to what every Whisper implementation takes: float32 mono at 16 kHz.
+
+soundfile (libsndfile) reads WAV, FLAC, OGG/Opus and MP3 without ffmpeg; other containers fall back
+to the ``ffmpeg`` binary when it is on PATH. Stereo is averaged to mono and other sample rates are
+resampled with soxr (high quality), so every adapter sees the same samples.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import AudioError
+
+SAMPLE_RATE = 16_000
+
+
+@dataclass(frozen=True)
+class AudioInfo:
+    duration_s: float
+    sample_rate: int
+    channels: int
+
+
+def _open(source: str | bytes):
+    return io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
+
+
+def _label(source: str | bytes) -> str:
+    return source if isinstance(source, str) else f"<{len(source)} bytes>"
+
+
+def audio_info(source: str | bytes) -> AudioInfo:
+    """Read the header only: duration, sample rate and channel count."""
+    import soundfile as sf
+
+    try:
+        info = sf.info(_open(source))
+    except Exception as exc:  # libsndfile raises several types
+        if _ffmpeg() and isinstance(source, str):
+            audio = _decode_with_ffmpeg(source)
+            return AudioInfo(len(audio) / SAMPLE_RATE, SAMPLE_RATE, 1)
+        raise AudioError(f"cannot read audio {_label(source)}: {exc}") from exc
+    return AudioInfo(float(info.frames) / info.samplerate, int(info.samplerate), int(info.channels))
+
+
+def load_audio(source: str | bytes) -> np.ndarray:
+    """Decode a file path or encoded bytes to float32 mono 16 kHz samples in [-1, 1]."""
+    import soundfile as sf
+
+    try:
+        data, rate = sf.read(_open(source), dtype="float32", always_2d=True)
+    except Exception as exc:
+        if _ffmpeg() and isinstance(source, str):
+            return _decode_with_ffmpeg(source)
+        raise AudioError(f"cannot decode audio {_label(source)}: {exc}") from exc
+    if data.shape[0] == 0:
+        raise AudioError(f"audio {_label(source)} has no samples")
+    mono = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0]
+    return resample(mono, rate)
+
+
+def resample(samples: np.ndarray, rate: int) -> np.ndarray:
+    """Resample mono float32 samples to 16 kHz (no-op when already 16 kHz)."""
+    if rate == SAMPLE_RATE:
+        return np.ascontiguousarray(samples, dtype=np.float32)
+    import soxr
+
+    return soxr.resample(samples, rate, SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
+
+
+def _ffmpeg() -> str | None:
+    return shutil.which("ffmpeg")
+
+
+def _decode_with_ffmpeg(path: str) -> np.ndarray:
+    cmd = [_ffmpeg(), "-nostdin", "-v", "error", "-i", path, "-f", "f32le", "-ac", "1", "-ar", str(SAMPLE_RATE), "-"]
+    proc = subprocess.run(cmd, capture_output=True)
+    if proc.returncode != 0 or not proc.stdout:
+        raise AudioError(f"cannot decode audio {path}: {proc.stderr.decode(errors='replace').strip() or 'no samples'}")
+    return np.frombuffer(proc.stdout, dtype=np.float32).copy()

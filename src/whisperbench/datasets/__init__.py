@@ -1,0 +1,95 @@
+"""Dataset loading: a spec string -> validated :class:`~whisperbench.types.Dataset`.
+
+Specs, in the order they are tried:
+
+- ``hf:NAME[:CONFIG]:SPLIT`` — a Hugging Face dataset (hub id or local folder).
+- a ``.jsonl``/``.csv`` manifest file — ``audio`` paths relative to the manifest.
+- a folder with ``manifest.jsonl``/``manifest.csv`` — that manifest.
+- a folder with ``metadata.jsonl``/``metadata.csv`` — the HF "audiofolder" convention
+  (``file_name`` column, relative to the folder).
+- a bundled dataset name (``whisperbench datasets`` lists them), e.g. ``tiny-shortform``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from ..errors import DatasetError
+from ..types import Form
+from .huggingface import read_hf
+from .manifest import read_manifest
+from .records import Checked, Invalid, build_dataset, content_hash, infer_form
+
+__all__ = ["load_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
+
+MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv")
+AUDIOFOLDER_NAMES = ("metadata.jsonl", "metadata.csv")
+
+
+def _bundled_roots() -> list[Path]:
+    here = Path(__file__).resolve().parent.parent
+    return [here / "_bundled", here.parent.parent / "datasets", Path.cwd() / "datasets"]
+
+
+def bundled_datasets() -> dict[str, Path]:
+    """Bundled dataset names -> manifest path (``<set>-<subset>``, e.g. ``tiny-shortform``)."""
+    found: dict[str, Path] = {}
+    for root in _bundled_roots():
+        if not root.is_dir():
+            continue
+        for manifest in sorted(root.glob("*/*/manifest.jsonl")):
+            found.setdefault(f"{manifest.parent.parent.name}-{manifest.parent.name}", manifest)
+    return found
+
+
+def _default_name(path: str) -> str:
+    p = Path(path).resolve()
+    if p.is_file():
+        if p.stem in ("manifest", "metadata"):
+            return f"{p.parent.parent.name}-{p.parent.name}"
+        return p.stem
+    return f"{p.parent.name}-{p.name}"
+
+
+def load_dataset(
+    spec: str,
+    *,
+    name: Optional[str] = None,
+    form: Optional[Form] = None,
+    limit: Optional[int] = None,
+    skip_invalid: bool = False,
+) -> Checked:
+    """Load and validate a dataset; raise DatasetError naming each bad example (see module doc)."""
+    if spec.startswith("hf:"):
+        records, default = read_hf(spec)
+        return build_dataset(
+            records, name=name or default, source=spec, base_dir=None, form=form, limit=limit,
+            skip_invalid=skip_invalid,
+        )
+    path = spec
+    if not os.path.exists(path):
+        bundled = bundled_datasets()
+        if spec in bundled:
+            path = str(bundled[spec])
+        else:
+            known = ", ".join(sorted(bundled)) or "none found"
+            raise DatasetError(f"dataset {spec!r} not found: not a file, folder, hf: spec or bundled name ({known})")
+    manifest = path
+    if os.path.isdir(path):
+        candidates = [os.path.join(path, n) for n in MANIFEST_NAMES + AUDIOFOLDER_NAMES]
+        existing = [c for c in candidates if os.path.exists(c)]
+        if not existing:
+            raise DatasetError(f"{path}: folder has none of {', '.join(MANIFEST_NAMES + AUDIOFOLDER_NAMES)}")
+        manifest = existing[0]
+    records = read_manifest(manifest)
+    return build_dataset(
+        records,
+        name=name or _default_name(manifest),
+        source=os.path.abspath(manifest),
+        base_dir=os.path.dirname(os.path.abspath(manifest)),
+        form=form,
+        limit=limit,
+        skip_invalid=skip_invalid,
+    )

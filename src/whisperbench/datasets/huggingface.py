@@ -1,0 +1,70 @@
+"""Hugging Face ``datasets``: ``hf:NAME[:CONFIG]:SPLIT`` with NAME a hub id or a local folder.
+
+Audio columns are read undecoded (``Audio(decode=False)``) and decoded by whisperbench itself, so
+every loader yields the same samples and no torchcodec/ffmpeg is needed for FLAC/WAV.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..errors import DatasetError
+from .records import AUDIO_KEYS, RawRecord
+
+
+def parse_spec(spec: str) -> tuple[str, Optional[str], str]:
+    """``hf:NAME:SPLIT`` or ``hf:NAME:CONFIG:SPLIT`` -> (name, config, split)."""
+    body = spec[len("hf:"):]
+    parts = body.split(":")
+    if len(parts) == 2:
+        return parts[0], None, parts[1]
+    if len(parts) == 3:
+        return parts[0], parts[1] or None, parts[2]
+    raise DatasetError(f"bad Hugging Face dataset spec {spec!r}: use hf:NAME[:CONFIG]:SPLIT")
+
+
+def _load(name: str, config: Optional[str], split: str):
+    import datasets as hf
+
+    if os.path.isdir(name) and (
+        os.path.exists(os.path.join(name, "dataset_dict.json")) or os.path.exists(os.path.join(name, "state.json"))
+    ):
+        loaded = hf.load_from_disk(name)  # a folder written by save_to_disk
+        if isinstance(loaded, hf.DatasetDict):
+            if split not in loaded:
+                raise DatasetError(f"{name}: no split {split!r} (has {', '.join(loaded)})")
+            return loaded[split]
+        return loaded
+    try:
+        return hf.load_dataset(name, config, split=split)
+    except Exception as exc:  # network, missing config/split, bad files: say which dataset
+        raise DatasetError(f"cannot load Hugging Face dataset {name!r} (config {config}, split {split}): {exc}") from exc
+
+
+def read_hf(spec: str) -> tuple[list[RawRecord], str]:
+    """Rows of the dataset as raw records, and a default dataset name."""
+    try:
+        import datasets as hf
+    except ImportError as exc:  # pragma: no cover - datasets is a core dependency
+        raise DatasetError("Hugging Face datasets are not installed: pip install datasets") from exc
+    name, config, split = parse_spec(spec)
+    table = _load(name, config, split)
+    audio_cols = [c for c in AUDIO_KEYS if c in table.column_names]
+    if not audio_cols:
+        raise DatasetError(f"{spec}: no audio column (one of {', '.join(AUDIO_KEYS)}); columns: {table.column_names}")
+    if isinstance(table.features.get(audio_cols[0]), hf.Audio):
+        table = table.cast_column(audio_cols[0], hf.Audio(decode=False))
+    records = []
+    for index, row in enumerate(table):
+        fields = dict(row)
+        if "id" not in fields:
+            fields["id"] = _row_id(fields.get(audio_cols[0]), index)
+        records.append(RawRecord(fields, f"{spec} row {index}"))
+    label = os.path.basename(os.path.normpath(name)) if os.path.isdir(name) else name.replace("/", "_")
+    return records, "-".join(p for p in (label, config, split) if p)
+
+
+def _row_id(audio, index: int) -> str:
+    path = audio.get("path") if isinstance(audio, dict) else audio if isinstance(audio, str) else None
+    return os.path.splitext(os.path.basename(path))[0] if path else f"row-{index}"

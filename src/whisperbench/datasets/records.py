@@ -1,0 +1,180 @@
+"""Turn raw manifest records into validated examples: one place for field aliases and checks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from ..audio import audio_info
+from ..errors import AudioError, DatasetError
+from ..types import WHISPER_WINDOW_S, Dataset, Example, Form
+
+ID_KEYS = ("id", "utt_id", "key", "segment_id")
+AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "file")
+TEXT_KEYS = ("text", "transcription", "transcript", "sentence", "normalized_text")
+
+
+@dataclass
+class RawRecord:
+    """One manifest row as read, with where it came from (for error messages)."""
+
+    fields: dict[str, Any]
+    origin: str  # e.g. "manifest.jsonl line 3"
+
+
+@dataclass
+class Invalid:
+    id: str
+    reason: str
+
+
+@dataclass
+class Checked:
+    """A dataset whose examples passed validation, plus those that did not."""
+
+    dataset: Dataset
+    invalid: list[Invalid] = field(default_factory=list)
+
+
+def _first(fields: dict[str, Any], keys: Iterable[str]) -> tuple[Optional[str], Any]:
+    for key in keys:
+        if key in fields and fields[key] not in (None, ""):
+            return key, fields[key]
+    return None, None
+
+
+def record_to_example(record: RawRecord, base_dir: Optional[str]) -> Example:
+    """Map aliased columns onto an Example; raises DatasetError naming the row when a field is missing."""
+    fields = dict(record.fields)
+    audio_key, audio = _first(fields, AUDIO_KEYS)
+    if audio is None:
+        raise DatasetError(f"{record.origin}: no audio field (one of {', '.join(AUDIO_KEYS)})")
+    if isinstance(audio, dict):  # Hugging Face Audio(decode=False): {"bytes": ..., "path": ...}
+        audio = audio.get("bytes") or audio.get("path")
+    if isinstance(audio, str) and base_dir and not os.path.isabs(audio):
+        audio = os.path.normpath(os.path.join(base_dir, audio))
+    id_key, ex_id = _first(fields, ID_KEYS)
+    if ex_id is None:
+        if not isinstance(audio, str):
+            raise DatasetError(f"{record.origin}: no id field (one of {', '.join(ID_KEYS)})")
+        ex_id = os.path.splitext(os.path.basename(audio))[0]
+    text_key, text = _first(fields, TEXT_KEYS)
+    if text_key is None and not any(k in fields for k in TEXT_KEYS):
+        raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(TEXT_KEYS)})")
+    duration = fields.get("duration_s", fields.get("duration"))
+    used = {audio_key, id_key, text_key, "duration_s", "duration", "language"}
+    extra = {k: v for k, v in fields.items() if k not in used and k not in TEXT_KEYS}
+    return Example(
+        id=str(ex_id),
+        audio=audio,
+        text="" if text is None else str(text),
+        duration_s=float(duration) if duration not in (None, "") else None,
+        language=fields.get("language") or None,
+        extra=extra,
+    )
+
+
+def _check_example(example: Example, origin: str) -> Optional[str]:
+    """Return why an example is invalid, or None. Fills duration_s from the audio header."""
+    if not example.text.strip():
+        return f"{origin} (id {example.id}): empty transcript"
+    if isinstance(example.audio, str) and not os.path.exists(example.audio):
+        return f"{origin} (id {example.id}): audio file not found: {example.audio}"
+    try:
+        info = audio_info(example.audio)
+    except AudioError as exc:
+        return f"{origin} (id {example.id}): unreadable audio: {exc}"
+    if info.duration_s <= 0:
+        return f"{origin} (id {example.id}): audio {example.audio_label} has no samples"
+    example.duration_s = info.duration_s
+    return None
+
+
+def _audio_digest(audio: str | bytes) -> str:
+    digest = hashlib.sha256()
+    if isinstance(audio, (bytes, bytearray)):
+        digest.update(audio)
+    else:
+        with open(audio, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def content_hash(examples: list[Example]) -> str:
+    """sha256 over (id, text, audio bytes) of every example, independent of example order."""
+    lines = sorted(f"{ex.id}\t{ex.text}\t{_audio_digest(ex.audio)}" for ex in examples)
+    return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def infer_form(examples: list[Example]) -> Form:
+    """Long-form when any example is longer than one 30 s Whisper window."""
+    return "long" if any((ex.duration_s or 0.0) > WHISPER_WINDOW_S for ex in examples) else "short"
+
+
+def build_dataset(
+    records: list[RawRecord],
+    *,
+    name: str,
+    source: str,
+    base_dir: Optional[str],
+    form: Optional[Form] = None,
+    limit: Optional[int] = None,
+    skip_invalid: bool = False,
+) -> Checked:
+    """Validate every record before any inference; raise one DatasetError listing all problems.
+
+    With ``skip_invalid`` the bad examples are returned in ``Checked.invalid`` instead, so the runner
+    records them as failed. Every occurrence of a duplicated id is invalid: none can be trusted.
+    """
+    if limit is not None:
+        records = records[:limit]
+    problems: list[str] = []
+    invalid: list[Invalid] = []
+    parsed: list[tuple[Example, str]] = []
+    for record in records:
+        try:
+            parsed.append((record_to_example(record, base_dir), record.origin))
+        except DatasetError as exc:
+            problems.append(str(exc))
+            invalid.append(Invalid(id=str(record.fields.get("id", record.origin)), reason=str(exc)))
+    counts = Counter(ex.id for ex, _ in parsed)
+    valid: list[Example] = []
+    duplicates_reported: set[str] = set()
+    for example, origin in parsed:
+        if counts[example.id] > 1:
+            if example.id not in duplicates_reported:
+                duplicates_reported.add(example.id)
+                reason = f"{source}: duplicate id {example.id!r} ({counts[example.id]} rows)"
+                problems.append(reason)
+                invalid.append(Invalid(example.id, reason))
+            continue
+        reason = _check_example(example, origin)
+        if reason:
+            problems.append(reason)
+            invalid.append(Invalid(example.id, reason))
+        else:
+            valid.append(example)
+    if problems and not skip_invalid:
+        raise DatasetError(
+            f"dataset {name} ({source}): {len(problems)} invalid example(s); fix them or pass --skip-invalid",
+            problems,
+        )
+    if not valid and not invalid:
+        raise DatasetError(f"dataset {name} ({source}) has no examples")
+    explicit = {str(ex.extra.get("form")) for ex in valid if ex.extra.get("form")}
+    if form is None and len(explicit) == 1:
+        form = explicit.pop()  # type: ignore[assignment]
+    if form not in (None, "short", "long"):
+        raise DatasetError(f"dataset {name}: form must be 'short' or 'long', not {form!r}")
+    dataset = Dataset(
+        name=name,
+        form=form or infer_form(valid),
+        examples=valid,
+        content_hash=content_hash(valid) if valid else "sha256:empty",
+        source=source,
+    )
+    return Checked(dataset=dataset, invalid=invalid)

@@ -1,0 +1,83 @@
+"""The default evaluation: every installed local implementation on the bundled data, one leaderboard.
+
+The reference is openai-whisper (the offline stand-in for the OpenAI API). Missing implementations
+are reported with the pip command that installs them, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .adapters import DecodingOptions, get_adapter
+from .datasets import bundled_datasets, load_dataset
+from .harness import RunRequest, run_evaluation
+from .harness.store import list_runs
+from .reports import leaderboard_frame, pick_references, render_markdown
+
+REFERENCE_ADAPTER = "openai-whisper"
+
+
+@dataclass(frozen=True)
+class Contender:
+    adapter: str
+    label: str
+    options: tuple[str, ...] = ()
+
+
+CONTENDERS = (
+    Contender("openai-whisper", "openai-whisper"),
+    Contender("faster-whisper", "faster-whisper-fp32", ("compute_type=float32",)),
+    Contender("faster-whisper", "faster-whisper-int8", ("compute_type=int8",)),
+    Contender("transformers", "transformers"),
+)
+DATASETS = ("tiny-shortform", "tiny-longform")
+
+
+def run_demo(args) -> int:
+    from .cli import _progress
+
+    bundled = bundled_datasets()
+    names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
+    if not names:
+        print("error: the bundled datasets are missing (expected datasets/tiny/*/manifest.jsonl)", file=sys.stderr)
+        return 2
+    available = []
+    for contender in CONTENDERS:
+        missing = get_adapter(contender.adapter).missing()
+        if missing:
+            extra = get_adapter(contender.adapter).extra
+            print(f"skip {contender.label}: not installed: pip install 'whisperbench[{extra}]'", file=sys.stderr)
+        else:
+            available.append(contender)
+    if not any(c.adapter == REFERENCE_ADAPTER for c in available):
+        print(f"note: {REFERENCE_ADAPTER} is not installed, so QoI cannot be computed", file=sys.stderr)
+    threads = [f"threads={args.threads}"] if args.threads else []
+    failures = 0
+    for dataset in names:
+        checked = load_dataset(dataset, limit=args.limit)
+        for contender in available:
+            request = RunRequest(
+                adapter=contender.adapter, model=args.model, dataset=dataset, runs_dir=args.runs_dir,
+                name=f"{contender.label}_{args.model}_{dataset}", limit=args.limit,
+                decoding=DecodingOptions.from_pairs(list(contender.options) + threads),
+            )
+            with _progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
+                result = run_evaluation(request, progress=bar.update, checked=checked)
+            failures += result.summary["num_failed"]
+            s = result.summary
+            wer = "n/a" if s["wer"] is None else f"{s['wer']:.2f}%"
+            rtfx = "n/a" if s["rtfx"] is None else f"{s['rtfx']:.1f}"
+            print(f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s['num_failed']}",
+                  file=sys.stderr)
+    runs = [r for r in list_runs(args.runs_dir) if r.info.get("model") == args.model]
+    references = pick_references(runs, adapter=REFERENCE_ADAPTER)
+    text = render_markdown(leaderboard_frame(runs, references), references,
+                           title=f"Whisper {args.model} across implementations (bundled tiny set)")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"wrote {out}; runs in {args.runs_dir}/", file=sys.stderr)
+    return 0 if failures == 0 else 1

@@ -1,0 +1,62 @@
+"""What a run ran on: machine facts, package versions, peak memory."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Iterable
+
+CORE_PACKAGES = ("whisperbench", "numpy", "jiwer", "whisper-normalizer", "soundfile", "soxr", "datasets", "pandas")
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    """Installed versions of the named distributions (absent ones are left out)."""
+    found = {}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        usable = os.cpu_count() or 1
+    try:
+        import psutil
+
+        memory_gb = round(psutil.virtual_memory().total / 2**30, 1)
+    except ImportError:
+        memory_gb = None
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable,
+        "memory_gb": memory_gb,
+        "python": sys.version.split()[0],
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

@@ -1,0 +1,294 @@
+"""Run an adapter over a dataset into a run store; resumable, failure-tolerant, timed per example.
+
+Timing: ``infer_s`` covers only ``adapter.transcribe`` (audio decoding, scoring and writing are
+outside it). Model load and a warm-up call are timed apart and reported in run.json, never inside
+RTFx. Peak memory is measured in the process that ran the model.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..adapters import DecodingOptions, get_adapter
+from ..adapters.base import Adapter
+from ..audio import SAMPLE_RATE, load_audio
+from ..datasets import Checked, load_dataset
+from ..errors import RunStoreError
+from ..scoring import choose_normalizer, score_prediction, summarize
+from ..types import Dataset, Example, Prediction
+from .environment import CORE_PACKAGES, machine_info, package_versions, peak_rss_mb
+from .store import RunStore, safe_run_name
+
+WARMUP_AUDIO_S = 2.0
+
+
+@dataclass
+class RunRequest:
+    """Everything that defines a run (the CLI's ``run`` arguments)."""
+
+    adapter: str
+    model: str
+    dataset: str
+    runs_dir: str = "runs"
+    name: Optional[str] = None
+    decoding: DecodingOptions = field(default_factory=DecodingOptions)
+    limit: Optional[int] = None
+    workers: int = 1
+    skip_invalid: bool = False
+    retry_failed: bool = False
+    normalizer: Optional[str] = None
+    form: Optional[str] = None
+    dataset_name: Optional[str] = None
+    warmup: bool = True
+    overwrite: bool = False
+
+
+@dataclass
+class RunResult:
+    store: RunStore
+    info: dict
+    summary: dict
+    computed: int  # examples transcribed by this invocation
+    resumed: int  # examples already in the store
+
+
+def default_run_name(adapter: str, model: str, dataset: str) -> str:
+    return safe_run_name(f"{adapter}_{Path(model).name or model}_{dataset}")
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+class ExampleRunner:
+    """Holds one loaded adapter and turns examples into scored predictions."""
+
+    def __init__(self, adapter: Adapter, long_form: bool, normalizer: str):
+        self.adapter = adapter
+        self.long_form = long_form
+        self.normalizer = normalizer
+        self.load_s = 0.0
+        self.warmup_s = 0.0
+
+    def load(self, warmup: bool) -> None:
+        start = time.perf_counter()
+        self.adapter.load()
+        self.load_s = time.perf_counter() - start
+        if warmup and self.adapter.needs_audio:
+            noise = np.random.default_rng(0).normal(0, 1e-3, int(WARMUP_AUDIO_S * SAMPLE_RATE)).astype(np.float32)
+            probe = Example(id="__warmup__", audio=b"", text="")
+            start = time.perf_counter()
+            try:
+                self.adapter.transcribe(noise, probe, long_form=False)
+            except Exception:  # a warm-up failure must not hide the real examples' results
+                pass
+            self.warmup_s = time.perf_counter() - start
+
+    def run(self, example: Example) -> Prediction:
+        pred = Prediction(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0)
+        try:
+            audio = load_audio(example.audio) if self.adapter.needs_audio else None
+            if audio is not None:
+                pred.audio_s = len(audio) / SAMPLE_RATE
+            start = time.perf_counter()
+            transcript = self.adapter.transcribe(audio, example, long_form=self.long_form)
+            pred.infer_s = time.perf_counter() - start
+            pred.hypothesis = transcript.text.strip()
+            if transcript.language:
+                pred.extra["language"] = transcript.language
+            if transcript.timings:
+                pred.extra["timings"] = transcript.timings
+        except Exception as exc:  # recorded as a failed example, never dropped
+            pred.status = "error"
+            pred.error = f"example {example.id}: {_error_text(exc)}"
+            pred.extra["traceback"] = traceback.format_exc(limit=5)
+        return score_prediction(pred, self.normalizer)
+
+
+# --- process-pool workers: each process loads its own model -------------------------------------
+_worker: Optional[ExampleRunner] = None
+
+
+def _worker_init(adapter_name: str, model: str, decoding: DecodingOptions, long_form: bool, normalizer: str,
+                 warmup: bool) -> None:
+    global _worker
+    _worker = ExampleRunner(get_adapter(adapter_name)(model, decoding), long_form, normalizer)
+    _worker.load(warmup)
+
+
+def _worker_run(example: Example) -> tuple[Prediction, dict]:
+    assert _worker is not None
+    pred = _worker.run(example)
+    import os
+
+    return pred, {"pid": os.getpid(), "peak_rss_mb": peak_rss_mb(), "load_s": _worker.load_s,
+                  "warmup_s": _worker.warmup_s}
+
+
+def _config_key(info: dict) -> dict:
+    return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer")} | {
+        "dataset_source": info.get("dataset", {}).get("source")
+    }
+
+
+def _open_store(request: RunRequest, info: dict) -> RunStore:
+    name = request.name or default_run_name(request.adapter, request.model, info["dataset"]["name"])
+    store = RunStore(Path(request.runs_dir) / safe_run_name(name))
+    if store.exists() and not request.overwrite:
+        old = store.read_info()
+        if _config_key(old) != _config_key(info):
+            diff = [k for k, v in _config_key(info).items() if _config_key(old).get(k) != v]
+            raise RunStoreError(
+                f"run {store.path} exists with a different {', '.join(diff)}; "
+                "pass --name for a new run or --overwrite to replace it"
+            )
+    elif store.exists() and request.overwrite:
+        for leftover in (store.predictions_path, store.path / "summary.json"):
+            leftover.unlink(missing_ok=True)
+    return store
+
+
+def run_evaluation(
+    request: RunRequest,
+    progress: Optional[Callable[[int], object]] = None,
+    checked: Optional[Checked] = None,
+) -> RunResult:
+    """Evaluate ``request.adapter`` on ``request.dataset``; resume what the store already holds.
+
+    ``progress`` is called with the number of examples finished since the last call. ``checked``
+    lets a caller pass an already-loaded dataset.
+    """
+    adapter_cls = get_adapter(request.adapter)
+    adapter_cls.ensure_available()
+    if checked is None:
+        checked = load_dataset(
+            request.dataset, name=request.dataset_name, form=request.form,  # type: ignore[arg-type]
+            limit=request.limit, skip_invalid=request.skip_invalid,
+        )
+    dataset: Dataset = checked.dataset
+    languages = [ex.language for ex in dataset.examples] + [request.decoding.language]
+    normalizer = request.normalizer or choose_normalizer(languages, request.model)
+    adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
+    info = {
+        "adapter": request.adapter,
+        "model": request.model,
+        "decoding": request.decoding.to_json(),
+        "normalizer": normalizer,
+        "dataset": {
+            "name": dataset.name, "source": dataset.source, "form": dataset.form,
+            "content_hash": dataset.content_hash, "num_examples": len(dataset) + len(checked.invalid),
+            "num_invalid": len(checked.invalid), "limit": request.limit,
+        },
+    }
+    store = _open_store(request, info)
+    previous = {p.id: p for p in store.read_predictions()}
+    done = {i for i, p in previous.items() if p.status == "ok" or not request.retry_failed}
+    todo = [ex for ex in dataset.examples if ex.id not in done]
+    info.update(
+        backend="in-process" if request.workers <= 1 else "process-pool",
+        workers=request.workers,
+        machine=machine_info(),
+        versions=package_versions(CORE_PACKAGES + tuple(adapter_cls.requires)),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    if store.exists():
+        info["first_started_at"] = store.read_info().get("first_started_at", store.read_info().get("started_at"))
+    store.write_info(info | {"status": "running"})
+
+    stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
+    with store.open_for_append() as writer:
+        for bad in checked.invalid:
+            if bad.id not in done:
+                writer.append(score_prediction(
+                    Prediction(id=bad.id, reference="", hypothesis="", status="error", error=bad.reason), normalizer))
+        if todo:
+            if request.workers <= 1:
+                _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress)
+            else:
+                _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress)
+    ids = [ex.id for ex in dataset.examples] + [bad.id for bad in checked.invalid]
+    stored = {p.id: p for p in store.read_predictions()}
+    missing = [i for i in ids if i not in stored]
+    if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
+        raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
+    adapter_info = stats.pop("adapter_info", None) or adapter.describe()
+    summary = summarize([stored[i] for i in ids], normalizer, dataset.form)
+    summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
+    loop_wall = stats["loop_wall_s"]
+    computed_infer = sum(stored[ex.id].infer_s for ex in todo)
+    summary["harness_overhead_pct"] = (
+        100.0 * (loop_wall - computed_infer) / loop_wall if todo and loop_wall > 0 and request.workers <= 1 else None
+    )
+    info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                adapter_info=adapter_info)
+    info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
+    store.write_info(info)
+    store.write_summary(summary)
+    return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo))
+
+
+def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress) -> None:
+    runner = ExampleRunner(adapter, dataset.form == "long", normalizer)
+    runner.load(request.warmup)
+    stats.update(load_s=runner.load_s, warmup_s=runner.warmup_s)
+    start = time.perf_counter()
+    try:
+        for example in todo:
+            writer.append(runner.run(example))
+            if progress:
+                progress(1)
+    finally:
+        stats["loop_wall_s"] = time.perf_counter() - start
+        stats["peak_rss_mb"] = peak_rss_mb()
+        stats["adapter_info"] = adapter.describe()
+        adapter.close()
+
+
+def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) -> None:
+    context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
+    workers: dict[int, dict] = {}
+    init_args = (request.adapter, request.model, request.decoding, dataset.form == "long", normalizer, request.warmup)
+    start = time.perf_counter()
+    with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
+                                initargs=init_args) as pool:
+        futures = {pool.submit(_worker_run, ex): ex for ex in todo}
+        for future in cf.as_completed(futures):
+            example = futures[future]
+            try:
+                pred, worker = future.result()
+                workers[worker["pid"]] = worker
+            except Exception as exc:  # the worker process died (e.g. a native crash)
+                pred = score_prediction(Prediction(
+                    id=example.id, reference=example.text, hypothesis="", status="error",
+                    error=f"example {example.id}: worker failed: {_error_text(exc)}", audio_s=example.duration_s or 0.0,
+                ), normalizer)
+            writer.append(pred)
+            if progress:
+                progress(1)
+    stats["loop_wall_s"] = time.perf_counter() - start
+    if workers:
+        stats.update(
+            load_s=max(w["load_s"] for w in workers.values()),
+            warmup_s=max(w["warmup_s"] for w in workers.values()),
+            peak_rss_mb=max(w["peak_rss_mb"] for w in workers.values()),
+        )
+
+
+def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
+    """Recompute summary.json from stored raw predictions (e.g. with another normalizer)."""
+    info = store.read_info()
+    normalizer = normalizer or info.get("normalizer", "english")
+    summary = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
+    old = store.read_summary() or {}
+    summary.update({k: old.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct")})
+    store.write_summary(summary)
+    return summary

@@ -1,0 +1,201 @@
+"""The run store: ``<runs_dir>/<run>/{run.json, predictions.jsonl, summary.json}``.
+
+Predictions are appended one complete line per example with a single ``write`` and flushed to disk,
+so a killed process leaves at worst one partial last line, which readers ignore and the next append
+cuts off. JSON files are replaced atomically (write to a temp file, then rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from ..errors import RunStoreError
+from ..types import Prediction
+
+RUN_JSON = "run.json"
+PREDICTIONS = "predictions.jsonl"
+SUMMARY_JSON = "summary.json"
+
+
+def safe_run_name(text: str) -> str:
+    """A file-system-safe run name."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._") or "run"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunStoreError(f"cannot read {path}: {exc}") from exc
+
+
+@dataclass
+class RunStore:
+    """One run's folder."""
+
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def predictions_path(self) -> Path:
+        return self.path / PREDICTIONS
+
+    def exists(self) -> bool:
+        return (self.path / RUN_JSON).exists()
+
+    def read_info(self) -> dict:
+        return _read_json(self.path / RUN_JSON)
+
+    def write_info(self, info: dict) -> None:
+        write_json_atomic(self.path / RUN_JSON, info)
+
+    def read_summary(self) -> Optional[dict]:
+        path = self.path / SUMMARY_JSON
+        return _read_json(path) if path.exists() else None
+
+    def write_summary(self, summary: dict) -> None:
+        write_json_atomic(self.path / SUMMARY_JSON, summary)
+
+    def read_predictions(self) -> list[Prediction]:
+        """Stored predictions, one per id (a later line for an id replaces an earlier one).
+
+        A last line without its newline (a write cut short) is ignored; a malformed complete line
+        is an error naming the file and line.
+        """
+        path = self.predictions_path
+        if not path.exists():
+            return []
+        with open(path, "rb") as fh:
+            data = fh.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        by_id: dict[str, Prediction] = {}
+        for number, raw in enumerate(complete.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                pred = Prediction.from_json(json.loads(raw.decode("utf-8")))
+            except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
+                raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
+            by_id[pred.id] = pred
+        return list(by_id.values())
+
+    def _cut_partial_line(self) -> None:
+        path = self.predictions_path
+        if not path.exists():
+            return
+        with open(path, "rb+") as fh:
+            data = fh.read()
+            end = data.rfind(b"\n") + 1
+            if end != len(data):
+                fh.truncate(end)
+
+    def open_for_append(self) -> "PredictionWriter":
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._cut_partial_line()
+        return PredictionWriter(self.predictions_path)
+
+
+@dataclass
+class PredictionWriter:
+    """Appends predictions as complete, flushed lines."""
+
+    path: Path
+    _fd: int = field(init=False, default=-1)
+
+    def __post_init__(self) -> None:
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, pred: Prediction) -> None:
+        line = json.dumps(pred.to_json(), ensure_ascii=False, default=str) + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+        os.fsync(self._fd)
+
+    def append_all(self, preds: Iterable[Prediction]) -> None:
+        for pred in preds:
+            self.append(pred)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "PredictionWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class StoredRun:
+    """A finished (or partial) run as read back: what reports and the gate work from."""
+
+    store: RunStore
+    info: dict
+    predictions: list[Prediction]
+    summary: Optional[dict]
+
+    @property
+    def name(self) -> str:
+        return self.store.name
+
+    @property
+    def dataset_hash(self) -> str:
+        return self.info.get("dataset", {}).get("content_hash", "")
+
+    @property
+    def form(self) -> str:
+        return self.info.get("dataset", {}).get("form", "short")
+
+    @property
+    def normalizer(self) -> str:
+        return self.info.get("normalizer", "english")
+
+
+def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:
+    """Read a run given as a folder path or as a name under ``runs_dir``."""
+    candidates = [Path(run), Path(runs_dir) / run]
+    for path in candidates:
+        store = RunStore(path)
+        if store.exists():
+            return StoredRun(store, store.read_info(), store.read_predictions(), store.read_summary())
+    raise RunStoreError(f"run {run!r} not found (looked in {', '.join(str(c) for c in candidates)})")
+
+
+def list_runs(runs_dir: str | Path) -> list[StoredRun]:
+    """Every run under ``runs_dir``, sorted by name."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    runs = []
+    for child in sorted(root.iterdir()):
+        store = RunStore(child)
+        if store.exists():
+            runs.append(StoredRun(store, store.read_info(), store.read_predictions(), store.read_summary()))
+    return runs

@@ -1,0 +1,114 @@
+"""The release gate: a comparison turned into a verdict and an exit code.
+
+0 pass · 1 regression (QoI below the minimum or WER up by more than allowed) · 2 cannot judge
+(different datasets, too few common examples, too many failed candidate examples, missing runs).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..harness.store import StoredRun
+from .compare import Comparison, compare_runs
+
+PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
+VERDICTS = {PASS: "PASS", REGRESSION: "FAIL (regression)", CANNOT_JUDGE: "CANNOT JUDGE"}
+
+
+@dataclass
+class GateCheck:
+    name: str
+    passed: bool
+    detail: str
+    blocking: int  # exit code when it fails
+
+
+@dataclass
+class GateResult:
+    comparison: Comparison
+    checks: list[GateCheck] = field(default_factory=list)
+
+    @property
+    def code(self) -> int:
+        failed = [c.blocking for c in self.checks if not c.passed]
+        return max(failed) if failed else PASS
+
+    @property
+    def verdict(self) -> str:
+        return VERDICTS[self.code]
+
+
+def evaluate_gate(
+    reference: StoredRun,
+    candidate: StoredRun,
+    *,
+    min_qoi: float,
+    max_wer_increase: Optional[float] = None,
+    min_coverage: float = 100.0,
+    max_failed_pct: float = 0.0,
+) -> GateResult:
+    """Run the gate's checks; the comparability checks come first and outrank the quality ones."""
+    comparison = compare_runs(reference, candidate)
+    r = comparison.result
+    result = GateResult(comparison)
+    ref_ids = len(reference.predictions)
+    coverage = 100.0 * r.joined / ref_ids if ref_ids else 0.0
+    failed_pct = 100.0 * r.candidate_failed / r.joined if r.joined else 0.0
+    result.checks.append(GateCheck(
+        "same dataset", comparison.same_dataset,
+        f"dataset hashes {reference.dataset_hash or '?'} vs {candidate.dataset_hash or '?'}", CANNOT_JUDGE))
+    result.checks.append(GateCheck(
+        "common examples", r.joined > 0 and coverage >= min_coverage,
+        f"{r.joined} of {ref_ids} reference examples joined ({coverage:.1f}%, need ≥ {min_coverage:g}%)",
+        CANNOT_JUDGE))
+    result.checks.append(GateCheck(
+        "candidate failures", failed_pct <= max_failed_pct,
+        f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ {max_failed_pct:g}%)",
+        CANNOT_JUDGE))
+    qoi_text = "n/a" if r.qoi is None else f"{r.qoi:.2f}%"
+    result.checks.append(GateCheck(
+        "QoI", r.qoi is not None and r.qoi >= min_qoi,
+        f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed",
+        REGRESSION))
+    if max_wer_increase is not None:
+        ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
+        ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
+        delta = "n/a" if ref_wer is None or cand_wer is None else f"{cand_wer - ref_wer:+.2f}"
+        result.checks.append(GateCheck(
+            "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
+            REGRESSION))
+    return result
+
+
+def _pct(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.2f}%"
+
+
+def format_gate(result: GateResult, worst: int = 5) -> str:
+    c = result.comparison
+    lines = [f"gate: {result.verdict}", f"  reference {c.reference.name}  candidate {c.candidate.name}"]
+    for check in result.checks:
+        lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {check.detail}")
+    regressed = c.result.worst(worst)
+    if regressed:
+        lines.append(f"  worst regressed examples (of {c.result.regressed}):")
+        for e in regressed:
+            lines.append(f"    {e.id}: errors {e.reference_errors} → {e.candidate_errors}"
+                         + (" (candidate failed)" if e.candidate_failed else ""))
+            lines.append(f"      reference:  {e.reference_hypothesis!r}")
+            lines.append(f"      candidate:  {e.candidate_hypothesis!r}")
+    return "\n".join(lines)
+
+
+def junit_xml(result: GateResult) -> str:
+    """JUnit XML with one test case per check, so CI systems show which one failed."""
+    suite = ET.Element("testsuite", name="whisperbench-gate", tests=str(len(result.checks)),
+                       failures=str(sum(not c.passed for c in result.checks)))
+    for check in result.checks:
+        case = ET.SubElement(suite, "testcase", classname="whisperbench.gate", name=check.name)
+        if not check.passed:
+            failure = ET.SubElement(case, "failure", message=check.detail, type=VERDICTS[check.blocking])
+            failure.text = check.detail
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

@@ -1,0 +1,11 @@
+"""Scoring: pure functions over stored predictions (normalize -> align -> WER -> QoI)."""
+
+from .normalize import NORMALIZERS, choose_normalizer, get_normalizer, normalize
+from .qoi import ExampleComparison, QoiResult, qoi
+from .summary import counts_of, score_prediction, summarize
+from .wer import WordErrorRate, align, corpus_wer, example_wer
+
+__all__ = [
+    "NORMALIZERS", "choose_normalizer", "get_normalizer", "normalize", "ExampleComparison", "QoiResult",
+    "qoi", "counts_of", "score_prediction", "summarize", "WordErrorRate", "align", "corpus_wer", "example_wer",
+]

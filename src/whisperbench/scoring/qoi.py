@@ -1,0 +1,119 @@
+"""Quality of Inference: share of examples where a candidate does no worse than the reference.
+
+For each example id present in both runs: ``no_regression = wer(candidate) <= wer(reference)``, both
+measured against the same human transcript with the same normalizer. Examples are joined by id,
+never by position. Since both WERs share one denominator, errors are compared directly, which also
+decides examples whose normalized transcript is empty (WER undefined there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from ..types import Prediction
+from .summary import counts_of, score_prediction
+
+
+@dataclass
+class ExampleComparison:
+    id: str
+    reference_errors: int
+    candidate_errors: int
+    reference_wer: Optional[float]
+    candidate_wer: Optional[float]
+    candidate_failed: bool
+    reference_text: str
+    reference_hypothesis: str
+    candidate_hypothesis: str
+
+    @property
+    def delta_errors(self) -> int:
+        return self.candidate_errors - self.reference_errors
+
+    @property
+    def regressed(self) -> bool:
+        return self.candidate_errors > self.reference_errors
+
+
+@dataclass
+class QoiResult:
+    qoi: Optional[float]
+    joined: int
+    no_regression: int
+    improved: int
+    unchanged: int
+    regressed: int
+    candidate_failed: int
+    only_in_reference: list[str] = field(default_factory=list)
+    only_in_candidate: list[str] = field(default_factory=list)
+    reference_failed: list[str] = field(default_factory=list)
+    text_mismatch: list[str] = field(default_factory=list)
+    examples: list[ExampleComparison] = field(default_factory=list)
+
+    def worst(self, n: int = 5) -> list[ExampleComparison]:
+        """The ``n`` regressed examples with the largest increase in errors."""
+        bad = [e for e in self.examples if e.regressed]
+        return sorted(bad, key=lambda e: (-e.delta_errors, e.id))[:n]
+
+    def to_json(self, with_examples: bool = False) -> dict:
+        data = {k: v for k, v in self.__dict__.items() if k != "examples"}
+        if with_examples:
+            data["examples"] = [dict(e.__dict__, delta_errors=e.delta_errors) for e in self.examples]
+        return data
+
+
+def _by_id(predictions: Iterable[Prediction], role: str) -> dict[str, Prediction]:
+    table: dict[str, Prediction] = {}
+    for pred in predictions:
+        if pred.id in table:
+            raise ValueError(f"{role} run has example id {pred.id!r} more than once")
+        table[pred.id] = pred
+    return table
+
+
+def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english") -> QoiResult:
+    """Compare a candidate run with the reference run, example by example (see module doc).
+
+    A failed candidate example is a regression. A failed reference example cannot be judged and is
+    listed in ``reference_failed``, not joined. Both runs are scored against the reference run's
+    transcript; ids whose transcripts differ between runs are listed in ``text_mismatch``.
+    """
+    ref_by_id = _by_id(reference, "reference")
+    cand_by_id = _by_id(candidate, "candidate")
+    result = QoiResult(None, 0, 0, 0, 0, 0, 0)
+    result.only_in_reference = sorted(set(ref_by_id) - set(cand_by_id))
+    result.only_in_candidate = sorted(set(cand_by_id) - set(ref_by_id))
+    for ex_id in sorted(set(ref_by_id) & set(cand_by_id)):
+        ref_pred, cand_pred = ref_by_id[ex_id], cand_by_id[ex_id]
+        if ref_pred.status != "ok":
+            result.reference_failed.append(ex_id)
+            continue
+        if cand_pred.reference != ref_pred.reference:
+            result.text_mismatch.append(ex_id)
+            cand_pred = Prediction(**{**cand_pred.__dict__, "reference": ref_pred.reference})
+        ref_scored = score_prediction(ref_pred, normalizer)
+        cand_scored = score_prediction(cand_pred, normalizer)
+        comparison = ExampleComparison(
+            id=ex_id,
+            reference_errors=counts_of(ref_scored).errors,
+            candidate_errors=counts_of(cand_scored).errors,
+            reference_wer=ref_scored.wer,
+            candidate_wer=cand_scored.wer,
+            candidate_failed=cand_pred.status != "ok",
+            reference_text=ref_pred.reference,
+            reference_hypothesis=ref_pred.hypothesis,
+            candidate_hypothesis=cand_pred.hypothesis,
+        )
+        result.examples.append(comparison)
+        result.joined += 1
+        result.candidate_failed += comparison.candidate_failed
+        if comparison.candidate_errors < comparison.reference_errors:
+            result.improved += 1
+        elif comparison.candidate_errors == comparison.reference_errors:
+            result.unchanged += 1
+        else:
+            result.regressed += 1
+    result.no_regression = result.improved + result.unchanged
+    result.qoi = 100.0 * result.no_regression / result.joined if result.joined else None
+    return result

@@ -1,0 +1,125 @@
+"""Core records that flow through the pipeline; plain dataclasses that serialize to JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+Form = Literal["short", "long"]
+Status = Literal["ok", "error"]
+
+#: Audio longer than this (seconds) does not fit one Whisper window: its dataset is long-form.
+WHISPER_WINDOW_S = 30.0
+
+
+@dataclass
+class Example:
+    """One utterance to transcribe.
+
+    ``audio`` is a file path, or the encoded bytes of an audio file (as a Hugging Face dataset
+    holds them). ``text`` is the human reference transcript, raw (not normalized).
+    """
+
+    id: str
+    audio: str | bytes
+    text: str
+    duration_s: Optional[float] = None
+    language: Optional[str] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def audio_label(self) -> str:
+        """Where the audio comes from, for error messages."""
+        return self.audio if isinstance(self.audio, str) else f"<{len(self.audio)} bytes in memory>"
+
+
+@dataclass
+class Dataset:
+    """A named list of examples of one form, identified by a content hash."""
+
+    name: str
+    form: Form
+    examples: list[Example]
+    content_hash: str
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+
+@dataclass
+class Segment:
+    start: float
+    end: float
+    text: str
+
+
+@dataclass
+class Transcript:
+    """What an adapter returns for one audio."""
+
+    text: str
+    segments: list[Segment] = field(default_factory=list)
+    language: Optional[str] = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class WordCounts:
+    """Alignment counts between a normalized reference and hypothesis."""
+
+    hits: int = 0
+    substitutions: int = 0
+    deletions: int = 0
+    insertions: int = 0
+
+    @property
+    def errors(self) -> int:
+        return self.substitutions + self.deletions + self.insertions
+
+    @property
+    def ref_words(self) -> int:
+        return self.hits + self.substitutions + self.deletions
+
+    def __add__(self, other: "WordCounts") -> "WordCounts":
+        return WordCounts(
+            self.hits + other.hits,
+            self.substitutions + other.substitutions,
+            self.deletions + other.deletions,
+            self.insertions + other.insertions,
+        )
+
+
+@dataclass
+class Prediction:
+    """One line of ``predictions.jsonl``: raw output plus per-example scoring fields."""
+
+    id: str
+    reference: str
+    hypothesis: str
+    status: Status = "ok"
+    error: Optional[str] = None
+    audio_s: float = 0.0
+    infer_s: float = 0.0
+    # scoring fields, filled by whisperbench.scoring
+    reference_norm: Optional[str] = None
+    hypothesis_norm: Optional[str] = None
+    wer: Optional[float] = None
+    hits: Optional[int] = None
+    substitutions: Optional[int] = None
+    deletions: Optional[int] = None
+    insertions: Optional[int] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Prediction":
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in data.items() if k in names}
+        unknown = {k: v for k, v in data.items() if k not in names}
+        pred = cls(**known)
+        pred.extra.update(unknown)
+        return pred
