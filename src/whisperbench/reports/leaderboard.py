@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Iterable, Optional
 
 import pandas as pd
@@ -43,7 +44,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -
         rows.append({
             "Form": run.form,
             "Implementation": run.info.get("adapter", "?") + (" (reference)" if reference is run else ""),
-            "Model": run.info.get("model", "?"),
+            "Model": Path(run.info.get("model", "?")).name,
             "Dataset": run.info.get("dataset", {}).get("name", "?"),
             "WER %": summary["wer"],
             "QoI %": qoi_value,

@@ -1,0 +1,64 @@
+"""Shared fixtures: bundled data, ../shared/data when present, small manifests written on the fly."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLED = REPO / "datasets" / "tiny"
+SHARED_DATA = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def shared_manifest(subset: str) -> Path:
+    """A manifest of ../shared/data, or a skip saying why it is absent."""
+    path = SHARED_DATA / subset / "manifest.jsonl"
+    if not path.exists():
+        pytest.skip(f"shared evaluation data not found at {path} (set WHISPERBENCH_SHARED_DATA)")
+    return path
+
+
+def read_manifest_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Converted weights go to one cache per test session, not the user's cache."""
+    monkeypatch.setenv("WHISPERBENCH_CACHE", os.environ.get("WHISPERBENCH_TEST_CACHE")
+                       or str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def tiny_short() -> Path:
+    return BUNDLED / "shortform" / "manifest.jsonl"
+
+
+@pytest.fixture
+def tiny_long() -> Path:
+    return BUNDLED / "longform" / "manifest.jsonl"
+
+
+@pytest.fixture
+def tiny_rows(tiny_short) -> list[dict]:
+    return read_manifest_rows(tiny_short)
+
+
+@pytest.fixture
+def local_manifest(tmp_path, tiny_rows):
+    """Copy of the bundled short-form set with absolute audio paths, editable per test."""
+
+    def make(rows=None, name="manifest.jsonl"):
+        base = BUNDLED / "shortform"
+        rows = [dict(r, audio=str(base / r["audio"])) for r in (rows if rows is not None else tiny_rows)]
+        return write_jsonl(tmp_path / name, rows)
+
+    return make

@@ -1,0 +1,107 @@
+"""The command line end to end: score, compare, report, gate (exit codes, JUnit), listings."""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from whisperbench.cli import main
+
+from .conftest import write_jsonl
+
+
+@pytest.fixture
+def runs(tmp_path, tiny_rows, tiny_short):
+    """Three recorded runs on the bundled set: a reference, a close candidate and a bad candidate."""
+    runs_dir = tmp_path / "runs"
+
+    def score(name, edit):
+        rows = [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows]
+        hyp = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
+                     "--runs-dir", str(runs_dir)]) == 0
+
+    score("ref", lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans")
+    score("good", lambda r: r["text"].lower())
+    score("bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
+    return runs_dir
+
+
+def test_compare_json(runs, capsys):
+    assert main(["compare", "--reference", "ref", "--candidate", "good", "--candidate", "bad",
+                 "--runs-dir", str(runs), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    good, bad = data
+    assert good["qoi"] == 100.0 and good["improved"] == 1 and good["candidate_wer"] == 0.0
+    assert bad["regressed"] == 5 and bad["qoi"] == pytest.approx(100 / 6)
+    assert good["same_dataset"] and not good["only_in_reference"]
+
+
+def test_gate_exit_codes_and_junit(runs, tmp_path, capsys):
+    junit = tmp_path / "gate.xml"
+    assert main(["gate", "--reference", "ref", "--candidate", "good", "--min-qoi", "90", "--runs-dir", str(runs)]) == 0
+    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "90", "--runs-dir", str(runs),
+                 "--junit", str(junit)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL (regression)" in out and "worst regressed examples" in out
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "1" and suite.find("testcase[@name='QoI']/failure") is not None
+    assert main(["gate", "--reference", "ref", "--candidate", "good", "--min-qoi", "0", "--max-wer-increase", "0",
+                 "--runs-dir", str(runs)]) == 0
+    assert main(["gate", "--reference", "ref", "--candidate", "nope", "--min-qoi", "90", "--runs-dir", str(runs)]) == 2
+
+
+def test_gate_cannot_judge_other_dataset_or_missing_ids(runs, tmp_path, tiny_rows, local_manifest):
+    manifest = local_manifest(tiny_rows[:3])
+    hyp = write_jsonl(tmp_path / "few.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows[:3]])
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "few",
+                 "--runs-dir", str(runs)]) == 0
+    assert main(["gate", "--reference", "ref", "--candidate", "few", "--min-qoi", "0", "--runs-dir", str(runs)]) == 2
+    assert main(["gate", "--reference", "ref", "--candidate", "few", "--min-qoi", "0", "--min-coverage", "50",
+                 "--runs-dir", str(runs)]) == 2  # still another dataset (content hash)
+
+
+def test_report_markdown_and_csv(runs, tmp_path, capsys):
+    out = tmp_path / "board.md"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## Short-form" in text and "## Long-form" in text and "`bad`" in text
+    row = next(line for line in text.splitlines() if "`good`" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:6] == ["good.jsonl", "tiny-shortform", "0.00", "100.0", "–"]
+    csv_out = tmp_path / "board.csv"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(csv_out), "--quiet"]) == 0
+    import pandas as pd
+
+    frame = pd.read_csv(csv_out)
+    assert set(frame["Run"]) == {"ref", "good", "bad"}
+    assert frame.loc[frame["Run"] == "ref", "QoI %"].item() == 100.0
+
+
+def test_score_warns_about_unknown_ids_and_fails_missing_ones(tmp_path, tiny_rows, tiny_short, capsys):
+    rows = [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows[1:]] + [{"id": "stranger", "hypothesis": "x"}]
+    hyp = write_jsonl(tmp_path / "h.jsonl", rows)
+    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "s",
+                 "--runs-dir", str(tmp_path / "r"), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "stranger" in captured.err
+    assert json.loads(captured.out)["num_failed"] == 1
+
+
+def test_errors_are_one_line_not_tracebacks(tmp_path, capsys):
+    assert main(["run", "--adapter", "nope", "--model", "m", "--dataset", "tiny-shortform",
+                 "--runs-dir", str(tmp_path)]) == 2
+    assert "unknown adapter 'nope'" in capsys.readouterr().err
+    assert main(["run", "--adapter", "recorded", "--model", "m", "--dataset", str(tmp_path / "none.jsonl")]) == 2
+
+
+def test_console_script_lists_adapters_and_models():
+    out = subprocess.run([sys.executable, "-m", "whisperbench", "adapters", "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    names = {row["adapter"] for row in json.loads(out)}
+    assert {"recorded", "openai-whisper", "faster-whisper", "transformers"} <= names
+    models = subprocess.run([sys.executable, "-m", "whisperbench", "models", "--json"], capture_output=True,
+                            text=True, check=True).stdout
+    assert {"tiny.en", "base"} <= {m["name"] for m in json.loads(models)}

@@ -1,0 +1,84 @@
+"""Whisper's normalizers: openai/whisper's own test cases, and agreement with openai-whisper's module."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from whisperbench.scoring import choose_normalizer, normalize
+
+from .conftest import SHARED_DATA, read_manifest_rows
+
+# Cases from openai/whisper tests/test_normalizer.py (commit 1241061), run through the full
+# EnglishTextNormalizer as that file does for the number normalizer.
+OPENAI_WHISPER_CASES = [
+    ("two", "2"), ("thirty one", "31"), ("five twenty four", "524"), ("nineteen ninety nine", "1999"),
+    ("twenty nineteen", "2019"), ("two point five million", "2500000"), ("four point two billions", "4200000000s"),
+    ("200 thousand", "200000"), ("200 thousand dollars", "$200000"), ("$20 million", "$20000000"),
+    ("€52.4 million", "€52400000"), ("£77 thousands", "£77000s"), ("two double o eight", "2008"),
+    ("three thousand twenty nine", "3029"), ("forty three thousand two hundred sixty", "43260"),
+    ("forty three thousand two hundred and sixty", "43260"), ("nineteen fifties", "1950s"),
+    ("thirty first", "31st"), ("thirty three thousand and three hundred and thirty third", "33333rd"),
+    ("three billion", "3000000000"), ("millions", "1000000s"), ("july third twenty twenty", "july 3rd 2020"),
+    ("august twenty sixth twenty twenty one", "august 26th 2021"), ("3 14", "3 14"), ("3.14", "3.14"),
+    ("3 point 2", "3.2"), ("3 point 14", "3.14"), ("fourteen point 4", "14.4"),
+    ("two point two five dollars", "$2.25"), ("two hundred million dollars", "$200000000"),
+    ("$20.1 million", "$20100000"), ("ninety percent", "90%"), ("seventy six per cent", "76%"),
+    ("double oh seven", "007"), ("double zero seven", "007"), ("nine one one", "911"), ("nine double one", "911"),
+    ("one triple oh one", "10001"), ("two thousandth", "2000th"), ("thirty two thousandth", "32000th"),
+    ("minus 500", "-500"), ("positive twenty thousand", "+20000"), ("two dollars and seventy cents", "$2.70"),
+    ("3 cents", "¢3"), ("$0.36", "¢36"), ("three euros and sixty five cents", "€3.65"),
+    ("three and a half million", "3500000"), ("forty eight and a half dollars", "$48.5"), ("b747", "b 747"),
+    ("10 th", "10th"), ("10th", "10th"),
+    ("mobilisation", "mobilization"), ("cancelation", "cancellation"),
+    ("Let's", "let us"), ("he's like", "he is like"), ("she's been like", "she has been like"),
+    ("10km", "10 km"), ("10mm", "10 mm"), ("RC232", "rc 232"),
+    ("Mr. Park visited Assoc. Prof. Kim Jr.", "mister park visited associate professor kim junior"),
+]
+
+
+@pytest.mark.parametrize("text,expected", OPENAI_WHISPER_CASES)
+def test_openai_whisper_cases(text, expected):
+    assert normalize(text, "english") == expected
+
+
+def test_basic_normalizer_drops_symbols_and_case():
+    assert normalize("Héllo, World! (aside) [noise]", "basic") == "héllo world"
+    assert normalize("  a   b ", "none") == "a b"
+
+
+def test_choose_normalizer():
+    assert choose_normalizer([None, "en"]) == "english"
+    assert choose_normalizer(["de"]) == "basic"
+    assert choose_normalizer(["de"], model="tiny.en") == "english"
+    with pytest.raises(ValueError):
+        normalize("x", "klingon")
+
+
+def _all_shared_texts() -> list[str]:
+    texts = []
+    for subset in ("shortform", "longform"):
+        path = SHARED_DATA / subset / "manifest.jsonl"
+        if path.exists():
+            texts += [row["text"] for row in read_manifest_rows(path)]
+    return texts
+
+
+def test_same_as_openai_whisper_module_on_real_transcripts(tiny_rows):
+    """whisper-normalizer must give exactly what openai-whisper's own normalizer gives."""
+    pytest.importorskip("whisper", reason="openai-whisper not installed (pip install 'whisperbench[openai-whisper]')")
+    from whisper.normalizers import BasicTextNormalizer, EnglishTextNormalizer
+
+    english, basic = EnglishTextNormalizer(), BasicTextNormalizer()
+    texts = [r["text"] for r in tiny_rows] + _all_shared_texts()
+    assert len(texts) >= 6
+    for text in texts:
+        assert normalize(text, "english") == " ".join(english(text).split())
+        assert normalize(text, "basic") == " ".join(basic(text).split())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_normalizer_fuzz_never_crashes_and_is_idempotent_on_whitespace(text):
+    for name in ("english", "basic", "none"):
+        out = normalize(text, name)
+        assert out == out.strip() and "  " not in out
