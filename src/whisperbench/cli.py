@@ -36,6 +36,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalizer", choices=["english", "basic", "none"], help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
+    p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -72,6 +73,7 @@ def cmd_run(args) -> int:
         decoding=DecodingOptions.from_pairs(args.option or []), limit=args.limit, workers=args.workers,
         skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
         form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
+        label=args.label,
     )
     return _execute(request, args.json)
 
@@ -93,6 +95,7 @@ def cmd_score(args) -> int:
         runs_dir=args.runs_dir, name=args.name, decoding=DecodingOptions(), limit=args.limit,
         skip_invalid=args.skip_invalid, retry_failed=True, normalizer=args.normalizer, form=args.form,
         dataset_name=args.dataset_name, warmup=False, overwrite=args.overwrite,
+        label=args.label or f"recorded {Path(args.hypotheses).stem}",
     )
     return _execute(request, args.json)
 

@@ -60,7 +60,7 @@ def run_demo(args) -> int:
         for contender in available:
             request = RunRequest(
                 adapter=contender.adapter, model=args.model, dataset=dataset, runs_dir=args.runs_dir,
-                name=f"{contender.label}_{args.model}_{dataset}", limit=args.limit,
+                name=f"{contender.label}_{args.model}_{dataset}", limit=args.limit, label=contender.label,
                 decoding=DecodingOptions.from_pairs(list(contender.options) + threads),
             )
             with _progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:

@@ -27,9 +27,11 @@ class TransformersAdapter(Adapter):
     def load(self) -> None:
         import torch
         from transformers import WhisperForConditionalGeneration, WhisperProcessor, pipeline
+        from transformers.utils import logging as hf_logging
 
         from ..models import converted, resolve_source
 
+        hf_logging.set_verbosity_error()  # deprecation chatter per call; errors still surface
         torch.set_num_threads(self.decoding.threads)
         self.multilingual = resolve_source(self.model).multilingual
         folder = str(converted(self.model, "transformers"))

@@ -48,6 +48,7 @@ class RunRequest:
     normalizer: Optional[str] = None
     form: Optional[str] = None
     dataset_name: Optional[str] = None
+    label: Optional[str] = None
     warmup: bool = True
     overwrite: bool = False
 
@@ -59,6 +60,11 @@ class RunResult:
     summary: dict
     computed: int  # examples transcribed by this invocation
     resumed: int  # examples already in the store
+
+
+def default_label(adapter: str, decoding: DecodingOptions) -> str:
+    """How reports name an implementation: the adapter plus its adapter-specific options."""
+    return " ".join([adapter] + [f"{k}={v}" for k, v in sorted(decoding.extra.items())])
 
 
 def default_run_name(adapter: str, model: str, dataset: str) -> str:
@@ -181,6 +187,7 @@ def run_evaluation(
     adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
     info = {
         "adapter": request.adapter,
+        "label": request.label or default_label(request.adapter, request.decoding),
         "model": request.model,
         "decoding": request.decoding.to_json(),
         "normalizer": normalizer,

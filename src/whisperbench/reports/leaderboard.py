@@ -43,7 +43,8 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -
         stored = run.summary or {}
         rows.append({
             "Form": run.form,
-            "Implementation": run.info.get("adapter", "?") + (" (reference)" if reference is run else ""),
+            "Implementation": run.info.get("label") or run.info.get("adapter", "?"),
+            "Reference": reference is run,
             "Model": Path(run.info.get("model", "?")).name,
             "Dataset": run.info.get("dataset", {}).get("name", "?"),
             "WER %": summary["wer"],
@@ -72,6 +73,8 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
     shown["RTFx"] = shown["RTFx"].map(lambda v: _fmt(v, 1))
     shown["Run"] = shown["Run"].map(lambda v: f"`{v}`")
+    shown["Implementation"] = [f"**{name}** (reference)" if ref else name
+                               for name, ref in zip(frame["Implementation"], frame["Reference"])]
     return shown.to_markdown(index=False, disable_numparse=True)
 
 
