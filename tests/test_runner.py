@@ -159,3 +159,16 @@ def test_option_parsing():
         DecodingOptions.from_pairs(["novalue"])
     assert DecodingOptions(temperature_fallback=True).temperatures() == (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
     assert DecodingOptions().timestamps_off(long_form=False) and not DecodingOptions().timestamps_off(long_form=True)
+
+
+def test_process_pool_gives_the_same_results_as_in_process(tmp_path, tiny_rows, tiny_short):
+    hyp = hypotheses_file(tmp_path, tiny_rows, drop={"jfk"}, edit={"LJ001-0003": "for although the chinese"})
+    single = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "r"),
+                                       name="one"))
+    pooled = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "r"),
+                                       name="two", workers=2))
+    assert pooled.info["backend"] == "process-pool" and pooled.computed == 6
+    keys = ("wer", "num_failed", "substitutions", "deletions", "insertions", "hits")
+    assert {k: pooled.summary[k] for k in keys} == {k: single.summary[k] for k in keys}
+    by_id = {p.id: p for p in open_run("two", tmp_path / "r").predictions}
+    assert by_id["jfk"].status == "error" and by_id["LJ001-0003"].deletions > 0
