@@ -58,7 +58,7 @@ def evaluate_gate(
     failed_pct = 100.0 * r.candidate_failed / r.joined if r.joined else 0.0
     result.checks.append(GateCheck(
         "same dataset", comparison.same_dataset,
-        f"dataset hashes {reference.dataset_hash or '?'} vs {candidate.dataset_hash or '?'}", CANNOT_JUDGE))
+        f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}", CANNOT_JUDGE))
     result.checks.append(GateCheck(
         "common examples", r.joined > 0 and coverage >= min_coverage,
         f"{r.joined} of {ref_ids} reference examples joined ({coverage:.1f}%, need ≥ {min_coverage:g}%)",
@@ -80,6 +80,10 @@ def evaluate_gate(
             "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
             REGRESSION))
     return result
+
+
+def _short(digest: str) -> str:
+    return digest[:19] if digest else "?"
 
 
 def _pct(value: Optional[float]) -> str:
