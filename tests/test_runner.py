@@ -31,6 +31,7 @@ class FlakyAdapter(Adapter):
 
     name = "test-flaky"
     options = {"fail": ""}
+    uses_weights = False
 
     def load(self):
         pass
@@ -48,6 +49,7 @@ class MissingDependencyAdapter(Adapter):
     name = "test-missing"
     requires = ("surely_not_an_installed_module",)
     extra = "nothing"
+    uses_weights = False
 
     def load(self):
         raise AssertionError("never loaded")

@@ -115,6 +115,9 @@ class Adapter(ABC):
     extra: ClassVar[str] = ""
     options: ClassVar[dict[str, Any]] = {}
     needs_audio: ClassVar[bool] = True
+    distributions: ClassVar[tuple[str, ...]] = ()  # PyPI names whose versions go to run.json
+    long_form_algorithm: ClassVar[str] = ""
+    uses_weights: ClassVar[bool] = True  # weights come from whisperbench.models
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         self.model = model
@@ -147,7 +150,14 @@ class Adapter(ABC):
 
     def describe(self) -> dict[str, Any]:
         """What ran: package versions, resolved weights, effective settings (goes to run.json)."""
-        return {"settings": self.settings}
+        from ..harness.environment import package_versions
+        from ..models import describe_source
+
+        info: dict[str, Any] = {"settings": self.settings, "versions": package_versions(self.distributions),
+                                "long_form_algorithm": self.long_form_algorithm}
+        if self.uses_weights:
+            info["weights"] = describe_source(self.model)
+        return info
 
     def close(self) -> None:
         """Free the model."""

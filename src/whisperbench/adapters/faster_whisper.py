@@ -17,6 +17,8 @@ class FasterWhisperAdapter(Adapter):
     description = "faster-whisper (CTranslate2), WhisperModel.transcribe"
     requires = ("faster_whisper", "ctranslate2")
     extra = "faster-whisper"
+    distributions = ("faster-whisper", "ctranslate2")
+    long_form_algorithm = "faster-whisper: sequential 30 s windows, seek by timestamps"
     options = {"compute_type": "float32", "device": "cpu"}
 
     def load(self) -> None:
@@ -42,11 +44,3 @@ class FasterWhisperAdapter(Adapter):
         )
         segs = [Segment(s.start, s.end, s.text) for s in segments]  # the generator decodes here
         return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, language=info.language)
-
-    def describe(self) -> dict:
-        from ..harness.environment import package_versions
-        from ..models import describe_source
-
-        return {"settings": self.settings, "weights": describe_source(self.model),
-                "versions": package_versions(["faster-whisper", "ctranslate2"]),
-                "long_form_algorithm": "faster-whisper: sequential 30 s windows, seek by timestamps"}

@@ -17,6 +17,8 @@ class OpenAIWhisperAdapter(Adapter):
     description = "openai-whisper (PyTorch), whisper.transcribe"
     requires = ("whisper", "torch")
     extra = "openai-whisper"
+    distributions = ("openai-whisper", "torch")
+    long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
     options = {"device": "cpu"}
 
     def load(self) -> None:
@@ -46,11 +48,3 @@ class OpenAIWhisperAdapter(Adapter):
             )
         segments = [Segment(s["start"], s["end"], s["text"]) for s in result["segments"]]
         return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
-
-    def describe(self) -> dict:
-        from ..harness.environment import package_versions
-        from ..models import describe_source
-
-        return {"settings": self.settings, "weights": describe_source(self.model),
-                "versions": package_versions(["openai-whisper", "torch"]),
-                "long_form_algorithm": "openai-whisper: sequential 30 s windows, seek by timestamps"}

@@ -45,6 +45,7 @@ class RecordedAdapter(Adapter):
     name = "recorded"
     description = "hypotheses from a JSONL file (id, hypothesis): results made on a device or elsewhere"
     needs_audio = False
+    uses_weights = False
     options = {"label": None}
 
     def load(self) -> None:
@@ -60,4 +61,4 @@ class RecordedAdapter(Adapter):
         return Transcript(text=self.hypotheses[example.id])
 
     def describe(self) -> dict:
-        return {"settings": self.settings, "hypotheses_file": self.model}
+        return super().describe() | {"hypotheses_file": self.model}

@@ -22,6 +22,7 @@ class TransformersAdapter(Adapter):
     description = "Hugging Face transformers, automatic-speech-recognition pipeline"
     requires = ("transformers", "torch")
     extra = "transformers"
+    distributions = ("transformers", "torch")
     options = {"dtype": "float32", "device": "cpu", "chunk_length_s": "0", "batch_size": "1"}
 
     def load(self) -> None:
@@ -68,12 +69,9 @@ class TransformersAdapter(Adapter):
                     for c in result.get("chunks", [])]
         return Transcript(text=result["text"].strip(), segments=segments)
 
-    def describe(self) -> dict:
-        from ..harness.environment import package_versions
-        from ..models import describe_source
-
+    @property
+    def long_form_algorithm(self) -> str:  # type: ignore[override]
         chunk = float(self.settings["chunk_length_s"])
-        algorithm = (f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
-                     if chunk > 0 else "transformers: sequential long-form generate (pipeline, no chunking)")
-        return {"settings": self.settings, "weights": describe_source(self.model),
-                "versions": package_versions(["transformers", "torch"]), "long_form_algorithm": algorithm}
+        if chunk > 0:
+            return f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
+        return "transformers: sequential long-form generate (pipeline, no chunking)"
