@@ -81,11 +81,11 @@ def test_transformers_differs_from_openai_whisper_only_by_input_padding(runs_dir
     from whisperbench.audio import load_audio
     from whisperbench.datasets import load_dataset
     from whisperbench.models import converted
-    from whisperbench.models.convert import load_openai_whisper
+    from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
 
     result = _run("transformers", str(tiny_short), runs_dir / "tiny")
     texts = {p.id: p.hypothesis for p in open_run(result.store.name, runs_dir / "tiny").predictions}
-    model = load_openai_whisper(str(converted("tiny.en", "openai-whisper")))
+    model = load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
     options = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False, temperature=0.0)
     for example in load_dataset(str(tiny_short)).dataset.examples:
         mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(load_audio(example.audio))))

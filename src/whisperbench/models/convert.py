@@ -18,12 +18,14 @@ import numpy as np
 
 from whisperbench.errors import ModelError
 from whisperbench.models.ctranslate2_format import read_ct2_variables
+from whisperbench.models.registry import SourceModel, converter
 
 # Whisper's vocabulary: 1501 timestamp tokens <|0.00|> ... <|30.00|>, 0.02 s apart.
 TIME_PRECISION = 0.02
 N_TIMESTAMPS = 1501
 MAX_INITIAL_TIMESTAMP_INDEX = 50  # 1.0 s, openai-whisper's default
 MULTILINGUAL_MIN_VOCAB = 51865
+OPENAI_WHISPER_FILE = "model.pt"  # the checkpoint's name inside its converted folder
 
 
 @dataclass
@@ -335,3 +337,16 @@ def _generation_config(ckpt: Checkpoint, config_json: dict, tokenizer, ids: dict
         generation.task_to_id = {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]}
     generation._from_model_config = False
     return generation
+
+
+# ------------------------------------------------------------------------- registered converters
+
+
+@converter("openai-whisper")
+def _to_openai_whisper(source: SourceModel, out_dir: Path, variant: str) -> None:
+    write_openai_whisper(load_ct2_checkpoint(str(source.folder)), out_dir / OPENAI_WHISPER_FILE)
+
+
+@converter("transformers")
+def _to_transformers(source: SourceModel, out_dir: Path, variant: str) -> None:
+    write_transformers(load_ct2_checkpoint(str(source.folder)), out_dir)

@@ -8,6 +8,7 @@ it, so all adapters of a comparison run the same weights.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import json
 import os
@@ -176,23 +177,42 @@ def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
     return target
 
 
-def converted(model: str, fmt: str) -> Path:
-    """Path of ``model`` in format ``fmt`` (``ctranslate2``, ``openai-whisper``, ``transformers``)."""
+Converter = Callable[[SourceModel, Path, str], None]
+_CONVERTERS: dict[str, Converter] = {}
+#: format -> module that registers its converter (imported on first use; heavy imports stay inside)
+CONVERTER_MODULES = {
+    "openai-whisper": "whisperbench.models.convert",
+    "transformers": "whisperbench.models.convert",
+    "ggml": "whisperbench.models.ggml",
+    "mlx": "whisperbench.models.mlx",
+}
+
+
+def converter(fmt: str) -> Callable[[Converter], Converter]:
+    """Decorator: register ``fn(source, out_dir, variant)`` that writes format ``fmt`` into ``out_dir``."""
+
+    def register(fn: Converter) -> Converter:
+        _CONVERTERS[fmt] = fn
+        return fn
+
+    return register
+
+
+def converted(model: str, fmt: str, variant: str = "") -> Path:
+    """Folder holding ``model`` in format ``fmt`` (``ctranslate2`` is the source folder itself).
+
+    ``variant`` selects a flavour of the format (e.g. a ggml quantization type); each variant is
+    cached apart under ``<cache>/<fmt>/<name>-<source sha256[:12]>[-variant]``.
+    """
     source = resolve_source(model)
     if fmt == "ctranslate2":
         return source.folder
-    from . import convert
-
-    writers: dict[str, Callable[[Path], None]] = {
-        "openai-whisper": lambda out: convert.write_openai_whisper(
-            convert.load_ct2_checkpoint(str(source.folder)), str(out / "model.pt")),
-        "transformers": lambda out: convert.write_transformers(
-            convert.load_ct2_checkpoint(str(source.folder)), str(out)),
-    }
-    if fmt not in writers:
-        raise ModelError(f"no converter to format {fmt!r} (known: ctranslate2, {', '.join(writers)})")
-    folder = _build_cached(cache_dir() / fmt / source.key, writers[fmt])
-    return folder / "model.pt" if fmt == "openai-whisper" else folder
+    if fmt not in CONVERTER_MODULES:
+        raise ModelError(f"no converter to format {fmt!r} (known: ctranslate2, {', '.join(CONVERTER_MODULES)})")
+    importlib.import_module(CONVERTER_MODULES[fmt])
+    write = _CONVERTERS[fmt]
+    key = source.key + (f"-{variant}" if variant else "")
+    return _build_cached(cache_dir() / fmt / key, lambda out: write(source, out, variant))
 
 
 def describe_source(model: str) -> dict:
