@@ -101,3 +101,17 @@ def test_bundled_longform(label, runs_dir, tiny_long):
     assert s["audio_s"] == pytest.approx(84.1, abs=0.2)
     assert s["wer"] < 15.0, s  # LJ Speech read speech; tiny.en long-form stays well under this
     assert result.info["adapter_info"]["long_form_algorithm"]
+
+
+def test_demo_writes_both_tables(tmp_path):
+    """The main job, shortened: every installed implementation, the leaderboard with both forms."""
+    from whisperbench.cli import main
+
+    _require("openai-whisper")
+    out = tmp_path / "leaderboard.md"
+    assert main(["demo", "--limit", "2", "--runs-dir", str(tmp_path / "runs"), "--out", str(out)]) == 0
+    board = out.read_text()
+    assert "## Short-form" in board and "## Long-form" in board
+    assert board.count("(reference)") == 2  # one reference row per table
+    for label in ("faster-whisper-fp32", "faster-whisper-int8", "transformers"):
+        assert board.count(label) >= 2, label

@@ -73,7 +73,7 @@ def cmd_run(args) -> int:
         decoding=DecodingOptions.from_pairs(args.option or []), limit=args.limit, workers=args.workers,
         skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
         form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
-        label=args.label,
+        label=args.label, refresh=args.refresh,
     )
     return _execute(request, args.json)
 
@@ -249,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …)")
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
+    p.add_argument("--refresh", action="store_true", help="bypass an adapter's result cache (openai-api)")
     _add_run_args(p)
     p.set_defaults(func=cmd_run)
 
@@ -316,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
     p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
+    p.add_argument("--reference-endpoint", metavar="URL",
+                   help="use an OpenAI-compatible endpoint as the reference (key from $OPENAI_API_KEY)")
+    p.add_argument("--reference-model", default="whisper-1", help="model name sent to --reference-endpoint")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -35,6 +35,15 @@ CONTENDERS = (
 DATASETS = ("tiny-shortform", "tiny-longform")
 
 
+def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
+    """(contender, model) pairs to run, and the label of the reference."""
+    pairs = [(c, args.model) for c in CONTENDERS]
+    if not args.reference_endpoint:
+        return pairs, REFERENCE_ADAPTER
+    api = Contender("openai-api", f"openai-api {args.reference_model}", (f"base_url={args.reference_endpoint}",))
+    return [(api, args.reference_model)] + pairs, api.label
+
+
 def run_demo(args) -> int:
     from .cli import _progress
 
@@ -43,37 +52,40 @@ def run_demo(args) -> int:
     if not names:
         print("error: the bundled datasets are missing (expected datasets/tiny/*/manifest.jsonl)", file=sys.stderr)
         return 2
+    contenders, reference_label = _contenders(args)
     available = []
-    for contender in CONTENDERS:
-        missing = get_adapter(contender.adapter).missing()
-        if missing:
-            extra = get_adapter(contender.adapter).extra
-            print(f"skip {contender.label}: not installed: pip install 'whisperbench[{extra}]'", file=sys.stderr)
+    for contender, model in contenders:
+        adapter = get_adapter(contender.adapter)
+        if adapter.missing():
+            print(f"skip {contender.label}: not installed: pip install 'whisperbench[{adapter.extra}]'", file=sys.stderr)
         else:
-            available.append(contender)
-    if not any(c.adapter == REFERENCE_ADAPTER for c in available):
-        print(f"note: {REFERENCE_ADAPTER} is not installed, so QoI cannot be computed", file=sys.stderr)
+            available.append((contender, model))
+    if not any(c.label == reference_label for c, _ in available):
+        print(f"note: the reference ({reference_label}) is not installed, so QoI cannot be computed", file=sys.stderr)
     threads = [f"threads={args.threads}"] if args.threads else []
-    failures = 0
+    failures, made, references = 0, [], []
     for dataset in names:
         checked = load_dataset(dataset, limit=args.limit)
-        for contender in available:
+        for contender, model in available:
             request = RunRequest(
-                adapter=contender.adapter, model=args.model, dataset=dataset, runs_dir=args.runs_dir,
-                name=f"{contender.label}_{args.model}_{dataset}", limit=args.limit, label=contender.label,
+                adapter=contender.adapter, model=model, dataset=dataset, runs_dir=args.runs_dir,
+                name=f"{contender.label}_{model}_{dataset}".replace(" ", "_"), limit=args.limit, label=contender.label,
                 decoding=DecodingOptions.from_pairs(list(contender.options) + threads),
             )
             with _progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
                 result = run_evaluation(request, progress=bar.update, checked=checked)
+            made.append(result.store.name)
+            if contender.label == reference_label:
+                references.append(result.store.name)
             failures += result.summary["num_failed"]
             s = result.summary
             wer = "n/a" if s["wer"] is None else f"{s['wer']:.2f}%"
             rtfx = "n/a" if s["rtfx"] is None else f"{s['rtfx']:.1f}"
             print(f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s['num_failed']}",
                   file=sys.stderr)
-    runs = [r for r in list_runs(args.runs_dir) if r.info.get("model") == args.model]
-    references = pick_references(runs, adapter=REFERENCE_ADAPTER)
-    text = render_markdown(leaderboard_frame(runs, references), references,
+    runs = [r for r in list_runs(args.runs_dir) if r.name in made]
+    chosen = pick_references(runs, names=references)
+    text = render_markdown(leaderboard_frame(runs, chosen), chosen,
                            title=f"Whisper {args.model} across implementations (bundled tiny set)")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

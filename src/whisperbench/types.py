@@ -63,6 +63,11 @@ class Transcript:
     segments: list[Segment] = field(default_factory=list)
     language: Optional[str] = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: inference time the adapter knows better than the harness's stopwatch (e.g. the original
+    #: request time of a cached API result); None means: use the stopwatch
+    infer_s: Optional[float] = None
+    cached: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # stored in the prediction's ``extra``
 
 
 @dataclass

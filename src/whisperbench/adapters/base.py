@@ -28,6 +28,14 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"not a boolean: {text!r}")
 
 
+def _strip_userinfo(value: Any) -> Any:
+    """``scheme://user:secret@host/...`` -> ``scheme://host/...``; anything else unchanged."""
+    if isinstance(value, str) and "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
+        scheme, rest = value.split("://", 1)
+        return f"{scheme}://{rest.split('@', 1)[1]}"
+    return value
+
+
 @dataclass
 class DecodingOptions:
     """Decoding settings shared by every implementation; defaults are the harness's fair baseline.
@@ -99,7 +107,10 @@ class DecodingOptions:
         return self.language or (None if multilingual else "en")
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The options as recorded in run.json (credentials in URL options removed)."""
+        data = dataclasses.asdict(self)
+        data["extra"] = {k: _strip_userinfo(v) for k, v in self.extra.items()}
+        return data
 
 
 class Adapter(ABC):
@@ -118,6 +129,7 @@ class Adapter(ABC):
     distributions: ClassVar[tuple[str, ...]] = ()  # PyPI names whose versions go to run.json
     long_form_algorithm: ClassVar[str] = ""
     uses_weights: ClassVar[bool] = True  # weights come from whisperbench.models
+    refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         self.model = model
@@ -158,6 +170,11 @@ class Adapter(ABC):
         if self.uses_weights:
             info["weights"] = describe_source(self.model)
         return info
+
+    @property
+    def max_in_flight(self) -> int:
+        """How many ``transcribe`` calls may run at once in threads (I/O-bound adapters raise it)."""
+        return 1
 
     def close(self) -> None:
         """Free the model."""

@@ -49,6 +49,7 @@ class RunRequest:
     form: Optional[str] = None
     dataset_name: Optional[str] = None
     label: Optional[str] = None
+    refresh: bool = False  # adapters that cache results (API references) bypass their cache
     warmup: bool = True
     overwrite: bool = False
 
@@ -108,8 +109,11 @@ class ExampleRunner:
             start = time.perf_counter()
             transcript = self.adapter.transcribe(audio, example, long_form=self.long_form)
             if self.adapter.needs_audio:  # a recorded hypothesis has no inference time of its own
-                pred.infer_s = time.perf_counter() - start
+                pred.infer_s = time.perf_counter() - start if transcript.infer_s is None else transcript.infer_s
             pred.hypothesis = transcript.text.strip()
+            pred.extra.update(transcript.extra)
+            if transcript.cached:
+                pred.extra["cached"] = True
             if transcript.language:
                 pred.extra["language"] = transcript.language
             if transcript.timings:
@@ -185,6 +189,7 @@ def run_evaluation(
     languages = [ex.language for ex in dataset.examples] + [request.decoding.language]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
     adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
+    adapter.refresh = request.refresh
     info = {
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),
@@ -233,6 +238,11 @@ def run_evaluation(
     summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
     loop_wall = stats["loop_wall_s"]
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
+    price = adapter_info.get("price_per_audio_minute")
+    if price is not None:  # what the requests behind this run cost; cached results cost nothing
+        billed_s = sum(stored[i].audio_s for i in ids if not stored[i].extra.get("cached"))
+        summary["cost_estimate_usd"] = round(billed_s / 60.0 * float(price), 6)
+        summary["cached_examples"] = sum(1 for i in ids if stored[i].extra.get("cached"))
     summary["harness_overhead_pct"] = (
         100.0 * (loop_wall - computed_infer) / loop_wall if todo and loop_wall > 0 and request.workers <= 1 else None
     )
@@ -250,10 +260,23 @@ def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, 
     stats.update(load_s=runner.load_s, warmup_s=runner.warmup_s)
     start = time.perf_counter()
     try:
-        for example in todo:
-            writer.append(runner.run(example))
-            if progress:
-                progress(1)
+        if adapter.max_in_flight <= 1:
+            for example in todo:
+                writer.append(runner.run(example))
+                if progress:
+                    progress(1)
+        else:  # I/O-bound adapters (HTTP APIs): several requests in flight, written as they finish
+            with cf.ThreadPoolExecutor(adapter.max_in_flight) as pool:
+                futures = [pool.submit(runner.run, example) for example in todo]
+                try:
+                    for future in cf.as_completed(futures):
+                        writer.append(future.result())
+                        if progress:
+                            progress(1)
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
     finally:
         stats["loop_wall_s"] = time.perf_counter() - start
         stats["peak_rss_mb"] = peak_rss_mb()

@@ -1,0 +1,198 @@
+"""``openai-api``: the OpenAI transcription API (the product's reference) or any compatible endpoint.
+
+Built on the official ``openai`` client: ``base_url`` points it at any OpenAI-compatible server
+(whisper.cpp's server, faster-whisper-server, vLLM, Groq …). The API key is read from
+``OPENAI_API_KEY`` only and never stored. Retries with exponential backoff on 408/409/429/5xx,
+timeouts and dropped connections (honouring ``Retry-After``) are the client's own
+(``max_retries``, ``timeout_s``); after the last one the example is recorded as failed.
+
+Audio is uploaded as 16 kHz mono 16-bit FLAC (lossless for the decoded samples). A file over
+``max_upload_mb`` (the API's limit is 25 MB) is split at the quietest 0.1 s near each limit and the
+parts' texts are joined; the prediction records what was done. Results are cached on disk by
+(audio sha256, endpoint, model, request options): re-evaluating a reference costs no requests
+(``whisperbench run --refresh`` bypasses the cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from ..audio import SAMPLE_RATE
+from ..errors import OptionError
+from ..types import Example, Segment, Transcript
+from . import register
+from .base import Adapter
+
+API_KEY_ENV = "OPENAI_API_KEY"
+SPLIT_SEARCH_S = 10.0  # look this far back from a part's size limit for the quietest spot
+QUIET_FRAME_S = 0.1
+
+
+def encode_flac(audio: np.ndarray) -> bytes:
+    """16 kHz mono 16-bit FLAC bytes."""
+    import soundfile as sf
+
+    buffer = io.BytesIO()
+    sf.write(buffer, audio, SAMPLE_RATE, format="FLAC", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+def split_points(audio: np.ndarray, max_samples: int) -> list[int]:
+    """Sample offsets that cut ``audio`` into parts of at most ``max_samples``, each at the
+    quietest 0.1 s frame in the last ``SPLIT_SEARCH_S`` seconds before the limit."""
+    frame = int(QUIET_FRAME_S * SAMPLE_RATE)
+    cuts, start = [], 0
+    while len(audio) - start > max_samples:
+        limit = start + max_samples
+        lo = max(start + frame, limit - int(SPLIT_SEARCH_S * SAMPLE_RATE))
+        window = audio[lo:limit]
+        n = len(window) // frame
+        if n == 0:
+            cut = limit
+        else:
+            energy = (window[: n * frame].reshape(n, frame) ** 2).mean(axis=1)
+            cut = lo + int(np.argmin(energy)) * frame + frame // 2
+        cuts.append(cut)
+        start = cut
+    return cuts
+
+
+def redact_url(url: Optional[str]) -> Optional[str]:
+    """A base URL without user:password or query string (nothing secret goes to run.json)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@register
+class OpenAIAPIAdapter(Adapter):
+    name = "openai-api"
+    description = "OpenAI transcription API or any OpenAI-compatible endpoint (official openai client)"
+    requires = ("openai",)
+    extra = "openai-api"
+    distributions = ("openai",)
+    uses_weights = False
+    long_form_algorithm = "the endpoint's own (server side); parts over the upload limit split on silence"
+    options = {
+        "base_url": "",  # empty: the client's default (OPENAI_BASE_URL or the OpenAI API)
+        "response_format": "json",
+        "concurrency": "4",
+        "max_retries": "5",
+        "timeout_s": "120",
+        "price_per_minute": "0.006",  # USD per audio minute (whisper-1 list price, Nov 2026)
+        "max_upload_mb": "25",
+        "cache": "true",
+    }
+
+    @property
+    def max_in_flight(self) -> int:
+        return max(1, int(self.settings["concurrency"]))
+
+    def load(self) -> None:
+        from openai import OpenAI
+
+        base_url = self.settings["base_url"] or os.environ.get("OPENAI_BASE_URL") or None
+        key = os.environ.get(API_KEY_ENV)
+        if not key:
+            if not base_url:
+                raise OptionError(f"adapter openai-api: set {API_KEY_ENV} (or pass -o base_url=... for a local server)")
+            key = "no-key-needed"  # local OpenAI-compatible servers ignore it; the client requires one
+        if self.settings["response_format"] not in ("json", "verbose_json", "text"):
+            raise OptionError("adapter openai-api: response_format must be json, verbose_json or text")
+        self.base_url = base_url
+        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=int(self.settings["max_retries"]),
+                             timeout=float(self.settings["timeout_s"]))
+        self.cache_dir = self._cache_root()
+
+    def _cache_root(self) -> Optional[Path]:
+        from ..models import cache_dir
+
+        return cache_dir() / "api-results" if self.settings["cache"].lower() in ("1", "true", "yes") else None
+
+    def _request_options(self, long_form: bool) -> dict[str, Any]:
+        d = self.decoding
+        options: dict[str, Any] = {"model": self.model, "response_format": self.settings["response_format"],
+                                   "temperature": d.temperature}
+        if d.language:
+            options["language"] = d.language
+        if d.initial_prompt:
+            options["prompt"] = d.initial_prompt
+        return options
+
+    def _cache_path(self, flac: bytes, options: dict) -> Optional[Path]:
+        if self.cache_dir is None:
+            return None
+        key = json.dumps({"audio": hashlib.sha256(flac).hexdigest(), "endpoint": redact_url(self.base_url) or "",
+                          **options}, sort_keys=True)
+        return self.cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+
+    def _request(self, flac: bytes, options: dict, label: str) -> tuple[str, list[Segment], Optional[str]]:
+        response = self.client.audio.transcriptions.create(file=(f"{label}.flac", flac, "audio/flac"), **options)
+        if isinstance(response, str):  # response_format=text
+            return response, [], None
+        segments = [Segment(float(s.start), float(s.end), s.text) for s in (getattr(response, "segments", None) or [])]
+        return response.text, segments, getattr(response, "language", None)
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        assert audio is not None
+        options = self._request_options(long_form)
+        limit = int(float(self.settings["max_upload_mb"]) * 1_000_000)
+        flac = encode_flac(audio)
+        parts = [flac]
+        if len(flac) > limit:  # size scales with duration: aim each part at 90 % of the limit
+            max_samples = int(len(audio) * 0.9 * limit / len(flac))
+            bounds = [0, *split_points(audio, max_samples), len(audio)]
+            parts = [encode_flac(audio[a:b]) for a, b in zip(bounds, bounds[1:])]
+        upload = {"format": "flac", "bytes": len(flac), "parts": len(parts)}
+        cache_path = self._cache_path(flac, options)
+        if cache_path is not None and cache_path.exists() and not self.refresh:
+            hit = json.loads(cache_path.read_text(encoding="utf-8"))
+            return Transcript(text=hit["text"], language=hit.get("language"), infer_s=hit["request_s"], cached=True,
+                              segments=[Segment(*s) for s in hit.get("segments", [])], extra={"upload": upload})
+        start = time.perf_counter()
+        texts, segments, language, offset = [], [], None, 0.0
+        for index, part in enumerate(parts):
+            text, part_segments, language = self._request(part, options, f"{example.id}-{index}")
+            texts.append(text.strip())
+            segments += [Segment(s.start + offset, s.end + offset, s.text) for s in part_segments]
+            offset += self._duration(part)
+        request_s = time.perf_counter() - start
+        text = " ".join(t for t in texts if t)
+        if cache_path is not None:
+            self._store(cache_path, {"text": text, "language": language, "request_s": request_s,
+                                     "segments": [[s.start, s.end, s.text] for s in segments]})
+        return Transcript(text=text, segments=segments, language=language, infer_s=request_s, extra={"upload": upload})
+
+    @staticmethod
+    def _duration(flac: bytes) -> float:
+        import soundfile as sf
+
+        return sf.info(io.BytesIO(flac)).duration
+
+    @staticmethod
+    def _store(path: Path, data: dict) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{time.monotonic_ns()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def describe(self) -> dict:
+        info = super().describe()
+        info["settings"] = dict(self.settings, base_url=redact_url(getattr(self, "base_url", None)
+                                                                   or self.settings["base_url"]))
+        info["price_per_audio_minute"] = float(self.settings["price_per_minute"])
+        info["api_key_source"] = f"${API_KEY_ENV}" if os.environ.get(API_KEY_ENV) else "none"
+        return info

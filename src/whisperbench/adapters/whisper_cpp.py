@@ -1,0 +1,393 @@
+"""``whisper-cpp``: whisper.cpp on the ggml file written from the shared checkpoint, in a worker process.
+
+Two bindings (option ``backend``): ``pywhispercpp`` (whisper.cpp 1.8.x) and ``whisper-cpp-python``
+(the package the product names; it vendors whisper.cpp 1.4.1, has no ``no_timestamps`` parameter,
+and reads ggml quantization format 1 only). Both are driven through their C-level API on a local
+file path, so nothing is ever downloaded.
+
+The native model runs in a spawned worker process: a crash (segfault, abort) fails the example that
+caused it with a clear error, and a new worker is started for the next one. whisper.cpp's log goes
+to a file in the worker (its tail is quoted when the worker dies). The worker reports its own peak
+RSS, which ``describe()`` records as ``worker_peak_rss_mb``: the harness process never holds the model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ..errors import AdapterUnavailable, ModelError, OptionError
+from ..types import Example, Segment, Transcript
+from . import register
+from .base import Adapter
+
+#: backend -> (import name, PyPI distribution, install hint)
+BACKENDS = {
+    "pywhispercpp": ("_pywhispercpp", "pywhispercpp", "pip install pywhispercpp"),
+    "whisper-cpp-python": ("whisper_cpp_python", "whisper-cpp-python",
+                           "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-python==0.2.0"),
+}
+QUANTIZATIONS = ("f16", "q8_0", "q5_0")
+#: whisper.cpp vendored by whisper-cpp-python releases (its library predates whisper_version())
+_VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
+_LOG_TAIL_LINES = 6
+
+
+class WorkerCrashed(RuntimeError):
+    """The whisper.cpp worker process died (native crash) while serving a request."""
+
+
+@register
+class WhisperCppAdapter(Adapter):
+    name = "whisper-cpp"
+    description = "whisper.cpp (pywhispercpp or whisper-cpp-python) on a ggml file, in a worker process"
+    requires = ("_pywhispercpp",)  # the default backend; missing() accepts either binding
+    extra = "whisper-cpp"
+    distributions = ("pywhispercpp", "whisper-cpp-python")
+    long_form_algorithm = "whisper.cpp whisper_full: sequential 30 s windows, seek by timestamps"
+    options = {"backend": "pywhispercpp", "quantization": "f16", "abort_on": ""}  # abort_on: fault injection
+
+    def __init__(self, model, decoding=None):
+        super().__init__(model, decoding)
+        backend, quantization = self.settings["backend"], self.settings["quantization"]
+        if backend not in BACKENDS:
+            raise OptionError(f"adapter whisper-cpp: backend {backend!r} is not one of {', '.join(BACKENDS)}")
+        if quantization not in QUANTIZATIONS:
+            raise OptionError(f"adapter whisper-cpp: quantization {quantization!r} is not one of "
+                              f"{', '.join(QUANTIZATIONS)}")
+        module, _, hint = BACKENDS[backend]
+        if importlib.util.find_spec(module) is None:
+            raise AdapterUnavailable(f"adapter whisper-cpp: backend {backend} is not installed: {hint}")
+        self.backend = backend
+        # whisper.cpp 1.4 reads ggml quantization format 1, later releases format 2
+        self.variant = "" if quantization == "f16" else quantization + ("-qnt1" if backend == "whisper-cpp-python" else "")
+        self._worker: Optional[_Worker] = None
+        self._worker_info: dict[str, Any] = {}
+        self._peak_rss_mb = 0.0
+        self._restarts = 0
+
+    @classmethod
+    def missing(cls) -> list[str]:
+        if any(importlib.util.find_spec(module) for module, _, _ in BACKENDS.values()):
+            return []
+        return ["pywhispercpp"]
+
+    def load(self) -> None:
+        from ..models import converted, resolve_source
+        from ..models.ggml import GGML_FILE, validate_ggml_header
+
+        self.multilingual = resolve_source(self.model).multilingual
+        self.ggml_path = converted(self.model, "ggml", self.variant) / GGML_FILE
+        header = validate_ggml_header(self.ggml_path)
+        reads = 1 if self.backend == "whisper-cpp-python" else 2
+        if header.quantized and min(max(header.qnt_version, 1), 2) != reads:
+            raise ModelError(f"{self.ggml_path}: ggml quantization format {header.qnt_version} cannot be read by "
+                             f"backend {self.backend} (it reads format {reads})")
+        self.params = whisper_params(self.decoding, self.multilingual, self.backend)
+        self._logs = Path(tempfile.mkdtemp(prefix="whisperbench-whisper-cpp-"))
+        self._start()
+
+    def _start(self) -> None:
+        config = {"backend": self.backend, "path": str(self.ggml_path), "params": self.params,
+                  "beam": self.decoding.beam_size > 1, "abort_on": self.settings["abort_on"]}
+        self._worker = _Worker(config, self._logs / f"worker-{self._restarts}.log")
+        self._worker_info = self._worker.info
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        if self._worker is None:  # the last restart failed: try again
+            self._start()
+        assert self._worker is not None
+        no_timestamps = self.decoding.timestamps_off(long_form)
+        try:
+            reply = self._worker.call(("transcribe", audio, example.id, no_timestamps))
+        except WorkerCrashed as crash:
+            self._worker, self._restarts = None, self._restarts + 1
+            try:
+                self._start()
+                note = "a new worker was started for the next example"
+            except Exception as exc:  # reported again by the next example's call
+                note = f"restarting the worker failed: {exc}"
+            raise WorkerCrashed(f"example {example.id}: {crash}; {note}") from None
+        self._peak_rss_mb = max(self._peak_rss_mb, reply["peak_rss_mb"])
+        if "error" in reply:
+            raise RuntimeError(f"whisper.cpp ({self.backend}): {reply['error']}")
+        segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
+        return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
+                          language=reply["language"])
+
+    def describe(self) -> dict[str, Any]:
+        from ..harness.environment import package_versions
+
+        info = super().describe()
+        distribution = BACKENDS[self.backend][1]
+        info["versions"] = package_versions((distribution,))
+        info["backend"] = self.backend
+        if self._worker is not None:
+            try:
+                self._peak_rss_mb = max(self._peak_rss_mb, self._worker.call(("stats",))["peak_rss_mb"])
+            except WorkerCrashed:
+                self._worker = None
+        if self._worker_info:
+            info["versions"]["whisper.cpp"] = self._worker_info["whisper_cpp"]
+            info["whisper_cpp"] = self._worker_info
+            info["ggml_file"] = str(self.ggml_path)
+            info["ggml_variant"] = self.variant or "f16"
+            info["whisper_params"] = self.params
+            info["worker_peak_rss_mb"] = self._peak_rss_mb
+            info["worker_restarts"] = self._restarts
+        if self.backend == "whisper-cpp-python":
+            info["deviations"] = ["whisper.cpp 1.4.1 has no no_timestamps: short-form is decoded with timestamps"]
+        return info
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        if getattr(self, "_logs", None):
+            shutil.rmtree(self._logs, ignore_errors=True)
+
+
+def whisper_params(d, multilingual: bool, backend: str) -> dict[str, Any]:
+    """The harness's decoding options as ``whisper_full_params`` fields (no_timestamps is set per call).
+
+    Greedy unless beam_size > 1; no fallback unless asked (temperature_inc 0); non-speech tokens
+    suppressed as openai-whisper's default ``suppress_tokens="-1"`` does. whisper.cpp drops a window
+    as silence only if no_speech_prob > no_speech_thold *and* avg logprob < logprob_thold; thresholds
+    left at None are set so that the corresponding heuristic never fires.
+    """
+    no_speech = d.no_speech_threshold if d.no_speech_threshold is not None else 2.0  # a probability never exceeds it
+    if d.logprob_threshold is not None:
+        logprob = d.logprob_threshold
+    else:  # no log-prob fallback; a set no_speech threshold alone decides, as in openai-whisper
+        logprob = math.inf if d.no_speech_threshold is not None and not d.temperature_fallback else -math.inf
+    params: dict[str, Any] = {
+        "n_threads": d.threads,
+        "translate": d.task == "translate",
+        "no_context": not d.condition_on_previous_text,
+        "language": d.language_for(multilingual) or "auto",
+        "initial_prompt": d.initial_prompt,
+        "temperature": d.temperature,
+        "temperature_inc": 0.2 if d.temperature_fallback else 0.0,
+        "entropy_thold": 2.4 if d.compression_ratio_threshold is not None else 0.0,  # whisper.cpp's counterpart
+        "logprob_thold": logprob,
+        "no_speech_thold": no_speech,
+        "suppress_blank": True,
+        "max_initial_ts": 1.0,
+        "greedy": {"best_of": 1},
+        "beam_search": {"beam_size": d.beam_size if d.beam_size > 1 else -1, "patience": -1.0},
+        "print_progress": False,
+        "print_realtime": False,
+        "print_timestamps": False,
+        "print_special": False,
+    }
+    params["suppress_nst" if backend == "pywhispercpp" else "suppress_non_speech_tokens"] = True
+    return params
+
+
+# --------------------------------------------------------------------------------- parent side
+
+
+def _exit_reason(code: Optional[int]) -> str:
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+class _Worker:
+    """One spawned worker process holding one loaded whisper.cpp context."""
+
+    def __init__(self, config: dict, log_path: Path):
+        context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
+        self.conn, child = context.Pipe()
+        self.log_path = log_path
+        self.process = context.Process(target=_serve, args=(child, config, str(log_path)), daemon=True,
+                                       name="whisperbench-whisper-cpp")
+        self.process.start()
+        child.close()
+        reply = self.call(("hello",))
+        if "error" in reply:
+            self.stop()
+            raise ModelError(f"whisper.cpp ({config['backend']}) could not load {config['path']}: {reply['error']}")
+        self.info = reply["info"]
+
+    def call(self, request: tuple) -> dict:
+        try:
+            self.conn.send(request)
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(timeout=5)
+            raise WorkerCrashed(f"whisper.cpp worker (pid {self.process.pid}) {_exit_reason(self.process.exitcode)} "
+                                f"during {request[0]!r}{self._log_tail()}") from None
+
+    def _log_tail(self) -> str:
+        try:
+            lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return "; worker log: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(("close",))
+        except OSError:
+            pass
+        self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+# --------------------------------------------------------------------------------- worker side
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _serve(conn, config: dict, log_path: str) -> None:
+    """Worker main loop: load the model, then answer requests until ``close`` or a closed pipe."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)  # whisper.cpp and the bindings print to stdout/stderr: keep them out of the harness
+    os.dup2(log, 2)
+    try:
+        engine = (_PyWhisperCpp if config["backend"] == "pywhispercpp" else _WhisperCppPython)(config, log_path)
+        conn.send({"info": engine.info(), "peak_rss_mb": _peak_rss_mb()})
+    except Exception as exc:
+        conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
+        return
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:  # the harness went away
+            return
+        if request[0] == "close":
+            return
+        if request[0] == "stats":
+            conn.send({"peak_rss_mb": _peak_rss_mb()})
+            continue
+        _, audio, example_id, no_timestamps = request
+        if config["abort_on"] and example_id == config["abort_on"]:
+            os.abort()  # fault injection for tests: a native-style crash
+        try:
+            segments, language = engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps)
+            conn.send({"segments": segments, "language": language, "peak_rss_mb": _peak_rss_mb()})
+        except Exception as exc:
+            conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
+
+
+def _loaded_library_version(fragment: str) -> Optional[str]:
+    """``whisper_version()`` of the libwhisper mapped into this process (None if it lacks one)."""
+    import ctypes
+
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        paths = {line.split()[-1] for line in maps if fragment in line and ".so" in line}
+    for path in sorted(paths):
+        library = ctypes.CDLL(path)
+        if hasattr(library, "whisper_version"):
+            library.whisper_version.restype = ctypes.c_char_p
+            return library.whisper_version().decode()
+    return None
+
+
+class _PyWhisperCpp:
+    """pywhispercpp's C-level binding (``_pywhispercpp``): context from a file path, whisper_full."""
+
+    def __init__(self, config: dict, log_path: str):
+        import _pywhispercpp as pw
+
+        self.pw = pw
+        start = os.path.getsize(log_path)
+        self.ctx = pw.whisper_init_from_file_with_params(config["path"], pw.whisper_context_default_params())
+        with open(log_path, errors="replace") as fh:  # a failed load still returns a (null) context
+            fh.seek(start)
+            if "failed to load model" in fh.read():
+                raise ModelError(f"{config['path']}: whisper.cpp failed to load the model (see its log)")
+        strategy = pw.whisper_sampling_strategy
+        self.params = pw.whisper_full_default_params(
+            strategy.WHISPER_SAMPLING_BEAM_SEARCH if config["beam"] else strategy.WHISPER_SAMPLING_GREEDY)
+        for key, value in config["params"].items():
+            setattr(self.params, key, "" if value is None and key == "initial_prompt" else value)
+
+    def info(self) -> dict:
+        from importlib.metadata import version
+
+        return {"backend": "pywhispercpp", "pywhispercpp": version("pywhispercpp"),
+                "whisper_cpp": _loaded_library_version("libwhisper") or "unknown",
+                "system_info": self.pw.whisper_print_system_info().strip(),
+                "flash_attn": self.pw.whisper_context_default_params().flash_attn}
+
+    def transcribe(self, audio: np.ndarray, no_timestamps: bool) -> tuple[list, Optional[str]]:
+        pw = self.pw
+        self.params.no_timestamps = no_timestamps
+        status = pw.whisper_full(self.ctx, self.params, audio, audio.size)
+        if status != 0:
+            raise RuntimeError(f"whisper_full returned {status}")
+        segments = [(pw.whisper_full_get_segment_t0(self.ctx, i) / 100, pw.whisper_full_get_segment_t1(self.ctx, i) / 100,
+                     pw.whisper_full_get_segment_text(self.ctx, i).decode("utf-8", "replace"))
+                    for i in range(pw.whisper_full_n_segments(self.ctx))]
+        return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(self.ctx))
+
+
+class _WhisperCppPython:
+    """whisper-cpp-python's ctypes module (``whisper_cpp_python.whisper_cpp``, whisper.cpp 1.4.1).
+
+    Its ``Whisper.transcribe`` reads a file and defaults to temperature 0.8; the C API is called
+    with the harness's parameters instead (temperature 0 unless set).
+    """
+
+    def __init__(self, config: dict, log_path: str):
+        import ctypes
+
+        from whisper_cpp_python import whisper_cpp as wc
+
+        self.wc, self.ctypes = wc, ctypes
+        handle = wc.whisper_init_from_file(config["path"].encode())
+        if not handle:
+            raise ModelError(f"{config['path']}: whisper.cpp failed to load the model (see its log)")
+        self.ctx = ctypes.c_void_p(handle)
+        self.params = wc.whisper_full_default_params(1 if config["beam"] else 0)
+        for key, value in config["params"].items():
+            if isinstance(value, dict):
+                for field, inner in value.items():
+                    setattr(getattr(self.params, key), field, inner)
+            elif isinstance(value, str):
+                setattr(self.params, key, value.encode())
+            else:
+                setattr(self.params, key, value)
+
+    def info(self) -> dict:
+        from importlib.metadata import version
+
+        package = version("whisper-cpp-python")
+        return {"backend": "whisper-cpp-python", "whisper-cpp-python": package,
+                "whisper_cpp": _loaded_library_version("whisper_cpp_python")
+                or _VENDORED_WHISPER_CPP.get(package, "unknown"),
+                "system_info": self.wc.whisper_print_system_info().decode().strip()}
+
+    def transcribe(self, audio: np.ndarray, no_timestamps: bool) -> tuple[list, Optional[str]]:
+        wc, ctx = self.wc, self.ctx
+        samples = audio.ctypes.data_as(self.ctypes.POINTER(self.ctypes.c_float))
+        status = wc.whisper_full(ctx, self.params, samples, len(audio))
+        if status != 0:
+            raise RuntimeError(f"whisper_full returned {status}")
+        segments = [(wc.whisper_full_get_segment_t0(ctx, i) / 100, wc.whisper_full_get_segment_t1(ctx, i) / 100,
+                     wc.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"))
+                    for i in range(wc.whisper_full_n_segments(ctx))]
+        return segments, wc.whisper_lang_str(wc.whisper_full_lang_id(ctx)).decode()
