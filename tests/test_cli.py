@@ -105,3 +105,13 @@ def test_console_script_lists_adapters_and_models():
     models = subprocess.run([sys.executable, "-m", "whisperbench", "models", "--json"], capture_output=True,
                             text=True, check=True).stdout
     assert {"tiny.en", "base"} <= {m["name"] for m in json.loads(models)}
+
+
+def test_gate_refuses_to_judge_a_candidate_with_failures(runs, tmp_path, tiny_rows, tiny_short):
+    rows = [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows[1:]]  # the first id is missing: failed
+    hyp = write_jsonl(tmp_path / "gappy.jsonl", rows)
+    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "gappy",
+                 "--runs-dir", str(runs)]) == 0
+    assert main(["gate", "--reference", "ref", "--candidate", "gappy", "--min-qoi", "0", "--runs-dir", str(runs)]) == 2
+    assert main(["gate", "--reference", "ref", "--candidate", "gappy", "--min-qoi", "0", "--max-failed-pct", "20",
+                 "--runs-dir", str(runs)]) == 0

@@ -154,7 +154,8 @@ def _api_run(dataset, runs_dir, name, base_url, *options, refresh=False, **kwarg
 
 
 def test_reference_through_the_server_matches_the_same_model_run_locally(server, proxy, tmp_path, tiny_short,
-                                                                           monkeypatch):
+                                                                           monkeypatch, capsys, caplog):
+    caplog.set_level("DEBUG")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     runs = tmp_path / "runs"
     api = _api_run(tiny_short, runs, "api", proxy.base_url)
@@ -175,7 +176,13 @@ def test_reference_through_the_server_matches_the_same_model_run_locally(server,
     _api_run(tiny_short, runs, "api-refresh", proxy.base_url, refresh=True)
     assert proxy.forwarded == 12
 
-    # the key never reaches disk
+    # the key never reaches disk, logs or reports
+    from whisperbench.cli import main
+
+    assert main(["report", "--runs-dir", str(runs), "--reference", "api", "--out", str(runs / "board.md")]) == 0
+    assert main(["report", "--runs-dir", str(runs), "--reference", "api", "--out", str(runs / "board.csv")]) == 0
+    captured = capsys.readouterr()
+    assert SECRET not in captured.out + captured.err + caplog.text
     for path in runs.rglob("*"):
         if path.is_file():
             assert SECRET not in path.read_text(encoding="utf-8", errors="replace"), path
