@@ -70,7 +70,7 @@ def test_report_markdown_and_csv(runs, tmp_path, capsys):
     assert "## Short-form" in text and "## Long-form" in text and "`bad`" in text
     row = next(line for line in text.splitlines() if "`good`" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1:6] == ["good.jsonl", "tiny-shortform", "0.00", "100.0", "–"]
+    assert cells[1:8] == ["good.jsonl", "tiny-shortform", "0.00", "0.0–0.0", "100.0", "100.0–100.0", "–"]
     csv_out = tmp_path / "board.csv"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(csv_out), "--quiet"]) == 0
     import pandas as pd
@@ -78,6 +78,8 @@ def test_report_markdown_and_csv(runs, tmp_path, capsys):
     frame = pd.read_csv(csv_out)
     assert set(frame["Run"]) == {"ref", "good", "bad"}
     assert frame.loc[frame["Run"] == "ref", "QoI %"].item() == 100.0
+    bad = frame.loc[frame["Run"] == "bad"].iloc[0]
+    assert bad["WER CI low"] <= bad["WER %"] <= bad["WER CI high"]
 
 
 def test_score_warns_about_unknown_ids_and_fails_missing_ones(tmp_path, tiny_rows, tiny_short, capsys):
@@ -115,3 +117,13 @@ def test_gate_refuses_to_judge_a_candidate_with_failures(runs, tmp_path, tiny_ro
     assert main(["gate", "--reference", "ref", "--candidate", "gappy", "--min-qoi", "0", "--runs-dir", str(runs)]) == 2
     assert main(["gate", "--reference", "ref", "--candidate", "gappy", "--min-qoi", "0", "--max-failed-pct", "20",
                  "--runs-dir", str(runs)]) == 0
+
+
+def test_gate_with_confidence_fails_only_significant_regressions(runs, capsys):
+    # "good" vs "ref": QoI 100; ask for more than is possible to see the CI decide, not the point estimate
+    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "40", "--runs-dir", str(runs)]) == 1
+    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "40", "--confidence", "95",
+                 "--runs-dir", str(runs)]) == 0  # 1 of 6 without regression: CI reaches 50 %, not significant
+    assert "95% CI" in capsys.readouterr().out
+    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "0", "--max-wer-increase", "5",
+                 "--confidence", "95", "--runs-dir", str(runs)]) == 1  # +39 points is significant

@@ -138,7 +138,7 @@ def cmd_compare(args) -> int:
 
 def cmd_report(args) -> int:
     from .harness.store import list_runs
-    from .reports import leaderboard_frame, pick_references, render_markdown
+    from .reports import flat_frame, leaderboard_frame, pick_references, render_markdown
 
     runs = list_runs(args.runs_dir)
     if not runs:
@@ -149,7 +149,7 @@ def cmd_report(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     fmt = args.format or out.suffix.lstrip(".").lower()
     if fmt == "csv":
-        frame.to_csv(out, index=False)
+        flat_frame(frame).to_csv(out, index=False)
     elif fmt == "md":
         text = render_markdown(frame, references, title=args.title)
         out.write_text(text, encoding="utf-8")
@@ -172,7 +172,8 @@ def cmd_gate(args) -> int:
         print(f"gate: CANNOT JUDGE: {exc}", file=sys.stderr)
         return 2
     result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
-                           min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct)
+                           min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
+                           confidence=args.confidence / 100.0 if args.confidence else None)
     print(format_gate(result))
     if args.junit:
         Path(args.junit).write_text(junit_xml(result), encoding="utf-8")
@@ -295,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="%% of reference examples the candidate must share (default 100)")
     p.add_argument("--max-failed-pct", type=float, default=0.0,
                    help="%% of candidate examples allowed to fail before the gate refuses to judge (default 0)")
+    p.add_argument("--confidence", type=float, metavar="PCT",
+                   help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=cmd_gate)
 

@@ -2,9 +2,9 @@
 
 from .compare import Comparison, compare_runs, comparison_table
 from .gate import GateResult, evaluate_gate, format_gate, junit_xml
-from .leaderboard import leaderboard_frame, pick_references, render_markdown
+from .leaderboard import flat_frame, leaderboard_frame, pick_references, render_markdown
 
 __all__ = [
     "Comparison", "compare_runs", "comparison_table", "GateResult", "evaluate_gate", "format_gate", "junit_xml",
-    "leaderboard_frame", "pick_references", "render_markdown",
+    "flat_frame", "leaderboard_frame", "pick_references", "render_markdown",
 ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..harness.store import StoredRun
+from ..scoring import paired_wer_test, qoi_interval
 from .compare import Comparison, compare_runs
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
@@ -48,8 +49,14 @@ def evaluate_gate(
     max_wer_increase: Optional[float] = None,
     min_coverage: float = 100.0,
     max_failed_pct: float = 0.0,
+    confidence: Optional[float] = None,
 ) -> GateResult:
-    """Run the gate's checks; the comparability checks come first and outrank the quality ones."""
+    """Run the gate's checks; the comparability checks come first and outrank the quality ones.
+
+    With ``confidence`` (e.g. 0.95) a quality check fails only when the regression is significant:
+    QoI's bootstrap CI lies wholly below ``min_qoi``, or the paired-bootstrap CI of the WER increase
+    lies wholly above ``max_wer_increase``.
+    """
     comparison = compare_runs(reference, candidate)
     r = comparison.result
     result = GateResult(comparison)
@@ -68,14 +75,23 @@ def evaluate_gate(
         f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ {max_failed_pct:g}%)",
         CANNOT_JUDGE))
     qoi_text = "n/a" if r.qoi is None else f"{r.qoi:.2f}%"
+    qoi_ok = r.qoi is not None and r.qoi >= min_qoi
+    if confidence and r.qoi is not None:
+        ci = qoi_interval(r, confidence)
+        qoi_ok = ci is not None and ci.high >= min_qoi
+        qoi_text += f" ({confidence:.0%} CI {ci})"
     result.checks.append(GateCheck(
-        "QoI", r.qoi is not None and r.qoi >= min_qoi,
+        "QoI", qoi_ok,
         f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed",
         REGRESSION))
     if max_wer_increase is not None:
         ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
         ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
         delta = "n/a" if ref_wer is None or cand_wer is None else f"{cand_wer - ref_wer:+.2f}"
+        paired = paired_wer_test(r, confidence) if confidence else None
+        if paired is not None:
+            ok = paired.interval.low <= max_wer_increase
+            delta += f"; paired {confidence:.0%} CI {paired.interval}, p = {paired.p_value:.3f}"
         result.checks.append(GateCheck(
             "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
             REGRESSION))

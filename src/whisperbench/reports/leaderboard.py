@@ -9,10 +9,11 @@ from typing import Iterable, Optional
 import pandas as pd
 
 from ..harness.store import StoredRun
-from ..scoring import summarize
+from ..scoring import counts_of, qoi_interval, score_prediction, summarize, wer_interval
 from .compare import compare_runs
 
-COLUMNS = ["Implementation", "Model", "Dataset", "WER %", "QoI %", "RTFx", "Examples", "Failed", "Run"]
+COLUMNS = ["Implementation", "Model", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
+           "Failed", "Run"]
 
 
 def pick_references(
@@ -31,15 +32,21 @@ def pick_references(
     return chosen
 
 
-def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -> pd.DataFrame:
-    """One row per run: WER (normalized, corpus-level), QoI against its dataset's reference, RTFx."""
+def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
+                      confidence: float = 0.95) -> pd.DataFrame:
+    """One row per run: WER (normalized, corpus-level), QoI against its dataset's reference, RTFx,
+    with bootstrap confidence intervals (examples resampled, seeded) for WER and QoI."""
     rows = []
     for run in runs:
         reference = references.get(run.dataset_hash)
-        summary = summarize(run.predictions, reference.normalizer if reference else run.normalizer, run.form)
-        qoi_value = None
+        normalizer = reference.normalizer if reference else run.normalizer
+        summary = summarize(run.predictions, normalizer, run.form)
+        scored = [counts_of(score_prediction(p, normalizer)) for p in run.predictions]
+        wer_ci = wer_interval([c.errors for c in scored], [c.ref_words for c in scored], confidence)
+        qoi_value = qoi_ci = None
         if reference is not None:
-            qoi_value = compare_runs(reference, run).result.qoi
+            result = compare_runs(reference, run).result
+            qoi_value, qoi_ci = result.qoi, qoi_interval(result, confidence)
         stored = run.summary or {}
         rows.append({
             "Form": run.form,
@@ -48,7 +55,9 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -
             "Model": Path(run.info.get("model", "?")).name,
             "Dataset": run.info.get("dataset", {}).get("name", "?"),
             "WER %": summary["wer"],
+            "WER CI": wer_ci,
             "QoI %": qoi_value,
+            "QoI CI": qoi_ci,
             "RTFx": stored.get("rtfx", summary["rtfx"]),
             "Examples": summary["num_examples"],
             "Failed": summary["num_failed"],
@@ -61,14 +70,29 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -
     return frame.reset_index(drop=True)
 
 
+def flat_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard with each CI split into numeric low/high columns (for CSV and pandas)."""
+    flat = frame.copy()
+    for name in ("WER CI", "QoI CI"):
+        flat[f"{name} low"] = [ci.low if ci else None for ci in frame[name]]
+        flat[f"{name} high"] = [ci.high if ci else None for ci in frame[name]]
+    return flat.drop(columns=["WER CI", "QoI CI"])
+
+
 def _fmt(value, digits: int) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "–"
     return f"{value:.{digits}f}"
 
 
+def _fmt_ci(interval) -> str:
+    return "–" if interval is None or (isinstance(interval, float) and pd.isna(interval)) else \
+        f"{interval.low:.1f}–{interval.high:.1f}"
+
+
 def _table(frame: pd.DataFrame, columns: list[str]) -> str:
-    shown = frame[columns].copy()
+    shown = frame.assign(**{"WER 95% CI": frame["WER CI"].map(_fmt_ci), "QoI 95% CI": frame["QoI CI"].map(_fmt_ci)})
+    shown = shown[columns].copy()
     shown["WER %"] = shown["WER %"].map(lambda v: _fmt(v, 2))
     shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
     shown["RTFx"] = shown["RTFx"].map(lambda v: _fmt(v, 1))
@@ -94,8 +118,8 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
     parts += [
         "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
-        "reference's on the same example (joined by id). RTFx: Σ audio seconds / Σ inference seconds, "
-        "model load and warm-up excluded.",
+        "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
+        "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded.",
         "",
     ]
     return "\n".join(parts)

@@ -26,6 +26,7 @@ class ExampleComparison:
     reference_text: str
     reference_hypothesis: str
     candidate_hypothesis: str
+    reference_words: int = 0
 
     @property
     def delta_errors(self) -> int:
@@ -104,6 +105,7 @@ def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normal
             reference_text=ref_pred.reference,
             reference_hypothesis=ref_pred.hypothesis,
             candidate_hypothesis=cand_pred.hypothesis,
+            reference_words=counts_of(ref_scored).ref_words,
         )
         result.examples.append(comparison)
         result.joined += 1
