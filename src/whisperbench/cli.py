@@ -150,13 +150,17 @@ def cmd_report(args) -> int:
     fmt = args.format or out.suffix.lstrip(".").lower()
     if fmt == "csv":
         flat_frame(frame).to_csv(out, index=False)
+    elif fmt == "html":
+        from .reports.html import write_html
+
+        write_html(str(out), frame, runs, references, args.title)
     elif fmt == "md":
         text = render_markdown(frame, references, title=args.title)
         out.write_text(text, encoding="utf-8")
         if not args.quiet:
             print(text)
     else:
-        raise WhisperbenchError(f"unknown report format {fmt!r} (use .md or .csv, or --format)")
+        raise WhisperbenchError(f"unknown report format {fmt!r} (use .md, .html or .csv, or --format)")
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
@@ -178,6 +182,25 @@ def cmd_gate(args) -> int:
     if args.junit:
         Path(args.junit).write_text(junit_xml(result), encoding="utf-8")
     return result.code
+
+
+def cmd_export(args) -> int:
+    from .harness.store import open_run
+    from .reports.export import example_frame
+
+    run = open_run(args.run, args.runs_dir)
+    reference = open_run(args.reference, args.runs_dir) if args.reference else None
+    frame = example_frame(run, reference)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".csv":
+        frame.to_csv(out, index=False)
+    elif out.suffix.lower() in (".jsonl", ".json"):
+        frame.to_json(out, orient="records", lines=out.suffix.lower() == ".jsonl", force_ascii=False)
+    else:
+        raise WhisperbenchError(f"{out}: export to .csv, .jsonl or .json")
+    print(f"wrote {len(frame)} examples to {out}", file=sys.stderr)
+    return 0
 
 
 # --- listings ------------------------------------------------------------------------------------
@@ -275,16 +298,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("report", help="leaderboard (markdown or CSV) of every run in --runs-dir")
+    p = sub.add_parser("report", help="leaderboard (markdown, HTML or CSV) of every run in --runs-dir")
     p.add_argument("--runs-dir", default="runs")
     p.add_argument("--reference", action="append", help="reference run name (one per dataset; repeatable)")
     p.add_argument("--reference-adapter", default="openai-whisper",
                    help="for datasets without a --reference, the run of this adapter (default openai-whisper)")
     p.add_argument("--out", default="reports/leaderboard.md")
-    p.add_argument("--format", choices=["md", "csv"], help="default: from --out's extension")
+    p.add_argument("--format", choices=["md", "html", "csv"], help="default: from --out's extension")
     p.add_argument("--title", default="Whisper leaderboard")
     p.add_argument("--quiet", action="store_true", help="do not print the markdown")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="per-example results of a run as CSV or JSON lines (for pandas)")
+    p.add_argument("run")
+    p.add_argument("--out", required=True, help="FILE.csv, FILE.jsonl or FILE.json")
+    p.add_argument("--reference", help="join a reference run: its output, errors and the regression flag")
+    p.add_argument("--runs-dir", default="runs")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("gate", help="release gate: exit 0 pass, 1 regression, 2 cannot judge")
     p.add_argument("--reference", required=True)

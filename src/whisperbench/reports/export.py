@@ -1,0 +1,28 @@
+"""Per-example results as a pandas DataFrame, optionally joined with a reference run by id."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pandas as pd
+
+from ..harness.store import StoredRun
+from ..scoring import qoi, score_prediction
+
+COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm", "hypothesis_norm", "wer", "hits",
+           "substitutions", "deletions", "insertions", "audio_s", "infer_s"]
+
+
+def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.DataFrame:
+    """One row per example, scored with the run's (or the reference's) normalizer."""
+    normalizer = reference.normalizer if reference else run.normalizer
+    rows = [score_prediction(p, normalizer).to_json() for p in run.predictions]
+    frame = pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
+    frame.insert(0, "run", run.name)
+    if reference is not None:
+        joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer).examples}
+        frame["reference_run_hypothesis"] = frame["id"].map(lambda i: joined[i].reference_hypothesis if i in joined else None)
+        frame["reference_run_errors"] = frame["id"].map(lambda i: joined[i].reference_errors if i in joined else None)
+        frame["errors"] = frame["id"].map(lambda i: joined[i].candidate_errors if i in joined else None)
+        frame["regressed"] = frame["id"].map(lambda i: joined[i].regressed if i in joined else None)
+    return frame

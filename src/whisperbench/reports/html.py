@@ -1,0 +1,188 @@
+"""A self-contained HTML report: leaderboard tables, WER-vs-RTFx and QoI plots, regression explorer.
+
+One file with inline CSS, SVG and a few lines of JavaScript (column sorting); no network access
+needed to view it. Every transcript and name is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+from typing import Optional
+
+import jiwer
+import pandas as pd
+
+from ..harness.store import StoredRun
+from ..scoring import normalize
+from .compare import Comparison, compare_runs
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px;vertical-align:top}
+th{background:#f2f2f2;cursor:pointer}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.ref td{font-weight:600}.muted{color:#777}
+.sub{background:#ffe08a}.del{background:#f7b6b6;text-decoration:line-through}.ins{background:#b9e6b9}
+.legend span{padding:0 4px;margin-right:8px}svg text{font-size:11px}
+.plot-legend{font-size:12px;columns:2;margin-top:0}
+"""
+
+SORT_SCRIPT = """
+document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
+  const body = th.closest('table').tBodies[0];
+  const rows = Array.from(body.rows);
+  const key = r => { const v = r.cells[col].dataset.value ?? r.cells[col].textContent; const n = parseFloat(v);
+                     return isNaN(n) ? v : n; };
+  const dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+  rows.sort((a, b) => (key(a) > key(b) ? 1 : key(a) < key(b) ? -1 : 0) * dir).forEach(r => body.appendChild(r));
+}));
+document.body.dataset.ready = 'yes';
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _num(value, digits: int) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return '<td class="num" data-value="">–</td>'
+    return f'<td class="num" data-value="{value}">{value:.{digits}f}</td>'
+
+
+def _ci(interval) -> str:
+    return "<td>–</td>" if interval is None else f"<td>{interval.low:.1f}–{interval.high:.1f}</td>"
+
+
+def _leaderboard_table(frame: pd.DataFrame) -> str:
+    head = ("<tr><th>Implementation</th><th>Model</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
+            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Run</th></tr>")
+    rows = []
+    for _, r in frame.iterrows():
+        name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
+        rows.append(
+            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
+            f'<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
+            f'{_ci(r["QoI CI"])}{_num(r["RTFx"], 1)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
+            f"<td><code>{_e(r['Run'])}</code></td></tr>")
+    return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _scatter(frame: pd.DataFrame) -> str:
+    """SVG: WER (y) against RTFx (x, log-free linear), one labelled dot per run."""
+    points = frame.dropna(subset=["WER %", "RTFx"])
+    if points.empty:
+        return '<p class="muted">No timed runs to plot.</p>'
+    width, height, pad = 560, 260, 40
+    x_max = max(points["RTFx"].max() * 1.1, 1.0)
+    y_max = max(points["WER %"].max() * 1.2, 1.0)
+    sx = lambda v: pad + (width - 2 * pad) * v / x_max  # noqa: E731
+    sy = lambda v: height - pad - (height - 2 * pad) * v / y_max  # noqa: E731
+    parts = [f'<svg class="plot wer-rtfx" width="{width}" height="{height}" role="img" '
+             f'aria-label="WER against RTFx"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" '
+             f'y2="{height - pad}" stroke="#999"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
+             f'stroke="#999"/><text x="{width / 2}" y="{height - 8}">RTFx (higher is faster)</text>'
+             f'<text x="4" y="{pad - 12}">WER % (lower is better)</text>'
+             f'<text x="{pad}" y="{height - pad + 14}">0</text><text x="{width - pad}" y="{height - pad + 14}">'
+             f'{x_max:.0f}</text><text x="4" y="{pad + 4}">{y_max:.0f}</text>']
+    legend = []
+    for number, (_, r) in enumerate(points.iterrows(), start=1):  # numbered dots: labels never collide
+        x, y = sx(r["RTFx"]), sy(r["WER %"])
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#3a6ea5"><title>{_e(r["Implementation"])}: '
+                     f'WER {r["WER %"]:.2f} %, RTFx {r["RTFx"]:.1f}</title></circle>'
+                     f'<text x="{x + 5:.1f}" y="{y - 5 - 9 * ((number - 1) % 2):.1f}">{number}</text>')
+        legend.append(f"<li>{_e(r['Implementation'])}: WER {r['WER %']:.2f} %, RTFx {r['RTFx']:.1f}</li>")
+    return "".join(parts) + f'</svg><ol class="plot-legend">{"".join(legend)}</ol>'
+
+
+def _qoi_bars(frame: pd.DataFrame) -> str:
+    bars = frame.dropna(subset=["QoI %"])
+    if bars.empty:
+        return '<p class="muted">No reference: QoI not computed.</p>'
+    row_h, width, label_w = 22, 560, 220
+    parts = [f'<svg class="plot qoi" width="{width}" height="{row_h * len(bars) + 10}" role="img" aria-label="QoI">']
+    for i, (_, r) in enumerate(bars.iterrows()):
+        w = (width - label_w - 60) * r["QoI %"] / 100.0
+        parts.append(f'<text x="0" y="{i * row_h + 15}">{_e(r["Implementation"])}</text>'
+                     f'<rect x="{label_w}" y="{i * row_h + 3}" width="{w:.1f}" height="{row_h - 6}" fill="#6aa56a"/>'
+                     f'<text x="{label_w + w + 4:.1f}" y="{i * row_h + 15}">{r["QoI %"]:.1f} %</text>')
+    return "".join(parts) + "</svg>"
+
+
+def alignment_html(reference_text: str, hypothesis_text: str, normalizer: str) -> str:
+    """The word alignment of a hypothesis against the transcript (normalized), errors marked."""
+    ref, hyp = normalize(reference_text, normalizer), normalize(hypothesis_text, normalizer)
+    if not ref.split() or not hyp.split():
+        marked = [f'<span class="del">{_e(w)}</span>' for w in ref.split()]
+        marked += [f'<span class="ins">{_e(w)}</span>' for w in hyp.split()]
+        return " ".join(marked)
+    out = jiwer.process_words(ref, hyp)
+    ref_words, hyp_words = out.references[0], out.hypotheses[0]
+    marked = []
+    for chunk in out.alignments[0]:
+        r = ref_words[chunk.ref_start_idx:chunk.ref_end_idx]
+        h = hyp_words[chunk.hyp_start_idx:chunk.hyp_end_idx]
+        if chunk.type == "equal":
+            marked += [_e(w) for w in r]
+        elif chunk.type == "substitute":
+            marked += [f'<span class="sub" title="was: {_e(a)}">{_e(b)}</span>' for a, b in zip(r, h)]
+        elif chunk.type == "delete":
+            marked += [f'<span class="del">{_e(w)}</span>' for w in r]
+        else:
+            marked += [f'<span class="ins">{_e(w)}</span>' for w in h]
+    return " ".join(marked)
+
+
+def _explorer(comparison: Comparison) -> str:
+    regressed = sorted((e for e in comparison.result.examples if e.regressed), key=lambda e: -e.delta_errors)
+    title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
+    if not regressed:
+        return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"
+    normalizer = comparison.reference.normalizer
+    rows = []
+    for e in regressed:
+        rows.append(
+            f'<tr class="regressed" id="{_e(comparison.candidate.name)}--{_e(e.id)}"><td>{_e(e.id)}</td>'
+            f'<td class="num" data-value="{e.delta_errors}">+{e.delta_errors}</td>'
+            f'{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}'
+            f'<td class="transcript">{_e(e.reference_text)}</td>'
+            f'<td class="hyp-ref">{_e(e.reference_hypothesis)}<br><small>{alignment_html(e.reference_text, e.reference_hypothesis, normalizer)}</small></td>'  # noqa: E501
+            f'<td class="hyp-cand">{_e(e.candidate_hypothesis)}'
+            f'{" <b>(failed)</b>" if e.candidate_failed else ""}<br><small class="alignment">'
+            f'{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small></td></tr>')
+    head = ("<tr><th>Example</th><th>Δ errors</th><th>Ref WER %</th><th>Cand WER %</th><th>Transcript</th>"
+            "<th>Reference output (aligned)</th><th>Candidate output (aligned)</th></tr>")
+    return (f"<h3>{title}: {len(regressed)} regressed of {comparison.result.joined}</h3>"
+            f'<table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun],
+                title: str = "Whisper leaderboard") -> str:
+    """The whole report as one HTML document."""
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    sections = [f"<h1>{_e(title)}</h1><p class=\"muted\">Generated by whisperbench on {stamp}.</p>"]
+    for form, heading in (("short", "Short-form (≤ 30 s per example)"), ("long", "Long-form (> 30 s)")):
+        part = frame[frame["Form"] == form] if not frame.empty else frame
+        sections.append(f"<h2>{heading}</h2>")
+        if part.empty:
+            sections.append('<p class="muted">No runs.</p>')
+            continue
+        sections += [_leaderboard_table(part), "<h3>WER against speed</h3>", _scatter(part),
+                     "<h3>QoI against the reference</h3>", _qoi_bars(part)]
+    sections.append('<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
+                    '<span class="sub">substitution</span><span class="del">deletion</span>'
+                    '<span class="ins">insertion</span>. Click a column to sort.</p>')
+    explorer: list[str] = []
+    for run in runs:
+        reference = references.get(run.dataset_hash)
+        if reference is not None and reference is not run:
+            explorer.append(_explorer(compare_runs(reference, run)))
+    sections += explorer or ['<p class="muted">No candidate runs with a reference.</p>']
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+            f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}</script></body></html>")
+
+
+def write_html(path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun],
+               title: Optional[str] = None) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(render_html(frame, runs, references, title or "Whisper leaderboard"))
