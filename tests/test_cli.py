@@ -127,3 +127,16 @@ def test_gate_with_confidence_fails_only_significant_regressions(runs, capsys):
     assert "95% CI" in capsys.readouterr().out
     assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "0", "--max-wer-increase", "5",
                  "--confidence", "95", "--runs-dir", str(runs)]) == 1  # +39 points is significant
+
+
+def test_export_per_example_results_for_pandas(runs, tmp_path):
+    import pandas as pd
+
+    out = tmp_path / "bad.csv"
+    assert main(["export", "bad", "--reference", "ref", "--out", str(out), "--runs-dir", str(runs)]) == 0
+    frame = pd.read_csv(out)
+    assert len(frame) == 6 and frame["regressed"].sum() == 5
+    assert (frame["errors"] == frame["substitutions"] + frame["deletions"] + frame["insertions"]).all()
+    lines = tmp_path / "bad.jsonl"
+    assert main(["export", "bad", "--out", str(lines), "--runs-dir", str(runs)]) == 0
+    assert len(pd.read_json(lines, lines=True)) == 6
