@@ -140,3 +140,11 @@ def test_export_per_example_results_for_pandas(runs, tmp_path):
     lines = tmp_path / "bad.jsonl"
     assert main(["export", "bad", "--out", str(lines), "--runs-dir", str(runs)]) == 0
     assert len(pd.read_json(lines, lines=True)) == 6
+
+
+def test_progress_bar_is_quiet_when_not_a_terminal(tmp_path, tiny_rows, tiny_short):
+    hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
+    proc = subprocess.run([sys.executable, "-m", "whisperbench", "score", "--dataset", str(tiny_short),
+                           "--hypotheses", str(hyp), "--name", "q", "--runs-dir", str(tmp_path / "r")],
+                          capture_output=True, text=True, check=True)
+    assert "\r" not in proc.stderr and "ex/s" not in proc.stderr and "WER 0.00%" in proc.stdout

@@ -133,6 +133,12 @@ def alignment_html(reference_text: str, hypothesis_text: str, normalizer: str) -
     return " ".join(marked)
 
 
+def _wer_increase(example) -> Optional[float]:
+    if example.reference_wer is None or example.candidate_wer is None:
+        return None
+    return example.candidate_wer - example.reference_wer
+
+
 def _explorer(comparison: Comparison) -> str:
     regressed = sorted((e for e in comparison.result.examples if e.regressed), key=lambda e: -e.delta_errors)
     title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
@@ -144,13 +150,14 @@ def _explorer(comparison: Comparison) -> str:
         rows.append(
             f'<tr class="regressed" id="{_e(comparison.candidate.name)}--{_e(e.id)}"><td>{_e(e.id)}</td>'
             f'<td class="num" data-value="{e.delta_errors}">+{e.delta_errors}</td>'
+            f'{_num(_wer_increase(e), 1)}'
             f'{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}'
             f'<td class="transcript">{_e(e.reference_text)}</td>'
             f'<td class="hyp-ref">{_e(e.reference_hypothesis)}<br><small>{alignment_html(e.reference_text, e.reference_hypothesis, normalizer)}</small></td>'  # noqa: E501
             f'<td class="hyp-cand">{_e(e.candidate_hypothesis)}'
             f'{" <b>(failed)</b>" if e.candidate_failed else ""}<br><small class="alignment">'
             f'{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small></td></tr>')
-    head = ("<tr><th>Example</th><th>Δ errors</th><th>Ref WER %</th><th>Cand WER %</th><th>Transcript</th>"
+    head = ("<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th><th>Transcript</th>"
             "<th>Reference output (aligned)</th><th>Candidate output (aligned)</th></tr>")
     return (f"<h3>{title}: {len(regressed)} regressed of {comparison.result.joined}</h3>"
             f'<table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
