@@ -12,10 +12,9 @@ overhead). Machines are noisy: compare the ratios of one run, not seconds across
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
+
+from common import ratio, run_implementation
 
 IMPLEMENTATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -23,21 +22,6 @@ IMPLEMENTATIONS = [
     ("faster-whisper-int8", "faster-whisper", ["compute_type=int8"]),
     ("transformers", "transformers", []),
 ]
-
-
-def run_one(label: str, adapter: str, options: list[str], args, runs_dir: str) -> dict | None:
-    cmd = [sys.executable, "-m", "whisperbench", "run", "--adapter", adapter, "--model", args.model,
-           "--dataset", args.dataset, "--runs-dir", runs_dir, "--name", label, "--json",
-           "-o", f"threads={args.threads}"]
-    for option in options:
-        cmd += ["-o", option]
-    if args.limit:
-        cmd += ["--limit", str(args.limit)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"{label}: skipped ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode})")
-        return None
-    return json.loads(proc.stdout)
 
 
 def main() -> int:
@@ -50,7 +34,8 @@ def main() -> int:
     results = {}
     with tempfile.TemporaryDirectory() as runs_dir:
         for label, adapter, options in IMPLEMENTATIONS:
-            summary = run_one(label, adapter, options, args, runs_dir)
+            summary = run_implementation(label, adapter, options, model=args.model, dataset=args.dataset,
+                                         threads=args.threads, runs_dir=runs_dir, limit=args.limit)
             if summary:
                 results[label] = summary
     if not results:
@@ -63,9 +48,9 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     for label, s in results.items():
-        speed = s["rtfx"] / base["rtfx"] if base and base["rtfx"] else float("nan")
-        memory = s["peak_rss_mb"] / base["peak_rss_mb"] if base else float("nan")
-        print(f"{label:<22}{s['wer']:>8.2f}{s['rtfx']:>8.1f}{speed:>9.2f}{s['peak_rss_mb']:>10.0f}{memory:>8.2f}"
+        speed = ratio(s["rtfx"], base and base["rtfx"])
+        memory = ratio(s["peak_mb"], base and base["peak_mb"])
+        print(f"{label:<22}{s['wer']:>8.2f}{s['rtfx']:>8.1f}{speed:>9.2f}{s['peak_mb']:>10.0f}{memory:>8.2f}"
               f"{s['load_s']:>8.2f}{s['harness_overhead_pct']:>12.2f}")
     print("ow = openai-whisper; overhead target <= 2 %")
     return 0

@@ -1,0 +1,44 @@
+"""What every benchmark script shares: one ``whisperbench run`` per implementation, in its own process.
+
+A separate process per implementation keeps peak RSS its own; adapters that hold the model in a worker
+process (whisper.cpp) report that worker's peak as ``worker_peak_rss_mb`` in run.json, used instead.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+
+def run_implementation(label: str, adapter: str, options: list[str], *, model: str, dataset: str, threads: int,
+                       runs_dir: str, limit: Optional[int] = None, preload: str = "") -> Optional[dict]:
+    """Summary of one run (``peak_mb`` = the model-holding process's peak), or None when it could not run.
+
+    ``preload`` names a module to import first (an adapter not yet built in).
+    """
+    entry = ["-m", "whisperbench"] if not preload else [
+        "-c", f"import sys, {preload}; from whisperbench.cli import main; raise SystemExit(main(sys.argv[1:]))"]
+    cmd = [sys.executable, *entry, "run", "--adapter", adapter, "--model", model, "--dataset", dataset,
+           "--runs-dir", runs_dir, "--name", label, "--json", "-o", f"threads={threads}"]
+    for option in options:
+        cmd += ["-o", option]
+    if limit:
+        cmd += ["--limit", str(limit)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+        print(f"{label}: skipped ({reason})")
+        return None
+    summary = json.loads(proc.stdout)
+    info = json.loads((Path(runs_dir) / label / "run.json").read_text())
+    adapter_info = info.get("adapter_info") or {}
+    summary["peak_mb"] = adapter_info.get("worker_peak_rss_mb") or summary["peak_rss_mb"]
+    summary["versions"] = adapter_info.get("versions", {})
+    return summary
+
+
+def ratio(value: Optional[float], base: Optional[float]) -> float:
+    return value / base if value and base else float("nan")
