@@ -13,6 +13,19 @@ BUNDLED = REPO / "datasets" / "tiny"
 SHARED_DATA = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+LONG_TESTS_ENV = "WHISPERBENCH_LONG_TESTS"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked for."""
+    if os.environ.get(LONG_TESTS_ENV) == "1":
+        return
+    skip = pytest.mark.skip(reason=f"runs for tens of minutes on a 2-core CPU; set {LONG_TESTS_ENV}=1 to run it")
+    for item in items:
+        if "long_running" in item.keywords:
+            item.add_marker(skip)
+
+
 def shared_manifest(subset: str) -> Path:
     """A manifest of ../shared/data, or a skip saying why it is absent."""
     path = SHARED_DATA / subset / "manifest.jsonl"

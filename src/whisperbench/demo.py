@@ -31,6 +31,8 @@ CONTENDERS = (
     Contender("faster-whisper", "faster-whisper-fp32", ("compute_type=float32",)),
     Contender("faster-whisper", "faster-whisper-int8", ("compute_type=int8",)),
     Contender("transformers", "transformers"),
+    Contender("whisper-cpp", "whisper.cpp-f16", ("quantization=f16",)),
+    Contender("mlx", "mlx-float16", ("dtype=float16",)),
 )
 DATASETS = ("tiny-shortform", "tiny-longform")
 

@@ -5,16 +5,16 @@ Two bindings (option ``backend``): ``pywhispercpp`` (whisper.cpp 1.8.x) and ``wh
 and reads ggml quantization format 1 only). Both are driven through their C-level API on a local
 file path, so nothing is ever downloaded.
 
-The native model runs in a spawned worker process: a crash (segfault, abort) fails the example that
+The native model runs in a worker subprocess: a crash (segfault, abort) fails the example that
 caused it with a clear error, and a new worker is started for the next one. whisper.cpp's log goes
-to a file in the worker (its tail is quoted when the worker dies). The worker reports its own peak
-RSS, which ``describe()`` records as ``worker_peak_rss_mb``: the harness process never holds the model.
+to a file (what it logged during a fatal request is quoted in the error). The worker reports its
+peak RSS (``ru_maxrss``) with every reply; ``describe()`` records the maximum as
+``worker_peak_rss_mb``, since the harness process never holds the model.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import shutil
 import signal
@@ -43,6 +43,7 @@ QUANTIZATIONS = ("f16", "q8_0", "q5_0")
 #: whisper.cpp vendored by whisper-cpp-python releases (its library predates whisper_version())
 _VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
 _LOG_TAIL_LINES = 6
+_NEVER = 1e9  # a log-prob threshold no average log-prob crosses (finite, so run.json stays valid JSON)
 
 
 class WorkerCrashed(RuntimeError):
@@ -72,7 +73,8 @@ class WhisperCppAdapter(Adapter):
             raise AdapterUnavailable(f"adapter whisper-cpp: backend {backend} is not installed: {hint}")
         self.backend = backend
         # whisper.cpp 1.4 reads ggml quantization format 1, later releases format 2
-        self.variant = "" if quantization == "f16" else quantization + ("-qnt1" if backend == "whisper-cpp-python" else "")
+        legacy = "-qnt1" if backend == "whisper-cpp-python" else ""
+        self.variant = "" if quantization == "f16" else quantization + legacy
         self._worker: Optional[_Worker] = None
         self._worker_info: dict[str, Any] = {}
         self._peak_rss_mb = 0.0
@@ -92,7 +94,7 @@ class WhisperCppAdapter(Adapter):
         self.ggml_path = converted(self.model, "ggml", self.variant) / GGML_FILE
         header = validate_ggml_header(self.ggml_path)
         reads = 1 if self.backend == "whisper-cpp-python" else 2
-        if header.quantized and min(max(header.qnt_version, 1), 2) != reads:
+        if header.quantized and (header.qnt_version >= 2) != (reads == 2):
             raise ModelError(f"{self.ggml_path}: ggml quantization format {header.qnt_version} cannot be read by "
                              f"backend {self.backend} (it reads format {reads})")
         self.params = whisper_params(self.decoding, self.multilingual, self.backend, header.hparams["n_text_ctx"])
@@ -119,7 +121,7 @@ class WhisperCppAdapter(Adapter):
                 note = "a new worker was started for the next example"
             except Exception as exc:  # reported again by the next example's call
                 note = f"restarting the worker failed: {exc}"
-            raise WorkerCrashed(f"example {example.id}: {crash}; {note}") from None
+            raise WorkerCrashed(f"{crash}; {note}") from None
         self._peak_rss_mb = max(self._peak_rss_mb, reply["peak_rss_mb"])
         if "error" in reply:
             raise RuntimeError(f"whisper.cpp ({self.backend}): {reply['error']}")
@@ -175,7 +177,7 @@ def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -
     if d.logprob_threshold is not None:
         logprob = d.logprob_threshold
     else:  # no log-prob fallback; a set no_speech threshold alone decides, as in openai-whisper
-        logprob = math.inf if d.no_speech_threshold is not None and not d.temperature_fallback else -math.inf
+        logprob = _NEVER if d.no_speech_threshold is not None and not d.temperature_fallback else -_NEVER
     params: dict[str, Any] = {
         "n_threads": d.threads,
         "translate": d.task == "translate",
@@ -243,6 +245,7 @@ class _Worker:
         self.info = reply["info"]
 
     def call(self, request: tuple) -> dict:
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         try:
             self.conn.send(request)
             return self.conn.recv()
@@ -252,14 +255,17 @@ class _Worker:
             except subprocess.TimeoutExpired:
                 code = None
             raise WorkerCrashed(f"whisper.cpp worker (pid {self.process.pid}) {_exit_reason(code)} "
-                                f"during {request[0]!r}{self._log_tail()}") from None
+                                f"during {request[0]!r}{self._log_tail(log_start)}") from None
 
-    def _log_tail(self) -> str:
+    def _log_tail(self, start: int) -> str:
+        """The last lines the worker logged during the failed request (e.g. a GGML_ASSERT message)."""
         try:
-            lines = [line for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+            with open(self.log_path, errors="replace") as fh:
+                fh.seek(start)
+                lines = [line.strip() for line in fh.read().splitlines() if line.strip()]
         except OSError:
             return ""
-        return "; worker log: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
+        return "; it logged: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
 
     def stop(self) -> None:
         try:
@@ -363,10 +369,11 @@ class _PyWhisperCpp:
         status = pw.whisper_full(self.ctx, self.params, audio, audio.size)
         if status != 0:
             raise RuntimeError(f"whisper_full returned {status}")
-        segments = [(pw.whisper_full_get_segment_t0(self.ctx, i) / 100, pw.whisper_full_get_segment_t1(self.ctx, i) / 100,
-                     pw.whisper_full_get_segment_text(self.ctx, i).decode("utf-8", "replace"))
-                    for i in range(pw.whisper_full_n_segments(self.ctx))]
-        return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(self.ctx))
+        ctx = self.ctx
+        segments = [(pw.whisper_full_get_segment_t0(ctx, i) / 100, pw.whisper_full_get_segment_t1(ctx, i) / 100,
+                     pw.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"))
+                    for i in range(pw.whisper_full_n_segments(ctx))]
+        return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(ctx))
 
 
 class _WhisperCppPython:

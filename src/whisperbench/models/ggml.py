@@ -157,7 +157,7 @@ def write_ggml(ckpt: Checkpoint, out_path: str | Path, variant: str = "f16") -> 
         filters = npz[key].astype("<f4")
     tokens = _tiktoken_ranks(assets / ("multilingual.tiktoken" if ckpt.multilingual else "gpt2.tiktoken"))
     if len(tokens) >= dims["n_vocab"]:
-        raise ModelError(f"{ckpt.source_dir}: vocabulary of {len(tokens)} tokens does not fit n_vocab {dims['n_vocab']}")
+        raise ModelError(f"{ckpt.source_dir}: {len(tokens)} vocabulary tokens do not fit n_vocab {dims['n_vocab']}")
 
     tmp = Path(f"{out_path}.{os.getpid()}.tmp")
     with open(tmp, "wb") as out:

@@ -2,7 +2,8 @@
 
 mlx-whisper's layout differs from openai-whisper's in three ways: the MLP linears are ``mlp1`` /
 ``mlp2`` (not ``mlp.0`` / ``mlp.2``), Conv1d weights are (out, kernel, in) instead of (out, in,
-kernel), and the encoder's sinusoidal positional embedding is computed at load, not stored.
+kernel), and the encoder's sinusoidal positional embedding is computed at load, not stored. The
+checkpoint's alignment heads (for word timestamps) are stored as the ``alignment_heads`` array.
 
 Variants: ``float16`` (also ``""``) and ``float32`` keep every weight; ``q4`` / ``q8`` quantize
 the linear and embedding layers with ``mlx.nn.quantize`` (affine, groups of 64) on top of float16,
@@ -72,6 +73,7 @@ def write_mlx(ckpt: Checkpoint, out_dir: str | Path, variant: str = "") -> None:
     model = Whisper(ModelDimensions(**ckpt.dims), getattr(mx, dtype))
     weights = {name: mx.array(array).astype(getattr(mx, dtype)) for name, array in mlx_state_dict(ckpt).items()}
     model.update(tree_unflatten(list(weights.items())), strict=True)
+    model.alignment_heads = mx.array(np.array(ckpt.alignment_heads, dtype=np.int64))  # a parameter: saved, loaded
     if quantization:
         bits = QUANTIZATIONS[quantization]
         nn.quantize(model, GROUP_SIZE, bits,

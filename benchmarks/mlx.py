@@ -1,0 +1,77 @@
+"""Speed and memory of mlx-whisper against openai-whisper on the same clips and weights, in one run.
+
+Each configuration runs in its own process (``whisperbench run``), so peak RSS is its own. Printed:
+WER, RTFx (Σ audio / Σ inference, load and warm-up excluded) and peak RSS, with their ratios to
+openai-whisper. On Linux, mlx[cpu] runs on the CPU with the reference BLAS it bundles (one thread),
+so expect a fraction of openai-whisper's speed there; the row is meant for Apple silicon (Metal).
+Quantized variants (``--quantized``) have no fast CPU kernel in MLX: minutes per clip on Linux.
+
+    python benchmarks/mlx.py [--dataset tiny-shortform] [--model tiny.en] [--threads 2] [--limit N] [--quantized]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+
+# the adapter module is imported explicitly, so this also works where `mlx` is not a built-in adapter yet
+CLI = "import sys, whisperbench.adapters.mlx; from whisperbench.cli import main; raise SystemExit(main(sys.argv[1:]))"
+CONFIGURATIONS = [
+    ("openai-whisper", "openai-whisper", []),
+    ("mlx-float32", "mlx", ["dtype=float32"]),
+    ("mlx-float16", "mlx", ["dtype=float16"]),
+]
+QUANTIZED = [
+    ("mlx-q8", "mlx", ["dtype=float16", "quantization=q8"]),
+    ("mlx-q4", "mlx", ["dtype=float16", "quantization=q4"]),
+]
+
+
+def run_one(label: str, adapter: str, options: list[str], args, runs_dir: str) -> dict | None:
+    cmd = [sys.executable, "-c", CLI, "run", "--adapter", adapter, "--model", args.model, "--dataset", args.dataset,
+           "--runs-dir", runs_dir, "--name", label, "--json", "-o", f"threads={args.threads}"]
+    for option in options:
+        cmd += ["-o", option]
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"{label}: skipped ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode})")
+        return None
+    return json.loads(proc.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="tiny-shortform")
+    parser.add_argument("--model", default="tiny.en")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--quantized", action="store_true", help="also run q8 and q4 (very slow on a CPU)")
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as runs_dir:
+        for label, adapter, options in CONFIGURATIONS + (QUANTIZED if args.quantized else []):
+            summary = run_one(label, adapter, options, args, runs_dir)
+            if summary:
+                results[label] = summary
+    base = results.get("openai-whisper")
+    if not base or len(results) < 2:
+        print("need openai-whisper and at least one mlx configuration")
+        return 1
+    print(f"\n{args.model} on {args.dataset}, {args.threads} thread(s) asked (MLX has no thread setting), one run")
+    header = f"{'implementation':<16}{'WER %':>8}{'RTFx':>8}{'RTFx/ow':>9}{'peak MiB':>10}{'mem/ow':>8}{'load s':>8}"
+    print(header)
+    print("-" * len(header))
+    for label, s in results.items():
+        print(f"{label:<16}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{s['rtfx'] / base['rtfx']:>9.3f}{s['peak_rss_mb']:>10.0f}"
+              f"{s['peak_rss_mb'] / base['peak_rss_mb']:>8.2f}{s['load_s']:>8.2f}")
+    print("ow = openai-whisper")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
