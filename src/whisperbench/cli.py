@@ -350,6 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
     p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
+    p.add_argument("--all", action="store_true",
+                   help="also run implementations that are slow on this platform (MLX off Apple silicon)")
     p.add_argument("--reference-endpoint", metavar="URL",
                    help="use an OpenAI-compatible endpoint as the reference (key from $OPENAI_API_KEY)")
     p.add_argument("--reference-model", default="whisper-1", help="model name sent to --reference-endpoint")
