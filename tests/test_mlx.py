@@ -147,17 +147,17 @@ def test_float16_transcribes_jfk(tiny_short, runs_dir, offline_hub):
 
 @pytest.mark.slow
 @pytest.mark.long_running
-@pytest.mark.parametrize("dtype,min_qoi", [("float32", 90.0), ("float16", 85.0)])
-def test_same_weights_agree_on_shared_shortform(dtype, min_qoi, runs_dir, offline_hub):
-    """float32 is the same arithmetic as openai-whisper up to summation order; float16 is not the same
-    arithmetic, so it gets a lower bar. Runtime on 2 shared CPU cores: about 27 min per dtype."""
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_same_weights_agree_on_shared_shortform(dtype, runs_dir, offline_hub):
+    """Measured: the raw text equals openai-whisper's on all 81 in both dtypes (QoI 100 %).
+    Runtime on 2 shared CPU cores: about 31 min (float32) and 33 min (float16), plus 2 min of reference."""
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
     manifest = str(shared_manifest("shortform"))
     comparison = _compare(runs_dir, _run(runs_dir, manifest, "openai-whisper"),
                           _run(runs_dir, manifest, "mlx", (f"dtype={dtype}",)))
     _print_differences(f"mlx {dtype}, shared short-form", comparison)
     assert comparison.result.joined == 81 and comparison.result.candidate_failed == 0
-    assert comparison.result.qoi >= min_qoi
+    assert comparison.result.qoi >= 90.0
     assert abs(comparison.candidate_wer - comparison.reference_wer) < 2.0
 
 
