@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from ..errors import AdapterUnavailable, OptionError
-from ..types import Example, Transcript
+from ..types import Example, Segment, Transcript
 
 
 def _parse_bool(text: str) -> bool:
@@ -106,11 +106,26 @@ class DecodingOptions:
         """The language to force: the option, else English for an English-only model, else detect."""
         return self.language or (None if multilingual else "en")
 
+    def whisper_transcribe_kwargs(self, multilingual: bool, long_form: bool) -> dict[str, Any]:
+        """Keyword arguments of openai-whisper's ``transcribe`` (also taken by mlx-whisper's)."""
+        return dict(
+            language=self.language_for(multilingual), task=self.task, temperature=self.temperatures(),
+            condition_on_previous_text=self.condition_on_previous_text, initial_prompt=self.initial_prompt,
+            without_timestamps=self.timestamps_off(long_form), no_speech_threshold=self.no_speech_threshold,
+            logprob_threshold=self.logprob_threshold, compression_ratio_threshold=self.compression_ratio_threshold,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The options as recorded in run.json (credentials in URL options removed)."""
         data = dataclasses.asdict(self)
         data["extra"] = {k: _strip_userinfo(v) for k, v in self.extra.items()}
         return data
+
+
+def transcript_from_whisper_result(result: dict) -> Transcript:
+    """A Transcript from the dict that openai-whisper's (or mlx-whisper's) ``transcribe`` returns."""
+    segments = [Segment(s["start"], s["end"], s["text"]) for s in result["segments"]]
+    return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
 
 
 class Adapter(ABC):

@@ -19,9 +19,9 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ModelError, OptionError
-from ..types import Example, Segment, Transcript
+from ..types import Example, Transcript
 from . import register
-from .base import Adapter, DecodingOptions
+from .base import Adapter, DecodingOptions, transcript_from_whisper_result
 
 
 @register
@@ -65,16 +65,9 @@ class MLXAdapter(Adapter):
         import mlx_whisper
 
         d = self.decoding
-        result = mlx_whisper.transcribe(
-            audio, path_or_hf_repo=self.path, verbose=None, fp16=self.fp16,
-            language=d.language_for(self.multilingual), task=d.task, temperature=d.temperatures(),
-            condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
-            without_timestamps=d.timestamps_off(long_form),
-            no_speech_threshold=d.no_speech_threshold, logprob_threshold=d.logprob_threshold,
-            compression_ratio_threshold=d.compression_ratio_threshold,
-        )
-        segments = [Segment(s["start"], s["end"], s["text"]) for s in result["segments"]]
-        return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
+        result = mlx_whisper.transcribe(audio, path_or_hf_repo=self.path, verbose=None, fp16=self.fp16,
+                                        **d.whisper_transcribe_kwargs(self.multilingual, long_form))
+        return transcript_from_whisper_result(result)
 
     def close(self) -> None:
         import mlx.core as mx

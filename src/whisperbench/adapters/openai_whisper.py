@@ -6,9 +6,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..types import Example, Segment, Transcript
+from ..types import Example, Transcript
 from . import register
-from .base import Adapter
+from .base import Adapter, transcript_from_whisper_result
 
 
 @register
@@ -39,13 +39,8 @@ class OpenAIWhisperAdapter(Adapter):
         d = self.decoding
         with torch.inference_mode():
             result = whisper.transcribe(
-                self.net, audio, verbose=None, fp16=False,
-                language=d.language_for(self.multilingual), task=d.task,
-                temperature=d.temperatures(), beam_size=d.beam_size if d.beam_size > 1 else None, best_of=None,
-                condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
-                without_timestamps=d.timestamps_off(long_form),
-                no_speech_threshold=d.no_speech_threshold, logprob_threshold=d.logprob_threshold,
-                compression_ratio_threshold=d.compression_ratio_threshold,
+                self.net, audio, verbose=None, fp16=False, best_of=None,
+                beam_size=d.beam_size if d.beam_size > 1 else None,
+                **d.whisper_transcribe_kwargs(self.multilingual, long_form),
             )
-        segments = [Segment(s["start"], s["end"], s["text"]) for s in result["segments"]]
-        return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
+        return transcript_from_whisper_result(result)
