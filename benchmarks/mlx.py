@@ -12,13 +12,10 @@ Quantized variants (``--quantized``) have no fast CPU kernel in MLX: minutes per
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 
-# the adapter module is imported explicitly, so this also works where `mlx` is not a built-in adapter yet
-CLI = "import sys, whisperbench.adapters.mlx; from whisperbench.cli import main; raise SystemExit(main(sys.argv[1:]))"
+from common import ratio, run_implementation
+
 CONFIGURATIONS = [
     ("openai-whisper", "openai-whisper", []),
     ("mlx-float32", "mlx", ["dtype=float32"]),
@@ -28,20 +25,6 @@ QUANTIZED = [
     ("mlx-q8", "mlx", ["dtype=float16", "quantization=q8"]),
     ("mlx-q4", "mlx", ["dtype=float16", "quantization=q4"]),
 ]
-
-
-def run_one(label: str, adapter: str, options: list[str], args, runs_dir: str) -> dict | None:
-    cmd = [sys.executable, "-c", CLI, "run", "--adapter", adapter, "--model", args.model, "--dataset", args.dataset,
-           "--runs-dir", runs_dir, "--name", label, "--json", "-o", f"threads={args.threads}"]
-    for option in options:
-        cmd += ["-o", option]
-    if args.limit:
-        cmd += ["--limit", str(args.limit)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"{label}: skipped ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode})")
-        return None
-    return json.loads(proc.stdout)
 
 
 def main() -> int:
@@ -55,7 +38,8 @@ def main() -> int:
     results = {}
     with tempfile.TemporaryDirectory() as runs_dir:
         for label, adapter, options in CONFIGURATIONS + (QUANTIZED if args.quantized else []):
-            summary = run_one(label, adapter, options, args, runs_dir)
+            summary = run_implementation(label, adapter, options, model=args.model, dataset=args.dataset,
+                                         threads=args.threads, runs_dir=runs_dir, limit=args.limit)
             if summary:
                 results[label] = summary
     base = results.get("openai-whisper")
@@ -67,8 +51,8 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     for label, s in results.items():
-        print(f"{label:<16}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{s['rtfx'] / base['rtfx']:>9.3f}{s['peak_rss_mb']:>10.0f}"
-              f"{s['peak_rss_mb'] / base['peak_rss_mb']:>8.2f}{s['load_s']:>8.2f}")
+        print(f"{label:<16}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{ratio(s['rtfx'], base['rtfx']):>9.3f}"
+              f"{s['peak_mb']:>10.0f}{ratio(s['peak_mb'], base['peak_mb']):>8.2f}{s['load_s']:>8.2f}")
     print("ow = openai-whisper")
     return 0
 
