@@ -28,7 +28,7 @@ WHISPER_CPP_PYTHON = "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-p
 
 
 def _require(backend: str = "pywhispercpp") -> None:
-    module, hint = {"pywhispercpp": ("_pywhispercpp", PYWHISPERCPP),
+    module, hint = {"pywhispercpp": ("pywhispercpp", PYWHISPERCPP),
                     "whisper-cpp-python": ("whisper_cpp_python", WHISPER_CPP_PYTHON)}[backend]
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"whisper.cpp backend {backend} not installed: {hint}")

@@ -5,7 +5,8 @@ passed to mlx-whisper as an existing local path, so it never calls the Hugging F
 
 Options: ``dtype`` float32 (default, as the other adapters' baseline) or float16 (mlx-whisper's own
 default, the usual choice on Apple silicon); ``quantization`` "" (none), q4 or q8 (affine, groups of
-64; on the Linux CPU backend quantized matmuls are about 35x slower than float32).
+64, on top of ``dtype``). On the Linux CPU backend float16 is emulated: quantized float16 is about 30x
+slower than float32 there, while quantized float32 runs at float32's speed or better.
 mlx-whisper has no beam search (beam_size > 1 is refused) and no thread setting: on Linux, mlx[cpu]
 does its matmuls in the BLAS it bundles (reference BLAS, one thread), so ``threads`` has no effect.
 MLX is native code: an abort inside it ends the run's process; the run store keeps the finished

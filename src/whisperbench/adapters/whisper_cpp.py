@@ -35,7 +35,7 @@ from .base import Adapter
 
 #: backend -> (import name, PyPI distribution, install hint)
 BACKENDS = {
-    "pywhispercpp": ("_pywhispercpp", "pywhispercpp", "pip install pywhispercpp"),
+    "pywhispercpp": ("pywhispercpp", "pywhispercpp", "pip install pywhispercpp"),
     "whisper-cpp-python": ("whisper_cpp_python", "whisper-cpp-python",
                            "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-python==0.2.0"),
 }
@@ -54,7 +54,7 @@ class WorkerCrashed(RuntimeError):
 class WhisperCppAdapter(Adapter):
     name = "whisper-cpp"
     description = "whisper.cpp (pywhispercpp or whisper-cpp-python) on a ggml file, in a worker process"
-    requires = ("_pywhispercpp",)  # the default backend; missing() accepts either binding
+    requires = ("pywhispercpp",)  # the default backend; missing() accepts either binding
     extra = "whisper-cpp"
     distributions = ("pywhispercpp", "whisper-cpp-python")
     long_form_algorithm = "whisper.cpp whisper_full: sequential 30 s windows, seek by timestamps"
