@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -42,3 +43,16 @@ def run_implementation(label: str, adapter: str, options: list[str], *, model: s
 
 def ratio(value: Optional[float], base: Optional[float]) -> float:
     return value / base if value and base else float("nan")
+
+
+def run_all(configurations: list[tuple[str, str, list[str]]], *, model: str, dataset: str, threads: int,
+            limit: Optional[int] = None) -> dict[str, dict]:
+    """``label -> summary`` for every (label, adapter, options) that ran, in order, in one temp runs dir."""
+    results = {}
+    with tempfile.TemporaryDirectory() as runs_dir:
+        for label, adapter, options in configurations:
+            summary = run_implementation(label, adapter, options, model=model, dataset=dataset, threads=threads,
+                                         runs_dir=runs_dir, limit=limit)
+            if summary:
+                results[label] = summary
+    return results

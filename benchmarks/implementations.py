@@ -12,9 +12,8 @@ overhead). Machines are noisy: compare the ratios of one run, not seconds across
 from __future__ import annotations
 
 import argparse
-import tempfile
 
-from common import ratio, run_implementation
+from common import ratio, run_all
 
 IMPLEMENTATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -31,13 +30,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int)
     args = parser.parse_args()
-    results = {}
-    with tempfile.TemporaryDirectory() as runs_dir:
-        for label, adapter, options in IMPLEMENTATIONS:
-            summary = run_implementation(label, adapter, options, model=args.model, dataset=args.dataset,
-                                         threads=args.threads, runs_dir=runs_dir, limit=args.limit)
-            if summary:
-                results[label] = summary
+    results = run_all(IMPLEMENTATIONS, model=args.model, dataset=args.dataset, threads=args.threads,
+                      limit=args.limit)
     if not results:
         print("no implementation ran")
         return 1

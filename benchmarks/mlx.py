@@ -12,9 +12,8 @@ so expect a fraction of openai-whisper's speed there; the row is meant for Apple
 from __future__ import annotations
 
 import argparse
-import tempfile
 
-from common import ratio, run_implementation
+from common import ratio, run_all
 
 CONFIGURATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -35,13 +34,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--quantized", action="store_true", help="also run q8 and q4 (on float32)")
     args = parser.parse_args()
-    results = {}
-    with tempfile.TemporaryDirectory() as runs_dir:
-        for label, adapter, options in CONFIGURATIONS + (QUANTIZED if args.quantized else []):
-            summary = run_implementation(label, adapter, options, model=args.model, dataset=args.dataset,
-                                         threads=args.threads, runs_dir=runs_dir, limit=args.limit)
-            if summary:
-                results[label] = summary
+    results = run_all(CONFIGURATIONS + (QUANTIZED if args.quantized else []), model=args.model, dataset=args.dataset, threads=args.threads,
+                      limit=args.limit)
     base = results.get("openai-whisper")
     if not base or len(results) < 2:
         print("need openai-whisper and at least one mlx configuration")
