@@ -187,6 +187,23 @@ class Adapter(ABC):
         return info
 
     @property
+    def batch_size(self) -> int:
+        """How many short (<= 30 s) audios ``transcribe_batch`` takes at once; 1 means no batching.
+
+        The runner batches short-form examples, and the harness's chunked long-form strategy batches
+        windows, by this size. Adapters that batch natively return their ``batch_size`` option.
+        """
+        return 1
+
+    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example]) -> list[Transcript]:
+        """Short-form transcription (no timestamps) of up to ``batch_size`` audios, in order.
+
+        The default transcribes one at a time; batching adapters override it. A raised exception
+        fails the whole batch: the runner then retries its examples one by one.
+        """
+        return [self.transcribe(audio, example, long_form=False) for audio, example in zip(audios, examples)]
+
+    @property
     def max_in_flight(self) -> int:
         """How many ``transcribe`` calls may run at once in threads (I/O-bound adapters raise it)."""
         return 1
