@@ -122,9 +122,14 @@ class Prediction:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Prediction":
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _PREDICTION_FIELDS
+        if data.keys() <= names:  # the common case, without copying (stores hold a million lines)
+            return cls(**data)
         known = {k: v for k, v in data.items() if k in names}
         unknown = {k: v for k, v in data.items() if k not in names}
         pred = cls(**known)
         pred.extra.update(unknown)
         return pred
+
+
+_PREDICTION_FIELDS = frozenset(f.name for f in dataclasses.fields(Prediction))

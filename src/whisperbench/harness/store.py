@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ..bulk import paused_gc
 from ..errors import RunStoreError
 from ..types import Prediction
 
@@ -95,14 +96,15 @@ class RunStore:
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
         by_id: dict[str, Prediction] = {}
-        for number, raw in enumerate(complete.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                pred = Prediction.from_json(json.loads(raw.decode("utf-8")))
-            except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
-                raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
-            by_id[pred.id] = pred
+        with paused_gc():  # a million lines: see whisperbench.bulk
+            for number, raw in enumerate(complete.splitlines(), start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    pred = Prediction.from_json(json.loads(raw))
+                except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError) as exc:
+                    raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
+                by_id[pred.id] = pred
         return list(by_id.values())
 
     def _cut_partial_line(self) -> None:

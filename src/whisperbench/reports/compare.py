@@ -35,12 +35,13 @@ class Comparison:
 def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
     """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer."""
     normalizer = reference.normalizer
-    ref_summary = summarize(reference.predictions, normalizer, reference.form)
-    cand_summary = summarize(candidate.predictions, normalizer, candidate.form)
+    ref_summary = summarize(reference.predictions, normalizer, reference.form, scored_with=reference.normalizer)
+    cand_summary = summarize(candidate.predictions, normalizer, candidate.form, scored_with=candidate.normalizer)
     return Comparison(
         reference=reference,
         candidate=candidate,
-        result=qoi(reference.predictions, candidate.predictions, normalizer),
+        result=qoi(reference.predictions, candidate.predictions, normalizer,
+                   reference_scored_with=reference.normalizer, candidate_scored_with=candidate.normalizer),
         reference_wer=ref_summary["wer"],
         candidate_wer=cand_summary["wer"],
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,

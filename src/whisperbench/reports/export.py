@@ -7,7 +7,7 @@ from typing import Optional
 import pandas as pd
 
 from ..harness.store import StoredRun
-from ..scoring import qoi, score_prediction
+from ..scoring import qoi, rescored
 
 COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm", "hypothesis_norm", "wer", "hits",
            "substitutions", "deletions", "insertions", "audio_s", "infer_s"]
@@ -16,11 +16,13 @@ COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm",
 def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.DataFrame:
     """One row per example, scored with the run's (or the reference's) normalizer."""
     normalizer = reference.normalizer if reference else run.normalizer
-    rows = [score_prediction(p, normalizer).to_json() for p in run.predictions]
+    rows = [rescored(p, normalizer, run.normalizer).to_json() for p in run.predictions]
     frame = pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
     frame.insert(0, "run", run.name)
     if reference is not None:
-        joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer).examples}
+        joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer,
+                                       reference_scored_with=reference.normalizer,
+                                       candidate_scored_with=run.normalizer).examples}
         frame["reference_run_hypothesis"] = frame["id"].map(lambda i: joined[i].reference_hypothesis if i in joined else None)
         frame["reference_run_errors"] = frame["id"].map(lambda i: joined[i].reference_errors if i in joined else None)
         frame["errors"] = frame["id"].map(lambda i: joined[i].candidate_errors if i in joined else None)

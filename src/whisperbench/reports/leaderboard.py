@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 import pandas as pd
 
 from ..harness.store import StoredRun
-from ..scoring import counts_of, qoi_interval, score_prediction, summarize, wer_interval
+from ..scoring import counts_of, qoi_interval, rescored, summarize, wer_interval
 from .compare import compare_runs
 
 COLUMNS = ["Implementation", "Model", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
@@ -40,8 +40,8 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
     for run in runs:
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
-        summary = summarize(run.predictions, normalizer, run.form)
-        scored = [counts_of(score_prediction(p, normalizer)) for p in run.predictions]
+        summary = summarize(run.predictions, normalizer, run.form, scored_with=run.normalizer)
+        scored = [counts_of(rescored(p, normalizer, run.normalizer)) for p in run.predictions]
         wer_ci = wer_interval([c.errors for c in scored], [c.ref_words for c in scored], confidence)
         qoi_value = qoi_ci = None
         if reference is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from ..bulk import paused_gc
 from ..types import Prediction
-from .summary import counts_of, score_prediction
+from .summary import rescored
 
 
 @dataclass
@@ -73,13 +74,22 @@ def _by_id(predictions: Iterable[Prediction], role: str) -> dict[str, Prediction
     return table
 
 
-def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english") -> QoiResult:
+def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english", *,
+        reference_scored_with: Optional[str] = None, candidate_scored_with: Optional[str] = None) -> QoiResult:
     """Compare a candidate run with the reference run, example by example (see module doc).
 
     A failed candidate example is a regression. A failed reference example cannot be judged and is
     listed in ``reference_failed``, not joined. Both runs are scored against the reference run's
     transcript; ids whose transcripts differ between runs are listed in ``text_mismatch``.
+    ``*_scored_with`` name the normalizer each run's stored scoring fields were computed with: when
+    it is ``normalizer`` they are used as stored (see :func:`~whisperbench.scoring.summary.rescored`).
     """
+    with paused_gc():
+        return _qoi(reference, candidate, normalizer, reference_scored_with, candidate_scored_with)
+
+
+def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str,
+         reference_scored_with: Optional[str], candidate_scored_with: Optional[str]) -> QoiResult:
     ref_by_id = _by_id(reference, "reference")
     cand_by_id = _by_id(candidate, "candidate")
     result = QoiResult(None, 0, 0, 0, 0, 0, 0)
@@ -90,22 +100,26 @@ def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normal
         if ref_pred.status != "ok":
             result.reference_failed.append(ex_id)
             continue
+        cand_scored_with = candidate_scored_with
         if cand_pred.reference != ref_pred.reference:
             result.text_mismatch.append(ex_id)
             cand_pred = Prediction(**{**cand_pred.__dict__, "reference": ref_pred.reference})
-        ref_scored = score_prediction(ref_pred, normalizer)
-        cand_scored = score_prediction(cand_pred, normalizer)
+            cand_scored_with = None  # its stored fields were scored against another transcript
+        ref_scored = rescored(ref_pred, normalizer, reference_scored_with)
+        cand_scored = rescored(cand_pred, normalizer, cand_scored_with)
+        ref_hits, ref_subs, ref_dels = ref_scored.hits or 0, ref_scored.substitutions or 0, ref_scored.deletions or 0
         comparison = ExampleComparison(
             id=ex_id,
-            reference_errors=counts_of(ref_scored).errors,
-            candidate_errors=counts_of(cand_scored).errors,
+            reference_errors=ref_subs + ref_dels + (ref_scored.insertions or 0),
+            candidate_errors=(cand_scored.substitutions or 0) + (cand_scored.deletions or 0)
+            + (cand_scored.insertions or 0),
             reference_wer=ref_scored.wer,
             candidate_wer=cand_scored.wer,
             candidate_failed=cand_pred.status != "ok",
             reference_text=ref_pred.reference,
             reference_hypothesis=ref_pred.hypothesis,
             candidate_hypothesis=cand_pred.hypothesis,
-            reference_words=counts_of(ref_scored).ref_words,
+            reference_words=ref_hits + ref_subs + ref_dels,
         )
         result.examples.append(comparison)
         result.joined += 1

@@ -38,35 +38,64 @@ def counts_of(pred: Prediction) -> WordCounts:
     return WordCounts(pred.hits or 0, pred.substitutions or 0, pred.deletions or 0, pred.insertions or 0)
 
 
+def rescored(pred: Prediction, normalizer: str, scored_with: Optional[str] = None) -> Prediction:
+    """``pred`` scored with ``normalizer``, reusing its stored scoring fields when they fit.
+
+    ``scored_with`` names the normalizer the stored fields were computed with (a run's
+    ``run.json`` ``normalizer``). When it equals ``normalizer`` and every field is present, ``pred``
+    is returned as it is (no normalizing, no alignment); otherwise it is scored afresh.
+    """
+    if (scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
+            and pred.hits is not None and pred.substitutions is not None and pred.deletions is not None
+            and pred.insertions is not None):
+        return pred
+    return score_prediction(pred, normalizer)
+
+
 def _percentile(values: list[float], q: float) -> Optional[float]:
     return float(np.percentile(values, q)) if values else None
 
 
-def summarize(predictions: Iterable[Prediction], normalizer: str, form: str) -> dict[str, Any]:
-    """Dataset-level figures from predictions (scored here, from raw text, with ``normalizer``).
+def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
+              scored_with: Optional[str] = None) -> dict[str, Any]:
+    """Dataset-level figures from predictions scored with ``normalizer``.
 
+    Predictions are scored here from raw text unless ``scored_with`` says their stored fields were
+    computed with the same normalizer (see :func:`rescored`); the figures are the same either way.
     ``wer`` counts failed examples as empty hypotheses; ``wer_ok`` is over successful examples only.
     ``rtfx`` = Σ audio_s / Σ infer_s over successful examples.
     """
-    scored = [score_prediction(p, normalizer) for p in predictions]
-    ok = [p for p in scored if p.status == "ok"]
-    total = sum((counts_of(p) for p in scored), WordCounts())
-    total_ok = sum((counts_of(p) for p in ok), WordCounts())
-    audio_s = sum(p.audio_s for p in ok)
-    infer_s = sum(p.infer_s for p in ok)
-    latencies = [p.infer_s for p in ok]
+    hits = subs = dels = ins = 0
+    hits_ok = subs_ok = dels_ok = ins_ok = 0
+    num = num_ok = empty = 0
+    audio_s = infer_s = 0.0
+    latencies: list[float] = []
+    for raw in predictions:
+        p = rescored(raw, normalizer, scored_with)
+        h, s, d, i = p.hits or 0, p.substitutions or 0, p.deletions or 0, p.insertions or 0
+        hits, subs, dels, ins = hits + h, subs + s, dels + d, ins + i
+        num += 1
+        if not p.reference_norm:
+            empty += 1
+        if p.status == "ok":
+            hits_ok, subs_ok, dels_ok, ins_ok = hits_ok + h, subs_ok + s, dels_ok + d, ins_ok + i
+            num_ok += 1
+            audio_s += p.audio_s
+            infer_s += p.infer_s
+            latencies.append(p.infer_s)
+    total = WordCounts(hits, subs, dels, ins)
     return {
         "wer": corpus_wer(total),
-        "wer_ok": corpus_wer(total_ok),
-        "num_examples": len(scored),
-        "num_ok": len(ok),
-        "num_failed": len(scored) - len(ok),
+        "wer_ok": corpus_wer(WordCounts(hits_ok, subs_ok, dels_ok, ins_ok)),
+        "num_examples": num,
+        "num_ok": num_ok,
+        "num_failed": num - num_ok,
         "substitutions": total.substitutions,
         "deletions": total.deletions,
         "insertions": total.insertions,
         "hits": total.hits,
         "reference_words": total.ref_words,
-        "empty_references": sum(1 for p in scored if not p.reference_norm),
+        "empty_references": empty,
         "audio_s": audio_s,
         "infer_s": infer_s,
         "rtfx": audio_s / infer_s if infer_s > 0 else None,

@@ -1,0 +1,101 @@
+"""Scoring from stored counts (the path that makes a million predictions fast) equals re-scoring from text.
+
+Runs are real run stores written by the runner (``recorded`` hypotheses: random word edits, missing
+ids as failures, an empty transcript, one transcript changed in the candidate's dataset).
+"""
+
+import random
+
+import pytest
+
+from whisperbench.harness import RunRequest, open_run, rescore, run_evaluation
+from whisperbench.reports import compare_runs
+from whisperbench.reports.export import example_frame
+from whisperbench.scoring import qoi, rescored, score_prediction, summarize
+
+from .conftest import BUNDLED, SHARED_DATA, read_manifest_rows, write_jsonl
+
+
+def _rows():
+    rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"]))
+            for r in read_manifest_rows(BUNDLED / "shortform" / "manifest.jsonl")]
+    shared = SHARED_DATA / "shortform" / "manifest.jsonl"
+    if shared.exists():  # more transcripts where the shared data is present
+        known = {r["id"] for r in rows}
+        rows += [dict(r, audio=str(shared.parent / r["audio"])) for r in read_manifest_rows(shared)
+                 if r["id"] not in known]
+    return rows
+
+
+def _hypotheses(tmp_path, rows, seed, name):
+    rng = random.Random(seed)
+    vocabulary = sorted({w for r in rows for w in r["text"].split()}) + ["Mr.", "$20", "colour", "1,000"]
+    lines = []
+    for row in rows:
+        if rng.random() < 0.1:
+            continue  # no hypothesis: a failed example
+        words = []
+        for word in row["text"].split():
+            roll = rng.random()
+            if roll < 0.08:
+                words.append(rng.choice(vocabulary))
+            elif roll >= 0.16:
+                words.append(word.lower() if roll < 0.5 else word)
+            if 0.16 <= roll < 0.2:
+                words.append(rng.choice(vocabulary))
+        lines.append({"id": row["id"], "hypothesis": " ".join(words)})
+    return write_jsonl(tmp_path / f"{name}.jsonl", lines)
+
+
+@pytest.fixture
+def stored_runs(tmp_path):
+    rows = _rows()
+    rows.append(dict(rows[0], id="empty-transcript", text="uh"))  # normalizes to nothing
+    runs = str(tmp_path / "runs")
+    reference_manifest = write_jsonl(tmp_path / "reference.jsonl", rows)
+    changed = [dict(r, text=r["text"] + " and more") if i == 1 else r for i, r in enumerate(rows)]
+    candidate_manifest = write_jsonl(tmp_path / "candidate.jsonl", changed)
+    for name, manifest, seed in (("ref", reference_manifest, 1), ("cand", candidate_manifest, 2)):
+        run_evaluation(RunRequest("recorded", str(_hypotheses(tmp_path, rows, seed, name)), str(manifest),
+                                  runs_dir=runs, name=name, warmup=False))
+    return open_run("ref", runs), open_run("cand", runs)
+
+
+def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
+    ref, cand = stored_runs
+    assert any(p.status == "error" for p in cand.predictions)
+    for run in (ref, cand):
+        fast = summarize(run.predictions, run.normalizer, run.form, scored_with=run.normalizer)
+        assert fast == summarize(run.predictions, run.normalizer, run.form)
+        assert fast["num_failed"] > 0 and fast["empty_references"] == 1
+        assert {k: run.summary[k] for k in fast} == fast  # what the runner wrote
+    slow = qoi(ref.predictions, cand.predictions, "english")
+    fast = qoi(ref.predictions, cand.predictions, "english", reference_scored_with="english",
+               candidate_scored_with="english")
+    assert fast.to_json(with_examples=True) == slow.to_json(with_examples=True)
+    assert len(fast.text_mismatch) == 1 and fast.regressed > 0 and fast.improved > 0
+    # the reports read stored counts: their numbers are those of the re-scoring path
+    comparison = compare_runs(ref, cand)
+    assert comparison.result.to_json(True) == slow.to_json(True)
+    assert comparison.candidate_wer == summarize(cand.predictions, "english", "short")["wer"]
+    frame = example_frame(cand, reference=ref).set_index("id")
+    for example in slow.examples:
+        assert frame.loc[example.id, "errors"] == example.candidate_errors
+        assert frame.loc[example.id, "reference_run_errors"] == example.reference_errors
+
+
+def test_stored_counts_are_not_used_for_another_normalizer(stored_runs):
+    ref, cand = stored_runs
+    basic = [score_prediction(p, "basic") for p in cand.predictions]
+    by_text = summarize(basic, "basic", "short", scored_with="basic")
+    assert by_text["reference_words"] == sum(p.hits + p.substitutions + p.deletions for p in basic)
+    assert summarize(cand.predictions, "basic", "short", scored_with="english") == by_text
+    english = summarize(cand.predictions, "english", "short")
+    assert (by_text["reference_words"], by_text["wer"]) != (english["reference_words"], english["wer"])
+    pred = next(p for p, b in zip(cand.predictions, basic) if p.status == "ok" and (p.hits, p.substitutions) != (
+        b.hits, b.substitutions))  # an example the two normalizers score differently
+    assert rescored(pred, "english", "english") is pred
+    assert rescored(pred, "basic", "english") == score_prediction(pred, "basic") != pred
+    unscored = type(pred)(id=pred.id, reference=pred.reference, hypothesis=pred.hypothesis)
+    assert rescored(unscored, "english", "english") == score_prediction(unscored, "english")
+    assert rescore(cand.store, "basic")["wer"] == by_text["wer"]
