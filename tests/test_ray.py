@@ -1,0 +1,176 @@
+"""The Ray backend on a local Ray cluster started here: same results as in-process, a killed worker's
+examples retried elsewhere, crashing examples bounded and recorded, resume across backends, the CLI
+joining the cluster by address."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from whisperbench.adapters import DecodingOptions, register
+from whisperbench.adapters.base import Adapter
+from whisperbench.errors import OptionError, WhisperbenchError
+from whisperbench.harness import RunRequest, open_run, run_evaluation
+from whisperbench.harness.runner import backend_of
+from whisperbench.scoring import qoi, summarize
+from whisperbench.types import Transcript
+
+from .conftest import REPO, write_jsonl
+
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'whisperbench[ray]'")
+
+
+@register
+class CrashingEchoAdapter(Adapter):
+    """Fault injection only: echoes the transcript; its process dies (``os._exit``) on ids in ``crash``
+    every time, on ids in ``crash_once`` the first time (a marker file in ``marks`` remembers)."""
+
+    name = "test-ray-crash"
+    options = {"crash": "", "crash_once": "", "marks": "", "fail_load": "no"}
+    uses_weights = False
+
+    def load(self):
+        if self.settings["fail_load"] == "yes":
+            raise RuntimeError("injected load failure")
+
+    def transcribe(self, audio, example, *, long_form):
+        if example.id in self.settings["crash"].split("+"):
+            os._exit(3)
+        if example.id in self.settings["crash_once"].split("+"):
+            mark = Path(self.settings["marks"]) / example.id
+            if not mark.exists():
+                mark.touch()
+                os._exit(3)
+        return Transcript(text=example.text)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """A local Ray instance (2 CPUs); its workers import this module and share the weight cache."""
+    cache = os.environ.get("WHISPERBENCH_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "WHISPERBENCH_CACHE": cache}})
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def _same_results(a, b):
+    left, right = {p.id: p for p in a.predictions}, {p.id: p for p in b.predictions}
+    assert left.keys() == right.keys()
+    for ex_id, pred in left.items():
+        other = right[ex_id]
+        assert (pred.status, pred.hypothesis, pred.reference, pred.wer) == (
+            other.status, other.hypothesis, other.reference, other.wer), ex_id
+        assert (pred.hits, pred.substitutions, pred.deletions, pred.insertions) == (
+            other.hits, other.substitutions, other.deletions, other.insertions), ex_id
+
+
+@pytest.mark.slow
+def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster, tmp_path, tiny_short):
+    runs = str(tmp_path / "runs")
+    decoding = DecodingOptions(threads=1, extra={"compute_type": "int8"})
+    common = dict(runs_dir=runs, decoding=decoding)
+    run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="local", **common))
+    first = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="ray", limit=2,
+                                      backend="ray", workers=2, **common))
+    assert first.computed == 2
+
+    store = Path(runs) / "ray" / "predictions.jsonl"
+    killed: list[int] = []
+
+    def kill_first_worker(_count):  # right after this run's first prediction is stored
+        if not killed:
+            pid = json.loads(store.read_text().splitlines()[-1])["extra"]["worker"]["pid"]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    result = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="ray", backend="ray",
+                                       workers=2, **common), progress=kill_first_worker)
+    assert (result.computed, result.resumed) == (4, 2)
+    info = result.info
+    assert info["backend"] == "ray" and info["workers"] == 2
+    backend = info["backend_info"]
+    assert killed and any(f"pid {killed[0]}" in death for death in backend["deaths"]), backend["deaths"]
+    assert backend["retried_examples"], "the killed worker had an example in flight; it must have been retried"
+    ray_run, local_run = open_run("ray", runs), open_run("local", runs)
+    for pred in ray_run.predictions:
+        if pred.id in backend["retried_examples"]:
+            assert pred.extra["worker"]["pid"] != killed[0] and pred.extra["attempts"] == 2
+    _same_results(ray_run, local_run)
+    assert result.summary["num_failed"] == 0 and result.summary["wer"] == local_run.summary["wer"]
+    # memory and load time come from the actors, not from this process
+    assert info["peak_rss_mb"] and info["load_s"] > 0
+    assert all(a["pid"] != os.getpid() for a in backend["actors"] if a["pid"])
+    # stored counts (the fast scoring path) give what re-scoring these real outputs gives
+    for run in (ray_run, local_run):
+        assert summarize(run.predictions, "english", "short", scored_with="english") == summarize(
+            run.predictions, "english", "short")
+    assert qoi(local_run.predictions, ray_run.predictions, "english", reference_scored_with="english",
+               candidate_scored_with="english").to_json(True) == qoi(
+        local_run.predictions, ray_run.predictions, "english").to_json(True)
+
+
+def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_cluster, tmp_path, local_manifest):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    decoding = DecodingOptions(extra={"crash": "jfk", "crash_once": "LJ001-0003", "marks": str(marks)})
+    result = run_evaluation(RunRequest("test-ray-crash", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
+                                       name="crash", backend="ray", workers=2, warmup=False, decoding=decoding))
+    preds = {p.id: p for p in open_run("crash", tmp_path / "r").predictions}
+    assert len(preds) == 6 and result.summary["num_failed"] == 1
+    poison = preds["jfk"]
+    assert poison.status == "error" and "died 3 times" in poison.error and poison.error.startswith("example jfk")
+    flaky = preds["LJ001-0003"]
+    assert flaky.status == "ok" and flaky.hypothesis == flaky.reference and flaky.extra["attempts"] == 2
+    dead_pids = {a["pid"] for a in result.info["backend_info"]["actors"] if a["status"] == "died"}
+    assert len(result.info["backend_info"]["deaths"]) == 4 and flaky.extra["worker"]["pid"] not in dead_pids
+    assert all(p.status == "ok" for i, p in preds.items() if i != "jfk")
+    assert result.info["backend_info"]["failed_after_retries"] == ["jfk"]
+
+
+def test_a_run_started_in_process_resumes_on_ray(ray_cluster, tmp_path, local_manifest):
+    manifest = str(local_manifest())
+    common = dict(runs_dir=str(tmp_path / "r"), name="mixed", warmup=False)
+    first = run_evaluation(RunRequest("test-ray-crash", "m", manifest, limit=3, **common))
+    assert first.info["backend"] == "in-process"
+    second = run_evaluation(RunRequest("test-ray-crash", "m", manifest, backend="ray", workers=2, **common))
+    assert (second.computed, second.resumed) == (3, 3) and second.info["backend"] == "ray"
+    preds = open_run("mixed", tmp_path / "r").predictions
+    assert len(preds) == 6 and all(p.status == "ok" and p.hypothesis == p.reference for p in preds)
+    assert sum("worker" in p.extra for p in preds) == 3  # only the examples computed on Ray
+
+
+def test_clear_errors(ray_cluster, tmp_path, local_manifest):
+    manifest = str(local_manifest())
+    with pytest.raises(WhisperbenchError, match="3 workers need 3 CPUs"):
+        run_evaluation(RunRequest("test-ray-crash", "m", manifest, runs_dir=str(tmp_path / "r"), backend="ray",
+                                  workers=3, warmup=False))
+    with pytest.raises(WhisperbenchError, match="no worker could load adapter test-ray-crash: .*injected load failure"):
+        run_evaluation(RunRequest("test-ray-crash", "m", manifest, runs_dir=str(tmp_path / "r2"), backend="ray",
+                                  warmup=False, decoding=DecodingOptions(extra={"fail_load": "yes"})))
+    with pytest.raises(OptionError, match="--backend ray"):
+        backend_of(RunRequest("x", "m", "d", address="127.0.0.1:6379"))
+    with pytest.raises(OptionError, match="unknown backend"):
+        backend_of(RunRequest("x", "m", "d", backend="dask"))
+    assert backend_of(RunRequest("x", "m", "d", workers=2)) == "process-pool"
+
+
+def test_cli_joins_a_cluster_by_address(ray_cluster, tmp_path, tiny_rows, tiny_short):
+    hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"].lower()} for r in tiny_rows[1:]])
+    base = [sys.executable, "-m", "whisperbench", "run", "--adapter", "recorded", "--model", str(hyp), "--dataset",
+            str(tiny_short), "--runs-dir", str(tmp_path / "runs"), "--json"]
+    local = subprocess.run(base + ["--name", "local"], capture_output=True, text=True, cwd=REPO)
+    remote = subprocess.run(base + ["--name", "remote", "--backend", "ray", "--address", ray_cluster, "--workers",
+                                    "2"], capture_output=True, text=True, cwd=REPO)
+    assert local.returncode == 0 and remote.returncode == 0, remote.stderr[-2000:]
+    ignore = {"load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct"}
+    local_summary, remote_summary = json.loads(local.stdout), json.loads(remote.stdout)
+    assert {k: v for k, v in remote_summary.items() if k not in ignore} == {
+        k: v for k, v in local_summary.items() if k not in ignore}
+    assert remote_summary["num_failed"] == 1  # the id left out of the hypotheses file
+    info = json.loads((tmp_path / "runs" / "remote" / "run.json").read_text())
+    assert info["backend"] == "ray" and info["backend_info"]["address"] == ray_cluster
