@@ -15,10 +15,12 @@ from typing import Optional
 
 
 def run_implementation(label: str, adapter: str, options: list[str], *, model: str, dataset: str, threads: int,
-                       runs_dir: str, limit: Optional[int] = None, preload: str = "") -> Optional[dict]:
+                       runs_dir: str, limit: Optional[int] = None, preload: str = "",
+                       args: tuple[str, ...] = ()) -> Optional[dict]:
     """Summary of one run (``peak_mb`` = the model-holding process's peak), or None when it could not run.
 
-    ``preload`` names a module to import first (an adapter not yet built in).
+    ``preload`` names a module to import first (an adapter not yet built in); ``args`` are further
+    ``whisperbench run`` arguments (e.g. ``("--long-form", "chunked")``).
     """
     entry = ["-m", "whisperbench"] if not preload else [
         "-c", f"import sys, {preload}; from whisperbench.cli import main; raise SystemExit(main(sys.argv[1:]))"]
@@ -28,6 +30,7 @@ def run_implementation(label: str, adapter: str, options: list[str], *, model: s
         cmd += ["-o", option]
     if limit:
         cmd += ["--limit", str(limit)]
+    cmd += list(args)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"

@@ -67,6 +67,7 @@ def _execute(request, as_json: bool) -> int:
 def cmd_run(args) -> int:
     from .adapters import DecodingOptions
     from .harness import RunRequest
+    from .harness.longform import LongFormConfig
 
     request = RunRequest(
         adapter=args.adapter, model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, name=args.name,
@@ -74,6 +75,8 @@ def cmd_run(args) -> int:
         skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
         form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
         label=args.label, refresh=args.refresh,
+        long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
+        backend=args.backend, address=args.address,
     )
     return _execute(request, args.json)
 
@@ -268,12 +271,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adapter", required=True, help="see `whisperbench adapters`")
     p.add_argument("--model", required=True, help="see `whisperbench models`")
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
-    p.add_argument("--workers", type=int, default=1, help="processes, each with its own model (default 1)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)")
+    p.add_argument("--backend", choices=["in-process", "process-pool", "ray"], default="in-process",
+                   help="where examples run: this process (a process pool when --workers > 1), a process pool, "
+                        "or Ray actors (pip install 'whisperbench[ray]')")
+    p.add_argument("--address", help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "
+                                     "(default: RAY_ADDRESS, else a local Ray started for the run)")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …)")
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
     p.add_argument("--refresh", action="store_true", help="bypass an adapter's result cache (openai-api)")
+    p.add_argument("--long-form", choices=["native", "sequential", "chunked"], default="native",
+                   help="long-form audio: the implementation's own algorithm (default; adapters without one "
+                        "use chunked), harness back-to-back 30 s windows, or overlapping windows batched and merged")
+    p.add_argument("--chunk-s", type=float, default=30.0, help="window length of sequential/chunked (default 30)")
+    p.add_argument("--stride-s", type=float, default=5.0,
+                   help="chunked: overlap kept on each side of a window (default 5; windows advance chunk-2*stride)")
     _add_run_args(p)
     p.set_defaults(func=cmd_run)
 

@@ -143,6 +143,9 @@ class Adapter(ABC):
     needs_audio: ClassVar[bool] = True
     distributions: ClassVar[tuple[str, ...]] = ()  # PyPI names whose versions go to run.json
     long_form_algorithm: ClassVar[str] = ""
+    #: False for implementations that only transcribe 30 s: long-form audio then goes through the
+    #: harness's chunked strategy (``--long-form native`` resolves to ``chunked``)
+    native_long_form: ClassVar[bool] = True
     uses_weights: ClassVar[bool] = True  # weights come from whisperbench.models
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
 
@@ -195,13 +198,18 @@ class Adapter(ABC):
         """
         return 1
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example]) -> list[Transcript]:
-        """Short-form transcription (no timestamps) of up to ``batch_size`` audios, in order.
+    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
+                         timestamps: bool = False) -> list[Transcript]:
+        """Transcribe up to ``batch_size`` audios of <= 30 s each, in order; text only.
 
-        The default transcribes one at a time; batching adapters override it. A raised exception
-        fails the whole batch: the runner then retries its examples one by one.
+        ``timestamps=False``: short-form decoding. ``timestamps=True``: decode with timestamp tokens,
+        as the harness does for long-form windows (without them Whisper often stops after a word or
+        two on a window that starts mid-sentence); the returned text leaves the timestamps out.
+        The default runs ``transcribe`` one audio at a time (``long_form=timestamps``); batching
+        adapters override it. A raised exception fails the whole batch: the runner then retries its
+        examples one by one.
         """
-        return [self.transcribe(audio, example, long_form=False) for audio, example in zip(audios, examples)]
+        return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
 
     @property
     def max_in_flight(self) -> int:

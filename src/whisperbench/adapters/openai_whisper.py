@@ -6,6 +6,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..errors import OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, transcript_from_whisper_result
@@ -19,7 +20,7 @@ class OpenAIWhisperAdapter(Adapter):
     extra = "openai-whisper"
     distributions = ("openai-whisper", "torch")
     long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
-    options = {"device": "cpu"}
+    options = {"device": "cpu", "batch_size": "1"}
 
     def load(self) -> None:
         import torch
@@ -44,3 +45,31 @@ class OpenAIWhisperAdapter(Adapter):
                 **d.whisper_transcribe_kwargs(self.multilingual, long_form),
             )
         return transcript_from_whisper_result(result)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.settings["batch_size"])
+
+    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
+                         timestamps: bool = False) -> list[Transcript]:
+        """``whisper.decode`` on a batch of log-mels prepared exactly as ``transcribe`` prepares a
+        single window of <= 30 s (log-mel of the audio, then zero-padded to 3000 frames)."""
+        import torch
+        import whisper
+        from whisper.audio import N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
+
+        d = self.decoding
+        if d.temperature_fallback:
+            raise OptionError("openai-whisper batch_size > 1 decodes once per window: turn temperature_fallback off")
+        mels = []
+        for audio in audios:
+            mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES)
+            mels.append(pad_or_trim(mel[:, : mel.shape[-1] - N_FRAMES], N_FRAMES))
+        options = whisper.DecodingOptions(
+            task=d.task, language=d.language_for(self.multilingual), temperature=d.temperature,
+            beam_size=d.beam_size if d.beam_size > 1 else None, prompt=d.initial_prompt,
+            without_timestamps=not timestamps, fp16=False,
+        )
+        with torch.inference_mode():
+            results = whisper.decode(self.net, torch.stack(mels).to(self.net.device), options)
+        return [Transcript(text=r.text.strip(), language=r.language) for r in results]

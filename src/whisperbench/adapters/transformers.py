@@ -44,7 +44,7 @@ class TransformersAdapter(Adapter):
             feature_extractor=processor.feature_extractor, device=self.settings["device"], torch_dtype=dtype,
         )
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def _generate_kwargs(self, long_form: bool) -> dict:
         d = self.decoding
         generate = {"num_beams": d.beam_size, "do_sample": False}
         if d.temperature_fallback:
@@ -53,21 +53,35 @@ class TransformersAdapter(Adapter):
             generate.update(task=d.task, language=d.language_for(True))
         if long_form:
             generate["condition_on_prev_tokens"] = d.condition_on_previous_text
-        for option, key in (("no_speech_threshold", "no_speech_threshold"), ("logprob_threshold", "logprob_threshold"),
-                            ("compression_ratio_threshold", "compression_ratio_threshold")):
+        for option in ("no_speech_threshold", "logprob_threshold", "compression_ratio_threshold"):
             if getattr(d, option) is not None:
-                generate[key] = getattr(d, option)
+                generate[option] = getattr(d, option)
         if d.initial_prompt:
             generate["prompt_ids"] = self.pipe.tokenizer.get_prompt_ids(d.initial_prompt, return_tensors="pt")
+        return generate
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         chunk = float(self.settings["chunk_length_s"])
-        kwargs = {"chunk_length_s": chunk, "batch_size": int(self.settings["batch_size"])} if chunk > 0 else {}
+        kwargs = {"chunk_length_s": chunk, "batch_size": self.batch_size} if chunk > 0 else {}
         result = self.pipe(
-            {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=generate,
-            return_timestamps=not d.timestamps_off(long_form), **kwargs,
+            {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=self._generate_kwargs(long_form),
+            return_timestamps=not self.decoding.timestamps_off(long_form), **kwargs,
         )
         segments = [Segment(c["timestamp"][0] or 0.0, c["timestamp"][1] or 0.0, c["text"])
                     for c in result.get("chunks", [])]
         return Transcript(text=result["text"].strip(), segments=segments)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.settings["batch_size"])
+
+    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
+                         timestamps: bool = False) -> list[Transcript]:
+        """The pipeline on a list of short audios, ``batch_size`` per forward pass."""
+        results = self.pipe([{"raw": audio, "sampling_rate": SAMPLE_RATE} for audio in audios],
+                            batch_size=len(audios), generate_kwargs=self._generate_kwargs(False),
+                            return_timestamps=timestamps)
+        return [Transcript(text=result["text"].strip()) for result in results]
 
     @property
     def long_form_algorithm(self) -> str:  # type: ignore[override]

@@ -22,10 +22,11 @@ from ..adapters import DecodingOptions, get_adapter
 from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
 from ..datasets import Checked, load_dataset
-from ..errors import RunStoreError
+from ..errors import OptionError, RunStoreError
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..types import Dataset, Example, Prediction
 from .environment import CORE_PACKAGES, machine_info, package_versions, peak_rss_mb
+from .longform import LongFormConfig, Outcome, strategy_for
 from .store import RunStore, safe_run_name
 
 WARMUP_AUDIO_S = 2.0
@@ -52,6 +53,9 @@ class RunRequest:
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
     warmup: bool = True
     overwrite: bool = False
+    long_form: LongFormConfig = field(default_factory=LongFormConfig)  # how long-form audio reaches the adapter
+    backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
+    address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
 
 
 @dataclass
@@ -79,10 +83,12 @@ def _error_text(exc: BaseException) -> str:
 class ExampleRunner:
     """Holds one loaded adapter and turns examples into scored predictions."""
 
-    def __init__(self, adapter: Adapter, long_form: bool, normalizer: str):
+    def __init__(self, adapter: Adapter, long_form: bool, normalizer: str,
+                 long_form_config: Optional[LongFormConfig] = None):
         self.adapter = adapter
         self.long_form = long_form
         self.normalizer = normalizer
+        self.strategy = strategy_for((long_form_config or LongFormConfig()).resolved_for(adapter), long_form)
         self.load_s = 0.0
         self.warmup_s = 0.0
 
@@ -95,34 +101,94 @@ class ExampleRunner:
             probe = Example(id="__warmup__", audio=b"", text="")
             start = time.perf_counter()
             try:
-                self.adapter.transcribe(noise, probe, long_form=False)
+                if self.adapter.batch_size > 1:
+                    size = self.adapter.batch_size
+                    self.adapter.transcribe_batch([noise] * size, [probe] * size)
+                else:
+                    self.adapter.transcribe(noise, probe, long_form=False)
             except Exception:  # a warm-up failure must not hide the real examples' results
                 pass
             self.warmup_s = time.perf_counter() - start
 
+    @property
+    def batch_size(self) -> int:
+        """How many examples go to the adapter at once (short-form on batching adapters only)."""
+        if self.long_form or not self.adapter.needs_audio:
+            return 1
+        return max(1, self.adapter.batch_size)
+
     def run(self, example: Example) -> Prediction:
-        pred = Prediction(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0)
+        pred = _empty_prediction(example)
         try:
-            audio = load_audio(example.audio) if self.adapter.needs_audio else None
-            if audio is not None:
-                pred.audio_s = len(audio) / SAMPLE_RATE
-            start = time.perf_counter()
-            transcript = self.adapter.transcribe(audio, example, long_form=self.long_form)
-            if self.adapter.needs_audio:  # a recorded hypothesis has no inference time of its own
-                pred.infer_s = time.perf_counter() - start if transcript.infer_s is None else transcript.infer_s
-            pred.hypothesis = transcript.text.strip()
-            pred.extra.update(transcript.extra)
-            if transcript.cached:
-                pred.extra["cached"] = True
-            if transcript.language:
-                pred.extra["language"] = transcript.language
-            if transcript.timings:
-                pred.extra["timings"] = transcript.timings
+            _fill(pred, self.strategy.run(self.adapter, example, self.long_form))
         except Exception as exc:  # recorded as a failed example, never dropped
-            pred.status = "error"
-            pred.error = f"example {example.id}: {_error_text(exc)}"
-            pred.extra["traceback"] = traceback.format_exc(limit=5)
+            _fail(pred, exc)
         return score_prediction(pred, self.normalizer)
+
+    def run_batch(self, examples: list[Example]) -> list[Prediction]:
+        """Short-form examples in one ``transcribe_batch`` call.
+
+        Each example's inference time is the batch's time shared in proportion to audio duration
+        (recorded with the batch size in ``extra.batch``). If the batch call fails, its examples
+        run one by one so that only the faulty ones fail.
+        """
+        if len(examples) == 1 or self.batch_size == 1:
+            return [self.run(example) for example in examples]
+        preds = [_empty_prediction(example) for example in examples]
+        audios, ready = [], []
+        for example, pred in zip(examples, preds):
+            try:
+                audios.append(load_audio(example.audio))
+            except Exception as exc:
+                _fail(pred, exc)
+                continue
+            pred.audio_s = len(audios[-1]) / SAMPLE_RATE
+            ready.append((example, pred))
+        if ready:
+            start = time.perf_counter()
+            try:
+                transcripts = self.adapter.transcribe_batch(audios, [example for example, _ in ready])
+                if len(transcripts) != len(ready):
+                    raise RuntimeError(f"transcribe_batch returned {len(transcripts)} results for {len(ready)} audios")
+            except Exception:
+                return [self.run(example) for example in examples]
+            elapsed = time.perf_counter() - start
+            total_s = sum(pred.audio_s for _, pred in ready)
+            for (_, pred), transcript in zip(ready, transcripts):
+                share = elapsed * pred.audio_s / total_s if total_s > 0 else elapsed / len(ready)
+                _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s))
+                pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
+        return [score_prediction(pred, self.normalizer) for pred in preds]
+
+
+def _empty_prediction(example: Example) -> Prediction:
+    return Prediction(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0)
+
+
+def _fill(pred: Prediction, outcome: Outcome) -> None:
+    """Copy an adapter's outcome into a prediction."""
+    transcript = outcome.transcript
+    pred.audio_s = outcome.audio_s
+    if outcome.infer_s is not None:
+        pred.infer_s = outcome.infer_s
+    pred.hypothesis = transcript.text.strip()
+    pred.extra.update(transcript.extra)
+    if transcript.cached:
+        pred.extra["cached"] = True
+    if transcript.language:
+        pred.extra["language"] = transcript.language
+    if transcript.timings:
+        pred.extra["timings"] = transcript.timings
+
+
+def _fail(pred: Prediction, exc: BaseException) -> None:
+    pred.status = "error"
+    pred.error = f"example {pred.id}: {_error_text(exc)}"
+    pred.extra["traceback"] = traceback.format_exc(limit=5)
+
+
+def _batches(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 # --- process-pool workers: each process loads its own model -------------------------------------
@@ -130,23 +196,37 @@ _worker: Optional[ExampleRunner] = None
 
 
 def _worker_init(adapter_name: str, model: str, decoding: DecodingOptions, long_form: bool, normalizer: str,
-                 warmup: bool) -> None:
+                 warmup: bool, long_form_config: Optional[LongFormConfig] = None) -> None:
     global _worker
-    _worker = ExampleRunner(get_adapter(adapter_name)(model, decoding), long_form, normalizer)
+    _worker = ExampleRunner(get_adapter(adapter_name)(model, decoding), long_form, normalizer, long_form_config)
     _worker.load(warmup)
 
 
-def _worker_run(example: Example) -> tuple[Prediction, dict]:
+def _worker_run(examples: list[Example]) -> tuple[list[Prediction], dict]:
     assert _worker is not None
-    pred = _worker.run(example)
+    preds = _worker.run_batch(examples)
     import os
 
-    return pred, {"pid": os.getpid(), "peak_rss_mb": peak_rss_mb(), "load_s": _worker.load_s,
-                  "warmup_s": _worker.warmup_s}
+    return preds, {"pid": os.getpid(), "peak_rss_mb": peak_rss_mb(), "load_s": _worker.load_s,
+                   "warmup_s": _worker.warmup_s}
+
+
+BACKENDS = ("in-process", "process-pool", "ray")
+
+
+def backend_of(request: RunRequest) -> str:
+    """The backend that runs ``request`` (``in-process`` with ``workers > 1`` is a process pool)."""
+    if request.backend not in BACKENDS:
+        raise OptionError(f"unknown backend {request.backend!r}; choose one of {', '.join(BACKENDS)}")
+    if request.address and request.backend != "ray":
+        raise OptionError(f"an address ({request.address}) is for --backend ray, not {request.backend}")
+    if request.backend == "in-process" and request.workers > 1:
+        return "process-pool"
+    return request.backend
 
 
 def _config_key(info: dict) -> dict:
-    return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer")} | {
+    return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer", "long_form")} | {
         "dataset_source": info.get("dataset", {}).get("source")
     }
 
@@ -190,12 +270,14 @@ def run_evaluation(
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
     adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
     adapter.refresh = request.refresh
+    long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
     info = {
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),
         "model": request.model,
         "decoding": request.decoding.to_json(),
         "normalizer": normalizer,
+        "long_form": long_form.to_json() if long_form else None,
         "dataset": {
             "name": dataset.name, "source": dataset.source, "form": dataset.form,
             "content_hash": dataset.content_hash, "num_examples": len(dataset) + len(checked.invalid),
@@ -207,8 +289,9 @@ def run_evaluation(
     done = {i for i, p in previous.items() if p.status == "ok" or not request.retry_failed}
     todo = [ex for ex in dataset.examples if ex.id not in done]
     info.update(
-        backend="in-process" if request.workers <= 1 else "process-pool",
+        backend=backend_of(request),
         workers=request.workers,
+        threads_per_worker=request.decoding.threads,
         machine=machine_info(),
         versions=package_versions(CORE_PACKAGES + tuple(adapter_cls.requires)),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -224,8 +307,12 @@ def run_evaluation(
                 writer.append(score_prediction(
                     Prediction(id=bad.id, reference="", hypothesis="", status="error", error=bad.reason), normalizer))
         if todo:
-            if request.workers <= 1:
+            if info["backend"] == "in-process":
                 _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress)
+            elif info["backend"] == "ray":
+                from .ray_backend import run_on_ray
+
+                run_on_ray(dataset, todo, request, normalizer, writer, stats, progress)
             else:
                 _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress)
     ids = [ex.id for ex in dataset.examples] + [bad.id for bad in checked.invalid]
@@ -234,9 +321,15 @@ def run_evaluation(
     if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
         raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
     adapter_info = stats.pop("adapter_info", None) or adapter.describe()
-    summary = summarize([stored[i] for i in ids], normalizer, dataset.form)
+    backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
+    if long_form:
+        adapter_info["long_form_algorithm"] = long_form.algorithm(adapter)
+    summary = summarize([stored[i] for i in ids], normalizer, dataset.form, scored_with=normalizer)
     summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
+    if adapter_info.get("compile_s_total") is not None:  # jit compilation, never inside RTFx
+        summary["compile_s"] = adapter_info["compile_s_total"]
     loop_wall = stats["loop_wall_s"]
+    summary["wall_s"] = loop_wall if todo else None  # this invocation's inference loop, load excluded (pool: included)
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
     price = adapter_info.get("price_per_audio_minute")
     if price is not None:  # what the requests behind this run cost; cached results cost nothing
@@ -244,27 +337,31 @@ def run_evaluation(
         summary["cost_estimate_usd"] = round(billed_s / 60.0 * float(price), 6)
         summary["cached_examples"] = sum(1 for i in ids if stored[i].extra.get("cached"))
     summary["harness_overhead_pct"] = (
-        100.0 * (loop_wall - computed_infer) / loop_wall if todo and loop_wall > 0 and request.workers <= 1 else None
+        100.0 * (loop_wall - computed_infer) / loop_wall if todo and loop_wall > 0 and info["backend"] == "in-process"
+        else None
     )
     info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 adapter_info=adapter_info)
     info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
+    if backend_info:
+        info["backend_info"] = backend_info
     store.write_info(info)
     store.write_summary(summary)
     return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo))
 
 
 def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress) -> None:
-    runner = ExampleRunner(adapter, dataset.form == "long", normalizer)
+    runner = ExampleRunner(adapter, dataset.form == "long", normalizer, request.long_form)
     runner.load(request.warmup)
     stats.update(load_s=runner.load_s, warmup_s=runner.warmup_s)
     start = time.perf_counter()
     try:
         if adapter.max_in_flight <= 1:
-            for example in todo:
-                writer.append(runner.run(example))
+            for batch in _batches(todo, runner.batch_size):
+                for pred in runner.run_batch(batch):
+                    writer.append(pred)
                 if progress:
-                    progress(1)
+                    progress(len(batch))
         else:  # I/O-bound adapters (HTTP APIs): several requests in flight, written as they finish
             with cf.ThreadPoolExecutor(adapter.max_in_flight) as pool:
                 futures = [pool.submit(runner.run, example) for example in todo]
@@ -287,24 +384,30 @@ def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, 
 def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) -> None:
     context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
     workers: dict[int, dict] = {}
-    init_args = (request.adapter, request.model, request.decoding, dataset.form == "long", normalizer, request.warmup)
+    long_form = dataset.form == "long"
+    init_args = (request.adapter, request.model, request.decoding, long_form, normalizer, request.warmup,
+                 request.long_form)
+    probe = get_adapter(request.adapter)(request.model, request.decoding)  # batch size, without loading
+    size = 1 if long_form or not probe.needs_audio else max(1, probe.batch_size)
     start = time.perf_counter()
     with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
                                 initargs=init_args) as pool:
-        futures = {pool.submit(_worker_run, ex): ex for ex in todo}
+        futures = {pool.submit(_worker_run, batch): batch for batch in _batches(todo, size)}
         for future in cf.as_completed(futures):
-            example = futures[future]
+            batch = futures[future]
             try:
-                pred, worker = future.result()
+                preds, worker = future.result()
                 workers[worker["pid"]] = worker
             except Exception as exc:  # the worker process died (e.g. a native crash)
-                pred = score_prediction(Prediction(
-                    id=example.id, reference=example.text, hypothesis="", status="error",
-                    error=f"example {example.id}: worker failed: {_error_text(exc)}", audio_s=example.duration_s or 0.0,
-                ), normalizer)
-            writer.append(pred)
+                preds = []
+                for example in batch:
+                    pred = _empty_prediction(example)
+                    pred.status, pred.error = "error", f"example {example.id}: worker failed: {_error_text(exc)}"
+                    preds.append(score_prediction(pred, normalizer))
+            for pred in preds:
+                writer.append(pred)
             if progress:
-                progress(1)
+                progress(len(batch))
     stats["loop_wall_s"] = time.perf_counter() - start
     if workers:
         stats.update(
@@ -320,6 +423,6 @@ def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
     normalizer = normalizer or info.get("normalizer", "english")
     summary = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
     old = store.read_summary() or {}
-    summary.update({k: old.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct")})
+    summary.update({k: old.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct", "wall_s")})
     store.write_summary(summary)
     return summary

@@ -1,0 +1,294 @@
+"""How one example's audio reaches an adapter: natively, or cut into 30 s windows by the harness.
+
+Three strategies, chosen per run with ``--long-form`` and recorded in run.json:
+
+``native``
+    The implementation's own algorithm gets the whole audio (openai-whisper's sequential 30 s
+    windows that seek by predicted timestamps, whisper.cpp's, the API's …). Short-form always
+    runs this way.
+``sequential``
+    The harness cuts back-to-back 30 s windows (no overlap) and transcribes them one at a time;
+    texts are joined. The baseline for implementations that only do 30 s.
+``chunked``
+    Whisper JAX / transformers-pipeline chunking: 30 s windows that overlap by ``2 * stride_s``
+    (each window advances ``chunk_s - 2 * stride_s``), transcribed ``adapter.batch_size`` at a time
+    with ``transcribe_batch`` and merged where consecutive windows agree inside the overlap.
+
+Both harness strategies call ``adapter.transcribe_batch(..., timestamps=True)``: windows are decoded
+with timestamp tokens (``-o without_timestamps=true`` turns them off), because without them Whisper
+often stops after a word or two on a window that starts mid-sentence. They stream the audio window by window (``stream_windows``), so memory does not
+grow with the file's duration. Inference time is the time spent inside the adapter's calls only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import math
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Iterator, Optional
+
+import numpy as np
+
+from ..adapters.base import Adapter
+from ..audio import SAMPLE_RATE, load_audio
+from ..errors import AudioError, OptionError
+from ..types import Example, Transcript
+
+STRATEGIES = ("native", "sequential", "chunked")
+_READ_BLOCK_S = 10.0
+
+
+@dataclass(frozen=True)
+class LongFormConfig:
+    """A long-form strategy and its window geometry (seconds)."""
+
+    strategy: str = "native"
+    chunk_s: float = 30.0
+    stride_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise OptionError(f"unknown long-form strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        if not 0 < self.chunk_s <= 30.0:
+            raise OptionError(f"chunk_s must be in (0, 30] seconds (a Whisper window), got {self.chunk_s}")
+        if self.strategy == "chunked" and not 0 <= 2 * self.stride_s < self.chunk_s:
+            raise OptionError(f"stride_s must satisfy 0 <= 2 * stride_s < chunk_s, got stride_s={self.stride_s}")
+
+    @property
+    def step_s(self) -> float:
+        """How far each window starts after the previous one."""
+        return self.chunk_s - 2 * self.stride_s if self.strategy == "chunked" else self.chunk_s
+
+    def resolved_for(self, adapter: type[Adapter] | Adapter) -> "LongFormConfig":
+        """``native`` falls back to ``chunked`` for adapters without a long-form algorithm of their own."""
+        if self.strategy == "native" and not getattr(adapter, "native_long_form", True):
+            return LongFormConfig("chunked", self.chunk_s, self.stride_s)
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        if self.strategy == "native":
+            return {"strategy": "native"}
+        data = asdict(self)
+        if self.strategy == "sequential":
+            data.pop("stride_s")
+        return data
+
+    def algorithm(self, adapter: Adapter) -> str:
+        """The long-form algorithm as the leaderboard names it."""
+        if self.strategy == "native":
+            return adapter.long_form_algorithm
+        if self.strategy == "sequential":
+            return f"harness sequential: back-to-back {self.chunk_s:g} s windows, one at a time, texts joined"
+        return (f"harness chunked: {self.chunk_s:g} s windows, {self.stride_s:g} s stride each side, "
+                f"batch {adapter.batch_size}, merged at the overlaps")
+
+
+# --- windows ------------------------------------------------------------------------------------
+
+def window_starts(num_samples: int, chunk: int, step: int) -> list[int]:
+    """Start samples of the windows covering ``num_samples``; the last window ends at the end."""
+    starts = [0]
+    while starts[-1] + chunk < num_samples:
+        starts.append(starts[-1] + step)
+    return starts
+
+
+def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Iterator[np.ndarray]:
+    """Yield 16 kHz mono float32 windows of ``chunk_s`` every ``step_s`` (the last one shorter).
+
+    Reads the file block by block (soundfile), mixes to mono and resamples incrementally (soxr),
+    holding at most one window plus one read block in memory. Containers libsndfile cannot read
+    are decoded whole (ffmpeg fallback of :func:`whisperbench.audio.load_audio`).
+    """
+    chunk, step = int(round(chunk_s * SAMPLE_RATE)), int(round(step_s * SAMPLE_RATE))
+    buffer = np.zeros(0, dtype=np.float32)
+    offset = 0  # absolute sample index of buffer[0]
+    start = 0  # absolute sample index where the next window starts
+    for block in _decoded_blocks(source):
+        buffer = np.concatenate([buffer, block])
+        while start + chunk < offset + len(buffer):  # a full window with audio after it
+            yield buffer[start - offset:start - offset + chunk].copy()
+            start += step
+        if start > offset:  # samples before the next window are no longer needed
+            buffer, offset = buffer[start - offset:], start
+    if offset + len(buffer) == 0:
+        raise AudioError(f"audio {_label(source)} has no samples")
+    yield buffer[start - offset:].copy()  # the last window ends at the end of the audio
+
+
+def _label(source: str | bytes) -> str:
+    return source if isinstance(source, str) else f"<{len(source)} bytes>"
+
+
+def _decoded_blocks(source: str | bytes) -> Iterator[np.ndarray]:
+    import soundfile as sf
+
+    try:
+        handle = sf.SoundFile(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source)
+    except Exception:
+        yield load_audio(source)  # ffmpeg fallback, or its clear AudioError
+        return
+    with handle:
+        rate = handle.samplerate
+        resampler = None
+        if rate != SAMPLE_RATE:
+            import soxr
+
+            resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32", quality="HQ")
+        frames = int(_READ_BLOCK_S * rate)
+        while True:
+            try:
+                data = handle.read(frames, dtype="float32", always_2d=True)
+            except Exception as exc:
+                raise AudioError(f"cannot decode audio {_label(source)}: {exc}") from exc
+            last = len(data) < frames
+            mono = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0]
+            if resampler is not None:
+                mono = resampler.resample_chunk(mono, last=last)
+            if len(mono):
+                yield np.ascontiguousarray(mono, dtype=np.float32)
+            if last:
+                return
+
+
+# --- merging --------------------------------------------------------------------------------------
+
+_KEY = re.compile(r"[^\w']+")
+
+
+def _key(word: str) -> str:
+    return _KEY.sub("", word.lower())
+
+
+def merge_overlapping(texts: list[str], window_s: list[float], overlap_s: float) -> str:
+    """Join the texts of consecutive windows that overlap by ``overlap_s`` seconds.
+
+    For each pair, the words that fall in the overlap are estimated from the speaking rate of each
+    window; inside a generous search span around them, the longest run of words both windows agree
+    on (case and punctuation ignored) is where they are joined: the left window's words up to the
+    middle of that run, the right window's from there. Without any agreement the cut falls in the
+    middle of the overlap by the same rate estimate. This is the idea of the transformers /
+    Whisper JAX token merge, on words so that it works for any adapter's text.
+    """
+    merged: list[str] = []
+    for index, text in enumerate(texts):
+        words = text.split()
+        if index == 0 or overlap_s <= 0:
+            merged.extend(words)
+            continue
+        prev_rate = _words_per_s(texts[index - 1], window_s[index - 1])
+        rate = _words_per_s(text, window_s[index])
+        span_left = min(len(merged), int(math.ceil(prev_rate * overlap_s * 1.5)) + 2)
+        span_right = min(len(words), int(math.ceil(rate * overlap_s * 1.5)) + 2)
+        left = merged[len(merged) - span_left:]
+        right = words[:span_right]
+        match = difflib.SequenceMatcher(None, [_key(w) for w in left], [_key(w) for w in right],
+                                        autojunk=False).find_longest_match(0, len(left), 0, len(right))
+        if match.size > 0:
+            half = (match.size + 1) // 2
+            cut_left = len(merged) - span_left + match.a + half
+            cut_right = match.b + half
+        else:
+            cut_left = len(merged) - min(len(merged), int(round(prev_rate * overlap_s / 2)))
+            cut_right = min(len(words), int(round(rate * overlap_s / 2)))
+        del merged[cut_left:]
+        merged.extend(words[cut_right:])
+    return " ".join(merged)
+
+
+def _words_per_s(text: str, seconds: float) -> float:
+    return len(text.split()) / seconds if seconds > 0 else 0.0
+
+
+# --- running an example ---------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """One example's transcript with the audio duration and the time spent inside the adapter."""
+
+    transcript: Transcript
+    audio_s: float
+    infer_s: Optional[float]
+
+
+class Strategy:
+    """Turns an example into adapter calls; subclasses are registered in ``_STRATEGIES`` by name."""
+
+    name: ClassVar[str]
+
+    def __init__(self, config: LongFormConfig):
+        self.config = config
+
+    def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
+        raise NotImplementedError
+
+
+class NativeStrategy(Strategy):
+    name = "native"
+
+    def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
+        audio = load_audio(example.audio) if adapter.needs_audio else None
+        audio_s = len(audio) / SAMPLE_RATE if audio is not None else (example.duration_s or 0.0)
+        start = time.perf_counter()
+        transcript = adapter.transcribe(audio, example, long_form=long_form)
+        elapsed = time.perf_counter() - start
+        if not adapter.needs_audio:  # a recorded hypothesis has no inference time of its own
+            return Outcome(transcript, audio_s, 0.0)
+        return Outcome(transcript, audio_s, elapsed if transcript.infer_s is None else transcript.infer_s)
+
+
+class WindowedStrategy(Strategy):
+    """``sequential`` and ``chunked``: windows streamed from the file, ``batch`` at a time."""
+
+    name = "windowed"
+
+    def batch(self, adapter: Adapter) -> int:
+        return max(1, adapter.batch_size) if self.config.strategy == "chunked" else 1
+
+    @staticmethod
+    def timestamps(adapter: Adapter) -> bool:
+        """Windows are decoded with timestamp tokens unless ``without_timestamps`` says otherwise."""
+        return not adapter.decoding.timestamps_off(True)
+
+    def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
+        if not adapter.needs_audio:
+            raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
+        batch = self.batch(adapter)
+        texts: list[str] = []
+        lengths: list[float] = []
+        pending: list[np.ndarray] = []
+        infer_s = 0.0
+
+        def flush() -> None:
+            nonlocal infer_s
+            probes = [Example(id=f"{example.id}@{len(texts) + i}", audio=b"", text="") for i in range(len(pending))]
+            start = time.perf_counter()
+            results = adapter.transcribe_batch(pending, probes, timestamps=self.timestamps(adapter))
+            infer_s += time.perf_counter() - start
+            texts.extend(r.text.strip() for r in results)
+            pending.clear()
+
+        for window in stream_windows(example.audio, self.config.chunk_s, self.config.step_s):
+            lengths.append(len(window) / SAMPLE_RATE)
+            pending.append(window)
+            if len(pending) == batch:
+                flush()
+        if pending:
+            flush()
+        audio_s = self.config.step_s * (len(lengths) - 1) + lengths[-1]
+        if self.config.strategy == "chunked":
+            text = merge_overlapping(texts, lengths, 2 * self.config.stride_s)
+        else:
+            text = " ".join(t for t in texts if t)
+        extra = {"windows": len(texts), "window_texts": texts}
+        return Outcome(Transcript(text=text, extra=extra), audio_s, infer_s)
+
+
+def strategy_for(config: LongFormConfig, long_form: bool) -> Strategy:
+    """The strategy that runs examples of a dataset of this form."""
+    if not long_form or config.strategy == "native":
+        return NativeStrategy(config)
+    return WindowedStrategy(config)
