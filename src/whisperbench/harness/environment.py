@@ -53,7 +53,20 @@ def machine_info() -> dict:
         "usable_cpus": usable,
         "memory_gb": memory_gb,
         "python": sys.version.split()[0],
+        "thread_env": thread_env(),
     }
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_env() -> dict[str, str]:
+    """The thread-pool variables set in this process's environment.
+
+    Libraries size their pools from them (numpy's OpenBLAS from ``OMP_NUM_THREADS``); the pool size
+    changes speed and, through float summation order, even transcripts, so runs record them.
+    """
+    return {name: os.environ[name] for name in THREAD_VARIABLES if os.environ.get(name)}
 
 
 def peak_rss_mb() -> float:

@@ -181,7 +181,7 @@ def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: 
     owner: dict[Any, tuple[_Actor, _Work]] = {}  # in-flight object ref -> (actor, work)
     attempts: dict[str, int] = {}
     deaths: list[str] = []
-    retried: set[str] = set()
+    lost_in: dict[str, list[dict]] = {}  # example id -> the workers that died while it was queued on them
 
     def start_actor() -> None:
         handle = remote_cls.remote(*init_args)
@@ -215,11 +215,12 @@ def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: 
         for work in lost:
             for example in work.examples:
                 attempts[example.id] = attempts.get(example.id, 0) + 1
+                lost_in.setdefault(example.id, []).append(
+                    {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")})
                 if attempts[example.id] >= max_attempts:
                     emit([_failed(example, f"the Ray worker running it died {attempts[example.id]} times "
                                            f"(last: {cause})", normalizer)], 1)
                 else:
-                    retried.add(example.id)
                     retries.append(_Work([example], retry=True))
         pending.extendleft(reversed(retries))
         if restarts_left > 0 and (pending or owner):
@@ -301,7 +302,7 @@ def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: 
                 ray.kill(actor.handle, no_restart=True)
             except Exception:
                 pass
-        _record(stats, actors, deaths, retried, attempts, request, cluster_cpus, size, max_attempts, ray)
+        _record(stats, actors, deaths, lost_in, attempts, request, cluster_cpus, size, max_attempts, ray)
         stats["backend_info"]["worker_env"] = worker_env
         if started_here:
             ray.shutdown()
@@ -337,7 +338,7 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}{' (' + detail.group(0) + ')' if detail else ''}"[:500]
 
 
-def _record(stats: dict, actors: list[_Actor], deaths: list[str], retried: set, attempts: dict, request: Any,
+def _record(stats: dict, actors: list[_Actor], deaths: list[str], lost_in: dict, attempts: dict, request: Any,
             cluster_cpus: float, batch_size: int, max_attempts: int, ray: Any) -> None:
     loaded = [a.facts for a in actors if "load_s" in a.facts]
     if loaded:
@@ -353,11 +354,12 @@ def _record(stats: dict, actors: list[_Actor], deaths: list[str], retried: set, 
         "max_attempts": max_attempts,
         "actors": [{
             "number": a.number, "status": a.status, "host": a.facts.get("host"), "pid": a.facts.get("pid"),
-            "cpu": (a.facts.get("machine") or {}).get("cpu"), "load_s": a.facts.get("load_s"),
+            "cpu": (a.facts.get("machine") or {}).get("cpu"),
+            "thread_env": (a.facts.get("machine") or {}).get("thread_env"), "load_s": a.facts.get("load_s"),
             "warmup_s": a.facts.get("warmup_s"), "peak_rss_mb": a.facts.get("peak_rss_mb"),
             "examples": a.examples, "error": a.error,
         } for a in actors],
         "deaths": deaths,
-        "retried_examples": sorted(retried),
+        "retried_examples": dict(sorted(lost_in.items())),  # id -> workers that died with it queued
         "failed_after_retries": sorted(i for i, n in attempts.items() if n >= max_attempts),
     }
