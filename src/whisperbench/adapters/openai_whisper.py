@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import OptionError
-from ..types import Example, Transcript
+from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter, transcript_from_whisper_result
 
@@ -72,4 +72,28 @@ class OpenAIWhisperAdapter(Adapter):
         )
         with torch.inference_mode():
             results = whisper.decode(self.net, torch.stack(mels).to(self.net.device), options)
-        return [Transcript(text=r.text.strip(), language=r.language) for r in results]
+        if not timestamps:
+            return [Transcript(text=r.text.strip(), language=r.language) for r in results]
+        from whisper.tokenizer import get_tokenizer
+
+        tokenizer = get_tokenizer(self.net.is_multilingual, num_languages=self.net.num_languages,
+                                  language=options.language, task=d.task)
+        return [Transcript(text=r.text.strip(), language=r.language, segments=_segments(r.tokens, tokenizer))
+                for r in results]
+
+
+def _segments(tokens: list[int], tokenizer) -> list[Segment]:
+    """Segments between timestamp tokens (``<|t0|> text <|t1|>``); text after a last lone timestamp
+    (an unfinished segment) is left out, as openai-whisper's own loop leaves it for the next window."""
+    segments, start, pending = [], None, []
+    for token in tokens:
+        if token >= tokenizer.timestamp_begin:
+            time_s = (token - tokenizer.timestamp_begin) * 0.02
+            if start is None:
+                start = time_s
+            else:
+                segments.append(Segment(start, time_s, tokenizer.decode(pending)))
+                start, pending = None, []
+        elif start is not None:
+            pending.append(token)
+    return segments

@@ -38,6 +38,8 @@ from ..errors import AudioError, OptionError
 from ..types import Example, Transcript
 
 STRATEGIES = ("native", "sequential", "chunked")
+#: an unfinished last segment of the file's last window is transcribed again when it is this long
+TAIL_MIN_S = 1.0
 _READ_BLOCK_S = 10.0
 
 
@@ -256,28 +258,36 @@ class WindowedStrategy(Strategy):
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
-        batch = self.batch(adapter)
-        texts: list[str] = []
+        batch, timestamps = self.batch(adapter), self.timestamps(adapter)
+        results: list[Transcript] = []
         lengths: list[float] = []
         pending: list[np.ndarray] = []
         infer_s = 0.0
 
-        def flush() -> None:
+        def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
             nonlocal infer_s
-            probes = [Example(id=f"{example.id}@{len(texts) + i}", audio=b"", text="") for i in range(len(pending))]
+            probes = [Example(id=f"{example.id}@{len(results) + i}", audio=b"", text="") for i in range(len(windows))]
             start = time.perf_counter()
-            results = adapter.transcribe_batch(pending, probes, timestamps=self.timestamps(adapter))
+            out = adapter.transcribe_batch(windows, probes, timestamps=timestamps)
             infer_s += time.perf_counter() - start
-            texts.extend(r.text.strip() for r in results)
-            pending.clear()
+            return out
 
+        last = np.zeros(0, dtype=np.float32)
         for window in stream_windows(example.audio, self.config.chunk_s, self.config.step_s):
             lengths.append(len(window) / SAMPLE_RATE)
-            pending.append(window)
+            pending.append(last := window)
             if len(pending) == batch:
-                flush()
+                results.extend(transcribe(pending))
+                pending = []
         if pending:
-            flush()
+            results.extend(transcribe(pending))
+        texts = [r.text.strip() for r in results]
+        # The file's last window has no successor to cover an unfinished last segment: like
+        # openai-whisper's loop, transcribe the audio after the last timestamp the adapter reported.
+        end_s = results[-1].segments[-1].end if results[-1].segments else None
+        if end_s is not None and lengths[-1] - end_s >= TAIL_MIN_S:
+            tail = transcribe([last[int(end_s * SAMPLE_RATE):]])[0].text.strip()
+            texts[-1] = f"{texts[-1]} {tail}".strip()
         audio_s = self.config.step_s * (len(lengths) - 1) + lengths[-1]
         if self.config.strategy == "chunked":
             text = merge_overlapping(texts, lengths, 2 * self.config.stride_s)
