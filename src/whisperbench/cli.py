@@ -76,6 +76,7 @@ def cmd_run(args) -> int:
         form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
         label=args.label, refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
+        isolate=args.isolate, timeout_s=args.timeout_s,
         backend=args.backend, address=args.address,
     )
     return _execute(request, args.json)
@@ -286,6 +287,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--long-form", choices=["native", "sequential", "chunked"], default="native",
                    help="long-form audio: the implementation's own algorithm (default; adapters without one "
                         "use chunked), harness back-to-back 30 s windows, or overlapping windows batched and merged")
+    p.add_argument("--isolate", action="store_true",
+                   help="run the adapter in a child process: a native crash fails that example, a new child goes on "
+                        "(whisper-cpp always does)")
+    p.add_argument("--timeout-s", type=float,
+                   help="per-call limit in seconds; a child that does not answer in time is killed and the example "
+                        "fails (implies --isolate)")
     p.add_argument("--chunk-s", type=float, default=30.0, help="window length of sequential/chunked (default 30)")
     p.add_argument("--stride-s", type=float, default=5.0,
                    help="chunked: overlap kept on each side of a window (default 5; windows advance chunk-2*stride)")

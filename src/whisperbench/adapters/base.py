@@ -148,6 +148,10 @@ class Adapter(ABC):
     native_long_form: ClassVar[bool] = True
     uses_weights: ClassVar[bool] = True  # weights come from whisperbench.models
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
+    #: True for adapters that already run their native code in a child process (whisper-cpp): the
+    #: runner does not wrap them again, it sets ``call_timeout_s`` for them to honour
+    self_isolating: ClassVar[bool] = False
+    call_timeout_s: Optional[float] = None
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         self.model = model

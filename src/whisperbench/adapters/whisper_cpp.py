@@ -17,18 +17,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
 from ..errors import AdapterUnavailable, ModelError, OptionError
+from ..harness.isolation import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
@@ -42,12 +39,7 @@ BACKENDS = {
 QUANTIZATIONS = ("f16", "q8_0", "q5_0")
 #: whisper.cpp vendored by whisper-cpp-python releases (its library predates whisper_version())
 _VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
-_LOG_TAIL_LINES = 6
 _NEVER = 1e9  # a log-prob threshold no average log-prob crosses (finite, so run.json stays valid JSON)
-
-
-class WorkerCrashed(RuntimeError):
-    """The whisper.cpp worker process died (native crash) while serving a request."""
 
 
 @register
@@ -58,6 +50,7 @@ class WhisperCppAdapter(Adapter):
     extra = "whisper-cpp"
     distributions = ("pywhispercpp", "whisper-cpp-python")
     long_form_algorithm = "whisper.cpp whisper_full: sequential 30 s windows, seek by timestamps"
+    self_isolating = True
     options = {"backend": "pywhispercpp", "quantization": "f16", "abort_on": ""}  # abort_on: fault injection
 
     def __init__(self, model, decoding=None):
@@ -113,8 +106,11 @@ class WhisperCppAdapter(Adapter):
         assert self._worker is not None
         no_timestamps = self.decoding.timestamps_off(long_form)
         try:
-            reply = self._worker.call(("transcribe", audio, example.id, no_timestamps))
+            reply = self._worker.call("transcribe", audio, example.id, no_timestamps, timeout_s=self.call_timeout_s)
+        except RemoteError as exc:
+            raise RuntimeError(f"whisper.cpp ({self.backend}): {exc}") from None
         except WorkerCrashed as crash:
+            self._peak_rss_mb = max(self._peak_rss_mb, self._worker.peak_rss_mb)
             self._worker, self._restarts = None, self._restarts + 1
             try:
                 self._start()
@@ -122,9 +118,6 @@ class WhisperCppAdapter(Adapter):
             except Exception as exc:  # reported again by the next example's call
                 note = f"restarting the worker failed: {exc}"
             raise WorkerCrashed(f"{crash}; {note}") from None
-        self._peak_rss_mb = max(self._peak_rss_mb, reply["peak_rss_mb"])
-        if "error" in reply:
-            raise RuntimeError(f"whisper.cpp ({self.backend}): {reply['error']}")
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
         return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
                           language=reply["language"])
@@ -138,7 +131,8 @@ class WhisperCppAdapter(Adapter):
         info["backend"] = self.backend
         if self._worker is not None:
             try:
-                self._peak_rss_mb = max(self._peak_rss_mb, self._worker.call(("stats",))["peak_rss_mb"])
+                self._worker.call("stats")
+                self._peak_rss_mb = max(self._peak_rss_mb, self._worker.peak_rss_mb)
             except WorkerCrashed:
                 self._worker = None
         if self._worker_info:
@@ -203,117 +197,34 @@ def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -
     return params
 
 
-# --------------------------------------------------------------------------------- parent side
-
-
-def _exit_reason(code: Optional[int]) -> str:
-    if code is None:
-        return "stopped answering"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
-
-
-class _Worker:
-    """One worker process holding one loaded whisper.cpp context, spoken to over a socket pair.
-
-    A plain ``python -c`` child (not multiprocessing): it never re-imports the caller's main module,
-    and its stdout/stderr, where whisper.cpp logs, go straight to ``log_path``.
-    """
-
-    def __init__(self, config: dict, log_path: Path):
-        import whisperbench
-
-        ours, theirs = socket.socketpair()
-        env = dict(os.environ)
-        package_root = str(Path(whisperbench.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        self.log_path = log_path
-        with open(log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", f"from {__name__} import _serve; _serve({theirs.fileno()})"],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
-        theirs.close()
-        self.conn = Connection(ours.detach())
-        reply = self.call(("load", config))
-        if "error" in reply:
-            self.stop()
-            raise ModelError(f"whisper.cpp ({config['backend']}) could not load {config['path']}: {reply['error']}")
-        self.info = reply["info"]
-
-    def call(self, request: tuple) -> dict:
-        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        try:
-            self.conn.send(request)
-            return self.conn.recv()
-        except (EOFError, OSError):
-            try:
-                code: Optional[int] = self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                code = None
-            raise WorkerCrashed(f"whisper.cpp worker (pid {self.process.pid}) {_exit_reason(code)} "
-                                f"during {request[0]!r}{self._log_tail(log_start)}") from None
-
-    def _log_tail(self, start: int) -> str:
-        """The last lines the worker logged during the failed request (e.g. a GGML_ASSERT message)."""
-        try:
-            with open(self.log_path, errors="replace") as fh:
-                fh.seek(start)
-                lines = [line.strip() for line in fh.read().splitlines() if line.strip()]
-        except OSError:
-            return ""
-        return "; it logged: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
-
-    def stop(self) -> None:
-        try:
-            self.conn.send(("close",))
-            self.process.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.process.kill()
-            self.process.wait()
-        self.conn.close()
-
-
 # --------------------------------------------------------------------------------- worker side
 
 
-def _peak_rss_mb() -> float:
-    import resource
+class _Worker(ChildProcess):
+    """The worker process holding one loaded whisper.cpp context (see harness.isolation)."""
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def _serve(fd: int) -> None:
-    """Worker main loop: load the model, then answer requests until ``close`` or a closed socket."""
-    conn = Connection(fd)
-    _, config = conn.recv()
-    try:
-        engine = (_PyWhisperCpp if config["backend"] == "pywhispercpp" else _WhisperCppPython)(config)
-        conn.send({"info": engine.info(), "peak_rss_mb": _peak_rss_mb()})
-    except Exception as exc:
-        conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
-        return
-    while True:
+    def __init__(self, config: dict, log_path: Path):
         try:
-            request = conn.recv()
-        except EOFError:  # the harness went away
-            return
-        if request[0] == "close":
-            return
-        if request[0] == "stats":
-            conn.send({"peak_rss_mb": _peak_rss_mb()})
-            continue
-        _, audio, example_id, no_timestamps = request
-        if config["abort_on"] and example_id == config["abort_on"]:
-            os.abort()  # fault injection for tests: a native-style crash
-        try:
-            segments, language = engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps)
-            conn.send({"segments": segments, "language": language, "peak_rss_mb": _peak_rss_mb()})
-        except Exception as exc:
-            conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
+            super().__init__(f"{__name__}:_Engine", config, log_path, label="whisper.cpp worker")
+        except RemoteError as exc:
+            raise ModelError(f"whisper.cpp ({config['backend']}) could not load {config['path']}: {exc}") from None
+
+
+class _Engine:
+    """Lives in the worker: one backend, plus the ``abort_on`` fault injection used by the tests."""
+
+    def __init__(self, config: dict):
+        self.engine = (_PyWhisperCpp if config["backend"] == "pywhispercpp" else _WhisperCppPython)(config)
+        self.abort_on = config["abort_on"]
+
+    def info(self) -> dict:
+        return self.engine.info()
+
+    def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool) -> dict:
+        if self.abort_on and example_id == self.abort_on:
+            os.abort()  # a native-style crash
+        segments, language = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps)
+        return {"segments": segments, "language": language}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:

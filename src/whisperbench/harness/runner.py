@@ -54,6 +54,8 @@ class RunRequest:
     warmup: bool = True
     overwrite: bool = False
     long_form: LongFormConfig = field(default_factory=LongFormConfig)  # how long-form audio reaches the adapter
+    isolate: bool = False  # run the adapter in a child process: a native crash fails one example
+    timeout_s: Optional[float] = None  # per adapter call; a child that does not answer in time is killed
     backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
     address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
 
@@ -225,6 +227,18 @@ def backend_of(request: RunRequest) -> str:
     return request.backend
 
 
+def isolated(adapter: Adapter, request: RunRequest) -> Adapter:
+    """The adapter itself, or wrapped in a child process when ``isolate`` or ``timeout_s`` asks for it."""
+    if adapter.self_isolating:
+        adapter.call_timeout_s = request.timeout_s
+        return adapter
+    if request.isolate or request.timeout_s is not None:
+        from .isolation import IsolatedAdapter
+
+        return IsolatedAdapter(adapter, request.timeout_s)
+    return adapter
+
+
 def _config_key(info: dict) -> dict:
     return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer", "long_form")} | {
         "dataset_source": info.get("dataset", {}).get("source")
@@ -271,6 +285,7 @@ def run_evaluation(
     adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
     adapter.refresh = request.refresh
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
+    adapter = isolated(adapter, request)
     info = {
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),

@@ -1,0 +1,103 @@
+"""Native crash and hang isolation: ``--isolate`` / ``--timeout-s`` fail one example, the run goes on.
+
+The faults are injected on top of the real openai-whisper adapter (real weights, real decoding):
+one example aborts the process the way a native assertion does, one hangs forever.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from whisperbench.adapters import DecodingOptions
+from whisperbench.adapters.openai_whisper import OpenAIWhisperAdapter
+from whisperbench.harness import RunRequest, run_evaluation
+from whisperbench.harness.isolation import IsolatedAdapter, WorkerCrashed
+
+from .conftest import REPO
+
+pytest.importorskip("whisper", reason="pip install 'whisperbench[openai-whisper]' torch==2.13.0")
+
+ABORTS, HANGS = "1089-134691-0001", "LJ001-0003"
+
+
+class FaultyWhisper(OpenAIWhisperAdapter):
+    """openai-whisper, except that one example aborts (SIGABRT) and one never returns."""
+
+    def transcribe(self, audio, example, *, long_form):
+        if example.id == ABORTS:
+            os.abort()
+        if example.id == HANGS:
+            time.sleep(3600)
+        return super().transcribe(audio, example, long_form=long_form)
+
+
+@pytest.fixture
+def importable_tests(monkeypatch):
+    """The child process imports FaultyWhisper by its module path."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+
+def _run(tmp_path, tiny_short, *, timeout_s, adapter_cls=FaultyWhisper, name="isolated"):
+    from whisperbench.harness import runner
+
+    request = RunRequest(adapter="openai-whisper", model="tiny.en", dataset=str(tiny_short), runs_dir=str(tmp_path),
+                         name=name, decoding=DecodingOptions(threads=1), isolate=True, timeout_s=timeout_s,
+                         warmup=False)
+    original = runner.get_adapter
+    runner.get_adapter = lambda _name: adapter_cls  # the faulty subclass stands in for openai-whisper
+    try:
+        return run_evaluation(request)
+    finally:
+        runner.get_adapter = original
+
+
+def test_a_crash_and_a_hang_fail_only_their_examples(tmp_path, tiny_short, importable_tests):
+    result = _run(tmp_path, tiny_short, timeout_s=60)
+    predictions = {p.id: p for p in result.store.read_predictions()}
+    assert len(predictions) == 6
+    crashed, hung = predictions[ABORTS], predictions[HANGS]
+    assert crashed.status == "error" and "SIGABRT" in crashed.error and ABORTS in crashed.error, crashed.error
+    assert hung.status == "error" and "no answer" in hung.error and "within 60 s" in hung.error, hung.error
+    assert "new worker" in crashed.error and "new worker" in hung.error
+    others = [p for i, p in predictions.items() if i not in (ABORTS, HANGS)]
+    assert all(p.status == "ok" for p in others)
+    assert predictions["jfk"].wer == 0.0, predictions["jfk"].hypothesis
+    info = result.info["adapter_info"]
+    assert info["isolated"] is True and info["worker_restarts"] == 2 and info["timeout_s"] == 60
+    assert info["worker_peak_rss_mb"] > 100  # the child holds the model
+    assert result.summary["num_failed"] == 2
+
+
+def test_isolated_results_equal_in_process_results(tmp_path, tiny_short):
+    """Isolation changes where the model runs, not what it outputs."""
+    request = dict(adapter="openai-whisper", model="tiny.en", dataset=str(tiny_short), runs_dir=str(tmp_path),
+                   decoding=DecodingOptions(threads=1), warmup=False, limit=3)
+    plain = run_evaluation(RunRequest(name="plain", **request))
+    boxed = run_evaluation(RunRequest(name="boxed", isolate=True, **request))
+    assert [p.hypothesis for p in plain.store.read_predictions()] == \
+        [p.hypothesis for p in boxed.store.read_predictions()]
+    assert boxed.info["adapter_info"]["worker_restarts"] == 0
+
+
+def test_a_load_failure_in_the_child_is_a_clear_error(tmp_path):
+    adapter = IsolatedAdapter(OpenAIWhisperAdapter("no-such-model", DecodingOptions(threads=1)))
+    with pytest.raises(Exception, match="could not load no-such-model in its worker"):
+        adapter.load()
+    adapter.close()
+
+
+def test_worker_crashed_is_raised_for_a_dead_child(tiny_short, importable_tests):
+    from whisperbench.audio import load_audio
+    from whisperbench.datasets import load_dataset
+
+    example = next(e for e in load_dataset(str(tiny_short)).dataset.examples if e.id == ABORTS)
+    adapter = IsolatedAdapter(FaultyWhisper("tiny.en", DecodingOptions(threads=1)))
+    adapter.load()
+    try:
+        with pytest.raises(WorkerCrashed, match="SIGABRT"):
+            adapter.transcribe(load_audio(example.audio), example, long_form=False)
+    finally:
+        adapter.close()
