@@ -185,6 +185,7 @@ CONVERTER_MODULES = {
     "transformers": "whisperbench.models.convert",
     "ggml": "whisperbench.models.ggml",
     "mlx": "whisperbench.models.mlx",
+    "coreml": "whisperbench.models.coreml",
 }
 
 

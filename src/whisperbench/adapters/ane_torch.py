@@ -1,0 +1,65 @@
+"""``ane-pytorch``: Whisper in the Apple Neural Engine layout, run by PyTorch on any OS.
+
+The model is :mod:`whisperbench.models.ane` built from the same openai-whisper conversion as the
+``openai-whisper`` adapter (channels-first tensors, 1x1 convolutions, per-head attention, channel
+layer norm), driven by the greedy key/value-cache loop of :mod:`whisperbench.models.greedy` — the
+loop the ``coreml`` adapter runs on the exported packages. Comparing this adapter with
+``openai-whisper`` measures what the ANE rewrite alone changes; ``-o dtype=float16`` adds FP16
+arithmetic (as the Neural Engine computes; slow on a CPU).
+
+Greedy decoding only; windows of at most 30 s (long-form audio goes through the harness's
+windows). ``Transcript.timings`` holds ``mel_s``, ``encoder_s``, ``decoder_s`` and ``decoder_steps``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..errors import OptionError
+from ..types import Example, Transcript
+from . import register
+from .base import Adapter, DecodingOptions
+
+DTYPES = ("float32", "float16")
+
+
+@register
+class AnePyTorchAdapter(Adapter):
+    name = "ane-pytorch"
+    description = "Whisper in the Apple Neural Engine layout (channels-first, 1x1 convs, split heads), PyTorch"
+    requires = ("whisper", "torch")
+    extra = "openai-whisper"
+    distributions = ("openai-whisper", "torch")
+    native_long_form = False
+    long_form_algorithm = "none of its own: the harness's 30 s windows"
+    options = {"dtype": "float32", "device": "cpu"}
+
+    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+        super().__init__(model, decoding)
+        from ..models.greedy import check_options
+
+        check_options(self.decoding, self.name)
+        if self.settings["dtype"] not in DTYPES:
+            raise OptionError(f"adapter {self.name}: dtype {self.settings['dtype']!r} is not one of {', '.join(DTYPES)}")
+
+    def load(self) -> None:
+        import torch
+
+        from ..models import resolve_source
+        from ..models.ane import TorchStepModel, load_ane_model
+        from ..models.greedy import GreedyDecoder
+
+        torch.set_num_threads(self.decoding.threads)
+        multilingual = resolve_source(self.model).multilingual
+        step_model = TorchStepModel(load_ane_model(self.model), self.settings["dtype"], self.settings["device"])
+        self.decoder = GreedyDecoder(step_model, language=self.decoding.language_for(multilingual),
+                                     task=self.decoding.task)
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        result = self.decoder.transcribe(audio, timestamps=not self.decoding.timestamps_off(long_form))
+        return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
+
+    def close(self) -> None:
+        self.decoder = None

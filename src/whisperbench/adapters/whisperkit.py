@@ -1,0 +1,136 @@
+"""``whisperkit``: Argmax's WhisperKit through its command-line tool (macOS 14+ on Apple silicon).
+
+WhisperKit runs its own Core ML conversion of the OpenAI checkpoints (``--model`` downloads
+``openai_whisper-<model>`` from the hub; ``-o model_path=DIR`` uses a local WhisperKit model folder):
+the weights are OpenAI's but not this harness's conversion, so run.json records the folder or name
+rather than a source hash. The CLI is run once per batch of clips (``batch_size``, default 8) so
+that model loading is paid once per batch, not per clip; its time is still inside the measured
+inference time, so compare WhisperKit's RTFx with care (or serve it: ``whisperkit-cli serve`` speaks
+the OpenAI transcription route, which the ``openai-api`` adapter can call with ``-o base_url=...``).
+
+Decoding follows the harness's defaults: temperature 0 without fallback, the no-speech / log-prob /
+compression-ratio heuristics off unless set (WhisperKit's own defaults turn them on), timestamps
+off for short-form. Long-form audio goes to WhisperKit whole (its own windowing).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..audio import SAMPLE_RATE
+from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
+from ..types import Example, Transcript
+from . import register
+from .base import Adapter, DecodingOptions
+
+COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
+# values that switch WhisperKit's heuristics off (it has no "none" for them)
+HEURISTICS_OFF = {"no_speech_threshold": 1.0, "logprob_threshold": -1e9, "compression_ratio_threshold": 1e9}
+CLI_FLAGS = {"no_speech_threshold": "--no-speech-threshold", "logprob_threshold": "--logprob-threshold",
+             "compression_ratio_threshold": "--compression-ratio-threshold"}
+
+
+def whisperkit_command(cli: str, audio_paths: list[str], report_dir: str, model: str, model_path: str,
+                       decoding: DecodingOptions, long_form: bool, encoder_units: str, decoder_units: str) -> list[str]:
+    """The ``whisperkit-cli transcribe`` command line for these clips and the harness's decoding options."""
+    command = [cli, "transcribe"]
+    for path in audio_paths:
+        command += ["--audio-path", path]
+    command += ["--model-path", model_path] if model_path else ["--model", model]
+    command += ["--task", decoding.task, "--temperature", str(decoding.temperature),
+                "--temperature-fallback-count", "5" if decoding.temperature_fallback else "0",
+                "--audio-encoder-compute-units", encoder_units, "--text-decoder-compute-units", decoder_units,
+                "--skip-special-tokens", "--report", "--report-path", report_dir]
+    if decoding.language:
+        command += ["--language", decoding.language]
+    if decoding.timestamps_off(long_form):
+        command.append("--without-timestamps")
+    for option, flag in CLI_FLAGS.items():
+        value = getattr(decoding, option)
+        command += [flag, str(HEURISTICS_OFF[option] if value is None else value)]
+    if decoding.initial_prompt:
+        command += ["--prompt", decoding.initial_prompt]
+    return command
+
+
+def read_report(report_dir: str, stem: str) -> dict:
+    """The JSON report WhisperKit writes for one clip (``<stem>.json``, a TranscriptionResult)."""
+    path = Path(report_dir) / f"{stem}.json"
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise WhisperbenchError(f"whisperkit-cli wrote no readable report {path.name}: {exc}") from exc
+    if not isinstance(report, dict) or not isinstance(report.get("text"), str):
+        raise WhisperbenchError(f"whisperkit-cli report {path.name} has no text field")
+    return report
+
+
+@register
+class WhisperKitAdapter(Adapter):
+    name = "whisperkit"
+    description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
+    uses_weights = False
+    long_form_algorithm = "WhisperKit: its own 30 s windowing"
+    options = {"cli": "whisperkit-cli", "model_path": "", "audio_encoder_compute_units": "cpuAndNeuralEngine",
+               "text_decoder_compute_units": "cpuAndNeuralEngine", "batch_size": "8", "timeout_s": "1800"}
+
+    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+        super().__init__(model, decoding)
+        if self.decoding.beam_size != 1:
+            raise OptionError("adapter whisperkit: WhisperKit decodes greedily (beam_size must be 1)")
+        for key in ("audio_encoder_compute_units", "text_decoder_compute_units"):
+            if self.settings[key] not in COMPUTE_UNITS:
+                raise OptionError(f"adapter whisperkit: {key} {self.settings[key]!r} is not one of {', '.join(COMPUTE_UNITS)}")
+
+    @classmethod
+    def ensure_available(cls) -> None:
+        if sys.platform != "darwin":
+            raise AdapterUnavailable(f"adapter whisperkit: WhisperKit runs only on macOS (this is {sys.platform})")
+
+    def load(self) -> None:
+        self.ensure_available()
+        self.cli = shutil.which(self.settings["cli"])
+        if self.cli is None:
+            raise AdapterUnavailable(f"adapter whisperkit: {self.settings['cli']} not found on PATH "
+                                     "(brew install whisperkit-cli, or build it from github.com/argmaxinc/WhisperKit)")
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.settings["batch_size"])
+
+    def _run(self, audios: list[np.ndarray], long_form: bool) -> list[Transcript]:
+        import soundfile as sf
+
+        with tempfile.TemporaryDirectory(prefix="whisperbench-whisperkit-") as tmp:
+            paths = []
+            for index, audio in enumerate(audios):
+                paths.append(str(Path(tmp) / f"clip{index:04d}.wav"))
+                sf.write(paths[-1], audio, SAMPLE_RATE, subtype="FLOAT")
+            command = whisperkit_command(self.cli, paths, tmp, self.model, self.settings["model_path"], self.decoding,
+                                         long_form, self.settings["audio_encoder_compute_units"],
+                                         self.settings["text_decoder_compute_units"])
+            done = subprocess.run(command, capture_output=True, text=True, timeout=float(self.settings["timeout_s"]))
+            if done.returncode != 0:
+                raise WhisperbenchError(f"whisperkit-cli exited with {done.returncode}: {done.stderr.strip()[-500:]}")
+            reports = [read_report(tmp, Path(path).stem) for path in paths]
+        return [Transcript(text=r["text"].strip(), language=r.get("language"),
+                           timings={k: float(v) for k, v in (r.get("timings") or {}).items()
+                                    if isinstance(v, (int, float))}) for r in reports]
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        return self._run([audio], long_form)[0]
+
+    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
+                         timestamps: bool = False) -> list[Transcript]:
+        return self._run(audios, long_form=timestamps)
+
+    def describe(self) -> dict:
+        return super().describe() | {"whisperkit_model": self.settings["model_path"] or f"openai_whisper-{self.model}"}
