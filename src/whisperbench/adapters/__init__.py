@@ -11,7 +11,7 @@ from .base import Adapter, DecodingOptions
 
 __all__ = ["Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]
 
-_BUILTIN_MODULES = ("recorded", "openai_whisper", "faster_whisper", "transformers", "openai_api", "whisper_cpp", "mlx",
+_BUILTIN_MODULES = ("recorded", "openai_whisper", "faster_whisper", "transformers", "openai_api", "whisper_cpp", "mlx", "jax",
                     "ane_torch", "coreml", "whisperkit")
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False

@@ -186,6 +186,7 @@ CONVERTER_MODULES = {
     "ggml": "whisperbench.models.ggml",
     "mlx": "whisperbench.models.mlx",
     "coreml": "whisperbench.models.coreml",
+    "flax": "whisperbench.models.flax",
 }
 
 

@@ -1,0 +1,365 @@
+"""``jax``: Flax Whisper, jit-compiled and batched as Whisper JAX runs it.
+
+Whisper JAX is built on transformers' ``FlaxWhisperForConditionalGeneration`` (transformers 4.x;
+Transformers 5 removed Flax) and is not on PyPI, so this adapter runs that model directly: the
+weights are the ``flax`` conversion of the one source checkpoint (no torch, no hub), and one
+function - encoder, optional language detection, and transformers' Flax greedy ``generate`` - is
+compiled ahead of time in ``load()`` for one shape, (``batch_size``, max length). Its compile time
+is reported apart (``compile_s`` in run.json's adapter_info, ``compile_s_total`` in the summary);
+``load_s`` includes it, inference never does. A batch with fewer audios is filled with copies of
+its last one, so exactly one compiled program exists and the fillers stop where the real one stops.
+
+Decoding matches openai-whisper's greedy short-form ``transcribe``: the same initial tokens
+(``<|startoftranscript|>`` [language, task] ``<|notimestamps|>``, after ``<|startofprev|>`` and the
+prompt when ``initial_prompt`` is set), the same suppressed tokens, the blank/EOT suppression at the
+first step, at most 224 new tokens (``n_text_ctx // 2``), and the same input: the log-mel of the clip
+computed on audio padded with 30 s of zeros and cut to the clip, then padded with zeros in the
+log-mel domain to 3000 frames (HF's feature extractor pads the *audio* to 30 s instead, which
+changes some transcripts). A multilingual model without ``language`` detects it per audio, as
+openai-whisper does, inside the compiled function.
+
+Long-form: no algorithm of its own (``native_long_form = False``): the harness's chunked strategy cuts
+30 s windows with stride, transcribes them ``batch_size`` at a time with ``transcribe_batch`` and
+merges them at the overlaps, which is Whisper JAX's algorithm.
+
+Options: ``batch_size`` (8), ``dtype`` float32 (default) or bfloat16 (the computation dtype, as in
+Whisper JAX; parameters stay float32), ``max_new_tokens`` (224). Greedy only.
+CPU here (``jax[cpu]``); the same code runs on a GPU or TPU with ``jax[cuda12]`` / ``jax[tpu]``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ..audio import SAMPLE_RATE
+from ..errors import OptionError
+from ..types import Example, Segment, Transcript
+from . import register
+from .base import Adapter, DecodingOptions
+
+N_FFT = 400
+HOP_LENGTH = 160
+CHUNK_S = 30
+N_SAMPLES = CHUNK_S * SAMPLE_RATE
+N_FRAMES = N_SAMPLES // HOP_LENGTH  # 3000 log-mel frames in a window
+DTYPES = ("float32", "bfloat16")
+TIME_PRECISION = 0.02  # seconds per timestamp token
+MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai-whisper's max_initial_timestamp=1.0 s
+_SPECIAL_SUPPRESSED = ("<|transcribe|>", "<|translate|>", "<|startoftranscript|>", "<|startofprev|>",
+                       "<|startoflm|>", "<|nospeech|>", "<|nocaptions|>")
+
+
+def log_mel_like_openai_whisper(audio: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    """The (n_mels, 3000) float32 log-mel that openai-whisper's ``transcribe`` decodes for a clip <= 30 s.
+
+    As ``whisper.log_mel_spectrogram(audio, padding=N_SAMPLES)`` (periodic Hann window, centred
+    reflect-padded STFT, last frame dropped, log10 clamped to 8 below the maximum, scaled), cut to
+    the clip's ``len(audio) // 160`` frames and padded with zeros to 3000 frames. ``filters`` is
+    the (n_mels, 201) mel filterbank. Only the frames that reach the audio are computed: the rest of
+    openai-whisper's 30 s of padding is silence, whose log10 (-10) only enters through the maximum.
+    """
+    padded = np.concatenate([np.asarray(audio, dtype=np.float64), np.zeros(N_FFT)])
+    padded = np.pad(padded, N_FFT // 2, mode="reflect")
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(N_FFT) / N_FFT)
+    frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH]
+    power = np.abs(np.fft.rfft(frames * window, axis=-1)) ** 2
+    log_spec = np.log10(np.maximum(filters @ power.T, 1e-10))
+    peak = max(float(log_spec.max()), -10.0)
+    content = min(len(audio) // HOP_LENGTH, N_FRAMES)
+    mel = np.zeros((filters.shape[0], N_FRAMES), dtype=np.float32)
+    mel[:, :content] = (np.maximum(log_spec[:, :content], peak - 8.0) + 4.0) / 4.0
+    return mel
+
+
+def _limit_xla_threads(threads: int) -> None:
+    """One thread asks XLA's CPU backend for single-threaded kernels; read when the backend starts."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+
+
+@dataclass
+class _Program:
+    """One compiled program and the initial tokens it was compiled for."""
+
+    key: str  # b<batch>_l<max length>[_timestamps], as in compile_s
+    compiled: Any
+    prompt: np.ndarray
+    language_index: Optional[int]
+    max_length: int
+
+
+class TimestampRules:
+    """openai-whisper's ``ApplyTimestampRules`` as a Flax logits processor (``generate``'s interface).
+
+    transformers' ``FlaxWhisperTimeStampLogitsProcessor`` differs (its first-timestamp index comes
+    from ``len(decoder_input_ids)``, the batch size, and it lets timestamps decrease), so the rules
+    are applied here as openai-whisper applies them: no ``<|notimestamps|>``; timestamps in pairs
+    except before EOT; never decreasing, and a segment never empty; the first token a timestamp of
+    at most ``max_initial_index``; a timestamp whenever their summed probability beats every text token.
+    ``sample_begin`` is the prompt length (the first sampled position).
+    """
+
+    def __init__(self, sample_begin: int, timestamp_begin: int, eot: int, max_initial_index: int):
+        self.sample_begin, self.timestamp_begin = sample_begin, timestamp_begin
+        self.eot, self.max_initial_index = eot, max_initial_index
+
+    def __call__(self, input_ids, scores, cur_len):
+        import jax
+        import jax.numpy as jnp
+
+        begin, tb = self.sample_begin, self.timestamp_begin
+        vocab = jnp.arange(scores.shape[-1])[None]
+        is_timestamp, is_text = vocab >= tb, vocab < tb
+        scores = scores.at[:, tb - 1].set(-jnp.inf)  # <|notimestamps|>
+        sampled = cur_len - begin
+        last_was = (sampled >= 1) & (input_ids[:, cur_len - 1] >= tb)
+        penultimate_was = (sampled < 2) | (input_ids[:, cur_len - 2] >= tb)
+        scores = jnp.where((last_was & penultimate_was)[:, None] & is_timestamp, -jnp.inf, scores)
+        scores = jnp.where((last_was & ~penultimate_was)[:, None] & (vocab < self.eot), -jnp.inf, scores)
+        positions = jnp.arange(input_ids.shape[1])[None]
+        stamped = (input_ids >= tb) & (positions >= begin) & (positions < cur_len)
+        last_index = jnp.max(jnp.where(stamped, positions, 0), axis=1, keepdims=True)
+        last_stamp = jnp.take_along_axis(input_ids, last_index, axis=1)
+        floor = jnp.where((last_was & ~penultimate_was)[:, None], last_stamp, last_stamp + 1)
+        forbidden = stamped.any(axis=1, keepdims=True) & is_timestamp & (vocab < floor)
+        scores = jnp.where(forbidden, -jnp.inf, scores)
+        first = cur_len == begin
+        scores = jnp.where(first & (is_text | (vocab > tb + self.max_initial_index)), -jnp.inf, scores)
+        logprobs = jax.nn.log_softmax(scores.astype(jnp.float32), axis=-1)
+        timestamp_logprob = jax.nn.logsumexp(jnp.where(is_timestamp, logprobs, -jnp.inf), axis=-1)
+        max_text_logprob = jnp.max(jnp.where(is_text, logprobs, -jnp.inf), axis=-1)
+        return jnp.where((timestamp_logprob > max_text_logprob)[:, None] & is_text, -jnp.inf, scores)
+
+
+@register
+class JaxAdapter(Adapter):
+    name = "jax"
+    description = "Flax Whisper (transformers' FlaxWhisperForConditionalGeneration, as Whisper JAX), jit-compiled batched greedy"
+    requires = ("jax", "flax", "transformers")
+    extra = "jax"
+    distributions = ("jax", "jaxlib", "flax", "transformers")
+    native_long_form = False
+    long_form_algorithm = "none of its own: the harness's chunked strategy (Whisper JAX's batched 30 s windows)"
+    options = {"batch_size": "8", "dtype": "float32", "max_new_tokens": "224"}
+
+    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+        super().__init__(model, decoding)
+        d = self.decoding
+        try:
+            self._batch_size = int(self.settings["batch_size"])
+            self.max_new_tokens = int(self.settings["max_new_tokens"])
+        except ValueError as exc:
+            raise OptionError(f"adapter jax: batch_size and max_new_tokens must be integers: {exc}") from exc
+        if self._batch_size < 1 or self.max_new_tokens < 1:
+            raise OptionError("adapter jax: batch_size and max_new_tokens must be >= 1")
+        if self.settings["dtype"] not in DTYPES:
+            raise OptionError(f"adapter jax: dtype {self.settings['dtype']!r} is not one of {', '.join(DTYPES)}")
+        refused = {
+            "beam_size": d.beam_size != 1, "temperature": d.temperature != 0.0 or d.temperature_fallback,
+            "no_speech_threshold": d.no_speech_threshold is not None,
+            "logprob_threshold": d.logprob_threshold is not None,
+            "compression_ratio_threshold": d.compression_ratio_threshold is not None,
+        }
+        if any(refused.values()):
+            names = ", ".join(k for k, bad in refused.items() if bad)
+            raise OptionError(f"adapter jax: greedy decoding of single windows only; unsupported: {names}")
+        self.compile_s: dict[str, float] = {}
+        self._programs: dict[bool, _Program] = {}  # timestamps -> compiled program
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def compiled_shapes(self) -> list[tuple[int, int]]:
+        """The (batch size, max length) of each compiled program: without and with timestamps."""
+        return [(self._batch_size, program.max_length) for program in self._programs.values()]
+
+    def load(self) -> None:
+        _limit_xla_threads(self.decoding.threads)
+        import jax
+        import jax.numpy as jnp
+        from transformers import FlaxWhisperForConditionalGeneration, WhisperFeatureExtractor, WhisperTokenizerFast
+        from transformers.utils import logging as hf_logging
+
+        from ..models import converted, resolve_source
+
+        hf_logging.set_verbosity_error()  # the Flax deprecation notice; errors still surface
+        self.multilingual = resolve_source(self.model).multilingual
+        folder = str(converted(self.model, "flax"))
+        self.net, params = FlaxWhisperForConditionalGeneration.from_pretrained(
+            folder, _do_init=False, dtype=getattr(jnp, self.settings["dtype"]), local_files_only=True)
+        self.params = jax.device_put(params)
+        self.tokenizer = WhisperTokenizerFast.from_pretrained(folder, local_files_only=True)
+        self.mel_filters = np.asarray(WhisperFeatureExtractor.from_pretrained(folder).mel_filters, dtype=np.float64).T
+        self.eot = self.net.generation_config.eos_token_id
+        self.timestamp_begin = self._token("<|notimestamps|>") + 1
+        for timestamps in (False, True):
+            self._programs[timestamps] = self._compile(timestamps)
+
+    def _token(self, token: str) -> int:
+        return self.tokenizer.convert_tokens_to_ids(token)
+
+    def _initial_tokens(self, timestamps: bool) -> tuple[np.ndarray, Optional[int]]:
+        """openai-whisper's initial tokens and the language token's index (None for English-only models).
+
+        A multilingual model without ``language`` gets -1 there, filled in by detection.
+        """
+        d = self.decoding
+        prefix: list[int] = []
+        if d.initial_prompt:
+            prompt_ids = self.tokenizer.encode(" " + d.initial_prompt.strip(), add_special_tokens=False)
+            prefix = [self._token("<|startofprev|>")] + prompt_ids[-(self.net.config.max_target_positions // 2 - 1):]
+        tokens = [self._token("<|startoftranscript|>")]
+        language_index = None
+        if self.multilingual:
+            language = d.language_for(True)
+            lang_to_id = self.net.generation_config.lang_to_id
+            if language is not None and f"<|{language}|>" not in lang_to_id:
+                raise OptionError(f"adapter jax: model {self.model} has no language {language!r}")
+            language_index = len(prefix) + 1
+            tokens += [lang_to_id[f"<|{language}|>"] if language else -1, self._token(f"<|{d.task}|>")]
+        elif d.language not in (None, "en"):
+            raise OptionError(f"adapter jax: {self.model} is English-only; language={d.language!r}")
+        if not timestamps:
+            tokens.append(self._token("<|notimestamps|>"))
+        return np.array(prefix + tokens, dtype=np.int32), language_index
+
+    def _generation_config(self, max_length: int):
+        """Greedy, up to ``max_length``, openai-whisper's suppressed tokens; the prompt is passed in."""
+        import copy
+
+        config = copy.deepcopy(self.net.generation_config)
+        vocab = self.tokenizer.get_vocab()
+        specials = [vocab[t] for t in _SPECIAL_SUPPRESSED if t in vocab]
+        config.suppress_tokens = sorted(set(config.suppress_tokens or []) | set(specials))
+        config.update(max_length=max_length, max_new_tokens=None, num_beams=1, do_sample=False,
+                      return_timestamps=False, forced_decoder_ids=None, is_multilingual=False)
+        return config
+
+    def _compile(self, timestamps: bool) -> "_Program":
+        """Compile encoder + [language detection] + greedy ``generate`` for (``batch_size``, max length)."""
+        import jax
+        import jax.numpy as jnp
+        from transformers.generation.flax_logits_process import FlaxLogitsProcessorList
+
+        prompt, language_index = self._initial_tokens(timestamps)
+        max_length = len(prompt) + self.max_new_tokens
+        if max_length > (n_ctx := self.net.config.max_target_positions):
+            raise OptionError(f"adapter jax: {len(prompt)} prompt + {self.max_new_tokens} new tokens "
+                              f"exceed the decoder's {n_ctx} positions")
+        net, config = self.net, self._generation_config(max_length)
+        rules = FlaxLogitsProcessorList(
+            [TimestampRules(len(prompt), self.timestamp_begin, self.eot, MAX_INITIAL_TIMESTAMP_INDEX)]
+            if timestamps else [])
+        detect = self.multilingual and prompt[language_index] < 0
+        sot = self._token("<|startoftranscript|>")
+        languages = jnp.array(sorted(getattr(net.generation_config, "lang_to_id", {}).values()), dtype=jnp.int32)
+
+        def transcribe(params, features, prompts):
+            encoded = net.encode(features, params=params)
+            if detect:  # openai-whisper's detect_language: argmax over the language tokens after <|sot|>
+                start = jnp.full((features.shape[0], 1), sot, dtype=jnp.int32)
+                logits = net.decode(start, encoded, params=params).logits[:, -1].astype(jnp.float32)
+                prompts = prompts.at[:, language_index].set(languages[jnp.argmax(logits[:, languages], axis=-1)])
+            out = net.generate(features, generation_config=config, params=params, decoder_input_ids=prompts,
+                               encoder_outputs=encoded, logits_processor=rules)
+            return out.sequences, prompts
+
+        batch, n_mels = self._batch_size, net.config.num_mel_bins
+        start = time.perf_counter()
+        compiled = jax.jit(transcribe).lower(
+            self.params, jax.ShapeDtypeStruct((batch, n_mels, N_FRAMES), jnp.float32),
+            jax.ShapeDtypeStruct((batch, len(prompt)), jnp.int32)).compile()
+        key = f"b{batch}_l{max_length}" + ("_timestamps" if timestamps else "")
+        self.compile_s[key] = round(time.perf_counter() - start, 3)
+        return _Program(key, compiled, prompt, language_index, max_length)
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        if long_form:
+            raise NotImplementedError("adapter jax has no long-form algorithm of its own: long-form datasets go "
+                                      "through the harness's chunked strategy (30 s windows, batched)")
+        return self.transcribe_batch([audio], [example])[0]
+
+    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
+                         timestamps: bool = False) -> list[Transcript]:
+        """Greedy transcripts of clips <= 30 s, ``batch_size`` at a time through one compiled program.
+
+        ``timestamps=True`` (the harness's long-form windows) decodes with openai-whisper's timestamp
+        rules; the text leaves the timestamps out and ``segments`` holds the completed segments.
+        """
+        for audio, example in zip(audios, examples):
+            if len(audio) > N_SAMPLES + HOP_LENGTH:
+                raise ValueError(f"example {example.id}: {len(audio) / SAMPLE_RATE:.1f} s is longer than one 30 s "
+                                 "window; the jax adapter takes long-form audio through the harness's chunked strategy")
+        program = self._programs[timestamps]
+        transcripts: list[Transcript] = []
+        for first in range(0, len(audios), self._batch_size):
+            transcripts += self._run_batch(program, audios[first:first + self._batch_size], timestamps)
+        return transcripts
+
+    def _run_batch(self, program: "_Program", audios: list[np.ndarray], timestamps: bool) -> list[Transcript]:
+        features = np.stack([log_mel_like_openai_whisper(audio, self.mel_filters) for audio in audios])
+        fill = self._batch_size - len(audios)  # copies of the last clip: they finish when it does
+        features = np.concatenate([features, np.repeat(features[-1:], fill, axis=0)]) if fill else features
+        prompts = np.tile(program.prompt, (self._batch_size, 1))
+        sequences, prompts = program.compiled(self.params, features, prompts)
+        sequences, prompts = np.asarray(sequences), np.asarray(prompts)
+        return [self._transcript(sequences[i, len(program.prompt):].tolist(), prompts[i], program, timestamps)
+                for i in range(len(audios))]
+
+    def _transcript(self, tokens: list[int], prompt: np.ndarray, program: "_Program", timestamps: bool) -> Transcript:
+        """The sampled tokens up to EOT, decoded as openai-whisper does (timestamp tokens left out of the text)."""
+        tokens = tokens[:tokens.index(self.eot)] if self.eot in tokens else tokens
+        text = self._decode([t for t in tokens if t < self.timestamp_begin])
+        language = "en"
+        if program.language_index is not None:
+            language = self.tokenizer.convert_ids_to_tokens(int(prompt[program.language_index]))[2:-2]
+        segments = self._segments(tokens) if timestamps else []
+        return Transcript(text=text.strip(), language=language, segments=segments)
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def _segments(self, tokens: list[int]) -> list[Segment]:
+        """Completed ``<|t0|> text <|t1|>`` segments; text after a lone last timestamp is left out."""
+        segments, start, pending = [], None, []
+        for token in tokens:
+            if token >= self.timestamp_begin:
+                seconds = (token - self.timestamp_begin) * TIME_PRECISION
+                if start is None:
+                    start = seconds
+                else:
+                    segments.append(Segment(start, seconds, self._decode(pending)))
+                    start, pending = None, []
+            elif start is not None:
+                pending.append(token)
+        return segments
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info.update(
+            batch_size=self._batch_size, dtype=self.settings["dtype"], max_new_tokens=self.max_new_tokens,
+            compile_s=dict(self.compile_s), compile_s_total=round(sum(self.compile_s.values()), 3),
+            features="openai-whisper log-mel (audio padded with 30 s of zeros, log-mel zero-padded to 3000 frames)",
+            xla_flags=os.environ.get("XLA_FLAGS", ""),
+        )
+        if hasattr(self, "net"):
+            import jax
+
+            info.update(programs={p.key: {"max_length": p.max_length, "prompt_tokens": p.prompt.tolist()}
+                                  for p in self._programs.values()},
+                        jax_backend=jax.default_backend(), devices=[str(d) for d in jax.devices()])
+        return info
+
+    def close(self) -> None:
+        self._programs.clear()
+        for name in ("params", "net"):
+            if hasattr(self, name):
+                delattr(self, name)
