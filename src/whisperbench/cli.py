@@ -211,10 +211,15 @@ def cmd_export(args) -> int:
 def cmd_adapters(args) -> int:
     from .adapters import registry
 
+    from .errors import AdapterUnavailable
+
     rows = []
     for name, cls in sorted(registry().items()):
-        missing = cls.missing()
-        status = "available" if not missing else f"not installed: pip install 'whisperbench[{cls.extra}]'"
+        try:  # not installed, or not on this platform (Core ML, WhisperKit: macOS)
+            cls.ensure_available()
+            status = "available"
+        except AdapterUnavailable as exc:
+            status = str(exc).removeprefix(f"adapter {name}: ")
         rows.append({"adapter": name, "status": status, "description": cls.description})
     if args.json:
         _print_json(rows)

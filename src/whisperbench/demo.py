@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from .adapters import DecodingOptions, get_adapter
 from .datasets import bundled_datasets, load_dataset
 from .harness import RunRequest, run_evaluation
+from .harness.longform import LongFormConfig
 from .harness.store import list_runs
 from .reports import leaderboard_frame, pick_references, render_markdown
 
@@ -32,10 +33,13 @@ class Contender:
     options: tuple[str, ...] = ()
     #: None, or why it is left out unless ``--all`` is given (too slow on this platform)
     slow_here: Optional[Callable[[], Optional[str]]] = None
+    long_form: str = "native"  # the long-form strategy (see harness.longform)
 
 
 CONTENDERS = (
     Contender("openai-whisper", "openai-whisper"),
+    # batched short-form decoding; long-form through the harness's chunked strategy (Whisper JAX's algorithm)
+    Contender("openai-whisper", "openai-whisper-batch8-chunked", ("batch_size=8",), long_form="chunked"),
     Contender("faster-whisper", "faster-whisper-fp32", ("compute_type=float32",)),
     Contender("faster-whisper", "faster-whisper-int8", ("compute_type=int8",)),
     Contender("transformers", "transformers"),
@@ -85,6 +89,7 @@ def run_demo(args) -> int:
                 adapter=contender.adapter, model=model, dataset=dataset, runs_dir=args.runs_dir,
                 name=f"{contender.label}_{model}_{dataset}".replace(" ", "_"), limit=args.limit, label=contender.label,
                 decoding=DecodingOptions.from_pairs(list(contender.options) + threads),
+                long_form=LongFormConfig(contender.long_form),
             )
             with _progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
                 result = run_evaluation(request, progress=bar.update, checked=checked)

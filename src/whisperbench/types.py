@@ -68,6 +68,10 @@ class Transcript:
     infer_s: Optional[float] = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # stored in the prediction's ``extra``
+    #: a window decoded with timestamps whose last segment was unfinished (the model predicted where
+    #: it starts, then stopped): that start, in seconds. The harness resumes there, as openai-whisper's
+    #: loop does. None: the window was transcribed to its end (or the adapter cannot tell).
+    resume_s: Optional[float] = None
 
 
 @dataclass

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import OptionError
 from ..types import Example, Transcript
 from . import register
-from .base import Adapter, DecodingOptions
+from .base import Adapter, DecodingOptions, window_transcript
 
 DTYPES = ("float32", "float16")
 
@@ -58,7 +58,11 @@ class AnePyTorchAdapter(Adapter):
                                      task=self.decoding.task)
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
-        result = self.decoder.transcribe(audio, timestamps=not self.decoding.timestamps_off(long_form))
+        timestamps = not self.decoding.timestamps_off(long_form)
+        result = self.decoder.transcribe(audio, timestamps=timestamps)
+        if timestamps:  # a window of the harness's long-form strategies: segments and where to resume
+            return window_transcript(result.tokens, self.decoder.tokenizer, result.text, language=result.language,
+                                     timings=result.timings)
         return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
 
     def close(self) -> None:

@@ -128,6 +128,32 @@ def transcript_from_whisper_result(result: dict) -> Transcript:
     return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
 
 
+def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) -> Transcript:
+    """A Transcript of one window decoded with timestamps by a Whisper tokenizer's tokens.
+
+    Segments lie between timestamp tokens (``<|t0|> text <|t1|>``). When the tokens end with a
+    timestamp that opens a segment (the model stopped inside it), that segment is left out and its
+    start becomes ``resume_s``, where openai-whisper's loop resumes; ``text`` is kept whole when no
+    segment finished at all.
+    """
+    segments, start, pending = [], None, []
+    for token in tokens:
+        if token >= tokenizer.eot and token < tokenizer.timestamp_begin:
+            continue
+        if token >= tokenizer.timestamp_begin:
+            time_s = (token - tokenizer.timestamp_begin) * 0.02
+            if start is None:
+                start = time_s
+            else:
+                segments.append(Segment(start, time_s, tokenizer.decode(pending)))
+                start, pending = None, []
+        elif start is not None:
+            pending.append(token)
+    if start is None or not segments:
+        return Transcript(text=text.strip(), segments=segments, **fields)
+    return Transcript(text="".join(s.text for s in segments).strip(), segments=segments, resume_s=start, **fields)
+
+
 class Adapter(ABC):
     """One Whisper implementation behind the harness.
 

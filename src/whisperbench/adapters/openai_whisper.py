@@ -7,9 +7,9 @@ from typing import Optional
 import numpy as np
 
 from ..errors import OptionError
-from ..types import Example, Segment, Transcript
+from ..types import Example, Transcript
 from . import register
-from .base import Adapter, transcript_from_whisper_result
+from .base import Adapter, transcript_from_whisper_result, window_transcript
 
 
 @register
@@ -78,22 +78,4 @@ class OpenAIWhisperAdapter(Adapter):
 
         tokenizer = get_tokenizer(self.net.is_multilingual, num_languages=self.net.num_languages,
                                   language=options.language, task=d.task)
-        return [Transcript(text=r.text.strip(), language=r.language, segments=_segments(r.tokens, tokenizer))
-                for r in results]
-
-
-def _segments(tokens: list[int], tokenizer) -> list[Segment]:
-    """Segments between timestamp tokens (``<|t0|> text <|t1|>``); text after a last lone timestamp
-    (an unfinished segment) is left out, as openai-whisper's own loop leaves it for the next window."""
-    segments, start, pending = [], None, []
-    for token in tokens:
-        if token >= tokenizer.timestamp_begin:
-            time_s = (token - tokenizer.timestamp_begin) * 0.02
-            if start is None:
-                start = time_s
-            else:
-                segments.append(Segment(start, time_s, tokenizer.decode(pending)))
-                start, pending = None, []
-        elif start is not None:
-            pending.append(token)
-    return segments
+        return [window_transcript(r.tokens, tokenizer, r.text, language=r.language) for r in results]

@@ -28,7 +28,7 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Iterator, Optional
+from typing import Any, ClassVar, Generator, Iterator, Optional
 
 import numpy as np
 
@@ -98,9 +98,11 @@ def window_starts(num_samples: int, chunk: int, step: int) -> list[int]:
     return starts
 
 
-def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Iterator[np.ndarray]:
-    """Yield 16 kHz mono float32 windows of ``chunk_s`` every ``step_s`` (the last one shorter).
+def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Generator[np.ndarray, Optional[int], None]:
+    """Yield 16 kHz mono float32 windows of ``chunk_s`` every ``step_s``; the last one ends at the end.
 
+    ``send(n)`` instead of ``next()`` makes the next window start ``n`` samples after the current
+    one (openai-whisper's seek), also past the last window when it leaves audio untranscribed.
     Reads the file block by block (soundfile), mixes to mono and resamples incrementally (soxr),
     holding at most one window plus one read block in memory. Containers libsndfile cannot read
     are decoded whole (ffmpeg fallback of :func:`whisperbench.audio.load_audio`).
@@ -112,13 +114,17 @@ def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Iterat
     for block in _decoded_blocks(source):
         buffer = np.concatenate([buffer, block])
         while start + chunk < offset + len(buffer):  # a full window with audio after it
-            yield buffer[start - offset:start - offset + chunk].copy()
-            start += step
+            advance = yield buffer[start - offset:start - offset + chunk].copy()
+            start += step if advance is None else max(1, advance)
         if start > offset:  # samples before the next window are no longer needed
             buffer, offset = buffer[start - offset:], start
-    if offset + len(buffer) == 0:
+    end = offset + len(buffer)
+    if end == 0:
         raise AudioError(f"audio {_label(source)} has no samples")
-    yield buffer[start - offset:].copy()  # the last window ends at the end of the audio
+    while start < end:  # the window that reaches the end (and any a seek asks for after it)
+        window = buffer[start - offset:start - offset + chunk]
+        advance = yield window.copy()
+        start += len(window) if advance is None else max(1, advance)
 
 
 def _label(source: str | bytes) -> str:
@@ -258,43 +264,72 @@ class WindowedStrategy(Strategy):
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
-        batch, timestamps = self.batch(adapter), self.timestamps(adapter)
-        results: list[Transcript] = []
-        lengths: list[float] = []
-        pending: list[np.ndarray] = []
-        infer_s = 0.0
+        timestamps, infer_s, count = self.timestamps(adapter), 0.0, 0
 
         def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
-            nonlocal infer_s
-            probes = [Example(id=f"{example.id}@{len(results) + i}", audio=b"", text="") for i in range(len(windows))]
+            nonlocal infer_s, count
+            probes = [Example(id=f"{example.id}@{count + i}", audio=b"", text="") for i in range(len(windows))]
+            count += len(windows)
             start = time.perf_counter()
             out = adapter.transcribe_batch(windows, probes, timestamps=timestamps)
             infer_s += time.perf_counter() - start
             return out
 
-        last = np.zeros(0, dtype=np.float32)
-        for window in stream_windows(example.audio, self.config.chunk_s, self.config.step_s):
+        windows = stream_windows(example.audio, self.config.chunk_s, self.config.step_s)
+        if self.config.strategy == "sequential":
+            texts, audio_s = self._sequential(windows, transcribe)
+            text = " ".join(t for t in texts if t)
+        else:
+            texts, lengths = self._chunked(windows, transcribe, self.batch(adapter))
+            audio_s = self.config.step_s * (len(lengths) - 1) + lengths[-1]
+            text = merge_overlapping(texts, lengths, 2 * self.config.stride_s)
+        return Outcome(Transcript(text=text, extra={"windows": len(texts), "window_texts": texts}), audio_s, infer_s)
+
+    @staticmethod
+    def _sequential(windows, transcribe) -> tuple[list[str], float]:
+        """One window at a time; the next starts where an unfinished last segment starts, if any."""
+        texts, start, window = [], 0, next(windows)
+        while True:
+            result = transcribe([window])[0]
+            texts.append(result.text.strip())
+            advance = _resume_samples(result, len(window))
+            step = advance if advance is not None else len(window)
+            try:
+                window = windows.send(advance)
+            except StopIteration:
+                return texts, (start + step) / SAMPLE_RATE
+            start += step
+
+    @staticmethod
+    def _chunked(windows, transcribe, batch: int) -> tuple[list[str], list[float]]:
+        """Overlapping windows, ``batch`` at a time; texts and window lengths (s), in order."""
+        results: list[Transcript] = []
+        lengths: list[float] = []
+        pending: list[np.ndarray] = []
+        for window in windows:
             lengths.append(len(window) / SAMPLE_RATE)
-            pending.append(last := window)
+            pending.append(window)
             if len(pending) == batch:
                 results.extend(transcribe(pending))
-                pending = []
+                last, pending = pending[-1], []
         if pending:
             results.extend(transcribe(pending))
+            last = pending[-1]
         texts = [r.text.strip() for r in results]
         # The file's last window has no successor to cover an unfinished last segment: like
-        # openai-whisper's loop, transcribe the audio after the last timestamp the adapter reported.
-        end_s = results[-1].segments[-1].end if results[-1].segments else None
-        if end_s is not None and lengths[-1] - end_s >= TAIL_MIN_S:
-            tail = transcribe([last[int(end_s * SAMPLE_RATE):]])[0].text.strip()
-            texts[-1] = f"{texts[-1]} {tail}".strip()
-        audio_s = self.config.step_s * (len(lengths) - 1) + lengths[-1]
-        if self.config.strategy == "chunked":
-            text = merge_overlapping(texts, lengths, 2 * self.config.stride_s)
-        else:
-            text = " ".join(t for t in texts if t)
-        extra = {"windows": len(texts), "window_texts": texts}
-        return Outcome(Transcript(text=text, extra=extra), audio_s, infer_s)
+        # openai-whisper's loop, transcribe the audio from where that segment starts.
+        advance = _resume_samples(results[-1], len(last))
+        if advance is not None:
+            texts[-1] = f"{texts[-1]} {transcribe([last[advance:]])[0].text.strip()}".strip()
+        return texts, lengths
+
+
+def _resume_samples(result: Transcript, window_samples: int) -> Optional[int]:
+    """Where to resume after a window whose last segment was unfinished; None: it was finished."""
+    if result.resume_s is None:
+        return None
+    resume = int(result.resume_s * SAMPLE_RATE)
+    return resume if TAIL_MIN_S * SAMPLE_RATE <= window_samples - resume and resume > 0 else None
 
 
 def strategy_for(config: LongFormConfig, long_form: bool) -> Strategy:

@@ -198,9 +198,13 @@ _worker: Optional[ExampleRunner] = None
 
 
 def _worker_init(adapter_name: str, model: str, decoding: DecodingOptions, long_form: bool, normalizer: str,
-                 warmup: bool, long_form_config: Optional[LongFormConfig] = None) -> None:
+                 warmup: bool, long_form_config: Optional[LongFormConfig] = None,
+                 request: Optional[RunRequest] = None) -> None:
     global _worker
-    _worker = ExampleRunner(get_adapter(adapter_name)(model, decoding), long_form, normalizer, long_form_config)
+    adapter = get_adapter(adapter_name)(model, decoding)
+    if request is not None:
+        adapter = isolated(adapter, request)
+    _worker = ExampleRunner(adapter, long_form, normalizer, long_form_config)
     _worker.load(warmup)
 
 
@@ -401,7 +405,7 @@ def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) ->
     workers: dict[int, dict] = {}
     long_form = dataset.form == "long"
     init_args = (request.adapter, request.model, request.decoding, long_form, normalizer, request.warmup,
-                 request.long_form)
+                 request.long_form, request)
     probe = get_adapter(request.adapter)(request.model, request.decoding)  # batch size, without loading
     size = 1 if long_form or not probe.needs_audio else max(1, probe.batch_size)
     start = time.perf_counter()
