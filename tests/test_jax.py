@@ -176,6 +176,7 @@ def test_timestamp_decoding_equals_openai_whisper(batched, clips, tiny_long):
     for ours, theirs in zip(got, expected):
         assert ours.text == theirs.text
         assert [(s.start, s.end, s.text) for s in ours.segments] == [(s.start, s.end, s.text) for s in theirs.segments]
+        assert ours.resume_s == theirs.resume_s
     assert all(len(t.segments) >= 2 for t in got) and got[-1].segments[-1].end == pytest.approx(10.74)
 
 

@@ -32,15 +32,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Optional
 
 import numpy as np
 
 from ..audio import SAMPLE_RATE
 from ..errors import OptionError
-from ..types import Example, Segment, Transcript
+from ..types import Example, Transcript
 from . import register
-from .base import Adapter, DecodingOptions
+from .base import Adapter, DecodingOptions, window_transcript
 
 N_FFT = 400
 HOP_LENGTH = 160
@@ -48,7 +49,6 @@ CHUNK_S = 30
 N_SAMPLES = CHUNK_S * SAMPLE_RATE
 N_FRAMES = N_SAMPLES // HOP_LENGTH  # 3000 log-mel frames in a window
 DTYPES = ("float32", "bfloat16")
-TIME_PRECISION = 0.02  # seconds per timestamp token
 MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai-whisper's max_initial_timestamp=1.0 s
 _SPECIAL_SUPPRESSED = ("<|transcribe|>", "<|translate|>", "<|startoftranscript|>", "<|startofprev|>",
                        "<|startoflm|>", "<|nospeech|>", "<|nocaptions|>")
@@ -315,32 +315,22 @@ class JaxAdapter(Adapter):
                 for i in range(len(audios))]
 
     def _transcript(self, tokens: list[int], prompt: np.ndarray, program: "_Program", timestamps: bool) -> Transcript:
-        """The sampled tokens up to EOT, decoded as openai-whisper does (timestamp tokens left out of the text)."""
+        """The sampled tokens up to EOT, decoded as openai-whisper does (timestamp tokens left out of the text).
+
+        With timestamps, segments and ``resume_s`` come from the tokens as for openai-whisper's windows.
+        """
         tokens = tokens[:tokens.index(self.eot)] if self.eot in tokens else tokens
         text = self._decode([t for t in tokens if t < self.timestamp_begin])
         language = "en"
         if program.language_index is not None:
             language = self.tokenizer.convert_ids_to_tokens(int(prompt[program.language_index]))[2:-2]
-        segments = self._segments(tokens) if timestamps else []
-        return Transcript(text=text.strip(), language=language, segments=segments)
+        if timestamps:
+            tokenizer = SimpleNamespace(eot=self.eot, timestamp_begin=self.timestamp_begin, decode=self._decode)
+            return window_transcript(tokens, tokenizer, text, language=language)
+        return Transcript(text=text.strip(), language=language)
 
     def _decode(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-
-    def _segments(self, tokens: list[int]) -> list[Segment]:
-        """Completed ``<|t0|> text <|t1|>`` segments; text after a lone last timestamp is left out."""
-        segments, start, pending = [], None, []
-        for token in tokens:
-            if token >= self.timestamp_begin:
-                seconds = (token - self.timestamp_begin) * TIME_PRECISION
-                if start is None:
-                    start = seconds
-                else:
-                    segments.append(Segment(start, seconds, self._decode(pending)))
-                    start, pending = None, []
-            elif start is not None:
-                pending.append(token)
-        return segments
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
