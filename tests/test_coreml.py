@@ -207,7 +207,8 @@ def test_decoding_options_the_loop_lacks_are_refused():
 
 def _run(runs_dir, dataset: str, adapter: str, options=(), **request):
     strategy = [request["long_form"].strategy] if "long_form" in request else []
-    name = "-".join([adapter, Path(dataset).parent.name, *strategy, *options]).replace("=", "_")
+    folder = Path(dataset).parent  # datasets/tiny/shortform and shared/data/shortform must not share a run
+    name = "-".join([adapter, folder.parent.name, folder.name, *strategy, *options]).replace("=", "_")
     return run_evaluation(RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=name, warmup=False,
                                      decoding=DecodingOptions.from_pairs(["threads=2", *options]), **request))
 
