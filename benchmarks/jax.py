@@ -3,8 +3,8 @@ against openai-whisper and faster-whisper, on the same clips and weights, in one
 
 Each configuration runs in its own process (``whisperbench run``), so peak RSS is its own. Printed:
 WER, RTFx (Σ audio / Σ inference; load, warm-up and jit compilation excluded), its ratio to
-openai-whisper, peak RSS and the compile time of the one jit-compiled (batch, max length) program,
-which is part of load time and reported apart. A short-form batch runs until its longest transcript
+openai-whisper, peak RSS and the compile time of the jit-compiled (batch, max length) programs (one
+without and one with timestamps), which is part of load time and reported apart. A short-form batch runs until its longest transcript
 ends, and a partial last batch is filled up to the compiled batch size: both cost real compute.
 ``--bfloat16`` adds batch 16 in bfloat16 (the computation dtype Whisper JAX uses on TPUs and A100s).
 
