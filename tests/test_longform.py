@@ -227,3 +227,14 @@ def test_chunked_long_form_on_shared_data_is_close_to_native(tmp_path):
         assert result.summary["num_failed"] == 0
         wer[strategy] = result.summary["wer"]
     assert wer["chunked"] <= wer["native"] + 2.0, wer
+
+
+def test_runs_stored_before_strategies_existed_resume_as_native():
+    from whisperbench.harness.runner import _config_key
+
+    old = {"adapter": "openai-whisper", "model": "tiny.en", "decoding": {}, "normalizer": "english",
+           "dataset": {"form": "long", "source": "x"}}
+    assert _config_key(old) == _config_key(old | {"long_form": {"strategy": "native"}})
+    assert _config_key(old) != _config_key(old | {"long_form": {"strategy": "chunked", "chunk_s": 30.0, "stride_s": 5.0}})
+    short = old | {"dataset": {"form": "short", "source": "x"}}
+    assert _config_key(short)["long_form"] is None

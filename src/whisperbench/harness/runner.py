@@ -244,9 +244,12 @@ def isolated(adapter: Adapter, request: RunRequest) -> Adapter:
 
 
 def _config_key(info: dict) -> dict:
-    return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer", "long_form")} | {
-        "dataset_source": info.get("dataset", {}).get("source")
-    }
+    """What a stored run must share with a request to be resumed by it."""
+    dataset = info.get("dataset", {})
+    # runs stored before strategies existed have no long_form: their long-form audio went natively
+    long_form = info.get("long_form") or ({"strategy": "native"} if dataset.get("form") == "long" else None)
+    return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer")} | {
+        "long_form": long_form, "dataset_source": dataset.get("source")}
 
 
 def _open_store(request: RunRequest, info: dict) -> RunStore:
