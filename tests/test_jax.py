@@ -266,7 +266,7 @@ def test_long_form_runs_through_the_harness_chunked_strategy(tiny_long, runs_dir
 def test_same_weights_agree_with_openai_whisper_on_shared_shortform(runs_dir):
     """QoI of jax (batch 8, float32) against openai-whisper over the 81 shared utterances.
 
-    Measured: raw text identical on all 81 (QoI 100 %, WER 12.48 % both); about 15 min on 2 busy
+    Measured: raw text identical on all 81 (QoI 100 %, WER 12.48 % both); 8 to 15 min on 2 busy
     CPU cores. The default suite checks the same equality on the bundled set."""
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
     manifest = str(shared_manifest("shortform"))
