@@ -75,3 +75,22 @@ def local_manifest(tmp_path, tiny_rows):
         return write_jsonl(tmp_path / name, rows)
 
     return make
+
+
+def compare_stored(runs_dir, reference, candidate):
+    """The harness's comparison of two finished runs (RunResults) stored under ``runs_dir``."""
+    from whisperbench.harness import open_run
+    from whisperbench.reports import compare_runs
+
+    return compare_runs(open_run(reference.store.name, runs_dir), open_run(candidate.store.name, runs_dir))
+
+
+def print_differences(label, comparison, candidate="candidate"):
+    """WER, QoI and every example whose text differs from openai-whisper's (shown with pytest -s)."""
+    r = comparison.result
+    print(f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
+          f"QoI {r.qoi:.1f}% ({r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed)")
+    for e in r.examples:
+        if e.candidate_hypothesis != e.reference_hypothesis:
+            print(f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
+                  f"    openai-whisper: {e.reference_hypothesis}\n    {candidate + ':':<16}{e.candidate_hypothesis}")

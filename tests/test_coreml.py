@@ -26,7 +26,7 @@ from whisperbench.errors import AdapterUnavailable, OptionError, WhisperbenchErr
 from whisperbench.harness import RunRequest, open_run, run_evaluation
 from whisperbench.reports import compare_runs
 
-from .conftest import BUNDLED, read_manifest_rows, shared_manifest
+from .conftest import BUNDLED, compare_stored, print_differences, read_manifest_rows, shared_manifest
 
 torch = pytest.importorskip("torch", reason="torch not installed: pip install torch==2.13.0")
 whisper = pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
@@ -214,17 +214,11 @@ def _run(runs_dir, dataset: str, adapter: str, options=(), **request):
 
 
 def _compare(runs_dir, reference, candidate):
-    return compare_runs(open_run(reference.store.name, runs_dir), open_run(candidate.store.name, runs_dir))
+    return compare_stored(runs_dir, reference, candidate)
 
 
 def _report(label, comparison):
-    r = comparison.result
-    print(f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
-          f"QoI {r.qoi:.1f}% ({r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed)")
-    for e in r.examples:
-        if e.candidate_hypothesis != e.reference_hypothesis:
-            print(f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
-                  f"    openai-whisper: {e.reference_hypothesis}\n    candidate:      {e.candidate_hypothesis}")
+    print_differences(label, comparison, "candidate")
 
 
 def test_harness_ane_layout_against_stock_on_the_bundled_set(tiny_short, runs_dir):

@@ -13,9 +13,8 @@ import pytest
 from whisperbench.adapters import DecodingOptions
 from whisperbench.errors import OptionError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
-from whisperbench.reports import compare_runs
 
-from .conftest import shared_manifest
+from .conftest import compare_stored, print_differences, shared_manifest
 
 mx = pytest.importorskip("mlx.core", reason="MLX not installed: pip install 'whisperbench[mlx]' torch==2.13.0")
 pytest.importorskip("mlx_whisper", reason="mlx-whisper not installed: pip install 'whisperbench[mlx]' torch==2.13.0")
@@ -57,17 +56,11 @@ def _run(runs_dir, dataset: str, adapter: str, options=(), limit=None):
 
 
 def _compare(runs_dir, reference, candidate):
-    return compare_runs(open_run(reference.store.name, runs_dir), open_run(candidate.store.name, runs_dir))
+    return compare_stored(runs_dir, reference, candidate)
 
 
 def _print_differences(label, comparison):
-    r = comparison.result
-    print(f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
-          f"QoI {r.qoi:.1f}% ({r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed)")
-    for e in r.examples:
-        if e.candidate_hypothesis != e.reference_hypothesis:
-            print(f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
-                  f"    openai-whisper: {e.reference_hypothesis}\n    mlx:            {e.candidate_hypothesis}")
+    print_differences(label, comparison, "mlx")
 
 
 def test_converted_folder_has_mlx_names_and_layouts(checkpoint):
