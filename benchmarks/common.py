@@ -11,7 +11,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+Column = tuple[str, int, Callable[[dict], str]]  # header, width, format(summary)
 
 
 def run_implementation(label: str, adapter: str, options: list[str], *, model: str, dataset: str, threads: int,
@@ -59,3 +61,25 @@ def run_all(configurations: list[tuple[str, str, list[str]]], *, model: str, dat
             if summary:
                 results[label] = summary
     return results
+
+
+def print_ratio_table(title: str, results: dict[str, dict], *, extra: tuple[Column, ...] = (),
+                      note: str = "ow = openai-whisper") -> None:
+    """WER, RTFx and peak memory per run, with speed and memory as ratios to the openai-whisper run."""
+    base = results.get("openai-whisper") or {}
+    columns: list[Column] = [
+        ("WER %", 8, lambda s: f"{s['wer']:.2f}"),
+        ("RTFx", 8, lambda s: f"{s['rtfx']:.2f}" if s["rtfx"] else "-"),
+        ("RTFx/ow", 9, lambda s: f"{ratio(s['rtfx'], base.get('rtfx')):.2f}"),
+        ("peak MiB", 10, lambda s: f"{s['peak_mb']:.0f}"),
+        ("mem/ow", 8, lambda s: f"{ratio(s['peak_mb'], base.get('peak_mb')):.2f}"),
+        ("load s", 8, lambda s: f"{s['load_s']:.2f}"),
+        *extra,
+    ]
+    width = max([len("implementation"), *map(len, results)]) + 2
+    header = f"{'implementation':<{width}}" + "".join(f"{name:>{w}}" for name, w, _ in columns)
+    print(f"\n{title}\n{header}\n{'-' * len(header)}")
+    for label, summary in results.items():
+        print(f"{label:<{width}}" + "".join(f"{fmt(summary):>{w}}" for _, w, fmt in columns))
+    if note:
+        print(note)

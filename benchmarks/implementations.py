@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import ratio, run_all
+from common import print_ratio_table, run_all
 
 IMPLEMENTATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -35,18 +35,9 @@ def main() -> int:
     if not results:
         print("no implementation ran")
         return 1
-    base = results.get("openai-whisper")
-    print(f"\n{args.model} on {args.dataset}, {args.threads} thread(s), one run")
-    header = f"{'implementation':<22}{'WER %':>8}{'RTFx':>8}{'RTFx/ow':>9}{'peak MiB':>10}{'mem/ow':>8}" \
-             f"{'load s':>8}{'overhead %':>12}"
-    print(header)
-    print("-" * len(header))
-    for label, s in results.items():
-        speed = ratio(s["rtfx"], base and base["rtfx"])
-        memory = ratio(s["peak_mb"], base and base["peak_mb"])
-        print(f"{label:<22}{s['wer']:>8.2f}{s['rtfx']:>8.1f}{speed:>9.2f}{s['peak_mb']:>10.0f}{memory:>8.2f}"
-              f"{s['load_s']:>8.2f}{s['harness_overhead_pct']:>12.2f}")
-    print("ow = openai-whisper; overhead target <= 2 %")
+    print_ratio_table(f"{args.model} on {args.dataset}, {args.threads} thread(s), one run", results,
+                      extra=(("overhead %", 12, lambda s: f"{s['harness_overhead_pct']:.2f}"),),
+                      note="ow = openai-whisper; overhead target <= 2 %")
     return 0
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import ratio, run_all
+from common import print_ratio_table, ratio, run_all
 
 CONFIGURATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -41,22 +41,14 @@ def main() -> int:
     if not base or not any(label.startswith("jax") for label in results):
         print("need openai-whisper and at least one jax configuration")
         return 1
-    print(f"\n{args.model} on {args.dataset}, {args.threads} thread(s), one run")
-    header = (f"{'implementation':<20}{'WER %':>8}{'RTFx':>8}{'RTFx/ow':>9}{'peak MiB':>10}{'mem/ow':>8}"
-              f"{'load s':>8}{'compile s':>11}")
-    print(header)
-    print("-" * len(header))
-    for label, s in results.items():
-        compile_s = s.get("compile_s")
-        print(f"{label:<20}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{ratio(s['rtfx'], base['rtfx']):>9.3f}"
-              f"{s['peak_mb']:>10.0f}{ratio(s['peak_mb'], base['peak_mb']):>8.2f}{s['load_s']:>8.2f}"
-              f"{compile_s if compile_s is not None else '-':>11}")
+    print_ratio_table(f"{args.model} on {args.dataset}, {args.threads} thread(s), one run", results,
+                      extra=(("compile s", 11, lambda s: str(s.get("compile_s", "-"))),),
+                      note="ow = openai-whisper; load s includes compile s (jax); RTFx excludes both")
     jax_runs = {label: s for label, s in results.items() if label.startswith("jax-b") and "bf16" not in label}
     if "jax-b1" in jax_runs:
         scaling = ", ".join(f"{label} {ratio(s['rtfx'], jax_runs['jax-b1']['rtfx']):.2f}x"
                             for label, s in jax_runs.items())
         print(f"batching, RTFx relative to jax-b1: {scaling}")
-    print("ow = openai-whisper; load s includes compile s (jax); RTFx excludes both")
     return 0
 
 

@@ -2,21 +2,24 @@
 
 Each configuration runs in its own process (``whisperbench run``), so peak RSS is its own. Printed:
 WER, RTFx (Σ audio / Σ inference, load and warm-up excluded) and peak RSS, with their ratios to
-openai-whisper. On Linux, mlx[cpu] runs on the CPU with the reference BLAS it bundles (one thread),
-so expect a fraction of openai-whisper's speed there; the row is meant for Apple silicon (Metal).
+openai-whisper. On Linux, mlx[cpu] does its matrix products in the reference BLAS its wheel bundles
+(one thread, no SIMD kernels), so expect a small fraction of openai-whisper's speed; ``--blas openblas``
+adds float32 on the system OpenBLAS (the adapter's ``blas`` option, ``threads`` threads). On Apple
+silicon MLX runs on Metal and the rows compare what users there run.
 ``--quantized`` adds q8 and q4 on top of float32 (on the Linux CPU, quantized float16 is ~30x slower).
 
-    python benchmarks/mlx.py [--dataset tiny-shortform] [--model tiny.en] [--threads 2] [--limit N] [--quantized]
+    python benchmarks/mlx.py [--dataset tiny-shortform] [--model tiny.en] [--threads 2] [--limit N]
+                             [--quantized] [--blas openblas|PATH] [--skip-bundled]
 """
 
 from __future__ import annotations
 
 import argparse
 
-from common import ratio, run_all
+from common import print_ratio_table, run_all
 
-CONFIGURATIONS = [
-    ("openai-whisper", "openai-whisper", []),
+REFERENCE = [("openai-whisper", "openai-whisper", [])]
+BUNDLED_BLAS = [
     ("mlx-float32", "mlx", ["dtype=float32"]),
     ("mlx-float16", "mlx", ["dtype=float16"]),
 ]
@@ -26,6 +29,18 @@ QUANTIZED = [
 ]
 
 
+def configurations(args) -> list[tuple[str, str, list[str]]]:
+    chosen = list(REFERENCE)
+    if not args.skip_bundled:
+        chosen += BUNDLED_BLAS + (QUANTIZED if args.quantized else [])
+    if args.blas:
+        suffix = "openblas" if args.blas == "openblas" else "blas"
+        with_blas = [(f"{label}-{suffix}", adapter, [*options, f"blas={args.blas}"])
+                     for label, adapter, options in BUNDLED_BLAS + (QUANTIZED if args.quantized else [])]
+        chosen += with_blas
+    return chosen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="tiny-shortform")
@@ -33,21 +48,16 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--quantized", action="store_true", help="also run q8 and q4 (on float32)")
+    parser.add_argument("--blas", default="", help="also run on this BLAS: 'openblas' or a library path (Linux)")
+    parser.add_argument("--skip-bundled", action="store_true", help="leave out the rows on the wheel's own BLAS")
     args = parser.parse_args()
-    results = run_all(CONFIGURATIONS + (QUANTIZED if args.quantized else []), model=args.model, dataset=args.dataset, threads=args.threads,
+    results = run_all(configurations(args), model=args.model, dataset=args.dataset, threads=args.threads,
                       limit=args.limit)
-    base = results.get("openai-whisper")
-    if not base or len(results) < 2:
+    if "openai-whisper" not in results or len(results) < 2:
         print("need openai-whisper and at least one mlx configuration")
         return 1
-    print(f"\n{args.model} on {args.dataset}, {args.threads} thread(s) asked (MLX has no thread setting), one run")
-    header = f"{'implementation':<16}{'WER %':>8}{'RTFx':>8}{'RTFx/ow':>9}{'peak MiB':>10}{'mem/ow':>8}{'load s':>8}"
-    print(header)
-    print("-" * len(header))
-    for label, s in results.items():
-        print(f"{label:<16}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{ratio(s['rtfx'], base['rtfx']):>9.3f}"
-              f"{s['peak_mb']:>10.0f}{ratio(s['peak_mb'], base['peak_mb']):>8.2f}{s['load_s']:>8.2f}")
-    print("ow = openai-whisper")
+    print_ratio_table(f"{args.model} on {args.dataset}, {args.threads} thread(s) (OpenBLAS rows; the bundled BLAS "
+                      "has one), one run", results)
     return 0
 
 

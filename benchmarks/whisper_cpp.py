@@ -17,7 +17,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from common import ratio, run_implementation
+from common import print_ratio_table, run_implementation
 
 SHARED_LONG = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "longform" / "manifest.jsonl"
 ADAPTER_MODULE = "whisperbench.adapters.whisper_cpp"  # preloaded: registers whisper-cpp where the CLI lacks it
@@ -32,20 +32,6 @@ def implementations(args) -> list[tuple[str, str, list[str]]]:
     if args.whisper_cpp_python:
         chosen += [("whisper.cpp-1.4.1-f16", "whisper-cpp", ["backend=whisper-cpp-python"])]
     return chosen
-
-
-def report(title: str, results: dict[str, dict]) -> None:
-    base = results.get("openai-whisper") or {}
-    print(f"\n{title}")
-    header = f"{'implementation':<24}{'WER %':>8}{'RTFx':>8}{'RTFx/ow':>9}{'peak MiB':>10}{'mem/ow':>8}{'load s':>8}"
-    print(header)
-    print("-" * len(header))
-    for label, s in results.items():
-        version = s["versions"].get("whisper.cpp")
-        print(f"{label:<24}{s['wer']:>8.2f}{s['rtfx'] or float('nan'):>8.2f}"
-              f"{ratio(s['rtfx'], base.get('rtfx')):>9.2f}{s['peak_mb']:>10.0f}"
-              f"{ratio(s['peak_mb'], base.get('peak_mb')):>8.2f}{s['load_s']:>8.2f}"
-              + (f"  whisper.cpp {version}" if version else ""))
 
 
 def main() -> int:
@@ -75,8 +61,9 @@ def main() -> int:
             if results:
                 ran = True
                 audio = next(iter(results.values()))["audio_s"]
-                report(f"{args.model}, {form}: {dataset} ({audio:.0f} s of audio), {args.threads} thread(s), one run",
-                       results)
+                print_ratio_table(f"{args.model}, {form}: {dataset} ({audio:.0f} s of audio), {args.threads} thread(s), "
+                                  "one run", results, note="",
+                                  extra=(("whisper.cpp", 13, lambda s: s["versions"].get("whisper.cpp", "")),))
     print("\now = openai-whisper; whisper.cpp's peak MiB is its worker process's ru_maxrss")
     return 0 if ran else 1
 

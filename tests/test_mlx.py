@@ -7,11 +7,17 @@ set and jfk; the 81-utterance shared comparison and the quantized transcription 
 
 from __future__ import annotations
 
+import ctypes.util
+import glob
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from whisperbench.adapters import DecodingOptions
-from whisperbench.errors import OptionError
+from whisperbench.errors import ModelError, OptionError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
 
 from .conftest import compare_stored, print_differences, shared_manifest
@@ -48,10 +54,17 @@ def offline_hub(monkeypatch):
     monkeypatch.setattr(mlx_whisper.load_models, "snapshot_download", refuse)
 
 
-def _run(runs_dir, dataset: str, adapter: str, options=(), limit=None):
-    name = "-".join([adapter, *options, str(limit)]).replace("=", "_")
+OPENBLAS = ctypes.util.find_library("openblas") if sys.platform == "linux" else None
+needs_openblas = pytest.mark.skipif(not OPENBLAS, reason="blas=openblas needs a system OpenBLAS on Linux "
+                                    "(Debian/Ubuntu: apt-get install libopenblas0-pthread)")
+
+
+def _run(runs_dir, dataset: str, adapter: str, options=(), limit=None, threads=1):
+    """Runs asking for another BLAS than the wheel's run in a child process (the pytest process's MLX is bound)."""
+    name = "-".join([adapter, *options, str(limit), f"t{threads}"]).replace("=", "_").replace("/", "_")
     request = RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=name, limit=limit,
-                         decoding=DecodingOptions.from_pairs(["threads=1", *options]), warmup=False)
+                         decoding=DecodingOptions.from_pairs([f"threads={threads}", *options]), warmup=False,
+                         isolate=any(option.startswith("blas=") for option in options))
     return run_evaluation(request)
 
 
@@ -125,7 +138,8 @@ def test_bundled_shortform_float32_matches_openai_whisper(tiny_short, runs_dir, 
     assert s["num_failed"] == 0 and s["num_examples"] == 6
     jfk = next(p for p in open_run(candidate.store.name, runs_dir).predictions if p.id == "jfk")
     assert jfk.wer == 0.0, jfk.hypothesis
-    assert candidate.info["adapter_info"]["settings"] == {"dtype": "float32", "quantization": ""}
+    assert candidate.info["adapter_info"]["settings"] == {"dtype": "float32", "quantization": "", "blas": ""}
+    assert candidate.info["adapter_info"]["blas"] == {"library": "bundled"}
     comparison = _compare(runs_dir, _run(runs_dir, str(tiny_short), "openai-whisper"), candidate)
     _print_differences("mlx float32, bundled", comparison)
     assert comparison.result.qoi >= 90.0
@@ -161,3 +175,63 @@ def test_quantized_q4_transcribes_jfk(tiny_short, runs_dir, offline_hub):
     result = _run(runs_dir, str(tiny_short), "mlx", ("quantization=q4",), limit=1)
     (jfk,) = open_run(result.store.name, runs_dir).predictions
     assert jfk.status == "ok" and jfk.wer == 0.0, jfk.hypothesis
+
+
+def _sgemm_binding(choice: str) -> list[str]:
+    """The dynamic linker's own account (LD_DEBUG) of where libmlx's cblas_sgemm calls go, in a fresh process."""
+    code = ("from whisperbench.adapters.mlx import use_blas; use_blas(%r, 1); import mlx.core as mx; "
+            "a = mx.ones((64, 64)); mx.eval(a @ a)" % choice)
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "LD_DEBUG": "bindings"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [line.split(" to ", 1)[1] for line in done.stderr.splitlines()
+            if "libmlx.so" in line.split(" to ", 1)[0] and "`cblas_sgemm'" in line]
+
+
+@needs_openblas
+def test_blas_option_decides_where_mlx_matmuls_go():
+    bundled, openblas = _sgemm_binding(""), _sgemm_binding("openblas")
+    assert bundled and all("mlx_cpu.libs/libblas" in target for target in bundled), bundled
+    assert openblas and all("libopenblas" in target for target in openblas), openblas
+
+
+def test_blas_option_errors_name_the_problem(tmp_path):
+    from whisperbench.adapters.mlx import use_blas
+
+    with pytest.raises(OptionError, match="no such file"):
+        use_blas(str(tmp_path / "libnothing.so"), 1)
+    with pytest.raises(OptionError, match="expected 'openblas' or a path"):
+        use_blas("mkl", 1)
+    not_a_library = tmp_path / "libnotblas.so"
+    not_a_library.write_bytes(b"\x7fELF not really")
+    cases = [(not_a_library, f"cannot load {not_a_library}")]
+    libm = next(iter(glob.glob("/lib/*/libm.so.6") + glob.glob("/usr/lib*/libm.so.6")), None)
+    if libm:  # a real shared library, but not a BLAS
+        cases.append((libm, "has no cblas_sgemm, so it is not a CBLAS library"))
+    for library, message in cases:  # in a fresh process: this one's MLX is bound already
+        code = f"from whisperbench.adapters.mlx import use_blas; use_blas({str(library)!r}, 1)"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and message in done.stderr, done.stderr[-1000:]
+
+
+@needs_openblas
+def test_blas_cannot_switch_after_mlx_is_bound():
+    from whisperbench.adapters.mlx import use_blas
+
+    assert "mlx.core" in sys.modules  # imported by this module: bound to the wheel's BLAS
+    assert use_blas("", 1) == {"library": "bundled"}
+    with pytest.raises(ModelError, match="--isolate"):
+        use_blas("openblas", 1)
+
+
+@needs_openblas
+def test_openblas_run_matches_openai_whisper_on_bundled_set(tiny_short, runs_dir):
+    """In a child process (--isolate), as a user runs it beside other MLX contenders."""
+    pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
+    candidate = _run(runs_dir, str(tiny_short), "mlx", ("blas=openblas",), threads=2)
+    blas = candidate.info["adapter_info"]["blas"]
+    assert "libopenblas" in blas["library"] and blas["threads"] == 2 and "OpenBLAS" in blas["config"], blas
+    assert candidate.summary["num_failed"] == 0
+    comparison = _compare(runs_dir, _run(runs_dir, str(tiny_short), "openai-whisper"), candidate)
+    _print_differences("mlx float32 on OpenBLAS, bundled", comparison)
+    assert comparison.result.qoi >= 90.0

@@ -7,15 +7,27 @@ Options: ``dtype`` float32 (default, as the other adapters' baseline) or float16
 default, the usual choice on Apple silicon); ``quantization`` "" (none), q4 or q8 (affine, groups of
 64, on top of ``dtype``). On the Linux CPU backend float16 is emulated: quantized float16 is about 30x
 slower than float32 there, while quantized float32 runs at float32's speed or better.
-mlx-whisper has no beam search (beam_size > 1 is refused) and no thread setting: on Linux, mlx[cpu]
-does its matmuls in the BLAS it bundles (reference BLAS, one thread), so ``threads`` has no effect.
+mlx-whisper has no beam search (beam_size > 1 is refused).
+
+``blas`` (Linux only): mlx[cpu] does its matrix products in the reference BLAS its wheel bundles
+(netlib, one thread, no SIMD kernels), which makes it many times slower than the other CPU
+implementations. ``blas=openblas`` loads the system OpenBLAS (Debian/Ubuntu: ``apt-get install
+libopenblas0-pthread``) into the process before MLX, so MLX's ``cblas_sgemm`` binds to it; ``blas=PATH``
+loads any CBLAS library. ``threads`` then sets OpenBLAS's thread count (the bundled BLAS has none).
+The library a process's MLX binds to is fixed once MLX is imported, so a second MLX contender asking
+for another BLAS in the same process is refused (run it with ``--isolate``). run.json records which
+BLAS ran (``adapter_info.blas``).
 MLX is native code: an abort inside it ends the run's process; the run store keeps the finished
-examples, and running the same command again resumes after them.
+examples, and running the same command again resumes after them (or use ``--isolate``).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import ctypes
+import ctypes.util
+import sys
+from pathlib import Path
+from typing import Any, Optional
 
 import numpy as np
 
@@ -33,7 +45,7 @@ class MLXAdapter(Adapter):
     extra = "mlx"
     distributions = ("mlx-whisper", "mlx", "mlx-cpu", "mlx-metal")
     long_form_algorithm = "mlx-whisper: sequential 30 s windows, seek by timestamps (openai-whisper's loop)"
-    options = {"dtype": "float32", "quantization": ""}
+    options = {"dtype": "float32", "quantization": "", "blas": ""}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
@@ -48,6 +60,7 @@ class MLXAdapter(Adapter):
             raise OptionError(f"adapter {exc}") from exc
 
     def load(self) -> None:
+        self.blas = use_blas(self.settings["blas"], self.decoding.threads)  # before anything imports MLX
         import mlx.core as mx
         from mlx_whisper.transcribe import ModelHolder
 
@@ -70,6 +83,12 @@ class MLXAdapter(Adapter):
                                         **d.whisper_transcribe_kwargs(self.multilingual, long_form))
         return transcript_from_whisper_result(result)
 
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        if hasattr(self, "blas"):
+            info["blas"] = self.blas
+        return info
+
     def close(self) -> None:
         import mlx.core as mx
         from mlx_whisper.transcribe import ModelHolder
@@ -77,3 +96,55 @@ class MLXAdapter(Adapter):
         if ModelHolder.model_path == getattr(self, "path", None):
             ModelHolder.model, ModelHolder.model_path = None, None
         mx.clear_cache()
+
+
+BUNDLED = "bundled"
+_blas_in_process: Optional[dict[str, Any]] = None  # the BLAS this process's MLX binds to, once chosen
+
+
+def use_blas(choice: str, threads: int) -> dict[str, Any]:
+    """Make ``choice`` ("" for the wheel's own, "openblas", or a library path) the BLAS that MLX's CPU
+    backend calls in this process, and describe it. Must run before ``mlx.core`` is first imported."""
+    global _blas_in_process
+    wanted = _blas_library(choice) if choice else BUNDLED
+    if _blas_in_process is None and "mlx.core" in sys.modules:
+        _blas_in_process = {"library": BUNDLED}  # imported by someone else: bound to the bundled BLAS
+    if _blas_in_process is not None:
+        if _blas_in_process["library"] != wanted:
+            raise ModelError(f"adapter mlx: MLX in this process already uses the {_blas_in_process['library']} BLAS "
+                             f"and cannot switch to {wanted} (a library is bound when MLX is imported): run this "
+                             "contender in its own process (--isolate)")
+    elif wanted == BUNDLED:
+        _blas_in_process = {"library": BUNDLED}
+    else:
+        try:  # global scope: MLX's undefined cblas_* symbols resolve here before its bundled libblas
+            lib = ctypes.CDLL(wanted, mode=ctypes.RTLD_GLOBAL)
+        except OSError as exc:
+            raise OptionError(f"adapter mlx: blas={choice}: cannot load {wanted}: {exc}") from exc
+        if not hasattr(lib, "cblas_sgemm"):
+            raise OptionError(f"adapter mlx: blas={choice}: {wanted} has no cblas_sgemm, so it is not a CBLAS library")
+        _blas_in_process = {"library": wanted, "handle": lib}
+    info = {key: value for key, value in _blas_in_process.items() if key != "handle"}
+    lib = _blas_in_process.get("handle")
+    if lib is not None and hasattr(lib, "openblas_set_num_threads"):
+        lib.openblas_set_num_threads(ctypes.c_int(threads))
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        info.update(threads=lib.openblas_get_num_threads(), config=lib.openblas_get_config().decode())
+    return info
+
+
+def _blas_library(choice: str) -> str:
+    if sys.platform == "darwin":
+        raise OptionError("adapter mlx: the blas option is for mlx[cpu] on Linux; on macOS MLX uses Metal and "
+                          "Accelerate")
+    if choice == "openblas":
+        found = ctypes.util.find_library("openblas")
+        if not found:
+            raise OptionError("adapter mlx: blas=openblas: no OpenBLAS found on this system (Debian/Ubuntu: "
+                              "apt-get install libopenblas0-pthread), or pass blas=/path/to/libopenblas.so")
+        return found
+    if "/" not in choice:
+        raise OptionError(f"adapter mlx: blas={choice}: expected 'openblas' or a path to a CBLAS library")
+    if not Path(choice).is_file():
+        raise OptionError(f"adapter mlx: blas={choice}: no such file")
+    return choice
