@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from whisperbench.harness.environment import peak_rss_mb
 from whisperbench.harness.store import PREDICTIONS, RunStore, open_run
 from whisperbench.reports import compare_runs
 from whisperbench.scoring import qoi, score_prediction, summarize
@@ -85,7 +85,7 @@ def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
 
 
 def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_rss_mb()
 
 
 def main(argv=None) -> int:

@@ -2,8 +2,8 @@
 
 Each implementation runs once per dataset in its own ``whisperbench run`` process. Printed: WER,
 RTFx (Σ audio / Σ inference; load and warm-up excluded) and peak RSS, as ratios to openai-whisper.
-whisper.cpp runs in a worker process, so its peak RSS is the worker's own (``ru_maxrss`` reported by
-the worker, ``worker_peak_rss_mb`` in run.json), not the harness process's. Short-form is decoded
+whisper.cpp runs in a worker process, so its peak RSS is the worker's own high-water mark
+(``worker_peak_rss_mb`` in run.json), not the harness process's. Short-form is decoded
 without timestamps; long-form uses each implementation's own long-form algorithm (whisper.cpp's
 ``whisper_full`` seeking). One run on a shared machine: compare the ratios, not seconds across runs.
 
@@ -64,7 +64,7 @@ def main() -> int:
                 print_ratio_table(f"{args.model}, {form}: {dataset} ({audio:.0f} s of audio), {args.threads} thread(s), "
                                   "one run", results, note="",
                                   extra=(("whisper.cpp", 13, lambda s: s["versions"].get("whisper.cpp", "")),))
-    print("\now = openai-whisper; whisper.cpp's peak MiB is its worker process's ru_maxrss")
+    print("\now = openai-whisper; whisper.cpp's peak MiB is its worker process's own peak (VmHWM)")
     return 0 if ran else 1
 
 

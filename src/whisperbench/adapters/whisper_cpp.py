@@ -8,7 +8,7 @@ file path, so nothing is ever downloaded.
 The native model runs in a worker subprocess: a crash (segfault, abort) fails the example that
 caused it with a clear error, and a new worker is started for the next one. whisper.cpp's log goes
 to a file (what it logged during a fatal request is quoted in the error). The worker reports its
-peak RSS (``ru_maxrss``) with every reply; ``describe()`` records the maximum as
+own peak RSS (``VmHWM``, see ``peak_rss_mb``) with every reply; ``describe()`` records the maximum as
 ``worker_peak_rss_mb``, since the harness process never holds the model.
 """
 

@@ -70,6 +70,18 @@ def thread_env() -> dict[str, str]:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MiB."""
+    """Peak resident memory of this process so far, in MiB.
+
+    On Linux this is the kernel's high-water mark of the process's own memory (``VmHWM``), not
+    ``ru_maxrss``: a process started by ``subprocess`` (vfork + exec) inherits its parent's peak in
+    ``ru_maxrss``, so a small worker spawned by a large harness process would report the harness's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024

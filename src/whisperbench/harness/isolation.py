@@ -28,6 +28,7 @@ import numpy as np
 from ..adapters.base import Adapter
 from ..errors import ModelError
 from ..types import Example, Transcript
+from .environment import peak_rss_mb
 
 _LOG_TAIL_LINES = 6
 
@@ -125,12 +126,6 @@ class ChildProcess:
         self.conn.close()
 
 
-def _peak_rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def serve(fd: int, factory: str) -> None:
     """Child main loop: build the object, then answer calls until ``close`` or a closed socket."""
     conn = Connection(fd)
@@ -139,9 +134,9 @@ def serve(fd: int, factory: str) -> None:
     try:
         target = getattr(importlib.import_module(module), name)(config)
         info = target.info() if hasattr(target, "info") else None
-        conn.send({"result": info, "peak_rss_mb": _peak_rss_mb()})
+        conn.send({"result": info, "peak_rss_mb": peak_rss_mb()})
     except Exception as exc:
-        conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
+        conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": peak_rss_mb()})
         return
     while True:
         try:
@@ -152,9 +147,9 @@ def serve(fd: int, factory: str) -> None:
             return
         try:
             result = None if method == "stats" else getattr(target, method)(*args, **kwargs)
-            conn.send({"result": result, "peak_rss_mb": _peak_rss_mb()})
+            conn.send({"result": result, "peak_rss_mb": peak_rss_mb()})
         except Exception as exc:
-            conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": _peak_rss_mb()})
+            conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": peak_rss_mb()})
 
 
 # --- any adapter in a child process ------------------------------------------------------------------
