@@ -6,6 +6,7 @@ process (whisper.cpp) report that worker's peak as ``worker_peak_rss_mb`` in run
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -83,3 +84,13 @@ def print_ratio_table(title: str, results: dict[str, dict], *, extra: tuple[Colu
         print(f"{label:<{width}}" + "".join(f"{fmt(summary):>{w}}" for _, w, fmt in columns))
     if note:
         print(note)
+
+
+def benchmark_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every implementation benchmark takes: dataset, model, threads, limit."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--dataset", default="tiny-shortform")
+    parser.add_argument("--model", default="tiny.en")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int)
+    return parser

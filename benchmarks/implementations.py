@@ -11,9 +11,7 @@ overhead). Machines are noisy: compare the ratios of one run, not seconds across
 
 from __future__ import annotations
 
-import argparse
-
-from common import print_ratio_table, run_all
+from common import benchmark_parser, print_ratio_table, run_all
 
 IMPLEMENTATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -24,11 +22,7 @@ IMPLEMENTATIONS = [
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="tiny-shortform")
-    parser.add_argument("--model", default="tiny.en")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--limit", type=int)
+    parser = benchmark_parser(__doc__)
     args = parser.parse_args()
     results = run_all(IMPLEMENTATIONS, model=args.model, dataset=args.dataset, threads=args.threads,
                       limit=args.limit)

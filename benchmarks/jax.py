@@ -13,9 +13,7 @@ ends, and a partial last batch is filled up to the compiled batch size: both cos
 
 from __future__ import annotations
 
-import argparse
-
-from common import print_ratio_table, ratio, run_all
+from common import benchmark_parser, print_ratio_table, ratio, run_all
 
 CONFIGURATIONS = [
     ("openai-whisper", "openai-whisper", []),
@@ -28,11 +26,7 @@ BFLOAT16 = [("jax-b16-bf16", "jax", ["batch_size=16", "dtype=bfloat16"])]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="tiny-shortform")
-    parser.add_argument("--model", default="tiny.en")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--limit", type=int)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--bfloat16", action="store_true", help="also run batch 16 in bfloat16")
     args = parser.parse_args()
     results = run_all(CONFIGURATIONS + (BFLOAT16 if args.bfloat16 else []), model=args.model,

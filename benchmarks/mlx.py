@@ -14,9 +14,7 @@ silicon MLX runs on Metal and the rows compare what users there run.
 
 from __future__ import annotations
 
-import argparse
-
-from common import print_ratio_table, run_all
+from common import benchmark_parser, print_ratio_table, run_all
 
 REFERENCE = [("openai-whisper", "openai-whisper", [])]
 BUNDLED_BLAS = [
@@ -42,11 +40,7 @@ def configurations(args) -> list[tuple[str, str, list[str]]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", default="tiny-shortform")
-    parser.add_argument("--model", default="tiny.en")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--limit", type=int)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--quantized", action="store_true", help="also run q8 and q4 (on float32)")
     parser.add_argument("--blas", default="", help="also run on this BLAS: 'openblas' or a library path (Linux)")
     parser.add_argument("--skip-bundled", action="store_true", help="leave out the rows on the wheel's own BLAS")

@@ -16,7 +16,7 @@ from whisperbench.harness import RunRequest, open_run, run_evaluation
 from whisperbench.reports import compare_runs
 from whisperbench.types import Example
 
-from .conftest import shared_manifest
+from .conftest import print_differences, shared_manifest
 
 pytest.importorskip("jax", reason="JAX not installed: pip install 'whisperbench[jax]'")
 pytest.importorskip("flax", reason="Flax not installed: pip install 'whisperbench[jax]'")
@@ -276,13 +276,8 @@ def test_same_weights_agree_with_openai_whisper_on_shared_shortform(runs_dir):
                              decoding=DecodingOptions.from_pairs(options))
         runs[adapter] = open_run(run_evaluation(request).store.name, runs_dir)
     comparison = compare_runs(runs["openai-whisper"], runs["jax"])
+    print_differences("jax", comparison, "jax")
     r = comparison.result
-    print(f"\njax: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
-          f"QoI {r.qoi:.1f}% ({r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed)")
-    for e in r.examples:
-        if e.candidate_hypothesis != e.reference_hypothesis:
-            print(f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
-                  f"    openai-whisper: {e.reference_hypothesis}\n    jax:            {e.candidate_hypothesis}")
     assert r.joined == 81 and r.candidate_failed == 0
     assert r.qoi >= 90.0
     assert abs(comparison.candidate_wer - comparison.reference_wer) < 2.0
