@@ -84,10 +84,6 @@ def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
             fh.write(json.dumps(dict(rows[rng.randrange(len(rows))], id=f"utt{i:07d}"), ensure_ascii=False) + "\n")
 
 
-def peak_mb() -> float:
-    return peak_rss_mb()
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
@@ -110,7 +106,7 @@ def main(argv=None) -> int:
             comparison = compare_runs(ref, cand)  # summarize both (WER) + QoI, as `whisperbench compare`
             t2 = time.perf_counter()
             row = {"n": n, "mb": size_mb, "read_s": t1 - t0, "score_s": t2 - t1, "total_s": t2 - t0,
-                   "wer": comparison.candidate_wer, "qoi": comparison.result.qoi, "peak_mb": peak_mb()}
+                   "wer": comparison.candidate_wer, "qoi": comparison.result.qoi, "peak_mb": peak_rss_mb()}
             if n == sizes[0]:  # the path that re-normalizes and re-aligns everything, for comparison
                 t3 = time.perf_counter()
                 slow_wer = summarize(cand.predictions, NORMALIZER, "short")["wer"]

@@ -27,13 +27,14 @@ def _apple_silicon() -> bool:
 
 
 def _mlx_on_openblas_here() -> Optional[str]:
-    """None where mlx[cpu] can use a system OpenBLAS (Linux with one installed), else why not."""
-    import ctypes.util
+    """None where mlx[cpu] can use a system OpenBLAS (the adapter's own lookup), else why not."""
+    from .adapters.mlx import blas_library
+    from .errors import OptionError
 
-    if sys.platform != "linux":
-        return "the blas option is for mlx[cpu] on Linux"
-    if not ctypes.util.find_library("openblas"):
-        return "no system OpenBLAS (apt-get install libopenblas0-pthread); pass --all for MLX on its bundled BLAS"
+    try:
+        blas_library("openblas")
+    except OptionError as exc:
+        return str(exc)
     return None
 
 

@@ -106,7 +106,7 @@ def use_blas(choice: str, threads: int) -> dict[str, Any]:
     """Make ``choice`` ("" for the wheel's own, "openblas", or a library path) the BLAS that MLX's CPU
     backend calls in this process, and describe it. Must run before ``mlx.core`` is first imported."""
     global _blas_in_process
-    wanted = _blas_library(choice) if choice else BUNDLED
+    wanted = blas_library(choice) if choice else BUNDLED
     if _blas_in_process is None and "mlx.core" in sys.modules:
         _blas_in_process = {"library": BUNDLED}  # imported by someone else: bound to the bundled BLAS
     if _blas_in_process is not None:
@@ -133,7 +133,8 @@ def use_blas(choice: str, threads: int) -> dict[str, Any]:
     return info
 
 
-def _blas_library(choice: str) -> str:
+def blas_library(choice: str) -> str:
+    """The library ``blas=choice`` names ("openblas": the system's, found by the loader), or OptionError why not."""
     if sys.platform == "darwin":
         raise OptionError("adapter mlx: the blas option is for mlx[cpu] on Linux; on macOS MLX uses Metal and "
                           "Accelerate")
