@@ -1,7 +1,14 @@
-"""Shared fixtures: bundled data, ../shared/data when present, small manifests written on the fly."""
+"""Shared fixtures: bundled data, ../shared/data when present, small manifests written on the fly, and the
+runs and conversions several test modules read, each paid for once per session.
+
+Tiers (README, "Testing"): the default tier proves each point on 1-6 bundled clips; ``slow`` holds one
+81-utterance parity run per implementation and whole-demo checks; ``long_running`` (off unless
+``WHISPERBENCH_LONG_TESTS=1``) what takes tens of minutes on 2 cores.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -43,11 +50,56 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Converted weights go to one cache per test session, not the user's cache."""
-    monkeypatch.setenv("WHISPERBENCH_CACHE", os.environ.get("WHISPERBENCH_TEST_CACHE")
-                       or str(tmp_path_factory.getbasetemp() / "cache"))
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """Converted weights go to one cache per test session, not the user's cache: each conversion is paid
+    once per session, whatever the scope of the fixture or test that asks for it first."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WHISPERBENCH_CACHE", os.environ.get("WHISPERBENCH_TEST_CACHE")
+                     or str(tmp_path_factory.getbasetemp() / "cache"))
+        yield
+
+
+class SharedRuns:
+    """Harness runs that several tests compare against, each computed once per session.
+
+    ``get`` runs (or returns the stored) run of a configuration; a test only reads it. The openai-whisper
+    reference on the shared 81 utterances, for example, is decoded once, not once per implementation.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._names: dict[str, str] = {}
+
+    def get(self, adapter: str, dataset, *options: str, model: str = "tiny.en", **request):
+        from whisperbench.adapters import DecodingOptions
+        from whisperbench.harness import RunRequest, open_run, run_evaluation
+
+        key = json.dumps([adapter, model, str(dataset), sorted(options), sorted(request.items())], default=str)
+        if key not in self._names:
+            name = f"{adapter}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+            run_evaluation(RunRequest(adapter, model, str(dataset), runs_dir=str(self.root), name=name, warmup=False,
+                                      decoding=DecodingOptions.from_pairs(list(options)), **request))
+            self._names[key] = name
+        return open_run(self._names[key], self.root)
+
+    def reference(self, dataset, **request):
+        """openai-whisper on tiny.en, the reference of every parity test (2 threads, or 2 one-thread workers
+        with ``workers=2``: the same text, the reference of the shared 81 utterances in half the time)."""
+        threads = "threads=1" if request.get("workers", 1) > 1 else "threads=2"
+        return self.get("openai-whisper", dataset, threads, **request)
+
+
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory) -> SharedRuns:
+    return SharedRuns(tmp_path_factory.mktemp("shared-runs"))
+
+
+def stored(result):
+    """The stored run of a ``RunResult`` (as reports read it)."""
+    from whisperbench.harness import open_run
+
+    return open_run(str(result.store.path))
 
 
 @pytest.fixture
@@ -77,12 +129,14 @@ def local_manifest(tmp_path, tiny_rows):
     return make
 
 
-def compare_stored(runs_dir, reference, candidate):
-    """The harness's comparison of two finished runs (RunResults) stored under ``runs_dir``."""
-    from whisperbench.harness import open_run
+def compare_stored(reference, candidate):
+    """The harness's comparison of two finished runs, each a ``RunResult`` or an already stored run."""
     from whisperbench.reports import compare_runs
 
-    return compare_runs(open_run(reference.store.name, runs_dir), open_run(candidate.store.name, runs_dir))
+    def as_stored(run):
+        return stored(run) if hasattr(run, "summary") and hasattr(run, "computed") else run
+
+    return compare_runs(as_stored(reference), as_stored(candidate))
 
 
 def print_differences(label, comparison, candidate="candidate"):

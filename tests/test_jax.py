@@ -263,18 +263,17 @@ def test_long_form_runs_through_the_harness_chunked_strategy(tiny_long, runs_dir
 
 @pytest.mark.slow
 @pytest.mark.long_running
-def test_same_weights_agree_with_openai_whisper_on_shared_shortform(runs_dir):
+def test_same_weights_agree_with_openai_whisper_on_shared_shortform(runs_dir, shared_runs):
     """QoI of jax (batch 8, float32) against openai-whisper over the 81 shared utterances.
 
     Measured: raw text identical on all 81 (QoI 100 %, WER 12.48 % both); 8 to 15 min on 2 busy
     CPU cores. The default suite checks the same equality on the bundled set."""
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
     manifest = str(shared_manifest("shortform"))
-    runs = {}
-    for adapter, options in (("openai-whisper", []), ("jax", ["batch_size=8"])):
-        request = RunRequest(adapter, "tiny.en", manifest, runs_dir=str(runs_dir), name=f"{adapter}-shared",
-                             decoding=DecodingOptions.from_pairs(options))
-        runs[adapter] = open_run(run_evaluation(request).store.name, runs_dir)
+    request = RunRequest("jax", "tiny.en", manifest, runs_dir=str(runs_dir), name="jax-shared",
+                         decoding=DecodingOptions.from_pairs(["batch_size=8"]))
+    runs = {"openai-whisper": shared_runs.reference(manifest, workers=2),
+            "jax": open_run(run_evaluation(request).store.name, runs_dir)}
     comparison = compare_runs(runs["openai-whisper"], runs["jax"])
     print_differences("jax", comparison, "jax")
     r = comparison.result

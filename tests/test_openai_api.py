@@ -252,7 +252,8 @@ def test_demo_with_an_endpoint_as_the_reference(server, tmp_path, capsys):
     from whisperbench.cli import main
 
     out = tmp_path / "board.md"
-    code = main(["demo", "--reference-endpoint", server, "--short-only", "--limit", "2", "--threads", "2",
+    code = main(["demo", "--reference-endpoint", server, "--implementations", "openai-whisper", "--short-only",
+                 "--limit", "2", "--threads", "2",
                  "--runs-dir", str(tmp_path / "runs"), "--out", str(out)])
     assert code == 0
     board = out.read_text()

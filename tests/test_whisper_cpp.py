@@ -45,9 +45,10 @@ def _ggml(variant: str = "") -> Path:
     return converted("tiny.en", "ggml", variant) / GGML_FILE
 
 
-def _run(dataset: str, runs_dir, name: str, options=(), limit=None):
+def _run(dataset: str, runs_dir, name: str, options=(), limit=None, workers=1):
+    threads = "threads=1" if workers > 1 else "threads=2"
     request = RunRequest("whisper-cpp", "tiny.en", dataset, runs_dir=str(runs_dir), name=name, limit=limit,
-                         decoding=DecodingOptions.from_pairs(["threads=2", *options]))
+                         decoding=DecodingOptions.from_pairs([threads, *options]), workers=workers)
     result = run_evaluation(request)
     return result, {p.id: p for p in open_run(result.store.name, runs_dir).predictions}
 
@@ -257,14 +258,13 @@ def test_adapter_checks_the_file_before_native_code(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_agrees_with_openai_whisper_on_shared_shortform(runs_dir):
+def test_agrees_with_openai_whisper_on_shared_shortform(runs_dir, shared_runs):
     _require()
     pytest.importorskip("torch", reason="pip install openai-whisper torch==2.13.0")
     manifest = str(shared_manifest("shortform"))
-    reference = run_evaluation(RunRequest("openai-whisper", "tiny.en", manifest, runs_dir=str(runs_dir),
-                                          name="openai-whisper", decoding=DecodingOptions.from_pairs(["threads=2"])))
-    candidate, _ = _run(manifest, runs_dir, "shared-f16")
-    comparison = compare_runs(open_run(reference.store.name, runs_dir), open_run(candidate.store.name, runs_dir))
+    reference = shared_runs.reference(manifest, workers=2)
+    candidate, _ = _run(manifest, runs_dir, "shared-f16", workers=2)
+    comparison = compare_runs(reference, open_run(candidate.store.name, runs_dir))
     differing = [e for e in comparison.result.examples if e.candidate_hypothesis != e.reference_hypothesis]
     print(f"\nwhisper.cpp f16: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
           f"QoI {comparison.result.qoi:.1f}%, raw text differs on {len(differing)}/81")

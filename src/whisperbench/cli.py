@@ -377,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
     p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
+    p.add_argument("--implementations", metavar="LABEL,...",
+                   help="only these rows, by label (e.g. openai-whisper,faster-whisper-int8; the reference is always "
+                        "run); default: every installed implementation")
     p.add_argument("--all", action="store_true",
                    help="also run implementations that are slow on this platform (MLX off Apple silicon)")
     p.add_argument("--reference-endpoint", metavar="URL",

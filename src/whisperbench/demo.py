@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from .adapters import DecodingOptions, get_adapter
 from .datasets import bundled_datasets, load_dataset
+from .errors import OptionError
 from .harness import RunRequest, run_evaluation
 from .harness.longform import LongFormConfig
 from .harness.store import list_runs
@@ -29,7 +30,6 @@ def _apple_silicon() -> bool:
 def _mlx_on_openblas_here() -> Optional[str]:
     """None where mlx[cpu] can use a system OpenBLAS (the adapter's own lookup), else why not."""
     from .adapters.mlx import blas_library
-    from .errors import OptionError
 
     try:
         blas_library("openblas")
@@ -72,10 +72,19 @@ DATASETS = ("tiny-shortform", "tiny-longform")
 def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
     """(contender, model) pairs to run, and the label of the reference."""
     pairs = [(c, args.model) for c in CONTENDERS]
-    if not args.reference_endpoint:
-        return pairs, REFERENCE_ADAPTER
-    api = Contender("openai-api", f"openai-api {args.reference_model}", (f"base_url={args.reference_endpoint}",))
-    return [(api, args.reference_model)] + pairs, api.label
+    reference = REFERENCE_ADAPTER
+    if args.reference_endpoint:
+        api = Contender("openai-api", f"openai-api {args.reference_model}", (f"base_url={args.reference_endpoint}",))
+        pairs, reference = [(api, args.reference_model)] + pairs, api.label
+    wanted = getattr(args, "implementations", None)
+    if wanted:
+        labels = {label.strip() for label in wanted.split(",") if label.strip()}
+        unknown = labels - {c.label for c, _ in pairs}
+        if unknown:
+            raise OptionError(f"--implementations: no demo row called {', '.join(sorted(unknown))}; "
+                              f"the rows are {', '.join(c.label for c, _ in pairs)}")
+        pairs = [(c, model) for c, model in pairs if c.label in labels | {reference}]
+    return pairs, reference
 
 
 def run_demo(args) -> int:
