@@ -184,7 +184,7 @@ def test_whisper_cpp_python_backend(quantization, runs_dir, tiny_short):
     """whisper-cpp-python (whisper.cpp 1.4.1): format-1 quantized file, temperature 0 set explicitly."""
     _require("whisper-cpp-python")
     result, predictions = _run(str(tiny_short), runs_dir, f"wcp-{quantization}",
-                               ["backend=whisper-cpp-python", f"quantization={quantization}"], limit=3)
+                               ["backend=whisper-cpp-python", f"quantization={quantization}"], limit=1)
     info = result.info["adapter_info"]
     assert result.summary["num_failed"] == 0
     assert info["versions"]["whisper.cpp"] == "1.4.1" and "whisper-cpp-python" in info["versions"]
