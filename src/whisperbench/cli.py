@@ -45,6 +45,10 @@ def _print_summary(result) -> None:
     s = result.summary
     print(f"run {result.store.path}: {s['num_examples']} examples ({result.computed} computed, "
           f"{result.resumed} resumed), {s['num_failed']} failed")
+    if result.stale:
+        reasons = sorted(set(result.stale.values()))
+        print(f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "
+              f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}")
     print(f"  WER {_fmt(s['wer'])}%  (S {s['substitutions']}, D {s['deletions']}, I {s['insertions']}, "
           f"N {s['reference_words']})  RTFx {_fmt(s['rtfx'], 1)}  normalizer {s['normalizer']}  form {s['form']}")
 

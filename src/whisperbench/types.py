@@ -125,6 +125,30 @@ class Prediction:
         return dataclasses.asdict(self)
 
     @classmethod
+    def for_example(cls, example: Example) -> "Prediction":
+        """The prediction of ``example`` before its hypothesis: its transcript, duration and audio digest
+        (what a resume re-checks a stored result against).
+
+        >>> Prediction.for_example(Example("a", b"", "hi", 1.5, extra={"audio_sha256": "ab"})).extra
+        {'audio_sha256': 'ab'}
+        """
+        digest = example.extra.get("audio_sha256")
+        return cls(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0,
+                   extra={"audio_sha256": digest} if digest else {})
+
+    @classmethod
+    def failed(cls, example: Example, error: str) -> "Prediction":
+        """A failed example (the one constructor of failures): counted, with its transcript, never dropped.
+
+        >>> Prediction.failed(Example("a", b"", "hi"), "invalid: no audio").error
+        'example a: invalid: no audio'
+        """
+        pred = cls.for_example(example)
+        prefix = f"example {example.id}: "
+        pred.status, pred.error = "error", error if error.startswith(prefix) else prefix + error
+        return pred
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Prediction":
         names = _PREDICTION_FIELDS
         if data.keys() <= names:  # the common case, without copying (stores hold a million lines)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import AdapterUnavailable, OptionError
 from ..types import Example, Segment, Transcript
+from ..redact import redact
 
 
 def _parse_bool(text: str) -> bool:
@@ -26,14 +27,6 @@ def _parse_bool(text: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"not a boolean: {text!r}")
-
-
-def _strip_userinfo(value: Any) -> Any:
-    """``scheme://user:secret@host/...`` -> ``scheme://host/...``; anything else unchanged."""
-    if isinstance(value, str) and "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
-        scheme, rest = value.split("://", 1)
-        return f"{scheme}://{rest.split('@', 1)[1]}"
-    return value
 
 
 @dataclass
@@ -118,7 +111,7 @@ class DecodingOptions:
     def to_json(self) -> dict[str, Any]:
         """The options as recorded in run.json (credentials in URL options removed)."""
         data = dataclasses.asdict(self)
-        data["extra"] = {k: _strip_userinfo(v) for k, v in self.extra.items()}
+        data["extra"] = redact(dict(self.extra))
         return data
 
 
@@ -207,6 +200,11 @@ class Adapter(ABC):
     @abstractmethod
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         """Transcribe 16 kHz mono float32 ``audio`` (None when ``needs_audio`` is False)."""
+
+    def source_digest(self) -> Optional[str]:
+        """A digest of inputs outside the dataset and the run's options that decide this adapter's outputs
+        (a hypotheses file): when it changes, every stored result of a resumed run is redone."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What ran: package versions, resolved weights, effective settings (goes to run.json)."""

@@ -22,12 +22,12 @@ import os
 import time
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from ..audio import SAMPLE_RATE
 from ..errors import OptionError, WhisperbenchError
+from ..redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
@@ -68,17 +68,6 @@ def split_points(audio: np.ndarray, max_samples: int) -> list[int]:
         cuts.append(cut)
         start = cut
     return cuts
-
-
-def redact_url(url: Optional[str]) -> Optional[str]:
-    """A base URL without user:password or query string (nothing secret goes to run.json)."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @register
@@ -139,7 +128,7 @@ class OpenAIAPIAdapter(Adapter):
     def _cache_path(self, flac: bytes, options: dict) -> Optional[Path]:
         if self.cache_dir is None:
             return None
-        key = json.dumps({"audio": hashlib.sha256(flac).hexdigest(), "endpoint": redact_url(self.base_url) or "",
+        key = json.dumps({"audio": hashlib.sha256(flac).hexdigest(), "endpoint": redact_url(self.base_url) if self.base_url else "",
                           **options}, sort_keys=True)
         return self.cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
@@ -199,8 +188,8 @@ class OpenAIAPIAdapter(Adapter):
 
     def describe(self) -> dict:
         info = super().describe()
-        info["settings"] = dict(self.settings, base_url=redact_url(getattr(self, "base_url", None)
-                                                                   or self.settings["base_url"]))
+        info["settings"] = dict(self.settings, base_url=redact_text(getattr(self, "base_url", None)
+                                                                    or self.settings["base_url"]))
         info["price_per_audio_minute"] = float(self.settings["price_per_minute"])
         info["api_key_source"] = f"${API_KEY_ENV}" if os.environ.get(API_KEY_ENV) else "none"
         return info

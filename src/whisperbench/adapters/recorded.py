@@ -6,6 +6,7 @@ ids missing from the file fail with a clear error, so they count as failed examp
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Optional
 
@@ -50,6 +51,17 @@ class RecordedAdapter(Adapter):
 
     def load(self) -> None:
         self.hypotheses = read_hypotheses(self.model)
+
+    def source_digest(self) -> Optional[str]:
+        """The hypotheses file's sha256: an edited file makes a resumed ``score`` redo every example."""
+        digest = hashlib.sha256()
+        try:
+            with open(self.model, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as exc:
+            raise WhisperbenchError(f"cannot read hypotheses file {self.model}: {exc}") from exc
+        return "sha256:" + digest.hexdigest()
 
     def unknown_ids(self, dataset_ids: set[str]) -> list[str]:
         """Ids in the file that the dataset does not have (reported, never scored)."""

@@ -27,8 +27,11 @@ class RawRecord:
 
 @dataclass
 class Invalid:
+    """An example that failed validation: kept (with its transcript) and counted as a failed example."""
+
     id: str
     reason: str
+    text: str = ""
 
 
 @dataclass
@@ -104,9 +107,17 @@ def _audio_digest(audio: str | bytes) -> str:
     return digest.hexdigest()
 
 
+AUDIO_DIGEST = "audio_sha256"  # per example, in ``Example.extra``: what a resume re-checks each stored result against
+
+
 def content_hash(examples: list[Example]) -> str:
-    """sha256 over (id, text, audio bytes) of every example, independent of example order."""
-    lines = sorted(f"{ex.id}\t{ex.text}\t{_audio_digest(ex.audio)}" for ex in examples)
+    """sha256 over (id, text, audio bytes) of every example, independent of example order.
+
+    Each example's audio digest is kept in ``extra["audio_sha256"]`` (always computed here, never taken
+    from the manifest)."""
+    for ex in examples:
+        ex.extra[AUDIO_DIGEST] = _audio_digest(ex.audio)
+    lines = sorted(f"{ex.id}\t{ex.text}\t{ex.extra[AUDIO_DIGEST]}" for ex in examples)
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
@@ -140,22 +151,27 @@ def build_dataset(
             parsed.append((record_to_example(record, base_dir), record.origin))
         except DatasetError as exc:
             problems.append(str(exc))
-            invalid.append(Invalid(id=str(record.fields.get("id", record.origin)), reason=str(exc)))
+            invalid.append(Invalid(id=str(record.fields.get("id", record.origin)), reason=str(exc),
+                                   text=str(record.fields.get("text") or "")))
     counts = Counter(ex.id for ex, _ in parsed)
+    origins: dict[str, list[str]] = {}
+    for ex, origin in parsed:
+        origins.setdefault(ex.id, []).append(origin)
     valid: list[Example] = []
     duplicates_reported: set[str] = set()
     for example, origin in parsed:
         if counts[example.id] > 1:
             if example.id not in duplicates_reported:
                 duplicates_reported.add(example.id)
-                reason = f"{source}: duplicate id {example.id!r} ({counts[example.id]} rows)"
+                reason = (f"{source}: duplicate id {example.id!r} ({counts[example.id]} rows: "
+                          f"{', '.join(origins[example.id])})")
                 problems.append(reason)
-                invalid.append(Invalid(example.id, reason))
+                invalid.append(Invalid(example.id, reason, example.text))
             continue
         reason = _check_example(example, origin)
         if reason:
             problems.append(reason)
-            invalid.append(Invalid(example.id, reason))
+            invalid.append(Invalid(example.id, reason, example.text))
         else:
             valid.append(example)
     if problems and not skip_invalid:

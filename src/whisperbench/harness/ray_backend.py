@@ -147,9 +147,7 @@ def _absolute(example: Example) -> Example:
 
 
 def _failed(example: Example, error: str, normalizer: str) -> Prediction:
-    pred = Prediction(id=example.id, reference=example.text, hypothesis="", status="error",
-                      error=f"example {example.id}: {error}", audio_s=example.duration_s or 0.0)
-    return score_prediction(pred, normalizer)
+    return score_prediction(Prediction.failed(example, error), normalizer)
 
 
 def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: str, writer: Any, stats: dict,

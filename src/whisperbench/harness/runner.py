@@ -23,6 +23,7 @@ from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
+from ..redact import redact
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..types import Dataset, Example, Prediction
 from .environment import CORE_PACKAGES, machine_info, package_versions, peak_rss_mb
@@ -67,6 +68,7 @@ class RunResult:
     summary: dict
     computed: int  # examples transcribed by this invocation
     resumed: int  # examples already in the store
+    stale: dict[str, str] = field(default_factory=dict)  # stored results redone: id -> why they no longer held
 
 
 def default_label(adapter: str, decoding: DecodingOptions) -> str:
@@ -164,7 +166,7 @@ class ExampleRunner:
 
 
 def _empty_prediction(example: Example) -> Prediction:
-    return Prediction(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0)
+    return Prediction.for_example(example)
 
 
 def _fill(pred: Prediction, outcome: Outcome) -> None:
@@ -269,6 +271,32 @@ def _open_store(request: RunRequest, info: dict) -> RunStore:
     return store
 
 
+def _stale(previous: dict[str, Prediction], dataset: Dataset, store: RunStore,
+           source_digest: Optional[str]) -> dict[str, str]:
+    """Stored results that no longer match what this run would compute, each with the reason: they are redone.
+
+    Each stored example is re-checked against the current dataset (transcript, audio digest) and the
+    adapter's source (a hypotheses file); results stored before audio digests were recorded are taken
+    as stale only when the dataset's content hash changed.
+    """
+    old = store.read_info()
+    source_changed = old.get("source_digest") != source_digest
+    dataset_changed = old.get("dataset", {}).get("content_hash") != dataset.content_hash
+    why: dict[str, str] = {}
+    for example in dataset.examples:
+        pred = previous.get(example.id)
+        if pred is None:
+            continue
+        stored_audio = pred.extra.get("audio_sha256")
+        if source_changed:
+            why[example.id] = "the adapter's source (hypotheses file) changed"
+        elif pred.reference != example.text:
+            why[example.id] = "its transcript changed"
+        elif (stored_audio or dataset_changed) and stored_audio != example.extra.get("audio_sha256"):
+            why[example.id] = "its audio changed"
+    return why
+
+
 def run_evaluation(
     request: RunRequest,
     progress: Optional[Callable[[int], object]] = None,
@@ -291,9 +319,10 @@ def run_evaluation(
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
     adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
     adapter.refresh = request.refresh
+    source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
     adapter = isolated(adapter, request)
-    info = {
+    info = redact({  # nothing secret (a URL's credentials) in what is stored or printed
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),
         "model": request.model,
@@ -305,10 +334,11 @@ def run_evaluation(
             "content_hash": dataset.content_hash, "num_examples": len(dataset) + len(checked.invalid),
             "num_invalid": len(checked.invalid), "limit": request.limit,
         },
-    }
+    })
     store = _open_store(request, info)
     previous = {p.id: p for p in store.read_predictions()}
-    done = {i for i, p in previous.items() if p.status == "ok" or not request.retry_failed}
+    stale = _stale(previous, dataset, store, source_digest) if previous else {}
+    done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
     todo = [ex for ex in dataset.examples if ex.id not in done]
     info.update(
         backend=backend_of(request),
@@ -317,6 +347,7 @@ def run_evaluation(
         machine=machine_info(),
         versions=package_versions(CORE_PACKAGES + tuple(adapter_cls.requires)),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        source_digest=source_digest, stale_redone=len(stale),
     )
     if store.exists():
         info["first_started_at"] = store.read_info().get("first_started_at", store.read_info().get("started_at"))
@@ -326,8 +357,8 @@ def run_evaluation(
     with store.open_for_append() as writer:
         for bad in checked.invalid:
             if bad.id not in done:
-                writer.append(score_prediction(
-                    Prediction(id=bad.id, reference="", hypothesis="", status="error", error=bad.reason), normalizer))
+                invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), normalizer))
         if todo:
             if info["backend"] == "in-process":
                 _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress)
@@ -369,7 +400,7 @@ def run_evaluation(
         info["backend_info"] = backend_info
     store.write_info(info)
     store.write_summary(summary)
-    return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo))
+    return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo), stale=stale)
 
 
 def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress) -> None:
@@ -421,11 +452,8 @@ def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) ->
                 preds, worker = future.result()
                 workers[worker["pid"]] = worker
             except Exception as exc:  # the worker process died (e.g. a native crash)
-                preds = []
-                for example in batch:
-                    pred = _empty_prediction(example)
-                    pred.status, pred.error = "error", f"example {example.id}: worker failed: {_error_text(exc)}"
-                    preds.append(score_prediction(pred, normalizer))
+                preds = [score_prediction(Prediction.failed(example, f"worker failed: {_error_text(exc)}"), normalizer)
+                         for example in batch]
             for pred in preds:
                 writer.append(pred)
             if progress:

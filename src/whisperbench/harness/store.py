@@ -17,6 +17,7 @@ from typing import Any, Iterable, Optional
 
 from ..bulk import paused_gc
 from ..errors import RunStoreError
+from ..redact import redact, redact_text
 from ..types import Prediction
 
 RUN_JSON = "run.json"
@@ -71,17 +72,17 @@ class RunStore:
         return (self.path / RUN_JSON).exists()
 
     def read_info(self) -> dict:
-        return _read_json(self.path / RUN_JSON)
+        return redact(_read_json(self.path / RUN_JSON))  # runs stored before redaction covered every field
 
     def write_info(self, info: dict) -> None:
-        write_json_atomic(self.path / RUN_JSON, info)
+        write_json_atomic(self.path / RUN_JSON, redact(info))
 
     def read_summary(self) -> Optional[dict]:
         path = self.path / SUMMARY_JSON
         return _read_json(path) if path.exists() else None
 
     def write_summary(self, summary: dict) -> None:
-        write_json_atomic(self.path / SUMMARY_JSON, summary)
+        write_json_atomic(self.path / SUMMARY_JSON, redact(summary))
 
     def read_predictions(self) -> list[Prediction]:
         """Stored predictions, one per id (a later line for an id replaces an earlier one).
@@ -134,7 +135,11 @@ class PredictionWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def append(self, pred: Prediction) -> None:
-        line = json.dumps(pred.to_json(), ensure_ascii=False, default=str) + "\n"
+        data = pred.to_json()
+        if data.get("error"):  # an endpoint's error (and its traceback) can quote its URL
+            data["error"] = redact_text(data["error"])
+            data["extra"] = redact(data.get("extra") or {})
+        line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
         os.write(self._fd, line.encode("utf-8"))
         os.fsync(self._fd)
 

@@ -60,16 +60,18 @@ def evaluate_gate(
     comparison = compare_runs(reference, candidate)
     r = comparison.result
     result = GateResult(comparison)
-    ref_ids = len(reference.predictions)
-    coverage = 100.0 * r.joined / ref_ids if ref_ids else 0.0
+    expected = _dataset_size(reference)
+    coverage = 100.0 * r.joined / expected if expected else 0.0
     failed_pct = 100.0 * r.candidate_failed / r.joined if r.joined else 0.0
+    result.checks.append(GateCheck("finished runs", *_finished(reference, candidate), CANNOT_JUDGE))
     result.checks.append(GateCheck(
         "same dataset", comparison.same_dataset,
         f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}", CANNOT_JUDGE))
     result.checks.append(GateCheck(
         "common examples", r.joined > 0 and coverage >= min_coverage,
-        f"{r.joined} of {ref_ids} reference examples joined ({coverage:.1f}%, need ≥ {min_coverage:g}%)",
-        CANNOT_JUDGE))
+        f"{r.joined} of the dataset's {expected} examples judged in both runs ({coverage:.1f}%, need ≥ "
+        f"{min_coverage:g}%; {len(r.reference_failed)} failed in the reference, {len(r.only_in_reference)} missing "
+        f"from the candidate)", CANNOT_JUDGE))
     result.checks.append(GateCheck(
         "candidate failures", failed_pct <= max_failed_pct,
         f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ {max_failed_pct:g}%)",
@@ -96,6 +98,25 @@ def evaluate_gate(
             "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
             REGRESSION))
     return result
+
+
+def _dataset_size(run: StoredRun) -> int:
+    """How many examples the run's dataset holds (as recorded when it ran), else how many it stored."""
+    recorded = run.info.get("dataset", {}).get("num_examples")
+    return int(recorded) if recorded is not None else len(run.predictions)
+
+
+def _finished(*runs: StoredRun) -> tuple[bool, str]:
+    """Whether every run finished with a prediction for each example of its dataset, and what is missing."""
+    problems = []
+    for run in runs:
+        status, stored, expected = run.info.get("status", "?"), len(run.predictions), _dataset_size(run)
+        if status != "finished" or stored < expected:
+            problems.append(f"run {run.name} is unfinished (status {status}): {stored} of {expected} examples stored, "
+                            f"{max(expected - stored, 0)} missing; run it again to finish it")
+    if problems:
+        return False, "; ".join(problems)
+    return True, ", ".join(f"{run.name}: {len(run.predictions)} of {_dataset_size(run)}" for run in runs)
 
 
 def _short(digest: str) -> str:

@@ -1,0 +1,174 @@
+"""A gate nobody can fool: each case here is an attack or an accident that a release gate must survive.
+
+Leaked credentials, a gate judged against an unfinished reference, resumes that keep stale results,
+two writers on one run, silently merged manifest rows, truncated audio scored as fine, invalid examples
+that make a run look better, exit codes that lie to CI, and injected report rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from whisperbench.cli import main
+from whisperbench.redact import redact, redact_text, redact_url
+
+from .conftest import BUNDLED, write_jsonl
+
+SECRETS = ("SECRET456", "SECRET789")
+LEAKY_URL = "http://user:SECRET456@127.0.0.1:9/v1?api-key=SECRET789&api-version=2024-06-01"
+
+
+def _all_text(folder: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+# --- 1. credentials in URLs ---------------------------------------------------------------------------
+
+def test_redact_url_drops_user_info_and_secret_query_values_only():
+    assert redact_url(LEAKY_URL) == "http://127.0.0.1:9/v1?api-key=REDACTED&api-version=2024-06-01"
+    assert redact_url("https://h.example/v1?token=a&sig=b&x=1") == "https://h.example/v1?token=REDACTED&sig=REDACTED&x=1"
+    assert redact_url("https://[::1]:8443/v1") == "https://[::1]:8443/v1"
+    assert redact_text(f"base_url={LEAKY_URL} and http://a:b@c/d") == (
+        "base_url=http://127.0.0.1:9/v1?api-key=REDACTED&api-version=2024-06-01 and http://c/d")
+    nested = redact({"a": [LEAKY_URL, ("x", LEAKY_URL)], "n": 3})
+    assert not any(s in json.dumps(nested) for s in SECRETS) and nested["n"] == 3
+
+
+def test_credentials_in_an_option_url_reach_no_file_and_no_output(tmp_path, tiny_short, capsys):
+    pytest.importorskip("openai", reason="pip install 'whisperbench[openai-api]'")
+    runs = tmp_path / "runs"
+    code = main(["run", "--adapter", "openai-api", "--model", "whisper-1", "--dataset", str(tiny_short), "--limit", "2",
+                 "--runs-dir", str(runs), "--name", "leaky", "--no-warmup", "-o", f"base_url={LEAKY_URL}",
+                 "-o", "max_retries=0", "-o", "timeout_s=5", "-o", "cache=false"])
+    assert code == 0  # finished; both examples failed (nothing listens on port 9), each failure recorded
+    for form in ("md", "html", "csv"):
+        assert main(["report", "--runs-dir", str(runs), "--out", str(tmp_path / f"board.{form}"), "--quiet"]) == 0
+    assert main(["export", "leaky", "--runs-dir", str(runs), "--out", str(tmp_path / "rows.jsonl")]) == 0
+    printed = capsys.readouterr()
+    written = _all_text(tmp_path)
+    assert "127.0.0.1:9" in written and "api-version=2024-06-01" in written  # the endpoint is still named
+    for secret in SECRETS:
+        assert secret not in written and secret not in printed.out + printed.err, secret
+
+
+# --- helpers: runs made from hypotheses files (the recorded adapter: no model, real harness and store) ----
+
+def _twelve(local_manifest, tiny_rows) -> Path:
+    rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(2) for r in tiny_rows]
+    return local_manifest(rows, name="twelve.jsonl")
+
+
+def _score(manifest: Path, runs: Path, name: str, texts: dict[str, str], *extra: str) -> int:
+    hypotheses = runs.parent / f"{name}.hypotheses.jsonl"
+    write_jsonl(hypotheses, [{"id": i, "hypothesis": t} for i, t in texts.items()])
+    return main(["score", "--dataset", str(manifest), "--hypotheses", str(hypotheses), "--name", name,
+                 "--runs-dir", str(runs), *extra])
+
+
+def _rows(manifest: Path) -> list[dict]:
+    return [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+
+
+# --- 2. a gate against an unfinished run -----------------------------------------------------------------
+
+def test_gate_refuses_a_killed_reference_and_measures_coverage_against_the_dataset(tmp_path, tiny_rows,
+                                                                                   local_manifest, capsys):
+    manifest, runs = _twelve(local_manifest, tiny_rows), tmp_path / "runs"
+    truth = {r["id"]: r["text"] for r in _rows(manifest)}
+    assert _score(manifest, runs, "reference", truth) == 0
+    # the reference was killed after 4 of 12 examples: 4 lines stored, run.json still "running"
+    store = runs / "reference"
+    lines = (store / "predictions.jsonl").read_text().splitlines()
+    (store / "predictions.jsonl").write_text("\n".join(lines[:4]) + "\n")
+    info = json.loads((store / "run.json").read_text())
+    (store / "run.json").write_text(json.dumps(dict(info, status="running")))
+    kept = [json.loads(line)["id"] for line in lines[:4]]
+    garbage = {i: (t if i in kept else "garbage words everywhere") for i, t in truth.items()}
+    assert _score(manifest, runs, "candidate", garbage) == 0
+    capsys.readouterr()
+    code = main(["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs),
+                 "--min-qoi", "90"])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "CANNOT JUDGE" in out and "run reference is unfinished (status running): 4 of 12 examples stored, 8 missing" in out
+    assert "4 of the dataset's 12 examples judged in both runs (33.3%" in out
+    # finished but partial (status claims finished, 8 lines gone): still refused
+    (store / "run.json").write_text(json.dumps(dict(info, status="finished")))
+    assert main(["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs),
+                 "--min-qoi", "90"]) == 2
+    assert "4 of 12 examples stored, 8 missing" in capsys.readouterr().out
+
+
+# --- 3. resumes re-check what they keep --------------------------------------------------------------------
+
+def _stored(runs: Path, name: str) -> dict:
+    from whisperbench.harness import open_run
+
+    return {p.id: p for p in open_run(name, runs).predictions}
+
+
+def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(tmp_path, tiny_rows, local_manifest,
+                                                                             capsys):
+    import shutil
+
+    runs = tmp_path / "runs"
+    manifest = local_manifest()
+    rows = _rows(manifest)
+    hypotheses = {r["id"]: r["text"] for r in rows}
+    assert _score(manifest, runs, "device", hypotheses) == 0
+    capsys.readouterr()
+    # a transcript corrected in the manifest: the stored result of that example no longer holds
+    rows[1]["text"] = "a corrected transcript"
+    write_jsonl(manifest, rows)
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(runs.parent / "device.hypotheses.jsonl"),
+                 "--name", "device", "--runs-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "(1 computed, 5 resumed)" in out and "its transcript changed" in out and rows[1]["id"] in out, out
+    assert _stored(runs, "device")[rows[1]["id"]].reference == "a corrected transcript"
+    # another recording behind the same path: its audio digest changed
+    swapped = tmp_path / "swapped.flac"
+    shutil.copy(rows[0]["audio"], swapped)
+    rows[2]["audio"] = str(swapped)
+    write_jsonl(manifest, rows)
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(runs.parent / "device.hypotheses.jsonl"),
+                 "--name", "device", "--runs-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "(1 computed, 5 resumed)" in out and "its audio changed" in out and rows[2]["id"] in out, out
+    # the hypotheses file was edited: every stored hypothesis is stale
+    changed = dict(hypotheses, **{rows[3]["id"]: "an edited hypothesis"})
+    assert _score(manifest, runs, "device", changed) == 0
+    out = capsys.readouterr().out
+    assert "(6 computed, 0 resumed)" in out and "hypotheses file" in out, out
+    assert _stored(runs, "device")[rows[3]["id"]].hypothesis == "an edited hypothesis"
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(runs.parent / "device.hypotheses.jsonl"),
+                 "--name", "device", "--runs-dir", str(runs)]) == 0
+    assert "(0 computed, 6 resumed)" in capsys.readouterr().out  # nothing changed: nothing redone
+
+
+# --- 7. an invalid example never makes a run look better -----------------------------------------------
+
+def test_skip_invalid_keeps_the_transcript_and_counts_a_failure(tmp_path, tiny_rows, local_manifest):
+    runs = tmp_path / "runs"
+    rows = [dict(r) for r in tiny_rows[:2]]
+    whole = local_manifest(rows, name="whole.jsonl")
+    hypotheses = {rows[0]["id"]: rows[0]["text"], rows[1]["id"]: "wrong words entirely here"}
+    assert _score(whole, runs, "whole", hypotheses) == 0
+    rows[1]["audio"] = str(tmp_path / "missing.flac")
+    broken = local_manifest(rows, name="broken.jsonl")
+    assert _score(broken, runs, "broken", hypotheses, "--skip-invalid") == 0
+    from whisperbench.harness import open_run
+
+    whole_run, broken_run = open_run("whole", runs), open_run("broken", runs)
+    assert broken_run.summary["num_failed"] == 1 and broken_run.summary["num_examples"] == 2
+    bad = _stored(runs, "broken")[rows[1]["id"]]
+    assert bad.status == "error" and "invalid" in bad.error and "audio file not found" in bad.error
+    assert bad.reference == rows[1]["text"]
+    # all of its words count as deleted: the broken run is no better than the whole one
+    assert broken_run.summary["reference_words"] == whole_run.summary["reference_words"]
+    assert broken_run.summary["wer"] >= whole_run.summary["wer"] > 0
