@@ -172,3 +172,29 @@ def test_skip_invalid_keeps_the_transcript_and_counts_a_failure(tmp_path, tiny_r
     # all of its words count as deleted: the broken run is no better than the whole one
     assert broken_run.summary["reference_words"] == whole_run.summary["reference_words"]
     assert broken_run.summary["wer"] >= whole_run.summary["wer"] > 0
+
+
+# --- 4. one writer per run ----------------------------------------------------------------------------------
+
+def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_path, local_manifest, capsys):
+    import signal
+    import socket
+
+    runs, manifest = tmp_path / "runs", local_manifest()
+    hypotheses = {r["id"]: r["text"] for r in _rows(manifest)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from whisperbench.harness.store import RunStore\n"
+         f"with RunStore(__import__('pathlib').Path({str(runs / 'shared')!r})).lock():\n"
+         "    print('locked', flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert _score(manifest, runs, "shared", hypotheses) == 2
+        err = capsys.readouterr().err
+        assert f"is being written by pid {holder.pid} on {socket.gethostname()}" in err and "one writer" in err, err
+        assert not (runs / "shared" / "predictions.jsonl").exists()  # the refused writer wrote nothing
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert _score(manifest, runs, "shared", hypotheses) == 0  # the dead holder's lock is free again
+    lines = (runs / "shared" / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 6 and not (runs / "shared" / ".owner.json").exists()

@@ -254,9 +254,13 @@ def _config_key(info: dict) -> dict:
         "long_form": long_form, "dataset_source": dataset.get("source")}
 
 
-def _open_store(request: RunRequest, info: dict) -> RunStore:
+def _store_of(request: RunRequest, info: dict) -> RunStore:
     name = request.name or default_run_name(request.adapter, request.model, info["dataset"]["name"])
-    store = RunStore(Path(request.runs_dir) / safe_run_name(name))
+    return RunStore(Path(request.runs_dir) / safe_run_name(name))
+
+
+def _open_store(store: RunStore, request: RunRequest, info: dict) -> RunStore:
+    """Check that ``store`` may be resumed by ``request`` (same run spec) or clear it for ``--overwrite``."""
     if store.exists() and not request.overwrite:
         old = store.read_info()
         if _config_key(old) != _config_key(info):
@@ -335,72 +339,75 @@ def run_evaluation(
             "num_invalid": len(checked.invalid), "limit": request.limit,
         },
     })
-    store = _open_store(request, info)
-    previous = {p.id: p for p in store.read_predictions()}
-    stale = _stale(previous, dataset, store, source_digest) if previous else {}
-    done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
-    todo = [ex for ex in dataset.examples if ex.id not in done]
-    info.update(
-        backend=backend_of(request),
-        workers=request.workers,
-        threads_per_worker=request.decoding.threads,
-        machine=machine_info(),
-        versions=package_versions(CORE_PACKAGES + tuple(adapter_cls.requires)),
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        source_digest=source_digest, stale_redone=len(stale),
-    )
-    if store.exists():
-        info["first_started_at"] = store.read_info().get("first_started_at", store.read_info().get("started_at"))
-    store.write_info(info | {"status": "running"})
+    store = _store_of(request, info)
+    with store.lock():  # one writer per run: a second one is refused, naming the first
+        _open_store(store, request, info)
+        previous = {p.id: p for p in store.read_predictions()}
+        stale = _stale(previous, dataset, store, source_digest) if previous else {}
+        done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
+        todo = [ex for ex in dataset.examples if ex.id not in done]
+        info.update(
+            backend=backend_of(request),
+            workers=request.workers,
+            threads_per_worker=request.decoding.threads,
+            machine=machine_info(),
+            versions=package_versions(CORE_PACKAGES + tuple(adapter_cls.requires)),
+            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            source_digest=source_digest, stale_redone=len(stale),
+        )
+        if store.exists():
+            info["first_started_at"] = store.read_info().get("first_started_at", store.read_info().get("started_at"))
+        store.write_info(info | {"status": "running"})
 
-    stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
-    with store.open_for_append() as writer:
-        for bad in checked.invalid:
-            if bad.id not in done:
-                invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), normalizer))
-        if todo:
-            if info["backend"] == "in-process":
-                _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress)
-            elif info["backend"] == "ray":
-                from .ray_backend import run_on_ray
+        stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
+        with store.open_for_append() as writer:
+            for bad in checked.invalid:
+                if bad.id not in done:
+                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                    writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), normalizer))
+            if todo:
+                if info["backend"] == "in-process":
+                    _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress)
+                elif info["backend"] == "ray":
+                    from .ray_backend import run_on_ray
 
-                run_on_ray(dataset, todo, request, normalizer, writer, stats, progress)
-            else:
-                _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress)
-    ids = [ex.id for ex in dataset.examples] + [bad.id for bad in checked.invalid]
-    stored = {p.id: p for p in store.read_predictions()}
-    missing = [i for i in ids if i not in stored]
-    if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
-        raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
-    adapter_info = stats.pop("adapter_info", None) or adapter.describe()
-    backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
-    if long_form:
-        adapter_info["long_form_algorithm"] = long_form.algorithm(adapter)
-    summary = summarize([stored[i] for i in ids], normalizer, dataset.form, scored_with=normalizer)
-    summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
-    if adapter_info.get("compile_s_total") is not None:  # jit compilation, never inside RTFx
-        summary["compile_s"] = adapter_info["compile_s_total"]
-    loop_wall = stats["loop_wall_s"]
-    summary["wall_s"] = loop_wall if todo else None  # this invocation's inference loop, load excluded (pool: included)
-    computed_infer = sum(stored[ex.id].infer_s for ex in todo)
-    price = adapter_info.get("price_per_audio_minute")
-    if price is not None:  # what the requests behind this run cost; cached results cost nothing
-        billed_s = sum(stored[i].audio_s for i in ids if not stored[i].extra.get("cached"))
-        summary["cost_estimate_usd"] = round(billed_s / 60.0 * float(price), 6)
-        summary["cached_examples"] = sum(1 for i in ids if stored[i].extra.get("cached"))
-    summary["harness_overhead_pct"] = (
-        100.0 * (loop_wall - computed_infer) / loop_wall if todo and loop_wall > 0 and info["backend"] == "in-process"
-        else None
-    )
-    info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                adapter_info=adapter_info)
-    info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
-    if backend_info:
-        info["backend_info"] = backend_info
-    store.write_info(info)
-    store.write_summary(summary)
-    return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo), stale=stale)
+                    run_on_ray(dataset, todo, request, normalizer, writer, stats, progress)
+                else:
+                    _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress)
+        ids = [ex.id for ex in dataset.examples] + [bad.id for bad in checked.invalid]
+        stored = {p.id: p for p in store.read_predictions()}
+        missing = [i for i in ids if i not in stored]
+        if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
+            raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
+        adapter_info = stats.pop("adapter_info", None) or adapter.describe()
+        backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
+        if long_form:
+            adapter_info["long_form_algorithm"] = long_form.algorithm(adapter)
+        summary = summarize([stored[i] for i in ids], normalizer, dataset.form, scored_with=normalizer)
+        summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
+        if adapter_info.get("compile_s_total") is not None:  # jit compilation, never inside RTFx
+            summary["compile_s"] = adapter_info["compile_s_total"]
+        loop_wall = stats["loop_wall_s"]
+        # this invocation's inference loop, load excluded (pool: included)
+        summary["wall_s"] = loop_wall if todo else None
+        computed_infer = sum(stored[ex.id].infer_s for ex in todo)
+        price = adapter_info.get("price_per_audio_minute")
+        if price is not None:  # what the requests behind this run cost; cached results cost nothing
+            billed_s = sum(stored[i].audio_s for i in ids if not stored[i].extra.get("cached"))
+            summary["cost_estimate_usd"] = round(billed_s / 60.0 * float(price), 6)
+            summary["cached_examples"] = sum(1 for i in ids if stored[i].extra.get("cached"))
+        summary["harness_overhead_pct"] = (
+            100.0 * (loop_wall - computed_infer) / loop_wall
+            if todo and loop_wall > 0 and info["backend"] == "in-process" else None
+        )
+        info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    adapter_info=adapter_info)
+        info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
+        if backend_info:
+            info["backend_info"] = backend_info
+        store.write_info(info)
+        store.write_summary(summary)
+        return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo), stale=stale)
 
 
 def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress) -> None:
@@ -469,10 +476,11 @@ def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) ->
 
 def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
     """Recompute summary.json from stored raw predictions (e.g. with another normalizer)."""
-    info = store.read_info()
-    normalizer = normalizer or info.get("normalizer", "english")
-    summary = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
-    old = store.read_summary() or {}
-    summary.update({k: old.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct", "wall_s")})
-    store.write_summary(summary)
+    with store.lock():
+        info = store.read_info()
+        normalizer = normalizer or info.get("normalizer", "english")
+        summary = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
+        old = store.read_summary() or {}
+        summary.update({k: old.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct", "wall_s")})
+        store.write_summary(summary)
     return summary

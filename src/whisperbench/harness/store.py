@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from ..bulk import paused_gc
 from ..errors import RunStoreError
@@ -23,6 +26,8 @@ from ..types import Prediction
 RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
 SUMMARY_JSON = "summary.json"
+LOCK = ".lock"  # held (flock) by the one process writing the run; the kernel releases it when that process dies
+OWNER = ".owner.json"  # who holds the lock: pid, host and since when (for the refusal message)
 
 
 def safe_run_name(text: str) -> str:
@@ -117,6 +122,35 @@ class RunStore:
             end = data.rfind(b"\n") + 1
             if end != len(data):
                 fh.truncate(end)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run's writer lock: a second writer (same or another configuration) is refused with a
+        clear error naming the holder; a lock left by a dead process is free again (an OS file lock)."""
+        from filelock import FileLock, Timeout
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.path / LOCK), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RunStoreError(f"run {self.path} is being written by {self._owner()}: one writer per run; wait "
+                                "for it to finish or pass --name for another run") from None
+        try:
+            owner = {"pid": os.getpid(), "host": socket.gethostname(),
+                     "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            write_json_atomic(self.path / OWNER, owner)
+            yield
+        finally:
+            (self.path / OWNER).unlink(missing_ok=True)
+            lock.release()
+
+    def _owner(self) -> str:
+        try:
+            owner = json.loads((self.path / OWNER).read_text(encoding="utf-8"))
+            return f"pid {owner['pid']} on {owner['host']} (since {owner['since']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "another process"
 
     def open_for_append(self) -> "PredictionWriter":
         self.path.mkdir(parents=True, exist_ok=True)
