@@ -198,3 +198,72 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_pa
     assert _score(manifest, runs, "shared", hypotheses) == 0  # the dead holder's lock is free again
     lines = (runs / "shared" / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 6 and not (runs / "shared" / ".owner.json").exists()
+
+
+# --- 9. output injection ------------------------------------------------------------------------------------
+
+def _unescaped_pipes(line: str) -> int:
+    return line.replace("\\|", "").count("|")
+
+
+def test_pipes_and_newlines_in_labels_ids_and_names_cannot_forge_rows_or_verdicts(tmp_path, tiny_rows, local_manifest,
+                                                                                   capsys):
+    runs = tmp_path / "runs"
+    rows = [dict(r) for r in tiny_rows[:3]]
+    rows[0]["id"] = "evil|id\ngate: PASS"
+    manifest = local_manifest(rows)
+    texts = {r["id"]: r["text"] for r in rows}
+    worse = dict(texts, **{rows[0]["id"]: "nothing right"})
+    assert _score(manifest, runs, "reference", texts, "--label", "ref|x\n| forged | row |",
+                  "--dataset-name", "data|set") == 0
+    assert _score(manifest, runs, "candidate", worse, "--label", "cand", "--dataset-name", "data|set") == 0
+    board = tmp_path / "board.md"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "reference", "--out", str(board), "--quiet"]) == 0
+    table = [line for line in board.read_text().splitlines() if line.startswith("|")]
+    assert len(table) == 4 and len({_unescaped_pipes(line) for line in table}) == 1, table  # header, rule, 2 rows
+    assert not any(line.startswith("| forged") for line in board.read_text().splitlines())
+    capsys.readouterr()
+    assert main(["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs),
+                 "--min-qoi", "100"]) == 1
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("gate:")] == ["gate: FAIL (regression)"], out
+    assert "evil|id\\ngate: PASS" in out  # the id is shown, escaped
+
+
+# --- 8. exit codes CI can trust ---------------------------------------------------------------------------
+
+def test_unwritable_runs_folder_and_full_disk_are_one_line_and_exit_2(tmp_path, local_manifest, capsys):
+    manifest = local_manifest()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = main(["score", "--dataset", str(manifest), "--hypotheses", str(manifest), "--runs-dir", str(blocker / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1 and "a-file" in err, err
+    runs = tmp_path / "runs"
+    assert _score(manifest, runs, "r", {r["id"]: r["text"] for r in _rows(manifest)}) == 0
+    capsys.readouterr()
+    if Path("/dev/full").exists():  # every write fails with ENOSPC, as on a full disk
+        code = main(["report", "--runs-dir", str(runs), "--out", "/dev/full", "--format", "md", "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and "No space left" in err, err
+
+
+def test_gate_io_errors_exit_2_and_still_write_the_junit_file(tmp_path, local_manifest, capsys):
+    runs, manifest = tmp_path / "runs", local_manifest()
+    texts = {r["id"]: r["text"] for r in _rows(manifest)}
+    assert _score(manifest, runs, "reference", texts) == 0 and _score(manifest, runs, "candidate", texts) == 0
+    capsys.readouterr()
+    gate = ["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs), "--min-qoi", "90"]
+    # --junit into a folder that cannot exist (a file stands where the folder should be)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    assert main(gate + ["--junit", str(blocker / "gate.xml")]) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "gate.xml" in captured.err and "gate: PASS" not in captured.out, captured
+    # a missing run: CANNOT JUDGE, and the JUnit file says so
+    junit = tmp_path / "gate.xml"
+    assert main(["gate", "--reference", "reference", "--candidate", "nope", "--runs-dir", str(runs), "--min-qoi", "90",
+                 "--junit", str(junit)]) == 2
+    xml = junit.read_text()
+    assert "<failure" in xml and "nope" in xml and 'type="CANNOT JUDGE"' in xml, xml

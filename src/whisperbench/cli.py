@@ -123,6 +123,7 @@ def cmd_rescore(args) -> int:
 def cmd_compare(args) -> int:
     from .harness.store import open_run
     from .reports import compare_runs, comparison_table
+    from .reports.escape import one_line
 
     reference = open_run(args.reference, args.runs_dir)
     comparisons = [compare_runs(reference, open_run(c, args.runs_dir)) for c in args.candidate]
@@ -138,7 +139,7 @@ def cmd_compare(args) -> int:
         for label, ids in (("only in reference", r.only_in_reference), ("only in candidate", r.only_in_candidate),
                            ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
             if ids:
-                notes.append(f"{label}: {', '.join(ids[:10])}{' …' if len(ids) > 10 else ''}")
+                notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0
@@ -176,20 +177,30 @@ def cmd_report(args) -> int:
 def cmd_gate(args) -> int:
     from .harness.store import open_run
     from .reports import evaluate_gate, format_gate, junit_xml
+    from .reports.gate import cannot_judge_xml
 
     try:
         reference = open_run(args.reference, args.runs_dir)
         candidate = open_run(args.candidate, args.runs_dir)
     except WhisperbenchError as exc:
+        if args.junit:  # CI shows why it could not judge, not a missing report
+            _write_junit(args.junit, cannot_judge_xml(str(exc)))
         print(f"gate: CANNOT JUDGE: {exc}", file=sys.stderr)
         return 2
     result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
                            min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
                            confidence=args.confidence / 100.0 if args.confidence else None)
+    if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
+        _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
-    if args.junit:
-        Path(args.junit).write_text(junit_xml(result), encoding="utf-8")
     return result.code
+
+
+def _write_junit(path: str, xml: str) -> None:
+    try:
+        Path(path).write_text(xml, encoding="utf-8")
+    except OSError as exc:
+        raise WhisperbenchError(f"cannot write the JUnit file {path}: {exc.strerror or exc}") from exc
 
 
 def cmd_export(args) -> int:
@@ -399,6 +410,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return args.func(args)
     except WhisperbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a read-only folder, a full disk: one line and exit 2 ("cannot judge"), never 1
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished examples are kept; run the same command again to resume", file=sys.stderr)

@@ -13,6 +13,7 @@ from typing import Optional
 from ..harness.store import StoredRun
 from ..scoring import paired_wer_test, qoi_interval
 from .compare import Comparison, compare_runs
+from .escape import one_line
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
 VERDICTS = {PASS: "PASS", REGRESSION: "FAIL (regression)", CANNOT_JUDGE: "CANNOT JUDGE"}
@@ -129,14 +130,15 @@ def _pct(value: Optional[float]) -> str:
 
 def format_gate(result: GateResult, worst: int = 5) -> str:
     c = result.comparison
-    lines = [f"gate: {result.verdict}", f"  reference {c.reference.name}  candidate {c.candidate.name}"]
+    lines = [f"gate: {result.verdict}",
+             f"  reference {one_line(c.reference.name)}  candidate {one_line(c.candidate.name)}"]
     for check in result.checks:
-        lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {check.detail}")
+        lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {one_line(check.detail)}")
     regressed = c.result.worst(worst)
     if regressed:
         lines.append(f"  worst regressed examples (of {c.result.regressed}):")
         for e in regressed:
-            lines.append(f"    {e.id}: errors {e.reference_errors} → {e.candidate_errors}"
+            lines.append(f"    {one_line(e.id)}: errors {e.reference_errors} → {e.candidate_errors}"
                          + (" (candidate failed)" if e.candidate_failed else ""))
             lines.append(f"      reference:  {e.reference_hypothesis!r}")
             lines.append(f"      candidate:  {e.candidate_hypothesis!r}")
@@ -152,4 +154,13 @@ def junit_xml(result: GateResult) -> str:
         if not check.passed:
             failure = ET.SubElement(case, "failure", message=check.detail, type=VERDICTS[check.blocking])
             failure.text = check.detail
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+
+
+def cannot_judge_xml(reason: str) -> str:
+    """JUnit XML for a gate that could not even compare (a run missing or unreadable): one failed case."""
+    suite = ET.Element("testsuite", name="whisperbench-gate", tests="1", failures="1")
+    case = ET.SubElement(suite, "testcase", classname="whisperbench.gate", name="runs readable")
+    failure = ET.SubElement(case, "failure", message=reason, type=VERDICTS[CANNOT_JUDGE])
+    failure.text = reason
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
