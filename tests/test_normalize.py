@@ -63,17 +63,57 @@ def _all_shared_texts() -> list[str]:
     return texts
 
 
-def test_same_as_openai_whisper_module_on_real_transcripts(tiny_rows):
-    """whisper-normalizer must give exactly what openai-whisper's own normalizer gives."""
+def _openai_whisper_normalizers():
     pytest.importorskip("whisper", reason="openai-whisper not installed (pip install 'whisperbench[openai-whisper]')")
     from whisper.normalizers import BasicTextNormalizer, EnglishTextNormalizer
 
-    english, basic = EnglishTextNormalizer(), BasicTextNormalizer()
-    texts = [r["text"] for r in tiny_rows] + _all_shared_texts()
-    assert len(texts) >= 6
-    for text in texts:
-        assert normalize(text, "english") == " ".join(english(text).split())
-        assert normalize(text, "basic") == " ".join(basic(text).split())
+    return {"english": EnglishTextNormalizer(), "basic": BasicTextNormalizer()}
+
+
+def _differences(texts) -> list[tuple[str, str, str, str]]:
+    """(normalizer, text, ours, openai-whisper's) wherever the two differ."""
+    theirs = _openai_whisper_normalizers()
+    return [(name, text, normalize(text, name), " ".join(theirs[name](text).split()))
+            for text in texts for name in theirs if normalize(text, name) != " ".join(theirs[name](text).split())]
+
+
+#: words and forms where normalizers disagree: contractions (incl. whisper-normalizer's own four additions),
+#: numbers, currencies, units, ordinals, British spellings, titles, fillers, brackets, marks and scripts
+ADVERSARIAL = [
+    "the cause of it", "'cause I said so", "because cause", "I kinda like it", "sorta true", "I dunno", "Cause",
+    "gonna wanna gotta gimme lemme y'all ma'am won't can't ain't he's she'd've I'm you're it's o'clock",
+    "$1,000.50", "£3.2 million", "€52.4 thousand", "one hundred and twenty three", "1st 2nd 3rd 4th 21st",
+    "twenty-five percent", "3:45 pm", "the 1990s", "5¢", "¢5", "a 10km run", "RC232", "b747", "two double o seven",
+    "colour organisation theatre analyse travelling", "Mr. Smith Jr. and Dr. Who, St. Louis", "hmm uh um mm mhm",
+    "[music] hello (laughs) <i>world</i>", "naïve café Ångström ﬁnance", "½ ² Ⅻ", "hello 👋 world", "mañana, señor!",
+    "straße groß", "Привет, мир", "你好，世界", "こんにちは、世界", "नमस्ते दुनिया", "مرحبا بالعالم", "zero\u200bwidth",
+    "it's 3.14 not 3,14", "minus 5 plus six", "double oh seven", "nine one one", "two thousand and twenty-one",
+]
+
+
+def test_same_as_openai_whisper_module_on_transcripts_and_adversarial_strings(tiny_rows):
+    """Exactly openai-whisper's English and basic normalizers: on openai/whisper's test cases, the real
+    transcripts of the bundled and shared sets, and strings chosen where normalizers disagree."""
+    texts = [r["text"] for r in tiny_rows] + _all_shared_texts() + [t for t, _ in OPENAI_WHISPER_CASES] + ADVERSARIAL
+    assert len(texts) >= 6 + len(ADVERSARIAL)
+    assert not _differences(texts)
+    assert normalize("the cause of it", "english") == "the cause of it"  # whisper-normalizer says "the because of it"
+
+
+def test_same_as_openai_whisper_module_on_real_hypotheses(tiny_short, shared_runs):
+    """The texts models produce (the session's openai-whisper run on the bundled set), not only transcripts."""
+    hypotheses = [p.hypothesis for p in shared_runs.reference(tiny_short).predictions]
+    assert len(hypotheses) == 6 and all(hypotheses)
+    assert not _differences(hypotheses)
+
+
+WORDS = sorted({w for text in ADVERSARIAL + [t for t, _ in OPENAI_WHISPER_CASES] for w in text.split()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS) | st.text(max_size=6), max_size=12).map(" ".join))
+def test_same_as_openai_whisper_module_on_generated_sentences(text):
+    assert not _differences([text])
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,7 +1,10 @@
-"""Whisper's text normalizers (English and basic), from the ``whisper-normalizer`` package.
+"""Whisper's text normalizers (English and basic): exactly openai-whisper's, without PyTorch.
 
-That package carries openai-whisper's ``whisper/normalizers`` rules without PyTorch; the tests check
-it against openai-whisper's own module and against the normalizer cases of openai/whisper.
+The ``whisper-normalizer`` package carries openai-whisper's ``whisper/normalizers`` rules, plus four
+English contraction rules of its own ("kinda", "sorta", "dunno" and ``\bcause\b`` -> "because", which
+turns "the cause of it" into "the because of it"). Those four are taken out here, so both normalizers
+give what openai-whisper's module gives; the tests check that on openai/whisper's normalizer cases, on
+real transcripts and hypotheses, and on adversarial strings, against openai-whisper's own module.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
 NORMALIZERS = ("english", "basic", "none")
+#: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)
+NOT_IN_OPENAI_WHISPER = (r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b")
 
 
 @lru_cache(maxsize=None)
@@ -18,7 +23,10 @@ def get_normalizer(name: str) -> Callable[[str], str]:
     if name == "english":
         from whisper_normalizer.english import EnglishTextNormalizer
 
-        return EnglishTextNormalizer()
+        english = EnglishTextNormalizer()
+        for pattern in NOT_IN_OPENAI_WHISPER:
+            english.replacers.pop(pattern, None)
+        return english
     if name == "basic":
         from whisper_normalizer.basic import BasicTextNormalizer
 
