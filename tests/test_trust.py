@@ -267,3 +267,24 @@ def test_gate_io_errors_exit_2_and_still_write_the_junit_file(tmp_path, local_ma
                  "--junit", str(junit)]) == 2
     xml = junit.read_text()
     assert "<failure" in xml and "nope" in xml and 'type="CANNOT JUDGE"' in xml, xml
+
+
+# --- 5. no silent loss in manifests -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("body,line", [
+    ('a,{a},"hello world\nb,{b},second row\nc,{c},third\n', 2),  # never closed: swallows to the end
+    ('a,{a},"hello "" world\nb,{b},"second row"\nc,{c},third\n', 2),  # closed by a later row's quote
+    ('a,{a},ok\nb,{b},"one\nc,{c},two"\n', 3),  # balanced quotes, rows inside the field
+])
+def test_a_quote_left_open_in_a_csv_is_an_error_naming_the_line(tmp_path, tiny_rows, body, line):
+    from whisperbench.datasets import load_dataset
+    from whisperbench.errors import DatasetError
+
+    audio = {k: str(BUNDLED / "shortform" / r["audio"]) for k, r in zip("abc", tiny_rows)}
+    path = tmp_path / "manifest.csv"
+    path.write_text("id,audio,text\n" + body.format(**audio))
+    with pytest.raises(DatasetError, match=f"the row starting at line {line}") as info:
+        load_dataset(str(path))
+    assert str(path) in str(info.value)
+    path.write_text("id,audio,text\n" + 'a,{a},"a transcript, with a comma\nand a second line"\nb,{b},x\n'.format(**audio))
+    assert len(load_dataset(str(path)).dataset) == 2  # a real multi-line transcript is fine

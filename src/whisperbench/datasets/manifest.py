@@ -39,21 +39,37 @@ def read_jsonl(path: str) -> list[RawRecord]:
 
 
 def read_csv(path: str) -> list[RawRecord]:
-    """A CSV with a header row; quoted fields may hold commas and newlines (RFC 4180)."""
+    """A CSV with a header row; quoted fields may hold commas and newlines (RFC 4180).
+
+    Read strictly: a quote left open (which would swallow the following rows into one transcript) is an
+    error naming the line where its row starts, as is a field that holds lines shaped like whole rows.
+    """
     with open(path, "rb") as fh:
         text = _decode(path, fh.read())
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if not reader.fieldnames:
         raise DatasetError(f"{path}: empty CSV (no header row)")
-    records = []
+    records, start = [], reader.line_num + 1
     try:
         for row in reader:
             if None in row:
                 raise DatasetError(f"{path} line {reader.line_num}: more fields than header columns")
+            _check_no_embedded_rows(path, row, len(reader.fieldnames), start)
             records.append(RawRecord(dict(row), f"{path} row ending line {reader.line_num}"))
+            start = reader.line_num + 1
     except csv.Error as exc:
-        raise DatasetError(f"{path} line {reader.line_num}: {exc}") from exc
+        raise DatasetError(f"{path}: the row starting at line {start}: {exc} (a quote left open?)") from exc
     return records
+
+
+def _check_no_embedded_rows(path: str, row: dict, columns: int, start: int) -> None:
+    for name, value in row.items():
+        for offset, line in enumerate((value or "").splitlines()[1:], start=1):
+            if columns > 1 and len(next(csv.reader([line]))) == columns:
+                raise DatasetError(
+                    f"{path}: the row starting at line {start} has, in its {name!r} field, a line shaped like a "
+                    f"whole row ({line[:60]!r}, line {start + offset}): a quote left open swallowed the rows after "
+                    "it; close the quote")
 
 
 def read_manifest(path: str) -> list[RawRecord]:
