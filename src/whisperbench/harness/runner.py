@@ -8,13 +8,19 @@ RTFx. Peak memory is measured in the process that ran the model.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import multiprocessing
+import multiprocessing.util
+import os
+import tempfile
 import time
 import traceback
+from collections import Counter
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -197,24 +203,31 @@ def _batches(items: list, size: int) -> list[list]:
 
 # --- process-pool workers: each process loads its own model -------------------------------------
 _worker: Optional[ExampleRunner] = None
+_marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
 
 
 def _worker_init(adapter_name: str, model: str, decoding: DecodingOptions, long_form: bool, normalizer: str,
                  warmup: bool, long_form_config: Optional[LongFormConfig] = None,
-                 request: Optional[RunRequest] = None) -> None:
-    global _worker
+                 request: Optional[RunRequest] = None, marks: Optional[str] = None) -> None:
+    global _worker, _marks
+    _marks = Path(marks) if marks else None
     adapter = get_adapter(adapter_name)(model, decoding)
     if request is not None:
         adapter = isolated(adapter, request)
     _worker = ExampleRunner(adapter, long_form, normalizer, long_form_config)
+    # when the pool shuts this worker down: stop an isolated child and remove its log folder
+    multiprocessing.util.Finalize(None, adapter.close, exitpriority=10)
     _worker.load(warmup)
 
 
 def _worker_run(examples: list[Example]) -> tuple[list[Prediction], dict]:
     assert _worker is not None
+    mark = _marks / f"{os.getpid()}.json" if _marks else None
+    if mark:
+        mark.write_text(json.dumps([example.id for example in examples]), encoding="utf-8")
     preds = _worker.run_batch(examples)
-    import os
-
+    if mark:
+        mark.unlink(missing_ok=True)
     return preds, {"pid": os.getpid(), "peak_rss_mb": peak_rss_mb(), "load_s": _worker.load_s,
                    "warmup_s": _worker.warmup_s}
 
@@ -441,36 +454,104 @@ def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, 
         adapter.close()
 
 
+@dataclass
+class _Pool:
+    """What a process-pool run has left to do, across the pools that a crashing worker makes it rebuild."""
+
+    queue: list[list[Example]]
+    writer: Any
+    normalizer: str
+    progress: Optional[Callable[[int], object]]
+    suspects: list[Example] = field(default_factory=list)  # in flight when a pool broke: retried one at a time
+    crashes: Counter = field(default_factory=Counter)
+    blank_breaks: int = 0  # pools that broke with no example to blame (e.g. while loading the model)
+    workers: dict[int, dict] = field(default_factory=dict)
+
+    def store(self, batch: list[Example], future: cf.Future) -> bool:
+        """Write a finished batch's predictions; False when its pool broke under it."""
+        try:
+            preds, worker = future.result()
+            self.workers[worker["pid"]] = worker
+        except BrokenProcessPool:
+            return False
+        except Exception as exc:  # the batch could not even be sent or returned: its examples fail
+            preds = [self.failed(example, f"worker failed: {_error_text(exc)}") for example in batch]
+        self.writer.append_all(preds)
+        if self.progress:
+            self.progress(len(batch))
+        return True
+
+    def failed(self, example: Example, error: str) -> Prediction:
+        return score_prediction(Prediction.failed(example, error), self.normalizer)
+
+    def broke(self, in_flight: set[str]) -> None:
+        """A worker died: examples in flight are suspects (failed on their second crash), the rest wait."""
+        culprits = [e for e in self.suspects if e.id in in_flight]
+        culprits += [e for batch in self.queue for e in batch if e.id in in_flight]
+        self.blank_breaks += not culprits
+        self.suspects = [e for e in self.suspects if e.id not in in_flight]
+        self.queue = [kept for kept in ([e for e in b if e.id not in in_flight] for b in self.queue) if kept]
+        for example in culprits:
+            self.crashes[example.id] += 1
+            if self.crashes[example.id] < 2:
+                self.suspects.append(example)
+                continue
+            self.writer.append(self.failed(example, "the worker process died while transcribing this example, twice "
+                                                    "(a native crash?); the other examples went on in a new pool"))
+            if self.progress:
+                self.progress(1)
+        if self.blank_breaks >= 2:  # the workers cannot even start: fail what is left, once
+            for example in self.suspects + [e for batch in self.queue for e in batch]:
+                self.writer.append(self.failed(example, "worker failed: the process pool broke twice with no example "
+                                                        "in flight (the model cannot load in a worker?)"))
+            self.suspects, self.queue = [], []
+
+
+def _pool_round(state: _Pool, pool: cf.ProcessPoolExecutor, marks: Path) -> None:
+    """Suspects one at a time (a crash then names its example), then the queue in parallel."""
+    while state.suspects:
+        example = state.suspects[0]
+        if not state.store([example], pool.submit(_worker_run, [example])):
+            return state.broke({example.id})
+        state.suspects.pop(0)
+    futures = {pool.submit(_worker_run, batch): batch for batch in state.queue}
+    broken = False
+    for future in cf.as_completed(futures):
+        batch = futures[future]
+        if state.store(batch, future):
+            state.queue = [b for b in state.queue if b is not batch]
+        else:
+            broken = True
+    if broken:
+        in_flight = {i for mark in marks.glob("*.json") for i in json.loads(mark.read_text(encoding="utf-8") or "[]")}
+        for mark in marks.glob("*.json"):
+            mark.unlink()
+        state.broke(in_flight)
+
+
 def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) -> None:
+    """Examples on ``request.workers`` processes, each holding a model. A worker that dies (a native crash)
+    breaks the pool: a new one goes on; the examples in flight are retried one at a time, and an example
+    that kills its worker twice is recorded as failed, naming the cause."""
     context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
-    workers: dict[int, dict] = {}
     long_form = dataset.form == "long"
-    init_args = (request.adapter, request.model, request.decoding, long_form, normalizer, request.warmup,
-                 request.long_form, request)
     probe = get_adapter(request.adapter)(request.model, request.decoding)  # batch size, without loading
     size = 1 if long_form or not probe.needs_audio else max(1, probe.batch_size)
+    state = _Pool(_batches(todo, size), writer, normalizer, progress)
     start = time.perf_counter()
-    with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
-                                initargs=init_args) as pool:
-        futures = {pool.submit(_worker_run, batch): batch for batch in _batches(todo, size)}
-        for future in cf.as_completed(futures):
-            batch = futures[future]
-            try:
-                preds, worker = future.result()
-                workers[worker["pid"]] = worker
-            except Exception as exc:  # the worker process died (e.g. a native crash)
-                preds = [score_prediction(Prediction.failed(example, f"worker failed: {_error_text(exc)}"), normalizer)
-                         for example in batch]
-            for pred in preds:
-                writer.append(pred)
-            if progress:
-                progress(len(batch))
+    with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
+        init_args = (request.adapter, request.model, request.decoding, long_form, normalizer, request.warmup,
+                     request.long_form, request, marks)
+        while state.queue or state.suspects:
+            with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
+                                        initargs=init_args) as pool:
+                _pool_round(state, pool, Path(marks))
     stats["loop_wall_s"] = time.perf_counter() - start
-    if workers:
+    if state.workers:
         stats.update(
-            load_s=max(w["load_s"] for w in workers.values()),
-            warmup_s=max(w["warmup_s"] for w in workers.values()),
-            peak_rss_mb=max(w["peak_rss_mb"] for w in workers.values()),
+            load_s=max(w["load_s"] for w in state.workers.values()),
+            warmup_s=max(w["warmup_s"] for w in state.workers.values()),
+            peak_rss_mb=max(w["peak_rss_mb"] for w in state.workers.values()),
         )
 
 
