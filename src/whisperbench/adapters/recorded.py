@@ -6,12 +6,12 @@ ids missing from the file fail with a clear error, so they count as failed examp
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Optional
 
 import numpy as np
 
+from ..digest import sha256_of
 from ..errors import WhisperbenchError
 from ..types import Example, Transcript
 from . import register
@@ -54,14 +54,10 @@ class RecordedAdapter(Adapter):
 
     def source_digest(self) -> Optional[str]:
         """The hypotheses file's sha256: an edited file makes a resumed ``score`` redo every example."""
-        digest = hashlib.sha256()
         try:
-            with open(self.model, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
+            return "sha256:" + sha256_of(self.model)
         except OSError as exc:
             raise WhisperbenchError(f"cannot read hypotheses file {self.model}: {exc}") from exc
-        return "sha256:" + digest.hexdigest()
 
     def unknown_ids(self, dataset_ids: set[str]) -> list[str]:
         """Ids in the file that the dataset does not have (reported, never scored)."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from ..audio import audio_info
+from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
 from ..types import WHISPER_WINDOW_S, Dataset, Example, Form
 
@@ -97,14 +98,7 @@ def _check_example(example: Example, origin: str) -> Optional[str]:
 
 
 def _audio_digest(audio: str | bytes) -> str:
-    digest = hashlib.sha256()
-    if isinstance(audio, (bytes, bytearray)):
-        digest.update(audio)
-    else:
-        with open(audio, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    return sha256_of(audio)
 
 
 AUDIO_DIGEST = "audio_sha256"  # per example, in ``Example.extra``: what a resume re-checks each stored result against

@@ -7,7 +7,6 @@ it, so all adapters of a comparison run the same weights.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..digest import sha256_of
 from ..errors import ModelError
 
 
@@ -70,11 +70,7 @@ def _sha256_file(path: Path) -> str:
         memo = {}
     if memo_key in memo:
         return memo[memo_key]
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    memo[memo_key] = digest.hexdigest()
+    memo[memo_key] = sha256_of(path)
     try:
         memo_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = memo_path.with_suffix(f".{os.getpid()}.tmp")
