@@ -300,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "
                                      "(default: RAY_ADDRESS, else a local Ray started for the run)")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
-                   help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …)")
+                   help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …); "
+                        "repeat -o for several")
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
     p.add_argument("--refresh", action="store_true", help="bypass an adapter's result cache (openai-api)")
@@ -320,48 +321,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("score", help="turn a hypotheses file (id, hypothesis) made elsewhere into a run")
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True,
+                   help="the dataset the hypotheses were made on: manifest, audio folder, bundled name or hf:...")
     p.add_argument("--hypotheses", required=True, help="JSONL with id and hypothesis per line")
     _add_run_args(p)
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("rescore", help="recompute a run's summary from its stored raw predictions")
-    p.add_argument("run")
-    p.add_argument("--runs-dir", default="runs")
-    p.add_argument("--normalizer", choices=["english", "basic", "none"])
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run", help="run name (under --runs-dir) or run folder")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--normalizer", choices=["english", "basic", "none"],
+                   help="score with this normalizer instead of the run's own (recorded in summary.json)")
+    p.add_argument("--json", action="store_true", help="print the new summary as JSON")
     p.set_defaults(func=cmd_rescore)
 
     p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run")
     p.add_argument("--reference", required=True, help="run name (under --runs-dir) or run folder")
-    p.add_argument("--candidate", required=True, action="append")
-    p.add_argument("--runs-dir", default="runs")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--candidate", required=True, action="append",
+                   help="run compared with the reference (repeat --candidate for several)")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="leaderboard (markdown, HTML or CSV) of every run in --runs-dir")
-    p.add_argument("--runs-dir", default="runs")
-    p.add_argument("--reference", action="append", help="reference run name (one per dataset; repeatable)")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--reference", action="append", help="reference run name (one per dataset; repeat for several)")
     p.add_argument("--reference-adapter", default="openai-whisper",
                    help="for datasets without a --reference, the run of this adapter (default openai-whisper)")
-    p.add_argument("--out", default="reports/leaderboard.md")
+    p.add_argument("--out", default="reports/leaderboard.md", help="file to write (default: %(default)s)")
     p.add_argument("--format", choices=["md", "html", "csv"], help="default: from --out's extension")
-    p.add_argument("--title", default="Whisper leaderboard")
+    p.add_argument("--title", default="Whisper leaderboard", help="the leaderboard's heading")
     p.add_argument("--quiet", action="store_true", help="do not print the markdown")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="per-example results of a run as CSV or JSON lines (for pandas)")
-    p.add_argument("run")
+    p.add_argument("run", help="run name (under --runs-dir) or run folder")
     p.add_argument("--out", required=True, help="FILE.csv, FILE.jsonl or FILE.json")
     p.add_argument("--reference", help="join a reference run: its output, errors and the regression flag")
-    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("gate", help="release gate: exit 0 pass, 1 regression, 2 cannot judge")
-    p.add_argument("--reference", required=True)
-    p.add_argument("--candidate", required=True)
-    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--reference", required=True, help="the run users get today (name under --runs-dir or folder)")
+    p.add_argument("--candidate", required=True, help="the run to release (name under --runs-dir or folder)")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--min-qoi", type=float, required=True, help="minimum QoI in percent")
     p.add_argument("--max-wer-increase", type=float, help="maximum WER increase in points")
     p.add_argument("--min-coverage", type=float, default=100.0,
@@ -374,21 +378,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("adapters", help="list adapters and whether they are installed")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=cmd_adapters)
 
     p = sub.add_parser("models", help="list known models and where their weights come from")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("datasets", help="list bundled datasets, or validate one (SPEC)")
-    p.add_argument("spec", nargs="?")
+    p.add_argument("spec", nargs="?", help="a dataset to validate (manifest, folder, bundled name or hf:...)")
     p.set_defaults(func=cmd_datasets)
 
     p = sub.add_parser("demo", help="offline default evaluation: local implementations on the bundled data")
-    p.add_argument("--model", default="tiny.en")
-    p.add_argument("--runs-dir", default="runs/demo")
-    p.add_argument("--out", default="reports/leaderboard.md")
+    p.add_argument("--model", default="tiny.en", help="model of every row (default: %(default)s)")
+    p.add_argument("--runs-dir", default="runs/demo", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--out", default="reports/leaderboard.md", help="leaderboard file (default: %(default)s)")
     p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
     p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
