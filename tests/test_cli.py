@@ -142,9 +142,13 @@ def test_export_per_example_results_for_pandas(runs, tmp_path):
     assert len(pd.read_json(lines, lines=True)) == 6
 
 
-def test_progress_bar_is_quiet_when_not_a_terminal(tmp_path, tiny_rows, tiny_short):
+def test_without_a_terminal_no_bar_but_one_line_per_phase(tmp_path, tiny_rows, tiny_short):
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
     proc = subprocess.run([sys.executable, "-m", "whisperbench", "score", "--dataset", str(tiny_short),
                            "--hypotheses", str(hyp), "--name", "q", "--runs-dir", str(tmp_path / "r")],
                           capture_output=True, text=True, check=True)
     assert "\r" not in proc.stderr and "ex/s" not in proc.stderr and "WER 0.00%" in proc.stdout
+    lines = proc.stderr.splitlines()
+    assert any("6 example(s): loading the model" in line for line in lines), proc.stderr
+    assert any("first result after" in line for line in lines) and any("6/6 done" in line for line in lines)
+    assert len(lines) <= 8  # a line per phase, not per example

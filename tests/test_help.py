@@ -32,3 +32,32 @@ def test_repeatable_options_say_so():
         for action in command._actions:
             if isinstance(action, argparse._AppendAction):
                 assert "repeat" in action.help.lower(), f"{name} {action.option_strings}: {action.help}"
+
+
+def test_a_missing_run_names_the_runs_that_exist(tmp_path, capsys):
+    from whisperbench.cli import main
+
+    demo = tmp_path / "runs" / "demo" / "openai-whisper_tiny.en_tiny-shortform"
+    demo.mkdir(parents=True)
+    (demo / "run.json").write_text("{}")
+    (tmp_path / "runs" / "faster-whisper_tiny.en_x").mkdir()
+    (tmp_path / "runs" / "faster-whisper_tiny.en_x" / "run.json").write_text("{}")
+    args = ["compare", "--candidate", "faster-whisper_tiny.en_x", "--runs-dir", str(tmp_path / "runs"), "--reference"]
+    assert main(args + ["openai-whisper_tiny.en_tiny-shortform"]) == 2
+    assert f"pass --runs-dir {tmp_path / 'runs' / 'demo'}" in capsys.readouterr().err
+    assert main(args + ["faster-whisper_tiny.en_y"]) == 2
+    assert "did you mean faster-whisper_tiny.en_x" in capsys.readouterr().err
+    assert main(["export", "nothing-like-it-at-all", "--runs-dir", str(tmp_path / "empty"), "--out", "x.csv"]) == 2
+    assert "holds no runs" in capsys.readouterr().err
+
+
+def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_by_name():
+    from whisperbench.reports import pick_references
+
+    class Run:
+        def __init__(self, name, label):
+            self.name, self.info, self.dataset_hash = name, {"adapter": "openai-whisper", "label": label}, "h"
+
+    runs = [Run("a-batch8", "openai-whisper batch_size=8"), Run("b-plain", "openai-whisper"), Run("c", "ow")]
+    assert pick_references(runs, adapter="openai-whisper")["h"].name == "b-plain"
+    assert pick_references(runs, names=["a-batch8"], adapter="openai-whisper")["h"].name == "a-batch8"

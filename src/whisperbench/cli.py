@@ -10,13 +10,7 @@ from typing import Optional
 
 from . import __version__
 from .errors import WhisperbenchError
-
-
-def _progress(total: int, desc: str):
-    """A tqdm bar with ETA on a terminal; silent when stderr is not a terminal (CI logs stay clean)."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="ex", file=sys.stderr, disable=None, dynamic_ncols=True)
+from .progress import progress
 
 
 def _print_json(data) -> None:
@@ -59,7 +53,7 @@ def _execute(request, as_json: bool) -> int:
 
     checked = load_dataset(request.dataset, name=request.dataset_name, form=request.form, limit=request.limit,
                            skip_invalid=request.skip_invalid)
-    with _progress(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") as bar:
+    with progress(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") as bar:
         result = run_evaluation(request, progress=bar.update, checked=checked)
     if as_json:
         _print_json(result.summary)
@@ -148,13 +142,14 @@ def cmd_compare(args) -> int:
 def cmd_report(args) -> int:
     from .harness.store import list_runs
     from .reports import flat_frame, leaderboard_frame, pick_references, render_markdown
+    from .reports.leaderboard import recorded_references
 
     runs = list_runs(args.runs_dir)
     if not runs:
         raise WhisperbenchError(f"no runs found in {args.runs_dir}")
-    references = pick_references(runs, args.reference or [], args.reference_adapter)
+    references = pick_references(runs, args.reference or recorded_references(args.runs_dir), args.reference_adapter)
     frame = leaderboard_frame(runs, references)
-    out = Path(args.out)
+    out = Path(args.out or Path(args.runs_dir) / f"leaderboard.{args.format or 'md'}")
     out.parent.mkdir(parents=True, exist_ok=True)
     fmt = args.format or out.suffix.lstrip(".").lower()
     if fmt == "csv":
@@ -346,10 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="leaderboard (markdown, HTML or CSV) of every run in --runs-dir")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--reference", action="append", help="reference run name (one per dataset; repeat for several)")
+    p.add_argument("--reference", action="append",
+                   help="reference run name (one per dataset; repeat for several); default: the references the "
+                        "demo recorded in --runs-dir, else --reference-adapter's plainest run")
     p.add_argument("--reference-adapter", default="openai-whisper",
                    help="for datasets without a --reference, the run of this adapter (default openai-whisper)")
-    p.add_argument("--out", default="reports/leaderboard.md", help="file to write (default: %(default)s)")
+    p.add_argument("--out", help="file to write (default: leaderboard.md, or .html/.csv with --format, in --runs-dir)")
     p.add_argument("--format", choices=["md", "html", "csv"], help="default: from --out's extension")
     p.add_argument("--title", default="Whisper leaderboard", help="the leaderboard's heading")
     p.add_argument("--quiet", action="store_true", help="do not print the markdown")
@@ -392,7 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="offline default evaluation: local implementations on the bundled data")
     p.add_argument("--model", default="tiny.en", help="model of every row (default: %(default)s)")
     p.add_argument("--runs-dir", default="runs/demo", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--out", default="reports/leaderboard.md", help="leaderboard file (default: %(default)s)")
+    p.add_argument("--out", help="leaderboard file (default: leaderboard.md in --runs-dir; the repository's "
+                                 "reports/leaderboard.md is a published copy, rewritten only when named here)")
     p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
     p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")

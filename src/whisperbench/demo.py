@@ -15,10 +15,12 @@ from typing import Callable, Optional
 from .adapters import DecodingOptions, get_adapter
 from .datasets import bundled_datasets, load_dataset
 from .errors import OptionError
+from .progress import progress
 from .harness import RunRequest, run_evaluation
 from .harness.longform import LongFormConfig
 from .harness.store import list_runs
 from .reports import leaderboard_frame, pick_references, render_markdown
+from .reports.leaderboard import record_references
 
 REFERENCE_ADAPTER = "openai-whisper"
 
@@ -88,8 +90,6 @@ def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
 
 
 def run_demo(args) -> int:
-    from .cli import _progress
-
     bundled = bundled_datasets()
     names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
     if not names:
@@ -120,7 +120,7 @@ def run_demo(args) -> int:
                 decoding=DecodingOptions.from_pairs(list(contender.options) + threads),
                 long_form=LongFormConfig(contender.long_form), isolate=contender.isolate,
             )
-            with _progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
+            with progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
                 result = run_evaluation(request, progress=bar.update, checked=checked)
             made.append(result.store.name)
             if contender.label == reference_label:
@@ -133,9 +133,10 @@ def run_demo(args) -> int:
                   file=sys.stderr)
     runs = [r for r in list_runs(args.runs_dir) if r.name in made]
     chosen = pick_references(runs, names=references)
+    record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
     text = render_markdown(leaderboard_frame(runs, chosen), chosen,
                            title=f"Whisper {args.model} across implementations (bundled tiny set)")
-    out = Path(args.out)
+    out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(text)

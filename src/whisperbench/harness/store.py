@@ -226,7 +226,30 @@ def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:
         store = RunStore(path)
         if store.exists():
             return StoredRun(store, store.read_info(), store.read_predictions(), store.read_summary())
-    raise RunStoreError(f"run {run!r} not found (looked in {', '.join(str(c) for c in candidates)})")
+    raise RunStoreError(f"run {run!r} not found (looked in {', '.join(str(c) for c in candidates)})"
+                        + _nearby(run, Path(runs_dir)))
+
+
+def _nearby(run: str, runs_dir: Path) -> str:
+    """A hint naming the runs that do exist: the same name in a sub-folder, close names, or what is there."""
+    import difflib
+
+    folders = [runs_dir] + (sorted(c for c in runs_dir.iterdir() if c.is_dir()) if runs_dir.is_dir() else [])
+    found = {}  # run name -> the runs folder holding it
+    for folder in folders:
+        for child in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if (child / RUN_JSON).exists():
+                found.setdefault(child.name, folder)
+    name = Path(run).name
+    if name in found and found[name] != runs_dir:
+        return f"; it is in {found[name]}: pass --runs-dir {found[name]}"
+    close = difflib.get_close_matches(name, list(found), n=3, cutoff=0.6)
+    if close:
+        return "; did you mean " + ", ".join(f"{c} (in {found[c]})" for c in close) + "?"
+    if found:
+        shown = sorted(found)[:8]
+        return f"; runs there: {', '.join(shown)}{' …' if len(found) > len(shown) else ''}"
+    return f"; {runs_dir} holds no runs"
 
 
 def list_runs(runs_dir: str | Path) -> list[StoredRun]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Optional
@@ -17,20 +18,43 @@ COLUMNS = ["Implementation", "Model", "Dataset", "WER %", "WER 95% CI", "QoI %",
            "Failed", "Run"]
 
 
+REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its maker (e.g. the demo) used
+
+
 def pick_references(
     runs: list[StoredRun], names: Iterable[str] = (), adapter: Optional[str] = None
 ) -> dict[str, StoredRun]:
-    """Reference run per dataset content hash: a run named in ``names``, else one of ``adapter``."""
+    """Reference run per dataset content hash: a run named in ``names``, else a run of ``adapter`` — the one
+    labelled exactly ``adapter`` (no options) first, then the shortest label, then by name: never an accident
+    of sort order."""
     wanted = set(names)
     chosen: dict[str, StoredRun] = {}
     for run in runs:
         if run.name in wanted:
             chosen[run.dataset_hash] = run
     if adapter:
-        for run in runs:
-            if run.info.get("adapter") == adapter:
-                chosen.setdefault(run.dataset_hash, run)
+        def plainness(run: StoredRun) -> tuple:
+            label = run.info.get("label") or ""
+            return (label != adapter, len(label), run.name)
+
+        for run in sorted((r for r in runs if r.info.get("adapter") == adapter), key=plainness):
+            chosen.setdefault(run.dataset_hash, run)
     return chosen
+
+
+def recorded_references(runs_dir: str | Path) -> list[str]:
+    """The reference run names recorded in ``runs_dir`` (by the demo), or none."""
+    path = Path(runs_dir) / REFERENCES_FILE
+    try:
+        return [str(name) for name in json.loads(path.read_text(encoding="utf-8")).get("references", [])]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
+    from ..harness.store import write_json_atomic
+
+    write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})
 
 
 def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],

@@ -1,0 +1,48 @@
+"""Progress of a run: a tqdm bar on a terminal; in a CI log (no terminal) one line per phase.
+
+Without a terminal nothing would be printed while models load (a minute or more): the log says what
+is being done — which implementation, loading, then each quarter of the examples with the time taken.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class LogProgress:
+    """tqdm's ``update``/context-manager interface, writing plain lines (for logs)."""
+
+    def __init__(self, total: int, desc: str, stream: TextIO):
+        self.total, self.desc, self.stream = total, desc.strip(), stream
+        self.done, self.start, self.next_mark = 0, time.monotonic(), 1
+
+    def __enter__(self) -> "LogProgress":
+        self._say(f"{self.total} example(s): loading the model and warming up")
+        return self
+
+    def update(self, count: int = 1) -> None:
+        self.done += count
+        if self.done == count:
+            self._say(f"first result after {time.monotonic() - self.start:.0f} s")
+        while self.total and self.next_mark <= 4 and self.done >= self.next_mark * self.total / 4:
+            self._say(f"{self.done}/{self.total} done ({time.monotonic() - self.start:.0f} s)")
+            self.next_mark += 1
+
+    def __exit__(self, *exc) -> None:
+        if self.done < self.total:
+            self._say(f"stopped at {self.done}/{self.total} ({time.monotonic() - self.start:.0f} s)")
+
+    def _say(self, text: str) -> None:
+        print(f"{self.desc}: {text}", file=self.stream, flush=True)
+
+
+def progress(total: int, desc: str, stream: TextIO | None = None):
+    """A tqdm bar with ETA on a terminal, phase lines otherwise."""
+    stream = stream or sys.stderr
+    if stream.isatty():
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="ex", file=stream, dynamic_ncols=True)
+    return LogProgress(total, desc, stream)
