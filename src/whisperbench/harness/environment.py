@@ -9,6 +9,8 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Iterable
 
+from ..machine import usable_cpus
+
 CORE_PACKAGES = ("whisperbench", "numpy", "jiwer", "whisper-normalizer", "soundfile", "soxr", "datasets", "pandas")
 
 
@@ -34,11 +36,60 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_info() -> dict:
+def _cpu_flags() -> list[str]:
+    """The instruction-set extensions that decide which kernels run (int8 and fp16 paths differ by them)."""
+    wanted = ("avx", "avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8", "f16c", "fma", "neon", "asimd")
     try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        usable = os.cpu_count() or 1
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    present = set(line.split(":", 1)[1].split())
+                    return [flag for flag in wanted if flag in present]
+    except OSError:
+        pass
+    return []
+
+
+#: another process's load above this share of the usable CPUs makes speed figures unreliable
+BUSY_LOAD_PER_CPU = 0.5
+BUSY_STEAL_PCT = 10.0
+
+
+def load_snapshot() -> dict:
+    """The 1-minute load average and the CPU time counters (steal: time the hypervisor gave elsewhere)."""
+    snapshot = {"load_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+    try:
+        with open("/proc/stat", encoding="utf-8") as fh:
+            ticks = [int(v) for v in fh.readline().split()[1:]]
+        snapshot.update(total_ticks=sum(ticks), steal_ticks=ticks[7] if len(ticks) > 7 else 0)
+    except (OSError, ValueError):
+        pass
+    return snapshot
+
+
+def machine_load(before: dict, after: dict, threads: int) -> dict:
+    """How busy the machine was around a run: the load of *other* processes (before it started, and after
+    it, less its own threads), CPU steal, and whether that makes its speed figures unreliable."""
+    cpus = usable_cpus()
+    others = [v for v in (before.get("load_1m"), None if after.get("load_1m") is None
+                          else after["load_1m"] - threads) if v is not None]
+    other_load = round(max(others), 2) if others else None
+    steal = None
+    if "total_ticks" in before and "total_ticks" in after and after["total_ticks"] > before["total_ticks"]:
+        steal = round(100.0 * (after["steal_ticks"] - before["steal_ticks"])
+                      / (after["total_ticks"] - before["total_ticks"]), 1)
+    reasons = []
+    if other_load is not None and other_load > BUSY_LOAD_PER_CPU * cpus:
+        reasons.append(f"load {other_load:g} from other processes on {cpus} CPU(s)")
+    if steal is not None and steal > BUSY_STEAL_PCT:
+        reasons.append(f"{steal:g} % of CPU time stolen by the hypervisor")
+    return {"load_1m_before": before.get("load_1m"), "load_1m_after": after.get("load_1m"),
+            "other_load": other_load, "steal_pct": steal, "usable_cpus": cpus, "busy": bool(reasons),
+            "why": "; ".join(reasons)}
+
+
+def machine_info() -> dict:
+    usable = usable_cpus()
     try:
         import psutil
 
@@ -49,6 +100,7 @@ def machine_info() -> dict:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu": _cpu_model(),
+        "cpu_flags": _cpu_flags(),
         "cpu_count": os.cpu_count(),
         "usable_cpus": usable,
         "memory_gb": memory_gb,

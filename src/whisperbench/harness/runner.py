@@ -32,7 +32,8 @@ from ..errors import OptionError, RunStoreError
 from ..redact import redact
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..types import Dataset, Example, Prediction
-from .environment import CORE_PACKAGES, machine_info, package_versions, peak_rss_mb
+from .environment import (CORE_PACKAGES, load_snapshot, machine_info, machine_load, package_versions,
+                          peak_rss_mb)
 from .longform import LongFormConfig, Outcome, strategy_for
 from .store import RunStore, safe_run_name
 
@@ -263,8 +264,10 @@ def _config_key(info: dict) -> dict:
     dataset = info.get("dataset", {})
     # runs stored before strategies existed have no long_form: their long-form audio went natively
     long_form = info.get("long_form") or ({"strategy": "native"} if dataset.get("form") == "long" else None)
-    return {k: info.get(k) for k in ("adapter", "model", "decoding", "normalizer")} | {
-        "long_form": long_form, "dataset_source": dataset.get("source")}
+    # threads change how fast a run goes, not what it is: another thread count resumes the run
+    decoding = {k: v for k, v in (info.get("decoding") or {}).items() if k != "threads"}
+    return {k: info.get(k) for k in ("adapter", "model", "normalizer")} | {
+        "decoding": decoding, "long_form": long_form, "dataset_source": dataset.get("source")}
 
 
 def _store_of(request: RunRequest, info: dict) -> RunStore:
@@ -373,6 +376,7 @@ def run_evaluation(
         store.write_info(info | {"status": "running"})
 
         stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
+        load_before = load_snapshot()
         with store.open_for_append() as writer:
             for bad in checked.invalid:
                 if bad.id not in done:
@@ -392,12 +396,16 @@ def run_evaluation(
         missing = [i for i in ids if i not in stored]
         if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
             raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
+        busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
         adapter_info = stats.pop("adapter_info", None) or adapter.describe()
         backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
         if long_form:
             adapter_info["long_form_algorithm"] = long_form.algorithm(adapter)
         summary = summarize([stored[i] for i in ids], normalizer, dataset.form, scored_with=normalizer)
         summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
+        if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
+            summary["rtfx_reliable"] = not busy["busy"]
+            summary["rtfx_unreliable_why"] = busy["why"] or None
         if adapter_info.get("compile_s_total") is not None:  # jit compilation, never inside RTFx
             summary["compile_s"] = adapter_info["compile_s_total"]
         loop_wall = stats["loop_wall_s"]
@@ -414,7 +422,7 @@ def run_evaluation(
             if todo and loop_wall > 0 and info["backend"] == "in-process" else None
         )
         info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    adapter_info=adapter_info)
+                    adapter_info=adapter_info, machine_load=busy)
         info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
         if backend_info:
             info["backend_info"] = backend_info
@@ -560,8 +568,7 @@ def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
     with store.lock():
         info = store.read_info()
         normalizer = normalizer or info.get("normalizer", "english")
-        summary = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
-        old = store.read_summary() or {}
-        summary.update({k: old.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct", "wall_s")})
+        scored = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
+        summary = (store.read_summary() or {}) | scored  # every field not about scoring is kept as it was
         store.write_summary(summary)
     return summary

@@ -50,6 +50,15 @@ def _num(value, digits: int) -> str:
     return f'<td class="num" data-value="{value}">{value:.{digits}f}</td>'
 
 
+def _rtfx(row) -> str:
+    """The RTFx cell; flagged when the run's machine was busy (its speed is not comparable)."""
+    cell = _num(row["RTFx"], 1)
+    if row.get("RTFx reliable", True) is False and 'data-value=""' not in cell:
+        cell = cell.replace("</td>", ' <span class="busy" title="the machine was busy during this run: '
+                                      'speed not comparable">⚠ busy</span></td>')
+    return cell
+
+
 def _ci(interval) -> str:
     return "<td>–</td>" if interval is None else f"<td>{interval.low:.1f}–{interval.high:.1f}</td>"
 
@@ -63,7 +72,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
         rows.append(
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
             f'<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
-            f'{_ci(r["QoI CI"])}{_num(r["RTFx"], 1)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
+            f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 

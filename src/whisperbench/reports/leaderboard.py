@@ -84,6 +84,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "QoI %": qoi_value,
             "QoI CI": qoi_ci,
             "RTFx": stored.get("rtfx", summary["rtfx"]),
+            "RTFx reliable": stored.get("rtfx_reliable") is not False,
             "Examples": summary["num_examples"],
             "Failed": summary["num_failed"],
             "Long-form algorithm": (run.info.get("adapter_info") or {}).get("long_form_algorithm", ""),
@@ -120,7 +121,8 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     shown = shown[columns].copy()
     shown["WER %"] = shown["WER %"].map(lambda v: _fmt(v, 2))
     shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
-    shown["RTFx"] = shown["RTFx"].map(lambda v: _fmt(v, 1))
+    shown["RTFx"] = [_fmt(v, 1) + ("" if ok or _fmt(v, 1) == "–" else " ⚠ busy")
+                     for v, ok in zip(frame["RTFx"], frame["RTFx reliable"])]
     for column in ("Model", "Dataset", "Long-form algorithm"):  # text from manifests and command lines
         if column in shown:
             shown[column] = shown[column].map(md_cell)
@@ -147,7 +149,9 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
-        "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded.",
+        "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
+        "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
+        "its speed is not comparable.",
         "",
     ]
     return "\n".join(parts)
