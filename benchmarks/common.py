@@ -64,6 +64,36 @@ def run_all(configurations: list[tuple[str, str, list[str]]], *, model: str, dat
     return results
 
 
+_LOAD_AT_START = None
+
+
+def watch_load() -> None:
+    """Note the machine's load before the benchmark runs (called on import of this module, and again by a
+    benchmark that starts later)."""
+    global _LOAD_AT_START
+    from whisperbench.harness.environment import load_snapshot
+
+    _LOAD_AT_START = load_snapshot()
+
+
+def load_verdict() -> str:
+    """One line: the load the figures were measured under, and whether they can be called final (other
+    processes' load at the start at most half the usable CPUs, and < 10 % of CPU time stolen throughout)."""
+    from whisperbench.harness.environment import load_snapshot, machine_load
+
+    load = machine_load(_LOAD_AT_START or load_snapshot(), {}, threads=0)
+    end = load_snapshot()
+    if _LOAD_AT_START and "total_ticks" in end and end["total_ticks"] > _LOAD_AT_START.get("total_ticks", 0):
+        load = machine_load(_LOAD_AT_START, dict(end, load_1m=None), threads=0)
+    facts = f"load {load['load_1m_before']} at the start on {load['usable_cpus']} CPU(s), steal {load['steal_pct']} %"
+    if load["busy"]:
+        return f"PRELIMINARY figures ({facts}): {load['why']}; rerun on a quiet machine before publishing them"
+    return f"final figures: measured on a quiet machine ({facts})"
+
+
+watch_load()
+
+
 def print_ratio_table(title: str, results: dict[str, dict], *, extra: tuple[Column, ...] = (),
                       note: str = "ow = openai-whisper") -> None:
     """WER, RTFx and peak memory per run, with speed and memory as ratios to the openai-whisper run."""
@@ -84,6 +114,7 @@ def print_ratio_table(title: str, results: dict[str, dict], *, extra: tuple[Colu
         print(f"{label:<{width}}" + "".join(f"{fmt(summary):>{w}}" for _, w, fmt in columns))
     if note:
         print(note)
+    print(load_verdict())
 
 
 def benchmark_parser(doc: str) -> argparse.ArgumentParser:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from common import ratio, run_implementation
+from common import ratio, run_implementation, load_verdict
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data")) / "longform"
@@ -107,4 +107,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    print(load_verdict())
+    raise SystemExit(code)

@@ -27,6 +27,9 @@ from whisperbench.reports import compare_runs
 from whisperbench.scoring import qoi, score_prediction, summarize
 from whisperbench.types import Prediction
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import load_verdict  # noqa: E402
+
 BUNDLED = Path(__file__).resolve().parent.parent / "datasets" / "tiny"
 NORMALIZER = "english"
 
@@ -138,4 +141,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    print(load_verdict())
+    raise SystemExit(code)
