@@ -71,6 +71,7 @@ def _openai_model():
     return load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
 
 
+@pytest.mark.slow  # the default tier checks the same weights through logits against openai-whisper
 def test_flax_weights_equal_transformers_own_conversion():
     """Our numpy writer against transformers' PyTorch-to-Flax conversion of the transformers folder."""
     pytest.importorskip("torch", reason="the cross-check loads the PyTorch folder: pip install torch==2.13.0")
@@ -204,6 +205,7 @@ def test_english_only_model_refuses_another_language():
         _adapter("tiny.en", "language=de")
 
 
+@pytest.mark.slow  # compiles a second program set (batch 2); the default tier checks compile accounting
 def test_runner_records_compile_time_apart(tiny_short, runs_dir):
     request = RunRequest("jax", "tiny.en", str(tiny_short), runs_dir=str(runs_dir), name="jax-runner", limit=2,
                          decoding=DecodingOptions.from_pairs(["batch_size=2"]))

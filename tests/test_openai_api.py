@@ -31,8 +31,8 @@ from whisperbench.models import resolve_source  # noqa: E402
 from whisperbench.reports import compare_runs  # noqa: E402
 
 SECRET = "sk-test-DO-NOT-LEAK-7f3a9c"
-TIMEOUT_S = 5  # per request in the fault tests: 10x a real tiny.en request of these clips on 2 cores
-SLOW_S = 8  # the "slow" fault answers only after the client has given up
+TIMEOUT_S = 3  # per request in the fault tests: 6x a real tiny.en request of these clips on 2 cores
+SLOW_S = 5  # the "slow" fault answers only after the client has given up
 
 
 def _free_port() -> int:
