@@ -132,11 +132,11 @@ def test_batch_equals_one_at_a_time_and_compiles_one_shape(batched, clips, batch
     assert list(batched.compile_s) == ["b4_l226", "b4_l225_timestamps"] and min(batched.compile_s.values()) > 0
     single = _adapter("tiny.en", "batch_size=1")
     try:
-        one_by_one = [single.transcribe(audio, example, long_form=False).text
-                      for example, audio in zip(*clips)]
+        picked = [0, 4, 5]  # one clip of the full batch of 4, both of the partial batch
+        one_by_one = [single.transcribe(clips[1][i], clips[0][i], long_form=False).text for i in picked]
     finally:
         single.close()
-    assert batch_texts == one_by_one
+    assert [batch_texts[i] for i in picked] == one_by_one
     assert batched.compiled_shapes == [(4, 226), (4, 225)]  # the partial batch was filled, not compiled anew
     index = [e.id for e in clips[0]].index("jfk")
     assert normalize(batch_texts[index], "english") == normalize(clips[0][index].text, "english"), batch_texts[index]

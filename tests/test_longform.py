@@ -210,10 +210,10 @@ def test_strategy_is_recorded_and_part_of_the_run_identity(long_runs, tmp_path):
 
 def test_short_form_batches_give_the_same_text_as_one_by_one(tmp_path, tiny_short, shared_runs):
     request = RunRequest(adapter="openai-whisper", model="tiny.en", dataset="tiny-shortform", runs_dir=str(tmp_path),
-                         name="b3", decoding=DecodingOptions.from_pairs(["batch_size=3"]), warmup=False)
-    results = {1: {p.id: p for p in shared_runs.reference(tiny_short).predictions},  # one by one
-               3: {p.id: p for p in run_evaluation(request).store.read_predictions()}}
-    assert results[1].keys() == results[3].keys() and len(results[1]) == 6
+                         name="b3", decoding=DecodingOptions.from_pairs(["batch_size=3"]), warmup=False, limit=3)
+    results = {3: {p.id: p for p in run_evaluation(request).store.read_predictions()}}
+    results[1] = {p.id: p for p in shared_runs.reference(tiny_short).predictions if p.id in results[3]}  # one by one
+    assert results[1].keys() == results[3].keys() and len(results[1]) == 3
     for key, one in results[1].items():
         batched = results[3][key]
         assert batched.hypothesis == one.hypothesis

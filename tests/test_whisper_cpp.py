@@ -223,7 +223,7 @@ def test_differs_from_openai_whisper_only_by_input_padding(runs_dir, tiny_short)
     _, predictions = _run(str(tiny_short), runs_dir, "f16")
     model = load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
     options = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False, temperature=0.0)
-    for example in load_dataset(str(tiny_short)).dataset.examples:
+    for example in load_dataset(str(tiny_short)).dataset.examples[:3]:  # 3 clips: 11, 5.4 and 13 s
         mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(load_audio(example.audio))))
         assert whisper.decode(model, mel, options).text.strip() == predictions[example.id].hypothesis, example.id
 
