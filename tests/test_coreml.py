@@ -272,6 +272,7 @@ def test_multilingual_model_detects_language_like_stock():
 
 # --- the Core ML export --------------------------------------------------------------------------------
 
+@pytest.mark.slow  # the float16 Core ML export takes ~20 s to build
 def test_export_writes_ml_programs_with_the_kv_cache_interface(exported):
     import coremltools as ct
     from coremltools.proto import FeatureTypes_pb2 as ft
@@ -303,6 +304,7 @@ def test_export_writes_ml_programs_with_the_kv_cache_interface(exported):
     assert 15 < sizes[ENCODER_PACKAGE] < 25 and 45 < sizes[DECODER_PACKAGE] < 65
 
 
+@pytest.mark.slow  # the float16 Core ML export takes ~20 s to build
 def test_exported_weights_are_the_source_weights_in_float16(exported, stock):
     """Read back from the packages' weight files: each stored tensor is the stock tensor, reshaped to
     the ANE layout and rounded to float16; the token embedding is stored once."""
@@ -328,6 +330,7 @@ def test_exported_weights_are_the_source_weights_in_float16(exported, stock):
     assert len(embeddings) == 1
 
 
+@pytest.mark.slow  # the float16 Core ML export takes ~20 s to build
 def test_exported_programs_transcribe_like_stock(exported, stock, ane32):
     """The saved programs, evaluated op by op with float16 rounding, give stock's tokens on jfk with
     encoder output and logits within the float16 tolerances."""

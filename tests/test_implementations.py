@@ -96,20 +96,21 @@ def test_transformers_differs_from_openai_whisper_only_by_input_padding(runs_dir
         assert whisper.decode(model, mel, options).text.strip() == texts[example.id], example.id
 
 
-def test_demo_of_chosen_rows_writes_both_tables(tmp_path, capsys):
-    """The main job on one clip per form and two rows: the leaderboard with both forms and its reference,
-    written into the runs folder (the repository's published copy untouched), with the references recorded
-    so that a later ``report`` picks the demo's own reference, not another openai-whisper row."""
+def test_demo_of_chosen_rows_writes_the_leaderboard(tmp_path, capsys):
+    """The main job on one short clip and two rows (the whole demo, long-form included, is in the slow tier): the
+    leaderboard with its reference, written into the runs folder (the repository's published copy untouched), with
+    the references recorded so that a later ``report`` picks the demo's own reference, not another openai-whisper
+    row."""
     from whisperbench.cli import main
 
     _require("openai-whisper")
     runs = tmp_path / "runs"
-    assert main(["demo", "--limit", "1", "--implementations", "openai-whisper-batch8-chunked",
+    assert main(["demo", "--limit", "1", "--short-only", "--implementations", "openai-whisper-batch8-chunked",
                  "--threads", "2", "--runs-dir", str(runs)]) == 0
     board = (runs / "leaderboard.md").read_text()
-    assert "## Short-form" in board and "## Long-form" in board
-    assert board.count("(reference)") == 2  # the reference always runs
-    assert board.count("openai-whisper-batch8-chunked") == 4  # a row and its run name, in each table
+    assert "## Short-form" in board and "## Long-form" in board and "_No runs._" in board  # long-form: slow tier
+    assert board.count("(reference)") == 1  # the reference always runs
+    assert board.count("openai-whisper-batch8-chunked") == 2  # a row and its run name
     assert "transformers" not in board and "whisper.cpp" not in board and "faster-whisper" not in board
     assert "**openai-whisper** (reference)" in board
     assert main(["report", "--runs-dir", str(runs), "--quiet"]) == 0
