@@ -77,17 +77,17 @@ def watch_load() -> None:
 
 
 def load_verdict() -> str:
-    """One line: the load the figures were measured under, and whether they can be called final (other
-    processes' load at the start at most half the usable CPUs, and < 10 % of CPU time stolen throughout)."""
+    """One line: how busy other processes kept the machine while the benchmark ran (its own child processes
+    excluded), and whether its figures can be called final (at most a quarter of the usable CPUs busy with
+    others, and < 10 % of CPU time stolen)."""
     from whisperbench.harness.environment import load_snapshot, machine_load
 
-    load = machine_load(_LOAD_AT_START or load_snapshot(), {}, threads=0)
     end = load_snapshot()
-    if _LOAD_AT_START and "total_ticks" in end and end["total_ticks"] > _LOAD_AT_START.get("total_ticks", 0):
-        load = machine_load(_LOAD_AT_START, dict(end, load_1m=None), threads=0)
-    facts = f"load {load['load_1m_before']} at the start on {load['usable_cpus']} CPU(s), steal {load['steal_pct']} %"
+    load = machine_load(_LOAD_AT_START or end, end)
+    facts = (f"other processes kept {load['other_cpus_busy']} of {load['usable_cpus']} CPU(s) busy, "
+             f"steal {load['steal_pct']} %")
     if load["busy"]:
-        return f"PRELIMINARY figures ({facts}): {load['why']}; rerun on a quiet machine before publishing them"
+        return f"PRELIMINARY figures ({facts}): rerun on a quiet machine before publishing them"
     return f"final figures: measured on a quiet machine ({facts})"
 
 

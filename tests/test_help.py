@@ -64,10 +64,9 @@ def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_b
 
 
 def test_a_busy_machine_flags_speed_as_unreliable_everywhere(tmp_path, tiny_short, monkeypatch, capsys):
-    """An injected load average of 8 on this machine: the run records it, and the summary, the console, the
+    """Other processes keeping 8 CPUs busy (injected): the run records it, and the summary, the console, the
     markdown leaderboard and the HTML report say its RTFx is not to be compared."""
     import json
-    import os
 
     import pytest
 
@@ -78,14 +77,44 @@ def test_a_busy_machine_flags_speed_as_unreliable_everywhere(tmp_path, tiny_shor
     runs = tmp_path / "runs"
     args = ["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "1",
             "--runs-dir", str(runs), "--name", "busy", "-o", "compute_type=int8", "-o", "threads=1", "--no-warmup"]
-    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
+    import whisperbench.harness.environment as environment
+
+    monkeypatch.setattr(environment, "others_busy_cpus", lambda before, after: 8.0)  # as if 8 CPUs were busy
     assert main(args) == 0
-    assert "RTFx unreliable: the machine was busy (load 8 from other processes" in capsys.readouterr().out
+    assert "RTFx unreliable: the machine was busy (other processes kept 8.0 of" in capsys.readouterr().out
     busy = json.loads((runs / "busy" / "run.json").read_text())["machine_load"]
-    assert busy["busy"] and busy["load_1m_before"] == 8.0 and busy["usable_cpus"] >= 1
+    assert busy["busy"] and busy["other_cpus_busy"] == 8.0 and busy["usable_cpus"] >= 1
     assert json.loads((runs / "busy" / "summary.json").read_text())["rtfx_reliable"] is False
     for fmt in ("md", "html"):
         assert main(["report", "--runs-dir", str(runs), "--format", fmt, "--quiet"]) == 0
     (row,) = [line for line in (runs / "leaderboard.md").read_text().splitlines() if "`busy`" in line]
     assert "⚠ busy" in row
     assert 'class="busy"' in (runs / "leaderboard.html").read_text()
+
+
+def test_others_busy_cpus_counts_other_processes_not_this_one():
+    """A real busy loop in this process is not 'others'; a busy child process that is still running is."""
+    import subprocess
+    import sys
+    import time
+
+    from whisperbench.machine import cpu_counters, others_busy_cpus
+
+    before = cpu_counters()
+    if not before:
+        import pytest
+
+        pytest.skip("no /proc/stat here")
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:  # this process: 1 CPU for 1 s
+        pass
+    assert others_busy_cpus(before, cpu_counters()) < 0.5
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        before = cpu_counters()
+        time.sleep(1.0)
+        assert others_busy_cpus(before, cpu_counters()) > 0.6  # a running child is not reaped: counted as others
+    finally:
+        spinner.kill()
+        spinner.wait()

@@ -1,8 +1,13 @@
-"""CPUs this process may use and how many threads a run should take: the lowest layer's machine facts."""
+"""CPUs this process may use, how busy other processes keep them, and how many threads a run should take:
+the lowest layer's machine facts."""
 
 from __future__ import annotations
 
 import os
+import time
+
+_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_SAMPLE: tuple[float, float] = (-1e9, 0.0)  # (when, CPUs busy with other processes)
 
 
 def usable_cpus() -> int:
@@ -13,8 +18,42 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def cpu_counters() -> dict:
+    """Machine-wide busy and total CPU seconds (/proc/stat), steal seconds, and this process's own CPU seconds
+    (its reaped children included); empty where /proc/stat is missing."""
+    try:
+        with open("/proc/stat", encoding="utf-8") as fh:
+            ticks = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return {}
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    own = os.times()
+    return {"wall": time.monotonic(), "busy_s": (sum(ticks[:8]) - idle) / _HZ, "total_s": sum(ticks[:8]) / _HZ,
+            "steal_s": (ticks[7] if len(ticks) > 7 else 0) / _HZ,
+            "own_s": own.user + own.system + own.children_user + own.children_system}
+
+
+def others_busy_cpus(before: dict, after: dict) -> float | None:
+    """How many CPUs other processes kept busy, on average, between two ``cpu_counters`` readings."""
+    if not before or not after or after["wall"] <= before["wall"]:
+        return None
+    others = (after["busy_s"] - before["busy_s"]) - (after["own_s"] - before["own_s"])
+    return max(0.0, others / (after["wall"] - before["wall"]))
+
+
+def others_busy_now(sample_s: float = 0.2) -> float:
+    """CPUs other processes keep busy right now (sampled for ``sample_s``; reused for 10 s)."""
+    global _SAMPLE
+    if time.monotonic() - _SAMPLE[0] < 10.0:
+        return _SAMPLE[1]
+    before = cpu_counters()
+    time.sleep(sample_s)
+    busy = others_busy_cpus(before, cpu_counters())
+    _SAMPLE = (time.monotonic(), busy or 0.0)
+    return _SAMPLE[1]
+
+
 def default_threads() -> int:
-    """Threads per implementation: the usable CPUs less those other processes keep busy (at least 1), so a
-    run does not oversubscribe a busy machine (oversubscribed, 2 threads ran 4-20x slower than 1 here)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, usable_cpus() - int(load + 0.5))
+    """Threads per implementation: the usable CPUs less those other processes keep busy right now (at least 1),
+    so a run does not oversubscribe a busy machine (oversubscribed, 2 threads ran 4-20x slower than 1 here)."""
+    return max(1, usable_cpus() - int(others_busy_now() + 0.5))

@@ -26,9 +26,11 @@ class LogProgress:
         self.done += count
         if self.done == count:
             self._say(f"first result after {time.monotonic() - self.start:.0f} s")
+        passed = False
         while self.total and self.next_mark <= 4 and self.done >= self.next_mark * self.total / 4:
+            self.next_mark, passed = self.next_mark + 1, True
+        if passed:  # once per update, however many quarters it crossed
             self._say(f"{self.done}/{self.total} done ({time.monotonic() - self.start:.0f} s)")
-            self.next_mark += 1
 
     def __exit__(self, *exc) -> None:
         if self.done < self.total:

@@ -9,7 +9,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Iterable
 
-from ..machine import usable_cpus
+from ..machine import cpu_counters, others_busy_cpus, usable_cpus
 
 CORE_PACKAGES = ("whisperbench", "numpy", "jiwer", "whisper-normalizer", "soundfile", "soxr", "datasets", "pandas")
 
@@ -50,42 +50,34 @@ def _cpu_flags() -> list[str]:
     return []
 
 
-#: another process's load above this share of the usable CPUs makes speed figures unreliable
-BUSY_LOAD_PER_CPU = 0.5
+#: other processes keeping more than this share of the usable CPUs busy make speed figures unreliable
+BUSY_SHARE = 0.25
 BUSY_STEAL_PCT = 10.0
 
 
 def load_snapshot() -> dict:
-    """The 1-minute load average and the CPU time counters (steal: time the hypervisor gave elsewhere)."""
-    snapshot = {"load_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
-    try:
-        with open("/proc/stat", encoding="utf-8") as fh:
-            ticks = [int(v) for v in fh.readline().split()[1:]]
-        snapshot.update(total_ticks=sum(ticks), steal_ticks=ticks[7] if len(ticks) > 7 else 0)
-    except (OSError, ValueError):
-        pass
-    return snapshot
+    """The 1-minute load average (for the record) and the CPU counters a run's busy check compares."""
+    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    return {"load_1m": load, **cpu_counters()}
 
 
-def machine_load(before: dict, after: dict, threads: int) -> dict:
-    """How busy the machine was around a run: the load of *other* processes (before it started, and after
-    it, less its own threads), CPU steal, and whether that makes its speed figures unreliable."""
+def machine_load(before: dict, after: dict, threads: int = 0) -> dict:
+    """How busy other processes kept the machine during a run: the CPUs they used on average (machine-wide
+    CPU time less this process's own and its reaped children's), CPU steal, and whether that makes the run's
+    speed figures unreliable. The load average is recorded too, but it lags by minutes and counts the run itself."""
     cpus = usable_cpus()
-    others = [v for v in (before.get("load_1m"), None if after.get("load_1m") is None
-                          else after["load_1m"] - threads) if v is not None]
-    other_load = round(max(others), 2) if others else None
+    others = others_busy_cpus(before, after)
     steal = None
-    if "total_ticks" in before and "total_ticks" in after and after["total_ticks"] > before["total_ticks"]:
-        steal = round(100.0 * (after["steal_ticks"] - before["steal_ticks"])
-                      / (after["total_ticks"] - before["total_ticks"]), 1)
+    if before.get("total_s") is not None and after.get("total_s", 0) > before["total_s"]:
+        steal = round(100.0 * (after["steal_s"] - before["steal_s"]) / (after["total_s"] - before["total_s"]), 1)
     reasons = []
-    if other_load is not None and other_load > BUSY_LOAD_PER_CPU * cpus:
-        reasons.append(f"load {other_load:g} from other processes on {cpus} CPU(s)")
+    if others is not None and others > BUSY_SHARE * cpus:
+        reasons.append(f"other processes kept {others:.1f} of {cpus} CPU(s) busy")
     if steal is not None and steal > BUSY_STEAL_PCT:
         reasons.append(f"{steal:g} % of CPU time stolen by the hypervisor")
     return {"load_1m_before": before.get("load_1m"), "load_1m_after": after.get("load_1m"),
-            "other_load": other_load, "steal_pct": steal, "usable_cpus": cpus, "busy": bool(reasons),
-            "why": "; ".join(reasons)}
+            "other_cpus_busy": None if others is None else round(others, 2), "steal_pct": steal,
+            "usable_cpus": cpus, "threads": threads, "busy": bool(reasons), "why": "; ".join(reasons)}
 
 
 def machine_info() -> dict:

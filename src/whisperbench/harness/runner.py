@@ -397,6 +397,8 @@ def run_evaluation(
         if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
             raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
         busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
+        if info["backend"] == "ray":  # its actors are not this process's children: their CPU would count as others'
+            busy.update(busy=False, why="", other_cpus_busy=None, note="not measured on Ray")
         adapter_info = stats.pop("adapter_info", None) or adapter.describe()
         backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
         if long_form:
