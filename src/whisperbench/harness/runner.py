@@ -129,7 +129,7 @@ class ExampleRunner:
         return max(1, self.adapter.batch_size)
 
     def run(self, example: Example) -> Prediction:
-        pred = _empty_prediction(example)
+        pred = Prediction.for_example(example)
         try:
             _fill(pred, self.strategy.run(self.adapter, example, self.long_form))
         except Exception as exc:  # recorded as a failed example, never dropped
@@ -145,7 +145,7 @@ class ExampleRunner:
         """
         if len(examples) == 1 or self.batch_size == 1:
             return [self.run(example) for example in examples]
-        preds = [_empty_prediction(example) for example in examples]
+        preds = [Prediction.for_example(example) for example in examples]
         audios, ready = [], []
         for example, pred in zip(examples, preds):
             try:
@@ -170,10 +170,6 @@ class ExampleRunner:
                 _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s))
                 pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
         return [score_prediction(pred, self.normalizer) for pred in preds]
-
-
-def _empty_prediction(example: Example) -> Prediction:
-    return Prediction.for_example(example)
 
 
 def _fill(pred: Prediction, outcome: Outcome) -> None:
@@ -275,23 +271,22 @@ def _store_of(request: RunRequest, info: dict) -> RunStore:
     return RunStore(Path(request.runs_dir) / safe_run_name(name))
 
 
-def _open_store(store: RunStore, request: RunRequest, info: dict) -> RunStore:
-    """Check that ``store`` may be resumed by ``request`` (same run spec) or clear it for ``--overwrite``."""
-    if store.exists() and not request.overwrite:
-        old = store.read_info()
+def _open_store(store: RunStore, old: Optional[dict], request: RunRequest, info: dict) -> None:
+    """Check that ``store`` (whose stored run.json is ``old``) may be resumed by ``request`` (same run spec), or
+    clear it for ``--overwrite``."""
+    if old is not None and not request.overwrite:
         if _config_key(old) != _config_key(info):
             diff = [k for k, v in _config_key(info).items() if _config_key(old).get(k) != v]
             raise RunStoreError(
                 f"run {store.path} exists with a different {', '.join(diff)}; "
                 "pass --name for a new run or --overwrite to replace it"
             )
-    elif store.exists() and request.overwrite:
+    elif old is not None and request.overwrite:
         for leftover in (store.predictions_path, store.path / "summary.json"):
             leftover.unlink(missing_ok=True)
-    return store
 
 
-def _stale(previous: dict[str, Prediction], dataset: Dataset, store: RunStore,
+def _stale(previous: dict[str, Prediction], dataset: Dataset, old: dict,
            source_digest: Optional[str]) -> dict[str, str]:
     """Stored results that no longer match what this run would compute, each with the reason: they are redone.
 
@@ -299,7 +294,6 @@ def _stale(previous: dict[str, Prediction], dataset: Dataset, store: RunStore,
     adapter's source (a hypotheses file); results stored before audio digests were recorded are taken
     as stale only when the dataset's content hash changed.
     """
-    old = store.read_info()
     source_changed = old.get("source_digest") != source_digest
     dataset_changed = old.get("dataset", {}).get("content_hash") != dataset.content_hash
     why: dict[str, str] = {}
@@ -357,9 +351,10 @@ def run_evaluation(
     })
     store = _store_of(request, info)
     with store.lock():  # one writer per run: a second one is refused, naming the first
-        _open_store(store, request, info)
+        old = store.read_info() if store.exists() else None  # read once: checked, re-checked against, kept
+        _open_store(store, old, request, info)
         previous = {p.id: p for p in store.read_predictions()}
-        stale = _stale(previous, dataset, store, source_digest) if previous else {}
+        stale = _stale(previous, dataset, old or {}, source_digest) if previous else {}
         done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
         todo = [ex for ex in dataset.examples if ex.id not in done]
         info.update(
@@ -371,8 +366,8 @@ def run_evaluation(
             started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             source_digest=source_digest, stale_redone=len(stale),
         )
-        if store.exists():
-            info["first_started_at"] = store.read_info().get("first_started_at", store.read_info().get("started_at"))
+        if old is not None:
+            info["first_started_at"] = old.get("first_started_at", old.get("started_at"))
         store.write_info(info | {"status": "running"})
 
         stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
