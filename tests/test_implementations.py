@@ -89,7 +89,7 @@ def test_transformers_differs_from_openai_whisper_only_by_input_padding(runs_dir
 
     result = _run("transformers", str(tiny_short), runs_dir / "tiny")
     texts = {p.id: p.hypothesis for p in open_run(result.store.name, runs_dir / "tiny").predictions}
-    model = load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
+    model = load_openai_whisper(converted("tiny.en", "openai-whisper"))
     options = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False, temperature=0.0)
     for example in load_dataset(str(tiny_short)).dataset.examples[:3]:  # 3 clips: 11, 5.4 and 13 s
         mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(load_audio(example.audio))))

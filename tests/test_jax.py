@@ -68,7 +68,7 @@ def _openai_model():
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
     from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
 
-    return load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
+    return load_openai_whisper(converted("tiny.en", "openai-whisper"))
 
 
 @pytest.mark.slow  # the default tier checks the same weights through logits against openai-whisper

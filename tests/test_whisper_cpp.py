@@ -42,7 +42,7 @@ def _ggml(variant: str = "") -> Path:
     pytest.importorskip("whisper", reason="pip install openai-whisper torch==2.13.0 (mel filters and vocabulary)")
     from whisperbench.models import converted
 
-    return converted("tiny.en", "ggml", variant) / GGML_FILE
+    return converted("tiny.en", "ggml", variant)
 
 
 def _run(dataset: str, runs_dir, name: str, options=(), limit=None, workers=1):
@@ -221,7 +221,7 @@ def test_differs_from_openai_whisper_only_by_input_padding(runs_dir, tiny_short)
     from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
 
     _, predictions = _run(str(tiny_short), runs_dir, "f16")
-    model = load_openai_whisper(converted("tiny.en", "openai-whisper") / OPENAI_WHISPER_FILE)
+    model = load_openai_whisper(converted("tiny.en", "openai-whisper"))
     options = whisper.DecodingOptions(language="en", without_timestamps=True, fp16=False, temperature=0.0)
     for example in load_dataset(str(tiny_short)).dataset.examples[:3]:  # 3 clips: 11, 5.4 and 13 s
         mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(load_audio(example.audio))))

@@ -26,10 +26,14 @@ class FasterWhisperAdapter(Adapter):
 
         from ..models import converted, resolve_source
 
-        self.multilingual = resolve_source(self.model).multilingual
+        source = resolve_source(self.model)
+        self.multilingual = source.multilingual
+        compute_type = self.settings["compute_type"]
+        if source.quantized and source.format == "ctranslate2" and "compute_type" not in self.decoding.extra:
+            compute_type = "default"  # run a quantized model as it is stored, not dequantized
         self.net = WhisperModel(
             str(converted(self.model, "ctranslate2")), device=self.settings["device"],
-            compute_type=self.settings["compute_type"], cpu_threads=self.decoding.threads, num_workers=1,
+            compute_type=compute_type, cpu_threads=self.decoding.threads, num_workers=1,
         )
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:

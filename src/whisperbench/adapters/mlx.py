@@ -67,7 +67,8 @@ class MLXAdapter(Adapter):
         from ..models import converted, resolve_source
 
         self.multilingual = resolve_source(self.model).multilingual
-        folder = converted(self.model, "mlx", self.variant)
+        given = {"dtype", "quantization"} & set(self.decoding.extra)
+        folder = converted(self.model, "mlx", self.variant if given else None)
         if not (folder / "config.json").is_file():  # mlx-whisper would take a missing path for a hub repo
             raise ModelError(f"adapter mlx: {folder} holds no config.json")
         self.path = str(folder.resolve())

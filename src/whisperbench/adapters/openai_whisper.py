@@ -26,11 +26,11 @@ class OpenAIWhisperAdapter(Adapter):
         import torch
 
         from ..models import converted, resolve_source
-        from ..models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
+        from ..models.convert import load_openai_whisper
 
         torch.set_num_threads(self.decoding.threads)
         self.multilingual = resolve_source(self.model).multilingual
-        checkpoint = converted(self.model, "openai-whisper") / OPENAI_WHISPER_FILE
+        checkpoint = converted(self.model, "openai-whisper")
         self.net = load_openai_whisper(checkpoint).to(self.settings["device"])
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:

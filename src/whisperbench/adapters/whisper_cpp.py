@@ -81,10 +81,10 @@ class WhisperCppAdapter(Adapter):
 
     def load(self) -> None:
         from ..models import converted, resolve_source
-        from ..models.ggml import GGML_FILE, validate_ggml_header
+        from ..models.ggml import validate_ggml_header
 
         self.multilingual = resolve_source(self.model).multilingual
-        self.ggml_path = converted(self.model, "ggml", self.variant) / GGML_FILE
+        self.ggml_path = converted(self.model, "ggml", self.variant if "quantization" in self.decoding.extra else None)
         header = validate_ggml_header(self.ggml_path)
         reads = 1 if self.backend == "whisper-cpp-python" else 2
         if header.quantized and (header.qnt_version >= 2) != (reads == 2):

@@ -247,10 +247,10 @@ def from_stock(stock) -> Any:
 
 def load_ane_model(model_name: str):
     """The ANE-layout model of a model name (through the cached openai-whisper conversion)."""
-    from .convert import OPENAI_WHISPER_FILE, load_openai_whisper
+    from .convert import load_openai_whisper
     from .registry import converted
 
-    return from_stock(load_openai_whisper(converted(model_name, "openai-whisper") / OPENAI_WHISPER_FILE))
+    return from_stock(load_openai_whisper(converted(model_name, "openai-whisper")))
 
 
 class TorchStepModel:

@@ -11,7 +11,7 @@ import base64
 import gzip
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +35,30 @@ class Checkpoint:
     dims: dict  # openai-whisper ModelDimensions fields
     state_dict: dict[str, np.ndarray]
     multilingual: bool
-    source_dir: str  # folder with config.json and tokenizer.json
+    source_dir: str  # where the weights came from (named in messages)
     alignment_heads: list[tuple[int, int]]  # (decoder layer, head) pairs
+    tokenizer_file: str = ""  # a tokenizer.json (BPE and special tokens; timestamps are added)
+    #: suppress_ids, suppress_ids_begin, lang_ids as a CTranslate2 config.json holds them
+    generation: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_alignment_heads(self.source_dir, self.alignment_heads, self.dims)
+
+
+def check_alignment_heads(where: str, heads: list[tuple[int, int]], dims: dict) -> None:
+    """A clear error for alignment heads that name a decoder layer or head the model does not have."""
+    for layer, head in heads:
+        if not (0 <= layer < dims["n_text_layer"] and 0 <= head < dims["n_text_head"]):
+            raise ModelError(
+                f"{where}: alignment head (layer {layer}, head {head}) does not exist in a model with "
+                f"{dims['n_text_layer']} decoder layer(s) of {dims['n_text_head']} heads: the checkpoint's "
+                "alignment_heads do not belong to these weights")
+
+
+def default_alignment_heads(dims: dict) -> list[tuple[int, int]]:
+    """openai-whisper's default when a checkpoint names none: every head of the upper half of the decoder."""
+    layers = dims["n_text_layer"]
+    return [(layer, head) for layer in range(layers // 2, layers) for head in range(dims["n_text_head"])]
 
 
 def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str = "float32") -> Checkpoint:
@@ -108,17 +130,16 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
         "n_text_layer": n_layers["decoder"],
     }
     config = _read_json(os.path.join(model_dir, "config.json"))
-    heads = config.get("alignment_heads") or [
-        (layer, head)
-        for layer in range(dims["n_text_layer"] // 2, dims["n_text_layer"])
-        for head in range(dims["n_text_head"])
-    ]
+    dims = {k: int(v) for k, v in dims.items()}
+    heads = config.get("alignment_heads") or default_alignment_heads(dims)
     return Checkpoint(
-        dims={k: int(v) for k, v in dims.items()},
+        dims=dims,
         state_dict=state_dict,
         multilingual=dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB,
         source_dir=str(model_dir),
         alignment_heads=[(int(layer), int(head)) for layer, head in heads],
+        tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
+        generation={key: config[key] for key in ("suppress_ids", "suppress_ids_begin", "lang_ids") if key in config},
     )
 
 
@@ -199,7 +220,7 @@ def load_openai_whisper(source: Checkpoint | str | Path):
 
 # ---------------------------------------------------------------------------------- transformers
 
-_HF_RENAMES = (
+HF_RENAMES = (
     ("encoder.positional_embedding", "encoder.embed_positions.weight"),
     ("decoder.positional_embedding", "decoder.embed_positions.weight"),
     ("decoder.token_embedding.", "decoder.embed_tokens."),
@@ -222,7 +243,7 @@ _HF_RENAMES = (
 
 def transformers_name(name: str) -> str:
     """The WhisperForConditionalGeneration parameter name for an openai-whisper one."""
-    for old, new in _HF_RENAMES:
+    for old, new in HF_RENAMES:
         name = name.replace(old, new)
     return "model." + name
 
@@ -240,7 +261,7 @@ def write_transformers(ckpt: Checkpoint, out_dir: str | Path) -> None:
     dims = ckpt.dims
     if dims["n_audio_state"] != dims["n_text_state"]:
         raise ModelError(f"{ckpt.source_dir}: transformers' Whisper needs equal encoder and decoder widths")
-    config_json = _read_json(os.path.join(ckpt.source_dir, "config.json"))
+    config_json = ckpt.generation
     tokenizer = build_tokenizer(ckpt)
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in _CONTROL_TOKENS}
     eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
@@ -293,7 +314,7 @@ def build_tokenizer(ckpt: Checkpoint):
     from tokenizers import AddedToken
     from transformers import WhisperTokenizerFast
 
-    path = os.path.join(ckpt.source_dir, "tokenizer.json")
+    path = ckpt.tokenizer_file
     added = sorted(_read_json(path).get("added_tokens", []), key=lambda token: token["id"])
     tokenizer = WhisperTokenizerFast(
         tokenizer_file=path, pad_token="<|endoftext|>", model_max_length=ckpt.dims["n_text_ctx"]
@@ -342,11 +363,18 @@ def _generation_config(ckpt: Checkpoint, config_json: dict, tokenizer, ids: dict
 # ------------------------------------------------------------------------- registered converters
 
 
+def read_checkpoint(source: SourceModel) -> Checkpoint:
+    """The source's full-precision weights in openai-whisper names, from any format (see readers)."""
+    from whisperbench.models.readers import read_checkpoint as read
+
+    return read(source)
+
+
 @converter("openai-whisper")
 def _to_openai_whisper(source: SourceModel, out_dir: Path, variant: str) -> None:
-    write_openai_whisper(load_ct2_checkpoint(str(source.folder)), out_dir / OPENAI_WHISPER_FILE)
+    write_openai_whisper(read_checkpoint(source), out_dir / OPENAI_WHISPER_FILE)
 
 
 @converter("transformers")
 def _to_transformers(source: SourceModel, out_dir: Path, variant: str) -> None:
-    write_transformers(load_ct2_checkpoint(str(source.folder)), out_dir)
+    write_transformers(read_checkpoint(source), out_dir)

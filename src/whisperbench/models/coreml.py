@@ -149,10 +149,10 @@ def read_info(folder: str | Path) -> dict:
 
 @converter("coreml")
 def _to_coreml(source: SourceModel, out_dir: Path, variant: str) -> None:
-    from whisperbench.models.convert import load_ct2_checkpoint, load_openai_whisper
+    from whisperbench.models.convert import load_openai_whisper, read_checkpoint
 
     precision = parse_variant(variant)
-    export_coreml(from_stock(load_openai_whisper(load_ct2_checkpoint(str(source.folder)))), out_dir, precision)
+    export_coreml(from_stock(load_openai_whisper(read_checkpoint(source))), out_dir, precision)
 
 
 COMPUTE_UNITS = ("ALL", "CPU_AND_NE", "CPU_ONLY", "CPU_AND_GPU")

@@ -8,9 +8,10 @@ that counts a trailing NUL, then the bytes.
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Optional
 
 import numpy as np
 
@@ -33,6 +34,7 @@ _BFLOAT16 = 5
 class _Reader:
     def __init__(self, stream: BinaryIO, path: str):
         self._stream = stream
+        self._size = os.fstat(stream.fileno()).st_size
         self._path = path
 
     def fail(self, problem: str) -> ModelError:
@@ -44,6 +46,11 @@ class _Reader:
             raise self.fail(f"file is truncated (while reading {what})")
         return data
 
+    def skip(self, count: int, what: str) -> None:
+        start = self._stream.tell()
+        if self._stream.seek(count, 1) > self._size:
+            raise self.fail(f"file is truncated (while reading {what} at byte {start})")
+
     def unpack(self, fmt: str, what: str) -> int:
         return struct.unpack("<" + fmt, self.read(struct.calcsize(fmt), what))[0]
 
@@ -54,13 +61,30 @@ class _Reader:
         return data[:-1].decode("utf-8", errors="replace")
 
 
+_DTYPE_NAMES = {0: "float32", 1: "int8", 2: "int16", 3: "int32", 4: "float16", 5: "bfloat16"}
+
+
+def read_ct2_shapes(path: str | Path) -> dict[str, tuple[str, tuple[int, ...], Optional[int]]]:
+    """name -> (dtype name, shape, value of a scalar int) of every variable, seeking over the data.
+
+    >>> read_ct2_shapes("/nonexistent/model.bin")
+    Traceback (most recent call last):
+    ...
+    whisperbench.errors.ModelError: /nonexistent/model.bin: cannot open CTranslate2 model.bin: No such file or directory
+    """
+    return _walk(str(path), shapes_only=True)
+
+
 def read_ct2_variables(path: str | Path) -> dict[str, np.ndarray]:
     """Return every variable of a CTranslate2 model.bin by name, aliases resolved to their targets.
 
     bfloat16 tensors are widened to float32; other tensors keep their stored dtype.
     Raises ModelError naming the file when it is missing, of another version, malformed or truncated.
     """
-    path = str(path)
+    return _walk(str(path), shapes_only=False)
+
+
+def _walk(path: str, shapes_only: bool) -> dict:
     try:
         stream = open(path, "rb")
     except OSError as exc:
@@ -84,7 +108,15 @@ def read_ct2_variables(path: str | Path) -> dict[str, np.ndarray]:
             nbytes = reader.unpack("I", f"the size of {name}")
             if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
                 raise reader.fail(f"{name} has {nbytes} bytes, which does not fit shape {shape}")
+            if shapes_only and nbytes > 8:
+                reader.skip(nbytes, name)
+                variables[name] = (_DTYPE_NAMES[type_id], shape, None)
+                continue
             array = np.frombuffer(reader.read(nbytes, name), dtype=dtype).reshape(shape)
+            if shapes_only:
+                scalar = int(array.reshape(-1)[0]) if array.size == 1 and dtype.kind == "i" else None
+                variables[name] = (_DTYPE_NAMES[type_id], shape, scalar)
+                continue
             if type_id == _BFLOAT16:
                 array = (array.astype("<u4") << 16).view("<f4")
             variables[name] = array

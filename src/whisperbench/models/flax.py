@@ -12,7 +12,6 @@ projection is tied to the token embedding (no ``proj_out``), as in Whisper.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,8 @@ from whisperbench.models.convert import (
     _CONTROL_TOKENS,
     Checkpoint,
     _generation_config,
-    _read_json,
     build_tokenizer,
-    load_ct2_checkpoint,
+    read_checkpoint,
     transformers_name,
 )
 from whisperbench.models.registry import SourceModel, converter
@@ -94,7 +92,7 @@ def write_flax(ckpt: Checkpoint, out_dir: str | Path) -> None:
     config = whisper_config(ckpt, ids["<|endoftext|>"], ids["<|startoftranscript|>"])
     model = FlaxWhisperForConditionalGeneration(config, _do_init=False)
     model.generation_config = _generation_config(
-        ckpt, _read_json(os.path.join(ckpt.source_dir, "config.json")), tokenizer, ids)
+        ckpt, ckpt.generation, tokenizer, ids)
     model.save_pretrained(str(out_dir), params=flax_params(ckpt))
     WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=ckpt.dims["n_mels"]),
                      tokenizer=tokenizer).save_pretrained(str(out_dir))
@@ -102,4 +100,4 @@ def write_flax(ckpt: Checkpoint, out_dir: str | Path) -> None:
 
 @converter("flax")
 def _to_flax(source: SourceModel, out_dir: Path, variant: str) -> None:
-    write_flax(load_ct2_checkpoint(str(source.folder)), out_dir)
+    write_flax(read_checkpoint(source), out_dir)

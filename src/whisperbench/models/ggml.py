@@ -20,13 +20,13 @@ import base64
 import importlib.util
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.convert import Checkpoint, load_ct2_checkpoint
+from whisperbench.models.convert import Checkpoint, read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
 GGML_FILE = "ggml-model.bin"
@@ -35,11 +35,17 @@ QNT_VERSION_FACTOR = 1000
 N_FFT_BINS = 201  # 400-point FFT -> 201 frequency bins per mel filter row
 
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
-#: ggml type -> (values per block, bytes per block), quantization format version 2
-_BLOCKS = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q4_1: (32, 20), Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34)}
+Q2_K, Q3_K, Q4_K, Q5_K, Q6_K = 10, 11, 12, 13, 14
+TYPE_NAMES = {F32: "f32", F16: "f16", Q4_0: "q4_0", Q4_1: "q4_1", Q5_0: "q5_0", Q5_1: "q5_1", Q8_0: "q8_0",
+              Q2_K: "q2_k", Q3_K: "q3_k", Q4_K: "q4_k", Q5_K: "q5_k", Q6_K: "q6_k"}
+#: ggml type -> (values per block, bytes per block), quantization format version 2 (ggml's block_q*
+#: structs; the k-quants pack 256 values per super-block)
+_BLOCKS = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q4_1: (32, 20), Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34),
+           Q2_K: (256, 84), Q3_K: (256, 110), Q4_K: (256, 144), Q5_K: (256, 176), Q6_K: (256, 210)}
 _BLOCKS_QNT1 = {**_BLOCKS, Q4_0: (32, 20), Q4_1: (32, 24), Q8_0: (32, 36)}
-#: hparams ftype (modulo the version factor) -> ggml type of the big weights
-_FTYPE_WEIGHT = {0: F32, 1: F16, 2: Q4_0, 3: Q4_1, 7: Q8_0, 8: Q5_0, 9: Q5_1}
+#: hparams ftype (ggml_ftype, modulo the version factor) -> ggml type of the big weights
+_FTYPE_WEIGHT = {0: F32, 1: F16, 2: Q4_0, 3: Q4_1, 7: Q8_0, 8: Q5_0, 9: Q5_1,
+                 10: Q2_K, 11: Q3_K, 12: Q4_K, 13: Q5_K, 14: Q6_K}
 #: variant -> (hparams ftype, weight type, quantization format version)
 VARIANTS = {
     "f16": (1, F16, 0),
@@ -185,7 +191,7 @@ def write_ggml(ckpt: Checkpoint, out_path: str | Path, variant: str = "f16") -> 
 
 @converter("ggml")
 def _to_ggml(source: SourceModel, out_dir: Path, variant: str) -> None:
-    write_ggml(load_ct2_checkpoint(str(source.folder)), out_dir / GGML_FILE, variant)
+    write_ggml(read_checkpoint(source), out_dir / GGML_FILE, variant)
 
 
 # ------------------------------------------------------------------------------------- validator
@@ -201,6 +207,8 @@ class GgmlHeader:
     weight_type: int  # ggml type of the big weights
     n_tokens: int
     tensor_types: dict[str, int]
+    #: name -> (numpy shape, byte offset of the data)
+    tensor_offsets: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict)
 
     @property
     def quantized(self) -> bool:
@@ -272,6 +280,7 @@ def validate_ggml_header(path: str | Path) -> GgmlHeader:
             skip(length, f"vocabulary entry {i}")
 
         types: dict[str, int] = {}
+        offsets: dict[str, tuple[tuple[int, ...], int]] = {}
         while fh.tell() < size:
             n_dims, name_len, ttype = ints(3, f"header of tensor {len(types)}")
             if not 1 <= n_dims <= 4 or not 0 < name_len < 256:
@@ -283,8 +292,28 @@ def validate_ggml_header(path: str | Path) -> GgmlHeader:
             per_block, block_bytes = blocks[ttype]
             if min(shape) < 1 or shape[0] % per_block:
                 raise bad(f"tensor {name} has dims {list(shape)} (type {ttype} needs rows of {per_block}n values)")
+            offsets[name] = (tuple(shape[::-1]), fh.tell())
             skip(int(np.prod(shape)) // per_block * block_bytes, f"data of tensor {name}")
             types[name] = ttype
         if len(types) != _expected_tensors(hparams):
             raise bad(f"{len(types)} tensors, expected {_expected_tensors(hparams)} for these hparams")
-    return GgmlHeader(hparams, ftype, qnt_version, weight_type, n_tokens, types)
+    return GgmlHeader(hparams, ftype, qnt_version, weight_type, n_tokens, types, offsets)
+
+
+def read_ggml_state(path: str | Path) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """hparams and float32 tensors (openai-whisper names) of an f16 or f32 ggml file.
+
+    A quantized file is refused: its weights are not the full-precision ones any more.
+    """
+    header = validate_ggml_header(path)
+    if header.quantized:
+        raise ModelError(f"{path}: ggml {TYPE_NAMES[header.weight_type]} is quantized: it runs only in whisper.cpp "
+                         "as it is; convert from the f16/f32 file it was quantized from")
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    state = {}
+    for name, (shape, offset) in header.tensor_offsets.items():
+        dtype = np.dtype("<f4" if header.tensor_types[name] == F32 else "<f2")
+        count = int(np.prod(shape))
+        array = np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape).astype(np.float32)
+        state[name] = array.reshape(-1) if name in ("encoder.conv1.bias", "encoder.conv2.bias") else array
+    return header.hparams, state

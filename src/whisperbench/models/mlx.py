@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.convert import Checkpoint, load_ct2_checkpoint
+from whisperbench.models.convert import Checkpoint, read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
 DTYPES = ("float16", "float32")
@@ -88,4 +88,4 @@ def write_mlx(ckpt: Checkpoint, out_dir: str | Path, variant: str = "") -> None:
 
 @converter("mlx")
 def _to_mlx(source: SourceModel, out_dir: Path, variant: str) -> None:
-    write_mlx(load_ct2_checkpoint(str(source.folder)), out_dir, variant)
+    write_mlx(read_checkpoint(source), out_dir, variant)

