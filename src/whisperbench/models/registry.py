@@ -317,6 +317,24 @@ def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
     return folder / OUTPUT_FILES[fmt] if fmt in OUTPUT_FILES else folder
 
 
+def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None) -> Path:
+    """Write ``model`` in format ``fmt`` to ``out`` (a file for ggml and openai-whisper, else a folder).
+
+    ``out`` must not exist; the result is built (or taken from the cache) and then copied there.
+    """
+    if out.exists():
+        raise ModelError(f"{out}: exists; choose a new path for the converted model")
+    built = converted(model, fmt, variant)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    if built.is_dir():
+        shutil.copytree(built, tmp)
+    else:
+        shutil.copyfile(built, tmp)
+    os.replace(tmp, out)
+    return out
+
+
 def describe_source(model: str) -> dict:
     """What run.json records about the weights."""
     known = KNOWN_MODELS.get(model)
