@@ -7,7 +7,9 @@ int32 length + bytes (the tiktoken ranks in order; whisper.cpp adds the special 
 then per tensor: int32 n_dims, int32 name length, int32 ggml type, n_dims int32 sizes (innermost
 first, i.e. numpy's shape reversed), the name, the data.
 
-Variants: ``f16`` (or ``""``): 2-D and 3-D weights f16; 1-D tensors, conv biases (stored (n, 1)) and
+Variants: ``f32``: every tensor float32 (the pywhispercpp build of whisper.cpp aborts on it in im2col,
+which asserts f16 conv kernels; other builds and readers take it).
+``f16`` (or ``""``): 2-D and 3-D weights f16; 1-D tensors, conv biases (stored (n, 1)) and
 positional embeddings f32. ``q8_0`` / ``q5_0``: the 2-D weights (linears, token embedding) in
 ggml's 32-value blocks, quantization format version 2 (whisper.cpp >= 1.5; ftype = 2000 + type),
 conv weights f16. ``q8_0-qnt1`` / ``q5_0-qnt1``: format version 1 that whisper.cpp 1.4 reads
@@ -48,6 +50,7 @@ _FTYPE_WEIGHT = {0: F32, 1: F16, 2: Q4_0, 3: Q4_1, 7: Q8_0, 8: Q5_0, 9: Q5_1,
                  10: Q2_K, 11: Q3_K, 12: Q4_K, 13: Q5_K, 14: Q6_K}
 #: variant -> (hparams ftype, weight type, quantization format version)
 VARIANTS = {
+    "f32": (0, F32, 0),
     "f16": (1, F16, 0),
     "q8_0": (QNT_VERSION_FACTOR * 2 + 7, Q8_0, 2),
     "q5_0": (QNT_VERSION_FACTOR * 2 + 8, Q5_0, 2),
@@ -141,7 +144,7 @@ def _tiktoken_ranks(path: Path) -> list[bytes]:
 
 
 def _tensor_type(name: str, array: np.ndarray, weight_type: int) -> int:
-    if array.ndim < 2 or name in _F32_NAMES:
+    if array.ndim < 2 or name in _F32_NAMES or weight_type == F32:
         return F32
     if array.ndim == 2 and weight_type in _QUANTIZERS:
         return weight_type

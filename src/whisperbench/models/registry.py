@@ -290,9 +290,15 @@ def converter(fmt: str) -> Callable[[Converter], Converter]:
     return register
 
 
-def native_variant(source: SourceModel) -> str:
-    """The variant name a model already in some format has there (``q5_0`` for such a ggml file)."""
-    return source.dtype
+#: the variant an empty variant name means, per format
+DEFAULT_VARIANTS = {"ggml": "f16", "mlx": "float16"}
+
+
+def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
+    """Whether ``source`` already is format ``fmt`` in ``variant`` (None: any variant it has)."""
+    if source.format != fmt:
+        return False
+    return variant is None or (variant or DEFAULT_VARIANTS.get(fmt, "")) == source.dtype
 
 
 def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
@@ -306,7 +312,7 @@ def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
     """
     source = resolve_source(model)
     fmt = FORMAT_ALIASES.get(fmt, fmt)
-    if source.format == fmt and variant in (None, native_variant(source)):
+    if is_native(source, fmt, variant):
         return source.path
     if fmt not in CONVERTER_MODULES:
         raise ModelError(f"no converter to format {fmt!r} (known: {', '.join(CONVERTER_MODULES)})")
