@@ -131,6 +131,7 @@ def cmd_compare(args) -> int:
     for c in comparisons:
         r = c.result
         notes = []
+        notes.append(f"weights: {c.weights}")
         if not c.same_dataset:
             notes.append("datasets differ (content hashes)")
         for label, ids in (("only in reference", r.only_in_reference), ("only in candidate", r.only_in_candidate),

@@ -166,6 +166,7 @@ class Adapter(ABC):
     #: harness's chunked strategy (``--long-form native`` resolves to ``chunked``)
     native_long_form: ClassVar[bool] = True
     uses_weights: ClassVar[bool] = True  # weights come from whisperbench.models
+    weights_path: Optional[Any] = None  # set by load(): the file or folder the implementation loaded
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
     #: True for adapters that already run their native code in a child process (whisper-cpp): the
     #: runner does not wrap them again, it sets ``call_timeout_s`` for them to honour
@@ -210,11 +211,14 @@ class Adapter(ABC):
         """What ran: package versions, resolved weights, effective settings (goes to run.json)."""
         from ..harness.environment import package_versions
         from ..models import describe_source
+        from ..models.registry import loaded_weights
 
         info: dict[str, Any] = {"settings": self.settings, "versions": package_versions(self.distributions),
                                 "long_form_algorithm": self.long_form_algorithm}
         if self.uses_weights:
             info["weights"] = describe_source(self.model)
+            if self.weights_path is not None:
+                info["weights"] |= loaded_weights(self.weights_path)
         return info
 
     @property

@@ -64,7 +64,7 @@ class CoreMLAdapter(Adapter):
         from ..models.greedy import GreedyDecoder
 
         multilingual = resolve_source(self.model).multilingual
-        self.folder = converted(self.model, "coreml", self.settings["precision"])
+        self.folder = self.weights_path = converted(self.model, "coreml", self.settings["precision"])
         self.step_model = CoreMLStepModel(self.folder, self.settings["compute_units"])
         self.decoder = GreedyDecoder(self.step_model, language=self.decoding.language_for(multilingual),
                                      task=self.decoding.task)

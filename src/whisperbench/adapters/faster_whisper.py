@@ -31,8 +31,9 @@ class FasterWhisperAdapter(Adapter):
         compute_type = self.settings["compute_type"]
         if source.quantized and source.format == "ctranslate2" and "compute_type" not in self.decoding.extra:
             compute_type = "default"  # run a quantized model as it is stored, not dequantized
+        self.weights_path = converted(self.model, "ctranslate2")
         self.net = WhisperModel(
-            str(converted(self.model, "ctranslate2")), device=self.settings["device"],
+            str(self.weights_path), device=self.settings["device"],
             compute_type=compute_type, cpu_threads=self.decoding.threads, num_workers=1,
         )
 

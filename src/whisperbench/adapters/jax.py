@@ -192,7 +192,8 @@ class JaxAdapter(Adapter):
 
         hf_logging.set_verbosity_error()  # the Flax deprecation notice; errors still surface
         self.multilingual = resolve_source(self.model).multilingual
-        folder = str(converted(self.model, "flax"))
+        self.weights_path = converted(self.model, "flax")
+        folder = str(self.weights_path)
         self.net, params = FlaxWhisperForConditionalGeneration.from_pretrained(
             folder, _do_init=False, dtype=getattr(jnp, self.settings["dtype"]), local_files_only=True)
         self.params = jax.device_put(params)

@@ -30,7 +30,7 @@ class OpenAIWhisperAdapter(Adapter):
 
         torch.set_num_threads(self.decoding.threads)
         self.multilingual = resolve_source(self.model).multilingual
-        checkpoint = converted(self.model, "openai-whisper")
+        checkpoint = self.weights_path = converted(self.model, "openai-whisper")
         self.net = load_openai_whisper(checkpoint).to(self.settings["device"])
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:

@@ -35,7 +35,8 @@ class TransformersAdapter(Adapter):
         hf_logging.set_verbosity_error()  # deprecation chatter per call; errors still surface
         torch.set_num_threads(self.decoding.threads)
         self.multilingual = resolve_source(self.model).multilingual
-        folder = str(converted(self.model, "transformers"))
+        self.weights_path = converted(self.model, "transformers")
+        folder = str(self.weights_path)
         dtype = getattr(torch, self.settings["dtype"])
         model = WhisperForConditionalGeneration.from_pretrained(folder, torch_dtype=dtype, local_files_only=True)
         processor = WhisperProcessor.from_pretrained(folder, local_files_only=True)

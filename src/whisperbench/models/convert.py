@@ -209,6 +209,8 @@ def load_openai_whisper(source: Checkpoint | str | Path):
     else:
         saved = torch.load(source, map_location="cpu", weights_only=True)
         dims, heads, state_dict = saved["dims"], saved.get("alignment_heads"), saved["model_state_dict"]
+    if heads:
+        check_alignment_heads(str(source.source_dir if isinstance(source, Checkpoint) else source), heads, dims)
     model = Whisper(ModelDimensions(**dims))
     model.load_state_dict(state_dict)
     if heads:

@@ -181,3 +181,53 @@ def _expected_names(dims: dict) -> set[str]:
     for i in range(dims["n_text_layer"]):
         names |= {f"decoder.blocks.{i}.{n}" for n in block + cross}
     return names
+
+
+# -------------------------------------------------------------------------------- fingerprint
+
+_EMBEDDING = {"ctranslate2": "decoder/embeddings/weight", "transformers": "model.decoder.embed_tokens.weight",
+              "openai-whisper": "decoder.token_embedding.weight", "ggml": "decoder.token_embedding.weight",
+              "mlx": "decoder.token_embedding.weight"}
+
+
+def _token_embedding(source: SourceModel) -> np.ndarray:
+    name = _EMBEDDING[source.format]
+    if source.format == "ctranslate2":
+        from whisperbench.models.ctranslate2_format import read_ct2_variables
+
+        return read_ct2_variables(source.weight_files[0])[name]
+    if source.format == "ggml":
+        from whisperbench.models.ggml import read_ggml_state
+
+        return read_ggml_state(source.path)[1][name]
+    if source.format == "openai-whisper":
+        return torch_load(Path(source.path), source.format)["model_state_dict"][name].float().numpy()
+    for file in source.weight_files:
+        if file.suffix == ".npz":
+            with np.load(file) as npz:
+                return npz[name]
+        if file.suffix == ".bin":
+            return torch_load(file, source.format)[name].float().numpy()
+        from safetensors import safe_open
+
+        with safe_open(str(file), framework="pt") as fh:
+            if name in fh.keys():
+                return fh.get_tensor(name).float().numpy()
+    raise ModelError(f"{source.path}: no {name}")
+
+
+def weights_fingerprint(source: SourceModel) -> str | None:
+    """sha256 of the token embedding rounded to float16: equal for the same weights in any format and
+    full precision (a float16 original and its float32 copy alike), different for a fine-tune.
+    None for quantized models and Core ML packages (their weights are not the originals' values)."""
+    if source.quantized or source.format not in _EMBEDDING:
+        return None
+    import hashlib
+
+    from whisperbench.models.registry import memoized
+
+    def compute() -> str:
+        table = np.ascontiguousarray(_token_embedding(source), dtype=np.float32).astype(np.float16)
+        return hashlib.sha256(table.tobytes()).hexdigest()
+
+    return memoized(f"fingerprint:{source.sha256}", compute)

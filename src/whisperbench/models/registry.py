@@ -86,15 +86,19 @@ class KnownModel:
 def _sha256_file(path: Path) -> str:
     """sha256 of a file, memoized next to the cache by (path, size, mtime)."""
     stat = path.stat()
+    return memoized(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}", lambda: sha256_of(path))
+
+
+def memoized(memo_key: str, compute: Callable[[], str]) -> str:
+    """A string computed once per cache (``<cache>/hashes.json``), e.g. a weight file's sha256."""
     memo_path = cache_dir() / "hashes.json"
-    memo_key = f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     try:
         memo = json.loads(memo_path.read_text())
     except (OSError, ValueError):
         memo = {}
     if memo_key in memo:
         return memo[memo_key]
-    memo[memo_key] = sha256_of(path)
+    memo[memo_key] = compute()
     try:
         memo_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = memo_path.with_suffix(f".{os.getpid()}.tmp")
@@ -341,10 +345,21 @@ def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None)
     return out
 
 
+def loaded_weights(path: Path) -> dict[str, Any]:
+    """Where the weights an implementation loaded are, and their size on disk (a folder: all its files)."""
+    path = Path(path)
+    files = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
+    return {"loaded_path": str(path), "loaded_size_mb": round(sum(f.stat().st_size for f in files) / 1e6, 2)}
+
+
 def describe_source(model: str) -> dict:
-    """What run.json records about the weights."""
+    """What run.json records about the weights (with the format-independent fingerprint)."""
+    from .readers import weights_fingerprint
+
     known = KNOWN_MODELS.get(model)
-    return {**resolve_source(model).describe(), "packages": list(known.packages) if known else []}
+    source = resolve_source(model)
+    return {**source.describe(), "fingerprint": weights_fingerprint(source),
+            "packages": list(known.packages) if known else []}
 
 
 def list_models() -> list[dict]:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..harness.store import StoredRun
 from ..scoring import QoiResult, qoi, summarize
+from .weights import weights_relation
 
 
 @dataclass
@@ -19,6 +20,7 @@ class Comparison:
     reference_wer: Optional[float]
     candidate_wer: Optional[float]
     same_dataset: bool
+    weights: str = "unknown"  # see reports.weights.weights_relation
 
     def to_json(self, with_examples: bool = False) -> dict:
         return {
@@ -27,6 +29,7 @@ class Comparison:
             "reference_wer": self.reference_wer,
             "candidate_wer": self.candidate_wer,
             "same_dataset": self.same_dataset,
+            "weights": self.weights,
             "normalizer": self.reference.normalizer,
             **self.result.to_json(with_examples),
         }
@@ -45,6 +48,7 @@ def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
         reference_wer=ref_summary["wer"],
         candidate_wer=cand_summary["wer"],
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,
+        weights=weights_relation(reference.info, candidate.info),
     )
 
 
@@ -65,5 +69,6 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "cand failed": r.candidate_failed,
             "unjoined": len(r.only_in_reference) + len(r.only_in_candidate),
             "same dataset": c.same_dataset,
+            "weights": c.weights,
         })
     return pd.DataFrame(rows)

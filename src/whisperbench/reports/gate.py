@@ -131,7 +131,8 @@ def _pct(value: Optional[float]) -> str:
 def format_gate(result: GateResult, worst: int = 5) -> str:
     c = result.comparison
     lines = [f"gate: {result.verdict}",
-             f"  reference {one_line(c.reference.name)}  candidate {one_line(c.candidate.name)}"]
+             f"  reference {one_line(c.reference.name)}  candidate {one_line(c.candidate.name)}",
+             f"  weights: {c.weights}"]
     for check in result.checks:
         lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {one_line(check.detail)}")
     regressed = c.result.worst(worst)

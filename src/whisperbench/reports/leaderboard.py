@@ -13,8 +13,9 @@ from ..harness.store import StoredRun
 from ..scoring import counts_of, qoi_interval, rescored, summarize, wer_interval
 from .compare import compare_runs
 from .escape import md_cell
+from .weights import model_label, size_mb
 
-COLUMNS = ["Implementation", "Model", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
+COLUMNS = ["Implementation", "Model", "Size MB", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
            "Failed", "Run"]
 
 
@@ -77,7 +78,8 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "Form": run.form,
             "Implementation": run.info.get("label") or run.info.get("adapter", "?"),
             "Reference": reference is run,
-            "Model": Path(run.info.get("model", "?")).name,
+            "Model": model_label(run.info),
+            "Size MB": size_mb(run.info),
             "Dataset": run.info.get("dataset", {}).get("name", "?"),
             "WER %": summary["wer"],
             "WER CI": wer_ci,
@@ -121,6 +123,7 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     shown = shown[columns].copy()
     shown["WER %"] = shown["WER %"].map(lambda v: _fmt(v, 2))
     shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
+    shown["Size MB"] = shown["Size MB"].map(lambda v: _fmt(v, 1))
     shown["RTFx"] = [_fmt(v, 1) + ("" if ok or _fmt(v, 1) == "–" else " ⚠ busy")
                      for v, ok in zip(frame["RTFx"], frame["RTFx reliable"])]
     for column in ("Model", "Dataset", "Long-form algorithm"):  # text from manifests and command lines
@@ -151,7 +154,8 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
         "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
-        "its speed is not comparable.",
+        "its speed is not comparable. Size MB: the model's weight files on disk, as given to --model (a "
+        "converted copy has the source's size; compression variants list their own).",
         "",
     ]
     return "\n".join(parts)

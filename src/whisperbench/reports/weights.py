@@ -1,0 +1,70 @@
+"""Which weights a stored run used, and whether two runs used the same ones.
+
+Read from run.json (``adapter_info.weights``, written by :func:`whisperbench.models.describe_source`):
+the source's sha256 (same file), its fingerprint (the token embedding rounded to float16: the same
+weights in any format), and the precision the implementation ran them in.
+
+>>> a = {"adapter_info": {"weights": {"source_sha256": "1", "fingerprint": "f", "dtype": "float16"},
+...                       "settings": {"compute_type": "float32"}}}
+>>> b = {"adapter_info": {"weights": {"source_sha256": "2", "fingerprint": "f", "dtype": "float32"},
+...                       "settings": {"dtype": "float32"}}}
+>>> weights_relation(a, b)
+'same weights (another format)'
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+#: adapter settings that choose the precision weights run in
+PRECISION_SETTINGS = ("compute_type", "quantization", "precision", "dtype")
+
+
+def weights_of(info: dict) -> dict:
+    return (info.get("adapter_info") or {}).get("weights") or {}
+
+
+def precision_of(info: dict) -> Optional[str]:
+    """The precision the run computed in: a quantized model's own type, else the adapter's setting."""
+    weights = weights_of(info)
+    if weights.get("quantized"):
+        return weights.get("dtype")
+    settings = (info.get("adapter_info") or {}).get("settings") or {}
+    for key in PRECISION_SETTINGS:
+        if settings.get(key):
+            return str(settings[key])
+    return None  # the implementation's one precision: nothing to compare
+
+
+def model_label(info: dict) -> str:
+    """The model's name as the leaderboard shows it (its quantization when it is one)."""
+    weights = weights_of(info)
+    name = weights.get("name") or str(info.get("model", "?")).rstrip("/").split("/")[-1]
+    return f"{name} ({weights['dtype']})" if weights.get("quantized") and weights.get("dtype") not in name else name
+
+
+def size_mb(info: dict) -> Optional[float]:
+    """Size of the weights as the implementation loaded them (a converted copy, a quantized variant)."""
+    weights = weights_of(info)
+    return weights.get("loaded_size_mb", weights.get("size_mb"))
+
+
+def weights_relation(reference: dict, candidate: dict) -> str:
+    """'same weights', 'same weights (another format)', '… in another precision', 'different weights' or
+    'unknown' (runs recorded before weights were described, or adapters without weights)."""
+    a, b = weights_of(reference), weights_of(candidate)
+    if not a.get("source_sha256") or not b.get("source_sha256"):
+        return "unknown"
+    same_file = a["source_sha256"] == b["source_sha256"]
+    same_values = same_file or (a.get("fingerprint") and a.get("fingerprint") == b.get("fingerprint"))
+    if not same_values:
+        quantized = [w["dtype"] for w in (a, b) if w.get("quantized")]
+        if quantized:
+            return (f"not comparable: {'/'.join(quantized)}-quantized weights carry no fingerprint (whether they "
+                    "were made from the same model cannot be told from the files)")
+        return "different weights"
+    where = "" if same_file else " (another format)"
+    pa, pb = precision_of(reference), precision_of(candidate)
+    if pa and pb and pa != pb:
+        return f"same weights{where}, in another precision ({pa} vs {pb})"
+    return f"same weights{where}"
