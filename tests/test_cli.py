@@ -70,7 +70,8 @@ def test_report_markdown_and_csv(runs, tmp_path, capsys):
     assert "## Short-form" in text and "## Long-form" in text and "`bad`" in text
     row = next(line for line in text.splitlines() if "`good`" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1:8] == ["good.jsonl", "tiny-shortform", "0.00", "0.0–0.0", "100.0", "100.0–100.0", "–"]
+    # a recorded run has no weights: no size
+    assert cells[1:9] == ["good.jsonl", "–", "tiny-shortform", "0.00", "0.0–0.0", "100.0", "100.0–100.0", "–"]
     csv_out = tmp_path / "board.csv"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(csv_out), "--quiet"]) == 0
     import pandas as pd
