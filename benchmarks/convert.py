@@ -17,10 +17,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from common import load_verdict  # noqa: E402  (benchmarks/common.py)
+
+sys.path.remove(str(Path(__file__).resolve().parent))  # benchmarks/jax.py would shadow the jax package
 
 CHILD = """
 import json, resource, sys, time
@@ -38,17 +39,15 @@ print(json.dumps({"seconds": time.perf_counter() - start,
 
 def synthetic_checkpoint(folder: Path, width: int, layers: int) -> Path:
     """A random-weight transformers Whisper folder (large-v3's 128 mels and 51,866 tokens)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from test_own_models import _random_checkpoint
-
     from whisperbench.models.convert import write_transformers
+    from whisperbench.models.synthetic import random_checkpoint
 
     dims = {"n_mels": 128, "n_vocab": 51866, "n_audio_ctx": 1500, "n_audio_state": width, "n_audio_head": width // 64,
             "n_audio_layer": layers, "n_text_ctx": 448, "n_text_state": width, "n_text_head": width // 64,
             "n_text_layer": layers}
     target = folder / "synthetic-hf"
     target.mkdir()
-    write_transformers(_random_checkpoint(dims), target)
+    write_transformers(random_checkpoint(dims), target)
     return target
 
 

@@ -273,14 +273,14 @@ def test_hub_reference_syntax():
 def test_ggml_header_reads_k_quant_types(tmp_path):
     """A q4_k file (ggml_ftype 12, 256-value super-blocks of 144 bytes) is recognised, not refused."""
     from whisperbench.models.ggml import HPARAMS, MAGIC, Q4_K, validate_ggml_header
-    from whisperbench.models.readers import _expected_names
+    from whisperbench.models.readers import expected_names
 
     dims = dict(zip(HPARAMS, (51864, 1500, 256, 4, 1, 448, 256, 4, 1, 80)))
     path = tmp_path / "k.bin"
     with open(path, "wb") as out:
         out.write(struct.pack("<i", MAGIC) + struct.pack("<11i", *dims.values(), 2012))
         out.write(struct.pack("<2i", 80, 201) + bytes(4 * 80 * 201) + struct.pack("<i", 1) + struct.pack("<i", 1) + b"!")
-        for name in sorted(_expected_names(dims)):
+        for name in sorted(expected_names(dims)):
             ttype, shape = (Q4_K, (512, 256)) if name.endswith("mlp.0.weight") else (0, (256,))
             out.write(struct.pack(f"<3i{len(shape)}i", len(shape), len(name), ttype, *shape[::-1]) + name.encode())
             out.write(bytes(512 * 144 if ttype == Q4_K else 256 * 4))
@@ -297,67 +297,17 @@ SYNTHETIC_DIMS = {"n_mels": 128, "n_vocab": 51866, "n_audio_ctx": 1500, "n_audio
                   "n_audio_layer": 2, "n_text_ctx": 448, "n_text_state": 128, "n_text_head": 2, "n_text_layer": 1}
 
 
-def _random_checkpoint(dims: dict, seed: int = 0):
-    """Random Whisper weights in openai-whisper names; a large token embedding gives clear logit margins,
-    so every implementation's greedy choice is the same token despite float summation order."""
-    from whisperbench.models.convert import Checkpoint, default_alignment_heads
-    from whisperbench.models.readers import _expected_names, _with_vocabulary
-
-    rng = np.random.default_rng(seed)
-    shapes = _synthetic_shapes(dims)
-    state = {}
-    for name in sorted(_expected_names(dims)):
-        # the audio reaches the text through a weak cross-attention: greedy tokens then do not flip on the
-        # 1e-7 differences between the implementations' log-mel paddings (real models have wide margins there)
-        scale = {"decoder.token_embedding.weight": 1.0}.get(name, 0.002 if "cross_attn.out.weight" in name else 0.05)
-        array = rng.normal(0, scale, shapes(name)).astype(np.float32)
-        if name.endswith("_ln.weight") or name.endswith("ln_post.weight") or name == "decoder.ln.weight":
-            array = np.ones_like(array)
-        state[name] = array
-    # special and timestamp tokens (from end-of-text, 50257, on) get zero logits: the random model writes text
-    state["decoder.token_embedding.weight"][50257:] = 0.0
-    from whisper.model import sinusoids
-
-    state["encoder.positional_embedding"] = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"]).numpy()
-    return _with_vocabulary(Checkpoint(dims=dims, state_dict=state, multilingual=True, source_dir="synthetic",
-                                       alignment_heads=default_alignment_heads(dims)))
-
-
-def _synthetic_shapes(dims):
-    width, mels = dims["n_audio_state"], dims["n_mels"]
-
-    def shape(name: str) -> tuple[int, ...]:
-        if name == "encoder.conv1.weight":
-            return (width, mels, 3)
-        if name == "encoder.conv2.weight":
-            return (width, width, 3)
-        if name == "encoder.positional_embedding":
-            return (dims["n_audio_ctx"], width)
-        if name == "decoder.positional_embedding":
-            return (dims["n_text_ctx"], width)
-        if name == "decoder.token_embedding.weight":
-            return (dims["n_vocab"], width)
-        if name.endswith("mlp.0.weight"):
-            return (4 * width, width)
-        if name.endswith("mlp.0.bias"):
-            return (4 * width,)
-        if name.endswith("mlp.2.weight"):
-            return (width, 4 * width)
-        return (width, width) if name.endswith(".weight") and ("attn." in name) else (width,)
-
-    return shape
-
-
 @pytest.fixture(scope="module")
 def synthetic_hf(tmp_path_factory) -> Path:
     """A user's transformers checkpoint with large-v3's mels and vocabulary and a turbo-like decoder,
     written with ``save_pretrained`` (through the harness's transformers writer)."""
     pytest.importorskip("transformers")
     from whisperbench.models.convert import write_transformers
+    from whisperbench.models.synthetic import random_checkpoint
 
     folder = tmp_path_factory.mktemp("synthetic") / "whisper-v3-like"
     folder.mkdir()
-    write_transformers(_random_checkpoint(SYNTHETIC_DIMS), folder)
+    write_transformers(random_checkpoint(SYNTHETIC_DIMS), folder)
     return folder
 
 

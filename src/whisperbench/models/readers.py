@@ -159,7 +159,7 @@ def read_checkpoint(source: SourceModel) -> Checkpoint:
     """The float32 weights of ``source`` with alignment heads, tokenizer and generation settings."""
     _unquantized(source)
     ckpt = _READERS[source.format](source)
-    expected = _expected_names(ckpt.dims)
+    expected = expected_names(ckpt.dims)
     missing, unknown = sorted(expected - set(ckpt.state_dict)), sorted(set(ckpt.state_dict) - expected)
     if missing or unknown:
         raise ModelError(f"{source.path}: {source.format} weights do not map onto Whisper: "
@@ -167,7 +167,7 @@ def read_checkpoint(source: SourceModel) -> Checkpoint:
     return ckpt
 
 
-def _expected_names(dims: dict) -> set[str]:
+def expected_names(dims: dict) -> set[str]:
     names = {"encoder.conv1.weight", "encoder.conv1.bias", "encoder.conv2.weight", "encoder.conv2.bias",
              "encoder.positional_embedding", "encoder.ln_post.weight", "encoder.ln_post.bias",
              "decoder.token_embedding.weight", "decoder.positional_embedding", "decoder.ln.weight",
