@@ -12,7 +12,10 @@ import gzip
 import json
 import os
 from dataclasses import dataclass, field
+from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -28,12 +31,34 @@ MULTILINGUAL_MIN_VOCAB = 51865
 OPENAI_WHISPER_FILE = "model.pt"  # the checkpoint's name inside its converted folder
 
 
+class LazyStateDict(Mapping):
+    """name -> array, each loaded (and converted) when asked for and not kept: a conversion holds one
+    tensor at a time instead of two copies of the model.
+
+    >>> lazy = LazyStateDict({"a": lambda: np.zeros(2)})
+    >>> list(lazy), lazy["a"].tolist()
+    (['a'], [0.0, 0.0])
+    """
+
+    def __init__(self, loaders: dict[str, Callable[[], np.ndarray]]):
+        self._loaders = loaders
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._loaders[name]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaders)
+
+    def __len__(self) -> int:
+        return len(self._loaders)
+
+
 @dataclass
 class Checkpoint:
     """Whisper weights under openai-whisper parameter names, with what the converters need."""
 
     dims: dict  # openai-whisper ModelDimensions fields
-    state_dict: dict[str, np.ndarray]
+    state_dict: Mapping[str, np.ndarray]  # a dict, or a LazyStateDict reading tensor by tensor
     multilingual: bool
     source_dir: str  # where the weights came from (named in messages)
     alignment_heads: list[tuple[int, int]]  # (decoder layer, head) pairs
@@ -69,7 +94,7 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
     model_bin = model_bin or os.path.join(model_dir, "model.bin")
     variables = read_ct2_variables(model_bin)
 
-    def get(name: str) -> np.ndarray:
+    def get(name: str, check_only: bool = False) -> np.ndarray:
         if name not in variables:
             raise ModelError(f"{model_bin}: not a CTranslate2 Whisper model (no variable {name})")
         if variables[name].dtype.kind != "f":
@@ -77,16 +102,16 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
                 f"{model_bin}: {name} is quantized ({variables[name].dtype}); "
                 "convert from a float16 or float32 model"
             )
-        return variables[name].astype(dtype)
+        return variables[name] if check_only else variables[name].astype(dtype)
 
-    state_dict = {
-        "encoder.conv1.weight": get("encoder/conv1/weight"),
-        "encoder.conv1.bias": get("encoder/conv1/bias"),
-        "encoder.conv2.weight": get("encoder/conv2/weight"),
-        "encoder.conv2.bias": get("encoder/conv2/bias"),
-        "encoder.positional_embedding": get("encoder/position_encodings/encodings"),
-        "decoder.token_embedding.weight": get("decoder/embeddings/weight"),
-        "decoder.positional_embedding": get("decoder/position_encodings/encodings"),
+    plain = {  # openai-whisper name -> CTranslate2 name
+        "encoder.conv1.weight": "encoder/conv1/weight",
+        "encoder.conv1.bias": "encoder/conv1/bias",
+        "encoder.conv2.weight": "encoder/conv2/weight",
+        "encoder.conv2.bias": "encoder/conv2/bias",
+        "encoder.positional_embedding": "encoder/position_encodings/encodings",
+        "decoder.token_embedding.weight": "decoder/embeddings/weight",
+        "decoder.positional_embedding": "decoder/position_encodings/encodings",
     }
     layer_norms = {"encoder.ln_post": "encoder/layer_norm", "decoder.ln": "decoder/layer_norm"}
     linears: dict[str, str] = {}
@@ -107,19 +132,21 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
                 linears[f"{dst}.cross_attn.out"] = f"{src}/attention/linear_2"
                 fused[f"{src}/attention/linear_1"] = (f"{dst}.cross_attn", ("key", "value"))
     for dst, src in layer_norms.items():
-        state_dict[f"{dst}.weight"] = get(f"{src}/gamma")
-        state_dict[f"{dst}.bias"] = get(f"{src}/beta")
+        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/gamma", f"{src}/beta"
     for dst, src in linears.items():
-        state_dict[f"{dst}.weight"] = get(f"{src}/weight")
-        state_dict[f"{dst}.bias"] = get(f"{src}/bias")
+        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/weight", f"{src}/bias"
+    for name in plain.values():
+        get(name, check_only=True)
+    loaders = {dst: partial(get, src) for dst, src in plain.items()}
     for src, (dst, parts) in fused.items():
-        state_dict.update(_split_linear(get, model_bin, src, dst, parts))
+        loaders.update(_split_linear(get, model_bin, src, dst, parts))
+    state_dict = LazyStateDict(loaders)
 
-    n_audio_ctx, n_audio_state = state_dict["encoder.positional_embedding"].shape
-    n_text_ctx, n_text_state = state_dict["decoder.positional_embedding"].shape
+    n_audio_ctx, n_audio_state = variables[plain["encoder.positional_embedding"]].shape
+    n_text_ctx, n_text_state = variables[plain["decoder.positional_embedding"]].shape
     dims = {
-        "n_mels": state_dict["encoder.conv1.weight"].shape[1],
-        "n_vocab": state_dict["decoder.token_embedding.weight"].shape[0],
+        "n_mels": variables[plain["encoder.conv1.weight"]].shape[1],
+        "n_vocab": variables[plain["decoder.token_embedding.weight"]].shape[0],
         "n_audio_ctx": n_audio_ctx,
         "n_audio_state": n_audio_state,
         "n_audio_head": _num_heads(variables, "encoder", n_audio_state),
@@ -156,18 +183,21 @@ def _num_heads(variables: dict, side: str, n_state: int) -> int:
     return int(stored) if stored is not None else n_state // 64
 
 
-def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Split a fused projection row-wise; the key part has no bias in Whisper (stored as zeros)."""
-    weights = np.split(get(f"{src}/weight"), len(parts))
-    biases = np.split(get(f"{src}/bias"), len(parts))
-    split = {}
-    for part, weight, bias in zip(parts, weights, biases):
-        split[f"{dst}.{part}.weight"] = weight
+def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...]) -> dict[str, Callable]:
+    """Loaders of a fused projection's row blocks; the key part has no bias in Whisper (stored as zeros)."""
+    bias = get(f"{src}/bias", check_only=True)
+    if "key" in parts and np.any(np.split(bias, len(parts))[parts.index("key")]):
+        raise ModelError(f"{model_bin}: {src}/bias has a non-zero key bias, which Whisper lacks")
+
+    def block(suffix: str, index: int) -> np.ndarray:
+        return np.ascontiguousarray(np.split(get(f"{src}/{suffix}"), len(parts))[index])
+
+    loaders = {}
+    for index, part in enumerate(parts):
+        loaders[f"{dst}.{part}.weight"] = partial(block, "weight", index)
         if part != "key":
-            split[f"{dst}.{part}.bias"] = bias
-        elif np.any(bias):
-            raise ModelError(f"{model_bin}: {src}/bias has a non-zero key bias, which Whisper lacks")
-    return split
+            loaders[f"{dst}.{part}.bias"] = partial(block, "bias", index)
+    return loaders
 
 
 def _read_json(path: str) -> dict:

@@ -97,6 +97,7 @@ def _walk(path: str, shapes_only: bool) -> dict:
         reader.string("the spec name")
         reader.unpack("I", "the spec revision")
         variables: dict[str, np.ndarray] = {}
+        mapped = None
         for _ in range(reader.unpack("I", "the variable count")):
             name = reader.string("a variable name")
             ndim = reader.unpack("B", f"the rank of {name}")
@@ -112,7 +113,13 @@ def _walk(path: str, shapes_only: bool) -> dict:
                 reader.skip(nbytes, name)
                 variables[name] = (_DTYPE_NAMES[type_id], shape, None)
                 continue
-            array = np.frombuffer(reader.read(nbytes, name), dtype=dtype).reshape(shape)
+            if shapes_only:
+                array = np.frombuffer(reader.read(nbytes, name), dtype=dtype).reshape(shape)
+            else:  # a view of the memory-mapped file: pages are read when a tensor is used, not all at once
+                mapped = mapped if mapped is not None else np.memmap(path, dtype=np.uint8, mode="r")
+                array = np.frombuffer(mapped, dtype=dtype, count=nbytes // dtype.itemsize,
+                                      offset=stream.tell()).reshape(shape)
+                reader.skip(nbytes, name)
             if shapes_only:
                 scalar = int(array.reshape(-1)[0]) if array.size == 1 and dtype.kind == "i" else None
                 variables[name] = (_DTYPE_NAMES[type_id], shape, scalar)

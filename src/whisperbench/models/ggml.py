@@ -23,12 +23,13 @@ import importlib.util
 import os
 import struct
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.convert import Checkpoint, read_checkpoint
+from whisperbench.models.convert import Checkpoint, LazyStateDict, read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
 GGML_FILE = "ggml-model.bin"
@@ -303,7 +304,7 @@ def validate_ggml_header(path: str | Path) -> GgmlHeader:
     return GgmlHeader(hparams, ftype, qnt_version, weight_type, n_tokens, types, offsets)
 
 
-def read_ggml_state(path: str | Path) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+def read_ggml_state(path: str | Path) -> tuple[dict[str, int], LazyStateDict]:
     """hparams and float32 tensors (openai-whisper names) of an f16 or f32 ggml file.
 
     A quantized file is refused: its weights are not the full-precision ones any more.
@@ -313,10 +314,11 @@ def read_ggml_state(path: str | Path) -> tuple[dict[str, int], dict[str, np.ndar
         raise ModelError(f"{path}: ggml {TYPE_NAMES[header.weight_type]} is quantized: it runs only in whisper.cpp "
                          "as it is; convert from the f16/f32 file it was quantized from")
     data = np.memmap(path, dtype=np.uint8, mode="r")
-    state = {}
-    for name, (shape, offset) in header.tensor_offsets.items():
+
+    def load(name: str) -> np.ndarray:
+        shape, offset = header.tensor_offsets[name]
         dtype = np.dtype("<f4" if header.tensor_types[name] == F32 else "<f2")
-        count = int(np.prod(shape))
-        array = np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(shape).astype(np.float32)
-        state[name] = array.reshape(-1) if name in ("encoder.conv1.bias", "encoder.conv2.bias") else array
-    return header.hparams, state
+        array = np.frombuffer(data, dtype=dtype, count=int(np.prod(shape)), offset=offset).astype(np.float32)
+        return array if name in ("encoder.conv1.bias", "encoder.conv2.bias") else array.reshape(shape)
+
+    return header.hparams, LazyStateDict({name: partial(load, name) for name in header.tensor_offsets})

@@ -13,7 +13,11 @@ config.json and quantizes exactly the layers whose ``<layer>.scales`` the weight
 
 from __future__ import annotations
 
+import itertools
 import json
+import shutil
+import struct
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -49,26 +53,65 @@ def parse_variant(variant: str) -> tuple[str, str]:
     return dtype, quantization
 
 
-def mlx_state_dict(ckpt: Checkpoint) -> dict[str, np.ndarray]:
-    """The checkpoint's float32 arrays under mlx-whisper's names and layouts."""
-    weights = {}
-    for name, array in ckpt.state_dict.items():
+def _mlx_items(ckpt: Checkpoint) -> Iterator[tuple[str, np.ndarray]]:
+    """The checkpoint's float32 arrays under mlx-whisper's names and layouts, one at a time."""
+    for name in ckpt.state_dict:
         if name == "encoder.positional_embedding":
             continue  # mlx-whisper computes the sinusoids itself
+        array = ckpt.state_dict[name]
         if name in ("encoder.conv1.weight", "encoder.conv2.weight"):
             array = np.ascontiguousarray(array.swapaxes(1, 2))
-        weights[name.replace(".mlp.0.", ".mlp1.").replace(".mlp.2.", ".mlp2.")] = array
-    return weights
+        yield name.replace(".mlp.0.", ".mlp1.").replace(".mlp.2.", ".mlp2."), array
+
+
+def mlx_state_dict(ckpt: Checkpoint) -> dict[str, np.ndarray]:
+    """The checkpoint's float32 arrays under mlx-whisper's names and layouts."""
+    return dict(_mlx_items(ckpt))
+
+
+def write_safetensors(path: Path, arrays: Iterable[tuple[str, np.ndarray]], metadata: dict[str, str]) -> None:
+    """A safetensors file written tensor by tensor: data to a side file first (offsets recorded), then the
+    header and the data copied behind it, so only one tensor is in memory at a time."""
+    kinds = {np.dtype("float16"): "F16", np.dtype("float32"): "F32", np.dtype("int64"): "I64"}
+    header: dict = {"__metadata__": metadata}
+    data_path = path.with_suffix(".data.tmp")
+    with open(data_path, "wb") as data:
+        for name, array in arrays:
+            start = data.tell()
+            data.write(np.ascontiguousarray(array).tobytes())
+            header[name] = {"dtype": kinds[array.dtype], "shape": list(array.shape), "data_offsets": [start, data.tell()]}
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as out, open(data_path, "rb") as data:
+        out.write(struct.pack("<Q", len(encoded)) + encoded)
+        shutil.copyfileobj(data, out, 1 << 22)
+    data_path.unlink()
 
 
 def write_mlx(ckpt: Checkpoint, out_dir: str | Path, variant: str = "") -> None:
-    """Write a folder that ``mlx_whisper.load_models.load_model(out_dir)`` loads."""
+    """Write a folder that ``mlx_whisper.load_models.load_model(out_dir)`` loads.
+
+    Unquantized variants are streamed tensor by tensor (mlx-whisper's names and layouts, cast to the
+    dtype); quantized ones go through mlx-whisper's model and ``mlx.nn.quantize``.
+    """
+    dtype, quantization = parse_variant(variant)
+    if not quantization:
+        out_dir = Path(out_dir)
+        arrays = ((name, array.astype(dtype)) for name, array in _mlx_items(ckpt))
+        heads = [("alignment_heads", np.array(ckpt.alignment_heads, dtype=np.int64))]
+        write_safetensors(out_dir / WEIGHTS_FILE, itertools.chain(arrays, heads), {"format": "mlx"})
+        config = {"model_type": "whisper", **ckpt.dims}
+        (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return
+    _write_mlx_quantized(ckpt, out_dir, dtype, quantization)
+
+
+def _write_mlx_quantized(ckpt: Checkpoint, out_dir: str | Path, dtype: str, quantization: str) -> None:
     import mlx.core as mx
     import mlx.nn as nn
     from mlx.utils import tree_flatten, tree_unflatten
     from mlx_whisper.whisper import ModelDimensions, Whisper
 
-    dtype, quantization = parse_variant(variant)
     config = {"model_type": "whisper", **ckpt.dims}
     model = Whisper(ModelDimensions(**ckpt.dims), getattr(mx, dtype))
     weights = {name: mx.array(array).astype(getattr(mx, dtype)) for name, array in mlx_state_dict(ckpt).items()}

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from functools import partial
 from typing import Callable
 
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.convert import HF_RENAMES, Checkpoint, default_alignment_heads, load_ct2_checkpoint
+from whisperbench.models.convert import (HF_RENAMES, Checkpoint, LazyStateDict, default_alignment_heads,
+                                         load_ct2_checkpoint)
 from whisperbench.models.formats import MULTILINGUAL_MIN_VOCAB, torch_load
 from whisperbench.models.registry import SourceModel, cache_dir
 
@@ -52,7 +54,7 @@ def _with_vocabulary(ckpt: Checkpoint) -> Checkpoint:
     return ckpt
 
 
-def _checkpoint(source: SourceModel, state: dict[str, np.ndarray], heads=None, **extra) -> Checkpoint:
+def _checkpoint(source: SourceModel, state, heads=None, **extra) -> Checkpoint:
     dims = dict(source.dims)
     return _with_vocabulary(Checkpoint(
         dims=dims, state_dict=state, multilingual=dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB,
@@ -66,29 +68,35 @@ def _read_ctranslate2(source: SourceModel) -> Checkpoint:
     return _with_vocabulary(load_ct2_checkpoint(str(source.path)))
 
 
-def _hf_state(source: SourceModel) -> dict[str, np.ndarray]:
-    state: dict[str, np.ndarray] = {}
-    for file in source.weight_files:
-        if file.suffix == ".bin":
-            tensors = torch_load(file, "transformers")
-            items = ((k, v.float().numpy()) for k, v in tensors.items())
-        else:
-            items = _safetensors_items(file)
-        for name, array in items:
-            if name != "proj_out.weight":
-                state[openai_name(name)] = array
-    return state
-
-
-def _safetensors_items(file: Path):
+def _tensor_loaders(file: Path, fmt: str) -> dict[str, Callable[[], np.ndarray]]:
+    """name -> loader of each tensor of a safetensors file (memory-mapped) or a torch .bin, as float32."""
+    if file.suffix == ".bin":
+        tensors = torch_load(file, fmt)  # memory-mapped
+        return {name: partial(lambda t: t.float().numpy(), tensor) for name, tensor in tensors.items()}
     from safetensors import safe_open
 
+    def load(name: str) -> np.ndarray:
+        try:
+            with safe_open(str(file), framework="pt") as fh:  # torch: numpy has no bfloat16
+                return fh.get_tensor(name).float().numpy()
+        except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
+            raise ModelError(f"{file}: cannot read tensor {name}: {exc}") from exc
+
     try:
-        with safe_open(str(file), framework="pt") as fh:  # torch: numpy has no bfloat16
-            for name in fh.keys():
-                yield name, fh.get_tensor(name).float().numpy()
-    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
+        with safe_open(str(file), framework="pt") as fh:
+            names = list(fh.keys())
+    except Exception as exc:  # noqa: BLE001
         raise ModelError(f"{file}: cannot read safetensors: {exc}") from exc
+    return {name: partial(load, name) for name in names}
+
+
+def _hf_state(source: SourceModel) -> LazyStateDict:
+    loaders = {}
+    for file in source.weight_files:
+        for name, load in _tensor_loaders(file, "transformers").items():
+            if name != "proj_out.weight":  # tied to the token embedding
+                loaders[openai_name(name)] = load
+    return LazyStateDict(loaders)
 
 
 def _read_transformers(source: SourceModel) -> Checkpoint:
@@ -111,7 +119,8 @@ def _read_transformers(source: SourceModel) -> Checkpoint:
 
 def _read_openai(source: SourceModel) -> Checkpoint:
     saved = torch_load(Path(source.path), "openai-whisper")
-    state = {name: tensor.float().numpy() for name, tensor in saved["model_state_dict"].items()}
+    state = LazyStateDict({name: partial(lambda t: t.float().numpy(), tensor)  # memory-mapped tensors
+                           for name, tensor in saved["model_state_dict"].items()})
     return _checkpoint(source, state, saved.get("alignment_heads"))
 
 
@@ -128,20 +137,21 @@ def _read_mlx(source: SourceModel) -> Checkpoint:
     file = source.weight_files[0]
     if file.suffix == ".npz":
         with np.load(file) as npz:
-            weights = {name: npz[name].astype(np.float32) for name in npz.files}
+            loaders = {name: partial(lambda a: a, npz[name].astype(np.float32)) for name in npz.files}
     else:
-        weights = dict(_safetensors_items(file))
-    heads = weights.pop("alignment_heads", None)
+        loaders = _tensor_loaders(file, "mlx")
+    heads = loaders.pop("alignment_heads")() if "alignment_heads" in loaders else None
     state = {}
-    for name, array in weights.items():
-        if name in ("encoder.conv1.weight", "encoder.conv2.weight"):
-            array = np.ascontiguousarray(array.swapaxes(1, 2))
-        state[name.replace(".mlp1.", ".mlp.0.").replace(".mlp2.", ".mlp.2.")] = array
-    if "encoder.positional_embedding" not in state:  # mlx-whisper computes the sinusoids itself
+    for name, load in loaders.items():
+        if name in ("encoder.conv1.weight", "encoder.conv2.weight"):  # MLX keeps (out, kernel, in)
+            load = partial(lambda f: np.ascontiguousarray(f().swapaxes(1, 2)), load)
+        state[name.replace(".mlp1.", ".mlp.0.").replace(".mlp2.", ".mlp.2.")] = load
+    if "encoder.positional_embedding" not in state:
         dims = source.dims
         # as mlx-whisper computes them; openai's stored table differs by up to 5e-4 (tiny.en)
-        state["encoder.positional_embedding"] = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"]).numpy()
-    return _checkpoint(source, state, heads.tolist() if heads is not None else None)
+        table = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"]).numpy()
+        state["encoder.positional_embedding"] = partial(lambda t: t, table)
+    return _checkpoint(source, LazyStateDict(state), heads.tolist() if heads is not None else None)
 
 
 def _not_convertible(source: SourceModel) -> Checkpoint:
