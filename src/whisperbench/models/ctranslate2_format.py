@@ -116,10 +116,11 @@ def _walk(path: str, shapes_only: bool) -> dict:
             if shapes_only:
                 array = np.frombuffer(reader.read(nbytes, name), dtype=dtype).reshape(shape)
             else:  # a view of the memory-mapped file: pages are read when a tensor is used, not all at once
+                offset = stream.tell()
+                reader.skip(nbytes, name)  # raises on a truncated file before anything is mapped
                 mapped = mapped if mapped is not None else np.memmap(path, dtype=np.uint8, mode="r")
                 array = np.frombuffer(mapped, dtype=dtype, count=nbytes // dtype.itemsize,
-                                      offset=stream.tell()).reshape(shape)
-                reader.skip(nbytes, name)
+                                      offset=offset).reshape(shape)
             if shapes_only:
                 scalar = int(array.reshape(-1)[0]) if array.size == 1 and dtype.kind == "i" else None
                 variables[name] = (_DTYPE_NAMES[type_id], shape, scalar)
