@@ -50,8 +50,9 @@ def size_mb(info: dict) -> Optional[float]:
 
 
 def weights_relation(reference: dict, candidate: dict) -> str:
-    """'same weights', 'same weights (another format)', '… in another precision', 'different weights' or
-    'unknown' (runs recorded before weights were described, or adapters without weights)."""
+    """'same weights', 'same weights (another format)', '… in another precision', 'different weights',
+    'cannot tell' (a quantized model: its values are not the original's) or 'unknown' (runs recorded
+    before weights were described, or adapters without weights)."""
     a, b = weights_of(reference), weights_of(candidate)
     if not a.get("source_sha256") or not b.get("source_sha256"):
         return "unknown"
@@ -60,8 +61,7 @@ def weights_relation(reference: dict, candidate: dict) -> str:
     if not same_values:
         quantized = [w["dtype"] for w in (a, b) if w.get("quantized")]
         if quantized:
-            return (f"not comparable: {'/'.join(quantized)}-quantized weights carry no fingerprint (whether they "
-                    "were made from the same model cannot be told from the files)")
+            return f"cannot tell: {'/'.join(quantized)}-quantized weights have no fingerprint"
         return "different weights"
     where = "" if same_file else " (another format)"
     pa, pb = precision_of(reference), precision_of(candidate)
