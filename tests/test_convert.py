@@ -89,7 +89,7 @@ def test_reader_names_a_missing_file(tmp_path):
 
 
 def test_load_rejects_a_model_that_is_not_whisper(tmp_path):
-    from whisperbench.models.convert import load_ct2_checkpoint
+    from whisperbench.models.ctranslate2_format import load_ct2_checkpoint
 
     (tmp_path / "model.bin").write_bytes(_ct2_bytes(SAMPLE, {}))
     with pytest.raises(ModelError, match="no variable encoder/conv1/weight"):
@@ -121,12 +121,8 @@ def _convert(model_dir: str, out: Path) -> SimpleNamespace:
     import transformers
     import whisper
 
-    from whisperbench.models.convert import (
-        load_ct2_checkpoint,
-        load_openai_whisper,
-        write_openai_whisper,
-        write_transformers,
-    )
+    from whisperbench.models.convert import load_openai_whisper, write_openai_whisper, write_transformers
+    from whisperbench.models.ctranslate2_format import load_ct2_checkpoint
 
     ckpt = load_ct2_checkpoint(model_dir)
     write_openai_whisper(ckpt, out / "model.pt")
@@ -217,7 +213,7 @@ def test_checkpoint_dims_and_alignment_heads(tiny):
 
 
 def test_float16_checkpoint_keeps_the_stored_values(tiny):
-    from whisperbench.models.convert import load_ct2_checkpoint
+    from whisperbench.models.ctranslate2_format import load_ct2_checkpoint
 
     half = load_ct2_checkpoint(tiny.ckpt.source_dir, dtype="float16")
     for name, array in half.state_dict.items():

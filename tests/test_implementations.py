@@ -85,7 +85,7 @@ def test_transformers_differs_from_openai_whisper_only_by_input_padding(runs_dir
     from whisperbench.audio import load_audio
     from whisperbench.datasets import load_dataset
     from whisperbench.models import converted
-    from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
+    from whisperbench.models.convert import load_openai_whisper
 
     result = _run("transformers", str(tiny_short), runs_dir / "tiny")
     texts = {p.id: p.hypothesis for p in open_run(result.store.name, runs_dir / "tiny").predictions}

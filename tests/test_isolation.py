@@ -14,7 +14,8 @@ import pytest
 from whisperbench.adapters import DecodingOptions
 from whisperbench.adapters.openai_whisper import OpenAIWhisperAdapter
 from whisperbench.harness import RunRequest, run_evaluation
-from whisperbench.harness.isolation import IsolatedAdapter, WorkerCrashed
+from whisperbench.harness.isolation import IsolatedAdapter
+from whisperbench.supervise import WorkerCrashed
 
 from .conftest import REPO
 

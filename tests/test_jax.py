@@ -27,7 +27,7 @@ from whisperbench.adapters.jax import N_SAMPLES, JaxAdapter, log_mel_like_openai
 from whisperbench.audio import load_audio  # noqa: E402
 from whisperbench.datasets import load_dataset  # noqa: E402
 from whisperbench.models import converted, resolve_source  # noqa: E402
-from whisperbench.models.convert import load_ct2_checkpoint  # noqa: E402
+from whisperbench.models.ctranslate2_format import load_ct2_checkpoint  # noqa: E402
 from whisperbench.scoring import normalize  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def runs_dir(tmp_path_factory):
 
 def _openai_model():
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
-    from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
+    from whisperbench.models.convert import load_openai_whisper
 
     return load_openai_whisper(converted("tiny.en", "openai-whisper"))
 

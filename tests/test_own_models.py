@@ -272,7 +272,7 @@ def test_hub_reference_syntax():
 
 def test_ggml_header_reads_k_quant_types(tmp_path):
     """A q4_k file (ggml_ftype 12, 256-value super-blocks of 144 bytes) is recognised, not refused."""
-    from whisperbench.models.ggml import HPARAMS, MAGIC, Q4_K, validate_ggml_header
+    from whisperbench.models.ggml_format import HPARAMS, MAGIC, Q4_K, validate_ggml_header
     from whisperbench.models.readers import expected_names
 
     dims = dict(zip(HPARAMS, (51864, 1500, 256, 4, 1, 448, 256, 4, 1, 80)))

@@ -183,7 +183,7 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_pa
     runs, manifest = tmp_path / "runs", local_manifest()
     hypotheses = {r["id"]: r["text"] for r in _rows(manifest)}
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from whisperbench.harness.store import RunStore\n"
+        [sys.executable, "-c", "import sys, time; from whisperbench.store import RunStore\n"
          f"with RunStore(__import__('pathlib').Path({str(runs / 'shared')!r})).lock():\n"
          "    print('locked', flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
     try:

@@ -115,7 +115,7 @@ def test_quantizers_match_ggml_of_whisper_cpp_1_4_byte_for_byte():
 
 def test_written_files_have_whisper_cpp_layout():
     from whisperbench.models import resolve_source
-    from whisperbench.models.convert import load_ct2_checkpoint
+    from whisperbench.models.ctranslate2_format import load_ct2_checkpoint
 
     f16, q8 = validate_ggml_header(_ggml()), validate_ggml_header(_ggml("q8_0"))
     dims = load_ct2_checkpoint(str(resolve_source("tiny.en").folder)).dims
@@ -218,7 +218,7 @@ def test_differs_from_openai_whisper_only_by_input_padding(runs_dir, tiny_short)
     from whisperbench.audio import load_audio
     from whisperbench.datasets import load_dataset
     from whisperbench.models import converted
-    from whisperbench.models.convert import OPENAI_WHISPER_FILE, load_openai_whisper
+    from whisperbench.models.convert import load_openai_whisper
 
     _, predictions = _run(str(tiny_short), runs_dir, "f16")
     model = load_openai_whisper(converted("tiny.en", "openai-whisper"))

@@ -10,7 +10,10 @@ from typing import Optional
 
 from . import __version__
 from .errors import OptionError, WhisperbenchError
+from .harness.longform import STRATEGIES
+from .harness.runner import BACKENDS
 from .progress import progress
+from .scoring.normalize import NORMALIZERS
 
 
 def _print_json(data) -> None:
@@ -27,7 +30,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="run name (default: ADAPTER_MODEL_DATASET)")
     p.add_argument("--limit", type=int, help="only the first N examples")
     p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
-    p.add_argument("--normalizer", choices=["english", "basic", "none"], help="default: english for English data")
+    p.add_argument("--normalizer", choices=NORMALIZERS, help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
@@ -107,7 +110,7 @@ def cmd_score(args) -> int:
 
 def cmd_rescore(args) -> int:
     from .harness import rescore
-    from .harness.store import open_run
+    from .store import open_run
 
     run = open_run(args.run, args.runs_dir)
     summary = rescore(run.store, args.normalizer)
@@ -118,7 +121,7 @@ def cmd_rescore(args) -> int:
 
 # --- compare / report / gate ---------------------------------------------------------------------
 def cmd_compare(args) -> int:
-    from .harness.store import open_run
+    from .store import open_run
     from .reports import compare_runs, comparison_table
     from .reports.escape import one_line
 
@@ -144,7 +147,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .harness.store import list_runs
+    from .store import list_runs
     from .reports import flat_frame, leaderboard_frame, pick_references, render_markdown
     from .reports.leaderboard import recorded_references
 
@@ -174,7 +177,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    from .harness.store import open_run
+    from .store import open_run
     from .reports import evaluate_gate, format_gate, junit_xml
     from .reports.gate import cannot_judge_xml
 
@@ -203,7 +206,7 @@ def _write_junit(path: str, xml: str) -> None:
 
 
 def cmd_export(args) -> int:
-    from .harness.store import open_run
+    from .store import open_run
     from .reports.export import example_frame
 
     run = open_run(args.run, args.runs_dir)
@@ -223,9 +226,22 @@ def cmd_export(args) -> int:
 
 # --- listings ------------------------------------------------------------------------------------
 def cmd_adapters(args) -> int:
-    from .adapters import registry
-
+    from .adapters import get_adapter, registry
+    from .adapters.options import describe_options
     from .errors import AdapterUnavailable
+
+    if args.name:
+        cls = get_adapter(args.name)
+        rows = describe_options(cls.options)
+        if args.json:
+            _print_json(rows)
+            return 0
+        print(f"{cls.name}: {cls.description}\noptions (-o KEY=VALUE):")
+        for row in rows:
+            allowed = f" one of {', '.join(map(str, row['choices']))};" if row["choices"] else ""
+            print(f"  {row['option']:<28} {row['type']:<8} default {row['default']!r};{allowed} {row['help']}")
+        print("decoding options for every adapter: see `whisperbench run --help` (-o language=…, beam_size=…)")
+        return 0
 
     rows = []
     for name, cls in sorted(registry().items()):
@@ -332,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
     p.add_argument("--workers", type=int, default=1,
                    help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)")
-    p.add_argument("--backend", choices=["in-process", "process-pool", "ray"], default="in-process",
+    p.add_argument("--backend", choices=BACKENDS, default="in-process",
                    help="where examples run: this process (a process pool when --workers > 1), a process pool, "
                         "or Ray actors (pip install 'whisperbench[ray]')")
     p.add_argument("--address", help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "
@@ -343,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
     p.add_argument("--refresh", action="store_true", help="bypass an adapter's result cache (openai-api)")
-    p.add_argument("--long-form", choices=["native", "sequential", "chunked"], default="native",
+    p.add_argument("--long-form", choices=STRATEGIES, default="native",
                    help="long-form audio: the implementation's own algorithm (default; adapters without one "
                         "use chunked), harness back-to-back 30 s windows, or overlapping windows batched and merged")
     p.add_argument("--isolate", action="store_true",
@@ -368,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rescore", help="recompute a run's summary from its stored raw predictions")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--normalizer", choices=["english", "basic", "none"],
+    p.add_argument("--normalizer", choices=NORMALIZERS,
                    help="score with this normalizer instead of the run's own (recorded in summary.json)")
     p.add_argument("--json", action="store_true", help="print the new summary as JSON")
     p.set_defaults(func=cmd_rescore)
@@ -417,7 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=cmd_gate)
 
-    p = sub.add_parser("adapters", help="list adapters and whether they are installed")
+    p = sub.add_parser("adapters", help="list adapters and whether they are installed; NAME: its options")
+    p.add_argument("name", nargs="?", help="an adapter: list its options (type, default, allowed values, help)")
     p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=cmd_adapters)
 

@@ -18,7 +18,7 @@ from .errors import OptionError
 from .progress import progress
 from .harness import RunRequest, run_evaluation
 from .harness.longform import LongFormConfig
-from .harness.store import list_runs
+from .store import list_runs
 from .reports import leaderboard_frame, pick_references, render_markdown
 from .reports.leaderboard import record_references
 

@@ -1,10 +1,14 @@
-"""CPUs this process may use, how busy other processes keep them, and how many threads a run should take:
-the lowest layer's machine facts."""
+"""CPUs this process may use, how busy other processes keep them, how many threads a run should take,
+this process's peak memory and the installed package versions: the lowest layer's machine facts."""
 
 from __future__ import annotations
 
 import os
+import resource
+import sys
 import time
+from importlib.metadata import PackageNotFoundError, version
+from typing import Iterable
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _SAMPLE: tuple[float, float] = (-1e9, 0.0)  # (when, CPUs busy with other processes)
@@ -57,3 +61,32 @@ def default_threads() -> int:
     """Threads per implementation: the usable CPUs less those other processes keep busy right now (at least 1),
     so a run does not oversubscribe a busy machine (oversubscribed, 2 threads ran 4-20x slower than 1 here)."""
     return max(1, usable_cpus() - int(others_busy_now() + 0.5))
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    """Installed versions of the named distributions (absent ones are left out)."""
+    found = {}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB.
+
+    On Linux this is the kernel's high-water mark of the process's own memory (``VmHWM``), not
+    ``ru_maxrss``: a process started by ``subprocess`` (vfork + exec) inherits its parent's peak in
+    ``ru_maxrss``, so a small worker spawned by a large harness process would report the harness's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

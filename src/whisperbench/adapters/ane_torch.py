@@ -21,6 +21,7 @@ from ..errors import OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions, window_transcript
+from .options import Option
 
 DTYPES = ("float32", "float16")
 
@@ -34,7 +35,7 @@ class AnePyTorchAdapter(Adapter):
     distributions = ("openai-whisper", "torch")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
-    options = {"dtype": "float32", "device": "cpu"}
+    options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device")}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

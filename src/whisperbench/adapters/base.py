@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import AdapterUnavailable, OptionError
 from ..machine import default_threads
+from .options import Option, parse_options
 from ..types import Example, Segment, Transcript
 from ..redact import redact
 
@@ -158,7 +159,7 @@ class Adapter(ABC):
     description: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     extra: ClassVar[str] = ""
-    options: ClassVar[dict[str, Any]] = {}
+    options: ClassVar[dict[str, Option]] = {}  # adapter-specific options (see adapters/options.py)
     needs_audio: ClassVar[bool] = True
     distributions: ClassVar[tuple[str, ...]] = ()  # PyPI names whose versions go to run.json
     long_form_algorithm: ClassVar[str] = ""
@@ -176,11 +177,7 @@ class Adapter(ABC):
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         self.model = model
         self.decoding = decoding or DecodingOptions()
-        unknown = sorted(set(self.decoding.extra) - set(self.options))
-        if unknown:
-            known = ", ".join(sorted(self.options)) or "none"
-            raise OptionError(f"adapter {self.name} has no option(s) {', '.join(unknown)} (adapter options: {known})")
-        self.settings = {**self.options, **self.decoding.extra}
+        self.settings = parse_options(self.name, self.options, self.decoding.extra)
 
     @classmethod
     def missing(cls) -> list[str]:
@@ -209,7 +206,7 @@ class Adapter(ABC):
 
     def describe(self) -> dict[str, Any]:
         """What ran: package versions, resolved weights, effective settings (goes to run.json)."""
-        from ..harness.environment import package_versions
+        from ..machine import package_versions
         from ..models import describe_source
         from ..models.registry import loaded_weights
 

@@ -24,6 +24,7 @@ from ..errors import AdapterUnavailable, OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions
+from .options import Option
 
 NOT_MACOS = "Core ML runs only on macOS (no Core ML runtime on {platform}); the export works everywhere"
 
@@ -37,7 +38,8 @@ class CoreMLAdapter(Adapter):
     distributions = ("coremltools", "openai-whisper", "torch")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
-    options = {"compute_units": "CPU_AND_NE", "precision": "float16"}
+    options = {"compute_units": Option("CPU_AND_NE", "Core ML compute units"),
+               "precision": Option("float16", "precision of the exported ML Programs")}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

@@ -9,6 +9,7 @@ import numpy as np
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
+from .options import Option
 
 
 @register
@@ -19,7 +20,9 @@ class FasterWhisperAdapter(Adapter):
     extra = "faster-whisper"
     distributions = ("faster-whisper", "ctranslate2")
     long_form_algorithm = "faster-whisper: sequential 30 s windows, seek by timestamps"
-    options = {"compute_type": "float32", "device": "cpu"}
+    options = {"compute_type": Option("float32", "CTranslate2 compute type (int8, int8_float32, int16, float16, "
+                                                 "default = as stored …)"),
+               "device": Option("cpu", "cpu or cuda")}
 
     def load(self) -> None:
         from faster_whisper import WhisperModel

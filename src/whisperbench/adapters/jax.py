@@ -42,6 +42,7 @@ from ..errors import OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions, window_transcript
+from .options import Option
 
 N_FFT = 400
 HOP_LENGTH = 160
@@ -146,7 +147,9 @@ class JaxAdapter(Adapter):
     distributions = ("jax", "jaxlib", "flax", "transformers")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's chunked strategy (Whisper JAX's batched 30 s windows)"
-    options = {"batch_size": "8", "dtype": "float32", "max_new_tokens": "224"}
+    options = {"batch_size": Option(8, "clips per compiled batch"),
+               "dtype": Option("float32", "Flax compute dtype"),
+               "max_new_tokens": Option(224, "decode length of the compiled loop")}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

@@ -35,6 +35,7 @@ from ..errors import ModelError, OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions, transcript_from_whisper_result
+from .options import Option
 
 
 @register
@@ -45,7 +46,9 @@ class MLXAdapter(Adapter):
     extra = "mlx"
     distributions = ("mlx-whisper", "mlx", "mlx-cpu", "mlx-metal")
     long_form_algorithm = "mlx-whisper: sequential 30 s windows, seek by timestamps (openai-whisper's loop)"
-    options = {"dtype": "float32", "quantization": "", "blas": ""}
+    options = {"dtype": Option("float32", "MLX compute dtype (float16, float32)"),
+               "quantization": Option("", "q4 or q8 (mlx.nn.quantize, groups of 64); empty: none"),
+               "blas": Option("", "Linux: a system BLAS to load (openblas), in a child process")}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

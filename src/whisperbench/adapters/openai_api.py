@@ -31,6 +31,7 @@ from ..redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
+from .options import Option
 
 API_KEY_ENV = "OPENAI_API_KEY"
 SPLIT_SEARCH_S = 10.0  # look this far back from a part's size limit for the quietest spot
@@ -87,14 +88,14 @@ class OpenAIAPIAdapter(Adapter):
     uses_weights = False
     long_form_algorithm = "the endpoint's own (server side); parts over the upload limit split on silence"
     options = {
-        "base_url": "",  # empty: the client's default (OPENAI_BASE_URL or the OpenAI API)
-        "response_format": "json",
-        "concurrency": "4",
-        "max_retries": "5",
-        "timeout_s": "120",
-        "price_per_minute": "0.006",  # USD per audio minute (whisper-1 list price, Nov 2026)
-        "max_upload_mb": "25",
-        "cache": "true",
+        "base_url": Option("", "endpoint URL; empty: OPENAI_BASE_URL, else the OpenAI API"),
+        "response_format": Option("json", "what the endpoint is asked for", ("json", "verbose_json", "text")),
+        "concurrency": Option(4, "requests in flight at once"),
+        "max_retries": Option(5, "retries of a failed request (the client's backoff)"),
+        "timeout_s": Option(120.0, "seconds per request"),
+        "price_per_minute": Option(0.006, "USD per audio minute, for the cost estimate (whisper-1 list price, Nov 2026)"),
+        "max_upload_mb": Option(25.0, "upload limit; longer audio is split on silence"),
+        "cache": Option(True, "keep results by audio hash and request, and reuse them (--refresh bypasses)"),
     }
 
     @property
@@ -120,7 +121,7 @@ class OpenAIAPIAdapter(Adapter):
     def _cache_root(self) -> Optional[Path]:
         from ..models import cache_dir
 
-        return cache_dir() / "api-results" if self.settings["cache"].lower() in ("1", "true", "yes") else None
+        return cache_dir() / "api-results" if self.settings["cache"] else None
 
     def _request_options(self, long_form: bool) -> dict[str, Any]:
         d = self.decoding

@@ -10,6 +10,7 @@ from ..errors import OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, transcript_from_whisper_result, window_transcript
+from .options import Option
 
 
 @register
@@ -20,7 +21,8 @@ class OpenAIWhisperAdapter(Adapter):
     extra = "openai-whisper"
     distributions = ("openai-whisper", "torch")
     long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
-    options = {"device": "cpu", "batch_size": "1"}
+    options = {"device": Option("cpu", "torch device"),
+               "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together")}
 
     def load(self) -> None:
         import torch

@@ -16,6 +16,7 @@ from ..errors import WhisperbenchError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter
+from .options import Option
 
 
 def read_hypotheses(path: str) -> dict[str, str]:
@@ -47,7 +48,7 @@ class RecordedAdapter(Adapter):
     description = "hypotheses from a JSONL file (id, hypothesis): results made on a device or elsewhere"
     needs_audio = False
     uses_weights = False
-    options = {"label": None}
+    options = {"label": Option(None, "the implementation's name in reports")}
 
     def load(self) -> None:
         self.hypotheses = read_hypotheses(self.model)

@@ -14,6 +14,7 @@ from ..audio import SAMPLE_RATE
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
+from .options import Option
 
 
 @register
@@ -23,7 +24,10 @@ class TransformersAdapter(Adapter):
     requires = ("transformers", "torch")
     extra = "transformers"
     distributions = ("transformers", "torch")
-    options = {"dtype": "float32", "device": "cpu", "chunk_length_s": "0", "batch_size": "1"}
+    options = {"dtype": Option("float32", "torch dtype of the model", ("float32", "float16", "bfloat16")),
+               "device": Option("cpu", "torch device"),
+               "chunk_length_s": Option(0.0, "long-form: 0 = sequential generation, 30 = the pipeline's chunking"),
+               "batch_size": Option(1, "clips or chunks per forward pass")}
 
     def load(self) -> None:
         import torch

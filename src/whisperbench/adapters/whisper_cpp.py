@@ -25,10 +25,11 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import AdapterUnavailable, ModelError, OptionError
-from ..harness.isolation import ChildProcess, RemoteError, WorkerCrashed
+from ..supervise import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Segment, Transcript
 from . import register
 from .base import Adapter
+from .options import Option
 
 #: backend -> (import name, PyPI distribution, install hint)
 BACKENDS = {
@@ -51,7 +52,9 @@ class WhisperCppAdapter(Adapter):
     distributions = ("pywhispercpp", "whisper-cpp-python")
     long_form_algorithm = "whisper.cpp whisper_full: sequential 30 s windows, seek by timestamps"
     self_isolating = True
-    options = {"backend": "pywhispercpp", "quantization": "f16", "abort_on": ""}  # abort_on: fault injection
+    options = {"backend": Option("pywhispercpp", "Python binding (pywhispercpp: whisper.cpp 1.7; whisper-cpp-python: 1.4.1)"),
+               "quantization": Option("f16", "ggml type to convert to (a ggml file given as --model runs as it is)"),
+               "abort_on": Option("", "fault injection: abort the native worker on this example id")}
 
     def __init__(self, model, decoding=None):
         super().__init__(model, decoding)
@@ -81,7 +84,7 @@ class WhisperCppAdapter(Adapter):
 
     def load(self) -> None:
         from ..models import converted, resolve_source
-        from ..models.ggml import validate_ggml_header
+        from ..models.ggml_format import validate_ggml_header
 
         self.multilingual = resolve_source(self.model).multilingual
         self.ggml_path = self.weights_path = converted(self.model, "ggml", self.variant if "quantization" in self.decoding.extra else None)
@@ -123,7 +126,7 @@ class WhisperCppAdapter(Adapter):
                           language=reply["language"])
 
     def describe(self) -> dict[str, Any]:
-        from ..harness.environment import package_versions
+        from ..machine import package_versions
 
         info = super().describe()
         distribution = BACKENDS[self.backend][1]

@@ -30,6 +30,7 @@ from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions
+from .options import Option
 
 COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
 # values that switch WhisperKit's heuristics off (it has no "none" for them)
@@ -79,8 +80,12 @@ class WhisperKitAdapter(Adapter):
     description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
     uses_weights = False
     long_form_algorithm = "WhisperKit: its own 30 s windowing"
-    options = {"cli": "whisperkit-cli", "model_path": "", "audio_encoder_compute_units": "cpuAndNeuralEngine",
-               "text_decoder_compute_units": "cpuAndNeuralEngine", "batch_size": "8", "timeout_s": "1800"}
+    options = {"cli": Option("whisperkit-cli", "the WhisperKit command line"),
+               "model_path": Option("", "a local WhisperKit model folder (else --model is downloaded by WhisperKit)"),
+               "audio_encoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the encoder"),
+               "text_decoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the decoder"),
+               "batch_size": Option(8, "files per whisperkit-cli call"),
+               "timeout_s": Option(1800.0, "seconds per whisperkit-cli call")}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import os
 import platform
-import resource
 import sys
-from importlib.metadata import PackageNotFoundError, version
-from typing import Iterable
 
 from ..machine import cpu_counters, others_busy_cpus, usable_cpus
 
 CORE_PACKAGES = ("whisperbench", "numpy", "jiwer", "whisper-normalizer", "soundfile", "soxr", "datasets", "pandas")
-
-
-def package_versions(names: Iterable[str]) -> dict[str, str]:
-    """Installed versions of the named distributions (absent ones are left out)."""
-    found = {}
-    for name in names:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    return found
 
 
 def _cpu_model() -> str:
@@ -111,21 +97,3 @@ def thread_env() -> dict[str, str]:
     changes speed and, through float summation order, even transcripts, so runs record them.
     """
     return {name: os.environ[name] for name in THREAD_VARIABLES if os.environ.get(name)}
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MiB.
-
-    On Linux this is the kernel's high-water mark of the process's own memory (``VmHWM``), not
-    ``ru_maxrss``: a process started by ``subprocess`` (vfork + exec) inherits its parent's peak in
-    ``ru_maxrss``, so a small worker spawned by a large harness process would report the harness's peak.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

@@ -2,7 +2,7 @@
 
 ``run_on_ray`` has the shape of the runner's other backends. It starts ``request.workers`` Ray actors
 (one CPU each), every one of which loads the adapter once (load and warm-up timed in the actor, as
-in-process) and runs batches of examples with the same :class:`~.runner.ExampleRunner`, so timing
+in-process) and runs batches of examples with the same :class:`~.examples.ExampleRunner`, so timing
 and scoring are the in-process ones. The driver keeps ``IN_FLIGHT_PER_ACTOR`` batches queued on each
 actor, takes results as they finish (``ray.wait``) and appends them to the run store itself: the
 store has one writer, and resume works as for every backend.
@@ -35,7 +35,8 @@ from typing import Any, Callable, Optional
 from ..errors import WhisperbenchError
 from ..scoring import score_prediction
 from ..types import Dataset, Example, Prediction
-from .environment import peak_rss_mb
+from ..machine import peak_rss_mb
+from .examples import ExampleRunner, batches
 
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
 MAX_ATTEMPTS = 3  # times an example may be in a worker that dies before it is stored as failed
@@ -47,7 +48,6 @@ class ExampleWorker:
 
     def __init__(self, adapter_cls: type, model: str, decoding: Any, long_form: bool, normalizer: str,
                  long_form_config: Any, warmup: bool, refresh: bool):
-        from .runner import ExampleRunner
 
         adapter = adapter_cls(model, decoding)
         adapter.refresh = refresh
@@ -246,7 +246,7 @@ def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: 
                 actor.status, actor.error = "died", _cause(exc)
                 deaths.append(f"actor {actor.number} failed to start: {_cause(exc)}")
         size = next(a for a in actors if a.status == "live").facts["batch_size"]
-        pending.extend(_Work(batch) for batch in _batches([_absolute(ex) for ex in todo], size))
+        pending.extend(_Work(batch) for batch in batches([_absolute(ex) for ex in todo], size))
         start = time.perf_counter()
         while pending or owner:
             _dispatch(pending, actors, owner)
@@ -318,10 +318,6 @@ def _dispatch(pending: deque, actors: list[_Actor], owner: dict) -> None:
             actor.in_flight.add(ref)
             owner[ref] = (actor, work)
             actor.retry_in_flight = work.retry
-
-
-def _batches(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), max(1, size))]
 
 
 def _cause(exc: BaseException) -> str:

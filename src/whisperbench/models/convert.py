@@ -1,8 +1,5 @@
-"""Convert a CTranslate2 (faster-whisper) Whisper folder to openai-whisper and transformers formats.
-
-A CTranslate2 Whisper folder holds model.bin, config.json (alignment_heads, lang_ids, suppress_ids,
-suppress_ids_begin) and tokenizer.json. The weights are renamed to openai-whisper parameter names
-first; the transformers names are derived from those.
+"""Write a :class:`~whisperbench.models.checkpoint.Checkpoint` as an openai-whisper checkpoint or a
+transformers folder (with its tokenizer and generation config), and load the former.
 """
 
 from __future__ import annotations
@@ -10,202 +7,20 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
-from dataclasses import dataclass, field
-from functools import partial
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.ctranslate2_format import read_ct2_variables
+from whisperbench.models.checkpoint import Checkpoint, check_alignment_heads, transformers_name
+from whisperbench.models.readers import read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
 # Whisper's vocabulary: 1501 timestamp tokens <|0.00|> ... <|30.00|>, 0.02 s apart.
 TIME_PRECISION = 0.02
 N_TIMESTAMPS = 1501
 MAX_INITIAL_TIMESTAMP_INDEX = 50  # 1.0 s, openai-whisper's default
-MULTILINGUAL_MIN_VOCAB = 51865
 OPENAI_WHISPER_FILE = "model.pt"  # the checkpoint's name inside its converted folder
-
-
-class LazyStateDict(Mapping):
-    """name -> array, each loaded (and converted) when asked for and not kept: a conversion holds one
-    tensor at a time instead of two copies of the model.
-
-    >>> lazy = LazyStateDict({"a": lambda: np.zeros(2)})
-    >>> list(lazy), lazy["a"].tolist()
-    (['a'], [0.0, 0.0])
-    """
-
-    def __init__(self, loaders: dict[str, Callable[[], np.ndarray]]):
-        self._loaders = loaders
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self._loaders[name]()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._loaders)
-
-    def __len__(self) -> int:
-        return len(self._loaders)
-
-
-@dataclass
-class Checkpoint:
-    """Whisper weights under openai-whisper parameter names, with what the converters need."""
-
-    dims: dict  # openai-whisper ModelDimensions fields
-    state_dict: Mapping[str, np.ndarray]  # a dict, or a LazyStateDict reading tensor by tensor
-    multilingual: bool
-    source_dir: str  # where the weights came from (named in messages)
-    alignment_heads: list[tuple[int, int]]  # (decoder layer, head) pairs
-    tokenizer_file: str = ""  # a tokenizer.json (BPE and special tokens; timestamps are added)
-    #: suppress_ids, suppress_ids_begin, lang_ids as a CTranslate2 config.json holds them
-    generation: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_alignment_heads(self.source_dir, self.alignment_heads, self.dims)
-
-
-def check_alignment_heads(where: str, heads: list[tuple[int, int]], dims: dict) -> None:
-    """A clear error for alignment heads that name a decoder layer or head the model does not have."""
-    for layer, head in heads:
-        if not (0 <= layer < dims["n_text_layer"] and 0 <= head < dims["n_text_head"]):
-            raise ModelError(
-                f"{where}: alignment head (layer {layer}, head {head}) does not exist in a model with "
-                f"{dims['n_text_layer']} decoder layer(s) of {dims['n_text_head']} heads: the checkpoint's "
-                "alignment_heads do not belong to these weights")
-
-
-def default_alignment_heads(dims: dict) -> list[tuple[int, int]]:
-    """openai-whisper's default when a checkpoint names none: every head of the upper half of the decoder."""
-    layers = dims["n_text_layer"]
-    return [(layer, head) for layer in range(layers // 2, layers) for head in range(dims["n_text_head"])]
-
-
-def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str = "float32") -> Checkpoint:
-    """Read a CTranslate2 Whisper folder (model_bin overrides model_dir/model.bin).
-
-    Tensors are cast to dtype; the default float32 holds float16 weights exactly.
-    """
-    model_bin = model_bin or os.path.join(model_dir, "model.bin")
-    variables = read_ct2_variables(model_bin)
-
-    def get(name: str, check_only: bool = False) -> np.ndarray:
-        if name not in variables:
-            raise ModelError(f"{model_bin}: not a CTranslate2 Whisper model (no variable {name})")
-        if variables[name].dtype.kind != "f":
-            raise ModelError(
-                f"{model_bin}: {name} is quantized ({variables[name].dtype}); "
-                "convert from a float16 or float32 model"
-            )
-        return variables[name] if check_only else variables[name].astype(dtype)
-
-    plain = {  # openai-whisper name -> CTranslate2 name
-        "encoder.conv1.weight": "encoder/conv1/weight",
-        "encoder.conv1.bias": "encoder/conv1/bias",
-        "encoder.conv2.weight": "encoder/conv2/weight",
-        "encoder.conv2.bias": "encoder/conv2/bias",
-        "encoder.positional_embedding": "encoder/position_encodings/encodings",
-        "decoder.token_embedding.weight": "decoder/embeddings/weight",
-        "decoder.positional_embedding": "decoder/position_encodings/encodings",
-    }
-    layer_norms = {"encoder.ln_post": "encoder/layer_norm", "decoder.ln": "decoder/layer_norm"}
-    linears: dict[str, str] = {}
-    fused: dict[str, tuple[str, tuple[str, ...]]] = {}  # CTranslate2 name -> (openai prefix, row blocks)
-    n_layers = {side: _count_layers(variables, side) for side in ("encoder", "decoder")}
-    for side in ("encoder", "decoder"):
-        for i in range(n_layers[side]):
-            src, dst = f"{side}/layer_{i}", f"{side}.blocks.{i}"
-            layer_norms[f"{dst}.attn_ln"] = f"{src}/self_attention/layer_norm"
-            layer_norms[f"{dst}.mlp_ln"] = f"{src}/ffn/layer_norm"
-            linears[f"{dst}.attn.out"] = f"{src}/self_attention/linear_1"
-            linears[f"{dst}.mlp.0"] = f"{src}/ffn/linear_0"
-            linears[f"{dst}.mlp.2"] = f"{src}/ffn/linear_1"
-            fused[f"{src}/self_attention/linear_0"] = (f"{dst}.attn", ("query", "key", "value"))
-            if side == "decoder":
-                layer_norms[f"{dst}.cross_attn_ln"] = f"{src}/attention/layer_norm"
-                linears[f"{dst}.cross_attn.query"] = f"{src}/attention/linear_0"
-                linears[f"{dst}.cross_attn.out"] = f"{src}/attention/linear_2"
-                fused[f"{src}/attention/linear_1"] = (f"{dst}.cross_attn", ("key", "value"))
-    for dst, src in layer_norms.items():
-        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/gamma", f"{src}/beta"
-    for dst, src in linears.items():
-        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/weight", f"{src}/bias"
-    for name in plain.values():
-        get(name, check_only=True)
-    loaders = {dst: partial(get, src) for dst, src in plain.items()}
-    for src, (dst, parts) in fused.items():
-        loaders.update(_split_linear(get, model_bin, src, dst, parts))
-    state_dict = LazyStateDict(loaders)
-
-    n_audio_ctx, n_audio_state = variables[plain["encoder.positional_embedding"]].shape
-    n_text_ctx, n_text_state = variables[plain["decoder.positional_embedding"]].shape
-    dims = {
-        "n_mels": variables[plain["encoder.conv1.weight"]].shape[1],
-        "n_vocab": variables[plain["decoder.token_embedding.weight"]].shape[0],
-        "n_audio_ctx": n_audio_ctx,
-        "n_audio_state": n_audio_state,
-        "n_audio_head": _num_heads(variables, "encoder", n_audio_state),
-        "n_audio_layer": n_layers["encoder"],
-        "n_text_ctx": n_text_ctx,
-        "n_text_state": n_text_state,
-        "n_text_head": _num_heads(variables, "decoder", n_text_state),
-        "n_text_layer": n_layers["decoder"],
-    }
-    config = _read_json(os.path.join(model_dir, "config.json"))
-    dims = {k: int(v) for k, v in dims.items()}
-    heads = config.get("alignment_heads") or default_alignment_heads(dims)
-    return Checkpoint(
-        dims=dims,
-        state_dict=state_dict,
-        multilingual=dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB,
-        source_dir=str(model_dir),
-        alignment_heads=[(int(layer), int(head)) for layer, head in heads],
-        tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
-        generation={key: config[key] for key in ("suppress_ids", "suppress_ids_begin", "lang_ids") if key in config},
-    )
-
-
-def _count_layers(variables: dict, side: str) -> int:
-    count = 0
-    while f"{side}/layer_{count}/ffn/linear_0/weight" in variables:
-        count += 1
-    return count
-
-
-def _num_heads(variables: dict, side: str, n_state: int) -> int:
-    """The head count stored in the model, else n_state // 64 (every Whisper size has 64-wide heads)."""
-    stored = variables.get(f"{side}/num_heads")
-    return int(stored) if stored is not None else n_state // 64
-
-
-def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...]) -> dict[str, Callable]:
-    """Loaders of a fused projection's row blocks; the key part has no bias in Whisper (stored as zeros)."""
-    bias = get(f"{src}/bias", check_only=True)
-    if "key" in parts and np.any(np.split(bias, len(parts))[parts.index("key")]):
-        raise ModelError(f"{model_bin}: {src}/bias has a non-zero key bias, which Whisper lacks")
-
-    def block(suffix: str, index: int) -> np.ndarray:
-        return np.ascontiguousarray(np.split(get(f"{src}/{suffix}"), len(parts))[index])
-
-    loaders = {}
-    for index, part in enumerate(parts):
-        loaders[f"{dst}.{part}.weight"] = partial(block, "weight", index)
-        if part != "key":
-            loaders[f"{dst}.{part}.bias"] = partial(block, "bias", index)
-    return loaders
-
-
-def _read_json(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{path}: cannot read JSON: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------------------- openai
@@ -251,34 +66,6 @@ def load_openai_whisper(source: Checkpoint | str | Path):
 
 
 # ---------------------------------------------------------------------------------- transformers
-
-HF_RENAMES = (
-    ("encoder.positional_embedding", "encoder.embed_positions.weight"),
-    ("decoder.positional_embedding", "decoder.embed_positions.weight"),
-    ("decoder.token_embedding.", "decoder.embed_tokens."),
-    ("encoder.ln_post.", "encoder.layer_norm."),
-    ("decoder.ln.", "decoder.layer_norm."),
-    (".blocks.", ".layers."),
-    (".attn_ln.", ".self_attn_layer_norm."),
-    (".cross_attn_ln.", ".encoder_attn_layer_norm."),
-    (".mlp_ln.", ".final_layer_norm."),
-    (".attn.", ".self_attn."),
-    (".cross_attn.", ".encoder_attn."),
-    (".query.", ".q_proj."),
-    (".key.", ".k_proj."),
-    (".value.", ".v_proj."),
-    (".out.", ".out_proj."),
-    (".mlp.0.", ".fc1."),
-    (".mlp.2.", ".fc2."),
-)
-
-
-def transformers_name(name: str) -> str:
-    """The WhisperForConditionalGeneration parameter name for an openai-whisper one."""
-    for old, new in HF_RENAMES:
-        name = name.replace(old, new)
-    return "model." + name
-
 
 def write_transformers(ckpt: Checkpoint, out_dir: str | Path) -> None:
     """Write a folder that WhisperForConditionalGeneration, WhisperProcessor and pipeline() load offline."""
@@ -347,7 +134,11 @@ def build_tokenizer(ckpt: Checkpoint):
     from transformers import WhisperTokenizerFast
 
     path = ckpt.tokenizer_file
-    added = sorted(_read_json(path).get("added_tokens", []), key=lambda token: token["id"])
+    try:
+        added = json.loads(Path(path).read_text(encoding="utf-8")).get("added_tokens", [])
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path}: cannot read the tokenizer: {exc}") from exc
+    added = sorted(added, key=lambda token: token["id"])
     tokenizer = WhisperTokenizerFast(
         tokenizer_file=path, pad_token="<|endoftext|>", model_max_length=ckpt.dims["n_text_ctx"]
     )
@@ -393,13 +184,6 @@ def _generation_config(ckpt: Checkpoint, config_json: dict, tokenizer, ids: dict
 
 
 # ------------------------------------------------------------------------- registered converters
-
-
-def read_checkpoint(source: SourceModel) -> Checkpoint:
-    """The source's full-precision weights in openai-whisper names, from any format (see readers)."""
-    from whisperbench.models.readers import read_checkpoint as read
-
-    return read(source)
 
 
 @converter("openai-whisper")

@@ -8,14 +8,18 @@ that counts a trailing NUL, then the bytes.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
+from functools import partial
 from pathlib import Path
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Callable, Optional
 
 import numpy as np
 
 from whisperbench.errors import ModelError
+from whisperbench.models.checkpoint import (MULTILINGUAL_MIN_VOCAB, Checkpoint, LazyStateDict,
+                                            default_alignment_heads)
 
 BINARY_VERSION = 6
 
@@ -135,3 +139,128 @@ def _walk(path: str, shapes_only: bool) -> dict:
                 raise reader.fail(f"alias {alias} points to unknown variable {target}")
             variables[alias] = variables[target]
     return variables
+
+
+# ------------------------------------------------------------------------ as a Checkpoint
+
+
+def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str = "float32") -> Checkpoint:
+    """Read a CTranslate2 Whisper folder (model_bin overrides model_dir/model.bin).
+
+    Tensors are cast to dtype; the default float32 holds float16 weights exactly.
+    """
+    model_bin = model_bin or os.path.join(model_dir, "model.bin")
+    variables = read_ct2_variables(model_bin)
+
+    def get(name: str, check_only: bool = False) -> np.ndarray:
+        if name not in variables:
+            raise ModelError(f"{model_bin}: not a CTranslate2 Whisper model (no variable {name})")
+        if variables[name].dtype.kind != "f":
+            raise ModelError(
+                f"{model_bin}: {name} is quantized ({variables[name].dtype}); "
+                "convert from a float16 or float32 model"
+            )
+        return variables[name] if check_only else variables[name].astype(dtype)
+
+    plain = {  # openai-whisper name -> CTranslate2 name
+        "encoder.conv1.weight": "encoder/conv1/weight",
+        "encoder.conv1.bias": "encoder/conv1/bias",
+        "encoder.conv2.weight": "encoder/conv2/weight",
+        "encoder.conv2.bias": "encoder/conv2/bias",
+        "encoder.positional_embedding": "encoder/position_encodings/encodings",
+        "decoder.token_embedding.weight": "decoder/embeddings/weight",
+        "decoder.positional_embedding": "decoder/position_encodings/encodings",
+    }
+    layer_norms = {"encoder.ln_post": "encoder/layer_norm", "decoder.ln": "decoder/layer_norm"}
+    linears: dict[str, str] = {}
+    fused: dict[str, tuple[str, tuple[str, ...]]] = {}  # CTranslate2 name -> (openai prefix, row blocks)
+    n_layers = {side: _count_layers(variables, side) for side in ("encoder", "decoder")}
+    for side in ("encoder", "decoder"):
+        for i in range(n_layers[side]):
+            src, dst = f"{side}/layer_{i}", f"{side}.blocks.{i}"
+            layer_norms[f"{dst}.attn_ln"] = f"{src}/self_attention/layer_norm"
+            layer_norms[f"{dst}.mlp_ln"] = f"{src}/ffn/layer_norm"
+            linears[f"{dst}.attn.out"] = f"{src}/self_attention/linear_1"
+            linears[f"{dst}.mlp.0"] = f"{src}/ffn/linear_0"
+            linears[f"{dst}.mlp.2"] = f"{src}/ffn/linear_1"
+            fused[f"{src}/self_attention/linear_0"] = (f"{dst}.attn", ("query", "key", "value"))
+            if side == "decoder":
+                layer_norms[f"{dst}.cross_attn_ln"] = f"{src}/attention/layer_norm"
+                linears[f"{dst}.cross_attn.query"] = f"{src}/attention/linear_0"
+                linears[f"{dst}.cross_attn.out"] = f"{src}/attention/linear_2"
+                fused[f"{src}/attention/linear_1"] = (f"{dst}.cross_attn", ("key", "value"))
+    for dst, src in layer_norms.items():
+        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/gamma", f"{src}/beta"
+    for dst, src in linears.items():
+        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/weight", f"{src}/bias"
+    for name in plain.values():
+        get(name, check_only=True)
+    loaders = {dst: partial(get, src) for dst, src in plain.items()}
+    for src, (dst, parts) in fused.items():
+        loaders.update(_split_linear(get, model_bin, src, dst, parts))
+    state_dict = LazyStateDict(loaders)
+
+    n_audio_ctx, n_audio_state = variables[plain["encoder.positional_embedding"]].shape
+    n_text_ctx, n_text_state = variables[plain["decoder.positional_embedding"]].shape
+    dims = {
+        "n_mels": variables[plain["encoder.conv1.weight"]].shape[1],
+        "n_vocab": variables[plain["decoder.token_embedding.weight"]].shape[0],
+        "n_audio_ctx": n_audio_ctx,
+        "n_audio_state": n_audio_state,
+        "n_audio_head": _num_heads(variables, "encoder", n_audio_state),
+        "n_audio_layer": n_layers["encoder"],
+        "n_text_ctx": n_text_ctx,
+        "n_text_state": n_text_state,
+        "n_text_head": _num_heads(variables, "decoder", n_text_state),
+        "n_text_layer": n_layers["decoder"],
+    }
+    config = _read_json(os.path.join(model_dir, "config.json"))
+    dims = {k: int(v) for k, v in dims.items()}
+    heads = config.get("alignment_heads") or default_alignment_heads(dims)
+    return Checkpoint(
+        dims=dims,
+        state_dict=state_dict,
+        multilingual=dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB,
+        source_dir=str(model_dir),
+        alignment_heads=[(int(layer), int(head)) for layer, head in heads],
+        tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
+        generation={key: config[key] for key in ("suppress_ids", "suppress_ids_begin", "lang_ids") if key in config},
+    )
+
+
+def _count_layers(variables: dict, side: str) -> int:
+    count = 0
+    while f"{side}/layer_{count}/ffn/linear_0/weight" in variables:
+        count += 1
+    return count
+
+
+def _num_heads(variables: dict, side: str, n_state: int) -> int:
+    """The head count stored in the model, else n_state // 64 (every Whisper size has 64-wide heads)."""
+    stored = variables.get(f"{side}/num_heads")
+    return int(stored) if stored is not None else n_state // 64
+
+
+def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...]) -> dict[str, Callable]:
+    """Loaders of a fused projection's row blocks; the key part has no bias in Whisper (stored as zeros)."""
+    bias = get(f"{src}/bias", check_only=True)
+    if "key" in parts and np.any(np.split(bias, len(parts))[parts.index("key")]):
+        raise ModelError(f"{model_bin}: {src}/bias has a non-zero key bias, which Whisper lacks")
+
+    def block(suffix: str, index: int) -> np.ndarray:
+        return np.ascontiguousarray(np.split(get(f"{src}/{suffix}"), len(parts))[index])
+
+    loaders = {}
+    for index, part in enumerate(parts):
+        loaders[f"{dst}.{part}.weight"] = partial(block, "weight", index)
+        if part != "key":
+            loaders[f"{dst}.{part}.bias"] = partial(block, "bias", index)
+    return loaders
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path}: cannot read JSON: {exc}") from exc

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from whisperbench.errors import ModelError
+from whisperbench.models.checkpoint import MULTILINGUAL_MIN_VOCAB
 
 #: the format names used everywhere (run.json, converters, ``models convert --to``)
 FORMATS = ("ctranslate2", "transformers", "openai-whisper", "ggml", "mlx", "coreml", "whisperkit")
@@ -28,7 +29,6 @@ FORMAT_ALIASES = {"hf": "transformers", "openai": "openai-whisper", "ct2": "ctra
                   "whisper.cpp": "ggml", **{f: f for f in FORMATS}, "flax": "flax"}
 DIMS = ("n_mels", "n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer",
         "n_text_ctx", "n_text_state", "n_text_head", "n_text_layer")
-MULTILINGUAL_MIN_VOCAB = 51865
 
 
 @dataclass
@@ -208,7 +208,7 @@ def _inspect_openai(path: Path) -> ModelLayout:
 
 
 def _inspect_ggml(path: Path) -> ModelLayout:
-    from whisperbench.models.ggml import TYPE_NAMES, validate_ggml_header
+    from whisperbench.models.ggml_format import TYPE_NAMES, validate_ggml_header
 
     header = validate_ggml_header(path)
     dims = dict(header.hparams)

@@ -16,24 +16,10 @@ from typing import Callable
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.convert import (HF_RENAMES, Checkpoint, LazyStateDict, default_alignment_heads,
-                                         load_ct2_checkpoint)
+from whisperbench.models.checkpoint import Checkpoint, LazyStateDict, default_alignment_heads, openai_name
+from whisperbench.models.ctranslate2_format import load_ct2_checkpoint
 from whisperbench.models.formats import MULTILINGUAL_MIN_VOCAB, torch_load
-from whisperbench.models.registry import SourceModel, cache_dir
-
-def openai_name(name: str) -> str:
-    """The openai-whisper parameter name of a transformers one (inverse of ``convert.transformers_name``).
-
-    >>> openai_name("model.decoder.layers.0.encoder_attn_layer_norm.weight")
-    'decoder.blocks.0.cross_attn_ln.weight'
-    >>> openai_name("model.encoder.embed_positions.weight")
-    'encoder.positional_embedding'
-    """
-    name = name.removeprefix("model.")
-    for old, new in reversed(HF_RENAMES):
-        name = name.replace(new, old)
-    return name
-
+from whisperbench.models.source import SourceModel, cache_dir, memoized
 
 def _unquantized(source: SourceModel) -> None:
     if source.quantized:
@@ -125,7 +111,7 @@ def _read_openai(source: SourceModel) -> Checkpoint:
 
 
 def _read_ggml(source: SourceModel) -> Checkpoint:
-    from whisperbench.models.ggml import read_ggml_state
+    from whisperbench.models.ggml_format import read_ggml_state
 
     _, state = read_ggml_state(source.path)
     return _checkpoint(source, state)
@@ -207,7 +193,7 @@ def _token_embedding(source: SourceModel) -> np.ndarray:
 
         return read_ct2_variables(source.weight_files[0])[name]
     if source.format == "ggml":
-        from whisperbench.models.ggml import read_ggml_state
+        from whisperbench.models.ggml_format import read_ggml_state
 
         return read_ggml_state(source.path)[1][name]
     if source.format == "openai-whisper":
@@ -233,8 +219,6 @@ def weights_fingerprint(source: SourceModel) -> str | None:
     if source.quantized or source.format not in _EMBEDDING:
         return None
     import hashlib
-
-    from whisperbench.models.registry import memoized
 
     def compute() -> str:
         table = np.ascontiguousarray(_token_embedding(source), dtype=np.float32).astype(np.float16)

@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
-from ..harness.store import StoredRun
+from ..store import StoredRun
 from ..scoring import QoiResult, qoi, summarize
 from .weights import weights_relation
 

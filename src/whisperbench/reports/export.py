@@ -6,7 +6,7 @@ from typing import Optional
 
 import pandas as pd
 
-from ..harness.store import StoredRun
+from ..store import StoredRun
 from ..scoring import qoi, rescored
 
 COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm", "hypothesis_norm", "wer", "hits",

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..harness.store import StoredRun
+from ..store import StoredRun
 from ..scoring import paired_wer_test, qoi_interval
 from .compare import Comparison, compare_runs
 from .escape import one_line

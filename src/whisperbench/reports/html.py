@@ -13,7 +13,7 @@ from typing import Optional
 import jiwer
 import pandas as pd
 
-from ..harness.store import StoredRun
+from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
 

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 import pandas as pd
 
-from ..harness.store import StoredRun
+from ..store import StoredRun
 from ..scoring import counts_of, qoi_interval, rescored, summarize, wer_interval
 from .compare import compare_runs
 from .escape import md_cell
@@ -53,7 +53,7 @@ def recorded_references(runs_dir: str | Path) -> list[str]:
 
 
 def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
-    from ..harness.store import write_json_atomic
+    from ..store import write_json_atomic
 
     write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})
 

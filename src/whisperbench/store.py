@@ -18,10 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
-from ..bulk import paused_gc
-from ..errors import RunStoreError
-from ..redact import redact, redact_text
-from ..types import Prediction
+from .bulk import paused_gc
+from .errors import RunStoreError
+from .redact import redact, redact_text
+from .types import Prediction
 
 RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"

@@ -1,0 +1,81 @@
+"""Adapter options declared once (type, default, allowed values, help), parsed once, listed by
+``whisperbench adapters NAME``; every bad value is one :class:`OptionError` line.
+
+>>> declared = {"concurrency": Option(4, "parallel requests"), "mode": Option("a", "how", choices=("a", "b"))}
+>>> parse_options("demo", declared, {"concurrency": "8"})
+{'concurrency': 8, 'mode': 'a'}
+>>> parse_options("demo", declared, {"concurrency": "four"})
+Traceback (most recent call last):
+...
+whisperbench.errors.OptionError: adapter demo: option concurrency='four' is not an integer (parallel requests)
+>>> parse_options("demo", declared, {"mode": "c"})
+Traceback (most recent call last):
+...
+whisperbench.errors.OptionError: adapter demo: option mode='c' is not one of a, b
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import OptionError
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One adapter option: its default (whose type is the option's type), what it does, allowed values."""
+
+    default: Any
+    help: str = ""
+    choices: tuple = ()
+
+    @property
+    def kind(self) -> str:
+        return {bool: "boolean", int: "integer", float: "number"}.get(type(self.default), "text")
+
+    def parse(self, adapter: str, key: str, raw: Any) -> Any:
+        value = self._convert(adapter, key, raw)
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(str(c) if c != "" else "(empty)" for c in self.choices)
+            raise OptionError(f"adapter {adapter}: option {key}={raw!r} is not one of {allowed}")
+        return value
+
+    def _convert(self, adapter: str, key: str, raw: Any) -> Any:
+        if not isinstance(raw, str) or self.kind == "text":
+            return raw
+        text = raw.strip()
+        try:
+            if self.kind == "boolean":
+                if text.lower() not in _TRUE + _FALSE:
+                    raise ValueError
+                return text.lower() in _TRUE
+            return int(text) if self.kind == "integer" else float(text)
+        except ValueError:
+            article = "an" if self.kind == "integer" else "a"
+            why = f" ({self.help})" if self.help else ""
+            raise OptionError(f"adapter {adapter}: option {key}={raw!r} is not {article} {self.kind}{why}") from None
+
+
+def declared(options: Mapping[str, Any]) -> dict[str, Option]:
+    """An adapter's ``options`` as :class:`Option` s (a plain value is an undocumented text option)."""
+    return {key: value if isinstance(value, Option) else Option(value) for key, value in options.items()}
+
+
+def parse_options(adapter: str, options: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Typed settings: every declared option's default, overridden by the given ``KEY=VALUE`` strings."""
+    table = declared(options)
+    unknown = sorted(set(given) - set(table))
+    if unknown:
+        known = ", ".join(sorted(table)) or "none"
+        raise OptionError(f"adapter {adapter} has no option(s) {', '.join(unknown)} (adapter options: {known})")
+    return {key: option.parse(adapter, key, given[key]) if key in given else option.default
+            for key, option in table.items()}
+
+
+def describe_options(options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows for ``whisperbench adapters NAME``: name, type, default, allowed values, help."""
+    return [{"option": key, "type": option.kind, "default": option.default, "choices": list(option.choices),
+             "help": option.help} for key, option in declared(options).items()]

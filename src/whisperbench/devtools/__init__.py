@@ -1,0 +1,1 @@
+"""Checks on the package's own structure (run by the test suite)."""

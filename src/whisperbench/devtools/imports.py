@@ -1,0 +1,122 @@
+"""The package's import graph: cycles and layer violations (``python -m whisperbench.devtools.imports``).
+
+Every ``import`` counts, at module level or inside a function: a lazy import is still a dependency.
+Layers, lowest first; a module may import its own layer and lower ones only:
+
+>>> [LAYERS[name] for name in ("types", "models", "store", "adapters", "harness", "reports", "cli")]
+[0, 1, 1, 2, 3, 4, 5]
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE = "whisperbench"
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {
+    **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "bulk",
+                            "supervise", "__init__")},
+    "models": 1, "scoring": 1, "store": 1,
+    "adapters": 2, "datasets": 2,
+    "harness": 3,
+    "reports": 4,
+    "demo": 5, "cli": 5, "devtools": 5, "__main__": 5,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {module_name(path): path for path in ROOT.rglob("*.py")}
+
+
+def _resolve(current: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = current.split(".") if is_package else current.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(name, path.name == "__init__.py", node)
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target.startswith(PACKAGE) and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(1000, 10 * len(graph)))
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else "__init__"
+    if name not in LAYERS:
+        raise KeyError(f"{module}: give {name!r} a layer in whisperbench.devtools.imports.LAYERS")
+    return LAYERS[name]
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """'a -> b' for every import of a higher layer."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
+
+
+def main() -> int:
+    graph = import_graph()
+    problems = [f"cycle: {' <-> '.join(c)}" for c in cycles(graph)]
+    problems += [f"upward import: {v}" for v in layer_violations(graph)]
+    print("\n".join(problems) or f"{len(graph)} modules: no import cycles, no upward imports")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""One loaded adapter turning examples into scored predictions: what every backend (in-process, process
+pool, Ray actor) runs, so timing, batching, long-form strategies and failure records are the same everywhere."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Optional
+
+import numpy as np
+
+from ..adapters.base import Adapter
+from ..audio import SAMPLE_RATE, load_audio
+from ..scoring import score_prediction
+from ..types import Example, Prediction
+from .longform import LongFormConfig, Outcome, strategy_for
+
+WARMUP_AUDIO_S = 2.0
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+class ExampleRunner:
+    """Holds one loaded adapter and turns examples into scored predictions."""
+
+    def __init__(self, adapter: Adapter, long_form: bool, normalizer: str,
+                 long_form_config: Optional[LongFormConfig] = None):
+        self.adapter = adapter
+        self.long_form = long_form
+        self.normalizer = normalizer
+        self.strategy = strategy_for((long_form_config or LongFormConfig()).resolved_for(adapter), long_form)
+        self.load_s = 0.0
+        self.warmup_s = 0.0
+
+    def load(self, warmup: bool) -> None:
+        start = time.perf_counter()
+        self.adapter.load()
+        self.load_s = time.perf_counter() - start
+        if warmup and self.adapter.needs_audio:
+            noise = np.random.default_rng(0).normal(0, 1e-3, int(WARMUP_AUDIO_S * SAMPLE_RATE)).astype(np.float32)
+            probe = Example(id="__warmup__", audio=b"", text="")
+            start = time.perf_counter()
+            try:
+                if self.adapter.batch_size > 1:
+                    size = self.adapter.batch_size
+                    self.adapter.transcribe_batch([noise] * size, [probe] * size)
+                else:
+                    self.adapter.transcribe(noise, probe, long_form=False)
+            except Exception:  # a warm-up failure must not hide the real examples' results
+                pass
+            self.warmup_s = time.perf_counter() - start
+
+    @property
+    def batch_size(self) -> int:
+        """How many examples go to the adapter at once (short-form on batching adapters only)."""
+        if self.long_form or not self.adapter.needs_audio:
+            return 1
+        return max(1, self.adapter.batch_size)
+
+    def run(self, example: Example) -> Prediction:
+        pred = Prediction.for_example(example)
+        try:
+            _fill(pred, self.strategy.run(self.adapter, example, self.long_form))
+        except Exception as exc:  # recorded as a failed example, never dropped
+            _fail(pred, exc)
+        return score_prediction(pred, self.normalizer)
+
+    def run_batch(self, examples: list[Example]) -> list[Prediction]:
+        """Short-form examples in one ``transcribe_batch`` call.
+
+        Each example's inference time is the batch's time shared in proportion to audio duration
+        (recorded with the batch size in ``extra.batch``). If the batch call fails, its examples
+        run one by one so that only the faulty ones fail.
+        """
+        if len(examples) == 1 or self.batch_size == 1:
+            return [self.run(example) for example in examples]
+        preds = [Prediction.for_example(example) for example in examples]
+        audios, ready = [], []
+        for example, pred in zip(examples, preds):
+            try:
+                audios.append(load_audio(example.audio))
+            except Exception as exc:
+                _fail(pred, exc)
+                continue
+            pred.audio_s = len(audios[-1]) / SAMPLE_RATE
+            ready.append((example, pred))
+        if ready:
+            start = time.perf_counter()
+            try:
+                transcripts = self.adapter.transcribe_batch(audios, [example for example, _ in ready])
+                if len(transcripts) != len(ready):
+                    raise RuntimeError(f"transcribe_batch returned {len(transcripts)} results for {len(ready)} audios")
+            except Exception:
+                return [self.run(example) for example in examples]
+            elapsed = time.perf_counter() - start
+            total_s = sum(pred.audio_s for _, pred in ready)
+            for (_, pred), transcript in zip(ready, transcripts):
+                share = elapsed * pred.audio_s / total_s if total_s > 0 else elapsed / len(ready)
+                _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s))
+                pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
+        return [score_prediction(pred, self.normalizer) for pred in preds]
+
+
+def _fill(pred: Prediction, outcome: Outcome) -> None:
+    """Copy an adapter's outcome into a prediction."""
+    transcript = outcome.transcript
+    pred.audio_s = outcome.audio_s
+    if outcome.infer_s is not None:
+        pred.infer_s = outcome.infer_s
+    pred.hypothesis = transcript.text.strip()
+    pred.extra.update(transcript.extra)
+    if transcript.cached:
+        pred.extra["cached"] = True
+    if transcript.language:
+        pred.extra["language"] = transcript.language
+    if transcript.timings:
+        pred.extra["timings"] = transcript.timings
+
+
+def _fail(pred: Prediction, exc: BaseException) -> None:
+    pred.status = "error"
+    pred.error = f"example {pred.id}: {error_text(exc)}"
+    pred.extra["traceback"] = traceback.format_exc(limit=5)
+
+
+def batches(items: list, size: int) -> list[list]:
+    """``items`` in consecutive lists of ``size`` (at least 1)."""
+    return [items[i:i + size] for i in range(0, len(items), max(1, size))]

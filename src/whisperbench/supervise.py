@@ -1,0 +1,143 @@
+"""Run an object in a child process: a crash or a hang fails one call, never the caller.
+
+:class:`ChildProcess` starts ``python -c`` (not multiprocessing: the child never re-imports the
+caller's main module), builds one object there with ``factory(config)`` and answers method calls on
+it over a socket pair. The child's stdout/stderr, where native libraries log, go to a file whose
+last lines are quoted when the child dies. Every reply carries the child's peak RSS. Used by
+``--isolate`` (:mod:`whisperbench.harness.isolation`) and by whisper.cpp's worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Optional
+
+from .machine import peak_rss_mb
+
+_LOG_TAIL_LINES = 6
+
+
+class WorkerCrashed(RuntimeError):
+    """The child process died (native crash) or was killed while serving a request."""
+
+
+class WorkerTimeout(WorkerCrashed):
+    """The child did not answer within the time limit and was killed."""
+
+
+class RemoteError(RuntimeError):
+    """The call raised a Python exception in the child (the child lives on)."""
+
+
+def _exit_reason(code: Optional[int]) -> str:
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+class ChildProcess:
+    """One child process holding ``factory(config)``; ``call(method, *args)`` runs a method there."""
+
+    def __init__(self, factory: str, config: Any, log_path: Path, label: str = "worker",
+                 load_timeout_s: Optional[float] = None):
+        import whisperbench
+
+        self.label, self.log_path, self.peak_rss_mb = label, log_path, 0.0
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        package_root = str(Path(whisperbench.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()}, {factory!r})"],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        try:
+            self.info = self._request(("load", config), load_timeout_s)
+        except RemoteError:  # the factory raised: the caller words the error
+            self.stop()
+            raise
+
+    def call(self, method: str, *args: Any, timeout_s: Optional[float] = None, **kwargs: Any) -> Any:
+        """The method's return value; RemoteError, WorkerCrashed or WorkerTimeout otherwise."""
+        return self._request((method, args, kwargs), timeout_s)
+
+    def _request(self, request: tuple, timeout_s: Optional[float]) -> Any:
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        try:
+            self.conn.send(request)
+            if timeout_s is not None and not self.conn.poll(timeout_s):
+                self.process.kill()
+                self.process.wait()
+                raise WorkerTimeout(f"{self.label} (pid {self.process.pid}) gave no answer to {request[0]!r} within "
+                                    f"{timeout_s:g} s and was killed{self._log_tail(log_start)}")
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            try:
+                code: Optional[int] = self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise WorkerCrashed(f"{self.label} (pid {self.process.pid}) {_exit_reason(code)} "
+                                f"during {request[0]!r}{self._log_tail(log_start)}") from None
+        self.peak_rss_mb = max(self.peak_rss_mb, reply["peak_rss_mb"])
+        if "error" in reply:
+            raise RemoteError(reply["error"])
+        return reply["result"]
+
+    def _log_tail(self, start: int) -> str:
+        """The last lines the child logged during the failed request (e.g. a GGML_ASSERT message)."""
+        try:
+            with open(self.log_path, errors="replace") as fh:
+                fh.seek(start)
+                lines = [line.strip() for line in fh.read().splitlines() if line.strip()]
+        except OSError:
+            return ""
+        return "; it logged: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(("close", (), {}))
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        self.conn.close()
+
+
+def serve(fd: int, factory: str) -> None:
+    """Child main loop: build the object, then answer calls until ``close`` or a closed socket."""
+    conn = Connection(fd)
+    _, config = conn.recv()
+    module, _, name = factory.partition(":")
+    try:
+        target = getattr(importlib.import_module(module), name)(config)
+        info = target.info() if hasattr(target, "info") else None
+        conn.send({"result": info, "peak_rss_mb": peak_rss_mb()})
+    except Exception as exc:
+        conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": peak_rss_mb()})
+        return
+    while True:
+        try:
+            method, args, kwargs = conn.recv()
+        except EOFError:  # the harness went away
+            return
+        if method == "close":
+            return
+        try:
+            result = None if method == "stats" else getattr(target, method)(*args, **kwargs)
+            conn.send({"result": result, "peak_rss_mb": peak_rss_mb()})
+        except Exception as exc:
+            conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": peak_rss_mb()})

@@ -1,0 +1,82 @@
+"""The code's shape, checked: no import cycles, no upward imports, reports without the runner, adapter
+options declared once with types and help, and the CLI's choices taken from the code's own constants."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from whisperbench.cli import build_parser, main
+
+
+def test_no_import_cycles_and_no_upward_imports():
+    from whisperbench.devtools.imports import cycles, import_graph, layer_violations
+
+    graph = import_graph()
+    assert len(graph) > 60  # the whole package was read
+    assert cycles(graph) == []
+    assert layer_violations(graph) == []
+
+
+def test_the_checker_finds_a_cycle_and_an_upward_import():
+    from whisperbench.devtools.imports import cycles, layer_violations
+
+    graph = {"whisperbench.models.a": {"whisperbench.models.b"}, "whisperbench.models.b": {"whisperbench.models.a"},
+             "whisperbench.scoring.x": {"whisperbench.harness.runner"}, "whisperbench.harness.runner": set()}
+    assert cycles(graph) == [["whisperbench.models.a", "whisperbench.models.b"]]
+    assert layer_violations(graph) == ["whisperbench.scoring.x -> whisperbench.harness.runner"]
+
+
+def test_reports_import_without_the_harness():
+    code = ("import sys, whisperbench.reports, whisperbench.reports.html, whisperbench.reports.export; "
+            "print([m for m in sys.modules if m.startswith(('whisperbench.harness', 'whisperbench.adapters', "
+            "'whisperbench.datasets'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_builtin_adapter_option_is_typed_and_documented():
+    from whisperbench.adapters import registry
+    from whisperbench.adapters.options import Option
+
+    for name, cls in registry().items():
+        for key, option in cls.options.items():
+            assert isinstance(option, Option), (name, key)
+            assert option.help, (name, key)
+
+
+@pytest.mark.parametrize("option,message", [
+    ("concurrency=four", "option concurrency='four' is not an integer"),
+    ("cache=maybe", "option cache='maybe' is not a boolean"),
+    ("response_format=xml", "option response_format='xml' is not one of json, verbose_json, text"),
+])
+def test_a_bad_adapter_option_is_one_line_and_exit_2(option, message, tiny_short, tmp_path, capsys):
+    # before: "-o concurrency=four" reached int() inside the adapter and printed a traceback
+    code = main(["run", "--adapter", "openai-api", "--model", "whisper-1", "--dataset", str(tiny_short),
+                 "--runs-dir", str(tmp_path), "-o", option])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [err.splitlines()[-1]]
+
+
+def test_adapters_name_lists_typed_options(capsys):
+    assert main(["adapters", "openai-api", "--json"]) == 0
+    rows = {row["option"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["concurrency"]["type"] == "integer" and rows["concurrency"]["default"] == 4
+    assert rows["cache"]["type"] == "boolean" and rows["response_format"]["choices"] == ["json", "verbose_json", "text"]
+    assert main(["adapters", "whisper-cpp"]) == 0
+    assert "quantization" in capsys.readouterr().out
+
+
+def test_cli_choices_come_from_the_code():
+    from whisperbench.harness.longform import STRATEGIES
+    from whisperbench.harness.runner import BACKENDS
+    from whisperbench.scoring.normalize import NORMALIZERS
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    choices = {action.dest: tuple(action.choices) for action in run._actions if action.choices}
+    assert choices["backend"] == tuple(BACKENDS) and choices["long_form"] == tuple(STRATEGIES)
+    assert choices["normalizer"] == tuple(NORMALIZERS)
