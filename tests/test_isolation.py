@@ -11,11 +11,13 @@ import time
 
 import pytest
 
-from whisperbench.adapters import DecodingOptions
+from whisperbench.adapters import Adapter, DecodingOptions
 from whisperbench.adapters.openai_whisper import OpenAIWhisperAdapter
 from whisperbench.harness import RunRequest, run_evaluation
 from whisperbench.harness.isolation import IsolatedAdapter
+from whisperbench.harness.spec import AdapterSpec
 from whisperbench.supervise import WorkerCrashed
+from whisperbench.types import Transcript
 
 from .conftest import REPO
 
@@ -42,17 +44,38 @@ def importable_tests(monkeypatch):
 
 
 def _run(tmp_path, tiny_short, *, timeout_s, adapter_cls=FaultyWhisper, name="isolated"):
-    from whisperbench.harness import runner
+    """The faulty subclass of openai-whisper, named by its import path (as a team's own adapter would be)."""
+    request = RunRequest(adapter=f"{__name__}:{adapter_cls.__name__}", model="tiny.en", dataset=str(tiny_short),
+                         runs_dir=str(tmp_path), name=name, decoding=DecodingOptions(threads=1), isolate=True,
+                         timeout_s=timeout_s, warmup=False)
+    return run_evaluation(request)
 
-    request = RunRequest(adapter="openai-whisper", model="tiny.en", dataset=str(tiny_short), runs_dir=str(tmp_path),
-                         name=name, decoding=DecodingOptions(threads=1), isolate=True, timeout_s=timeout_s,
-                         warmup=False)
-    original = runner.get_adapter
-    runner.get_adapter = lambda _name: adapter_cls  # the faulty subclass stands in for openai-whisper
-    try:
-        return run_evaluation(request)
-    finally:
-        runner.get_adapter = original
+
+class RefreshProbe(Adapter):
+    """Transcribes every clip as whether it was told to refresh (the flag a cached API reference honours)."""
+
+    name = "refresh-probe"
+    uses_weights = False
+    needs_audio = False
+
+    def load(self) -> None:
+        pass
+
+    def transcribe(self, audio, example, *, long_form):
+        return Transcript(text=f"refresh {self.refresh}")
+
+
+@pytest.mark.parametrize("backend,extra", [("process-pool", {"workers": 2}), ("in-process", {"isolate": True}),
+                                           ("ray", {"workers": 1}), ("ray", {"workers": 1, "isolate": True})])
+def test_refresh_reaches_the_adapter_on_every_backend(backend, extra, tmp_path, tiny_short, importable_tests):
+    """Before one adapter spec, --refresh was lost under --workers 2 and --isolate (the adapter saw False)."""
+    if backend == "ray":
+        pytest.importorskip("ray")
+    request = RunRequest(adapter=f"{__name__}:RefreshProbe", model="-", dataset=str(tiny_short),
+                         runs_dir=str(tmp_path), name="probe", decoding=DecodingOptions(threads=1), refresh=True,
+                         warmup=False, limit=2, backend=backend, **extra)
+    result = run_evaluation(request)
+    assert [p.hypothesis for p in result.store.read_predictions()] == ["refresh True"] * 2
 
 
 def test_a_crash_and_a_hang_fail_only_their_examples(tmp_path, tiny_rows, local_manifest, importable_tests):
@@ -87,7 +110,8 @@ def test_isolated_results_equal_in_process_results(tmp_path, tiny_short, shared_
 
 
 def test_a_load_failure_in_the_child_is_a_clear_error(tmp_path):
-    adapter = IsolatedAdapter(OpenAIWhisperAdapter("no-such-model", DecodingOptions(threads=1)))
+    adapter = AdapterSpec("openai-whisper", "no-such-model", DecodingOptions(threads=1), isolate=True).build()
+    assert isinstance(adapter, IsolatedAdapter)
     with pytest.raises(Exception, match="could not load no-such-model in its worker"):
         adapter.load()
     adapter.close()
@@ -99,7 +123,7 @@ def test_worker_crashed_is_raised_for_a_dead_child(tiny_short, importable_tests)
     from whisperbench.datasets import load_dataset
 
     example = next(e for e in load_dataset(str(tiny_short)).dataset.examples if e.id == ABORTS)
-    adapter = IsolatedAdapter(FaultyWhisper("tiny.en", DecodingOptions(threads=1)))
+    adapter = AdapterSpec(f"{__name__}:FaultyWhisper", "tiny.en", DecodingOptions(threads=1), isolate=True).build()
     adapter.load()
     try:
         with pytest.raises(WorkerCrashed, match="SIGABRT"):

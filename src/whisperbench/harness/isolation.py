@@ -7,9 +7,9 @@ never the run.
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,21 +22,16 @@ from ..types import Example, Transcript
 
 # --- any adapter in a child process ------------------------------------------------------------------
 
-def _load_adapter(config: dict) -> Adapter:
-    module, _, qualname = config["adapter_class"].partition(":")
-    cls = getattr(importlib.import_module(module), qualname)
-    adapter = cls(config["model"], config["decoding"])
-    adapter.load()
-    return adapter
-
-
 class IsolatedAdapter(Adapter):
     """Another adapter, run in a child process that is replaced after a crash or a timeout."""
 
     name = "isolated"  # not registered: built by the runner around the requested adapter
     uses_weights = False
 
-    def __init__(self, inner: Adapter, timeout_s: Optional[float] = None):
+    def __init__(self, inner: Adapter, timeout_s: Optional[float], spec: Any):
+        """``spec``: the :class:`~whisperbench.harness.spec.AdapterSpec` the child builds ``inner`` from."""
+        cls = type(inner)  # the child imports it by path, so entry-point and test adapters work too
+        self.spec = replace(spec, adapter=f"{cls.__module__}:{cls.__qualname__}", isolate=False, timeout_s=None)
         self.inner, self.timeout_s, self.name = inner, timeout_s, inner.name
         self.model, self.decoding, self.settings = inner.model, inner.decoding, inner.settings
         self.needs_audio, self.long_form_algorithm = inner.needs_audio, inner.long_form_algorithm
@@ -54,12 +49,10 @@ class IsolatedAdapter(Adapter):
         self._start()
 
     def _start(self) -> None:
-        cls = type(self.inner)  # by import path, so entry-point adapters work too
-        config = {"adapter_class": f"{cls.__module__}:{cls.__qualname__}", "model": self.model,
-                  "decoding": self.decoding}
+        config = {"spec": self.spec}
         assert self._logs is not None
         try:
-            self._child = ChildProcess(f"{__name__}:_load_adapter", config,
+            self._child = ChildProcess("whisperbench.harness.spec:load_in_child", config,
                                        self._logs / f"child-{self._restarts}.log", label=f"{self.inner.name} worker")
         except RemoteError as exc:
             raise ModelError(f"adapter {self.inner.name} could not load {self.model} in its worker: {exc}") from None

@@ -37,6 +37,7 @@ from ..scoring import score_prediction
 from ..types import Dataset, Example, Prediction
 from ..machine import peak_rss_mb
 from .examples import ExampleRunner, batches
+from .spec import AdapterSpec
 
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
 MAX_ATTEMPTS = 3  # times an example may be in a worker that dies before it is stored as failed
@@ -46,11 +47,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class ExampleWorker:
     """The Ray actor's class: one loaded adapter behind an :class:`ExampleRunner`."""
 
-    def __init__(self, adapter_cls: type, model: str, decoding: Any, long_form: bool, normalizer: str,
-                 long_form_config: Any, warmup: bool, refresh: bool):
-
-        adapter = adapter_cls(model, decoding)
-        adapter.refresh = refresh
+    def __init__(self, spec: Any, long_form: bool, normalizer: str, long_form_config: Any, warmup: bool):
+        adapter = spec.build()  # the run's AdapterSpec: --refresh, --isolate and --timeout-s as everywhere
         self.runner = ExampleRunner(adapter, long_form, normalizer, long_form_config)
         self.runner.load(warmup)
         self.ran = 0
@@ -160,7 +158,6 @@ def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: 
     actors, the largest over actors) plus ``backend_info`` (cluster, actors, deaths, retries).
     """
     ray = _import_ray()
-    from ..adapters import get_adapter
 
     started_here = connect(request.address)
     workers = max(1, request.workers)
@@ -173,8 +170,7 @@ def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: 
                                 f"the cluster has {cluster_cpus:g}")
     worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
     remote_cls = ray.remote(num_cpus=1, max_restarts=0)(ExampleWorker).options(runtime_env={"env_vars": worker_env})
-    init_args = (get_adapter(request.adapter), request.model, request.decoding, dataset.form == "long", normalizer,
-                 request.long_form, request.warmup, request.refresh)
+    init_args = (AdapterSpec.of(request), dataset.form == "long", normalizer, request.long_form, request.warmup)
     actors: list[_Actor] = []
     owner: dict[Any, tuple[_Actor, _Work]] = {}  # in-flight object ref -> (actor, work)
     attempts: dict[str, int] = {}

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..adapters import DecodingOptions, get_adapter
-from ..adapters.base import Adapter
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
 from ..redact import redact
@@ -31,6 +30,7 @@ from ..types import Dataset, Example, Prediction
 from ..machine import package_versions, peak_rss_mb
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from .examples import ExampleRunner, batches, error_text
+from .spec import AdapterSpec
 from .longform import LongFormConfig
 from ..store import RunStore, safe_run_name
 
@@ -88,14 +88,11 @@ _worker: Optional[ExampleRunner] = None
 _marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
 
 
-def _worker_init(adapter_name: str, model: str, decoding: DecodingOptions, long_form: bool, normalizer: str,
-                 warmup: bool, long_form_config: Optional[LongFormConfig] = None,
-                 request: Optional[RunRequest] = None, marks: Optional[str] = None) -> None:
+def _worker_init(spec: AdapterSpec, long_form: bool, normalizer: str, warmup: bool,
+                 long_form_config: Optional[LongFormConfig] = None, marks: Optional[str] = None) -> None:
     global _worker, _marks
     _marks = Path(marks) if marks else None
-    adapter = get_adapter(adapter_name)(model, decoding)
-    if request is not None:
-        adapter = isolated(adapter, request)
+    adapter = spec.build()
     _worker = ExampleRunner(adapter, long_form, normalizer, long_form_config)
     # when the pool shuts this worker down: stop an isolated child and remove its log folder
     multiprocessing.util.Finalize(None, adapter.close, exitpriority=10)
@@ -126,18 +123,6 @@ def backend_of(request: RunRequest) -> str:
     if request.backend == "in-process" and request.workers > 1:
         return "process-pool"
     return request.backend
-
-
-def isolated(adapter: Adapter, request: RunRequest) -> Adapter:
-    """The adapter itself, or wrapped in a child process when ``isolate`` or ``timeout_s`` asks for it."""
-    if adapter.self_isolating:
-        adapter.call_timeout_s = request.timeout_s
-        return adapter
-    if request.isolate or request.timeout_s is not None:
-        from .isolation import IsolatedAdapter
-
-        return IsolatedAdapter(adapter, request.timeout_s)
-    return adapter
 
 
 def _config_key(info: dict) -> dict:
@@ -216,11 +201,11 @@ def run_evaluation(
     dataset: Dataset = checked.dataset
     languages = [ex.language for ex in dataset.examples] + [request.decoding.language]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
-    adapter = adapter_cls(request.model, request.decoding)  # validates adapter options early
-    adapter.refresh = request.refresh
+    spec = AdapterSpec.of(request)
+    adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
-    adapter = isolated(adapter, request)
+    adapter = spec.wrap(adapter)
     info = redact({  # nothing secret (a URL's credentials) in what is stored or printed
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),
@@ -425,13 +410,13 @@ def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) ->
     that kills its worker twice is recorded as failed, naming the cause."""
     context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
     long_form = dataset.form == "long"
-    probe = get_adapter(request.adapter)(request.model, request.decoding)  # batch size, without loading
+    spec = AdapterSpec.of(request)
+    probe = spec.build(isolated=False)  # batch size, without loading
     size = 1 if long_form or not probe.needs_audio else max(1, probe.batch_size)
     state = _Pool(batches(todo, size), writer, normalizer, progress)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
-        init_args = (request.adapter, request.model, request.decoding, long_form, normalizer, request.warmup,
-                     request.long_form, request, marks)
+        init_args = (spec, long_form, normalizer, request.warmup, request.long_form, marks)
         while state.queue or state.suspects:
             with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
                                         initargs=init_args) as pool:
