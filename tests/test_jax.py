@@ -192,7 +192,7 @@ def test_long_form_and_over_long_audio_are_refused(batched):
 
 @pytest.mark.parametrize("options,match", [
     (["beam_size=5"], "beam_size"), (["temperature_fallback=true"], "temperature"),
-    (["dtype=float16"], "dtype"), (["batch_size=0"], ">= 1"), (["batch_size=x"], "integers"),
+    (["dtype=float16"], "dtype"), (["batch_size=0"], ">= 1"), (["batch_size=x"], "not an integer"),
     (["compute_type=int8"], "no option"), (["no_speech_threshold=0.6"], "no_speech_threshold"),
 ])
 def test_bad_options_are_refused(options, match):

@@ -31,7 +31,8 @@ class IsolatedAdapter(Adapter):
     def __init__(self, inner: Adapter, timeout_s: Optional[float], spec: Any):
         """``spec``: the :class:`~whisperbench.harness.spec.AdapterSpec` the child builds ``inner`` from."""
         cls = type(inner)  # the child imports it by path, so entry-point and test adapters work too
-        self.spec = replace(spec, adapter=f"{cls.__module__}:{cls.__qualname__}", isolate=False, timeout_s=None)
+        self.spec = replace(spec, adapter=f"{cls.__module__}:{cls.__qualname__}", isolate=False, timeout_s=None,
+                            adapter_class=None)
         self.inner, self.timeout_s, self.name = inner, timeout_s, inner.name
         self.model, self.decoding, self.settings = inner.model, inner.decoding, inner.settings
         self.needs_audio, self.long_form_algorithm = inner.needs_audio, inner.long_form_algorithm

@@ -11,7 +11,7 @@ mean the same wherever examples run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from ..adapters import DecodingOptions, get_adapter
@@ -26,17 +26,19 @@ class AdapterSpec:
     refresh: bool = False  # adapters with a result cache bypass it
     isolate: bool = False  # run the adapter in a child process
     timeout_s: Optional[float] = None  # per call; implies a child process
+    #: the class, resolved where the run starts (a Ray actor gets it even when only the driver registered it)
+    adapter_class: Optional[type] = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, request) -> "AdapterSpec":
         """The spec of a :class:`~whisperbench.harness.runner.RunRequest`."""
         return cls(request.adapter, request.model, request.decoding, request.refresh, request.isolate,
-                   request.timeout_s)
+                   request.timeout_s, get_adapter(request.adapter))
 
     def build(self, isolated: bool = True) -> Adapter:
         """The adapter, not loaded; in a child process when the spec asks for it (unless ``isolated=False``:
         the child itself, or a probe that only reads the adapter's properties)."""
-        adapter = get_adapter(self.adapter)(self.model, self.decoding)
+        adapter = (self.adapter_class or get_adapter(self.adapter))(self.model, self.decoding)
         adapter.refresh = self.refresh
         return self.wrap(adapter) if isolated else adapter
 

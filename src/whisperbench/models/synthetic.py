@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from whisperbench.models.convert import Checkpoint, default_alignment_heads
+from whisperbench.models.checkpoint import Checkpoint, default_alignment_heads
 from whisperbench.models.readers import _with_vocabulary, expected_names
 
 
