@@ -381,3 +381,25 @@ def test_mlx_runs_an_mlx_folder_as_it_is(own, local_manifest, tiny_rows, tmp_pat
                                   decoding=DecodingOptions.from_pairs(["threads=2"])))
         texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]
     assert texts["own"] == texts["named"] and all(texts["own"])
+
+
+def test_core_ml_folders_are_recognised(tmp_path, capsys):
+    """A WhisperKit folder (AudioEncoder + TextDecoder .mlmodelc) and a whisperbench Core ML export
+    (coreml.json) are recognised on any platform; only macOS runs them."""
+    kit = tmp_path / "openai_whisper-tiny.en"
+    for part in ("AudioEncoder.mlmodelc", "TextDecoder.mlmodelc", "MelSpectrogram.mlmodelc"):
+        (kit / part / "weights").mkdir(parents=True)
+        (kit / part / "weights" / "weight.bin").write_bytes(b"\0" * 1000)
+    assert main(["models", "info", str(kit), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["format"] == "whisperkit" and info["size_mb"] == 0.0 and len(info["weight_files"]) == 3
+    from whisperbench.models import converted
+
+    with pytest.raises(ModelError, match="runs only in Core ML as it is"):
+        converted(str(kit), "ggml")
+
+
+def test_openai_names_are_checked_before_any_download(capsys):
+    assert main(["models", "info", "openai:tiny.xx"]) == 2
+    err = capsys.readouterr().err
+    assert "openai:tiny.xx: unknown (openai-whisper knows" in err and "large-v3" in err

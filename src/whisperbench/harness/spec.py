@@ -11,6 +11,7 @@ mean the same wherever examples run.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -28,6 +29,20 @@ class AdapterSpec:
     timeout_s: Optional[float] = None  # per call; implies a child process
     #: the class, resolved where the run starts (a Ray actor gets it even when only the driver registered it)
     adapter_class: Optional[type] = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict:
+        """Pickled with its class when the class pickles by reference (a worker then needs no registry entry),
+        else by name alone (a class made inside a function is found again by ``module:attribute``)."""
+        state = dict(self.__dict__)
+        try:
+            pickle.dumps(state["adapter_class"])
+        except (pickle.PicklingError, AttributeError, TypeError):
+            state["adapter_class"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
 
     @classmethod
     def of(cls, request) -> "AdapterSpec":
