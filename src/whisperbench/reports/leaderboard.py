@@ -154,8 +154,9 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
         "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
-        "its speed is not comparable. Size MB: the model's weight files on disk, as given to --model (a "
-        "converted copy has the source's size; compression variants list their own).",
+        "its speed is not comparable. Size MB: the weights as the implementation loaded them (its file or "
+        "folder on disk: a conversion in that format's precision, e.g. openai-whisper's float32 copy of "
+        "float16 weights).",
         "",
     ]
     return "\n".join(parts)
