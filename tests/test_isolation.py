@@ -65,8 +65,10 @@ class RefreshProbe(Adapter):
         return Transcript(text=f"refresh {self.refresh}")
 
 
-@pytest.mark.parametrize("backend,extra", [("process-pool", {"workers": 2}), ("in-process", {"isolate": True}),
-                                           ("ray", {"workers": 1}), ("ray", {"workers": 1, "isolate": True})])
+@pytest.mark.parametrize("backend,extra", [
+    ("process-pool", {"workers": 2}), ("in-process", {"isolate": True}),
+    pytest.param("ray", {"workers": 1}, marks=pytest.mark.slow),  # a local Ray start: ~10 s each
+    pytest.param("ray", {"workers": 1, "isolate": True}, marks=pytest.mark.slow)])
 def test_refresh_reaches_the_adapter_on_every_backend(backend, extra, tmp_path, tiny_short, importable_tests):
     """Before one adapter spec, --refresh was lost under --workers 2 and --isolate (the adapter saw False)."""
     if backend == "ray":

@@ -115,11 +115,13 @@ def test_a_quantized_model_never_silently_becomes_the_same_weights_elsewhere(own
 
 
 #: adapter -> the model it is given (own format, or a format it converts from)
-NATIVE_RUNS = [("openai-whisper", "pt"), ("transformers", "hf"), ("whisper-cpp", "ggml-f16"),
-               ("whisper-cpp", "ggml-q5_0"), ("faster-whisper", "hf")]
+#: the default tier runs two; the others are in the slow tier (4-5 s each)
+NATIVE_RUNS = [("openai-whisper", "pt"), ("whisper-cpp", "ggml-q5_0"),
+               *(pytest.param(a, k, marks=pytest.mark.slow, id=f"{a}-{k}")
+                 for a, k in (("transformers", "hf"), ("whisper-cpp", "ggml-f16"), ("faster-whisper", "hf")))]
 
 
-@pytest.mark.parametrize("adapter,key", NATIVE_RUNS, ids=[f"{a}-{k}" for a, k in NATIVE_RUNS])
+@pytest.mark.parametrize("adapter,key", NATIVE_RUNS)
 def test_own_model_by_path_decodes_as_the_named_model(own, adapter, key, local_manifest, tiny_rows, tmp_path):
     """Each adapter on tiny.en given by path transcribes as on ``--model tiny.en`` (q5_0: as on
     ``-o quantization=q5_0``), and run.json records the model's format, origin and sha256."""
@@ -317,7 +319,9 @@ def test_synthetic_large_v3_like_checkpoint_is_recognised(synthetic_hf, capsys):
     assert info["dims"] == SYNTHETIC_DIMS and info["multilingual"] is True and info["format"] == "transformers"
 
 
-SYNTHETIC_ADAPTERS = ["openai-whisper", "faster-whisper", "whisper-cpp"]
+#: faster-whisper (through CTranslate2's converter) in the default tier, the others in the slow tier
+SYNTHETIC_ADAPTERS = ["faster-whisper", pytest.param("openai-whisper", marks=pytest.mark.slow),
+                      pytest.param("whisper-cpp", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("adapter", SYNTHETIC_ADAPTERS)
