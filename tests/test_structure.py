@@ -82,3 +82,19 @@ def test_cli_choices_come_from_the_code():
     choices = {action.dest: tuple(action.choices) for action in run._actions if action.choices}
     assert choices["backend"] == tuple(BACKENDS) and choices["long_form"] == tuple(STRATEGIES)
     assert choices["normalizer"] == tuple(NORMALIZERS)
+
+
+def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows, tiny_short, capsys):
+    """Threads, workers, backend, isolation, timeout, warm-up and refresh are how a run executes, not what it is:
+    another value resumes the run and the console says what changed."""
+    from .conftest import write_jsonl
+
+    hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
+    base = ["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short),
+            "--runs-dir", str(tmp_path), "--name", "r", "--limit", "3"]
+    assert main(base + ["-o", "threads=1"]) == 0
+    capsys.readouterr()
+    assert main(base[:-2] + ["-o", "threads=2", "--no-warmup"]) == 0  # the rest of the dataset, resumed
+    out = capsys.readouterr().out
+    assert "(3 computed, 3 resumed)" in out
+    assert "resumed with threads 2 (the stored run had 1)" in out and "warmup False (the stored run had True)" in out

@@ -42,6 +42,8 @@ def _print_summary(result) -> None:
     s = result.summary
     print(f"run {result.store.path}: {s['num_examples']} examples ({result.computed} computed, "
           f"{result.resumed} resumed), {s['num_failed']} failed")
+    for note in getattr(result, "notes", []):
+        print(f"  resumed with {note}")
     if result.stale:
         reasons = sorted(set(result.stale.values()))
         print(f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "

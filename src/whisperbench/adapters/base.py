@@ -199,6 +199,12 @@ class Adapter(ABC):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         """Transcribe 16 kHz mono float32 ``audio`` (None when ``needs_audio`` is False)."""
 
+    @classmethod
+    def summary_fields(cls, adapter_info: dict[str, Any], predictions: list) -> dict[str, Any]:
+        """Fields this implementation adds to summary.json (from its run.json ``adapter_info`` and the stored
+        predictions), so the runner names no implementation: e.g. JAX's compile time, the API's cost."""
+        return {}
+
     def source_digest(self) -> Optional[str]:
         """A digest of inputs outside the dataset and the run's options that decide this adapter's outputs
         (a hypotheses file): when it changes, every stored result of a resumed run is redone."""

@@ -151,6 +151,12 @@ class JaxAdapter(Adapter):
                "dtype": Option("float32", "Flax compute dtype"),
                "max_new_tokens": Option(224, "decode length of the compiled loop")}
 
+    @classmethod
+    def summary_fields(cls, adapter_info: dict, predictions: list) -> dict:
+        """jit compilation time, reported apart and never inside RTFx."""
+        total = adapter_info.get("compile_s_total")
+        return {"compile_s": total} if total is not None else {}
+
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
         d = self.decoding

@@ -98,6 +98,16 @@ class OpenAIAPIAdapter(Adapter):
         "cache": Option(True, "keep results by audio hash and request, and reuse them (--refresh bypasses)"),
     }
 
+    @classmethod
+    def summary_fields(cls, adapter_info: dict, predictions: list) -> dict:
+        """What the requests behind this run cost at the configured price; cached results cost nothing."""
+        price = adapter_info.get("price_per_audio_minute")
+        if price is None:
+            return {}
+        billed_s = sum(p.audio_s for p in predictions if not p.extra.get("cached"))
+        return {"cost_estimate_usd": round(billed_s / 60.0 * float(price), 6),
+                "cached_examples": sum(1 for p in predictions if p.extra.get("cached"))}
+
     @property
     def max_in_flight(self) -> int:
         return max(1, int(self.settings["concurrency"]))

@@ -72,6 +72,7 @@ class RunResult:
     computed: int  # examples transcribed by this invocation
     resumed: int  # examples already in the store
     stale: dict[str, str] = field(default_factory=dict)  # stored results redone: id -> why they no longer held
+    notes: list[str] = field(default_factory=list)  # execution settings that differ from the stored run's
 
 
 def default_label(adapter: str, decoding: DecodingOptions) -> str:
@@ -189,8 +190,53 @@ def run_evaluation(
     """Evaluate ``request.adapter`` on ``request.dataset``; resume what the store already holds.
 
     ``progress`` is called with the number of examples finished since the last call. ``checked``
-    lets a caller pass an already-loaded dataset.
+    lets a caller pass an already-loaded dataset. Resolve the run, open its store, run the backend,
+    finalize the summary.
     """
+    run = _resolve(request, checked)
+    store = _store_of(request, run.info)
+    with store.lock():  # one writer per run: a second one is refused, naming the first
+        old = store.read_info() if store.exists() else None  # read once: checked, re-checked against, kept
+        _open_store(store, old, request, run.info)
+        previous = {p.id: p for p in store.read_predictions()}
+        stale = _stale(previous, run.dataset, old or {}, run.source_digest) if previous else {}
+        done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
+        todo = [ex for ex in run.dataset.examples if ex.id not in done]
+        _start_info(run, request, old, stale)
+        store.write_info(run.info | {"status": "running"})
+        stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
+        load_before = load_snapshot()
+        with store.open_for_append() as writer:
+            for bad in run.checked.invalid:
+                if bad.id not in done:
+                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                    writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), run.normalizer))
+            if todo:
+                _BACKEND_RUNNERS[run.info["backend"]](run, todo, request, writer, stats, progress)
+        summary = _finalize(run, store, todo, request, stats, load_before)
+        notes = _execution_changes(old, run.info) if old else []
+        return RunResult(store, run.info, summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
+                         stale=stale, notes=notes)
+
+
+@dataclass
+class _Resolved:
+    """A request made concrete: its dataset, normalizer, adapter (built, not loaded) and run.json's identity."""
+
+    checked: Checked
+    normalizer: str
+    adapter_cls: type
+    adapter: Any
+    long_form: Any
+    source_digest: Optional[str]
+    info: dict
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.checked.dataset
+
+
+def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     adapter_cls = get_adapter(request.adapter)
     adapter_cls.ensure_available()
     if checked is None:
@@ -205,8 +251,7 @@ def run_evaluation(
     adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
-    adapter = spec.wrap(adapter)
-    info = redact({  # nothing secret (a URL's credentials) in what is stored or printed
+    info = redact({  # the run spec (what a resume must share); nothing secret (a URL's credentials)
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),
         "model": request.model,
@@ -219,86 +264,84 @@ def run_evaluation(
             "num_invalid": len(checked.invalid), "limit": request.limit,
         },
     })
-    store = _store_of(request, info)
-    with store.lock():  # one writer per run: a second one is refused, naming the first
-        old = store.read_info() if store.exists() else None  # read once: checked, re-checked against, kept
-        _open_store(store, old, request, info)
-        previous = {p.id: p for p in store.read_predictions()}
-        stale = _stale(previous, dataset, old or {}, source_digest) if previous else {}
-        done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
-        todo = [ex for ex in dataset.examples if ex.id not in done]
-        info.update(
-            backend=backend_of(request),
-            workers=request.workers,
-            threads_per_worker=request.decoding.threads,
-            machine=machine_info(),
-            versions=package_versions(CORE_PACKAGES + tuple(adapter_cls.requires)),
-            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            source_digest=source_digest, stale_redone=len(stale),
-        )
-        if old is not None:
-            info["first_started_at"] = old.get("first_started_at", old.get("started_at"))
-        store.write_info(info | {"status": "running"})
-
-        stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
-        load_before = load_snapshot()
-        with store.open_for_append() as writer:
-            for bad in checked.invalid:
-                if bad.id not in done:
-                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                    writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), normalizer))
-            if todo:
-                if info["backend"] == "in-process":
-                    _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress)
-                elif info["backend"] == "ray":
-                    from .ray_backend import run_on_ray
-
-                    run_on_ray(dataset, todo, request, normalizer, writer, stats, progress)
-                else:
-                    _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress)
-        ids = [ex.id for ex in dataset.examples] + [bad.id for bad in checked.invalid]
-        stored = {p.id: p for p in store.read_predictions()}
-        missing = [i for i in ids if i not in stored]
-        if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
-            raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
-        busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
-        if info["backend"] == "ray":  # its actors are not this process's children: their CPU would count as others'
-            busy.update(busy=False, why="", other_cpus_busy=None, note="not measured on Ray")
-        adapter_info = stats.pop("adapter_info", None) or adapter.describe()
-        backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
-        if long_form:
-            adapter_info["long_form_algorithm"] = long_form.algorithm(adapter)
-        summary = summarize([stored[i] for i in ids], normalizer, dataset.form, scored_with=normalizer)
-        summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
-        if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
-            summary["rtfx_reliable"] = not busy["busy"]
-            summary["rtfx_unreliable_why"] = busy["why"] or None
-        if adapter_info.get("compile_s_total") is not None:  # jit compilation, never inside RTFx
-            summary["compile_s"] = adapter_info["compile_s_total"]
-        loop_wall = stats["loop_wall_s"]
-        # this invocation's inference loop, load excluded (pool: included)
-        summary["wall_s"] = loop_wall if todo else None
-        computed_infer = sum(stored[ex.id].infer_s for ex in todo)
-        price = adapter_info.get("price_per_audio_minute")
-        if price is not None:  # what the requests behind this run cost; cached results cost nothing
-            billed_s = sum(stored[i].audio_s for i in ids if not stored[i].extra.get("cached"))
-            summary["cost_estimate_usd"] = round(billed_s / 60.0 * float(price), 6)
-            summary["cached_examples"] = sum(1 for i in ids if stored[i].extra.get("cached"))
-        summary["harness_overhead_pct"] = (
-            100.0 * (loop_wall - computed_infer) / loop_wall
-            if todo and loop_wall > 0 and info["backend"] == "in-process" else None
-        )
-        info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    adapter_info=adapter_info, machine_load=busy)
-        info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
-        if backend_info:
-            info["backend_info"] = backend_info
-        store.write_info(info)
-        store.write_summary(summary)
-        return RunResult(store, info, summary, computed=len(todo), resumed=len(ids) - len(todo), stale=stale)
+    return _Resolved(checked, normalizer, adapter_cls, spec.wrap(adapter), long_form, source_digest, info)
 
 
-def _run_in_process(adapter, dataset, todo, request, normalizer, writer, stats, progress) -> None:
+def _start_info(run: _Resolved, request: RunRequest, old: Optional[dict], stale: dict) -> None:
+    """How this invocation executes the run (recorded, never part of the resume identity)."""
+    run.info.update(
+        backend=backend_of(request),
+        workers=request.workers,
+        threads_per_worker=request.decoding.threads,
+        execution={"backend": backend_of(request), "workers": request.workers, "threads": request.decoding.threads,
+                   "isolate": request.isolate, "timeout_s": request.timeout_s, "warmup": request.warmup,
+                   "refresh": request.refresh},
+        machine=machine_info(),
+        versions=package_versions(CORE_PACKAGES + tuple(run.adapter_cls.requires)),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        source_digest=run.source_digest, stale_redone=len(stale),
+    )
+    if old is not None:
+        run.info["first_started_at"] = old.get("first_started_at", old.get("started_at"))
+
+
+def _execution_changes(old: dict, info: dict) -> list[str]:
+    """What this invocation ran differently from the stored run's last one (said, never refused)."""
+    before = old.get("execution") or {"backend": old.get("backend"), "workers": old.get("workers"),
+                                      "threads": old.get("threads_per_worker")}
+    now = info["execution"]
+    return [f"{key} {now[key]!r} (the stored run had {before[key]!r})"
+            for key in now if key in before and before[key] is not None and before[key] != now[key]]
+
+
+def _run_in_ray(run: _Resolved, todo, request, writer, stats, progress) -> None:
+    from .ray_backend import run_on_ray
+
+    run_on_ray(run.dataset, todo, request, run.normalizer, writer, stats, progress)
+
+
+def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, stats: dict,
+              load_before: dict) -> dict:
+    """Check every example is stored, then write the finished run.json and summary.json."""
+    info, checked = run.info, run.checked
+    ids = [ex.id for ex in run.dataset.examples] + [bad.id for bad in checked.invalid]
+    stored = {p.id: p for p in store.read_predictions()}
+    missing = [i for i in ids if i not in stored]
+    if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
+        raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
+    busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
+    if info["backend"] == "ray":  # its actors are not this process's children: their CPU would count as others'
+        busy.update(busy=False, why="", other_cpus_busy=None, note="not measured on Ray")
+    adapter_info = stats.pop("adapter_info", None) or run.adapter.describe()
+    backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
+    if run.long_form:
+        adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
+    predictions = [stored[i] for i in ids]
+    summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer)
+    summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
+    if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
+        summary["rtfx_reliable"] = not busy["busy"]
+        summary["rtfx_unreliable_why"] = busy["why"] or None
+    summary.update(run.adapter_cls.summary_fields(adapter_info, predictions))  # e.g. compile time, cost
+    loop_wall = stats["loop_wall_s"]
+    summary["wall_s"] = loop_wall if todo else None  # this invocation's inference loop, load excluded (pool: included)
+    computed_infer = sum(stored[ex.id].infer_s for ex in todo)
+    summary["harness_overhead_pct"] = (
+        100.0 * (loop_wall - computed_infer) / loop_wall
+        if todo and loop_wall > 0 and info["backend"] == "in-process" else None
+    )
+    info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                adapter_info=adapter_info, machine_load=busy)
+    info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
+    if backend_info:
+        info["backend_info"] = backend_info
+    store.write_info(info)
+    store.write_summary(summary)
+    return summary
+
+
+def _run_in_process(run: _Resolved, todo, request, writer, stats, progress) -> None:
+    adapter, dataset, normalizer = run.adapter, run.dataset, run.normalizer
     runner = ExampleRunner(adapter, dataset.form == "long", normalizer, request.long_form)
     runner.load(request.warmup)
     stats.update(load_s=runner.load_s, warmup_s=runner.warmup_s)
@@ -404,10 +447,11 @@ def _pool_round(state: _Pool, pool: cf.ProcessPoolExecutor, marks: Path) -> None
         state.broke(in_flight)
 
 
-def _run_in_pool(dataset, todo, request, normalizer, writer, stats, progress) -> None:
+def _run_in_pool(run: _Resolved, todo, request, writer, stats, progress) -> None:
     """Examples on ``request.workers`` processes, each holding a model. A worker that dies (a native crash)
     breaks the pool: a new one goes on; the examples in flight are retried one at a time, and an example
     that kills its worker twice is recorded as failed, naming the cause."""
+    dataset, normalizer = run.dataset, run.normalizer
     context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
     long_form = dataset.form == "long"
     spec = AdapterSpec.of(request)
@@ -439,3 +483,7 @@ def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
         summary = (store.read_summary() or {}) | scored  # every field not about scoring is kept as it was
         store.write_summary(summary)
     return summary
+
+
+#: backend name -> how it runs the examples still to do
+_BACKEND_RUNNERS = {"in-process": _run_in_process, "process-pool": _run_in_pool, "ray": _run_in_ray}
