@@ -11,14 +11,14 @@ import json
 import os
 import re
 import socket
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from .bulk import paused_gc
+from .files import write_json_atomic
 from .errors import RunStoreError
 from .redact import redact, redact_text
 from .types import Prediction
@@ -33,22 +33,6 @@ OWNER = ".owner.json"  # who holds the lock: pid, host and since when (for the r
 def safe_run_name(text: str) -> str:
     """A file-system-safe run name."""
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._") or "run"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _read_json(path: Path) -> dict:

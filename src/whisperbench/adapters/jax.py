@@ -39,6 +39,7 @@ import numpy as np
 
 from ..audio import SAMPLE_RATE
 from ..errors import OptionError
+from ..models.checkpoint import MAX_INITIAL_TIMESTAMP_INDEX
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions, window_transcript
@@ -50,7 +51,6 @@ CHUNK_S = 30
 N_SAMPLES = CHUNK_S * SAMPLE_RATE
 N_FRAMES = N_SAMPLES // HOP_LENGTH  # 3000 log-mel frames in a window
 DTYPES = ("float32", "bfloat16")
-MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai-whisper's max_initial_timestamp=1.0 s
 _SPECIAL_SUPPRESSED = ("<|transcribe|>", "<|translate|>", "<|startoftranscript|>", "<|startofprev|>",
                        "<|startoflm|>", "<|nospeech|>", "<|nocaptions|>")
 

@@ -26,6 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..audio import SAMPLE_RATE
+from ..files import write_json_atomic
 from ..errors import OptionError, WhisperbenchError
 from ..redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript
@@ -208,10 +209,7 @@ class OpenAIAPIAdapter(Adapter):
 
     @staticmethod
     def _store(path: Path, data: dict) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{time.monotonic_ns()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
+        write_json_atomic(path, data, indent=None)
 
     def describe(self) -> dict:
         info = super().describe()

@@ -15,6 +15,8 @@ import numpy as np
 from whisperbench.errors import ModelError
 
 MULTILINGUAL_MIN_VOCAB = 51865
+#: openai-whisper's max_initial_timestamp of 1.0 s, in 0.02 s timestamp steps
+MAX_INITIAL_TIMESTAMP_INDEX = 50
 
 
 class LazyStateDict(Mapping):

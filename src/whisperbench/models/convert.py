@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import Checkpoint, check_alignment_heads, transformers_name
+from whisperbench.models.checkpoint import (MAX_INITIAL_TIMESTAMP_INDEX, Checkpoint, check_alignment_heads,
+                                            transformers_name)
 from whisperbench.models.readers import read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
 # Whisper's vocabulary: 1501 timestamp tokens <|0.00|> ... <|30.00|>, 0.02 s apart.
 TIME_PRECISION = 0.02
 N_TIMESTAMPS = 1501
-MAX_INITIAL_TIMESTAMP_INDEX = 50  # 1.0 s, openai-whisper's default
 OPENAI_WHISPER_FILE = "model.pt"  # the checkpoint's name inside its converted folder
 
 

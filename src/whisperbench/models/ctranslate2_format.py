@@ -162,37 +162,8 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
             )
         return variables[name] if check_only else variables[name].astype(dtype)
 
-    plain = {  # openai-whisper name -> CTranslate2 name
-        "encoder.conv1.weight": "encoder/conv1/weight",
-        "encoder.conv1.bias": "encoder/conv1/bias",
-        "encoder.conv2.weight": "encoder/conv2/weight",
-        "encoder.conv2.bias": "encoder/conv2/bias",
-        "encoder.positional_embedding": "encoder/position_encodings/encodings",
-        "decoder.token_embedding.weight": "decoder/embeddings/weight",
-        "decoder.positional_embedding": "decoder/position_encodings/encodings",
-    }
-    layer_norms = {"encoder.ln_post": "encoder/layer_norm", "decoder.ln": "decoder/layer_norm"}
-    linears: dict[str, str] = {}
-    fused: dict[str, tuple[str, tuple[str, ...]]] = {}  # CTranslate2 name -> (openai prefix, row blocks)
     n_layers = {side: _count_layers(variables, side) for side in ("encoder", "decoder")}
-    for side in ("encoder", "decoder"):
-        for i in range(n_layers[side]):
-            src, dst = f"{side}/layer_{i}", f"{side}.blocks.{i}"
-            layer_norms[f"{dst}.attn_ln"] = f"{src}/self_attention/layer_norm"
-            layer_norms[f"{dst}.mlp_ln"] = f"{src}/ffn/layer_norm"
-            linears[f"{dst}.attn.out"] = f"{src}/self_attention/linear_1"
-            linears[f"{dst}.mlp.0"] = f"{src}/ffn/linear_0"
-            linears[f"{dst}.mlp.2"] = f"{src}/ffn/linear_1"
-            fused[f"{src}/self_attention/linear_0"] = (f"{dst}.attn", ("query", "key", "value"))
-            if side == "decoder":
-                layer_norms[f"{dst}.cross_attn_ln"] = f"{src}/attention/layer_norm"
-                linears[f"{dst}.cross_attn.query"] = f"{src}/attention/linear_0"
-                linears[f"{dst}.cross_attn.out"] = f"{src}/attention/linear_2"
-                fused[f"{src}/attention/linear_1"] = (f"{dst}.cross_attn", ("key", "value"))
-    for dst, src in layer_norms.items():
-        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/gamma", f"{src}/beta"
-    for dst, src in linears.items():
-        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/weight", f"{src}/bias"
+    plain, fused = _ct2_names(n_layers)
     for name in plain.values():
         get(name, check_only=True)
     loaders = {dst: partial(get, src) for dst, src in plain.items()}
@@ -226,6 +197,42 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
         tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
         generation={key: config[key] for key in ("suppress_ids", "suppress_ids_begin", "lang_ids") if key in config},
     )
+
+
+def _ct2_names(n_layers: dict[str, int]) -> tuple[dict[str, str], dict[str, tuple[str, tuple[str, ...]]]]:
+    """openai-whisper name -> CTranslate2 name, and the fused projections: CTranslate2 name -> (openai
+    prefix, row blocks)."""
+    plain = {
+        "encoder.conv1.weight": "encoder/conv1/weight",
+        "encoder.conv1.bias": "encoder/conv1/bias",
+        "encoder.conv2.weight": "encoder/conv2/weight",
+        "encoder.conv2.bias": "encoder/conv2/bias",
+        "encoder.positional_embedding": "encoder/position_encodings/encodings",
+        "decoder.token_embedding.weight": "decoder/embeddings/weight",
+        "decoder.positional_embedding": "decoder/position_encodings/encodings",
+    }
+    layer_norms = {"encoder.ln_post": "encoder/layer_norm", "decoder.ln": "decoder/layer_norm"}
+    linears: dict[str, str] = {}
+    fused: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for side in ("encoder", "decoder"):
+        for i in range(n_layers[side]):
+            src, dst = f"{side}/layer_{i}", f"{side}.blocks.{i}"
+            layer_norms[f"{dst}.attn_ln"] = f"{src}/self_attention/layer_norm"
+            layer_norms[f"{dst}.mlp_ln"] = f"{src}/ffn/layer_norm"
+            linears[f"{dst}.attn.out"] = f"{src}/self_attention/linear_1"
+            linears[f"{dst}.mlp.0"] = f"{src}/ffn/linear_0"
+            linears[f"{dst}.mlp.2"] = f"{src}/ffn/linear_1"
+            fused[f"{src}/self_attention/linear_0"] = (f"{dst}.attn", ("query", "key", "value"))
+            if side == "decoder":
+                layer_norms[f"{dst}.cross_attn_ln"] = f"{src}/attention/layer_norm"
+                linears[f"{dst}.cross_attn.query"] = f"{src}/attention/linear_0"
+                linears[f"{dst}.cross_attn.out"] = f"{src}/attention/linear_2"
+                fused[f"{src}/attention/linear_1"] = (f"{dst}.cross_attn", ("key", "value"))
+    for dst, src in layer_norms.items():
+        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/gamma", f"{src}/beta"
+    for dst, src in linears.items():
+        plain[f"{dst}.weight"], plain[f"{dst}.bias"] = f"{src}/weight", f"{src}/bias"
+    return plain, fused
 
 
 def _count_layers(variables: dict, side: str) -> int:

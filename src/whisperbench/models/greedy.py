@@ -23,11 +23,11 @@ import numpy as np
 
 from ..errors import OptionError, WhisperbenchError
 from .ane import MASK_VALUE
+from .checkpoint import MAX_INITIAL_TIMESTAMP_INDEX
 
 SAMPLE_RATE = 16000
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
 MULTILINGUAL_MIN_VOCAB = 51865
-MAX_INITIAL_TIMESTAMP_INDEX = 50  # openai-whisper's max_initial_timestamp of 1.0 s, in 0.02 s steps
 
 
 class StepModel(Protocol):

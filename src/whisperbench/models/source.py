@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..digest import sha256_of
+from ..files import write_json_atomic
 from .checkpoint import MULTILINGUAL_MIN_VOCAB
 
 
@@ -78,10 +79,7 @@ def memoized(memo_key: str, compute: Callable[[], str]) -> str:
         return memo[memo_key]
     memo[memo_key] = compute()
     try:
-        memo_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo_path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(memo))
-        os.replace(tmp, memo_path)
+        write_json_atomic(memo_path, memo, indent=None)
     except OSError:
         pass  # a read-only cache only costs a re-hash
     return memo[memo_key]

@@ -53,7 +53,7 @@ def recorded_references(runs_dir: str | Path) -> list[str]:
 
 
 def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
-    from ..store import write_json_atomic
+    from ..files import write_json_atomic
 
     write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})
 
