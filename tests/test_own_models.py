@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -378,11 +379,16 @@ def test_mlx_runs_an_mlx_folder_as_it_is(own, local_manifest, tiny_rows, tmp_pat
     from whisperbench.adapters import DecodingOptions
     from whisperbench.harness import RunRequest, open_run, run_evaluation
 
+    import ctypes.util
+
     manifest = local_manifest(tiny_rows[:2])
+    # MLX's wheel BLAS takes ~40 s a clip here; a system OpenBLAS (in its child process) ~3 s
+    blas = ["blas=openblas"] if sys.platform == "linux" and ctypes.util.find_library("openblas") else []
     texts = {}
     for label, model in (("named", "tiny.en"), ("own", str(own["mlx"]))):
         run_evaluation(RunRequest("mlx", model, str(manifest), runs_dir=str(tmp_path), name=label, warmup=False,
-                                  decoding=DecodingOptions.from_pairs(["threads=2"])))
+                                  decoding=DecodingOptions.from_pairs(["threads=2", *blas]),
+                                  isolate=bool(blas)))  # this process already bound MLX to its own BLAS
         texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]
     assert texts["own"] == texts["named"] and all(texts["own"])
 
