@@ -42,7 +42,7 @@ def _print_summary(result) -> None:
     s = result.summary
     print(f"run {result.store.path}: {s['num_examples']} examples ({result.computed} computed, "
           f"{result.resumed} resumed), {s['num_failed']} failed")
-    for note in getattr(result, "notes", []):
+    for note in result.notes:
         print(f"  resumed with {note}")
     if result.stale:
         reasons = sorted(set(result.stale.values()))

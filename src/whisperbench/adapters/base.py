@@ -199,6 +199,11 @@ class Adapter(ABC):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         """Transcribe 16 kHz mono float32 ``audio`` (None when ``needs_audio`` is False)."""
 
+    def given(self, *keys: str) -> bool:
+        """Whether the user set any of these adapter options (``-o``), rather than leaving the default: a
+        model already in the adapter's own format then runs as it is unless its variant was asked for."""
+        return any(key in self.decoding.extra for key in keys)
+
     @classmethod
     def summary_fields(cls, adapter_info: dict[str, Any], predictions: list) -> dict[str, Any]:
         """Fields this implementation adds to summary.json (from its run.json ``adapter_info`` and the stored

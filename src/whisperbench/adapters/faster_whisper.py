@@ -32,7 +32,7 @@ class FasterWhisperAdapter(Adapter):
         source = resolve_source(self.model)
         self.multilingual = source.multilingual
         compute_type = self.settings["compute_type"]
-        if source.quantized and source.format == "ctranslate2" and "compute_type" not in self.decoding.extra:
+        if source.quantized and source.format == "ctranslate2" and not self.given("compute_type"):
             compute_type = "default"  # run a quantized model as it is stored, not dequantized
         self.weights_path = converted(self.model, "ctranslate2")
         self.net = WhisperModel(

@@ -70,8 +70,8 @@ class MLXAdapter(Adapter):
         from ..models import converted, resolve_source
 
         self.multilingual = resolve_source(self.model).multilingual
-        given = {"dtype", "quantization"} & set(self.decoding.extra)
-        folder = self.weights_path = converted(self.model, "mlx", self.variant if given else None)
+        folder = self.weights_path = converted(self.model, "mlx",
+                                               self.variant if self.given("dtype", "quantization") else None)
         if not (folder / "config.json").is_file():  # mlx-whisper would take a missing path for a hub repo
             raise ModelError(f"adapter mlx: {folder} holds no config.json")
         self.path = str(folder.resolve())

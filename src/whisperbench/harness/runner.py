@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..adapters import DecodingOptions, get_adapter
+from ..adapters import DecodingOptions
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
 from ..redact import redact
@@ -226,7 +226,8 @@ class _Resolved:
     checked: Checked
     normalizer: str
     adapter_cls: type
-    adapter: Any
+    spec: AdapterSpec
+    adapter: Any  # built from the spec, as it runs (wrapped for isolation), not loaded
     long_form: Any
     source_digest: Optional[str]
     info: dict
@@ -237,8 +238,8 @@ class _Resolved:
 
 
 def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
-    adapter_cls = get_adapter(request.adapter)
-    adapter_cls.ensure_available()
+    spec = AdapterSpec.of(request)  # resolves the adapter's class
+    spec.adapter_class.ensure_available()
     if checked is None:
         checked = load_dataset(
             request.dataset, name=request.dataset_name, form=request.form,  # type: ignore[arg-type]
@@ -247,7 +248,6 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     dataset: Dataset = checked.dataset
     languages = [ex.language for ex in dataset.examples] + [request.decoding.language]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
-    spec = AdapterSpec.of(request)
     adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
@@ -264,7 +264,8 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
             "num_invalid": len(checked.invalid), "limit": request.limit,
         },
     })
-    return _Resolved(checked, normalizer, adapter_cls, spec.wrap(adapter), long_form, source_digest, info)
+    return _Resolved(checked, normalizer, spec.adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
+                     info)
 
 
 def _start_info(run: _Resolved, request: RunRequest, old: Optional[dict], stale: dict) -> None:
@@ -454,13 +455,12 @@ def _run_in_pool(run: _Resolved, todo, request, writer, stats, progress) -> None
     dataset, normalizer = run.dataset, run.normalizer
     context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
     long_form = dataset.form == "long"
-    spec = AdapterSpec.of(request)
-    probe = spec.build(isolated=False)  # batch size, without loading
-    size = 1 if long_form or not probe.needs_audio else max(1, probe.batch_size)
+    # the main process's adapter is never loaded here: it only tells the batch size
+    size = 1 if long_form or not run.adapter.needs_audio else max(1, run.adapter.batch_size)
     state = _Pool(batches(todo, size), writer, normalizer, progress)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
-        init_args = (spec, long_form, normalizer, request.warmup, request.long_form, marks)
+        init_args = (run.spec, long_form, normalizer, request.warmup, request.long_form, marks)
         while state.queue or state.suspects:
             with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
                                         initargs=init_args) as pool:

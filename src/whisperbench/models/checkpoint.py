@@ -15,6 +15,15 @@ import numpy as np
 from whisperbench.errors import ModelError
 
 MULTILINGUAL_MIN_VOCAB = 51865
+
+
+def is_multilingual(n_vocab: int) -> bool:
+    """Decided by the vocabulary, never the name: English-only Whisper models have 51,864 tokens.
+
+    >>> is_multilingual(51864), is_multilingual(51866)
+    (False, True)
+    """
+    return n_vocab >= MULTILINGUAL_MIN_VOCAB
 #: openai-whisper's max_initial_timestamp of 1.0 s, in 0.02 s timestamp steps
 MAX_INITIAL_TIMESTAMP_INDEX = 50
 
@@ -47,7 +56,6 @@ class Checkpoint:
 
     dims: dict  # openai-whisper ModelDimensions fields
     state_dict: Mapping[str, np.ndarray]  # a dict, or a LazyStateDict reading tensor by tensor
-    multilingual: bool
     source_dir: str  # where the weights came from (named in messages)
     alignment_heads: list[tuple[int, int]]  # (decoder layer, head) pairs
     tokenizer_file: str = ""  # a tokenizer.json (BPE and special tokens; timestamps are added)
@@ -56,6 +64,10 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         check_alignment_heads(self.source_dir, self.alignment_heads, self.dims)
+
+    @property
+    def multilingual(self) -> bool:
+        return is_multilingual(self.dims["n_vocab"])
 
 
 def check_alignment_heads(where: str, heads: list[tuple[int, int]], dims: dict) -> None:

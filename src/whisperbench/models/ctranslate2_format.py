@@ -18,8 +18,7 @@ from typing import BinaryIO, Callable, Optional
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import (MULTILINGUAL_MIN_VOCAB, Checkpoint, LazyStateDict,
-                                            default_alignment_heads)
+from whisperbench.models.checkpoint import Checkpoint, LazyStateDict, default_alignment_heads
 
 BINARY_VERSION = 6
 
@@ -162,8 +161,13 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
             )
         return variables[name] if check_only else variables[name].astype(dtype)
 
-    n_layers = {side: _count_layers(variables, side) for side in ("encoder", "decoder")}
-    plain, fused = _ct2_names(n_layers)
+    shapes = {name: ("", array.shape, int(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind == "i"
+                     else None) for name, array in variables.items()}
+    try:
+        dims = ct2_dims(shapes)
+    except KeyError as exc:
+        raise ModelError(f"{model_bin}: not a CTranslate2 Whisper model (no variable {exc.args[0]})") from exc
+    plain, fused = _ct2_names({"encoder": dims["n_audio_layer"], "decoder": dims["n_text_layer"]})
     for name in plain.values():
         get(name, check_only=True)
     loaders = {dst: partial(get, src) for dst, src in plain.items()}
@@ -171,27 +175,11 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
         loaders.update(_split_linear(get, model_bin, src, dst, parts))
     state_dict = LazyStateDict(loaders)
 
-    n_audio_ctx, n_audio_state = variables[plain["encoder.positional_embedding"]].shape
-    n_text_ctx, n_text_state = variables[plain["decoder.positional_embedding"]].shape
-    dims = {
-        "n_mels": variables[plain["encoder.conv1.weight"]].shape[1],
-        "n_vocab": variables[plain["decoder.token_embedding.weight"]].shape[0],
-        "n_audio_ctx": n_audio_ctx,
-        "n_audio_state": n_audio_state,
-        "n_audio_head": _num_heads(variables, "encoder", n_audio_state),
-        "n_audio_layer": n_layers["encoder"],
-        "n_text_ctx": n_text_ctx,
-        "n_text_state": n_text_state,
-        "n_text_head": _num_heads(variables, "decoder", n_text_state),
-        "n_text_layer": n_layers["decoder"],
-    }
     config = _read_json(os.path.join(model_dir, "config.json"))
-    dims = {k: int(v) for k, v in dims.items()}
     heads = config.get("alignment_heads") or default_alignment_heads(dims)
     return Checkpoint(
         dims=dims,
         state_dict=state_dict,
-        multilingual=dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB,
         source_dir=str(model_dir),
         alignment_heads=[(int(layer), int(head)) for layer, head in heads],
         tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
@@ -235,17 +223,21 @@ def _ct2_names(n_layers: dict[str, int]) -> tuple[dict[str, str], dict[str, tupl
     return plain, fused
 
 
-def _count_layers(variables: dict, side: str) -> int:
-    count = 0
-    while f"{side}/layer_{count}/ffn/linear_0/weight" in variables:
-        count += 1
-    return count
-
-
-def _num_heads(variables: dict, side: str, n_state: int) -> int:
-    """The head count stored in the model, else n_state // 64 (every Whisper size has 64-wide heads)."""
-    stored = variables.get(f"{side}/num_heads")
-    return int(stored) if stored is not None else n_state // 64
+def ct2_dims(shapes: dict[str, tuple[str, tuple[int, ...], Optional[int]]]) -> dict[str, int]:
+    """openai-whisper's dimensions of a CTranslate2 Whisper model from its variables' shapes (as
+    :func:`read_ct2_shapes` gives them); KeyError names a variable a Whisper model must have. The head
+    count is the stored one, else width // 64 (every Whisper size has 64-wide heads)."""
+    dims: dict[str, int] = {"n_mels": shapes["encoder/conv1/weight"][1][1],
+                            "n_vocab": shapes["decoder/embeddings/weight"][1][0]}
+    for side, prefix in (("encoder", "n_audio"), ("decoder", "n_text")):
+        ctx, state = shapes[f"{side}/position_encodings/encodings"][1]
+        layers = 0
+        while f"{side}/layer_{layers}/ffn/linear_0/weight" in shapes:
+            layers += 1
+        stored_heads = shapes.get(f"{side}/num_heads", ("", (), None))[2]
+        dims |= {f"{prefix}_ctx": ctx, f"{prefix}_state": state, f"{prefix}_layer": layers,
+                 f"{prefix}_head": stored_heads or state // 64}
+    return {key: int(value) for key, value in dims.items()}
 
 
 def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...]) -> dict[str, Callable]:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import MULTILINGUAL_MIN_VOCAB
 
 #: the format names used everywhere (run.json, converters, ``models convert --to``)
 FORMATS = ("ctranslate2", "transformers", "openai-whisper", "ggml", "mlx", "coreml", "whisperkit")
@@ -41,12 +40,6 @@ class ModelLayout:
     dims: dict[str, int]
     dtype: str  # float32, float16, bfloat16, int8, q5_0, q4 (MLX 4-bit) ...
     quantized: bool
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def multilingual(self) -> bool:
-        """Decided by the vocabulary: English-only Whisper models have 51,864 tokens."""
-        return self.dims.get("n_vocab", MULTILINGUAL_MIN_VOCAB) >= MULTILINGUAL_MIN_VOCAB
 
     @property
     def size_bytes(self) -> int:
@@ -170,7 +163,7 @@ def _inspect_transformers(folder: Path) -> ModelLayout:
     _check_layers(folder, "transformers", tensors, dims, f"{prefix}encoder.layers.{{}}.fc1.weight",
                   f"{prefix}decoder.layers.{{}}.fc1.weight", ("encoder_layers", "decoder_layers"))
     dtype = tensors[f"{prefix}encoder.conv1.weight"][0]
-    return ModelLayout("transformers", folder, files, dims, dtype, False, {"config": "config.json"})
+    return ModelLayout("transformers", folder, files, dims, dtype, False)
 
 
 def _check_layers(where: Path, fmt: str, tensors: dict, dims: dict, enc: str, dec: str, names: tuple) -> None:
@@ -213,8 +206,7 @@ def _inspect_ggml(path: Path) -> ModelLayout:
     header = validate_ggml_header(path)
     dims = dict(header.hparams)
     dtype = TYPE_NAMES[header.weight_type]
-    details = {"qnt_version": header.qnt_version} if header.quantized else {}
-    return ModelLayout("ggml", path, [path], dims, dtype, header.quantized, details)
+    return ModelLayout("ggml", path, [path], dims, dtype, header.quantized)
 
 
 # ----------------------------------------------------------------------------------- mlx
@@ -243,38 +235,25 @@ def _inspect_mlx(folder: Path) -> ModelLayout:
         dtype = "float16"
     if quantization:
         dtype = f"q{quantization.get('bits')}"
-    details = {"quantization": quantization} if quantization else {}
-    return ModelLayout("mlx", folder, files, dims, dtype, bool(quantization), details)
+    return ModelLayout("mlx", folder, files, dims, dtype, bool(quantization))
 
 
 # ------------------------------------------------------------------------------- CTranslate2
 
 
 def _inspect_ctranslate2(folder: Path) -> ModelLayout:
-    from whisperbench.models.ctranslate2_format import read_ct2_shapes
+    from whisperbench.models.ctranslate2_format import ct2_dims, read_ct2_shapes
 
     shapes = read_ct2_shapes(folder / "model.bin")
     try:
-        conv = shapes["encoder/conv1/weight"]
-        embed = shapes["decoder/embeddings/weight"]
-        audio_pos, text_pos = shapes["encoder/position_encodings/encodings"], shapes["decoder/position_encodings/encodings"]
+        dims = ct2_dims(shapes)
     except KeyError as exc:
         raise _bad(folder / "model.bin", "ctranslate2", f"not a Whisper model (no variable {exc.args[0]})") from exc
-    layers = {side: sum(1 for n in shapes if n.startswith(f"{side}/layer_") and n.endswith("/ffn/linear_0/weight"))
-              for side in ("encoder", "decoder")}
-    heads = {side: int(shapes[f"{side}/num_heads"][2]) if f"{side}/num_heads" in shapes else None
-             for side in ("encoder", "decoder")}
-    dims = {"n_mels": conv[1][1], "n_vocab": embed[1][0], "n_audio_ctx": audio_pos[1][0],
-            "n_audio_state": audio_pos[1][1], "n_audio_head": heads["encoder"] or audio_pos[1][1] // 64,
-            "n_audio_layer": layers["encoder"], "n_text_ctx": text_pos[1][0], "n_text_state": text_pos[1][1],
-            "n_text_head": heads["decoder"] or text_pos[1][1] // 64, "n_text_layer": layers["decoder"]}
-    dtype = shapes["encoder/layer_0/ffn/linear_0/weight"][0] if layers["encoder"] else conv[0]
-    quantized = dtype in ("int8", "int16")
-    for needed in ("config.json",):
-        if not (folder / needed).is_file():
-            raise _bad(folder, "ctranslate2", f"model.bin but no {needed}")
-    return ModelLayout("ctranslate2", folder, [folder / "model.bin"], {k: int(v) for k, v in dims.items()},
-                       dtype, quantized)
+    first_linear = "encoder/layer_0/ffn/linear_0/weight"
+    dtype = shapes[first_linear][0] if first_linear in shapes else shapes["encoder/conv1/weight"][0]
+    if not (folder / "config.json").is_file():
+        raise _bad(folder, "ctranslate2", "model.bin but no config.json")
+    return ModelLayout("ctranslate2", folder, [folder / "model.bin"], dims, dtype, dtype in ("int8", "int16"))
 
 
 # ------------------------------------------------------------------------------- Core ML

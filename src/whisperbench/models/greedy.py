@@ -23,11 +23,10 @@ import numpy as np
 
 from ..errors import OptionError, WhisperbenchError
 from .ane import MASK_VALUE
-from .checkpoint import MAX_INITIAL_TIMESTAMP_INDEX
+from .checkpoint import MAX_INITIAL_TIMESTAMP_INDEX, is_multilingual
 
 SAMPLE_RATE = 16000
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
-MULTILINGUAL_MIN_VOCAB = 51865
 
 
 class StepModel(Protocol):
@@ -75,7 +74,7 @@ class GreedyDecoder:
         dims = model.dims
         self.n_mels, self.n_ctx = dims["n_mels"], dims["n_text_ctx"]
         self.cache_channels = dims["n_text_state"] * dims["n_text_layer"]
-        self.multilingual = dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB
+        self.multilingual = is_multilingual(dims["n_vocab"])
         self.num_languages = dims["n_vocab"] - 51765 - int(self.multilingual)
         self.task = task
         if language is None and not self.multilingual:

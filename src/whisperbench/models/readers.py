@@ -18,7 +18,7 @@ import numpy as np
 from whisperbench.errors import ModelError
 from whisperbench.models.checkpoint import Checkpoint, LazyStateDict, default_alignment_heads, openai_name
 from whisperbench.models.ctranslate2_format import load_ct2_checkpoint
-from whisperbench.models.formats import MULTILINGUAL_MIN_VOCAB, torch_load
+from whisperbench.models.formats import torch_load
 from whisperbench.models.source import SourceModel, cache_dir, memoized
 
 def _unquantized(source: SourceModel) -> None:
@@ -43,8 +43,7 @@ def _with_vocabulary(ckpt: Checkpoint) -> Checkpoint:
 def _checkpoint(source: SourceModel, state, heads=None, **extra) -> Checkpoint:
     dims = dict(source.dims)
     return _with_vocabulary(Checkpoint(
-        dims=dims, state_dict=state, multilingual=dims["n_vocab"] >= MULTILINGUAL_MIN_VOCAB,
-        source_dir=str(source.path),
+        dims=dims, state_dict=state, source_dir=str(source.path),
         alignment_heads=[(int(a), int(b)) for a, b in (heads if heads is not None and len(heads) else
                                                          default_alignment_heads(dims))],
         **extra))

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..digest import sha256_of
 from ..files import write_json_atomic
-from .checkpoint import MULTILINGUAL_MIN_VOCAB
+from .checkpoint import MULTILINGUAL_MIN_VOCAB, is_multilingual
 
 
 def cache_dir() -> Path:
@@ -47,7 +47,7 @@ class SourceModel:
     @property
     def multilingual(self) -> bool:
         """From the vocabulary (51,864 tokens: English-only), never from the name."""
-        return self.dims.get("n_vocab", MULTILINGUAL_MIN_VOCAB) >= MULTILINGUAL_MIN_VOCAB
+        return is_multilingual(self.dims.get("n_vocab", MULTILINGUAL_MIN_VOCAB))
 
     @property
     def key(self) -> str:

@@ -8,20 +8,10 @@ transformers checkpoint looks like, without downloading one.
 from __future__ import annotations
 
 import numpy as np
+from whisper.model import sinusoids
 
 from whisperbench.models.checkpoint import Checkpoint, default_alignment_heads
 from whisperbench.models.readers import _with_vocabulary, expected_names
-
-
-def sinusoids(length: int, channels: int) -> np.ndarray:
-    """Whisper's encoder positional table (as openai-whisper's ``sinusoids``).
-
-    >>> sinusoids(3, 4).astype(float).round(3).tolist()
-    [[0.0, 0.0, 1.0, 1.0], [0.841, 0.0, 0.54, 1.0], [0.909, 0.0, -0.416, 1.0]]
-    """
-    scales = np.exp(-np.log(10000) / (channels // 2 - 1) * np.arange(channels // 2))
-    times = np.arange(length)[:, None] * scales[None, :]
-    return np.concatenate([np.sin(times), np.cos(times)], axis=1).astype(np.float32)
 
 
 def random_checkpoint(dims: dict, seed: int = 0) -> Checkpoint:
@@ -40,9 +30,8 @@ def random_checkpoint(dims: dict, seed: int = 0) -> Checkpoint:
         state[name] = array
     # special and timestamp tokens (from end-of-text, 50257, on) get zero logits: the random model writes text
     state["decoder.token_embedding.weight"][50257:] = 0.0
-    state["encoder.positional_embedding"] = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"])
-    return _with_vocabulary(Checkpoint(dims=dims, state_dict=state, multilingual=dims["n_vocab"] > 51864,
-                                       source_dir="synthetic",
+    state["encoder.positional_embedding"] = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"]).numpy()
+    return _with_vocabulary(Checkpoint(dims=dims, state_dict=state, source_dir="synthetic",
                                        alignment_heads=default_alignment_heads(dims)))
 
 

@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 
 from whisperbench.errors import ModelError
+from whisperbench.models.checkpoint import is_multilingual
 
 WHISPER_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-ENGLISH_VOCAB = 51864
 
 
 def num_languages(n_vocab: int) -> int:
@@ -29,7 +29,7 @@ def num_languages(n_vocab: int) -> int:
 def _openai_tokenizer(n_vocab: int):
     from whisper.tokenizer import get_tokenizer
 
-    return get_tokenizer(n_vocab > ENGLISH_VOCAB, num_languages=num_languages(n_vocab))
+    return get_tokenizer(is_multilingual(n_vocab), num_languages=num_languages(n_vocab))
 
 
 def tokenizer_json(n_vocab: int, cache: Path) -> Path:
@@ -42,7 +42,7 @@ def tokenizer_json(n_vocab: int, cache: Path) -> Path:
         from whisper.tokenizer import get_encoding
     except ImportError as exc:
         raise ModelError(f"building Whisper's tokenizer needs openai-whisper and transformers: {exc}") from exc
-    multilingual = n_vocab > ENGLISH_VOCAB
+    multilingual = is_multilingual(n_vocab)
     encoding = get_encoding("multilingual" if multilingual else "gpt2", num_languages(n_vocab))
     specials = [t for t, _ in sorted(encoding._special_tokens.items(), key=lambda item: item[1])
                 if not t.startswith("<|") or not t[2:3].isdigit()]
