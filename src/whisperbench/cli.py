@@ -350,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
     p.add_argument("--workers", type=int, default=1,
                    help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)")
-    p.add_argument("--backend", choices=BACKENDS, default="in-process",
+    p.add_argument("--backend", choices=tuple(BACKENDS), default="in-process",
                    help="where examples run: this process (a process pool when --workers > 1), a process pool, "
                         "or Ray actors (pip install 'whisperbench[ray]')")
     p.add_argument("--address", help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "

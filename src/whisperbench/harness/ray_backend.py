@@ -1,6 +1,6 @@
 """Distributed evaluation on Ray: actors that each hold a loaded model; the driver writes the run store.
 
-``run_on_ray`` has the shape of the runner's other backends. It starts ``request.workers`` Ray actors
+``RayBackend`` is one of :mod:`.backends`. It starts ``job.workers`` Ray actors
 (one CPU each), every one of which loads the adapter once (load and warm-up timed in the actor, as
 in-process) and runs batches of examples with the same :class:`~.examples.ExampleRunner`, so timing
 and scoring are the in-process ones. The driver keeps ``IN_FLIGHT_PER_ACTOR`` batches queued on each
@@ -30,14 +30,13 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from ..errors import WhisperbenchError
-from ..scoring import score_prediction
-from ..types import Dataset, Example, Prediction
 from ..machine import peak_rss_mb
-from .examples import ExampleRunner, batches
-from .spec import AdapterSpec
+from ..types import Example, Prediction
+from .job import BackendReport, Job, Progress
+from .examples import batches
 
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
 MAX_ATTEMPTS = 3  # times an example may be in a worker that dies before it is stored as failed
@@ -47,10 +46,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class ExampleWorker:
     """The Ray actor's class: one loaded adapter behind an :class:`ExampleRunner`."""
 
-    def __init__(self, spec: Any, long_form: bool, normalizer: str, long_form_config: Any, warmup: bool):
-        adapter = spec.build()  # the run's AdapterSpec: --refresh, --isolate and --timeout-s as everywhere
-        self.runner = ExampleRunner(adapter, long_form, normalizer, long_form_config)
-        self.runner.load(warmup)
+    def __init__(self, job: Job):
+        adapter = job.spec.build()  # the run's AdapterSpec: --refresh, --isolate and --timeout-s as everywhere
+        self.runner = job.runner(adapter)
+        self.runner.load(job.warmup)
         self.ran = 0
 
     def ready(self) -> dict[str, Any]:
@@ -144,162 +143,180 @@ def _absolute(example: Example) -> Example:
     return example
 
 
-def _failed(example: Example, error: str, normalizer: str) -> Prediction:
-    return score_prediction(Prediction.failed(example, error), normalizer)
-
-
-def run_on_ray(dataset: Dataset, todo: list[Example], request: Any, normalizer: str, writer: Any, stats: dict,
-               progress: Optional[Callable[[int], object]], *, max_attempts: int = MAX_ATTEMPTS,
-               max_restarts: Optional[int] = None) -> None:
-    """Run ``todo`` on ``request.workers`` Ray actors, appending predictions to ``writer`` as they finish.
+class RayBackend:
+    """Run examples on ``job.workers`` Ray actors, appending predictions to the writer as they finish.
 
     ``max_restarts`` bounds how many replacement actors are started (default: ``workers * max_attempts``).
-    Fills ``stats`` like the other backends (load/warm-up time and peak memory measured in the
-    actors, the largest over actors) plus ``backend_info`` (cluster, actors, deaths, retries).
+    The report's load/warm-up time and peak memory are measured in the actors (the largest over
+    actors); its ``backend_info`` holds the cluster, actors, deaths and retries.
     """
-    ray = _import_ray()
 
-    started_here = connect(request.address)
-    workers = max(1, request.workers)
-    restarts_left = workers * max_attempts if max_restarts is None else max_restarts
-    cluster_cpus = ray.cluster_resources().get("CPU", 0)
-    if cluster_cpus < workers:
-        if started_here:
-            ray.shutdown()
-        raise WhisperbenchError(f"backend ray: {workers} workers need {workers} CPUs (one per actor); "
-                                f"the cluster has {cluster_cpus:g}")
-    worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
-    remote_cls = ray.remote(num_cpus=1, max_restarts=0)(ExampleWorker).options(runtime_env={"env_vars": worker_env})
-    init_args = (AdapterSpec.of(request), dataset.form == "long", normalizer, request.long_form, request.warmup)
-    actors: list[_Actor] = []
-    owner: dict[Any, tuple[_Actor, _Work]] = {}  # in-flight object ref -> (actor, work)
-    attempts: dict[str, int] = {}
-    deaths: list[str] = []
-    lost_in: dict[str, list[dict]] = {}  # example id -> the workers that died while it was queued on them
+    def __init__(self, job: Job, *, max_attempts: int = MAX_ATTEMPTS, max_restarts: Optional[int] = None):
+        self.job, self.max_attempts = job, max_attempts
+        self.workers = max(1, job.workers)
+        self.restarts_left = self.workers * max_attempts if max_restarts is None else max_restarts
+        self.actors: list[_Actor] = []
+        self.owner: dict[Any, tuple[_Actor, _Work]] = {}  # in-flight object ref -> (actor, work)
+        self.pending: deque[_Work] = deque()
+        self.attempts: dict[str, int] = {}
+        self.deaths: list[str] = []
+        self.lost_in: dict[str, list[dict]] = {}  # example id -> the workers that died while it was queued on them
+        self.batch_size = 1
 
-    def start_actor() -> None:
-        handle = remote_cls.remote(*init_args)
-        actor = _Actor(handle, len(actors))
-        actor.ready_ref = handle.ready.remote()
-        actors.append(actor)
-
-    def emit(preds: list[Prediction], count: int) -> None:
-        for pred in preds:
-            writer.append(pred)
-        if progress and count:
-            progress(count)
-
-    pending: deque[_Work] = deque()
-
-    def bury(actor: _Actor, cause: str, lost: list[_Work]) -> None:
-        """Mark ``actor`` dead; give its queued examples (``lost`` and the rest of its queue) another
-        attempt, or store them as failed once they have been in ``max_attempts`` dead workers."""
-        nonlocal restarts_left
-        actor.status, actor.error = "died", cause
-        deaths.append(f"actor {actor.number} ({actor.facts.get('host', '?')} pid {actor.facts.get('pid', '?')}): "
-                      f"{cause}")
-        for ref in actor.in_flight:
-            lost.append(owner.pop(ref)[1])
-        actor.in_flight.clear()
+    def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
+        self.ray = ray = _import_ray()
+        self.writer, self.progress = writer, progress
+        started_here = connect(self.job.address)
+        cluster_cpus = ray.cluster_resources().get("CPU", 0)
+        if cluster_cpus < self.workers:
+            if started_here:
+                ray.shutdown()
+            raise WhisperbenchError(f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
+                                    f"the cluster has {cluster_cpus:g}")
+        worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
+        self.remote_cls = ray.remote(num_cpus=1, max_restarts=0)(ExampleWorker).options(
+            runtime_env={"env_vars": worker_env})
+        loop_wall = 0.0
         try:
-            ray.kill(actor.handle, no_restart=True)
-        except Exception:
-            pass
-        retries = []
-        for work in lost:
-            for example in work.examples:
-                attempts[example.id] = attempts.get(example.id, 0) + 1
-                lost_in.setdefault(example.id, []).append(
-                    {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")})
-                if attempts[example.id] >= max_attempts:
-                    emit([_failed(example, f"the Ray worker running it died {attempts[example.id]} times "
-                                           f"(last: {cause})", normalizer)], 1)
-                else:
-                    retries.append(_Work([example], retry=True))
-        pending.extendleft(reversed(retries))
-        if restarts_left > 0 and (pending or owner):
-            restarts_left -= 1
-            start_actor()
+            for _ in range(self.workers):
+                self._start_actor()
+            self._await_first_live()
+            self.batch_size = next(a for a in self.actors if a.status == "live").facts["batch_size"]
+            self.pending.extend(_Work(batch) for batch in batches([_absolute(ex) for ex in todo], self.batch_size))
+            start = time.perf_counter()
+            try:
+                self._loop()
+            finally:
+                loop_wall = time.perf_counter() - start
+        finally:
+            self._close_actors()
+            if started_here:
+                ray.shutdown()
+        return self._report(loop_wall, cluster_cpus, worker_env)
 
-    for _ in range(workers):
-        start_actor()
-    first_ready_error: Optional[str] = None
-    start = None
-    size = 1
-    try:
-        # wait until at least one actor is up: only then is the batch size known and work sent
-        while not any(a.status == "live" for a in actors):
-            starting = [a for a in actors if a.status == "starting"]
+    def _start_actor(self) -> None:
+        handle = self.remote_cls.remote(self.job.portable())
+        actor = _Actor(handle, len(self.actors))
+        actor.ready_ref = handle.ready.remote()
+        self.actors.append(actor)
+
+    def _emit(self, preds: list[Prediction]) -> None:
+        self.writer.append_all(preds)
+        if self.progress and preds:
+            self.progress(len(preds))
+
+    def _await_first_live(self) -> None:
+        """Wait until one actor has loaded its model: only then is the batch size known and work sent."""
+        first_error: Optional[str] = None
+        while not any(a.status == "live" for a in self.actors):
+            starting = [a for a in self.actors if a.status == "starting"]
             if not starting:
-                raise WhisperbenchError(f"backend ray: no worker could load adapter {request.adapter}: "
-                                        f"{first_ready_error}")
-            done, _ = ray.wait([a.ready_ref for a in starting], num_returns=1)
+                raise WhisperbenchError(f"backend ray: no worker could load adapter {self.job.spec.adapter}: "
+                                        f"{first_error}")
+            done, _ = self.ray.wait([a.ready_ref for a in starting], num_returns=1)
             actor = next(a for a in starting if a.ready_ref == done[0])
             try:
-                actor.facts, actor.status = ray.get(done[0]), "live"
+                actor.facts, actor.status = self.ray.get(done[0]), "live"
             except Exception as exc:
-                first_ready_error = first_ready_error or _cause(exc)
+                first_error = first_error or _cause(exc)
                 actor.status, actor.error = "died", _cause(exc)
-                deaths.append(f"actor {actor.number} failed to start: {_cause(exc)}")
-        size = next(a for a in actors if a.status == "live").facts["batch_size"]
-        pending.extend(_Work(batch) for batch in batches([_absolute(ex) for ex in todo], size))
-        start = time.perf_counter()
-        while pending or owner:
-            _dispatch(pending, actors, owner)
-            waiting = list(owner) + [a.ready_ref for a in actors if a.status == "starting"]
+                self.deaths.append(f"actor {actor.number} failed to start: {_cause(exc)}")
+
+    def _loop(self) -> None:
+        """Keep work queued on the live actors and store results as they finish, until nothing is left."""
+        while self.pending or self.owner:
+            _dispatch(self.pending, self.actors, self.owner)
+            waiting = list(self.owner) + [a.ready_ref for a in self.actors if a.status == "starting"]
             if not waiting:  # every actor is gone and no restarts are left
-                cause = deaths[-1] if deaths else "no Ray workers"
-                while pending:
-                    work = pending.popleft()
-                    emit([_failed(ex, f"no live Ray workers left ({cause})", normalizer) for ex in work.examples],
-                         len(work.examples))
-                break
-            done, _ = ray.wait(waiting, num_returns=1)
-            ref = done[0]
-            if ref not in owner:  # an actor finished loading
-                actor = next(a for a in actors if a.status == "starting" and a.ready_ref == ref)
-                try:
-                    actor.facts, actor.status = ray.get(ref), "live"
-                except Exception as exc:
-                    bury(actor, f"failed to start: {_cause(exc)}", [])
-                continue
-            actor, work = owner.pop(ref)
-            actor.in_flight.discard(ref)
-            actor.retry_in_flight = False
-            try:
-                preds, facts = ray.get(ref)
-            except ray.exceptions.RayActorError as exc:  # the worker process or its node is gone
-                bury(actor, _cause(exc), [work])
-                continue
-            except Exception as exc:  # the call itself failed (e.g. an example that cannot be sent)
-                preds = [_failed(ex, f"Ray task failed: {_cause(exc)}", normalizer) for ex in work.examples]
-                facts = {}
-            actor.facts.update(facts)
-            actor.examples += len(work.examples)
-            for pred in preds:
-                if attempts.get(pred.id):
-                    pred.extra["attempts"] = attempts[pred.id] + 1
-            emit(preds, len(work.examples))
-    finally:
-        if start is not None:
-            stats["loop_wall_s"] = time.perf_counter() - start
-        for actor in actors:
+                cause = self.deaths[-1] if self.deaths else "no Ray workers"
+                while self.pending:
+                    self._emit([self.job.failed(ex, f"no live Ray workers left ({cause})")
+                                for ex in self.pending.popleft().examples])
+                return
+            done, _ = self.ray.wait(waiting, num_returns=1)
+            if done[0] in self.owner:
+                self._finished(done[0])
+            else:
+                self._loaded(done[0])
+
+    def _loaded(self, ref: Any) -> None:
+        actor = next(a for a in self.actors if a.status == "starting" and a.ready_ref == ref)
+        try:
+            actor.facts, actor.status = self.ray.get(ref), "live"
+        except Exception as exc:
+            self._bury(actor, f"failed to start: {_cause(exc)}", [])
+
+    def _finished(self, ref: Any) -> None:
+        actor, work = self.owner.pop(ref)
+        actor.in_flight.discard(ref)
+        actor.retry_in_flight = False
+        try:
+            preds, facts = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError as exc:  # the worker process or its node is gone
+            return self._bury(actor, _cause(exc), [work])
+        except Exception as exc:  # the call itself failed (e.g. an example that cannot be sent)
+            preds, facts = [self.job.failed(ex, f"Ray task failed: {_cause(exc)}") for ex in work.examples], {}
+        actor.facts.update(facts)
+        actor.examples += len(work.examples)
+        for pred in preds:
+            if self.attempts.get(pred.id):
+                pred.extra["attempts"] = self.attempts[pred.id] + 1
+        self._emit(preds)
+
+    def _bury(self, actor: _Actor, cause: str, lost: list[_Work]) -> None:
+        """Mark ``actor`` dead; give its queued examples (``lost`` and the rest of its queue) another
+        attempt, or store them as failed once they have been in ``max_attempts`` dead workers."""
+        actor.status, actor.error = "died", cause
+        where = {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")}
+        self.deaths.append(f"actor {actor.number} ({where['host'] or '?'} pid {where['pid'] or '?'}): {cause}")
+        lost = lost + [self.owner.pop(ref)[1] for ref in actor.in_flight]
+        actor.in_flight.clear()
+        self._kill(actor)
+        retries = []
+        for example in (example for work in lost for example in work.examples):
+            self.attempts[example.id] = self.attempts.get(example.id, 0) + 1
+            self.lost_in.setdefault(example.id, []).append(where)
+            if self.attempts[example.id] >= self.max_attempts:
+                self._emit([self.job.failed(example, f"the Ray worker running it died {self.attempts[example.id]} "
+                                                     f"times (last: {cause})")])
+            else:
+                retries.append(_Work([example], retry=True))
+        self.pending.extendleft(reversed(retries))
+        if self.restarts_left > 0 and (self.pending or self.owner):
+            self.restarts_left -= 1
+            self._start_actor()
+
+    def _kill(self, actor: _Actor) -> None:
+        try:
+            self.ray.kill(actor.handle, no_restart=True)
+        except Exception:
+            pass
+
+    def _close_actors(self) -> None:
+        for actor in self.actors:
             if actor.status == "live":
                 try:  # lets adapters stop their own helper processes (whisper.cpp)
-                    ray.get(actor.handle.close.remote(), timeout=10)
+                    self.ray.get(actor.handle.close.remote(), timeout=10)
                 except Exception:
                     pass
                 actor.status = "closed"
             elif actor.status == "starting":
                 actor.status = "not needed"  # the work was done before its model was loaded
-            try:
-                ray.kill(actor.handle, no_restart=True)
-            except Exception:
-                pass
-        _record(stats, actors, deaths, lost_in, attempts, request, cluster_cpus, size, max_attempts, ray)
-        stats["backend_info"]["worker_env"] = worker_env
-        if started_here:
-            ray.shutdown()
+            self._kill(actor)
+
+    def _report(self, loop_wall: float, cluster_cpus: float, worker_env: dict) -> BackendReport:
+        loaded = [a.facts for a in self.actors if "load_s" in a.facts]
+        info = {
+            "ray_version": self.ray.__version__, "address": self.job.address, "cluster_cpus": cluster_cpus,
+            "actors_requested": self.workers, "batch_size": self.batch_size, "max_attempts": self.max_attempts,
+            "actors": [_actor_record(a) for a in self.actors],
+            "deaths": self.deaths,
+            "retried_examples": dict(sorted(self.lost_in.items())),  # id -> workers that died with it queued
+            "failed_after_retries": sorted(i for i, n in self.attempts.items() if n >= self.max_attempts),
+            "worker_env": worker_env,
+        }
+        return BackendReport.from_workers(loaded, loop_wall_s=loop_wall, backend_info=info,
+                                          adapter_info=loaded[0]["adapter_info"] if loaded else None)
 
 
 def _dispatch(pending: deque, actors: list[_Actor], owner: dict) -> None:
@@ -328,28 +345,9 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}{' (' + detail.group(0) + ')' if detail else ''}"[:500]
 
 
-def _record(stats: dict, actors: list[_Actor], deaths: list[str], lost_in: dict, attempts: dict, request: Any,
-            cluster_cpus: float, batch_size: int, max_attempts: int, ray: Any) -> None:
-    loaded = [a.facts for a in actors if "load_s" in a.facts]
-    if loaded:
-        stats.update(load_s=max(f["load_s"] for f in loaded), warmup_s=max(f["warmup_s"] for f in loaded),
-                     peak_rss_mb=max(f.get("peak_rss_mb", 0.0) for f in loaded) or None,
-                     adapter_info=loaded[0]["adapter_info"])
-    stats["backend_info"] = {
-        "ray_version": ray.__version__,
-        "address": request.address,
-        "cluster_cpus": cluster_cpus,
-        "actors_requested": max(1, request.workers),
-        "batch_size": batch_size,
-        "max_attempts": max_attempts,
-        "actors": [{
-            "number": a.number, "status": a.status, "host": a.facts.get("host"), "pid": a.facts.get("pid"),
-            "cpu": (a.facts.get("machine") or {}).get("cpu"),
-            "thread_env": (a.facts.get("machine") or {}).get("thread_env"), "load_s": a.facts.get("load_s"),
-            "warmup_s": a.facts.get("warmup_s"), "peak_rss_mb": a.facts.get("peak_rss_mb"),
-            "examples": a.examples, "error": a.error,
-        } for a in actors],
-        "deaths": deaths,
-        "retried_examples": dict(sorted(lost_in.items())),  # id -> workers that died with it queued
-        "failed_after_retries": sorted(i for i, n in attempts.items() if n >= max_attempts),
-    }
+def _actor_record(actor: _Actor) -> dict:
+    facts, machine = actor.facts, actor.facts.get("machine") or {}
+    return {"number": actor.number, "status": actor.status, "host": facts.get("host"), "pid": facts.get("pid"),
+            "cpu": machine.get("cpu"), "thread_env": machine.get("thread_env"), "load_s": facts.get("load_s"),
+            "warmup_s": facts.get("warmup_s"), "peak_rss_mb": facts.get("peak_rss_mb"),
+            "examples": actor.examples, "error": actor.error}

@@ -7,15 +7,6 @@ RTFx. Peak memory is measured in the process that ran the model.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import json
-import multiprocessing
-import multiprocessing.util
-import os
-import tempfile
-import time
-from collections import Counter
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,14 +16,15 @@ from ..adapters import DecodingOptions
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
 from ..redact import redact
+from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
-from ..types import Dataset, Example, Prediction
-from ..machine import package_versions, peak_rss_mb
-from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
-from .examples import ExampleRunner, batches, error_text
-from .spec import AdapterSpec
-from .longform import LongFormConfig
 from ..store import RunStore, safe_run_name
+from ..types import Dataset, Example, Prediction
+from .backends import BACKENDS
+from .job import BackendReport, Job
+from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
+from .longform import LongFormConfig
+from .spec import AdapterSpec
 
 
 
@@ -84,35 +76,6 @@ def default_run_name(adapter: str, model: str, dataset: str) -> str:
     return safe_run_name(f"{adapter}_{Path(model).name or model}_{dataset}")
 
 
-# --- process-pool workers: each process loads its own model -------------------------------------
-_worker: Optional[ExampleRunner] = None
-_marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
-
-
-def _worker_init(spec: AdapterSpec, long_form: bool, normalizer: str, warmup: bool,
-                 long_form_config: Optional[LongFormConfig] = None, marks: Optional[str] = None) -> None:
-    global _worker, _marks
-    _marks = Path(marks) if marks else None
-    adapter = spec.build()
-    _worker = ExampleRunner(adapter, long_form, normalizer, long_form_config)
-    # when the pool shuts this worker down: stop an isolated child and remove its log folder
-    multiprocessing.util.Finalize(None, adapter.close, exitpriority=10)
-    _worker.load(warmup)
-
-
-def _worker_run(examples: list[Example]) -> tuple[list[Prediction], dict]:
-    assert _worker is not None
-    mark = _marks / f"{os.getpid()}.json" if _marks else None
-    if mark:
-        mark.write_text(json.dumps([example.id for example in examples]), encoding="utf-8")
-    preds = _worker.run_batch(examples)
-    if mark:
-        mark.unlink(missing_ok=True)
-    return preds, {"pid": os.getpid(), "peak_rss_mb": peak_rss_mb(), "load_s": _worker.load_s,
-                   "warmup_s": _worker.warmup_s}
-
-
-BACKENDS = ("in-process", "process-pool", "ray")
 
 
 def backend_of(request: RunRequest) -> str:
@@ -204,7 +167,7 @@ def run_evaluation(
         todo = [ex for ex in run.dataset.examples if ex.id not in done]
         _start_info(run, request, old, stale)
         store.write_info(run.info | {"status": "running"})
-        stats: dict = {"load_s": None, "warmup_s": None, "peak_rss_mb": None, "loop_wall_s": 0.0}
+        report = BackendReport()
         load_before = load_snapshot()
         with store.open_for_append() as writer:
             for bad in run.checked.invalid:
@@ -212,8 +175,8 @@ def run_evaluation(
                     invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
                     writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), run.normalizer))
             if todo:
-                _BACKEND_RUNNERS[run.info["backend"]](run, todo, request, writer, stats, progress)
-        summary = _finalize(run, store, todo, request, stats, load_before)
+                report = BACKENDS[run.info["backend"]](_job(run, request)).run(todo, writer, progress)
+        summary = _finalize(run, store, todo, request, report, load_before)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(store, run.info, summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
                          stale=stale, notes=notes)
@@ -295,13 +258,12 @@ def _execution_changes(old: dict, info: dict) -> list[str]:
             for key in now if key in before and before[key] is not None and before[key] != now[key]]
 
 
-def _run_in_ray(run: _Resolved, todo, request, writer, stats, progress) -> None:
-    from .ray_backend import run_on_ray
+def _job(run: _Resolved, request: RunRequest) -> Job:
+    return Job(run.spec, run.adapter, run.dataset.form == "long", run.normalizer, request.long_form,
+               request.warmup, request.workers, request.address)
 
-    run_on_ray(run.dataset, todo, request, run.normalizer, writer, stats, progress)
 
-
-def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, stats: dict,
+def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, report: BackendReport,
               load_before: dict) -> dict:
     """Check every example is stored, then write the finished run.json and summary.json."""
     info, checked = run.info, run.checked
@@ -313,18 +275,18 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
     if info["backend"] == "ray":  # its actors are not this process's children: their CPU would count as others'
         busy.update(busy=False, why="", other_cpus_busy=None, note="not measured on Ray")
-    adapter_info = stats.pop("adapter_info", None) or run.adapter.describe()
-    backend_info = stats.pop("backend_info", None)  # Ray: cluster, actors, deaths and retries
+    adapter_info = report.adapter_info or run.adapter.describe()
     if run.long_form:
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
     predictions = [stored[i] for i in ids]
     summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer)
-    summary.update({k: v for k, v in stats.items() if k != "loop_wall_s"})
+    measured = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
+    summary.update(measured)
     if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
         summary["rtfx_reliable"] = not busy["busy"]
         summary["rtfx_unreliable_why"] = busy["why"] or None
     summary.update(run.adapter_cls.summary_fields(adapter_info, predictions))  # e.g. compile time, cost
-    loop_wall = stats["loop_wall_s"]
+    loop_wall = report.loop_wall_s
     summary["wall_s"] = loop_wall if todo else None  # this invocation's inference loop, load excluded (pool: included)
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
     summary["harness_overhead_pct"] = (
@@ -333,145 +295,12 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     )
     info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 adapter_info=adapter_info, machine_load=busy)
-    info.update({k: stats.get(k) for k in ("load_s", "warmup_s", "peak_rss_mb")})
-    if backend_info:
-        info["backend_info"] = backend_info
+    info.update(measured)
+    if report.backend_info:  # Ray: cluster, actors, deaths and retries
+        info["backend_info"] = report.backend_info
     store.write_info(info)
     store.write_summary(summary)
     return summary
-
-
-def _run_in_process(run: _Resolved, todo, request, writer, stats, progress) -> None:
-    adapter, dataset, normalizer = run.adapter, run.dataset, run.normalizer
-    runner = ExampleRunner(adapter, dataset.form == "long", normalizer, request.long_form)
-    runner.load(request.warmup)
-    stats.update(load_s=runner.load_s, warmup_s=runner.warmup_s)
-    start = time.perf_counter()
-    try:
-        if adapter.max_in_flight <= 1:
-            for batch in batches(todo, runner.batch_size):
-                for pred in runner.run_batch(batch):
-                    writer.append(pred)
-                if progress:
-                    progress(len(batch))
-        else:  # I/O-bound adapters (HTTP APIs): several requests in flight, written as they finish
-            with cf.ThreadPoolExecutor(adapter.max_in_flight) as pool:
-                futures = [pool.submit(runner.run, example) for example in todo]
-                try:
-                    for future in cf.as_completed(futures):
-                        writer.append(future.result())
-                        if progress:
-                            progress(1)
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
-    finally:
-        stats["loop_wall_s"] = time.perf_counter() - start
-        stats["peak_rss_mb"] = peak_rss_mb()
-        stats["adapter_info"] = adapter.describe()
-        adapter.close()
-
-
-@dataclass
-class _Pool:
-    """What a process-pool run has left to do, across the pools that a crashing worker makes it rebuild."""
-
-    queue: list[list[Example]]
-    writer: Any
-    normalizer: str
-    progress: Optional[Callable[[int], object]]
-    suspects: list[Example] = field(default_factory=list)  # in flight when a pool broke: retried one at a time
-    crashes: Counter = field(default_factory=Counter)
-    blank_breaks: int = 0  # pools that broke with no example to blame (e.g. while loading the model)
-    workers: dict[int, dict] = field(default_factory=dict)
-
-    def store(self, batch: list[Example], future: cf.Future) -> bool:
-        """Write a finished batch's predictions; False when its pool broke under it."""
-        try:
-            preds, worker = future.result()
-            self.workers[worker["pid"]] = worker
-        except BrokenProcessPool:
-            return False
-        except Exception as exc:  # the batch could not even be sent or returned: its examples fail
-            preds = [self.failed(example, f"worker failed: {error_text(exc)}") for example in batch]
-        self.writer.append_all(preds)
-        if self.progress:
-            self.progress(len(batch))
-        return True
-
-    def failed(self, example: Example, error: str) -> Prediction:
-        return score_prediction(Prediction.failed(example, error), self.normalizer)
-
-    def broke(self, in_flight: set[str]) -> None:
-        """A worker died: examples in flight are suspects (failed on their second crash), the rest wait."""
-        culprits = [e for e in self.suspects if e.id in in_flight]
-        culprits += [e for batch in self.queue for e in batch if e.id in in_flight]
-        self.blank_breaks += not culprits
-        self.suspects = [e for e in self.suspects if e.id not in in_flight]
-        self.queue = [kept for kept in ([e for e in b if e.id not in in_flight] for b in self.queue) if kept]
-        for example in culprits:
-            self.crashes[example.id] += 1
-            if self.crashes[example.id] < 2:
-                self.suspects.append(example)
-                continue
-            self.writer.append(self.failed(example, "the worker process died while transcribing this example, twice "
-                                                    "(a native crash?); the other examples went on in a new pool"))
-            if self.progress:
-                self.progress(1)
-        if self.blank_breaks >= 2:  # the workers cannot even start: fail what is left, once
-            for example in self.suspects + [e for batch in self.queue for e in batch]:
-                self.writer.append(self.failed(example, "worker failed: the process pool broke twice with no example "
-                                                        "in flight (the model cannot load in a worker?)"))
-            self.suspects, self.queue = [], []
-
-
-def _pool_round(state: _Pool, pool: cf.ProcessPoolExecutor, marks: Path) -> None:
-    """Suspects one at a time (a crash then names its example), then the queue in parallel."""
-    while state.suspects:
-        example = state.suspects[0]
-        if not state.store([example], pool.submit(_worker_run, [example])):
-            return state.broke({example.id})
-        state.suspects.pop(0)
-    futures = {pool.submit(_worker_run, batch): batch for batch in state.queue}
-    broken = False
-    for future in cf.as_completed(futures):
-        batch = futures[future]
-        if state.store(batch, future):
-            state.queue = [b for b in state.queue if b is not batch]
-        else:
-            broken = True
-    if broken:
-        in_flight = {i for mark in marks.glob("*.json") for i in json.loads(mark.read_text(encoding="utf-8") or "[]")}
-        for mark in marks.glob("*.json"):
-            mark.unlink()
-        state.broke(in_flight)
-
-
-def _run_in_pool(run: _Resolved, todo, request, writer, stats, progress) -> None:
-    """Examples on ``request.workers`` processes, each holding a model. A worker that dies (a native crash)
-    breaks the pool: a new one goes on; the examples in flight are retried one at a time, and an example
-    that kills its worker twice is recorded as failed, naming the cause."""
-    dataset, normalizer = run.dataset, run.normalizer
-    context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
-    long_form = dataset.form == "long"
-    # the main process's adapter is never loaded here: it only tells the batch size
-    size = 1 if long_form or not run.adapter.needs_audio else max(1, run.adapter.batch_size)
-    state = _Pool(batches(todo, size), writer, normalizer, progress)
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
-        init_args = (run.spec, long_form, normalizer, request.warmup, request.long_form, marks)
-        while state.queue or state.suspects:
-            with cf.ProcessPoolExecutor(request.workers, mp_context=context, initializer=_worker_init,
-                                        initargs=init_args) as pool:
-                _pool_round(state, pool, Path(marks))
-    stats["loop_wall_s"] = time.perf_counter() - start
-    if state.workers:
-        stats.update(
-            load_s=max(w["load_s"] for w in state.workers.values()),
-            warmup_s=max(w["warmup_s"] for w in state.workers.values()),
-            peak_rss_mb=max(w["peak_rss_mb"] for w in state.workers.values()),
-        )
 
 
 def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
@@ -483,7 +312,3 @@ def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
         summary = (store.read_summary() or {}) | scored  # every field not about scoring is kept as it was
         store.write_summary(summary)
     return summary
-
-
-#: backend name -> how it runs the examples still to do
-_BACKEND_RUNNERS = {"in-process": _run_in_process, "process-pool": _run_in_pool, "ray": _run_in_ray}

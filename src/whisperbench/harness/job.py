@@ -1,0 +1,67 @@
+"""What a backend is given (:class:`Job`) and what it gives back (:class:`BackendReport`).
+
+>>> BackendReport(loop_wall_s=2.0, load_s=0.5).to_dict()["load_s"]
+0.5
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Optional
+
+from ..adapters.base import Adapter
+from ..scoring import score_prediction
+from ..types import Example, Prediction
+from .examples import ExampleRunner
+from .longform import LongFormConfig
+from .spec import AdapterSpec
+
+Progress = Optional[Callable[[int], object]]
+
+
+@dataclass
+class Job:
+    """What every backend needs to run a run's examples."""
+
+    spec: AdapterSpec  # builds the adapter (in this process, a pool worker or a Ray actor)
+    adapter: Optional[Adapter]  # built from the spec in this process, wrapped for isolation, not loaded
+    long_form: bool  # the dataset's audio is long-form (one example at a time, windowed by the config)
+    normalizer: str
+    long_form_config: LongFormConfig = field(default_factory=LongFormConfig)
+    warmup: bool = True
+    workers: int = 1
+    address: Optional[str] = None  # ray: the cluster to join
+
+    def portable(self) -> "Job":
+        """This job without its built adapter, to send to another process (which builds its own)."""
+        return dataclasses.replace(self, adapter=None)
+
+    def runner(self, adapter: Adapter) -> ExampleRunner:
+        return ExampleRunner(adapter, self.long_form, self.normalizer, self.long_form_config)
+
+    def failed(self, example: Example, error: str) -> Prediction:
+        return score_prediction(Prediction.failed(example, error), self.normalizer)
+
+
+@dataclass
+class BackendReport:
+    """What a backend measured; the load/warm-up/memory figures are the largest over its workers."""
+
+    loop_wall_s: float = 0.0  # the inference loop (a process pool's includes its workers' start)
+    load_s: Optional[float] = None
+    warmup_s: Optional[float] = None
+    peak_rss_mb: Optional[float] = None
+    adapter_info: Optional[dict] = None  # the adapter's describe(), from where it ran
+    backend_info: Optional[dict] = None  # Ray: cluster, actors, deaths and retries
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_workers(cls, workers: list[dict], **fields: Any) -> "BackendReport":
+        """A report whose load, warm-up and memory are the largest of ``workers``' (dicts with those keys)."""
+        if not workers:
+            return cls(**fields)
+        return cls(load_s=max(w["load_s"] for w in workers), warmup_s=max(w["warmup_s"] for w in workers),
+                   peak_rss_mb=max(w.get("peak_rss_mb") or 0.0 for w in workers) or None, **fields)
