@@ -21,6 +21,13 @@ def test_no_import_cycles_and_no_upward_imports():
     assert layer_violations(graph) == []
 
 
+def test_no_function_is_over_80_lines():
+    from whisperbench.devtools.imports import long_functions
+
+    assert long_functions() == []
+    assert long_functions(limit=40), "the checker reads every function (some are over 40 lines)"
+
+
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     from whisperbench.devtools.imports import cycles, layer_violations
 

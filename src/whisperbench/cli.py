@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from . import __version__
 from .errors import OptionError, WhisperbenchError
@@ -338,12 +338,7 @@ def cmd_demo(args) -> int:
 
 
 # --- parser --------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights.")
-    parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _run_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="evaluate an adapter on a dataset (resumes an existing run)")
     p.add_argument("--adapter", required=True, help="see `whisperbench adapters`")
     p.add_argument("--model", required=True, help="see `whisperbench models`")
@@ -376,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
     p.set_defaults(func=cmd_run)
 
+
+def _score_parser(sub: Any) -> None:
     p = sub.add_parser("score", help="turn a hypotheses file (id, hypothesis) made elsewhere into a run")
     p.add_argument("--dataset", required=True,
                    help="the dataset the hypotheses were made on: manifest, audio folder, bundled name or hf:...")
@@ -383,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_args(p)
     p.set_defaults(func=cmd_score)
 
+
+def _rescore_parser(sub: Any) -> None:
     p = sub.add_parser("rescore", help="recompute a run's summary from its stored raw predictions")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
@@ -391,6 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the new summary as JSON")
     p.set_defaults(func=cmd_rescore)
 
+
+def _compare_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run")
     p.add_argument("--reference", required=True, help="run name (under --runs-dir) or run folder")
     p.add_argument("--candidate", required=True, action="append",
@@ -400,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
     p.set_defaults(func=cmd_compare)
 
+
+def _report_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="leaderboard (markdown, HTML or CSV) of every run in --runs-dir")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--reference", action="append",
@@ -413,6 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="do not print the markdown")
     p.set_defaults(func=cmd_report)
 
+
+def _export_parser(sub: Any) -> None:
     p = sub.add_parser("export", help="per-example results of a run as CSV or JSON lines (for pandas)")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
     p.add_argument("--out", required=True, help="FILE.csv, FILE.jsonl or FILE.json")
@@ -420,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.set_defaults(func=cmd_export)
 
+
+def _gate_parser(sub: Any) -> None:
     p = sub.add_parser("gate", help="release gate: exit 0 pass, 1 regression, 2 cannot judge")
     p.add_argument("--reference", required=True, help="the run users get today (name under --runs-dir or folder)")
     p.add_argument("--candidate", required=True, help="the run to release (name under --runs-dir or folder)")
@@ -435,11 +442,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=cmd_gate)
 
+
+def _adapters_parser(sub: Any) -> None:
     p = sub.add_parser("adapters", help="list adapters and whether they are installed; NAME: its options")
     p.add_argument("name", nargs="?", help="an adapter: list its options (type, default, allowed values, help)")
     p.add_argument("--json", action="store_true", help="print the list as JSON")
     p.set_defaults(func=cmd_adapters)
 
+
+def _models_parser(sub: Any) -> None:
     p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`")
     p.add_argument("action", nargs="?", choices=["list", "info", "convert"], default="list",
                    help="list (default): known names; info: what MODEL is (format, dimensions, precision, size, "
@@ -452,10 +463,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the list (or info) as JSON")
     p.set_defaults(func=cmd_models)
 
+
+def _datasets_parser(sub: Any) -> None:
     p = sub.add_parser("datasets", help="list bundled datasets, or validate one (SPEC)")
     p.add_argument("spec", nargs="?", help="a dataset to validate (manifest, folder, bundled name or hf:...)")
     p.set_defaults(func=cmd_datasets)
 
+
+def _demo_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="offline default evaluation: local implementations on the bundled data")
     p.add_argument("--model", default="tiny.en", help="model of every row (default: %(default)s)")
     p.add_argument("--runs-dir", default="runs/demo", help="folder holding the runs (default: %(default)s)")
@@ -473,6 +488,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use an OpenAI-compatible endpoint as the reference (key from $OPENAI_API_KEY)")
     p.add_argument("--reference-model", default="whisper-1", help="model name sent to --reference-endpoint")
     p.set_defaults(func=cmd_demo)
+
+
+#: one function per command, in the order `--help` lists them
+_COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
+             _gate_parser, _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights.")
+    parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in _COMMANDS:
+        add(sub)
     return parser
 
 

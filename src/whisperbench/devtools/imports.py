@@ -1,4 +1,5 @@
-"""The package's import graph: cycles and layer violations (``python -m whisperbench.devtools.imports``).
+"""The package's shape: import cycles, layer violations and over-long functions
+(``python -m whisperbench.devtools.imports``).
 
 Every ``import`` counts, at module level or inside a function: a lazy import is still a dependency.
 Layers, lowest first; a module may import its own layer and lower ones only:
@@ -110,11 +111,29 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
     return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
 
 
+#: the most lines a function of the package may have (a function should be readable at once)
+MAX_FUNCTION_LINES = 80
+
+
+def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """'module.function: N lines' for every function (methods and nested ones included) over ``limit``."""
+    found = []
+    for module, path in sorted(_modules().items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if lines > limit:
+                    found.append(f"{module}.{node.name}: {lines} lines")
+    return found
+
+
 def main() -> int:
     graph = import_graph()
     problems = [f"cycle: {' <-> '.join(c)}" for c in cycles(graph)]
     problems += [f"upward import: {v}" for v in layer_violations(graph)]
-    print("\n".join(problems) or f"{len(graph)} modules: no import cycles, no upward imports")
+    problems += [f"function over {MAX_FUNCTION_LINES} lines: {f}" for f in long_functions()]
+    print("\n".join(problems) or f"{len(graph)} modules: no import cycles, no upward imports, "
+                                  f"no function over {MAX_FUNCTION_LINES} lines")
     return 1 if problems else 0
 
 
