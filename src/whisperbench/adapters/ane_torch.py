@@ -36,6 +36,7 @@ class AnePyTorchAdapter(Adapter):
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
     options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device")}
+    variants = {name: {"dtype": name} for name in ("float32", "float16")}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

@@ -160,6 +160,8 @@ class Adapter(ABC):
     requires: ClassVar[tuple[str, ...]] = ()
     extra: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}  # adapter-specific options (see adapters/options.py)
+    #: the compressed or reduced-precision variants ``whisperbench sweep`` runs: name -> adapter options
+    variants: ClassVar[dict[str, dict[str, str]]] = {}
     needs_audio: ClassVar[bool] = True
     distributions: ClassVar[tuple[str, ...]] = ()  # PyPI names whose versions go to run.json
     long_form_algorithm: ClassVar[str] = ""
@@ -203,6 +205,11 @@ class Adapter(ABC):
         """Whether the user set any of these adapter options (``-o``), rather than leaving the default: a
         model already in the adapter's own format then runs as it is unless its variant was asked for."""
         return any(key in self.decoding.extra for key in keys)
+
+    @classmethod
+    def variant_refused(cls, name: str) -> Optional[str]:
+        """Why this machine cannot run variant ``name`` (None: it can), e.g. a compute type the CPU lacks."""
+        return None
 
     @classmethod
     def summary_fields(cls, adapter_info: dict[str, Any], predictions: list) -> dict[str, Any]:

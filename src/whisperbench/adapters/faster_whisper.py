@@ -12,6 +12,10 @@ from .base import Adapter
 from .options import Option
 
 
+#: CTranslate2 compute types whose weights are stored as integers (a conversion in that quantization)
+INTEGER_TYPES = ("int8", "int8_float32", "int8_float16", "int16")
+
+
 @register
 class FasterWhisperAdapter(Adapter):
     name = "faster-whisper"
@@ -23,6 +27,17 @@ class FasterWhisperAdapter(Adapter):
     options = {"compute_type": Option("float32", "CTranslate2 compute type (int8, int8_float32, int16, float16, "
                                                  "default = as stored …)"),
                "device": Option("cpu", "cpu or cuda")}
+    variants = {name: {"compute_type": name} for name in ("float32", "float16", "int16", "int8_float32", "int8")}
+
+    @classmethod
+    def variant_refused(cls, name: str) -> Optional[str]:
+        import ctranslate2
+
+        supported = ctranslate2.get_supported_compute_types("cpu")
+        if cls.variants[name]["compute_type"] not in supported:
+            return (f"CTranslate2 {ctranslate2.__version__} computes in {', '.join(sorted(supported))} on this CPU "
+                    f"(ctranslate2.get_supported_compute_types('cpu')), not {name}")
+        return None
 
     def load(self) -> None:
         from faster_whisper import WhisperModel
@@ -34,7 +49,11 @@ class FasterWhisperAdapter(Adapter):
         compute_type = self.settings["compute_type"]
         if source.quantized and source.format == "ctranslate2" and not self.given("compute_type"):
             compute_type = "default"  # run a quantized model as it is stored, not dequantized
-        self.weights_path = converted(self.model, "ctranslate2")
+        # an integer compute type asked for runs on weights stored in it (their size is the model's size)
+        # (a model already quantized is loaded as it is: CTranslate2 converts its types at load)
+        asked = self.given("compute_type") and compute_type in INTEGER_TYPES and not source.quantized
+        stored = compute_type if asked else None
+        self.weights_path = converted(self.model, "ctranslate2", stored)
         self.net = WhisperModel(
             str(self.weights_path), device=self.settings["device"],
             compute_type=compute_type, cpu_threads=self.decoding.threads, num_workers=1,

@@ -150,6 +150,7 @@ class JaxAdapter(Adapter):
     options = {"batch_size": Option(8, "clips per compiled batch"),
                "dtype": Option("float32", "Flax compute dtype"),
                "max_new_tokens": Option(224, "decode length of the compiled loop")}
+    variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
 
     @classmethod
     def summary_fields(cls, adapter_info: dict, predictions: list) -> dict:

@@ -49,6 +49,19 @@ class MLXAdapter(Adapter):
     options = {"dtype": Option("float32", "MLX compute dtype (float16, float32)"),
                "quantization": Option("", "q4 or q8 (mlx.nn.quantize, groups of 64); empty: none"),
                "blas": Option("", "Linux: a system BLAS to load (openblas), in a child process")}
+    # off macOS the sweep runs MLX's CPU build on the system OpenBLAS (the wheel's own BLAS is ~20x slower)
+    variants = {name: {**options, **({} if sys.platform == "darwin" else {"blas": "openblas"})} for name, options in (
+        ("float32", {"dtype": "float32"}), ("float16", {"dtype": "float16"}),
+        ("q8", {"quantization": "q8"}), ("q4", {"quantization": "q4"}))}
+
+    @classmethod
+    def variant_refused(cls, name: str) -> Optional[str]:
+        blas = cls.variants[name].get("blas")
+        try:
+            blas and blas_library(blas)
+        except OptionError as exc:
+            return str(exc)
+        return None
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)

@@ -28,6 +28,7 @@ class TransformersAdapter(Adapter):
                "device": Option("cpu", "torch device"),
                "chunk_length_s": Option(0.0, "long-form: 0 = sequential generation, 30 = the pipeline's chunking"),
                "batch_size": Option(1, "clips or chunks per forward pass")}
+    variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
 
     def load(self) -> None:
         import torch

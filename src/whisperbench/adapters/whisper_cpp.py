@@ -37,7 +37,10 @@ BACKENDS = {
     "whisper-cpp-python": ("whisper_cpp_python", "whisper-cpp-python",
                            "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-python==0.2.0"),
 }
-QUANTIZATIONS = ("f16", "q8_0", "q5_0")
+#: ggml types the harness writes for whisper.cpp (f32 is left out: pywhispercpp's build aborts on it)
+QUANTIZATIONS = ("f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q6_k", "q5_k", "q4_k", "q3_k", "q2_k")
+#: the types whisper.cpp 1.4 (whisper-cpp-python) reads: quantization format 1
+LEGACY_QUANTIZATIONS = ("f16", "q8_0", "q5_0")
 #: whisper.cpp vendored by whisper-cpp-python releases (its library predates whisper_version())
 _VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
 _NEVER = 1e9  # a log-prob threshold no average log-prob crosses (finite, so run.json stays valid JSON)
@@ -55,15 +58,17 @@ class WhisperCppAdapter(Adapter):
     options = {"backend": Option("pywhispercpp", "Python binding (pywhispercpp: whisper.cpp 1.7; whisper-cpp-python: 1.4.1)"),
                "quantization": Option("f16", "ggml type to convert to (a ggml file given as --model runs as it is)"),
                "abort_on": Option("", "fault injection: abort the native worker on this example id")}
+    variants = {name: {"quantization": name} for name in QUANTIZATIONS}
 
     def __init__(self, model, decoding=None):
         super().__init__(model, decoding)
         backend, quantization = self.settings["backend"], self.settings["quantization"]
         if backend not in BACKENDS:
             raise OptionError(f"adapter whisper-cpp: backend {backend!r} is not one of {', '.join(BACKENDS)}")
-        if quantization not in QUANTIZATIONS:
+        allowed = LEGACY_QUANTIZATIONS if backend == "whisper-cpp-python" else QUANTIZATIONS
+        if quantization not in allowed:
             raise OptionError(f"adapter whisper-cpp: quantization {quantization!r} is not one of "
-                              f"{', '.join(QUANTIZATIONS)}")
+                              f"{', '.join(allowed)}{' (backend ' + backend + ')' if backend != 'pywhispercpp' else ''}")
         module, _, hint = BACKENDS[backend]
         if importlib.util.find_spec(module) is None:
             raise AdapterUnavailable(f"adapter whisper-cpp: backend {backend} is not installed: {hint}")

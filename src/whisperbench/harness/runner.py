@@ -46,6 +46,7 @@ class RunRequest:
     form: Optional[str] = None
     dataset_name: Optional[str] = None
     label: Optional[str] = None
+    variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
     warmup: bool = True
     overwrite: bool = False
@@ -217,6 +218,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     info = redact({  # the run spec (what a resume must share); nothing secret (a URL's credentials)
         "adapter": request.adapter,
         "label": request.label or default_label(request.adapter, request.decoding),
+        "variant": request.variant,
         "model": request.model,
         "decoding": request.decoding.to_json(),
         "normalizer": normalizer,
@@ -286,6 +288,7 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
         summary["rtfx_reliable"] = not busy["busy"]
         summary["rtfx_unreliable_why"] = busy["why"] or None
     summary.update(run.adapter_cls.summary_fields(adapter_info, predictions))  # e.g. compile time, cost
+    summary["model_size_mb"] = (adapter_info.get("weights") or {}).get("loaded_size_mb")  # as the adapter loaded it
     loop_wall = report.loop_wall_s
     summary["wall_s"] = loop_wall if todo else None  # this invocation's inference loop, load excluded (pool: included)
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)

@@ -10,9 +10,11 @@ first, i.e. numpy's shape reversed), the name, the data.
 Variants: ``f32``: every tensor float32 (the pywhispercpp build of whisper.cpp aborts on it in im2col,
 which asserts f16 conv kernels; other builds and readers take it).
 ``f16`` (or ``""``): 2-D and 3-D weights f16; 1-D tensors, conv biases (stored (n, 1)) and
-positional embeddings f32. ``q8_0`` / ``q5_0``: the 2-D weights (linears, token embedding) in
-ggml's 32-value blocks, quantization format version 2 (whisper.cpp >= 1.5; ftype = 2000 + type),
-conv weights f16. ``q8_0-qnt1`` / ``q5_0-qnt1``: format version 1 that whisper.cpp 1.4 reads
+positional embeddings f32. ``q8_0``, ``q5_0``, ``q5_1``, ``q4_0``, ``q4_1``: the 2-D weights (linears,
+token embedding) in ggml's 32-value blocks; ``q6_k`` … ``q2_k``: in 256-value super-blocks (rows must be a
+multiple of 256: not tiny's 384); quantization format version 2 (whisper.cpp >= 1.5; ftype = 2000 +
+ggml_ftype), conv weights f16, as whisper.cpp's ``quantize`` writes them (the types beyond q8_0/q5_0
+through ggml's own quantizer, :mod:`.ggml_quantize`). ``q8_0-qnt1`` / ``q5_0-qnt1``: format version 1 that whisper.cpp 1.4 reads
 (q8_0 with a float32 scale, q5_0 with interleaved nibbles; ftype without the version).
 """
 
@@ -28,8 +30,9 @@ import numpy as np
 
 from whisperbench.errors import ModelError
 from whisperbench.models.checkpoint import Checkpoint
-from whisperbench.models.ggml_format import (F16, F32, HPARAMS, MAGIC, Q5_0, Q8_0, QNT_VERSION_FACTOR,  # noqa: F401
-                                             validate_ggml_header)
+from whisperbench.models import ggml_quantize
+from whisperbench.models.ggml_format import (_FTYPE_WEIGHT, F16, F32, HPARAMS, MAGIC, Q5_0, Q8_0,  # noqa: F401
+                                             QNT_VERSION_FACTOR, TYPE_NAMES, validate_ggml_header)
 from whisperbench.models.readers import read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
@@ -38,8 +41,9 @@ GGML_FILE = "ggml-model.bin"
 VARIANTS = {
     "f32": (0, F32, 0),
     "f16": (1, F16, 0),
-    "q8_0": (QNT_VERSION_FACTOR * 2 + 7, Q8_0, 2),
-    "q5_0": (QNT_VERSION_FACTOR * 2 + 8, Q5_0, 2),
+    # quantization format 2: every type whisper.cpp's quantize tool writes (ftype = 2000 + ggml_ftype)
+    **{TYPE_NAMES[weight]: (QNT_VERSION_FACTOR * 2 + ftype, weight, 2)
+       for ftype, weight in _FTYPE_WEIGHT.items() if ftype > 1},
     "q8_0-qnt1": (7, Q8_0, 1),
     "q5_0-qnt1": (8, Q5_0, 1),
 }
@@ -95,7 +99,18 @@ def quantize_q5_0(weight: np.ndarray, qnt_version: int = 2) -> bytes:
     return out.tobytes()
 
 
-_QUANTIZERS = {Q8_0: quantize_q8_0, Q5_0: quantize_q5_0}
+def _ggml_quantizer(ggml_type: int):
+    def quantize(weight: np.ndarray, qnt_version: int, name: str) -> bytes:
+        return ggml_quantize.quantize(weight, ggml_type, name)
+
+    return quantize
+
+
+#: ggml type -> quantizer(weight, format version, name); q8_0 and q5_0 in numpy (both format versions, equal
+#: byte for byte to ggml's, a test checks), the others by ggml's own ``ggml_quantize_chunk``
+_QUANTIZERS = {**{weight: _ggml_quantizer(weight) for weight in _FTYPE_WEIGHT.values() if weight > F16},
+               Q8_0: lambda weight, version, name: quantize_q8_0(weight, version),
+               Q5_0: lambda weight, version, name: quantize_q5_0(weight, version)}
 
 
 # ---------------------------------------------------------------------------------------- writer
@@ -151,25 +166,29 @@ def write_ggml(ckpt: Checkpoint, out_path: str | Path, variant: str = "f16") -> 
         raise ModelError(f"{ckpt.source_dir}: {len(tokens)} vocabulary tokens do not fit n_vocab {dims['n_vocab']}")
 
     tmp = Path(f"{out_path}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(struct.pack("<i", MAGIC))
-        out.write(struct.pack("<11i", *(dims[k] for k in HPARAMS), ftype))
-        out.write(struct.pack("<2i", *filters.shape))
-        out.write(filters.tobytes())
-        out.write(struct.pack("<i", len(tokens)))
-        for token in tokens:
-            out.write(struct.pack("<i", len(token)) + token)
-        for name, array in ckpt.state_dict.items():
-            if name in ("encoder.conv1.bias", "encoder.conv2.bias"):
-                array = array.reshape(-1, 1)
-            ttype = _tensor_type(name, array, weight_type)
-            encoded = name.encode()
-            out.write(struct.pack(f"<3i{array.ndim}i", array.ndim, len(encoded), ttype, *array.shape[::-1]))
-            out.write(encoded)
-            if ttype in _QUANTIZERS:
-                out.write(_QUANTIZERS[ttype](array, qnt_version))
-            else:
-                out.write(np.ascontiguousarray(array, dtype="<f4" if ttype == F32 else "<f2").tobytes())
+    try:
+        with open(tmp, "wb") as out:
+            out.write(struct.pack("<i", MAGIC))
+            out.write(struct.pack("<11i", *(dims[k] for k in HPARAMS), ftype))
+            out.write(struct.pack("<2i", *filters.shape))
+            out.write(filters.tobytes())
+            out.write(struct.pack("<i", len(tokens)))
+            for token in tokens:
+                out.write(struct.pack("<i", len(token)) + token)
+            for name, array in ckpt.state_dict.items():
+                if name in ("encoder.conv1.bias", "encoder.conv2.bias"):
+                    array = array.reshape(-1, 1)
+                ttype = _tensor_type(name, array, weight_type)
+                encoded = name.encode()
+                out.write(struct.pack(f"<3i{array.ndim}i", array.ndim, len(encoded), ttype, *array.shape[::-1]))
+                out.write(encoded)
+                if ttype in _QUANTIZERS:
+                    out.write(_QUANTIZERS[ttype](array, qnt_version, name))
+                else:
+                    out.write(np.ascontiguousarray(array, dtype="<f4" if ttype == F32 else "<f2").tobytes())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a half-written file is never left behind
+        raise
     os.replace(tmp, out_path)
     validate_ggml_header(out_path)
 

@@ -1,0 +1,169 @@
+"""Sweep the compressed and reduced-precision variants of a model over a dataset: one run per variant.
+
+The variants are the adapters' own (``Adapter.variants``: name -> adapter options). Each variant is an
+ordinary run (resumed when it exists, named ``{implementation}-{variant}_{model}_{dataset}``), executed
+in a fresh process, so its peak memory is its own, a native crash or a refused conversion fails that
+variant alone, and the sweep goes on. The reference (openai-whisper on the same weights unless another
+run is named) is run first, the same way.
+
+>>> [v.label for v in plan_sweep(["jax"])]
+['jax-float32', 'jax-bfloat16']
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from ..adapters import DecodingOptions, get_adapter
+from ..errors import OptionError
+from .runner import RunRequest, default_run_name, run_evaluation
+from .spec import AdapterSpec
+
+#: implementations a sweep covers unless told otherwise (each with variants; openai-whisper is the reference)
+DEFAULT_IMPLEMENTATIONS = ("faster-whisper", "whisper-cpp", "mlx", "jax", "ane-pytorch", "transformers")
+REFERENCE_ADAPTER = "openai-whisper"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One variant of an implementation: the adapter and the options that make it."""
+
+    adapter: str
+    name: str  # "" for the adapter as it is (the reference)
+    options: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.adapter}-{self.name}" if self.name else self.adapter
+
+
+@dataclass
+class SweepEntry:
+    """What became of one variant: its run's name, or why it did not run or failed."""
+
+    variant: Variant
+    run: Optional[str] = None  # the run's name under the runs folder
+    status: str = "pending"  # finished, failed, refused (the machine cannot run it), unavailable (not installed)
+    error: Optional[str] = None
+    wall_s: Optional[float] = None
+    summary: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"implementation": self.variant.adapter, "variant": self.variant.name, "label": self.variant.label,
+                "run": self.run, "status": self.status, "error": self.error, "wall_s": self.wall_s}
+
+
+def plan_sweep(implementations: Sequence[str] = DEFAULT_IMPLEMENTATIONS,
+               variants: Optional[Sequence[str]] = None) -> list[Variant]:
+    """Every variant of ``implementations`` (only those named in ``variants`` when given, by name or label)."""
+    plan = []
+    for adapter in implementations:
+        declared = get_adapter(adapter).variants
+        if not declared:
+            raise OptionError(f"sweep: adapter {adapter} declares no variants")
+        for name, options in declared.items():
+            variant = Variant(adapter, name, tuple(sorted(options.items())))
+            if variants is None or name in variants or variant.label in variants:
+                plan.append(variant)
+    if variants is not None:
+        known = {v for plan_item in plan for v in (plan_item.name, plan_item.label)}
+        unknown = [v for v in variants if v not in known]
+        if unknown:
+            raise OptionError(f"sweep: no variant named {', '.join(unknown)} in {', '.join(implementations)}")
+    return plan
+
+
+def _why_not(variant: Variant) -> tuple[str, Optional[str]]:
+    """('unavailable' | 'refused', why) when this machine cannot run ``variant``, else ('', None)."""
+    cls = get_adapter(variant.adapter)
+    missing = cls.missing()
+    if missing:
+        return "unavailable", f"not installed ({', '.join(missing)} missing): pip install 'whisperbench[{cls.extra}]'"
+    if variant.name:
+        why = cls.variant_refused(variant.name)
+        if why:
+            return "refused", why
+    return "", None
+
+
+def request_for(variant: Variant, base: RunRequest, dataset_name: str) -> RunRequest:
+    """The run request of ``variant``: ``base`` (model, dataset, runs folder, decoding) with its options."""
+    decoding = replace(base.decoding, extra={**base.decoding.extra, **dict(variant.options)})
+    return replace(base, adapter=variant.adapter, decoding=decoding, label=variant.label, variant=variant.name or None,
+                   name=default_run_name(variant.label, base.model, dataset_name))
+
+
+def _load_in_child(request: RunRequest) -> dict:
+    adapter = AdapterSpec.of(request).build(isolated=False)
+    adapter.ensure_available()
+    adapter.load()  # converts the weights into the cache when they are not there yet
+    adapter.close()
+    return {}
+
+
+def _run_in_child(request: RunRequest) -> dict:
+    result = run_evaluation(request)
+    return {"run": result.store.name, "summary": result.summary}
+
+
+def _in_fresh_process(function: Callable[[RunRequest], dict], request: RunRequest) -> dict:
+    context = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(1, mp_context=context) as pool:
+        try:
+            return pool.submit(function, request).result()
+        except cf.process.BrokenProcessPool as exc:
+            raise RuntimeError("the process running this variant died (a native crash?)") from exc
+
+
+def run_variant(request: RunRequest) -> tuple[str, dict]:
+    """Run one variant: (run name, summary); a crash or an error raises with its text.
+
+    The model is loaded once in a throwaway process first, so a conversion (cached by content hash)
+    never runs inside the measured run: its peak memory and load time are the implementation's own.
+    """
+    _in_fresh_process(_load_in_child, request)
+    out = _in_fresh_process(_run_in_child, request)
+    return out["run"], out["summary"]
+
+
+def run_sweep(plan: list[Variant], base: RunRequest, dataset_name: str,
+              report: Optional[Callable[[SweepEntry, int, int], object]] = None) -> list[SweepEntry]:
+    """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends."""
+    entries = []
+    for number, variant in enumerate(plan, start=1):
+        entry = SweepEntry(variant)
+        entry.status, entry.error = _why_not(variant)
+        if not entry.status:
+            request = request_for(variant, base, dataset_name)
+            start = time.perf_counter()
+            try:
+                entry.run, entry.summary = run_variant(request)
+                entry.status = "finished"
+            except Exception as exc:  # a refused conversion, a crash: this variant fails, the sweep goes on
+                entry.status, entry.error = "failed", _one_line(exc)
+                entry.run = request.name if (Path(base.runs_dir) / str(request.name)).exists() else None
+            entry.wall_s = time.perf_counter() - start
+        entries.append(entry)
+        if report:
+            report(entry, number, len(plan))
+    return entries
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:500]
+
+
+def reference_variant() -> Variant:
+    return Variant(REFERENCE_ADAPTER, "")
+
+
+def base_request(model: str, dataset: str, runs_dir: str, decoding: Optional[DecodingOptions] = None,
+                 **fields) -> RunRequest:
+    return RunRequest(adapter=REFERENCE_ADAPTER, model=model, dataset=dataset, runs_dir=runs_dir,
+                      decoding=decoding or DecodingOptions(), **fields)
