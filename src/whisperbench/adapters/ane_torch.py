@@ -22,6 +22,7 @@ from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions, window_transcript
 from .options import Option
+from ..models.coreml_compress import COMPRESSIONS
 
 DTYPES = ("float32", "float16")
 
@@ -35,8 +36,11 @@ class AnePyTorchAdapter(Adapter):
     distributions = ("openai-whisper", "torch")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
-    options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device")}
-    variants = {name: {"dtype": name} for name in ("float32", "float16")}
+    options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device"),
+               "compression": Option("", "run the weights of this compressed Core ML export (palettized pal8/6/4/2, "
+                                         "linear lin8), expanded as Core ML expands them", ("",) + tuple(COMPRESSIONS))}
+    variants = {**{name: {"dtype": name} for name in ("float32", "float16")},
+                **{f"coreml-{name}": {"compression": name} for name in COMPRESSIONS}}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
@@ -49,15 +53,37 @@ class AnePyTorchAdapter(Adapter):
     def load(self) -> None:
         import torch
 
-        from ..models import resolve_source
+        from ..models import converted, resolve_source
         from ..models.ane import TorchStepModel, load_ane_model
         from ..models.greedy import GreedyDecoder
 
         torch.set_num_threads(self.decoding.threads)
         multilingual = resolve_source(self.model).multilingual
-        step_model = TorchStepModel(load_ane_model(self.model), self.settings["dtype"], self.settings["device"])
+        model = load_ane_model(self.model)
+        self.weights_path = converted(self.model, "openai-whisper")
+        if self.settings["compression"]:
+            self._load_compressed(model)
+        step_model = TorchStepModel(model, self.settings["dtype"], self.settings["device"])
         self.decoder = GreedyDecoder(step_model, language=self.decoding.language_for(multilingual),
                                      task=self.decoding.task)
+
+    def _load_compressed(self, model) -> None:
+        """Put the weights of the compressed Core ML export into ``model``, expanded as Core ML expands them,
+        after checking that expansion against coremltools' own ``decompress_weights``."""
+        from ..models import converted
+        from ..models.coreml_compress import check_decompression, compressed_state_dict
+
+        folder = self.weights_path = converted(self.model, "coreml", self.settings["compression"])
+        state, facts = compressed_state_dict(folder, model.state_dict())
+        facts["checked_against_decompress_weights"] = check_decompression(folder)
+        model.load_state_dict(state, strict=True)
+        self.compression_facts = facts
+
+    def describe(self) -> dict:
+        info = super().describe()
+        if getattr(self, "compression_facts", None):
+            info["compression"] = self.compression_facts
+        return info
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         timestamps = not self.decoding.timestamps_off(long_form)

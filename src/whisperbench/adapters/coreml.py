@@ -7,7 +7,8 @@ adapter runs, so ``ane-pytorch`` vs ``openai-whisper`` isolates the layout and `
 ``ane-pytorch`` isolates Core ML (FP16, the compute units).
 
 Options: ``compute_units`` ``CPU_AND_NE`` (default), ``ALL``, ``CPU_ONLY``, ``CPU_AND_GPU``;
-``precision`` ``float16`` (default; what the Neural Engine runs) or ``float32`` (CPU/GPU).
+``precision`` ``float16`` (default; what the Neural Engine runs), ``float32`` (CPU/GPU), or a compression
+of the float16 export (``pal8`` … ``pal2``, ``lin8``: :mod:`whisperbench.models.coreml_compress`).
 ``Transcript.timings`` holds ``mel_s``, ``encoder_s``, ``decoder_s`` and ``decoder_steps``; run.json
 records the packages' load times. Core ML has no runtime outside macOS: elsewhere the adapter
 refuses to run with that reason (the export itself works on Linux).
@@ -21,13 +22,14 @@ from typing import Optional
 import numpy as np
 
 from ..errors import AdapterUnavailable, OptionError
+from ..models.coreml import VARIANTS
+from ..models.coreml_compress import COMPRESSIONS
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter, DecodingOptions
 from .options import Option
 
 NOT_MACOS = "Core ML runs only on macOS (no Core ML runtime on {platform}); the export works everywhere"
-
 
 @register
 class CoreMLAdapter(Adapter):
@@ -39,19 +41,20 @@ class CoreMLAdapter(Adapter):
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
     options = {"compute_units": Option("CPU_AND_NE", "Core ML compute units"),
-               "precision": Option("float16", "precision of the exported ML Programs")}
+               "precision": Option("float16", "precision of the exported ML Programs, or a compression of the float16 "
+                                              "export (pal8, pal6, pal4, pal2: palettized; lin8: 8-bit linear)",
+                                   VARIANTS + tuple(COMPRESSIONS))}
+    variants = {name: {"precision": name} for name in VARIANTS + tuple(COMPRESSIONS)}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
-        from ..models.coreml import COMPUTE_UNITS, VARIANTS
+        from ..models.coreml import COMPUTE_UNITS
         from ..models.greedy import check_options
 
         check_options(self.decoding, self.name)
         if self.settings["compute_units"] not in COMPUTE_UNITS:
             raise OptionError(f"adapter coreml: compute_units {self.settings['compute_units']!r} is not one of "
                               f"{', '.join(COMPUTE_UNITS)}")
-        if self.settings["precision"] not in VARIANTS:
-            raise OptionError(f"adapter coreml: precision {self.settings['precision']!r} is not one of {', '.join(VARIANTS)}")
 
     @classmethod
     def ensure_available(cls) -> None:

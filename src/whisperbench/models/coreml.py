@@ -37,7 +37,7 @@ from whisperbench.models.ane import (
 )
 from whisperbench.models.registry import SourceModel, converter
 
-VARIANTS = ("float16", "float32")
+VARIANTS = ("float16", "float32")  # and the compressions of the float16 export (models/coreml_compress.py)
 ENCODER_PACKAGE = "encoder.mlpackage"
 DECODER_PACKAGE = "decoder.mlpackage"
 INFO_FILE = "coreml.json"
@@ -46,9 +46,11 @@ N_FRAMES = 3000  # 30 s of 10 ms mel frames
 
 def parse_variant(variant: str) -> str:
     """The precision of a variant name (``""`` is float16)."""
+    from whisperbench.models.coreml_compress import COMPRESSIONS
+
     precision = variant or "float16"
-    if precision not in VARIANTS:
-        raise ModelError(f"coreml: unknown variant {variant!r} (float16, float32)")
+    if precision not in VARIANTS + tuple(COMPRESSIONS):
+        raise ModelError(f"coreml: unknown variant {variant!r} (float16, float32, {', '.join(COMPRESSIONS)})")
     return precision
 
 
@@ -151,7 +153,13 @@ def read_info(folder: str | Path) -> dict:
 def _to_coreml(source: SourceModel, out_dir: Path, variant: str) -> None:
     from whisperbench.models.convert import load_openai_whisper, read_checkpoint
 
+    from whisperbench.models.coreml_compress import COMPRESSIONS, compress_export
+    from whisperbench.models.registry import converted_source
+
     precision = parse_variant(variant)
+    if precision in COMPRESSIONS:  # compressed from the (cached) float16 export
+        compress_export(converted_source(source, "coreml", ""), out_dir, precision)
+        return
     export_coreml(from_stock(load_openai_whisper(read_checkpoint(source))), out_dir, precision)
 
 

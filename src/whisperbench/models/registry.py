@@ -241,7 +241,11 @@ def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
     converted from the model's full-precision weights, cached under
     ``<cache>/<fmt>/<name>-<sha256[:12]>[-variant]``.
     """
-    source = resolve_source(model)
+    return converted_source(resolve_source(model), fmt, variant)
+
+
+def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = None) -> Path:
+    """:func:`converted` for a resolved source (a converter building on another variant of its format)."""
     fmt = FORMAT_ALIASES.get(fmt, fmt)
     if is_native(source, fmt, variant):
         return source.path
