@@ -1,0 +1,183 @@
+"""Quality against size: the variant sweep, its trade-off table, ggml's own quantizer, Core ML compression."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jiwer
+import numpy as np
+import pytest
+
+from whisperbench.cli import main
+from whisperbench.errors import ModelError
+from whisperbench.reports.tradeoff import pareto_front
+from whisperbench.scoring import normalize
+from whisperbench.store import open_run
+
+from .test_html_report import _render
+
+
+def test_numpy_q8_0_and_q5_0_equal_ggmls_own_quantizer_byte_for_byte():
+    from whisperbench.models import ggml, ggml_quantize
+    from whisperbench.models.ggml_format import Q4_K, Q5_0, Q8_0
+
+    if ggml_quantize.library() is None:
+        pytest.skip("no libggml-base (pip install pywhispercpp)")
+    weight = np.random.default_rng(0).standard_normal((6, 512)).astype(np.float32) * 0.05
+    assert ggml_quantize.quantize(weight, Q8_0) == ggml.quantize_q8_0(weight, 2)
+    assert ggml_quantize.quantize(weight, Q5_0) == ggml.quantize_q5_0(weight, 2)
+    assert len(ggml_quantize.quantize(weight, Q4_K)) == 6 * 2 * 144  # two 144-byte super-blocks per row
+    with pytest.raises(ModelError, match="packs 256 values per block: w has rows of 384"):
+        ggml_quantize.quantize(weight[:, :384], Q4_K, "w")
+
+
+def test_pareto_front_against_brute_force():
+    rng = np.random.default_rng(1)
+    points = [(float(s), float(q)) for s, q in zip(rng.integers(10, 100, 40), rng.integers(50, 100, 40))]
+    expected = [not any(o[0] <= p[0] and o[1] >= p[1] and o != p for o in points) for p in points]
+    assert pareto_front(points) == expected
+    assert pareto_front([(None, 90.0), (10.0, 80.0)]) == [False, True]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, tiny_short_module):
+    """One sweep: openai-whisper (the reference), faster-whisper float32/int8 (float16 refused on CPUs without
+    it), whisper.cpp f16, a corrupted q8_0 and q4_k (that tiny.en's 384-wide rows cannot hold)."""
+    from whisperbench.models import converted
+
+    runs = tmp_path_factory.mktemp("sweep-runs")
+    q8 = converted("tiny.en", "ggml", "q8_0")
+    corrupt = q8.read_bytes()
+    q8.write_bytes(corrupt[: len(corrupt) // 2])  # a broken variant in the cache: its run must fail, alone
+    try:
+        code = main(["sweep", "--model", "tiny.en", "--dataset", str(tiny_short_module), "--limit", "2",
+                     "--implementations", "faster-whisper,whisper-cpp",
+                     "--variants", "float32,int8,float16,f16,q8_0,q4_k", "--runs-dir", str(runs),
+                     "--min-qoi", "100", "-o", "threads=2"])
+    finally:
+        q8.write_bytes(corrupt)
+    assert code == 0
+    stem = runs / "tradeoff_tiny.en_tiny-shortform"
+    return runs, json.loads(Path(f"{stem}.json").read_text()), stem
+
+
+@pytest.fixture(scope="module")
+def tiny_short_module():
+    from .conftest import BUNDLED
+
+    return BUNDLED / "shortform" / "manifest.jsonl"
+
+
+def test_sweep_runs_each_variant_and_a_broken_one_fails_alone(sweep):
+    runs, record, _ = sweep
+    status = {v["label"]: (v["status"], v["error"] or "") for v in record["variants"]}
+    assert status["openai-whisper"][0] == "finished"
+    for label in ("faster-whisper-float32", "faster-whisper-int8", "whisper-cpp-f16"):
+        assert status[label][0] == "finished", status[label]
+    assert status["whisper-cpp-q8_0"][0] == "failed"
+    assert "ggml" in status["whisper-cpp-q8_0"][1] and "q8_0" in status["whisper-cpp-q8_0"][1]  # names the file
+    assert status["whisper-cpp-q4_k"] == ("failed", status["whisper-cpp-q4_k"][1])
+    assert "rows of 384" in status["whisper-cpp-q4_k"][1]
+    import ctranslate2
+
+    if "float16" not in ctranslate2.get_supported_compute_types("cpu"):
+        assert status["faster-whisper-float16"][0] == "refused"
+        assert "get_supported_compute_types" in status["faster-whisper-float16"][1]
+
+
+def test_tradeoff_table_numbers_are_the_stored_runs(sweep):
+    runs, record, stem = sweep
+    from whisperbench.reports.tradeoff import tradeoff_frame
+
+    finished = [v["run"] for v in record["variants"] if v["status"] == "finished"]
+    reference = open_run(record["reference"], runs)
+    frame = tradeoff_frame([open_run(name, runs) for name in finished], reference, min_qoi=100)
+    assert sorted(frame["Run"]) == sorted(finished)
+    for _, row in frame.iterrows():
+        run = open_run(row["Run"], runs)
+        refs = [normalize(p.reference, "english") for p in run.predictions]
+        hyps = [normalize(p.hypothesis, "english") for p in run.predictions]
+        assert row["WER %"] == pytest.approx(100 * jiwer.wer(refs, hyps))
+        loaded = Path(run.info["adapter_info"]["weights"]["loaded_path"])
+        files = [f for f in loaded.rglob("*") if f.is_file()] if loaded.is_dir() else [loaded]
+        assert row["Size MB"] == pytest.approx(sum(os.path.getsize(f) for f in files) / 1e6, abs=0.01)
+        assert run.summary["model_size_mb"] == row["Size MB"]
+        assert run.info["variant"] == (row["Variant"] or None)
+    # the same weights and decoder as the reference's transcripts -> no regression anywhere: QoI 100, gate passes
+    f16 = frame[frame["Variant"] == "f16"].iloc[0]
+    assert f16["QoI %"] == 100.0 and f16["Gate"] == "PASS"
+    # the front: the variants that no other is both no larger than and no worse on QoI
+    points = list(zip(frame["Size MB"], frame["QoI %"]))
+    assert list(frame["Front"]) == [not any(o[0] <= p[0] and o[1] >= p[1] and o != p for o in points)
+                                    for p in points]
+    text = Path(f"{stem}.md").read_text()
+    assert "whisper-cpp-q4_k: failed" in text and "One sweep command" in text
+
+
+def test_a_variant_identical_to_the_reference_scores_qoi_100(sweep, tiny_short_module):
+    """whisper.cpp's default is f16: a run with the default options is the f16 variant's reference, bit for bit."""
+    runs, record, _ = sweep
+    from whisperbench.reports.tradeoff import tradeoff_frame
+
+    f16 = open_run(next(v["run"] for v in record["variants"] if v["label"] == "whisper-cpp-f16"), runs)
+    assert main(["run", "--adapter", "whisper-cpp", "--model", "tiny.en", "--dataset", str(tiny_short_module),
+                 "--limit", "2", "--runs-dir", str(runs), "--name", "cpp-default", "-o", "threads=2"]) == 0
+    default = open_run("cpp-default", runs)
+    assert [p.hypothesis for p in default.predictions] == [p.hypothesis for p in f16.predictions]
+    row = tradeoff_frame([f16], default).set_index("Run").loc[f16.name]
+    assert row["QoI %"] == 100.0 and row["WER %"] == pytest.approx(default.summary["wer"])
+
+
+def test_tradeoff_page_in_a_browser_plots_every_variant(sweep, tmp_path):
+    runs, record, stem = sweep
+    dom = _render(Path(f"{stem}.html"), tmp_path)
+    finished = sum(v["status"] == "finished" for v in record["variants"])
+    assert dom.count('class="plot tradeoff"') == 2
+    assert dom.count('class="point"') == 2 * finished
+    assert 'sortable tradeoff"' in dom and "Not run" in dom and "rows of 384" in dom
+
+
+def test_ggml_types_beyond_q8_0_and_q5_0_run_in_whisper_cpp(tiny_short, tmp_path, shared_runs):
+    runs_dir = tmp_path
+    from whisperbench.models.ggml_format import TYPE_NAMES, validate_ggml_header
+
+    reference = shared_runs.reference(tiny_short, limit=1)
+    for quantization in ("q5_1", "q4_1"):
+        assert main(["run", "--adapter", "whisper-cpp", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit",
+                     "1", "--runs-dir", str(runs_dir), "--name", quantization, "-o", f"quantization={quantization}"]) == 0
+        run = open_run(quantization, runs_dir)
+        header = validate_ggml_header(run.info["adapter_info"]["weights"]["loaded_path"])
+        assert TYPE_NAMES[header.weight_type] == quantization and header.qnt_version == 2
+        # jfk in a 4- or 5-bit model: the words of the reference (normalized), give or take one
+        ref = normalize(reference.predictions[0].hypothesis, "english")
+        assert jiwer.wer(ref, normalize(run.predictions[0].hypothesis, "english")) <= 0.1, quantization
+
+
+@pytest.mark.slow  # a float16 Core ML export (~20 s) and its palettization
+def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_path, shared_runs):
+    runs_dir = tmp_path
+    """pal8 of tiny.en: every compressed constant maps onto a model tensor, expands as coremltools'
+    decompress_weights does, takes 8 bits per weight, and transcribes like float32 on one clip."""
+    from whisperbench.models import converted
+    from whisperbench.models.ane import load_ane_model
+    from whisperbench.models.coreml_compress import (_compressed_names, check_decompression, compressed_state_dict,
+                                                     program_weights)
+
+    folder = converted("tiny.en", "coreml", "pal8")
+    full = converted("tiny.en", "coreml")
+    state, facts = compressed_state_dict(folder, load_ane_model("tiny.en").state_dict())
+    assert facts["compressed_tensors"] > 60 and check_decompression(folder) == facts["compressed_tensors"]
+    decoder = folder / "decoder.mlpackage"
+    weights = program_weights(decoder)
+    palettized = [name for _, name in _compressed_names(decoder)]
+    assert max(len(np.unique(weights[name].astype(np.float32))) for name in palettized) <= 256  # 2^8 values per palettized weight
+    size = lambda path: sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # noqa: E731
+    assert 0.45 < size(folder) / size(full) < 0.56  # 8 bits per weight instead of 16, plus the tables
+    reference = shared_runs.get("ane-pytorch", tiny_short, limit=1)
+    assert main(["run", "--adapter", "ane-pytorch", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "1",
+                 "--runs-dir", str(runs_dir), "--name", "pal8", "-o", "compression=pal8"]) == 0
+    pal8 = open_run("pal8", runs_dir)
+    assert pal8.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
+    assert pal8.predictions[0].hypothesis == reference.predictions[0].hypothesis
