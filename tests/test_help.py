@@ -26,6 +26,19 @@ def test_every_command_and_option_has_help():
     assert not missing, missing
 
 
+def test_every_command_and_option_is_in_the_usage_page():
+    from pathlib import Path
+
+    usage = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text(encoding="utf-8")
+    listing = usage[usage.index("## Command line"):usage.index("## A worked example")]
+    for name, command in _subcommands(build_parser()).items():
+        assert f"whisperbench {name}" in listing, name
+        undocumented = [a.option_strings[-1] for a in command._actions
+                        if a.option_strings and not isinstance(a, argparse._HelpAction)
+                        and not any(option in listing for option in a.option_strings)]
+        assert not undocumented, (name, undocumented)
+
+
 def test_repeatable_options_say_so():
     commands = _subcommands(build_parser())
     for name, command in commands.items():

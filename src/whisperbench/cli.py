@@ -527,7 +527,7 @@ def _sweep_parser(sub: Any) -> None:
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--limit", type=int, help="only the first N examples")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
-                   help="decoding option for every variant (threads, language, …)")
+                   help="decoding option for every variant (threads, language, …); repeat -o for several")
     p.add_argument("--timeout-s", type=float, help="per-call limit in seconds (see `run --timeout-s`)")
     p.add_argument("--min-qoi", type=float, help="also give each variant the release gate's verdict at this QoI")
     p.add_argument("--max-wer-increase", type=float, help="with --min-qoi: the gate's maximum WER increase in points")

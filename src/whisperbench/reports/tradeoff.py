@@ -42,13 +42,21 @@ def tradeoff_frame(runs: list[StoredRun], reference: StoredRun, min_qoi: Optiona
     by_name = {run.name: run for run in runs}
     frame["Adapter"] = [by_name[name].info.get("adapter", "?") for name in frame["Run"]]
     frame["Variant"] = [by_name[name].info.get("variant") or "" for name in frame["Run"]]
-    frame["Peak MB"] = [(by_name[name].summary or {}).get("peak_rss_mb") for name in frame["Run"]]
+    frame["Peak MB"] = [peak_memory_mb(by_name[name]) for name in frame["Run"]]
     frame["Front"] = pareto_front(list(zip(frame["Size MB"], frame["QoI %"])))
     if min_qoi is not None:
         frame["Gate"] = [_verdict(reference, by_name[name], min_qoi, max_wer_increase, is_reference)
                          for name, is_reference in zip(frame["Run"], frame["Reference"])]
     return frame.sort_values(["Adapter", "Size MB", "Variant"], ascending=[True, False, True],
                              na_position="last").reset_index(drop=True)
+
+
+def peak_memory_mb(run: StoredRun) -> Optional[float]:
+    """Peak RSS of the process that held the model: the run's, or its worker's where the adapter keeps the
+    model in a child process (whisper.cpp, ``--isolate``)."""
+    measured = [(run.summary or {}).get("peak_rss_mb"), (run.info.get("adapter_info") or {}).get("worker_peak_rss_mb")]
+    known = [value for value in measured if value]
+    return max(known) if known else None
 
 
 def _verdict(reference: StoredRun, run: StoredRun, min_qoi: float, max_wer_increase: Optional[float],
