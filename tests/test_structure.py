@@ -105,3 +105,21 @@ def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows
     out = capsys.readouterr().out
     assert "(3 computed, 3 resumed)" in out
     assert "resumed with threads 2 (the stored run had 1)" in out and "warmup False (the stored run had True)" in out
+
+
+def test_run_json_round_trips_through_the_typed_record(tmp_path, tiny_rows, tiny_short):
+    """run.json is read as a RunInfo and written back without losing or changing a field, unknown ones included."""
+    from whisperbench.runinfo import RunInfo
+    from whisperbench.store import open_run
+
+    from .conftest import write_jsonl
+
+    hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
+    assert main(["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short),
+                 "--runs-dir", str(tmp_path), "--name", "r"]) == 0
+    stored = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert RunInfo.from_dict(stored).to_dict() == stored
+    assert RunInfo.from_dict(stored | {"added_later": [1]}).to_dict()["added_later"] == [1]
+    run = open_run("r", tmp_path)
+    assert (run.meta.adapter, run.meta.status, run.meta.dataset.num_examples) == ("recorded", "finished", len(tiny_rows))
+    assert run.meta.identity()["decoding"] == {k: v for k, v in stored["decoding"].items() if k != "threads"}

@@ -382,7 +382,7 @@ def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_nam
     runs = [open_run(e.run, args.runs_dir) for e in entries if e.status == "finished"]
     not_run = [e.to_dict() for e in entries if e.status != "finished"]
     frame = tradeoff_frame(runs, reference, args.min_qoi, args.max_wer_increase)
-    title = f"{args.model} on {dataset_name}: quality against size (reference {reference.info.get('label')})"
+    title = f"{args.model} on {dataset_name}: quality against size (reference {reference.meta.label})"
     markdown = render_tradeoff_markdown(frame, not_run, title, args.min_qoi)
     markdown += f"\nOne sweep command, {len(entries)} variants, {wall_s / 60:.1f} min wall time.\n"
     stem = Path(args.runs_dir) / f"tradeoff_{Path(args.model).name}_{dataset_name}"

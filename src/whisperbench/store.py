@@ -12,15 +12,17 @@ import os
 import re
 import socket
 from contextlib import contextmanager
+from functools import cached_property
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .bulk import paused_gc
-from .files import write_json_atomic
 from .errors import RunStoreError
+from .files import write_json_atomic
 from .redact import redact, redact_text
+from .runinfo import RunInfo
 from .types import Prediction
 
 RUN_JSON = "run.json"
@@ -63,8 +65,11 @@ class RunStore:
     def read_info(self) -> dict:
         return redact(_read_json(self.path / RUN_JSON))  # runs stored before redaction covered every field
 
-    def write_info(self, info: dict) -> None:
-        write_json_atomic(self.path / RUN_JSON, redact(info))
+    def read_run_info(self) -> RunInfo:
+        return RunInfo.from_dict(self.read_info())
+
+    def write_info(self, info: RunInfo | dict) -> None:
+        write_json_atomic(self.path / RUN_JSON, redact(info.to_dict() if isinstance(info, RunInfo) else info))
 
     def read_summary(self) -> Optional[dict]:
         path = self.path / SUMMARY_JSON
@@ -182,9 +187,14 @@ class StoredRun:
     """A finished (or partial) run as read back: what reports and the gate work from."""
 
     store: RunStore
-    info: dict
+    info: dict  # run.json as stored (raw)
     predictions: list[Prediction]
     summary: Optional[dict]
+
+    @cached_property
+    def meta(self) -> RunInfo:
+        """run.json as a typed record."""
+        return RunInfo.from_dict(self.info)
 
     @property
     def name(self) -> str:
@@ -192,15 +202,15 @@ class StoredRun:
 
     @property
     def dataset_hash(self) -> str:
-        return self.info.get("dataset", {}).get("content_hash", "")
+        return self.meta.dataset.content_hash
 
     @property
     def form(self) -> str:
-        return self.info.get("dataset", {}).get("form", "short")
+        return self.meta.dataset.form
 
     @property
     def normalizer(self) -> str:
-        return self.info.get("normalizer", "english")
+        return self.meta.normalizer
 
 
 def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:

@@ -7,6 +7,7 @@ RTFx. Peak memory is measured in the process that ran the model.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +17,7 @@ from ..adapters import DecodingOptions
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
 from ..redact import redact
+from ..runinfo import DatasetInfo, RunInfo
 from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..store import RunStore, safe_run_name
@@ -60,7 +62,7 @@ class RunRequest:
 @dataclass
 class RunResult:
     store: RunStore
-    info: dict
+    info: dict  # the run.json written (RunInfo.to_dict())
     summary: dict
     computed: int  # examples transcribed by this invocation
     resumed: int  # examples already in the store
@@ -90,28 +92,17 @@ def backend_of(request: RunRequest) -> str:
     return request.backend
 
 
-def _config_key(info: dict) -> dict:
-    """What a stored run must share with a request to be resumed by it."""
-    dataset = info.get("dataset", {})
-    # runs stored before strategies existed have no long_form: their long-form audio went natively
-    long_form = info.get("long_form") or ({"strategy": "native"} if dataset.get("form") == "long" else None)
-    # threads change how fast a run goes, not what it is: another thread count resumes the run
-    decoding = {k: v for k, v in (info.get("decoding") or {}).items() if k != "threads"}
-    return {k: info.get(k) for k in ("adapter", "model", "normalizer")} | {
-        "decoding": decoding, "long_form": long_form, "dataset_source": dataset.get("source")}
-
-
-def _store_of(request: RunRequest, info: dict) -> RunStore:
-    name = request.name or default_run_name(request.adapter, request.model, info["dataset"]["name"])
+def _store_of(request: RunRequest, info: RunInfo) -> RunStore:
+    name = request.name or default_run_name(request.adapter, request.model, info.dataset.name)
     return RunStore(Path(request.runs_dir) / safe_run_name(name))
 
 
-def _open_store(store: RunStore, old: Optional[dict], request: RunRequest, info: dict) -> None:
+def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, info: RunInfo) -> None:
     """Check that ``store`` (whose stored run.json is ``old``) may be resumed by ``request`` (same run spec), or
     clear it for ``--overwrite``."""
     if old is not None and not request.overwrite:
-        if _config_key(old) != _config_key(info):
-            diff = [k for k, v in _config_key(info).items() if _config_key(old).get(k) != v]
+        if old.identity() != info.identity():
+            diff = [k for k, v in info.identity().items() if old.identity().get(k) != v]
             raise RunStoreError(
                 f"run {store.path} exists with a different {', '.join(diff)}; "
                 "pass --name for a new run or --overwrite to replace it"
@@ -121,7 +112,7 @@ def _open_store(store: RunStore, old: Optional[dict], request: RunRequest, info:
             leftover.unlink(missing_ok=True)
 
 
-def _stale(previous: dict[str, Prediction], dataset: Dataset, old: dict,
+def _stale(previous: dict[str, Prediction], dataset: Dataset, old: RunInfo,
            source_digest: Optional[str]) -> dict[str, str]:
     """Stored results that no longer match what this run would compute, each with the reason: they are redone.
 
@@ -129,8 +120,8 @@ def _stale(previous: dict[str, Prediction], dataset: Dataset, old: dict,
     adapter's source (a hypotheses file); results stored before audio digests were recorded are taken
     as stale only when the dataset's content hash changed.
     """
-    source_changed = old.get("source_digest") != source_digest
-    dataset_changed = old.get("dataset", {}).get("content_hash") != dataset.content_hash
+    source_changed = old.source_digest != source_digest
+    dataset_changed = old.dataset.content_hash != dataset.content_hash
     why: dict[str, str] = {}
     for example in dataset.examples:
         pred = previous.get(example.id)
@@ -160,14 +151,14 @@ def run_evaluation(
     run = _resolve(request, checked)
     store = _store_of(request, run.info)
     with store.lock():  # one writer per run: a second one is refused, naming the first
-        old = store.read_info() if store.exists() else None  # read once: checked, re-checked against, kept
+        old = store.read_run_info() if store.exists() else None  # read once: checked, re-checked against, kept
         _open_store(store, old, request, run.info)
         previous = {p.id: p for p in store.read_predictions()}
-        stale = _stale(previous, run.dataset, old or {}, run.source_digest) if previous else {}
+        stale = _stale(previous, run.dataset, old or RunInfo(), run.source_digest) if previous else {}
         done = {i for i, p in previous.items() if i not in stale and (p.status == "ok" or not request.retry_failed)}
         todo = [ex for ex in run.dataset.examples if ex.id not in done]
         _start_info(run, request, old, stale)
-        store.write_info(run.info | {"status": "running"})
+        store.write_info(run.info)  # status "running" until _finalize
         report = BackendReport()
         load_before = load_snapshot()
         with store.open_for_append() as writer:
@@ -176,10 +167,10 @@ def run_evaluation(
                     invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
                     writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), run.normalizer))
             if todo:
-                report = BACKENDS[run.info["backend"]](_job(run, request)).run(todo, writer, progress)
+                report = BACKENDS[run.info.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before)
         notes = _execution_changes(old, run.info) if old else []
-        return RunResult(store, run.info, summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
+        return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
                          stale=stale, notes=notes)
 
 
@@ -194,7 +185,7 @@ class _Resolved:
     adapter: Any  # built from the spec, as it runs (wrapped for isolation), not loaded
     long_form: Any
     source_digest: Optional[str]
-    info: dict
+    info: RunInfo
 
     @property
     def dataset(self) -> Dataset:
@@ -215,27 +206,22 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
-    info = redact({  # the run spec (what a resume must share); nothing secret (a URL's credentials)
-        "adapter": request.adapter,
-        "label": request.label or default_label(request.adapter, request.decoding),
-        "variant": request.variant,
-        "model": request.model,
-        "decoding": request.decoding.to_json(),
-        "normalizer": normalizer,
-        "long_form": long_form.to_json() if long_form else None,
-        "dataset": {
-            "name": dataset.name, "source": dataset.source, "form": dataset.form,
-            "content_hash": dataset.content_hash, "num_examples": len(dataset) + len(checked.invalid),
-            "num_invalid": len(checked.invalid), "limit": request.limit,
-        },
-    })
+    info = RunInfo(  # the run spec (what a resume must share); nothing secret (a URL's credentials)
+        adapter=request.adapter, label=request.label or default_label(request.adapter, request.decoding),
+        variant=request.variant, model=redact(request.model), decoding=redact(request.decoding.to_json()),
+        normalizer=normalizer, long_form=long_form.to_json() if long_form else None,
+        dataset=DatasetInfo(name=dataset.name, source=redact(dataset.source), form=dataset.form,
+                            content_hash=dataset.content_hash, num_examples=len(dataset) + len(checked.invalid),
+                            num_invalid=len(checked.invalid), limit=request.limit),
+    )
     return _Resolved(checked, normalizer, spec.adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
                      info)
 
 
-def _start_info(run: _Resolved, request: RunRequest, old: Optional[dict], stale: dict) -> None:
+def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:
     """How this invocation executes the run (recorded, never part of the resume identity)."""
-    run.info.update(
+    run.info = dataclasses.replace(
+        run.info, status="running",
         backend=backend_of(request),
         workers=request.workers,
         threads_per_worker=request.decoding.threads,
@@ -248,14 +234,13 @@ def _start_info(run: _Resolved, request: RunRequest, old: Optional[dict], stale:
         source_digest=run.source_digest, stale_redone=len(stale),
     )
     if old is not None:
-        run.info["first_started_at"] = old.get("first_started_at", old.get("started_at"))
+        run.info.first_started_at = old.first_started_at or old.started_at
 
 
-def _execution_changes(old: dict, info: dict) -> list[str]:
+def _execution_changes(old: RunInfo, info: RunInfo) -> list[str]:
     """What this invocation ran differently from the stored run's last one (said, never refused)."""
-    before = old.get("execution") or {"backend": old.get("backend"), "workers": old.get("workers"),
-                                      "threads": old.get("threads_per_worker")}
-    now = info["execution"]
+    before = old.execution or {"backend": old.backend, "workers": old.workers, "threads": old.threads_per_worker}
+    now = info.execution
     return [f"{key} {now[key]!r} (the stored run had {before[key]!r})"
             for key in now if key in before and before[key] is not None and before[key] != now[key]]
 
@@ -275,7 +260,7 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
         raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
     busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
-    if info["backend"] == "ray":  # its actors are not this process's children: their CPU would count as others'
+    if info.backend == "ray":  # its actors are not this process's children: their CPU would count as others'
         busy.update(busy=False, why="", other_cpus_busy=None, note="not measured on Ray")
     adapter_info = report.adapter_info or run.adapter.describe()
     if run.long_form:
@@ -294,14 +279,13 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
     summary["harness_overhead_pct"] = (
         100.0 * (loop_wall - computed_infer) / loop_wall
-        if todo and loop_wall > 0 and info["backend"] == "in-process" else None
+        if todo and loop_wall > 0 and info.backend == "in-process" else None
     )
-    info.update(status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                adapter_info=adapter_info, machine_load=busy)
-    info.update(measured)
-    if report.backend_info:  # Ray: cluster, actors, deaths and retries
-        info["backend_info"] = report.backend_info
-    store.write_info(info)
+    run.info = dataclasses.replace(
+        info, status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        adapter_info=adapter_info, machine_load=busy, backend_info=report.backend_info or info.backend_info,
+        **measured)  # backend_info: Ray's cluster, actors, deaths and retries
+    store.write_info(run.info)
     store.write_summary(summary)
     return summary
 
@@ -309,9 +293,9 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
 def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
     """Recompute summary.json from stored raw predictions (e.g. with another normalizer)."""
     with store.lock():
-        info = store.read_info()
-        normalizer = normalizer or info.get("normalizer", "english")
-        scored = summarize(store.read_predictions(), normalizer, info.get("dataset", {}).get("form", "short"))
+        info = store.read_run_info()
+        normalizer = normalizer or info.normalizer
+        scored = summarize(store.read_predictions(), normalizer, info.dataset.form)
         summary = (store.read_summary() or {}) | scored  # every field not about scoring is kept as it was
         store.write_summary(summary)
     return summary

@@ -48,7 +48,7 @@ def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
         reference_wer=ref_summary["wer"],
         candidate_wer=cand_summary["wer"],
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,
-        weights=weights_relation(reference.info, candidate.info),
+        weights=weights_relation(reference.meta, candidate.meta),
     )
 
 

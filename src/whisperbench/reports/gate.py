@@ -103,7 +103,7 @@ def evaluate_gate(
 
 def _dataset_size(run: StoredRun) -> int:
     """How many examples the run's dataset holds (as recorded when it ran), else how many it stored."""
-    recorded = run.info.get("dataset", {}).get("num_examples")
+    recorded = run.meta.dataset.num_examples
     return int(recorded) if recorded is not None else len(run.predictions)
 
 
@@ -111,7 +111,7 @@ def _finished(*runs: StoredRun) -> tuple[bool, str]:
     """Whether every run finished with a prediction for each example of its dataset, and what is missing."""
     problems = []
     for run in runs:
-        status, stored, expected = run.info.get("status", "?"), len(run.predictions), _dataset_size(run)
+        status, stored, expected = run.meta.status, len(run.predictions), _dataset_size(run)
         if status != "finished" or stored < expected:
             problems.append(f"run {run.name} is unfinished (status {status}): {stored} of {expected} examples stored, "
                             f"{max(expected - stored, 0)} missing; run it again to finish it")

@@ -35,10 +35,10 @@ def pick_references(
             chosen[run.dataset_hash] = run
     if adapter:
         def plainness(run: StoredRun) -> tuple:
-            label = run.info.get("label") or ""
+            label = run.meta.label or ""
             return (label != adapter, len(label), run.name)
 
-        for run in sorted((r for r in runs if r.info.get("adapter") == adapter), key=plainness):
+        for run in sorted((r for r in runs if r.meta.adapter == adapter), key=plainness):
             chosen.setdefault(run.dataset_hash, run)
     return chosen
 
@@ -76,11 +76,11 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
         stored = run.summary or {}
         rows.append({
             "Form": run.form,
-            "Implementation": run.info.get("label") or run.info.get("adapter", "?"),
+            "Implementation": run.meta.label or run.meta.adapter,
             "Reference": reference is run,
-            "Model": model_label(run.info),
-            "Size MB": size_mb(run.info),
-            "Dataset": run.info.get("dataset", {}).get("name", "?"),
+            "Model": model_label(run.meta),
+            "Size MB": size_mb(run.meta),
+            "Dataset": run.meta.dataset.name,
             "WER %": summary["wer"],
             "WER CI": wer_ci,
             "QoI %": qoi_value,
@@ -89,7 +89,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "RTFx reliable": stored.get("rtfx_reliable") is not False,
             "Examples": summary["num_examples"],
             "Failed": summary["num_failed"],
-            "Long-form algorithm": (run.info.get("adapter_info") or {}).get("long_form_algorithm", ""),
+            "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
             "Run": run.name,
         })
     frame = pd.DataFrame(rows)

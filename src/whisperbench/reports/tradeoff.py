@@ -40,8 +40,8 @@ def tradeoff_frame(runs: list[StoredRun], reference: StoredRun, min_qoi: Optiona
     runs = [reference] + [run for run in runs if run.store.path != reference.store.path]
     frame = leaderboard_frame(runs, {reference.dataset_hash: reference})
     by_name = {run.name: run for run in runs}
-    frame["Adapter"] = [by_name[name].info.get("adapter", "?") for name in frame["Run"]]
-    frame["Variant"] = [by_name[name].info.get("variant") or "" for name in frame["Run"]]
+    frame["Adapter"] = [by_name[name].meta.adapter for name in frame["Run"]]
+    frame["Variant"] = [by_name[name].meta.variant or "" for name in frame["Run"]]
     frame["Peak MB"] = [peak_memory_mb(by_name[name]) for name in frame["Run"]]
     frame["Front"] = pareto_front(list(zip(frame["Size MB"], frame["QoI %"])))
     if min_qoi is not None:
@@ -54,7 +54,7 @@ def tradeoff_frame(runs: list[StoredRun], reference: StoredRun, min_qoi: Optiona
 def peak_memory_mb(run: StoredRun) -> Optional[float]:
     """Peak RSS of the process that held the model: the run's, or its worker's where the adapter keeps the
     model in a child process (whisper.cpp, ``--isolate``)."""
-    measured = [(run.summary or {}).get("peak_rss_mb"), (run.info.get("adapter_info") or {}).get("worker_peak_rss_mb")]
+    measured = [(run.summary or {}).get("peak_rss_mb"), run.meta.adapter_info.get("worker_peak_rss_mb")]
     known = [value for value in measured if value]
     return max(known) if known else None
 

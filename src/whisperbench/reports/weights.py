@@ -4,10 +4,10 @@ Read from run.json (``adapter_info.weights``, written by :func:`whisperbench.mod
 the source's sha256 (same file), its fingerprint (the token embedding rounded to float16: the same
 weights in any format), and the precision the implementation ran them in.
 
->>> a = {"adapter_info": {"weights": {"source_sha256": "1", "fingerprint": "f", "dtype": "float16"},
-...                       "settings": {"compute_type": "float32"}}}
->>> b = {"adapter_info": {"weights": {"source_sha256": "2", "fingerprint": "f", "dtype": "float32"},
-...                       "settings": {"dtype": "float32"}}}
+>>> a = RunInfo(adapter_info={"weights": {"source_sha256": "1", "fingerprint": "f", "dtype": "float16"},
+...                            "settings": {"compute_type": "float32"}})
+>>> b = RunInfo(adapter_info={"weights": {"source_sha256": "2", "fingerprint": "f", "dtype": "float32"},
+...                            "settings": {"dtype": "float32"}})
 >>> weights_relation(a, b)
 'same weights (another format)'
 """
@@ -16,44 +16,42 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..runinfo import RunInfo
+
 #: adapter settings that choose the precision weights run in
 PRECISION_SETTINGS = ("compute_type", "quantization", "precision", "dtype")
 
 
-def weights_of(info: dict) -> dict:
-    return (info.get("adapter_info") or {}).get("weights") or {}
-
-
-def precision_of(info: dict) -> Optional[str]:
+def precision_of(info: RunInfo) -> Optional[str]:
     """The precision the run computed in: a quantized model's own type, else the adapter's setting."""
-    weights = weights_of(info)
+    weights = info.weights
     if weights.get("quantized"):
         return weights.get("dtype")
-    settings = (info.get("adapter_info") or {}).get("settings") or {}
+    settings = info.adapter_info.get("settings") or {}
     for key in PRECISION_SETTINGS:
         if settings.get(key):
             return str(settings[key])
     return None  # the implementation's one precision: nothing to compare
 
 
-def model_label(info: dict) -> str:
+def model_label(info: RunInfo) -> str:
     """The model's name as the leaderboard shows it (its quantization when it is one)."""
-    weights = weights_of(info)
-    name = weights.get("name") or str(info.get("model", "?")).rstrip("/").split("/")[-1]
+    weights = info.weights
+    name = weights.get("name") or str(info.model).rstrip("/").split("/")[-1]
     return f"{name} ({weights['dtype']})" if weights.get("quantized") and weights.get("dtype") not in name else name
 
 
-def size_mb(info: dict) -> Optional[float]:
+def size_mb(info: RunInfo) -> Optional[float]:
     """Size of the weights as the implementation loaded them (a converted copy, a quantized variant)."""
-    weights = weights_of(info)
+    weights = info.weights
     return weights.get("loaded_size_mb", weights.get("size_mb"))
 
 
-def weights_relation(reference: dict, candidate: dict) -> str:
+def weights_relation(reference: RunInfo, candidate: RunInfo) -> str:
     """'same weights', 'same weights (another format)', '… in another precision', 'different weights',
     'cannot tell' (a quantized model: its values are not the original's) or 'unknown' (runs recorded
     before weights were described, or adapters without weights)."""
-    a, b = weights_of(reference), weights_of(candidate)
+    a, b = reference.weights, candidate.weights
     if not a.get("source_sha256") or not b.get("source_sha256"):
         return "unknown"
     same_file = a["source_sha256"] == b["source_sha256"]

@@ -1,0 +1,112 @@
+"""run.json as a typed record: what a run *is* (its spec, the only resume identity) and how it was *executed*.
+
+Keys this version does not know (written by a newer one, or by hand) are kept in ``extra`` and written
+back, so reading and rewriting a run never loses a field.
+
+>>> info = RunInfo.from_dict({"adapter": "faster-whisper", "model": "tiny.en", "decoding": {"threads": 2},
+...                          "dataset": {"name": "qa", "form": "short"}, "note": "kept"})
+>>> info.dataset.name, info.extra, info.to_dict()["note"]
+('qa', {'note': 'kept'}, 'kept')
+>>> info.identity() == RunInfo.from_dict(info.to_dict() | {"decoding": {"threads": 8}}).identity()
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+def _split(cls: type, data: dict) -> tuple[dict, dict]:
+    names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+    return {k: v for k, v in data.items() if k in names}, {k: v for k, v in data.items() if k not in names}
+
+
+@dataclass
+class DatasetInfo:
+    """The dataset a run evaluated: name, where it came from, its form and content hash, how many examples."""
+
+    name: str = "?"
+    source: Optional[str] = None
+    form: str = "short"
+    content_hash: str = ""
+    num_examples: Optional[int] = None  # valid and invalid examples
+    num_invalid: int = 0
+    limit: Optional[int] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        return data | self.extra
+
+    @classmethod
+    def from_dict(cls, data: Optional[dict]) -> "DatasetInfo":
+        known, extra = _split(cls, data or {})
+        return cls(**known, extra=extra)
+
+
+@dataclass
+class RunInfo:
+    """One run's run.json."""
+
+    # the run spec: a resume must share it
+    adapter: str = "?"
+    model: str = "?"
+    label: Optional[str] = None
+    variant: Optional[str] = None  # the sweep's name for the options that make a compressed variant
+    decoding: dict[str, Any] = field(default_factory=dict)
+    normalizer: str = "english"
+    long_form: Optional[dict] = None
+    dataset: DatasetInfo = field(default_factory=DatasetInfo)
+    # how this invocation executed it (recorded, never part of the identity)
+    status: str = "running"
+    backend: Optional[str] = None
+    workers: Optional[int] = None
+    threads_per_worker: Optional[int] = None
+    execution: dict[str, Any] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    started_at: Optional[str] = None
+    first_started_at: Optional[str] = None
+    finished_at: Optional[str] = None
+    source_digest: Optional[str] = None
+    stale_redone: int = 0
+    # measured
+    adapter_info: dict[str, Any] = field(default_factory=dict)
+    machine_load: dict[str, Any] = field(default_factory=dict)
+    backend_info: Optional[dict] = None
+    load_s: Optional[float] = None
+    warmup_s: Optional[float] = None
+    peak_rss_mb: Optional[float] = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        data["dataset"] = self.dataset.to_dict()
+        if data["backend_info"] is None:
+            del data["backend_info"]
+        return data | self.extra
+
+    @classmethod
+    def from_dict(cls, data: Optional[dict]) -> "RunInfo":
+        known, extra = _split(cls, data or {})
+        known["dataset"] = DatasetInfo.from_dict(known.get("dataset"))
+        for key in ("decoding", "execution", "machine", "versions", "adapter_info", "machine_load"):
+            if known.get(key) is None:
+                known.pop(key, None)
+        return cls(**known, extra=extra)
+
+    @property
+    def weights(self) -> dict:
+        """What the adapter recorded about its weights (format, sha256, fingerprint, what it loaded)."""
+        return self.adapter_info.get("weights") or {}
+
+    def identity(self) -> dict:
+        """What a stored run must share with a request to be resumed by it (execution settings aside)."""
+        # runs stored before strategies existed have no long_form: their long-form audio went natively
+        long_form = self.long_form or ({"strategy": "native"} if self.dataset.form == "long" else None)
+        # threads change how fast a run goes, not what it is: another thread count resumes the run
+        decoding = {k: v for k, v in self.decoding.items() if k != "threads"}
+        return {"adapter": self.adapter, "model": self.model, "normalizer": self.normalizer, "decoding": decoding,
+                "long_form": long_form, "dataset_source": self.dataset.source}
