@@ -169,7 +169,10 @@ def cmd_report(args) -> int:
 
         write_html(str(out), frame, runs, references, args.title)
     elif fmt == "md":
+        from .reports.languages import language_frame, render_language_markdown
+
         text = render_markdown(frame, references, title=args.title)
+        text += render_language_markdown(language_frame(runs, references))
         out.write_text(text, encoding="utf-8")
         if not args.quiet:
             print(text)
@@ -194,7 +197,8 @@ def cmd_gate(args) -> int:
         return 2
     result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
                            min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
-                           confidence=args.confidence / 100.0 if args.confidence else None)
+                           confidence=args.confidence / 100.0 if args.confidence else None,
+                           min_qoi_per_language=args.min_qoi_per_language)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -503,6 +507,9 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--min-qoi", type=float, required=True, help="minimum QoI in percent")
     p.add_argument("--max-wer-increase", type=float, help="maximum WER increase in points")
+    p.add_argument("--min-qoi-per-language", type=float, metavar="PCT",
+                   help="also require this QoI within every labelled language (a release that holds English but "
+                        "regresses German fails)")
     p.add_argument("--min-coverage", type=float, default=100.0,
                    help="%% of reference examples the candidate must share (default 100)")
     p.add_argument("--max-failed-pct", type=float, default=0.0,

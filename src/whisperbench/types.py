@@ -119,6 +119,13 @@ class Prediction:
     substitutions: Optional[int] = None
     deletions: Optional[int] = None
     insertions: Optional[int] = None
+    language: Optional[str] = None  # the example's language (the dataset's label, as Whisper's code)
+    # character error rate and its counts (characters of the normalized texts; no spaces for zh/ja/ko/th/...)
+    cer: Optional[float] = None
+    char_hits: Optional[int] = None
+    char_substitutions: Optional[int] = None
+    char_deletions: Optional[int] = None
+    char_insertions: Optional[int] = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -134,7 +141,7 @@ class Prediction:
         """
         digest = example.extra.get("audio_sha256")
         return cls(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0,
-                   extra={"audio_sha256": digest} if digest else {})
+                   language=example.language, extra={"audio_sha256": digest} if digest else {})
 
     @classmethod
     def failed(cls, example: Example, error: str) -> "Prediction":

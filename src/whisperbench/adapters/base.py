@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
+from ..languages import LanguageError, language_code
 from ..errors import AdapterUnavailable, OptionError
 from ..machine import default_threads
 from .options import Option, parse_options
@@ -28,6 +29,17 @@ def _parse_bool(text: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"not a boolean: {text!r}")
+
+
+def _language_option(value: Optional[str]) -> Optional[str]:
+    """``-o language=``: ``auto`` (or nothing) lets a multilingual model detect; else Whisper's code for a code
+    or name ("de", "deu", "German")."""
+    if value is None or value.lower() == "auto":
+        return None
+    try:
+        return language_code(value)
+    except LanguageError as exc:
+        raise OptionError(f"option language: {exc}") from None
 
 
 @dataclass
@@ -82,6 +94,7 @@ class DecodingOptions:
             except ValueError as exc:
                 raise OptionError(f"option {key}: {exc}") from exc
             setattr(opts, key, parsed)
+        opts.language = _language_option(opts.language)
         if opts.beam_size < 1 or opts.threads < 1:
             raise OptionError("beam_size and threads must be >= 1")
         return opts

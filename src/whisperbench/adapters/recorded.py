@@ -1,7 +1,8 @@
 """``recorded``: hypotheses produced elsewhere (an iPhone, a Mac with WhisperKit, another harness).
 
-The model argument is a JSONL file with ``id`` and ``hypothesis`` (or ``text``) per line. Dataset
-ids missing from the file fail with a clear error, so they count as failed examples.
+The model argument is a JSONL file with ``id`` and ``hypothesis`` (or ``text``) per line, and optionally
+the ``language`` the implementation detected (scored as language identification). Dataset ids missing
+from the file fail with a clear error, so they count as failed examples.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
+from ..languages import LanguageError, language_code
 from ..types import Example, Transcript
 from . import register
 from .base import Adapter
@@ -21,7 +23,12 @@ from .options import Option
 
 def read_hypotheses(path: str) -> dict[str, str]:
     """``id -> hypothesis`` from a JSONL file; duplicate ids or bad lines are errors naming the line."""
-    table: dict[str, str] = {}
+    return {ex_id: text for ex_id, (text, _) in read_rows(path).items()}
+
+
+def read_rows(path: str) -> dict[str, tuple[str, Optional[str]]]:
+    """``id -> (hypothesis, detected language or None)``; duplicate ids or bad lines are errors naming the line."""
+    table: dict[str, tuple[str, Optional[str]]] = {}
     try:
         with open(path, encoding="utf-8") as fh:
             lines = list(fh)
@@ -38,8 +45,17 @@ def read_hypotheses(path: str) -> dict[str, str]:
             raise WhisperbenchError(f"{path} line {number}: need a JSON object with id and hypothesis ({exc})") from exc
         if ex_id in table:
             raise WhisperbenchError(f"{path} line {number}: duplicate id {ex_id!r}")
-        table[ex_id] = "" if text is None else str(text)
+        table[ex_id] = ("" if text is None else str(text), _language(row.get("language"), path, number))
     return table
+
+
+def _language(label, path: str, number: int) -> Optional[str]:
+    if label in (None, ""):
+        return None
+    try:
+        return language_code(label)
+    except LanguageError as exc:
+        raise WhisperbenchError(f"{path} line {number}: {exc}") from None
 
 
 @register
@@ -51,7 +67,8 @@ class RecordedAdapter(Adapter):
     options = {"label": Option(None, "the implementation's name in reports")}
 
     def load(self) -> None:
-        self.hypotheses = read_hypotheses(self.model)
+        self.rows = read_rows(self.model)
+        self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}
 
     def source_digest(self) -> Optional[str]:
         """The hypotheses file's sha256: an edited file makes a resumed ``score`` redo every example."""
@@ -67,7 +84,8 @@ class RecordedAdapter(Adapter):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         if example.id not in self.hypotheses:
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")
-        return Transcript(text=self.hypotheses[example.id])
+        text, language = self.rows[example.id]
+        return Transcript(text=text, language=language)
 
     def describe(self) -> dict:
         return super().describe() | {"hypotheses_file": self.model}

@@ -11,11 +11,14 @@ from typing import Any, Iterable, Optional
 from ..audio import audio_info
 from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
+from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, Dataset, Example, Form
 
 ID_KEYS = ("id", "utt_id", "key", "segment_id")
 AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "file")
 TEXT_KEYS = ("text", "transcription", "transcript", "sentence", "normalized_text")
+#: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.languages)
+LANGUAGE_KEYS = ("language", "lang", "locale", "language_code")
 
 
 @dataclass
@@ -69,15 +72,20 @@ def record_to_example(record: RawRecord, base_dir: Optional[str]) -> Example:
     if text_key is None and not any(k in fields for k in TEXT_KEYS):
         raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(TEXT_KEYS)})")
     duration = fields.get("duration_s", fields.get("duration"))
-    used = {audio_key, id_key, text_key, "duration_s", "duration", "language"}
+    language_key, label = _first(fields, LANGUAGE_KEYS)
+    try:
+        language = language_code(label) if label is not None else None
+    except LanguageError as exc:
+        raise DatasetError(f"{record.origin} (id {ex_id}): {exc}") from None
+    used = {audio_key, id_key, text_key, language_key, "duration_s", "duration"}
     extra = {k: v for k, v in fields.items() if k not in used and k not in TEXT_KEYS}
     return Example(
         id=str(ex_id),
         audio=audio,
         text="" if text is None else str(text),
         duration_s=float(duration) if duration not in (None, "") else None,
-        language=fields.get("language") or None,
-        extra=extra,
+        language=language,
+        extra=extra | ({"language_label": label} if label is not None and str(label) != language else {}),
     )
 
 

@@ -266,7 +266,8 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     if run.long_form:
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
     predictions = [stored[i] for i in ids]
-    summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer)
+    summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer,
+                        language_detected=request.decoding.language is None)
     measured = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
     summary.update(measured)
     if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
@@ -295,7 +296,8 @@ def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
     with store.lock():
         info = store.read_run_info()
         normalizer = normalizer or info.normalizer
-        scored = summarize(store.read_predictions(), normalizer, info.dataset.form)
+        scored = summarize(store.read_predictions(), normalizer, info.dataset.form,
+                           language_detected=info.decoding.get("language") is None)
         summary = (store.read_summary() or {}) | scored  # every field not about scoring is kept as it was
         store.write_summary(summary)
     return summary

@@ -12,6 +12,7 @@ from typing import Optional
 
 from ..store import StoredRun
 from ..scoring import paired_wer_test, qoi_interval
+from ..scoring.qoi import QoiResult
 from .compare import Comparison, compare_runs
 from .escape import one_line
 
@@ -51,6 +52,7 @@ def evaluate_gate(
     min_coverage: float = 100.0,
     max_failed_pct: float = 0.0,
     confidence: Optional[float] = None,
+    min_qoi_per_language: Optional[float] = None,
 ) -> GateResult:
     """Run the gate's checks; the comparability checks come first and outrank the quality ones.
 
@@ -87,6 +89,8 @@ def evaluate_gate(
         "QoI", qoi_ok,
         f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed",
         REGRESSION))
+    if min_qoi_per_language is not None:
+        result.checks.append(_per_language(r, min_qoi_per_language))
     if max_wer_increase is not None:
         ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
         ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
@@ -99,6 +103,18 @@ def evaluate_gate(
             "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
             REGRESSION))
     return result
+
+
+def _per_language(result: QoiResult, floor: float) -> GateCheck:
+    """QoI within each labelled language against ``floor``; without labels the gate cannot judge it."""
+    table = result.by_language()
+    if not table:
+        return GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "
+                                                    "column): QoI per language cannot be judged", CANNOT_JUDGE)
+    low = {lang: row for lang, row in table.items() if row["qoi"] < floor}
+    shown = ", ".join(f"{lang} {row['qoi']:.1f}% of {row['joined']}" for lang, row in table.items())
+    return GateCheck("QoI per language", not low, f"{shown} (need ≥ {floor:g}% in each"
+                     + (f"; below: {', '.join(low)})" if low else ")"), REGRESSION)
 
 
 def _dataset_size(run: StoredRun) -> int:

@@ -3,17 +3,21 @@
 For each example id present in both runs: ``no_regression = wer(candidate) <= wer(reference)``, both
 measured against the same human transcript with the same normalizer. Examples are joined by id,
 never by position. Since both WERs share one denominator, errors are compared directly, which also
-decides examples whose normalized transcript is empty (WER undefined there).
+decides examples whose normalized transcript is empty (WER undefined there). For languages written
+without spaces (Chinese, Japanese, Korean, Thai, Lao, Burmese, Cantonese) characters are compared
+instead of words (see :mod:`whisperbench.languages`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ..bulk import paused_gc
+from ..languages import headline_metric
 from ..types import Prediction
-from .summary import rescored
+from .summary import headline_counts, rescored, score_prediction
 
 
 @dataclass
@@ -27,7 +31,9 @@ class ExampleComparison:
     reference_text: str
     reference_hypothesis: str
     candidate_hypothesis: str
-    reference_words: int = 0
+    reference_words: int = 0  # words, or characters where ``metric`` is "cer"
+    language: Optional[str] = None
+    metric: str = "wer"
 
     @property
     def delta_errors(self) -> int:
@@ -58,8 +64,21 @@ class QoiResult:
         bad = [e for e in self.examples if e.regressed]
         return sorted(bad, key=lambda e: (-e.delta_errors, e.id))[:n]
 
+    def by_language(self) -> dict[str, dict]:
+        """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
+        table: dict[str, dict] = {}
+        for example in self.examples:
+            if example.language:
+                row = table.setdefault(example.language, {"joined": 0, "regressed": 0})
+                row["joined"] += 1
+                row["regressed"] += example.regressed
+        for row in table.values():
+            row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
+        return dict(sorted(table.items()))
+
     def to_json(self, with_examples: bool = False) -> dict:
         data = {k: v for k, v in self.__dict__.items() if k != "examples"}
+        data["by_language"] = self.by_language()
         if with_examples:
             data["examples"] = [dict(e.__dict__, delta_errors=e.delta_errors) for e in self.examples]
         return data
@@ -72,6 +91,12 @@ def _by_id(predictions: Iterable[Prediction], role: str) -> dict[str, Prediction
             raise ValueError(f"{role} run has example id {pred.id!r} more than once")
         table[pred.id] = pred
     return table
+
+
+def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Prediction:
+    """``pred`` scored as an example of ``language`` (its characters counted without spaces where that applies)."""
+    return pred if pred.language == language else score_prediction(dataclasses.replace(pred, language=language),
+                                                                     normalizer)
 
 
 def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english", *,
@@ -107,19 +132,22 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
             cand_scored_with = None  # its stored fields were scored against another transcript
         ref_scored = rescored(ref_pred, normalizer, reference_scored_with)
         cand_scored = rescored(cand_pred, normalizer, cand_scored_with)
-        ref_hits, ref_subs, ref_dels = ref_scored.hits or 0, ref_scored.substitutions or 0, ref_scored.deletions or 0
+        language = ref_pred.language or cand_pred.language  # the reference run's label decides the units
+        ref_scored, cand_scored = _labelled(ref_scored, language, normalizer), _labelled(cand_scored, language, normalizer)
+        ref_counts, cand_counts = headline_counts(ref_scored), headline_counts(cand_scored)
         comparison = ExampleComparison(
             id=ex_id,
-            reference_errors=ref_subs + ref_dels + (ref_scored.insertions or 0),
-            candidate_errors=(cand_scored.substitutions or 0) + (cand_scored.deletions or 0)
-            + (cand_scored.insertions or 0),
+            reference_errors=ref_counts.errors,
+            candidate_errors=cand_counts.errors,
             reference_wer=ref_scored.wer,
             candidate_wer=cand_scored.wer,
             candidate_failed=cand_pred.status != "ok",
             reference_text=ref_pred.reference,
             reference_hypothesis=ref_pred.hypothesis,
             candidate_hypothesis=cand_pred.hypothesis,
-            reference_words=ref_hits + ref_subs + ref_dels,
+            reference_words=ref_counts.ref_words,
+            language=language,
+            metric=headline_metric(language),
         )
         result.examples.append(comparison)
         result.joined += 1

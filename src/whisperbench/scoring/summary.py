@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
+from ..languages import cer_text, headline_metric
 from ..types import Prediction, WordCounts
 from .normalize import normalize
-from .wer import align, corpus_wer, example_wer
+from .wer import align, align_characters, corpus_wer, example_wer
 
 
 def score_prediction(pred: Prediction, normalizer: str) -> Prediction:
-    """Return a copy of ``pred`` with normalized texts, S/D/I/hits and per-example WER filled in.
+    """Return a copy of ``pred`` with normalized texts, S/D/I/hits and WER over words, the same over
+    characters (CER; spaces left out for languages written without them), filled in.
 
     A failed example is scored as an empty hypothesis (every reference word deleted), so a failure
-    can never lower a run's WER.
+    can never lower a run's WER or CER.
     """
     ref_norm = normalize(pred.reference, normalizer)
     hyp_norm = normalize(pred.hypothesis, normalizer) if pred.status == "ok" else ""
     counts = align(ref_norm, hyp_norm)
+    chars = align_characters(cer_text(ref_norm, pred.language), cer_text(hyp_norm, pred.language))
     return dataclasses.replace(
         pred,
         reference_norm=ref_norm,
@@ -30,12 +33,28 @@ def score_prediction(pred: Prediction, normalizer: str) -> Prediction:
         substitutions=counts.substitutions,
         deletions=counts.deletions,
         insertions=counts.insertions,
+        cer=example_wer(chars),
+        char_hits=chars.hits,
+        char_substitutions=chars.substitutions,
+        char_deletions=chars.deletions,
+        char_insertions=chars.insertions,
     )
 
 
 def counts_of(pred: Prediction) -> WordCounts:
-    """Counts of an already-scored prediction."""
+    """Word counts of an already-scored prediction."""
     return WordCounts(pred.hits or 0, pred.substitutions or 0, pred.deletions or 0, pred.insertions or 0)
+
+
+def char_counts_of(pred: Prediction) -> WordCounts:
+    """Character counts of an already-scored prediction."""
+    return WordCounts(pred.char_hits or 0, pred.char_substitutions or 0, pred.char_deletions or 0,
+                      pred.char_insertions or 0)
+
+
+def headline_counts(pred: Prediction) -> WordCounts:
+    """The counts QoI compares: characters for languages written without spaces, else words."""
+    return char_counts_of(pred) if headline_metric(pred.language) == "cer" else counts_of(pred)
 
 
 def rescored(pred: Prediction, normalizer: str, scored_with: Optional[str] = None) -> Prediction:
@@ -47,7 +66,7 @@ def rescored(pred: Prediction, normalizer: str, scored_with: Optional[str] = Non
     """
     if (scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
             and pred.hits is not None and pred.substitutions is not None and pred.deletions is not None
-            and pred.insertions is not None):
+            and pred.insertions is not None and pred.char_hits is not None):  # runs before CER: rescored
         return pred
     return score_prediction(pred, normalizer)
 
@@ -57,45 +76,36 @@ def _percentile(values: list[float], q: float) -> Optional[float]:
 
 
 def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
-              scored_with: Optional[str] = None) -> dict[str, Any]:
+              scored_with: Optional[str] = None, language_detected: bool = False) -> dict[str, Any]:
     """Dataset-level figures from predictions scored with ``normalizer``.
 
     Predictions are scored here from raw text unless ``scored_with`` says their stored fields were
     computed with the same normalizer (see :func:`rescored`); the figures are the same either way.
-    ``wer`` counts failed examples as empty hypotheses; ``wer_ok`` is over successful examples only.
-    ``rtfx`` = Σ audio_s / Σ infer_s over successful examples.
+    ``wer`` (and ``cer``) count failed examples as empty hypotheses; ``wer_ok`` is over successful examples
+    only. ``rtfx`` = Σ audio_s / Σ infer_s over successful examples. With language labels, ``languages``
+    breaks WER, CER and the headline metric down per language (``macro_error_rate``: their mean); with
+    ``language_detected`` (the model chose the language), ``language_id`` scores its choice against the labels.
     """
-    hits = subs = dels = ins = 0
-    hits_ok = subs_ok = dels_ok = ins_ok = 0
-    num = num_ok = empty = 0
-    audio_s = infer_s = 0.0
-    latencies: list[float] = []
-    for raw in predictions:
-        p = rescored(raw, normalizer, scored_with)
-        h, s, d, i = p.hits or 0, p.substitutions or 0, p.deletions or 0, p.insertions or 0
-        hits, subs, dels, ins = hits + h, subs + s, dels + d, ins + i
-        num += 1
-        if not p.reference_norm:
-            empty += 1
-        if p.status == "ok":
-            hits_ok, subs_ok, dels_ok, ins_ok = hits_ok + h, subs_ok + s, dels_ok + d, ins_ok + i
-            num_ok += 1
-            audio_s += p.audio_s
-            infer_s += p.infer_s
-            latencies.append(p.infer_s)
-    total = WordCounts(hits, subs, dels, ins)
-    return {
+    scored = [rescored(raw, normalizer, scored_with) for raw in predictions]
+    ok = [p for p in scored if p.status == "ok"]
+    total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
+    audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)
+    latencies = [p.infer_s for p in ok]
+    summary = {
         "wer": corpus_wer(total),
-        "wer_ok": corpus_wer(WordCounts(hits_ok, subs_ok, dels_ok, ins_ok)),
-        "num_examples": num,
-        "num_ok": num_ok,
-        "num_failed": num - num_ok,
+        "wer_ok": corpus_wer(_sum(counts_of, ok)),
+        "cer": corpus_wer(chars),
+        "num_examples": len(scored),
+        "num_ok": len(ok),
+        "num_failed": len(scored) - len(ok),
         "substitutions": total.substitutions,
         "deletions": total.deletions,
         "insertions": total.insertions,
         "hits": total.hits,
         "reference_words": total.ref_words,
-        "empty_references": empty,
+        "reference_characters": chars.ref_words,
+        "char_errors": chars.errors,
+        "empty_references": sum(not p.reference_norm for p in scored),
         "audio_s": audio_s,
         "infer_s": infer_s,
         "rtfx": audio_s / infer_s if infer_s > 0 else None,
@@ -105,3 +115,46 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
         "form": form,
         "normalizer": normalizer,
     }
+    summary.update(by_language(scored))
+    if language_detected:
+        summary["language_id"] = language_identification(scored)
+    return summary
+
+
+def _sum(counts: Callable[[Prediction], WordCounts], predictions: Iterable[Prediction]) -> WordCounts:
+    return sum((counts(p) for p in predictions), WordCounts())
+
+
+def by_language(scored: list[Prediction]) -> dict[str, Any]:
+    """``languages`` (per labelled language: examples, failures, WER, CER, the headline metric and its value)
+    and ``macro_error_rate`` (the mean headline error rate over languages); empty without labels."""
+    groups: dict[str, list[Prediction]] = {}
+    for pred in scored:
+        if pred.language:
+            groups.setdefault(pred.language, []).append(pred)
+    if not groups:
+        return {}
+    table = {}
+    for language, preds in sorted(groups.items()):
+        wer, cer = corpus_wer(_sum(counts_of, preds)), corpus_wer(_sum(char_counts_of, preds))
+        metric = headline_metric(language)
+        table[language] = {"num_examples": len(preds), "num_failed": sum(p.status != "ok" for p in preds),
+                           "wer": wer, "cer": cer, "metric": metric, "error_rate": cer if metric == "cer" else wer}
+    rates = [row["error_rate"] for row in table.values() if row["error_rate"] is not None]
+    return {"languages": table, "macro_error_rate": sum(rates) / len(rates) if rates else None,
+            "unlabelled_examples": sum(not p.language for p in scored)}
+
+
+def language_identification(scored: list[Prediction]) -> dict[str, Any]:
+    """How often the language the model chose (``extra["language"]``) is the example's label; a failed
+    example, or one whose implementation reports no language, counts as not identified."""
+    labelled = [p for p in scored if p.language]
+    correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
+    confusions: dict[str, int] = {}
+    for pred in labelled:
+        said = pred.extra.get("language") if pred.status == "ok" else None
+        if said != pred.language:
+            key = f"{pred.language}->{said or 'none'}"
+            confusions[key] = confusions.get(key, 0) + 1
+    return {"labelled": len(labelled), "correct": correct,
+            "accuracy": 100.0 * correct / len(labelled) if labelled else None, "confusions": confusions}

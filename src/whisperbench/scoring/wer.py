@@ -24,6 +24,20 @@ def align(reference: str, hypothesis: str) -> WordCounts:
     return WordCounts(out.hits, out.substitutions, out.deletions, out.insertions)
 
 
+def align_characters(reference: str, hypothesis: str) -> WordCounts:
+    """Count hits/S/D/I over characters (spaces included: pass text without them where they do not count).
+
+    >>> align_characters("abc", "abd")
+    WordCounts(hits=2, substitutions=1, deletions=0, insertions=0)
+    """
+    if not reference:
+        return WordCounts(insertions=len(hypothesis))
+    if not hypothesis:
+        return WordCounts(deletions=len(reference))
+    out = jiwer.process_characters(reference, hypothesis)
+    return WordCounts(out.hits, out.substitutions, out.deletions, out.insertions)
+
+
 def example_wer(counts: WordCounts) -> Optional[float]:
     """Per-example WER in percent; None when the normalized reference is empty (undefined)."""
     return None if counts.ref_words == 0 else 100.0 * counts.errors / counts.ref_words

@@ -1,0 +1,65 @@
+"""Language labels: what datasets write ("German", "de", "deu", "de-DE") as the code Whisper uses ("de").
+
+A label is read as a BCP 47 / ISO 639 code first (``langcodes.standardize_tag``: "deu" and "ger" are
+"de", "de-DE" is "de", "cmn" is Mandarin) and else as an English language name (``langcodes.find``:
+"German", "Castilian"). Mandarin ("cmn") is Whisper's "zh"; Cantonese stays "yue". A label that names no
+language, or one Whisper does not know, is an error naming it.
+
+>>> [language_code(label) for label in ("German", "de", "deu", "de-DE", "Mandarin Chinese", "Cantonese")]
+['de', 'de', 'de', 'de', 'zh', 'yue']
+>>> headline_metric("ja"), headline_metric("de")
+('cer', 'wer')
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+#: the languages of Whisper's tokenizer (openai-whisper's ``whisper.tokenizer.LANGUAGES``), in its order
+WHISPER_LANGUAGES = tuple(
+    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la mi "
+    "ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc ka be tg sd "
+    "gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue".split())
+#: written without spaces between words: CER is their headline metric and what QoI compares (Whisper's
+#: multilingual evaluation scores these languages on characters)
+CER_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "lo", "my", "yue"})
+#: macrolanguage members and old codes -> the code Whisper uses
+_WHISPER_ALIASES = {"cmn": "zh", "nb": "no", "jv": "jw", "iw": "he", "in": "id", "ji": "yi"}
+
+
+class LanguageError(ValueError):
+    """A label that is no language Whisper knows."""
+
+
+@lru_cache(maxsize=None)
+def language_code(label: str) -> str:
+    """Whisper's code for ``label`` (a code in any ISO 639 form or BCP 47 tag, or an English name)."""
+    import langcodes
+
+    text = str(label).strip()
+    if not text:
+        raise LanguageError("an empty language label")
+    try:
+        code = langcodes.Language.get(langcodes.standardize_tag(text)).language
+    except ValueError:
+        try:
+            code = langcodes.find(text).language
+        except LookupError:
+            raise LanguageError(f"language {label!r} is neither a language code nor a language name") from None
+    code = _WHISPER_ALIASES.get(code or "", code)
+    if code not in WHISPER_LANGUAGES:
+        raise LanguageError(f"language {label!r} ({code}) is not one of Whisper's {len(WHISPER_LANGUAGES)} "
+                            "languages")
+    return code
+
+
+def headline_metric(language: Optional[str]) -> str:
+    """'cer' for languages written without spaces, else 'wer' (unknown languages: 'wer')."""
+    return "cer" if language in CER_LANGUAGES else "wer"
+
+
+def cer_text(normalized: str, language: Optional[str]) -> str:
+    """The text CER counts characters of: without spaces for languages written without them (where spaces
+    are word segmentation, as AISHELL's transcripts carry), else the normalized text with its spaces."""
+    return "".join(normalized.split()) if language in CER_LANGUAGES else normalized

@@ -1,0 +1,94 @@
+"""Per-language results: the headline error rate (WER, or CER for languages written without spaces) and QoI
+against the reference, each with its bootstrap CI, and the macro average over languages.
+
+Rows exist only for runs whose examples carry a language label (a manifest's ``language`` column).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import pandas as pd
+
+from ..languages import headline_metric
+from ..scoring import qoi_interval, rescored, wer_interval
+from ..scoring.qoi import QoiResult
+from ..scoring.summary import headline_counts
+from ..store import StoredRun
+from .compare import compare_runs
+from .escape import md_cell
+
+
+def _subset(result: QoiResult, language: str) -> QoiResult:
+    examples = [e for e in result.examples if e.language == language]
+    regressed = sum(e.regressed for e in examples)
+    return dataclasses.replace(result, examples=examples, joined=len(examples), regressed=regressed,
+                               no_regression=len(examples) - regressed,
+                               qoi=100.0 * (len(examples) - regressed) / len(examples) if examples else None)
+
+
+def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], confidence: float = 0.95) -> pd.DataFrame:
+    """One row per (run, language): examples, metric, error rate and CI, QoI and CI; plus a ``macro`` row per run
+    (the mean over its languages of the error rate and of QoI)."""
+    rows = []
+    for run in runs:
+        reference = references.get(run.dataset_hash)
+        normalizer = reference.normalizer if reference else run.normalizer
+        scored = [rescored(p, normalizer, run.normalizer) for p in run.predictions]
+        languages = sorted({p.language for p in scored if p.language})
+        if not languages:
+            continue
+        result = compare_runs(reference, run).result if reference is not None else None
+        per_run = []
+        for language in languages:
+            counts = [headline_counts(p) for p in scored if p.language == language]
+            errors, units = sum(c.errors for c in counts), sum(c.ref_words for c in counts)
+            part = _subset(result, language) if result is not None else None
+            per_run.append({
+                "Implementation": run.meta.label or run.meta.adapter, "Language": language,
+                "Metric": headline_metric(language).upper(), "Examples": len(counts),
+                "Error %": 100.0 * errors / units if units else None,
+                "Error CI": wer_interval([c.errors for c in counts], [c.ref_words for c in counts], confidence),
+                "QoI %": part.qoi if part is not None else None,
+                "QoI CI": qoi_interval(part, confidence) if part is not None else None,
+                "Reference": reference is run, "Run": run.name,
+            })
+        rows += per_run + [_macro(per_run)]
+    return pd.DataFrame(rows)
+
+
+def _macro(rows: list[dict]) -> dict:
+    def mean(key: str) -> Optional[float]:
+        values = [r[key] for r in rows if r[key] is not None]
+        return sum(values) / len(values) if values else None
+
+    return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows),
+                **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None})
+
+
+def render_language_markdown(frame: pd.DataFrame) -> str:
+    """The per-language table (markdown), or "" when no run has language labels."""
+    if frame.empty:
+        return ""
+
+    def number(value, digits=2) -> str:
+        return "–" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+    def interval(ci) -> str:
+        return "–" if ci is None or (isinstance(ci, float) and pd.isna(ci)) else f"{ci.low:.1f}–{ci.high:.1f}"
+
+    shown = pd.DataFrame({
+        "Language": frame["Language"].map(md_cell),
+        "Implementation": [f"**{md_cell(n)}** (reference)" if ref else md_cell(n)
+                           for n, ref in zip(frame["Implementation"], frame["Reference"])],
+        "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
+        "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
+        "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
+    })
+    order = sorted(range(len(frame)), key=lambda i: (frame["Language"][i] == "macro", frame["Language"][i],
+                                                      frame["Implementation"][i]))
+    table = shown.iloc[order].to_markdown(index=False, disable_numparse=True)
+    return ("## By language\n\n" + table + "\n\nError %: WER, or CER for languages written without spaces "
+            "(zh, ja, ko, th, lo, my, yue: characters without spaces); QoI compares the same units. macro: the "
+            "mean over a run's languages.\n")

@@ -1,0 +1,126 @@
+"""Beyond English: language labels, CER, per-language tables and gates, language identification.
+
+The data is ../shared/data/multilingual (33 real recordings, 8 languages); hypotheses are written here
+from its transcripts (a recorded run), so every figure is checked against jiwer on the same texts.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jiwer
+import pytest
+
+from whisperbench.cli import main
+from whisperbench.errors import OptionError
+from whisperbench.languages import cer_text, language_code
+from whisperbench.scoring import normalize
+from whisperbench.store import open_run
+
+from .conftest import read_manifest_rows, shared_manifest, write_jsonl
+
+
+@pytest.fixture
+def multilingual():
+    return shared_manifest("multilingual")
+
+
+def _edit_one_character(text: str) -> str:
+    """The transcript with its first letter replaced: one character error in any script."""
+    i = next(i for i, ch in enumerate(text) if ch.isalpha())
+    return text[:i] + ("x" if text[i] != "x" else "y") + text[i + 1:]
+
+
+def test_language_labels_in_any_spelling_map_to_whispers_codes(tmp_path, tiny_rows, tiny_short):
+    assert {language_code(x) for x in ("German", "de", "deu", "ger", "de-DE", "de_DE")} == {"de"}
+    assert language_code("zh-CN") == language_code("Mandarin Chinese") == "zh" and language_code("yue") == "yue"
+    rows = [dict(r, audio=str(tiny_short.parent / r["audio"]), language=label)
+            for r, label in zip(tiny_rows, ["English", "en", "eng", "en-US", "EN", "english"])]
+    manifest = write_jsonl(tmp_path / "m.jsonl", rows)
+    from whisperbench.datasets import load_dataset
+
+    assert {ex.language for ex in load_dataset(str(manifest)).dataset.examples} == {"en"}
+    bad = write_jsonl(tmp_path / "bad.jsonl", [dict(rows[0], language="Klingon")])
+    assert main(["datasets", str(bad)]) == 2  # one line naming the row and the label
+
+
+def test_a_bad_language_option_is_one_line_and_exit_2(capsys, tiny_short):
+    from whisperbench.adapters import DecodingOptions
+
+    assert DecodingOptions.from_pairs(["language=German"]).language == "de"
+    assert DecodingOptions.from_pairs(["language=auto"]).language is None
+    with pytest.raises(OptionError, match="Klingon"):
+        DecodingOptions.from_pairs(["language=Klingon"])
+    assert main(["run", "--adapter", "openai-whisper", "--model", "base", "--dataset", str(tiny_short),
+                 "-o", "language=xx"]) == 2
+    assert "option language" in capsys.readouterr().err
+
+
+@pytest.fixture
+def scored(tmp_path, multilingual):
+    """Two recorded runs on the 33 clips: the transcripts themselves (the reference) and a candidate with one
+    character changed in each German, Chinese and Japanese example and a wrong language said for two."""
+    rows = read_manifest_rows(multilingual)
+    ref = write_jsonl(tmp_path / "ref.jsonl", [{"id": r["id"], "hypothesis": r["text"], "language": r["language"]}
+                                              for r in rows])
+    cand_rows = []
+    for r in rows:
+        text = _edit_one_character(r["text"]) if r["language"] in ("de", "zh", "ja") else r["text"]
+        said = "en" if r["id"] in ("de_fleurs_002", "ko_picovoice_leopard") else r["language"]
+        cand_rows.append({"id": r["id"], "hypothesis": text, "language": said})
+    cand = write_jsonl(tmp_path / "cand.jsonl", cand_rows)
+    runs = tmp_path / "runs"
+    for name, hyp in (("ref", ref), ("cand", cand)):
+        assert main(["score", "--dataset", str(multilingual), "--hypotheses", str(hyp), "--name", name,
+                     "--runs-dir", str(runs)]) == 0
+    return runs, rows, cand_rows
+
+
+def test_cer_equals_jiwer_on_the_same_normalized_texts_per_language(scored):
+    runs, rows, cand_rows = scored
+    cand = open_run("cand", runs)
+    summary = cand.summary
+    assert summary["normalizer"] == "basic"
+    refs = [cer_text(normalize(r["text"], "basic"), r["language"]) for r in rows]
+    hyps = [cer_text(normalize(c["hypothesis"], "basic"), r["language"]) for r, c in zip(rows, cand_rows)]
+    assert summary["cer"] == pytest.approx(100 * jiwer.cer(refs, hyps))
+    for language, row in summary["languages"].items():
+        pick = [i for i, r in enumerate(rows) if r["language"] == language]
+        assert row["num_examples"] == len(pick)
+        assert row["cer"] == pytest.approx(100 * jiwer.cer([refs[i] for i in pick], [hyps[i] for i in pick]))
+        words = [normalize(rows[i]["text"], "basic") for i in pick], [normalize(cand_rows[i]["hypothesis"], "basic")
+                                                                      for i in pick]
+        assert row["wer"] == pytest.approx(100 * jiwer.wer(*words))
+        assert row["metric"] == ("cer" if language in ("zh", "ja", "ko") else "wer")
+    assert summary["languages"]["fr"]["error_rate"] == 0.0
+    assert summary["macro_error_rate"] == pytest.approx(
+        sum(r["error_rate"] for r in summary["languages"].values()) / len(summary["languages"]))
+    # spaces are word segmentation in Chinese: CER counts characters without them
+    zh = next(r for r in rows if r["id"] == "zh_fleurs_1883")
+    assert " " not in cer_text(normalize(zh["text"], "basic"), "zh")
+
+
+def test_language_identification_is_scored_against_the_labels(scored):
+    runs, rows, _ = scored
+    lid = open_run("cand", runs).summary["language_id"]
+    assert lid["labelled"] == len(rows) == 33 and lid["correct"] == 31
+    assert lid["accuracy"] == pytest.approx(100 * 31 / 33)
+    assert lid["confusions"] == {"de->en": 1, "ko->en": 1}
+
+
+def test_qoi_and_the_gate_per_language(scored, capsys):
+    runs, rows, _ = scored
+    assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"]) == 0
+    by_language = json.loads(capsys.readouterr().out)[0]["qoi"]["by_language"]
+    assert by_language["de"] == {"joined": 7, "regressed": 7, "qoi": 0.0}
+    assert by_language["zh"]["qoi"] == 0.0 and by_language["fr"]["qoi"] == 100.0
+    # overall QoI passes 60 %; German, Chinese and Japanese regress: the per-language floor fails, naming them
+    assert main(["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "60"]) == 0
+    assert main(["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "60",
+                 "--min-qoi-per-language", "90"]) == 1
+    out = capsys.readouterr().out
+    assert "below: de, ja, zh" in out
+    # the per-language table of the leaderboard
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet"]) == 0
+    text = (runs / "leaderboard.md").read_text()
+    assert "## By language" in text and "| zh " in text and "CER" in text
