@@ -116,7 +116,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
         "normalizer": normalizer,
     }
     summary.update(by_language(scored))
-    if language_detected:
+    if language_detected and any(p.language for p in scored):
         summary["language_id"] = language_identification(scored)
     return summary
 
