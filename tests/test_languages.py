@@ -31,7 +31,7 @@ def _edit_one_character(text: str) -> str:
     return text[:i] + ("x" if text[i] != "x" else "y") + text[i + 1:]
 
 
-def test_language_labels_in_any_spelling_map_to_whispers_codes(tmp_path, tiny_rows, tiny_short):
+def test_language_labels_in_any_spelling_map_to_whispers_codes(tmp_path, tiny_rows, tiny_short, capsys):
     assert {language_code(x) for x in ("German", "de", "deu", "ger", "de-DE", "de_DE")} == {"de"}
     assert language_code("zh-CN") == language_code("Mandarin Chinese") == "zh" and language_code("yue") == "yue"
     rows = [dict(r, audio=str(tiny_short.parent / r["audio"]), language=label)
@@ -41,7 +41,8 @@ def test_language_labels_in_any_spelling_map_to_whispers_codes(tmp_path, tiny_ro
 
     assert {ex.language for ex in load_dataset(str(manifest)).dataset.examples} == {"en"}
     bad = write_jsonl(tmp_path / "bad.jsonl", [dict(rows[0], language="Klingon")])
-    assert main(["datasets", str(bad)]) == 2  # one line naming the row and the label
+    assert main(["datasets", str(bad)]) == 1  # an invalid example: counted as failed in a run, named here
+    assert "line 1 (id jfk): language 'Klingon' (tlh) is not one of Whisper's 100 languages" in capsys.readouterr().out
 
 
 def test_a_bad_language_option_is_one_line_and_exit_2(capsys, tiny_short):
@@ -111,7 +112,7 @@ def test_language_identification_is_scored_against_the_labels(scored):
 def test_qoi_and_the_gate_per_language(scored, capsys):
     runs, rows, _ = scored
     assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"]) == 0
-    by_language = json.loads(capsys.readouterr().out)[0]["qoi"]["by_language"]
+    by_language = json.loads(capsys.readouterr().out)[0]["by_language"]
     assert by_language["de"] == {"joined": 7, "regressed": 7, "qoi": 0.0}
     assert by_language["zh"]["qoi"] == 0.0 and by_language["fr"]["qoi"] == 100.0
     # overall QoI passes 60 %; German, Chinese and Japanese regress: the per-language floor fails, naming them

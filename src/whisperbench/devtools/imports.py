@@ -18,7 +18,7 @@ PACKAGE = "whisperbench"
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
     **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "bulk",
-                            "supervise", "files", "runinfo", "__init__")},
+                            "supervise", "files", "runinfo", "languages", "__init__")},
     "models": 1, "scoring": 1, "store": 1,
     "adapters": 2, "datasets": 2,
     "harness": 3,
