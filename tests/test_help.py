@@ -67,9 +67,11 @@ def test_a_missing_run_names_the_runs_that_exist(tmp_path, capsys):
 def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_by_name():
     from whisperbench.reports import pick_references
 
+    from whisperbench.runinfo import RunInfo
+
     class Run:
         def __init__(self, name, label):
-            self.name, self.info, self.dataset_hash = name, {"adapter": "openai-whisper", "label": label}, "h"
+            self.name, self.meta, self.dataset_hash = name, RunInfo(adapter="openai-whisper", label=label), "h"
 
     runs = [Run("a-batch8", "openai-whisper batch_size=8"), Run("b-plain", "openai-whisper"), Run("c", "ow")]
     assert pick_references(runs, adapter="openai-whisper")["h"].name == "b-plain"
