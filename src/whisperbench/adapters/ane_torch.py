@@ -87,7 +87,8 @@ class AnePyTorchAdapter(Adapter):
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         timestamps = not self.decoding.timestamps_off(long_form)
-        result = self.decoder.transcribe(audio, timestamps=timestamps)
+        result = self.decoder.transcribe(audio, timestamps=timestamps,
+                                         language=self.decoding.language_for(True, example))
         if timestamps:  # a window of the harness's long-form strategies: segments and where to resume
             return window_transcript(result.tokens, self.decoder.tokenizer, result.text, language=result.language,
                                      timings=result.timings)

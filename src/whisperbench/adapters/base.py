@@ -31,11 +31,17 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"not a boolean: {text!r}")
 
 
+#: ``-o language=dataset``: each example's own label (the dataset's ``language`` column)
+FROM_DATASET = "dataset"
+
+
 def _language_option(value: Optional[str]) -> Optional[str]:
-    """``-o language=``: ``auto`` (or nothing) lets a multilingual model detect; else Whisper's code for a code
-    or name ("de", "deu", "German")."""
+    """``-o language=``: ``auto`` (or nothing) lets a multilingual model detect; ``dataset`` takes each example's
+    label; else Whisper's code for a code or name ("de", "deu", "German")."""
     if value is None or value.lower() == "auto":
         return None
+    if value.lower() == FROM_DATASET:
+        return FROM_DATASET
     try:
         return language_code(value)
     except LanguageError as exc:
@@ -109,14 +115,25 @@ class DecodingOptions:
             return (self.temperature,)
         return tuple(round(self.temperature + 0.2 * i, 1) for i in range(int((1.0 - self.temperature) / 0.2) + 1))
 
-    def language_for(self, multilingual: bool) -> Optional[str]:
-        """The language to force: the option, else English for an English-only model, else detect."""
-        return self.language or (None if multilingual else "en")
+    def language_for(self, multilingual: bool, example: Optional[Example] = None) -> Optional[str]:
+        """The language to force on ``example``: the option (with ``dataset``, the example's label; detected
+        when it has none), else English for an English-only model, else None (detect).
 
-    def whisper_transcribe_kwargs(self, multilingual: bool, long_form: bool) -> dict[str, Any]:
+        >>> options = DecodingOptions(language="dataset")
+        >>> options.language_for(True, Example("a", b"", "", language="de")), options.language_for(False)
+        ('de', 'en')
+        """
+        if not multilingual:
+            return "en" if self.language in (None, FROM_DATASET) else self.language
+        if self.language == FROM_DATASET:
+            return example.language if example is not None else None
+        return self.language
+
+    def whisper_transcribe_kwargs(self, multilingual: bool, long_form: bool,
+                                  example: Optional[Example] = None) -> dict[str, Any]:
         """Keyword arguments of openai-whisper's ``transcribe`` (also taken by mlx-whisper's)."""
         return dict(
-            language=self.language_for(multilingual), task=self.task, temperature=self.temperatures(),
+            language=self.language_for(multilingual, example), task=self.task, temperature=self.temperatures(),
             condition_on_previous_text=self.condition_on_previous_text, initial_prompt=self.initial_prompt,
             without_timestamps=self.timestamps_off(long_form), no_speech_threshold=self.no_speech_threshold,
             logprob_threshold=self.logprob_threshold, compression_ratio_threshold=self.compression_ratio_threshold,

@@ -75,7 +75,8 @@ class CoreMLAdapter(Adapter):
                                      task=self.decoding.task)
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
-        result = self.decoder.transcribe(audio, timestamps=not self.decoding.timestamps_off(long_form))
+        result = self.decoder.transcribe(audio, timestamps=not self.decoding.timestamps_off(long_form),
+                                         language=self.decoding.language_for(True, example))
         return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
 
     def describe(self) -> dict:

@@ -62,7 +62,7 @@ class FasterWhisperAdapter(Adapter):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         d = self.decoding
         segments, info = self.net.transcribe(
-            audio, language=d.language_for(self.multilingual), task=d.task,
+            audio, language=d.language_for(self.multilingual, example), task=d.task,
             beam_size=d.beam_size, best_of=1, temperature=list(d.temperatures()),
             condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
             without_timestamps=d.timestamps_off(long_form), vad_filter=False,

@@ -42,7 +42,7 @@ from ..errors import OptionError
 from ..models.checkpoint import MAX_INITIAL_TIMESTAMP_INDEX
 from ..types import Example, Transcript
 from . import register
-from .base import Adapter, DecodingOptions, window_transcript
+from .base import FROM_DATASET, Adapter, DecodingOptions, window_transcript
 from .options import Option
 
 N_FFT = 400
@@ -231,16 +231,19 @@ class JaxAdapter(Adapter):
         language_index = None
         if self.multilingual:
             language = d.language_for(True)
-            lang_to_id = self.net.generation_config.lang_to_id
-            if language is not None and f"<|{language}|>" not in lang_to_id:
-                raise OptionError(f"adapter jax: model {self.model} has no language {language!r}")
             language_index = len(prefix) + 1
-            tokens += [lang_to_id[f"<|{language}|>"] if language else -1, self._token(f"<|{d.task}|>")]
-        elif d.language not in (None, "en"):
+            tokens += [self._language_token(language) if language else -1, self._token(f"<|{d.task}|>")]
+        elif d.language not in (None, "en", FROM_DATASET):
             raise OptionError(f"adapter jax: {self.model} is English-only; language={d.language!r}")
         if not timestamps:
             tokens.append(self._token("<|notimestamps|>"))
         return np.array(prefix + tokens, dtype=np.int32), language_index
+
+    def _language_token(self, language: str) -> int:
+        lang_to_id = self.net.generation_config.lang_to_id
+        if f"<|{language}|>" not in lang_to_id:
+            raise OptionError(f"adapter jax: model {self.model} has no language {language!r}")
+        return lang_to_id[f"<|{language}|>"]
 
     def _generation_config(self, max_length: int):
         """Greedy, up to ``max_length``, openai-whisper's suppressed tokens; the prompt is passed in."""
@@ -312,14 +315,21 @@ class JaxAdapter(Adapter):
         program = self._programs[timestamps]
         transcripts: list[Transcript] = []
         for first in range(0, len(audios), self._batch_size):
-            transcripts += self._run_batch(program, audios[first:first + self._batch_size], timestamps)
+            part = slice(first, first + self._batch_size)
+            transcripts += self._run_batch(program, audios[part], examples[part], timestamps)
         return transcripts
 
-    def _run_batch(self, program: "_Program", audios: list[np.ndarray], timestamps: bool) -> list[Transcript]:
+    def _run_batch(self, program: "_Program", audios: list[np.ndarray], examples: list[Example],
+                   timestamps: bool) -> list[Transcript]:
         features = np.stack([log_mel_like_openai_whisper(audio, self.mel_filters) for audio in audios])
         fill = self._batch_size - len(audios)  # copies of the last clip: they finish when it does
         features = np.concatenate([features, np.repeat(features[-1:], fill, axis=0)]) if fill else features
         prompts = np.tile(program.prompt, (self._batch_size, 1))
+        if program.language_index is not None:  # -o language=dataset: each row its example's language token
+            for row, example in enumerate(examples):
+                language = self.decoding.language_for(True, example)
+                if language is not None:
+                    prompts[row, program.language_index] = self._language_token(language)
         sequences, prompts = program.compiled(self.params, features, prompts)
         sequences, prompts = np.asarray(sequences), np.asarray(prompts)
         return [self._transcript(sequences[i, len(program.prompt):].tolist(), prompts[i], program, timestamps)

@@ -97,7 +97,7 @@ class MLXAdapter(Adapter):
 
         d = self.decoding
         result = mlx_whisper.transcribe(audio, path_or_hf_repo=self.path, verbose=None, fp16=self.fp16,
-                                        **d.whisper_transcribe_kwargs(self.multilingual, long_form))
+                                        **d.whisper_transcribe_kwargs(self.multilingual, long_form, example))
         return transcript_from_whisper_result(result)
 
     def describe(self) -> dict[str, Any]:

@@ -134,12 +134,13 @@ class OpenAIAPIAdapter(Adapter):
 
         return cache_dir() / "api-results" if self.settings["cache"] else None
 
-    def _request_options(self, long_form: bool) -> dict[str, Any]:
+    def _request_options(self, long_form: bool, example: Optional[Example] = None) -> dict[str, Any]:
         d = self.decoding
         options: dict[str, Any] = {"model": self.model, "response_format": self.settings["response_format"],
                                    "temperature": d.temperature}
-        if d.language:
-            options["language"] = d.language
+        language = d.language_for(True, example)
+        if language:
+            options["language"] = language
         if d.initial_prompt:
             options["prompt"] = d.initial_prompt
         return options
@@ -173,7 +174,7 @@ class OpenAIAPIAdapter(Adapter):
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None
-        options = self._request_options(long_form)
+        options = self._request_options(long_form, example)
         limit = int(float(self.settings["max_upload_mb"]) * 1_000_000)
         flac = encode_flac(audio)
         parts = [flac]

@@ -44,7 +44,7 @@ class OpenAIWhisperAdapter(Adapter):
             result = whisper.transcribe(
                 self.net, audio, verbose=None, fp16=False, best_of=None,
                 beam_size=d.beam_size if d.beam_size > 1 else None,
-                **d.whisper_transcribe_kwargs(self.multilingual, long_form),
+                **d.whisper_transcribe_kwargs(self.multilingual, long_form, example),
             )
         return transcript_from_whisper_result(result)
 
@@ -68,7 +68,7 @@ class OpenAIWhisperAdapter(Adapter):
             mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES)
             mels.append(pad_or_trim(mel[:, : mel.shape[-1] - N_FRAMES], N_FRAMES))
         options = whisper.DecodingOptions(
-            task=d.task, language=d.language_for(self.multilingual), temperature=d.temperature,
+            task=d.task, language=d.language_for(self.multilingual, examples[0]), temperature=d.temperature,
             beam_size=d.beam_size if d.beam_size > 1 else None, prompt=d.initial_prompt,
             without_timestamps=not timestamps, fp16=False,
         )

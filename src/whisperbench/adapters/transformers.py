@@ -50,13 +50,13 @@ class TransformersAdapter(Adapter):
             feature_extractor=processor.feature_extractor, device=self.settings["device"], torch_dtype=dtype,
         )
 
-    def _generate_kwargs(self, long_form: bool) -> dict:
+    def _generate_kwargs(self, long_form: bool, example: Optional[Example] = None) -> dict:
         d = self.decoding
         generate = {"num_beams": d.beam_size, "do_sample": False}
         if d.temperature_fallback:
             generate["temperature"] = d.temperatures()
         if self.multilingual:
-            generate.update(task=d.task, language=d.language_for(True))
+            generate.update(task=d.task, language=d.language_for(True, example))
         if long_form:
             generate["condition_on_prev_tokens"] = d.condition_on_previous_text
         for option in ("no_speech_threshold", "logprob_threshold", "compression_ratio_threshold"):
@@ -70,7 +70,7 @@ class TransformersAdapter(Adapter):
         chunk = float(self.settings["chunk_length_s"])
         kwargs = {"chunk_length_s": chunk, "batch_size": self.batch_size} if chunk > 0 else {}
         result = self.pipe(
-            {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=self._generate_kwargs(long_form),
+            {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=self._generate_kwargs(long_form, example),
             return_timestamps=not self.decoding.timestamps_off(long_form), **kwargs,
         )
         segments = [Segment(c["timestamp"][0] or 0.0, c["timestamp"][1] or 0.0, c["text"])
@@ -85,7 +85,7 @@ class TransformersAdapter(Adapter):
                          timestamps: bool = False) -> list[Transcript]:
         """The pipeline on a list of short audios, ``batch_size`` per forward pass."""
         results = self.pipe([{"raw": audio, "sampling_rate": SAMPLE_RATE} for audio in audios],
-                            batch_size=len(audios), generate_kwargs=self._generate_kwargs(False),
+                            batch_size=len(audios), generate_kwargs=self._generate_kwargs(False, examples[0]),
                             return_timestamps=timestamps)
         return [Transcript(text=result["text"].strip()) for result in results]
 

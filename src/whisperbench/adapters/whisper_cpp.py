@@ -114,8 +114,10 @@ class WhisperCppAdapter(Adapter):
             self._start()
         assert self._worker is not None
         no_timestamps = self.decoding.timestamps_off(long_form)
+        language = self.decoding.language_for(self.multilingual, example) or "auto"  # per example: language=dataset
         try:
-            reply = self._worker.call("transcribe", audio, example.id, no_timestamps, timeout_s=self.call_timeout_s)
+            reply = self._worker.call("transcribe", audio, example.id, no_timestamps, language,
+                                      timeout_s=self.call_timeout_s)
         except RemoteError as exc:
             raise RuntimeError(f"whisper.cpp ({self.backend}): {exc}") from None
         except WorkerCrashed as crash:
@@ -229,10 +231,11 @@ class _Engine:
     def info(self) -> dict:
         return self.engine.info()
 
-    def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool) -> dict:
+    def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool, language: str = "auto") -> dict:
         if self.abort_on and example_id == self.abort_on:
             os.abort()  # a native-style crash
-        segments, language = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps)
+        segments, language = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
+                                                    language)
         return {"segments": segments, "language": language}
 
 
@@ -283,9 +286,10 @@ class _PyWhisperCpp:
                 "system_info": self.pw.whisper_print_system_info().strip(),
                 "flash_attn": self.pw.whisper_context_default_params().flash_attn}
 
-    def transcribe(self, audio: np.ndarray, no_timestamps: bool) -> tuple[list, Optional[str]]:
+    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
         pw = self.pw
         self.params.no_timestamps = no_timestamps
+        self.params.language = language
         status = pw.whisper_full(self.ctx, self.params, audio, audio.size)
         if status != 0:
             raise RuntimeError(f"whisper_full returned {status}")
@@ -332,8 +336,10 @@ class _WhisperCppPython:
                 or _VENDORED_WHISPER_CPP.get(package, "unknown"),
                 "system_info": self.wc.whisper_print_system_info().decode().strip()}
 
-    def transcribe(self, audio: np.ndarray, no_timestamps: bool) -> tuple[list, Optional[str]]:
+    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
         wc, ctx = self.wc, self.ctx
+        self._language = language.encode()  # kept alive while whisper_full reads it
+        self.params.language = self._language
         samples = audio.ctypes.data_as(self.ctypes.POINTER(self.ctypes.c_float))
         status = wc.whisper_full(ctx, self.params, samples, len(audio))
         if status != 0:

@@ -15,6 +15,7 @@ off for short-form. Long-form audio goes to WhisperKit whole (its own windowing)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -111,7 +112,7 @@ class WhisperKitAdapter(Adapter):
     def batch_size(self) -> int:
         return int(self.settings["batch_size"])
 
-    def _run(self, audios: list[np.ndarray], long_form: bool) -> list[Transcript]:
+    def _run(self, audios: list[np.ndarray], examples: list[Example], long_form: bool) -> list[Transcript]:
         import soundfile as sf
 
         with tempfile.TemporaryDirectory(prefix="whisperbench-whisperkit-") as tmp:
@@ -119,7 +120,9 @@ class WhisperKitAdapter(Adapter):
             for index, audio in enumerate(audios):
                 paths.append(str(Path(tmp) / f"clip{index:04d}.wav"))
                 sf.write(paths[-1], audio, SAMPLE_RATE, subtype="FLOAT")
-            command = whisperkit_command(self.cli, paths, tmp, self.model, self.settings["model_path"], self.decoding,
+            # one language per call (the harness batches -o language=dataset by language)
+            decoding = dataclasses.replace(self.decoding, language=self.decoding.language_for(True, examples[0]))
+            command = whisperkit_command(self.cli, paths, tmp, self.model, self.settings["model_path"], decoding,
                                          long_form, self.settings["audio_encoder_compute_units"],
                                          self.settings["text_decoder_compute_units"])
             done = subprocess.run(command, capture_output=True, text=True, timeout=float(self.settings["timeout_s"]))
@@ -131,11 +134,11 @@ class WhisperKitAdapter(Adapter):
                                     if isinstance(v, (int, float))}) for r in reports]
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
-        return self._run([audio], long_form)[0]
+        return self._run([audio], [example], long_form)[0]
 
     def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
                          timestamps: bool = False) -> list[Transcript]:
-        return self._run(audios, long_form=timestamps)
+        return self._run(audios, examples, long_form=timestamps)
 
     def describe(self) -> dict:
         return super().describe() | {"whisperkit_model": self.settings["model_path"] or f"openai_whisper-{self.model}"}

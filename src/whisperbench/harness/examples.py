@@ -25,8 +25,9 @@ class ExampleRunner:
     """Holds one loaded adapter and turns examples into scored predictions."""
 
     def __init__(self, adapter: Adapter, long_form: bool, normalizer: str,
-                 long_form_config: Optional[LongFormConfig] = None):
+                 long_form_config: Optional[LongFormConfig] = None, one_language_per_batch: bool = False):
         self.adapter = adapter
+        self.one_language_per_batch = one_language_per_batch  # -o language=dataset: a batch decodes one language
         self.long_form = long_form
         self.normalizer = normalizer
         self.strategy = strategy_for((long_form_config or LongFormConfig()).resolved_for(adapter), long_form)
@@ -75,6 +76,10 @@ class ExampleRunner:
         """
         if len(examples) == 1 or self.batch_size == 1:
             return [self.run(example) for example in examples]
+        if self.one_language_per_batch and len({example.language for example in examples}) > 1:
+            done = {pred.id: pred for language in dict.fromkeys(example.language for example in examples)
+                    for pred in self.run_batch([example for example in examples if example.language == language])}
+            return [done[example.id] for example in examples]
         preds = [Prediction.for_example(example) for example in examples]
         audios, ready = [], []
         for example, pred in zip(examples, preds):

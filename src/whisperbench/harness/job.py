@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
-from ..adapters.base import Adapter
+from ..adapters.base import FROM_DATASET, Adapter
 from ..scoring import score_prediction
 from ..types import Example, Prediction
 from .examples import ExampleRunner
@@ -38,7 +38,8 @@ class Job:
         return dataclasses.replace(self, adapter=None)
 
     def runner(self, adapter: Adapter) -> ExampleRunner:
-        return ExampleRunner(adapter, self.long_form, self.normalizer, self.long_form_config)
+        return ExampleRunner(adapter, self.long_form, self.normalizer, self.long_form_config,
+                             one_language_per_batch=self.spec.decoding.language == FROM_DATASET)
 
     def failed(self, example: Example, error: str) -> Prediction:
         return score_prediction(Prediction.failed(example, error), self.normalizer)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..adapters import DecodingOptions
+from ..adapters.base import FROM_DATASET
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
 from ..redact import redact
@@ -201,7 +202,8 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
             limit=request.limit, skip_invalid=request.skip_invalid,
         )
     dataset: Dataset = checked.dataset
-    languages = [ex.language for ex in dataset.examples] + [request.decoding.language]
+    forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
+    languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
     adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()

@@ -198,9 +198,10 @@ class GreedyDecoder:
             position += 1
         return sampled, {"decoder_s": time.perf_counter() - start, "decoder_steps": float(position)}
 
-    def transcribe(self, audio: np.ndarray, timestamps: bool = False) -> GreedyResult:
+    def transcribe(self, audio: np.ndarray, timestamps: bool = False, language: Optional[str] = None) -> GreedyResult:
         """Text of one <= 30 s clip; with ``timestamps`` the window is decoded with timestamp tokens
-        (as openai-whisper decodes long-form windows) and the text leaves them out."""
+        (as openai-whisper decodes long-form windows) and the text leaves them out. ``language`` forces this
+        clip's language (a multilingual model; else the decoder's own setting holds)."""
         timings: dict[str, float] = {}
         start = time.perf_counter()
         mel, detection_mel = self.mel_windows(audio)
@@ -208,7 +209,10 @@ class GreedyDecoder:
         start = time.perf_counter()
         encoded = self.encode(mel)
         timings["encoder_s"] = time.perf_counter() - start
-        language, tokenizer = self.language, self.tokenizer
+        if language is not None and self.multilingual:
+            tokenizer = self._get_tokenizer(language)
+        else:
+            language, tokenizer = self.language, self.tokenizer
         if language is None:
             start = time.perf_counter()
             language = self.detect_language(self.encode(detection_mel))

@@ -147,8 +147,10 @@ def by_language(scored: list[Prediction]) -> dict[str, Any]:
 
 def language_identification(scored: list[Prediction]) -> dict[str, Any]:
     """How often the language the model chose (``extra["language"]``) is the example's label; a failed
-    example, or one whose implementation reports no language, counts as not identified."""
+    example, or one without a reported language, counts as not identified. An implementation that reports
+    no language at all (the transformers pipeline) gets no accuracy (``reported`` 0)."""
     labelled = [p for p in scored if p.language]
+    reported = sum(bool(p.extra.get("language")) for p in labelled)
     correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
     confusions: dict[str, int] = {}
     for pred in labelled:
@@ -156,5 +158,6 @@ def language_identification(scored: list[Prediction]) -> dict[str, Any]:
         if said != pred.language:
             key = f"{pred.language}->{said or 'none'}"
             confusions[key] = confusions.get(key, 0) + 1
-    return {"labelled": len(labelled), "correct": correct,
-            "accuracy": 100.0 * correct / len(labelled) if labelled else None, "confusions": confusions}
+    return {"labelled": len(labelled), "reported": reported, "correct": correct,
+            "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
+            "confusions": confusions if reported else {}}
