@@ -125,3 +125,18 @@ def test_qoi_and_the_gate_per_language(scored, capsys):
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet"]) == 0
     text = (runs / "leaderboard.md").read_text()
     assert "## By language" in text and "| zh " in text and "CER" in text
+
+
+@pytest.mark.parametrize("adapter", ["faster-whisper", "whisper-cpp"])
+def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, tmp_path):
+    """base on a German, a Chinese and a Japanese clip with -o language=dataset: each is decoded in its own
+    label's language (the implementation reports it), and run.json records the choice."""
+    rows = [r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "zh_fleurs_1883", "ja_fleurs_1837")]
+    manifest = write_jsonl(tmp_path / "three.jsonl", [dict(r, audio=str(multilingual.parent / r["audio"])) for r in rows])
+    assert main(["run", "--adapter", adapter, "--model", "base", "--dataset", str(manifest), "--runs-dir",
+                 str(tmp_path / "runs"), "--name", "forced", "-o", "language=dataset"]) == 0
+    run = open_run("forced", tmp_path / "runs")
+    assert run.info["decoding"]["language"] == "dataset"
+    assert {p.id: p.extra.get("language") for p in run.predictions} == {r["id"]: r["language"] for r in rows}
+    assert "language_id" not in run.summary  # forced: nothing was identified
+    assert set(run.summary["languages"]) == {"de", "zh", "ja"} and run.summary["languages"]["ja"]["metric"] == "cer"
