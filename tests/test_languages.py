@@ -127,7 +127,9 @@ def test_qoi_and_the_gate_per_language(scored, capsys):
     assert "## By language" in text and "| zh " in text and "CER" in text
 
 
-@pytest.mark.parametrize("adapter", ["faster-whisper", "whisper-cpp"])
+@pytest.mark.parametrize("adapter", ["faster-whisper", "whisper-cpp", "openai-whisper",
+                                     pytest.param("jax", marks=pytest.mark.slow),
+                                     pytest.param("ane-pytorch", marks=pytest.mark.slow)])
 def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, tmp_path):
     """base on a German, a Chinese and a Japanese clip with -o language=dataset: each is decoded in its own
     label's language (the implementation reports it), and run.json records the choice."""
