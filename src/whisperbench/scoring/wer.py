@@ -10,18 +10,21 @@ from ..types import WordCounts
 from .normalize import normalize
 
 
+def _align(ref_units: int, hyp_units: int, process, reference: str, hypothesis: str) -> WordCounts:
+    if not ref_units:
+        return WordCounts(insertions=hyp_units)
+    if not hyp_units:
+        return WordCounts(deletions=ref_units)
+    out = process(reference, hypothesis)
+    return WordCounts(out.hits, out.substitutions, out.deletions, out.insertions)
+
+
 def align(reference: str, hypothesis: str) -> WordCounts:
     """Count hits/S/D/I between two already-normalized strings (jiwer's Levenshtein alignment).
 
     An empty reference is allowed: every hypothesis word is then an insertion.
     """
-    ref_words, hyp_words = reference.split(), hypothesis.split()
-    if not ref_words:
-        return WordCounts(insertions=len(hyp_words))
-    if not hyp_words:
-        return WordCounts(deletions=len(ref_words))
-    out = jiwer.process_words(reference, hypothesis)
-    return WordCounts(out.hits, out.substitutions, out.deletions, out.insertions)
+    return _align(len(reference.split()), len(hypothesis.split()), jiwer.process_words, reference, hypothesis)
 
 
 def align_characters(reference: str, hypothesis: str) -> WordCounts:
@@ -30,12 +33,7 @@ def align_characters(reference: str, hypothesis: str) -> WordCounts:
     >>> align_characters("abc", "abd")
     WordCounts(hits=2, substitutions=1, deletions=0, insertions=0)
     """
-    if not reference:
-        return WordCounts(insertions=len(hypothesis))
-    if not hypothesis:
-        return WordCounts(deletions=len(reference))
-    out = jiwer.process_characters(reference, hypothesis)
-    return WordCounts(out.hits, out.substitutions, out.deletions, out.insertions)
+    return _align(len(reference), len(hypothesis), jiwer.process_characters, reference, hypothesis)
 
 
 def example_wer(counts: WordCounts) -> Optional[float]:
