@@ -127,7 +127,8 @@ def test_qoi_and_the_gate_per_language(scored, capsys):
     assert "## By language" in text and "| zh " in text and "CER" in text
 
 
-@pytest.mark.parametrize("adapter", ["faster-whisper", "whisper-cpp", "openai-whisper",
+@pytest.mark.parametrize("adapter", ["faster-whisper", pytest.param("whisper-cpp", marks=pytest.mark.slow),
+                                     pytest.param("openai-whisper", marks=pytest.mark.slow),
                                      pytest.param("jax", marks=pytest.mark.slow),
                                      pytest.param("ane-pytorch", marks=pytest.mark.slow)])
 def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, tmp_path):
