@@ -225,7 +225,7 @@ def test_harness_ane_layout_against_stock_on_the_bundled_set(tiny_short, runs_di
     stored = open_run(candidate.store.name, runs_dir).predictions
     timings = stored[0].extra["timings"]
     assert set(timings) >= {"mel_s", "encoder_s", "decoder_s", "decoder_steps"} and timings["decoder_steps"] > 3
-    assert candidate.info["adapter_info"]["settings"] == {"dtype": "float32", "device": "cpu"}
+    assert candidate.info["adapter_info"]["settings"] == {"dtype": "float32", "device": "cpu", "compression": ""}
 
 
 @pytest.mark.slow
