@@ -241,7 +241,10 @@ def test_chunked_long_form_on_shared_data_is_close_to_native(tmp_path):
 
 
 def test_runs_stored_before_strategies_existed_resume_as_native():
-    from whisperbench.harness.runner import _config_key
+    from whisperbench.runinfo import RunInfo
+
+    def _config_key(info: dict) -> dict:
+        return RunInfo.from_dict(info).identity()
 
     old = {"adapter": "openai-whisper", "model": "tiny.en", "decoding": {}, "normalizer": "english",
            "dataset": {"form": "long", "source": "x"}}
