@@ -26,8 +26,15 @@ class FasterWhisperAdapter(Adapter):
     long_form_algorithm = "faster-whisper: sequential 30 s windows, seek by timestamps"
     options = {"compute_type": Option("float32", "CTranslate2 compute type (int8, int8_float32, int16, float16, "
                                                  "default = as stored …)"),
-               "device": Option("cpu", "cpu or cuda")}
-    variants = {name: {"compute_type": name} for name in ("float32", "float16", "int16", "int8_float32", "int8")}
+               "device": Option("cpu", "cpu or cuda"),
+               "stored": Option("as-is", "the weights' storage: as-is (the model's file; CTranslate2 converts to the "
+                                         "compute type when loading, as faster-whisper users usually run int8) or "
+                                         "compute-type (a conversion stored in an integer compute type: what ships, "
+                                         "and its size)", ("as-is", "compute-type"))}
+    # the sweep measures what ships: integer variants stored as such (their size is the file's)
+    variants = {name: {"compute_type": name, **({"stored": "compute-type"} if name in ("int16", "int8_float32", "int8")
+                                               else {})}
+                for name in ("float32", "float16", "int16", "int8_float32", "int8")}
 
     @classmethod
     def variant_refused(cls, name: str) -> Optional[str]:
@@ -49,9 +56,9 @@ class FasterWhisperAdapter(Adapter):
         compute_type = self.settings["compute_type"]
         if source.quantized and source.format == "ctranslate2" and not self.given("compute_type"):
             compute_type = "default"  # run a quantized model as it is stored, not dequantized
-        # an integer compute type asked for runs on weights stored in it (their size is the model's size)
-        # (a model already quantized is loaded as it is: CTranslate2 converts its types at load)
-        asked = self.given("compute_type") and compute_type in INTEGER_TYPES and not source.quantized
+        # stored=compute-type: an integer compute type runs on weights stored in it (their size is the model's);
+        # a model already quantized is loaded as it is (CTranslate2 converts its types at load)
+        asked = self.settings["stored"] == "compute-type" and compute_type in INTEGER_TYPES and not source.quantized
         stored = compute_type if asked else None
         self.weights_path = converted(self.model, "ctranslate2", stored)
         self.net = WhisperModel(
