@@ -21,6 +21,7 @@ from typing import Callable, Optional, Sequence
 
 from ..adapters import DecodingOptions, get_adapter
 from ..errors import OptionError
+from ..store import RunStore
 from .runner import RunRequest, default_run_name, run_evaluation
 from .spec import AdapterSpec
 
@@ -120,13 +121,19 @@ def _in_fresh_process(function: Callable[[RunRequest], dict], request: RunReques
             raise RuntimeError("the process running this variant died (a native crash?)") from exc
 
 
+def _finished(request: RunRequest) -> bool:
+    store = RunStore(Path(request.runs_dir) / str(request.name))
+    return store.exists() and store.read_run_info().status == "finished"
+
+
 def run_variant(request: RunRequest) -> tuple[str, dict]:
     """Run one variant: (run name, summary); a crash or an error raises with its text.
 
     The model is loaded once in a throwaway process first, so a conversion (cached by content hash)
     never runs inside the measured run: its peak memory and load time are the implementation's own.
     """
-    _in_fresh_process(_load_in_child, request)
+    if not _finished(request):  # a finished run resumes without loading its model
+        _in_fresh_process(_load_in_child, request)
     out = _in_fresh_process(_run_in_child, request)
     return out["run"], out["summary"]
 
