@@ -188,3 +188,24 @@ def test_another_thread_count_resumes_the_run(tmp_path, tiny_rows, tiny_short, c
     assert main(args + ["-o", "threads=2"]) == 0
     assert "(0 computed, 6 resumed)" in capsys.readouterr().out
     assert main(args + ["-o", "beam_size=2"]) == 2  # what a run *is* still refuses to mix
+
+
+def test_a_resume_with_nothing_to_do_keeps_the_measurements(tmp_path, tiny_rows, tiny_short):
+    """Rerunning a finished run (a sweep resumes every variant) must not erase its load time, speed, peak memory
+    or what the adapter loaded: only an invocation that transcribes examples measures them."""
+    from whisperbench.cli import main
+
+    from .conftest import write_jsonl
+
+    hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
+    args = ["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short), "--runs-dir",
+            str(tmp_path), "--name", "r"]
+    assert main(args) == 0
+    first = {name: json.loads((tmp_path / "r" / name).read_text()) for name in ("run.json", "summary.json")}
+    assert first["summary.json"]["wall_s"] is not None and first["summary.json"]["peak_rss_mb"]
+    assert main(args) == 0  # nothing left to do
+    again = {name: json.loads((tmp_path / "r" / name).read_text()) for name in ("run.json", "summary.json")}
+    for key in ("wall_s", "load_s", "peak_rss_mb", "rtfx", "harness_overhead_pct", "rtfx_reliable", "wer"):
+        assert again["summary.json"][key] == first["summary.json"][key], key
+    for key in ("adapter_info", "load_s", "peak_rss_mb", "machine_load"):
+        assert again["run.json"][key] == first["run.json"][key], key

@@ -160,7 +160,8 @@ def run_evaluation(
         todo = [ex for ex in run.dataset.examples if ex.id not in done]
         _start_info(run, request, old, stale)
         store.write_info(run.info)  # status "running" until _finalize
-        report = BackendReport()
+        report = _stored_report(old)  # nothing to do: the stored run's measurements stay (never lost on resume)
+        kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         with store.open_for_append() as writer:
             for bad in run.checked.invalid:
@@ -170,6 +171,11 @@ def run_evaluation(
             if todo:
                 report = BACKENDS[run.info.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before)
+        if kept:  # speed and overhead measured by the invocation that computed the examples
+            summary.update({k: kept.get(k) for k in _MEASURED_BY_COMPUTING})
+            run.info.machine_load = old.machine_load if old is not None else run.info.machine_load
+            store.write_summary(summary)
+            store.write_info(run.info)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
                          stale=stale, notes=notes)
@@ -245,6 +251,17 @@ def _execution_changes(old: RunInfo, info: RunInfo) -> list[str]:
     now = info.execution
     return [f"{key} {now[key]!r} (the stored run had {before[key]!r})"
             for key in now if key in before and before[key] is not None and before[key] != now[key]]
+
+
+#: summary fields only an invocation that transcribed examples can measure (kept when a resume computes none)
+_MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why")
+
+
+def _stored_report(old: Optional[RunInfo]) -> BackendReport:
+    if old is None:
+        return BackendReport()
+    return BackendReport(load_s=old.load_s, warmup_s=old.warmup_s, peak_rss_mb=old.peak_rss_mb,
+                         adapter_info=old.adapter_info or None, backend_info=old.backend_info)
 
 
 def _job(run: _Resolved, request: RunRequest) -> Job:
