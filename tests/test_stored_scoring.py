@@ -31,9 +31,9 @@ def _hypotheses(tmp_path, rows, seed, name):
     rng = random.Random(seed)
     vocabulary = sorted({w for r in rows for w in r["text"].split()}) + ["Mr.", "$20", "colour", "1,000"]
     lines = []
-    for row in rows:
-        if rng.random() < 0.1:
-            continue  # no hypothesis: a failed example
+    for number, row in enumerate(rows):
+        if rng.random() < 0.1 or number == 2:
+            continue  # no hypothesis: a failed example (at least one, whatever the data)
         words = []
         for word in row["text"].split():
             roll = rng.random()
