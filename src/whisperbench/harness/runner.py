@@ -170,12 +170,7 @@ def run_evaluation(
                     writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), run.normalizer))
             if todo:
                 report = BACKENDS[run.info.backend](_job(run, request)).run(todo, writer, progress)
-        summary = _finalize(run, store, todo, request, report, load_before)
-        if kept:  # speed and overhead measured by the invocation that computed the examples
-            summary.update({k: kept.get(k) for k in _MEASURED_BY_COMPUTING})
-            run.info.machine_load = old.machine_load if old is not None else run.info.machine_load
-            store.write_summary(summary)
-            store.write_info(run.info)
+        summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
                          stale=stale, notes=notes)
@@ -270,8 +265,9 @@ def _job(run: _Resolved, request: RunRequest) -> Job:
 
 
 def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, report: BackendReport,
-              load_before: dict) -> dict:
-    """Check every example is stored, then write the finished run.json and summary.json."""
+              load_before: dict, kept: Optional[dict] = None, old: Optional[RunInfo] = None) -> dict:
+    """Check every example is stored, then write the finished run.json and summary.json. ``kept``: the stored
+    summary of a run this invocation computed nothing for, whose speed and machine load stay as measured."""
     info, checked = run.info, run.checked
     ids = [ex.id for ex in run.dataset.examples] + [bad.id for bad in checked.invalid]
     stored = {p.id: p for p in store.read_predictions()}
@@ -279,7 +275,9 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
         raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
     busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
-    if info.backend == "ray":  # its actors are not this process's children: their CPU would count as others'
+    if kept and old is not None:  # measured by the invocation that computed the examples
+        busy = old.machine_load
+    elif info.backend == "ray":  # its actors are not this process's children: their CPU would count as others'
         busy.update(busy=False, why="", other_cpus_busy=None, note="not measured on Ray")
     adapter_info = report.adapter_info or run.adapter.describe()
     if run.long_form:
@@ -301,6 +299,8 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
         100.0 * (loop_wall - computed_infer) / loop_wall
         if todo and loop_wall > 0 and info.backend == "in-process" else None
     )
+    if kept:
+        summary.update({k: kept.get(k) for k in _MEASURED_BY_COMPUTING})
     run.info = dataclasses.replace(
         info, status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         adapter_info=adapter_info, machine_load=busy, backend_info=report.backend_info or info.backend_info,
