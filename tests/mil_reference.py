@@ -16,14 +16,7 @@ import numpy as np
 import torch
 
 
-def load_program(package: str | Path):
-    """The MIL program of a saved .mlpackage (weights read from its weight.bin)."""
-    import coremltools as ct
-    from coremltools.converters.mil.frontend.milproto.load import load as milproto_load
-
-    spec = ct.utils.load_spec(str(package))
-    weights = Path(package) / "Data" / "com.apple.CoreML" / "weights"
-    return milproto_load(spec, spec.specificationVersion, str(weights))
+from whisperbench.models.coreml_compress import load_program  # noqa: E402  (one reader of saved programs)
 
 
 def _is_fp16(var) -> bool:

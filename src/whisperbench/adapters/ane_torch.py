@@ -71,11 +71,12 @@ class AnePyTorchAdapter(Adapter):
         """Put the weights of the compressed Core ML export into ``model``, expanded as Core ML expands them,
         after checking that expansion against coremltools' own ``decompress_weights``."""
         from ..models import converted
-        from ..models.coreml_compress import check_decompression, compressed_state_dict
+        from ..models.coreml_compress import check_decompression, compressed_state_dict, read_export
 
         folder = self.weights_path = converted(self.model, "coreml", self.settings["compression"])
-        state, facts = compressed_state_dict(folder, model.state_dict())
-        facts["checked_against_decompress_weights"] = check_decompression(folder)
+        programs = read_export(folder)  # each package's program read once
+        state, facts = compressed_state_dict(folder, model.state_dict(), programs)
+        facts["checked_against_decompress_weights"] = check_decompression(folder, programs)
         model.load_state_dict(state, strict=True)
         self.compression_facts = facts
 

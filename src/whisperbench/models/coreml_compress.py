@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -107,18 +107,43 @@ def _expand(op: Any) -> np.ndarray:
     return ((data.astype(np.float32) - zero) * scale).astype(np.float16)
 
 
+def _stored_name(op) -> str:
+    """A constant's name as the float16 export wrote it (the compression's suffix removed)."""
+    name = op.outputs[0].name
+    for suffix in _SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _dense_constants(operations) -> dict[str, np.ndarray]:
+    return {_stored_name(op): op.outputs[0].val for op in operations
+            if op.op_type == "const" and isinstance(op.outputs[0].val, np.ndarray)}
+
+
+#: one package read once: every stored weight by name (compressed ones expanded), and the compressed ones' names
+Package = tuple[dict[str, np.ndarray], list[tuple[str, str]]]
+
+
+def read_package(package: Path) -> Package:
+    operations = load_program(package).functions["main"].operations
+    weights = _dense_constants(operations)
+    compressed = [(op.op_type, _stored_name(op)) for op in operations if op.op_type in _COMPRESSED_OPS]
+    weights.update({_stored_name(op): _expand(op) for op in operations if op.op_type in _COMPRESSED_OPS})
+    return weights, compressed
+
+
+def read_export(folder: Path) -> dict[str, Package]:
+    """Both packages of an export, each read once (for :func:`compressed_state_dict` and :func:`check_decompression`)."""
+    return {package: read_package(folder / package) for package in PACKAGES}
+
+
 def program_weights(package: Path) -> dict[str, np.ndarray]:
     """Every stored weight of a package by its constant's name (compression suffix removed), expanded."""
-    weights = {}
-    for op in load_program(package).functions["main"].operations:
-        name = op.outputs[0].name
-        for suffix in _SUFFIXES:
-            name = name.removesuffix(suffix)
-        if op.op_type in _COMPRESSED_OPS:
-            weights[name] = _expand(op)
-        elif op.op_type == "const" and isinstance(op.outputs[0].val, np.ndarray):
-            weights[name] = op.outputs[0].val
-    return weights
+    return read_package(package)[0]
+
+
+def _compressed_names(package: Path) -> list[tuple[str, str]]:
+    return read_package(package)[1]
 
 
 def _constant_name(key: str, package: str) -> str:
@@ -127,22 +152,24 @@ def _constant_name(key: str, package: str) -> str:
     return traced.replace(".", "_") + "_to_fp16"
 
 
-def compressed_state_dict(folder: Path, reference: dict) -> tuple[dict, dict]:
+def compressed_state_dict(folder: Path, reference: dict,
+                          programs: Optional[dict[str, Package]] = None) -> tuple[dict, dict]:
     """The ANE state dict as a (compressed) export holds it: (state dict, facts).
 
     ``reference``: the float32 ANE state dict of the same model, for the names and shapes, and for the
     small tensors the converter folds into other constants (layer norms: never compressed, so taken
-    rounded to float16). Every compressed constant must land on a tensor, else ModelError.
+    rounded to float16). Every compressed constant must land on a tensor, else ModelError. ``programs``:
+    :func:`read_export` of ``folder``, when the caller has read it already.
     """
     import torch
 
-    programs = {package: program_weights(folder / package) for package in PACKAGES}
+    programs = programs or read_export(folder)
     state, used, from_program = {}, set(), 0
     for key, tensor in reference.items():
-        found = [(p, _constant_name(key, p)) for p in PACKAGES if _constant_name(key, p) in programs[p]]
+        found = [(p, _constant_name(key, p)) for p in PACKAGES if _constant_name(key, p) in programs[p][0]]
         if found:
             package, name = found[0]
-            value = programs[package][name]
+            value = programs[package][0][name]
             used.add((package, name))
             from_program += 1
         else:
@@ -150,7 +177,7 @@ def compressed_state_dict(folder: Path, reference: dict) -> tuple[dict, dict]:
         if tuple(value.shape) != tuple(tensor.shape):
             raise ModelError(f"{folder}: {key} is stored with shape {value.shape}, the model has {tuple(tensor.shape)}")
         state[key] = torch.from_numpy(np.asarray(value, dtype=np.float32).copy())
-    compressed = {(p, n) for p in PACKAGES for _, n in _compressed_names(folder / p)}
+    compressed = {(p, n) for p in PACKAGES for _, n in programs[p][1]}
     unmatched = sorted(n for p, n in compressed - used)
     if unmatched:
         raise ModelError(f"{folder}: compressed constants that match no model tensor: {', '.join(unmatched[:5])}")
@@ -158,35 +185,19 @@ def compressed_state_dict(folder: Path, reference: dict) -> tuple[dict, dict]:
                    "tensors_total": len(reference)}
 
 
-def _compressed_names(package: Path) -> list[tuple[str, str]]:
-    names = []
-    for op in load_program(package).functions["main"].operations:
-        if op.op_type in _COMPRESSED_OPS:
-            name = op.outputs[0].name
-            for suffix in _SUFFIXES:
-                name = name.removesuffix(suffix)
-            names.append((op.op_type, name))
-    return names
-
-
-def check_decompression(folder: Path) -> int:
+def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = None) -> int:
     """Compare :func:`program_weights` with coremltools' ``decompress_weights`` on every compressed constant;
     returns how many were compared, raises ModelError on the first difference."""
     import coremltools as ct
     import coremltools.optimize.coreml as cto
 
+    programs = programs or read_export(folder)
     compared = 0
     for package in PACKAGES:
-        ours = program_weights(folder / package)
+        ours, compressed = programs[package]
         dense = cto.decompress_weights(ct.models.MLModel(str(folder / package), skip_model_load=True))
-        theirs = {}
-        for op in dense._mil_program.functions["main"].operations:
-            if op.op_type == "const" and isinstance(op.outputs[0].val, np.ndarray):
-                name = op.outputs[0].name
-                for suffix in _SUFFIXES:
-                    name = name.removesuffix(suffix)
-                theirs[name] = op.outputs[0].val
-        for _, name in _compressed_names(folder / package):
+        theirs = _dense_constants(dense._mil_program.functions["main"].operations)
+        for _, name in compressed:
             if name not in theirs or not np.array_equal(ours[name], theirs[name]):
                 raise ModelError(f"{folder / package}: {name} expands differently from coremltools' decompress_weights")
             compared += 1
