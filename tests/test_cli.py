@@ -46,8 +46,12 @@ def test_gate_exit_codes_and_junit(runs, tmp_path, capsys):
                  "--junit", str(junit)]) == 1
     out = capsys.readouterr().out
     assert "FAIL (regression)" in out and "worst regressed examples" in out
-    suite = ET.parse(junit).getroot()
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite[@name='whisperbench-gate']")
     assert suite.get("failures") == "1" and suite.find("testcase[@name='QoI']/failure") is not None
+    examples = root.find("testsuite[@name='whisperbench-examples']")  # each regressed example a failed case
+    assert examples.get("tests") == "6" and examples.get("failures") == "5" == str(len(examples.findall("*/failure")))
+    assert root.get("failures") == "6"
     assert main(["gate", "--reference", "ref", "--candidate", "good", "--min-qoi", "0", "--max-wer-increase", "0",
                  "--runs-dir", str(runs)]) == 0
     assert main(["gate", "--reference", "ref", "--candidate", "nope", "--min-qoi", "90", "--runs-dir", str(runs)]) == 2

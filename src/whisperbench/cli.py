@@ -151,7 +151,7 @@ def cmd_compare(args) -> int:
 
 def cmd_report(args) -> int:
     from .store import list_runs
-    from .reports import flat_frame, leaderboard_frame, pick_references, render_markdown
+    from .reports import leaderboard_frame, pick_references
     from .reports.leaderboard import recorded_references
 
     runs = list_runs(args.runs_dir)
@@ -159,27 +159,49 @@ def cmd_report(args) -> int:
         raise WhisperbenchError(f"no runs found in {args.runs_dir}")
     references = pick_references(runs, args.reference or recorded_references(args.runs_dir), args.reference_adapter)
     frame = leaderboard_frame(runs, references)
-    out = Path(args.out or Path(args.runs_dir) / f"leaderboard.{args.format or 'md'}")
+    default = "model-card.md" if args.format == "hf" else f"leaderboard.{args.format or 'md'}"
+    out = args.out_path = Path(args.out or Path(args.runs_dir) / default)
     out.parent.mkdir(parents=True, exist_ok=True)
     fmt = args.format or out.suffix.lstrip(".").lower()
-    if fmt == "csv":
-        flat_frame(frame).to_csv(out, index=False)
-    elif fmt == "html":
-        from .reports.html import write_html
-
-        write_html(str(out), frame, runs, references, args.title)
-    elif fmt == "md":
-        from .reports.languages import language_frame, render_language_markdown
-
-        text = render_markdown(frame, references, title=args.title)
-        text += render_language_markdown(language_frame(runs, references))
+    if fmt not in _REPORT_WRITERS:
+        raise WhisperbenchError(f"unknown report format {fmt!r} (use .md, .html or .csv, or --format md|html|csv|hf)")
+    text = _REPORT_WRITERS[fmt](frame, runs, references, args)
+    if text is not None:
         out.write_text(text, encoding="utf-8")
         if not args.quiet:
             print(text)
-    else:
-        raise WhisperbenchError(f"unknown report format {fmt!r} (use .md, .html or .csv, or --format)")
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _markdown_report(frame, runs, references, args) -> str:
+    from .reports import render_markdown
+    from .reports.languages import language_frame, render_language_markdown
+
+    return render_markdown(frame, references, title=args.title) + render_language_markdown(
+        language_frame(runs, references))
+
+
+def _html_report(frame, runs, references, args) -> None:
+    from .reports.html import write_html
+
+    write_html(str(args.out_path), frame, runs, references, args.title)
+
+
+def _csv_report(frame, runs, references, args) -> None:
+    from .reports import flat_frame
+
+    flat_frame(frame).to_csv(args.out_path, index=False)
+
+
+def _model_card_report(frame, runs, references, args) -> str:
+    from .reports.model_card import render_model_card
+
+    return render_model_card(frame, title=args.title or "Evaluation results")
+
+
+#: report formats: each writes ``args.out_path`` itself (None) or returns the text to write and print
+_REPORT_WRITERS = {"md": _markdown_report, "html": _html_report, "csv": _csv_report, "hf": _model_card_report}
 
 
 def cmd_gate(args) -> int:
@@ -214,10 +236,13 @@ def _write_junit(path: str, xml: str) -> None:
 
 def cmd_export(args) -> int:
     from .store import open_run
-    from .reports.export import example_frame
 
     run = open_run(args.run, args.runs_dir)
     reference = open_run(args.reference, args.runs_dir) if args.reference else None
+    if args.to:
+        return _export_to_tracker(args, run, reference)
+    from .reports.export import example_frame
+
     frame = example_frame(run, reference)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -228,6 +253,24 @@ def cmd_export(args) -> int:
     else:
         raise WhisperbenchError(f"{out}: export to .csv, .jsonl or .json")
     print(f"wrote {len(frame)} examples to {out}", file=sys.stderr)
+    return 0
+
+
+#: experiment trackers: the module in reports/ that publishes (``<name>_export``) and its options from the CLI
+_TRACKERS = {
+    "mlflow": lambda a: {"tracking_uri": a.tracking_uri, "experiment": a.experiment},
+    "wandb": lambda a: {"project": a.project, "entity": a.entity},
+}
+
+
+def _export_to_tracker(args, run, reference) -> int:
+    import importlib
+
+    from .redact import redact_text
+    from .reports.tracking import tracked_run
+
+    module = importlib.import_module(f"whisperbench.reports.{args.to}_export")
+    print(redact_text(module.publish(tracked_run(run, reference), **_TRACKERS[args.to](args))))
     return 0
 
 
@@ -477,7 +520,8 @@ def _compare_parser(sub: Any) -> None:
 
 
 def _report_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="leaderboard (markdown, HTML or CSV) of every run in --runs-dir")
+    p = sub.add_parser("report", help="leaderboard (markdown, HTML, CSV or a Hugging Face model-card section) of every "
+                                      "run in --runs-dir")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--reference", action="append",
                    help="reference run name (one per dataset; repeat for several); default: the references the "
@@ -485,18 +529,28 @@ def _report_parser(sub: Any) -> None:
     p.add_argument("--reference-adapter", default="openai-whisper",
                    help="for datasets without a --reference, the run of this adapter (default openai-whisper)")
     p.add_argument("--out", help="file to write (default: leaderboard.md, or .html/.csv with --format, in --runs-dir)")
-    p.add_argument("--format", choices=["md", "html", "csv"], help="default: from --out's extension")
+    p.add_argument("--format", choices=sorted(_REPORT_WRITERS),
+                   help="default: from --out's extension; hf: a model-card section (model-index metadata and a "
+                        "WER / QoI / size table per dataset) to paste into a Hugging Face README.md")
     p.add_argument("--title", default="Whisper leaderboard", help="the leaderboard's heading")
     p.add_argument("--quiet", action="store_true", help="do not print the markdown")
     p.set_defaults(func=cmd_report)
 
 
 def _export_parser(sub: Any) -> None:
-    p = sub.add_parser("export", help="per-example results of a run as CSV or JSON lines (for pandas)")
+    p = sub.add_parser("export", help="a run's per-example results as CSV/JSON lines, or the run to MLflow or W&B")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
-    p.add_argument("--out", required=True, help="FILE.csv, FILE.jsonl or FILE.json")
-    p.add_argument("--reference", help="join a reference run: its output, errors and the regression flag")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="FILE.csv, FILE.jsonl or FILE.json")
+    where.add_argument("--to", choices=sorted(_TRACKERS),
+                       help="an experiment tracker: params, metrics, the per-example table and the reports "
+                            "(a re-export updates the same tracker run)")
+    p.add_argument("--reference", help="join a reference run: its output, errors, the regression flag and QoI")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--tracking-uri", help="mlflow: tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's)")
+    p.add_argument("--experiment", help="mlflow: experiment name (default: whisperbench)")
+    p.add_argument("--project", help="wandb: project (default: whisperbench); WANDB_MODE=offline works offline")
+    p.add_argument("--entity", help="wandb: entity (team or user; default: yours)")
     p.set_defaults(func=cmd_export)
 
 

@@ -163,21 +163,54 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
 
 
 def junit_xml(result: GateResult) -> str:
-    """JUnit XML with one test case per check, so CI systems show which one failed."""
-    suite = ET.Element("testsuite", name="whisperbench-gate", tests=str(len(result.checks)),
-                       failures=str(sum(not c.passed for c in result.checks)))
+    """JUnit XML: the suite ``whisperbench-gate`` has one test case per check (which one failed), the suite
+    ``whisperbench-examples`` one per joined example, a regressed example as a failure (its error counts and
+    both transcripts) and an example the candidate failed on as an error — so a CI's test view lists them."""
+    checks = _suite("whisperbench-gate")
     for check in result.checks:
-        case = ET.SubElement(suite, "testcase", classname="whisperbench.gate", name=check.name)
+        case = ET.SubElement(checks, "testcase", classname="whisperbench.gate", name=check.name)
         if not check.passed:
-            failure = ET.SubElement(case, "failure", message=check.detail, type=VERDICTS[check.blocking])
-            failure.text = check.detail
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+            _fail(case, "failure", check.detail, VERDICTS[check.blocking])
+    examples = _suite("whisperbench-examples")
+    for example in result.comparison.result.examples:
+        case = ET.SubElement(examples, "testcase", classname="whisperbench.examples", name=example.id)
+        if example.candidate_failed:
+            _fail(case, "error", f"{example.id}: the candidate failed on this example", "candidate failed")
+        elif example.regressed:
+            unit = "characters" if example.metric == "cer" else "words"
+            _fail(case, "failure", f"{example.id}: {example.reference_errors} → {example.candidate_errors} "
+                                   f"{unit} wrong", "regression",
+                  (f"expected:  {example.reference_text}", f"reference: {example.reference_hypothesis}",
+                   f"candidate: {example.candidate_hypothesis}"))
+    return _document(checks, examples)
+
+
+def _suite(name: str) -> ET.Element:
+    return ET.Element("testsuite", name=name)
+
+
+def _fail(case: ET.Element, kind: str, message: str, verdict: str, lines: tuple[str, ...] = ()) -> None:
+    """A failure or error element; its text one line per item, control characters escaped (valid XML)."""
+    element = ET.SubElement(case, kind, message=one_line(message), type=verdict)
+    element.text = "\n".join(one_line(line) for line in lines or (message,))
+
+
+def _document(*suites: ET.Element) -> str:
+    root = ET.Element("testsuites", name="whisperbench")
+    for suite in suites:
+        cases = list(suite)
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(c.find("failure") is not None for c in cases)))
+        suite.set("errors", str(sum(c.find("error") is not None for c in cases)))
+        root.append(suite)
+    for total in ("tests", "failures", "errors"):
+        root.set(total, str(sum(int(s.get(total)) for s in suites)))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
 def cannot_judge_xml(reason: str) -> str:
     """JUnit XML for a gate that could not even compare (a run missing or unreadable): one failed case."""
-    suite = ET.Element("testsuite", name="whisperbench-gate", tests="1", failures="1")
-    case = ET.SubElement(suite, "testcase", classname="whisperbench.gate", name="runs readable")
-    failure = ET.SubElement(case, "failure", message=reason, type=VERDICTS[CANNOT_JUDGE])
-    failure.text = reason
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+    checks = _suite("whisperbench-gate")
+    _fail(ET.SubElement(checks, "testcase", classname="whisperbench.gate", name="runs readable"), "failure", reason,
+          VERDICTS[CANNOT_JUDGE])
+    return _document(checks)

@@ -1,0 +1,146 @@
+"""One run as an experiment tracker sees it: params, metrics, tags, the per-example table and the reports.
+
+The tracker modules (`reports/mlflow_export.py`, `reports/wandb_export.py`) only publish a `TrackedRun`;
+what goes in it is decided here, once, so MLflow and W&B carry the same figures.
+
+- **key**: the run's identity (`RunInfo.identity()`: adapter, model, decoding, normalizer, long-form,
+  dataset source) plus the dataset's content hash and the weights' sha256, hashed. A re-export of the same run
+  finds its tracker run by this key and updates it; another model file or dataset content is another key.
+- **params**: what the run *is* (the identity, the weights, the dataset) — fixed for a key, as MLflow requires.
+- **tags**: how and where it ran (machine, versions, backend, status, the reference's name) — may change.
+- **metrics**: the summary's numbers (WER, CER, RTFx, latency, memory, size, counts), WER's bootstrap CI,
+  per-language error rates, and with a reference QoI with its CI and the improved/unchanged/regressed counts.
+
+Every string passes `redact.redact` (an endpoint's key in a URL never leaves the machine).
+
+>>> flatten({"decoding": {"beam_size": 5, "language": None}, "model": "tiny.en"})
+{'decoding.beam_size': '5', 'decoding.language': 'None', 'model': 'tiny.en'}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pandas as pd
+
+from ..redact import redact
+from ..scoring import counts_of, qoi_interval, rescored, wer_interval
+from ..store import StoredRun
+from .compare import compare_runs
+from .export import example_frame
+from .languages import language_frame, render_language_markdown
+from .leaderboard import leaderboard_frame, render_markdown
+
+#: the summary.json numbers a tracker gets as metrics (others stay in the run's files)
+SUMMARY_METRICS = ("wer", "cer", "num_examples", "num_ok", "num_failed", "substitutions", "deletions", "insertions",
+                   "hits", "reference_words", "reference_characters", "char_errors", "audio_s", "infer_s", "rtfx",
+                   "latency_p50_s", "latency_p90_s", "latency_p99_s", "load_s", "warmup_s", "peak_rss_mb",
+                   "model_size_mb", "wall_s", "harness_overhead_pct", "macro_error_rate")
+PARAM_MAX_CHARS = 500  # MLflow's historical limit for a param value; longer values are cut, marked with …
+
+
+@dataclass
+class TrackedRun:
+    """What an experiment tracker stores of one whisperbench run (see the module docstring)."""
+
+    key: str
+    name: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tags: dict[str, str]
+    examples: pd.DataFrame
+    files: dict[str, str] = field(default_factory=dict)  # artifact path -> text (reports, run.json, summary.json)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """Nested dicts as dotted keys with string values (what trackers take as params and tags)."""
+    if isinstance(value, dict):
+        flat: dict[str, str] = {}
+        for key, item in value.items():
+            flat.update(flatten(item, f"{prefix}{key}."))
+        return flat
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, tuple)) else str(value)
+    if len(text) > PARAM_MAX_CHARS:
+        text = text[:PARAM_MAX_CHARS - 1] + "…"
+    return {prefix.rstrip("."): text}
+
+
+def run_key(run: StoredRun) -> str:
+    """A stable 32-hex-digit key: the run's identity, its dataset content and its weights."""
+    meta = run.meta
+    basis = {"identity": meta.identity(), "dataset": meta.dataset.content_hash,
+             "weights": meta.weights.get("sha256") or meta.weights.get("fingerprint")}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _params(run: StoredRun) -> dict[str, str]:
+    meta = run.meta
+    weights = {k: v for k, v in meta.weights.items() if isinstance(v, (str, int, float, bool))}
+    spec = {"adapter": meta.adapter, "model": meta.model, "label": meta.label, "variant": meta.variant,
+            "normalizer": meta.normalizer, "decoding": meta.decoding, "long_form": meta.long_form or {},
+            "dataset": {k: v for k, v in meta.dataset.to_dict().items() if v is not None}, "weights": weights}
+    return flatten(redact({k: v for k, v in spec.items() if v not in (None, {}, "")}))
+
+
+def _tags(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
+    meta = run.meta
+    where = {"machine": meta.machine, "versions": meta.versions, "backend": meta.backend, "status": meta.status,
+             "workers": meta.workers, "finished_at": meta.finished_at, "run": run.name,
+             "reference": reference.name if reference is not None else None}
+    tags = flatten(redact({k: v for k, v in where.items() if v not in (None, {}, "")}))
+    return {f"whisperbench.{k}": v for k, v in tags.items()}
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
+        return None
+    return float(value)
+
+
+def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]:
+    summary = run.summary or {}
+    metrics = {name: summary.get(name) for name in SUMMARY_METRICS}
+    scored = [counts_of(rescored(p, run.normalizer, run.normalizer)) for p in run.predictions]
+    interval = wer_interval([c.errors for c in scored], [c.ref_words for c in scored])
+    if interval is not None:
+        metrics |= {"wer_ci_low": interval.low, "wer_ci_high": interval.high}
+    for language, figures in (summary.get("languages") or {}).items():
+        metrics |= {f"language.{language}.{k}": figures.get(k) for k in ("error_rate", "wer", "cer", "num_examples")}
+    metrics["language_id_accuracy"] = (summary.get("language_id") or {}).get("accuracy")
+    if reference is not None:
+        result = compare_runs(reference, run).result
+        qoi_ci = qoi_interval(result)
+        metrics |= {"qoi": result.qoi, "qoi_ci_low": qoi_ci.low if qoi_ci else None,
+                    "qoi_ci_high": qoi_ci.high if qoi_ci else None, "qoi_joined": result.joined,
+                    "qoi_improved": result.improved, "qoi_unchanged": result.unchanged,
+                    "qoi_regressed": result.regressed}
+        metrics |= {f"language.{language}.qoi": row["qoi"] for language, row in result.by_language().items()}
+    return {k: v for k, v in ((k, _number(v)) for k, v in metrics.items()) if v is not None}
+
+
+def _files(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
+    """The run's markdown and HTML report (with its reference when given), run.json and summary.json."""
+    from .html import render_html
+
+    runs = [run] + ([reference] if reference is not None and reference is not run else [])
+    references = {reference.dataset_hash: reference} if reference is not None else {}
+    frame = leaderboard_frame(runs, references)
+    title, stamp = f"whisperbench: {run.name}", f"{run.meta.finished_at or 'an unfinished run'} (the run's end)"
+    markdown = (render_markdown(frame, references, title=title, stamp=stamp)
+                + render_language_markdown(language_frame(runs, references)))
+    files = {"report/leaderboard.md": markdown, "report/report.html": render_html(frame, runs, references, title, stamp),
+             "run/run.json": json.dumps(redact(run.info), indent=2, ensure_ascii=False)}
+    if run.summary is not None:
+        files["run/summary.json"] = json.dumps(redact(run.summary), indent=2, ensure_ascii=False)
+    return files
+
+
+def tracked_run(run: StoredRun, reference: Optional[StoredRun] = None) -> TrackedRun:
+    """Everything a tracker stores of ``run`` (QoI and the joined columns when ``reference`` is given)."""
+    examples = example_frame(run, reference).map(lambda v: redact(v) if isinstance(v, str) else v)
+    return TrackedRun(key=run_key(run), name=run.name, params=_params(run), metrics=_metrics(run, reference),
+                      tags=_tags(run, reference), examples=examples, files=_files(run, reference))

@@ -1,0 +1,62 @@
+"""Publish a `TrackedRun` to Weights & Biases (``pip install 'whisperbench[wandb]'``; imported only when used).
+
+The W&B run id is the whisperbench run key, opened with ``resume="allow"``: a re-export updates the same
+W&B run (its config, summary and tags) instead of making another. Offline (``WANDB_MODE=offline``) each
+export writes a ``wandb/offline-run-*-KEY`` folder carrying that id, and ``wandb sync`` merges them into the
+one run. The per-example table, the reports, run.json and summary.json go into one artifact
+``whisperbench-KEY`` (type ``evaluation``): W&B versions artifacts by content, so exporting unchanged results
+again adds no version. The config holds the params and the tags (nested as in run.json), the summary the metrics.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from ..errors import WhisperbenchError
+from .tracking import TrackedRun
+
+DEFAULT_PROJECT = "whisperbench"
+
+
+def _wandb():
+    try:
+        import wandb
+    except ImportError as exc:
+        raise WhisperbenchError("export --to wandb needs Weights & Biases: pip install 'whisperbench[wandb]'") from exc
+    return wandb
+
+
+def _artifact(wandb, tracked: TrackedRun, folder: Path):
+    artifact = wandb.Artifact(f"whisperbench-{tracked.key}", type="evaluation",
+                              description=f"whisperbench run {tracked.name}: per-example results and reports")
+    artifact.add(wandb.Table(dataframe=tracked.examples.astype(object).where(tracked.examples.notna(), None)),
+                 "examples")
+    for name, text in tracked.files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        artifact.add_file(str(path), name=name)
+    return artifact
+
+
+def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional[str] = None,
+            directory: Optional[str] = None) -> str:
+    """Create or update the W&B run of ``tracked``; returns a line saying where it went."""
+    wandb = _wandb()
+    config = {"params": tracked.params, "tags": tracked.tags}
+    run = wandb.init(project=project or DEFAULT_PROJECT, entity=entity, id=tracked.key, name=tracked.name,
+                     resume="allow", job_type="evaluation", config=config, dir=directory, reinit="create_new",
+                     tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]])
+    try:
+        run.config.update(config, allow_val_change=True)  # a resumed run takes the new tags
+        run.summary.update(tracked.metrics)
+        with tempfile.TemporaryDirectory(prefix="whisperbench-wandb-") as tmp:
+            run.log_artifact(_artifact(wandb, tracked, Path(tmp)))  # files are copied to staging here
+    finally:
+        run.finish()
+    mode = os.environ.get("WANDB_MODE", "online")
+    where = run.dir if mode in ("offline", "dryrun") else (run.url or run.dir)
+    return f"W&B ({mode}): run {tracked.key} ({tracked.name}) in project {project or DEFAULT_PROJECT!r}: {where}"

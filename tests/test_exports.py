@@ -1,0 +1,161 @@
+"""Results where teams look. `whisperbench export --to mlflow|wandb`: real MLflow stores and W&B offline files,
+read back with their own readers (MLflow's client; W&B's protobuf records from its transaction log), checked
+against jiwer and the runs. `whisperbench report --format hf`: a model card the Hub's own parser reads."""
+
+import json
+import sys
+from pathlib import Path
+
+import jiwer
+import pandas as pd
+import pytest
+
+from whisperbench.cli import main
+from whisperbench.reports.tracking import run_key
+from whisperbench.store import open_run
+
+from .conftest import write_jsonl
+from .wandb_records import records
+
+SECRET = "sk-SECRET0123456789"
+
+
+@pytest.fixture
+def runs(tmp_path, tiny_rows, tiny_short):
+    """A reference and a candidate that regresses 5 of 6 examples, recorded on the bundled set."""
+    runs_dir = tmp_path / "runs"
+
+    def score(name, edit):
+        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows])
+        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
+                     "--runs-dir", str(runs_dir)]) == 0
+
+    score("ref", lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans")
+    score("bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
+    return runs_dir
+
+
+def _with_secret(runs_dir: Path, name: str) -> None:
+    """A run.json holding an endpoint with a key in it (as a run stored by hand or an old version could)."""
+    path = runs_dir / name / "run.json"
+    info = json.loads(path.read_text())
+    info["decoding"]["base_url"] = f"http://user:{SECRET}@127.0.0.1:9/v1?api_key={SECRET}"
+    path.write_text(json.dumps(info))
+
+
+def _expected(runs_dir: Path, name: str) -> dict:
+    """WER straight from jiwer on the stored normalized texts, and the stored summary."""
+    run = open_run(name, runs_dir)
+    refs = [p.reference_norm for p in run.predictions]
+    hyps = [p.hypothesis_norm for p in run.predictions]
+    return {"wer": 100 * jiwer.wer(refs, hyps), "summary": run.summary, "key": run_key(run)}
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, monkeypatch, capsys, store):
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this switch
+    monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts in ./mlruns
+    uri = f"file:{tmp_path / 'mlruns'}" if store == "file" else f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _with_secret(runs, "bad")
+    args = ["export", "bad", "--reference", "ref", "--to", "mlflow", "--tracking-uri", uri, "--runs-dir", str(runs)]
+    assert main(args) == 0
+    assert "created run" in capsys.readouterr().out
+    assert main(args) == 0
+    assert "updated run" in capsys.readouterr().out
+    assert main(["export", "ref", "--to", "mlflow", "--tracking-uri", uri, "--runs-dir", str(runs)]) == 0
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("whisperbench")
+    found = client.search_runs([experiment.experiment_id])
+    assert sorted(r.info.run_name for r in found) == ["bad", "ref"]  # re-exporting did not add a run
+    bad = next(r for r in found if r.info.run_name == "bad")
+    expected = _expected(runs, "bad")
+    assert bad.data.tags["whisperbench.key"] == expected["key"]
+    assert bad.data.metrics["wer"] == pytest.approx(expected["wer"])
+    assert bad.data.metrics["qoi"] == pytest.approx(100 / 6) and bad.data.metrics["qoi_regressed"] == 5
+    assert bad.data.metrics["wer_ci_low"] <= bad.data.metrics["wer"] <= bad.data.metrics["wer_ci_high"]
+    assert bad.data.metrics["num_examples"] == expected["summary"]["num_examples"] == 6
+    assert bad.data.params["normalizer"] == "english" and bad.data.tags["whisperbench.reference"] == "ref"
+    assert len(client.get_metric_history(bad.info.run_id, "wer")) == 2  # one value per export, one run
+
+    names = {a.path for a in client.list_artifacts(bad.info.run_id)} | {
+        a.path for folder in ("report", "run") for a in client.list_artifacts(bad.info.run_id, folder)}
+    assert {"examples.csv", "examples.json", "report/leaderboard.md", "report/report.html", "run/run.json",
+            "run/summary.json"} <= names
+    local = Path(client.download_artifacts(bad.info.run_id, "examples.csv", str(tmp_path / "dl")))
+    table = pd.read_csv(local)
+    assert len(table) == 6 and table["regressed"].sum() == 5  # replaced on re-export, not appended
+    assert SECRET not in json.dumps(bad.data.params | bad.data.tags)
+    assert SECRET not in Path(client.download_artifacts(bad.info.run_id, "run/run.json", str(tmp_path / "dl")))\
+        .read_text()
+
+
+@pytest.fixture
+def wandb_offline(tmp_path, monkeypatch):
+    """W&B in offline mode, every folder it writes inside the test's tmp_path."""
+    for name, folder in (("WANDB_DIR", "wandb-runs"), ("WANDB_DATA_DIR", "wandb-data"),
+                         ("WANDB_CACHE_DIR", "wandb-cache"), ("WANDB_CONFIG_DIR", "wandb-config")):
+        (tmp_path / folder).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / folder))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    return tmp_path
+
+
+def _record(path: Path, kind: str):
+    return [getattr(r, kind) for r in records(path) if r.WhichOneof("record_type") == kind]
+
+
+def test_wandb_offline_export_reads_back_one_run_id_and_one_artifact_version(runs, wandb_offline, capsys):
+    _with_secret(runs, "bad")
+    args = ["export", "bad", "--reference", "ref", "--to", "wandb", "--project", "qa", "--runs-dir", str(runs)]
+    assert main(args) == 0 and main(args) == 0
+    expected = _expected(runs, "bad")
+    logs = sorted((wandb_offline / "wandb-runs").glob("wandb/offline-run-*/run-*.wandb"))
+    assert len(logs) == 2 and all(p.name == f"run-{expected['key']}.wandb" for p in logs)  # `wandb sync` merges them
+
+    digests = []
+    for log in logs:
+        (run,) = _record(log, "run")
+        assert run.run_id == expected["key"] and run.project == "qa" and run.display_name == "bad"
+        config = {u.key: json.loads(u.value_json) for c in _record(log, "config") for u in c.update}
+        assert config["params"]["adapter"] == "recorded" and config["tags"]["whisperbench.reference"] == "ref"
+        summary = {u.key: json.loads(u.value_json) for s in _record(log, "summary") for u in s.update if u.key}
+        assert summary["wer"] == pytest.approx(expected["wer"]) and summary["qoi"] == pytest.approx(100 / 6)
+        (artifact,) = _record(log, "artifact")
+        files = {entry.path: Path(entry.local_path) for entry in artifact.manifest.contents}
+        assert {"examples.table.json", "report/report.html", "report/leaderboard.md", "run/run.json"} <= set(files)
+        table = json.loads(files["examples.table.json"].read_text())
+        frame = pd.DataFrame(table["data"], columns=table["columns"])
+        assert len(frame) == 6 and frame["regressed"].sum() == 5
+        digests.append(artifact.digest)
+        everything = log.read_bytes() + b"".join(p.read_bytes() for p in files.values())
+        assert SECRET.encode() not in everything
+    assert digests[0] == digests[1]  # unchanged results: the same artifact content, no new version
+
+
+def test_a_missing_tracker_names_the_extra_to_install(runs, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # as if MLflow were not installed
+    assert main(["export", "bad", "--to", "mlflow", "--runs-dir", str(runs)]) == 2
+    assert "pip install 'whisperbench[mlflow]'" in capsys.readouterr().err
+
+
+def test_report_as_a_hugging_face_model_card_parsed_by_huggingface_hub(runs, tmp_path, capsys):
+    from huggingface_hub import ModelCard
+
+    out = tmp_path / "README.md"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", "hf", "--out", str(out),
+                 "--title", "my-whisper", "--quiet"]) == 0
+    card = ModelCard(out.read_text())
+    results = {(r.metric_type, r.metric_name): r for r in card.data.eval_results}
+    assert card.data.model_name == "my-whisper" and card.data.pipeline_tag == "automatic-speech-recognition"
+    ref_wer, bad_wer = _expected(runs, "ref")["wer"], _expected(runs, "bad")["wer"]
+    by_value = sorted(r.metric_value for (kind, _), r in results.items() if kind == "wer")
+    assert by_value == sorted([round(ref_wer, 2), round(bad_wer, 2)])
+    (qoi,) = [r for (kind, _), r in results.items() if kind == "qoi"]  # the reference gets no QoI entry
+    assert qoi.metric_value == round(100 / 6, 1) and qoi.dataset_name == "tiny-shortform"
+    table = [line for line in card.text.splitlines() if line.startswith("| ") and "Model" not in line]
+    assert len(table) == 2 and "(reference)" in table[0]  # the reference first
+    assert f"| {round(100 / 6, 1)} |" in table[1] and f"| {ref_wer:.2f} |" in table[0]
