@@ -70,3 +70,25 @@ def test_alignment_marks_each_error_kind():
     assert alignment_html("the cat sat", "the sat", "english") == 'the <span class="del">cat</span> sat'
     assert alignment_html("the cat", "the cat sat", "english") == 'the cat <span class="ins">sat</span>'
     assert alignment_html("a b", "", "english").count('class="del"') == 2
+
+
+def test_report_in_a_browser_breaks_results_down_by_language(tmp_path, tiny_rows, local_manifest):
+    """Labelled examples get a By-language table (headline metric, QoI per language, the macro row)."""
+    import re
+
+    labels = ["en", "English", "eng", "de", "German", "deu"]  # any spelling: two languages, three examples each
+    manifest = local_manifest([dict(r, language=label) for r, label in zip(tiny_rows, labels)])
+    runs = tmp_path / "runs"
+    for name, edit in (("ref", lambda r: r["text"]), ("cand", lambda r: "" if r is tiny_rows[3] else r["text"])):
+        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows])
+        assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name,
+                     "--runs-dir", str(runs)]) == 0
+    out = tmp_path / "report.html"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out)]) == 0
+    dom = _render(out, tmp_path)
+    table = dom[dom.index('class="sortable languages"'):]
+    table = table[:table.index("</table>")]
+    rows = {tuple(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)[:7:6])
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)}
+    # cand emptied one German example: QoI 2 of 3 in de, 3 of 3 in en, macro the mean
+    assert ("de", "66.7") in rows and ("en", "100.0") in rows and ("macro", "83.3") in rows, rows

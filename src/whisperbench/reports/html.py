@@ -16,6 +16,7 @@ import pandas as pd
 from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
+from .languages import language_frame
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -75,6 +76,22 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _language_table(frame: pd.DataFrame) -> str:
+    """Per language and run: the headline error rate (WER or CER) and QoI with CIs; macro rows last."""
+    head = ("<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
+            "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th></tr>")
+    rows = []
+    order = frame.assign(_macro=frame["Language"] == "macro").sort_values(["_macro", "Language", "Implementation"])
+    for _, r in order.iterrows():
+        name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
+        rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
+                    f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
+                    f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}</tr>')
+    return (f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+            '<p class="muted">Error %: WER, or CER for languages written without spaces (zh, ja, ko, th, lo, my, '
+            "yue); QoI compares the same units. macro: the mean over a run's languages.</p>")
 
 
 def _scatter(frame: pd.DataFrame) -> str:
@@ -185,6 +202,9 @@ def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str
             continue
         sections += [_leaderboard_table(part), "<h3>WER against speed</h3>", _scatter(part),
                      "<h3>QoI against the reference</h3>", _qoi_bars(part)]
+    languages = language_frame(runs, references)
+    if not languages.empty:
+        sections += ["<h2>By language</h2>", _language_table(languages)]
     sections.append('<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
                     '<span class="sub">substitution</span><span class="del">deletion</span>'
                     '<span class="ins">insertion</span>. Click a column to sort.</p>')
