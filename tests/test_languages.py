@@ -142,4 +142,28 @@ def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, 
     assert run.info["decoding"]["language"] == "dataset"
     assert {p.id: p.extra.get("language") for p in run.predictions} == {r["id"]: r["language"] for r in rows}
     assert "language_id" not in run.summary  # forced: nothing was identified
+    assert not any("language_probability" in p.extra for p in run.predictions)  # nor a confidence kept
     assert set(run.summary["languages"]) == {"de", "zh", "ja"} and run.summary["languages"]["ja"]["metric"] == "cer"
+
+
+def test_detected_language_keeps_the_implementations_confidence(multilingual, tmp_path):
+    """faster-whisper base detecting the language of three clips: each prediction keeps faster-whisper's
+    probability, equal to what its own ``detect_language`` says for the clip; the summary averages it."""
+    from faster_whisper import WhisperModel, decode_audio
+
+    from whisperbench.models import converted
+
+    rows = [r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "es_fleurs_000", "ja_fleurs_1837")]
+    rows = [dict(r, audio=str(multilingual.parent / r["audio"])) for r in rows]
+    manifest = write_jsonl(tmp_path / "three.jsonl", rows)
+    assert main(["run", "--adapter", "faster-whisper", "--model", "base", "--dataset", str(manifest), "--runs-dir",
+                 str(tmp_path / "runs"), "--name", "detected"]) == 0
+    run = open_run("detected", tmp_path / "runs")
+    model = WhisperModel(str(converted("base", "ctranslate2")), device="cpu", compute_type="float32")
+    for pred, row in zip(sorted(run.predictions, key=lambda p: p.id), sorted(rows, key=lambda r: r["id"])):
+        language, probability, _ = model.detect_language(decode_audio(row["audio"]))
+        assert pred.extra["language"] == language and 0 < pred.extra["language_probability"] <= 1
+        assert pred.extra["language_probability"] == pytest.approx(probability, abs=1e-3)
+    lid = run.summary["language_id"]
+    right = [p.extra["language_probability"] for p in run.predictions if p.extra["language"] == p.language]
+    assert lid["mean_probability_correct"] == pytest.approx(sum(right) / len(right))

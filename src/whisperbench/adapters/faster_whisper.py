@@ -77,4 +77,6 @@ class FasterWhisperAdapter(Adapter):
             compression_ratio_threshold=d.compression_ratio_threshold,
         )
         segs = [Segment(s.start, s.end, s.text) for s in segments]  # the generator decodes here
-        return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, language=info.language)
+        detected = d.language_for(self.multilingual, example) is None  # faster-whisper reports 1.0 when forced
+        return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, language=info.language,
+                          extra={"language_probability": info.language_probability} if detected else {})

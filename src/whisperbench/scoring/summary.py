@@ -148,7 +148,9 @@ def by_language(scored: list[Prediction]) -> dict[str, Any]:
 def language_identification(scored: list[Prediction]) -> dict[str, Any]:
     """How often the language the model chose (``extra["language"]``) is the example's label; a failed
     example, or one without a reported language, counts as not identified. An implementation that reports
-    no language at all (the transformers pipeline) gets no accuracy (``reported`` 0)."""
+    no language at all (the transformers pipeline) gets no accuracy (``reported`` 0). Where the implementation
+    gives its confidence (``extra["language_probability"]``: faster-whisper), the mean confidence of its right
+    and of its wrong choices (a well-calibrated model is sure when right, unsure when wrong)."""
     labelled = [p for p in scored if p.language]
     reported = sum(bool(p.extra.get("language")) for p in labelled)
     correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
@@ -158,6 +160,12 @@ def language_identification(scored: list[Prediction]) -> dict[str, Any]:
         if said != pred.language:
             key = f"{pred.language}->{said or 'none'}"
             confusions[key] = confusions.get(key, 0) + 1
-    return {"labelled": len(labelled), "reported": reported, "correct": correct,
-            "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
-            "confusions": confusions if reported else {}}
+    result = {"labelled": len(labelled), "reported": reported, "correct": correct,
+              "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
+              "confusions": confusions if reported else {}}
+    for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
+        sure = [p.extra["language_probability"] for p in labelled if p.status == "ok"
+                and p.extra.get("language_probability") is not None and (p.extra.get("language") == p.language) == right]
+        if sure:
+            result[name] = sum(sure) / len(sure)
+    return result
