@@ -167,3 +167,22 @@ def test_detected_language_keeps_the_implementations_confidence(multilingual, tm
     lid = run.summary["language_id"]
     right = [p.extra["language_probability"] for p in run.predictions if p.extra["language"] == p.language]
     assert lid["mean_probability_correct"] == pytest.approx(sum(right) / len(right))
+
+
+@pytest.mark.slow
+def test_padding_the_audio_not_the_mel_is_why_transformers_and_whisper_cpp_differ(multilingual, tmp_path):
+    """openai-whisper's transcribe zero-pads a short clip's log-mel to 30 s; transformers' feature extractor
+    (and whisper.cpp) pad the audio, then take its log-mel. On these near-ties base decodes a word differently;
+    ``-o pad=audio`` makes openai-whisper decode as transformers does, word for word."""
+    ids = ("de_fleurs_006", "es_fleurs_006", "fr_fleurs_006")
+    rows = [dict(r, audio=str(multilingual.parent / r["audio"])) for r in read_manifest_rows(multilingual)
+            if r["id"] in ids]
+    manifest = write_jsonl(tmp_path / "three.jsonl", rows)
+    texts = {}
+    for name, adapter, options in (("mel", "openai-whisper", []), ("audio", "openai-whisper", ["-o", "pad=audio"]),
+                                   ("transformers", "transformers", [])):
+        assert main(["run", "--adapter", adapter, "--model", "base", "--dataset", str(manifest), "--runs-dir",
+                     str(tmp_path / "runs"), "--name", name, "--no-warmup", *options]) == 0
+        texts[name] = {p.id: p.hypothesis.strip() for p in open_run(name, tmp_path / "runs").predictions}
+    assert texts["audio"] == texts["transformers"]
+    assert all(texts["mel"][i] != texts["audio"][i] for i in ids)  # each clip is such a near-tie

@@ -22,7 +22,11 @@ class OpenAIWhisperAdapter(Adapter):
     distributions = ("openai-whisper", "torch")
     long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
     options = {"device": Option("cpu", "torch device"),
-               "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together")}
+               "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together"),
+               "pad": Option("mel", "short clips: mel = the clip's log-mel zero-padded to 30 s (whisper.transcribe); "
+                                    "audio = the clip zero-padded to 30 s, then its log-mel (transformers' feature "
+                                    "extractor, whisper.cpp): a near-tie can decode differently",
+                             choices=("mel", "audio"))}
 
     def load(self) -> None:
         import torch
@@ -40,6 +44,8 @@ class OpenAIWhisperAdapter(Adapter):
         import whisper
 
         d = self.decoding
+        if self.settings["pad"] == "audio" and not long_form and audio is not None:
+            audio = whisper.pad_or_trim(audio)
         with torch.inference_mode():
             result = whisper.transcribe(
                 self.net, audio, verbose=None, fp16=False, best_of=None,
@@ -65,6 +71,8 @@ class OpenAIWhisperAdapter(Adapter):
             raise OptionError("openai-whisper batch_size > 1 decodes once per window: turn temperature_fallback off")
         mels = []
         for audio in audios:
+            if self.settings["pad"] == "audio":
+                audio = pad_or_trim(audio)
             mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES)
             mels.append(pad_or_trim(mel[:, : mel.shape[-1] - N_FRAMES], N_FRAMES))
         options = whisper.DecodingOptions(
