@@ -186,3 +186,30 @@ def test_padding_the_audio_not_the_mel_is_why_transformers_and_whisper_cpp_diffe
         texts[name] = {p.id: p.hypothesis.strip() for p in open_run(name, tmp_path / "runs").predictions}
     assert texts["audio"] == texts["transformers"]
     assert all(texts["mel"][i] != texts["audio"][i] for i in ids)  # each clip is such a near-tie
+
+
+def test_cjk_transcripts_punctuation_spaces_and_width_are_not_errors(tmp_path):
+    """../shared/data/cjk (Common Voice ja with Japanese punctuation and a full-width letter, THCHS-30 zh with
+    word-segmentation spaces, AISHELL-1 zh without): a hypothesis without the punctuation and spaces, in
+    half-width letters, has CER 0; one changed character is one error, as jiwer counts it."""
+    import unicodedata
+
+    manifest = shared_manifest("cjk")
+    rows = read_manifest_rows(manifest)
+    assert {r["language"] for r in rows} >= {"ja", "zh"}
+
+    def plain(text: str) -> str:  # what a model would write: no punctuation or spaces, half-width letters
+        return "".join(ch for ch in unicodedata.normalize("NFKC", text)
+                       if not ch.isspace() and not unicodedata.category(ch).startswith("P"))
+
+    hyps = {r["id"]: plain(r["text"]) for r in rows}
+    edited = rows[0]["id"]
+    hyps[edited] = _edit_one_character(hyps[edited])
+    hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": i, "hypothesis": h} for i, h in hyps.items()])
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "plain",
+                 "--runs-dir", str(tmp_path / "runs")]) == 0
+    run = open_run("plain", tmp_path / "runs")
+    refs = [cer_text(normalize(r["text"], "basic"), r["language"]) for r in rows]
+    outs = [cer_text(normalize(hyps[r["id"]], "basic"), r["language"]) for r in rows]
+    assert run.summary["char_errors"] == 1 and run.summary["cer"] == pytest.approx(100 * jiwer.cer(refs, outs))
+    assert {p.id for p in run.predictions if p.char_substitutions + p.char_deletions + p.char_insertions} == {edited}
