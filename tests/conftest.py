@@ -45,6 +45,15 @@ def read_manifest_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def record_run(runs_dir: Path, manifest: Path, rows: list[dict], name: str, edit) -> None:
+    """A recorded run (``whisperbench score``) whose hypothesis for each row is ``edit(row)``."""
+    from whisperbench.cli import main
+
+    hyp = write_jsonl(runs_dir.parent / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in rows])
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name,
+                 "--runs-dir", str(runs_dir)]) == 0
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -100,6 +109,18 @@ def stored(result):
     from whisperbench.harness import open_run
 
     return open_run(str(result.store.path))
+
+
+@pytest.fixture
+def recorded_runs(tmp_path, tiny_rows, tiny_short) -> Path:
+    """Three recorded runs on the bundled set: a reference (one example worse than the transcript), a close
+    candidate (``good``: the transcripts lower-cased, no regression) and ``bad`` (each transcript cut in half:
+    5 of 6 examples regress)."""
+    runs_dir = tmp_path / "runs"
+    record_run(runs_dir, tiny_short, tiny_rows, "ref", lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans")
+    record_run(runs_dir, tiny_short, tiny_rows, "good", lambda r: r["text"].lower())
+    record_run(runs_dir, tiny_short, tiny_rows, "bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
+    return runs_dir
 
 
 @pytest.fixture

@@ -13,20 +13,9 @@ from .conftest import write_jsonl
 
 
 @pytest.fixture
-def runs(tmp_path, tiny_rows, tiny_short):
-    """Three recorded runs on the bundled set: a reference, a close candidate and a bad candidate."""
-    runs_dir = tmp_path / "runs"
-
-    def score(name, edit):
-        rows = [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows]
-        hyp = write_jsonl(tmp_path / f"{name}.jsonl", rows)
-        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs_dir)]) == 0
-
-    score("ref", lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans")
-    score("good", lambda r: r["text"].lower())
-    score("bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
-    return runs_dir
+def runs(recorded_runs):
+    """The recorded reference, good and bad runs (conftest)."""
+    return recorded_runs
 
 
 def test_compare_json(runs, capsys):

@@ -14,25 +14,15 @@ from whisperbench.cli import main
 from whisperbench.reports.tracking import run_key
 from whisperbench.store import open_run
 
-from .conftest import write_jsonl
 from .wandb_records import records
 
 SECRET = "sk-SECRET0123456789"
 
 
 @pytest.fixture
-def runs(tmp_path, tiny_rows, tiny_short):
-    """A reference and a candidate that regresses 5 of 6 examples, recorded on the bundled set."""
-    runs_dir = tmp_path / "runs"
-
-    def score(name, edit):
-        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows])
-        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs_dir)]) == 0
-
-    score("ref", lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans")
-    score("bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
-    return runs_dir
+def runs(recorded_runs):
+    """The recorded reference, good and bad runs (conftest)."""
+    return recorded_runs
 
 
 def _with_secret(runs_dir: Path, name: str) -> None:
@@ -151,11 +141,12 @@ def test_report_as_a_hugging_face_model_card_parsed_by_huggingface_hub(runs, tmp
     card = ModelCard(out.read_text())
     results = {(r.metric_type, r.metric_name): r for r in card.data.eval_results}
     assert card.data.model_name == "my-whisper" and card.data.pipeline_tag == "automatic-speech-recognition"
-    ref_wer, bad_wer = _expected(runs, "ref")["wer"], _expected(runs, "bad")["wer"]
+    wers = {name: _expected(runs, name)["wer"] for name in ("ref", "good", "bad")}
     by_value = sorted(r.metric_value for (kind, _), r in results.items() if kind == "wer")
-    assert by_value == sorted([round(ref_wer, 2), round(bad_wer, 2)])
-    (qoi,) = [r for (kind, _), r in results.items() if kind == "qoi"]  # the reference gets no QoI entry
-    assert qoi.metric_value == round(100 / 6, 1) and qoi.dataset_name == "tiny-shortform"
+    assert by_value == sorted(round(v, 2) for v in wers.values())
+    qois = sorted(r.metric_value for (kind, _), r in results.items() if kind == "qoi")  # none for the reference
+    assert qois == [round(100 / 6, 1), 100.0]
+    assert {r.dataset_name for r in results.values()} == {"tiny-shortform"}
     table = [line for line in card.text.splitlines() if line.startswith("| ") and "Model" not in line]
-    assert len(table) == 2 and "(reference)" in table[0]  # the reference first
-    assert f"| {round(100 / 6, 1)} |" in table[1] and f"| {ref_wer:.2f} |" in table[0]
+    assert len(table) == 3 and "(reference)" in table[0] and f"| {wers['ref']:.2f} |" in table[0]
+    assert f"| {round(100 / 6, 1)} |" in table[2]  # the reference first, then by QoI

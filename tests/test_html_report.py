@@ -10,7 +10,7 @@ import pytest
 from whisperbench.cli import main
 from whisperbench.reports.html import alignment_html
 
-from .conftest import write_jsonl
+from .conftest import record_run
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 EVIL = '<script>document.title="pwned"</script> & <b>bold</b>'
@@ -21,9 +21,7 @@ def report(tmp_path, tiny_rows, tiny_short):
     runs = tmp_path / "runs"
 
     def score(name, edit):
-        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows])
-        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs)]) == 0
+        record_run(runs, tiny_short, tiny_rows, name, edit)
 
     score("ref", lambda r: r["text"])
     score("cand", lambda r: EVIL if r["id"] == "jfk" else r["text"].replace("HOUR", "OUR"))
@@ -80,9 +78,7 @@ def test_report_in_a_browser_breaks_results_down_by_language(tmp_path, tiny_rows
     manifest = local_manifest([dict(r, language=label) for r, label in zip(tiny_rows, labels)])
     runs = tmp_path / "runs"
     for name, edit in (("ref", lambda r: r["text"]), ("cand", lambda r: "" if r is tiny_rows[3] else r["text"])):
-        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in tiny_rows])
-        assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs)]) == 0
+        record_run(runs, manifest, tiny_rows, name, edit)
     out = tmp_path / "report.html"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out)]) == 0
     dom = _render(out, tmp_path)
