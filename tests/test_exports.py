@@ -150,3 +150,17 @@ def test_report_as_a_hugging_face_model_card_parsed_by_huggingface_hub(runs, tmp
     table = [line for line in card.text.splitlines() if line.startswith("| ") and "Model" not in line]
     assert len(table) == 3 and "(reference)" in table[0] and f"| {wers['ref']:.2f} |" in table[0]
     assert f"| {round(100 / 6, 1)} |" in table[2]  # the reference first, then by QoI
+
+
+def test_wandb_online_without_a_key_says_what_to_set(runs, tmp_path):
+    """No API key and no offline mode (a CI job missing its secret): one line naming both ways out, exit 2.
+    In a fresh process: wandb keeps its settings (offline mode) per process once set up."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"), "WANDB_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "whisperbench", "export", "bad", "--to", "wandb", "--runs-dir",
+                           str(runs)], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "WANDB_API_KEY" in done.stderr and "WANDB_MODE=offline" in done.stderr and "Traceback" not in done.stderr

@@ -81,11 +81,16 @@ def _log_files(client, run_id: str, tracked: TrackedRun) -> None:
 
 def publish(tracked: TrackedRun, tracking_uri: Optional[str] = None, experiment: Optional[str] = None) -> str:
     """Create or update the MLflow run of ``tracked``; returns a line saying which."""
+    from mlflow.exceptions import MlflowException
+
     client = _client(tracking_uri)
-    experiment_id = _experiment_id(client, experiment or DEFAULT_EXPERIMENT)
-    run_id, created = _find_or_create(client, experiment_id, tracked)
-    _log_values(client, run_id, tracked)
-    _log_files(client, run_id, tracked)
-    client.set_terminated(run_id, "FINISHED")
+    try:
+        experiment_id = _experiment_id(client, experiment or DEFAULT_EXPERIMENT)
+        run_id, created = _find_or_create(client, experiment_id, tracked)
+        _log_values(client, run_id, tracked)
+        _log_files(client, run_id, tracked)
+        client.set_terminated(run_id, "FINISHED")
+    except MlflowException as exc:  # an unreachable server, a store MLflow refuses, no permission
+        raise WhisperbenchError(f"MLflow at {tracking_uri or client.tracking_uri}: {exc.message}") from exc
     return (f"MLflow: {'created' if created else 'updated'} run {run_id} ({tracked.name}) in experiment "
             f"{experiment or DEFAULT_EXPERIMENT!r} at {tracking_uri or client.tracking_uri}")

@@ -47,9 +47,13 @@ def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional
     """Create or update the W&B run of ``tracked``; returns a line saying where it went."""
     wandb = _wandb()
     config = {"params": tracked.params, "tags": tracked.tags}
-    run = wandb.init(project=project or DEFAULT_PROJECT, entity=entity, id=tracked.key, name=tracked.name,
-                     resume="allow", job_type="evaluation", config=config, dir=directory, reinit="create_new",
-                     tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]])
+    try:
+        run = wandb.init(project=project or DEFAULT_PROJECT, entity=entity, id=tracked.key, name=tracked.name,
+                         resume="allow", job_type="evaluation", config=config, dir=directory, reinit="create_new",
+                         tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]])
+    except wandb.errors.Error as exc:  # not logged in, no network, a project one may not write to
+        raise WhisperbenchError(f"W&B: {exc} (set WANDB_API_KEY, or WANDB_MODE=offline to write the run locally "
+                                "and `wandb sync` it later)") from exc
     try:
         run.config.update(config, allow_val_change=True)  # a resumed run takes the new tags
         run.summary.update(tracked.metrics)
