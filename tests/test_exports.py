@@ -80,6 +80,13 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
     assert SECRET not in json.dumps(bad.data.params | bad.data.tags)
     assert SECRET not in Path(client.download_artifacts(bad.info.run_id, "run/run.json", str(tmp_path / "dl")))\
         .read_text()
+    # a whole runs folder at once (e.g. a sweep): the two exported runs are updated, the third one added
+    capsys.readouterr()
+    assert main(["export", "--all", "--reference", "ref", "--to", "mlflow", "--tracking-uri", uri,
+                 "--runs-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("updated run") == 2 and out.count("created run") == 1
+    assert sorted(r.info.run_name for r in client.search_runs([experiment.experiment_id])) == ["bad", "good", "ref"]
 
 
 @pytest.fixture
@@ -124,6 +131,11 @@ def test_wandb_offline_export_reads_back_one_run_id_and_one_artifact_version(run
         everything = log.read_bytes() + b"".join(p.read_bytes() for p in files.values())
         assert SECRET.encode() not in everything
     assert digests[0] == digests[1]  # unchanged results: the same artifact content, no new version
+
+
+def test_a_file_export_takes_exactly_one_run(runs, tmp_path, capsys):
+    assert main(["export", "ref", "bad", "--out", str(tmp_path / "x.csv"), "--runs-dir", str(runs)]) == 2
+    assert "name exactly one" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()
 
 
 def test_a_missing_tracker_names_the_extra_to_install(runs, monkeypatch, capsys):

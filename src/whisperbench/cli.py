@@ -235,12 +235,18 @@ def _write_junit(path: str, xml: str) -> None:
 
 
 def cmd_export(args) -> int:
-    from .store import open_run
+    from .store import list_runs, open_run
 
-    run = open_run(args.run, args.runs_dir)
     reference = open_run(args.reference, args.runs_dir) if args.reference else None
     if args.to:
-        return _export_to_tracker(args, run, reference)
+        runs = list_runs(args.runs_dir) if args.all else [open_run(name, args.runs_dir) for name in args.run]
+        if not runs:
+            raise WhisperbenchError(f"export: no runs named, and none in {args.runs_dir}" if args.all else
+                                    "export: name a run (or --all)")
+        return _export_to_tracker(args, runs, reference)
+    if args.all or len(args.run) != 1:
+        raise WhisperbenchError("export --out writes one run: name exactly one (--all goes with --to)")
+    run = open_run(args.run[0], args.runs_dir)
     from .reports.export import example_frame
 
     frame = example_frame(run, reference)
@@ -263,14 +269,15 @@ _TRACKERS = {
 }
 
 
-def _export_to_tracker(args, run, reference) -> int:
+def _export_to_tracker(args, runs, reference) -> int:
     import importlib
 
     from .redact import redact_text
     from .reports.tracking import tracked_run
 
     module = importlib.import_module(f"whisperbench.reports.{args.to}_export")
-    print(redact_text(module.publish(tracked_run(run, reference), **_TRACKERS[args.to](args))))
+    for run in runs:  # each publishes on its own: a failure names its run, those done stay done
+        print(redact_text(module.publish(tracked_run(run, reference), **_TRACKERS[args.to](args))))
     return 0
 
 
@@ -539,7 +546,8 @@ def _report_parser(sub: Any) -> None:
 
 def _export_parser(sub: Any) -> None:
     p = sub.add_parser("export", help="a run's per-example results as CSV/JSON lines, or the run to MLflow or W&B")
-    p.add_argument("run", help="run name (under --runs-dir) or run folder")
+    p.add_argument("run", nargs="*", help="run name (under --runs-dir) or run folder; with --to, several")
+    p.add_argument("--all", action="store_true", help="with --to: every run in --runs-dir (e.g. a whole sweep)")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", help="FILE.csv, FILE.jsonl or FILE.json")
     where.add_argument("--to", choices=sorted(_TRACKERS),

@@ -61,6 +61,7 @@ def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional
             run.log_artifact(_artifact(wandb, tracked, Path(tmp)))  # files are copied to staging here
     finally:
         run.finish()
+        wandb.teardown()  # flushes the run's files: finish() can return before an offline log is written
     mode = os.environ.get("WANDB_MODE", "online")
-    where = run.dir if mode in ("offline", "dryrun") else (run.url or run.dir)
+    where = Path(run.dir).parent if mode in ("offline", "dryrun") else (run.url or run.dir)
     return f"W&B ({mode}): run {tracked.key} ({tracked.name}) in project {project or DEFAULT_PROJECT!r}: {where}"
