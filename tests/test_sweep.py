@@ -181,3 +181,72 @@ def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_pa
     pal8 = open_run("pal8", runs_dir)
     assert pal8.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
     assert pal8.predictions[0].hypothesis == reference.predictions[0].hypothesis
+
+
+def test_ios18_table_lookup_equals_coremltools_on_every_layout():
+    """:func:`lut_to_dense` (the iOS 18 ``constexpr_lut_to_dense``) against coremltools' own
+    ``optimize._utils.lut_to_dense``: one table, tables per group of rows, blocks on two axes, vectors."""
+    pytest.importorskip("coremltools", reason="coremltools not installed: pip install 'whisperbench[coreml]'")
+    from coremltools.optimize import _utils
+
+    from whisperbench.models.coreml_compress import lut_to_dense
+
+    rng = np.random.default_rng(0)
+    layouts = [((6, 2), (2, 1, 4, 1), None), ((64, 6, 1, 1), (4, 1, 1, 1, 16, 1), None),
+               ((8, 6, 3), (4, 3, 1, 64, 1), None), ((2, 2, 2), (1, 1, 1, 2, 3), 1), ((2, 2, 2), (1, 1, 1, 2, 3), 2),
+               ((4, 6), (2, 3, 4, 2), 0), ((4, 6), (2, 1, 4, 3), -1)]
+    for indices_shape, lut_shape, vector_axis in layouts:
+        lut = rng.standard_normal(lut_shape).astype(np.float16)
+        indices = rng.integers(0, lut_shape[-2], indices_shape).astype(np.uint8)
+        ours, theirs = lut_to_dense(indices, lut, vector_axis), _utils.lut_to_dense(indices, lut, vector_axis)
+        assert ours.shape == theirs.shape and np.array_equal(ours, theirs), (indices_shape, lut_shape, vector_axis)
+
+
+def _distinct_per_table(weight: np.ndarray, blocks: tuple[int, ...]) -> int:
+    """The most distinct values any one table's block of ``weight`` holds (``blocks``: tables per axis)."""
+    split = [d for n, b in zip(weight.shape, blocks) for d in (b, n // b)]
+    order = list(range(0, 2 * len(blocks), 2)) + list(range(1, 2 * len(blocks), 2))
+    grouped = weight.astype(np.float32).reshape(split).transpose(order).reshape(int(np.prod(blocks)), -1)
+    return max(len(np.unique(row)) for row in grouped)  # float32: numpy's float16 sort can leave duplicates
+
+
+@pytest.mark.slow  # an iOS 18 float16 Core ML export (~20 s), its grouped palettization (~1 min) and two clips
+def test_coreml_grouped_palettization_has_a_table_per_16_channels(tiny_short, tmp_path, shared_runs):
+    """pal4g16 of tiny.en: made from an iOS 18 export; each weight has a table of at most 16 values for every
+    16 output channels (8 rows for the 51864-token embedding, channels for the encoder's positional
+    embedding, as coreml.json records), and more than 16 values over the tensor (grouped, not per
+    tensor); the expansion equals coremltools' decompression tensor by tensor; it transcribes two clips."""
+    from whisperbench.models import converted
+    from whisperbench.models.ane import load_ane_model
+    from whisperbench.models.coreml_compress import (check_decompression, compressed_state_dict, load_program,
+                                                     read_export)
+
+    folder = converted("tiny.en", "coreml", "pal4g16")
+    info = json.loads((folder / "coreml.json").read_text())
+    assert info["deployment_target"] == "macOS15/iOS18" and info["compression"]["granularity"] == "per_grouped_channel"
+    programs = read_export(folder)
+    state, facts = compressed_state_dict(folder, load_ane_model("tiny.en").state_dict(), programs)
+    assert facts["compressed_tensors"] > 60 and check_decompression(folder, programs) == facts["compressed_tensors"]
+    grouped_by_16 = 0
+    for package, (weights, _) in programs.items():
+        exceptions = info["compression"]["exceptions"][package]
+        for op in load_program(folder / package).functions["main"].operations:
+            if op.op_type != "constexpr_lut_to_dense":
+                continue
+            name, blocks = op.outputs[0].name.removesuffix("_palettized"), op.lut.val.shape[:-2]
+            weight = weights[name]
+            axis, size = next(((e["channel_axis"], e["group_size"]) for n, e in exceptions.items() if n == name), (0, 16))
+            assert blocks[axis] == weight.shape[axis] // size and np.prod(blocks) == blocks[axis], name
+            assert _distinct_per_table(weight, blocks) <= 16, name
+            assert len(np.unique(weight.astype(np.float32))) > 16, name  # one table per tensor: 16 at most
+            grouped_by_16 += size == 16
+    assert grouped_by_16 > 60
+    reference = shared_runs.get("ane-pytorch", tiny_short, limit=2)
+    assert main(["run", "--adapter", "ane-pytorch", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "2",
+                 "--runs-dir", str(tmp_path), "--name", "pal4g16", "-o", "compression=pal4g16"]) == 0
+    run = open_run("pal4g16", tmp_path)
+    assert run.summary["num_failed"] == 0
+    assert run.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
+    for got, expected in zip(run.predictions, reference.predictions):  # the words, give or take one per clip
+        ref = normalize(expected.hypothesis, "english")
+        assert jiwer.wer(ref, normalize(got.hypothesis, "english")) <= 0.1, (got.hypothesis, expected.hypothesis)

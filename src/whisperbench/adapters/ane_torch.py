@@ -37,7 +37,8 @@ class AnePyTorchAdapter(Adapter):
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
     options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device"),
-               "compression": Option("", "run the weights of this compressed Core ML export (palettized pal8/6/4/2, "
+               "compression": Option("", "run the weights of this compressed Core ML export (palettized per tensor "
+                                         "pal8/6/4/2, per 16 or 32 output channels pal8g16/pal6g16/pal4g16/pal4g32, "
                                          "linear lin8), expanded as Core ML expands them", ("",) + tuple(COMPRESSIONS))}
     variants = {**{name: {"dtype": name} for name in ("float32", "float16")},
                 **{f"coreml-{name}": {"compression": name} for name in COMPRESSIONS}}

@@ -8,7 +8,8 @@ adapter runs, so ``ane-pytorch`` vs ``openai-whisper`` isolates the layout and `
 
 Options: ``compute_units`` ``CPU_AND_NE`` (default), ``ALL``, ``CPU_ONLY``, ``CPU_AND_GPU``;
 ``precision`` ``float16`` (default; what the Neural Engine runs), ``float32`` (CPU/GPU), or a compression
-of the float16 export (``pal8`` … ``pal2``, ``lin8``: :mod:`whisperbench.models.coreml_compress`).
+of the float16 export (``pal8`` … ``pal2``, the grouped ``pal8g16`` … ``pal4g32`` (macOS 15 / iOS 18),
+``lin8``: :mod:`whisperbench.models.coreml_compress`).
 ``Transcript.timings`` holds ``mel_s``, ``encoder_s``, ``decoder_s`` and ``decoder_steps``; run.json
 records the packages' load times. Core ML has no runtime outside macOS: elsewhere the adapter
 refuses to run with that reason (the export itself works on Linux).
@@ -42,7 +43,9 @@ class CoreMLAdapter(Adapter):
     long_form_algorithm = "none of its own: the harness's 30 s windows"
     options = {"compute_units": Option("CPU_AND_NE", "Core ML compute units"),
                "precision": Option("float16", "precision of the exported ML Programs, or a compression of the float16 "
-                                              "export (pal8, pal6, pal4, pal2: palettized; lin8: 8-bit linear)",
+                                              "export (pal8, pal6, pal4, pal2: palettized per tensor; pal8g16, "
+                                              "pal6g16, pal4g16, pal4g32: per 16/32 output channels, macOS 15; "
+                                              "lin8: 8-bit linear)",
                                    VARIANTS + tuple(COMPRESSIONS))}
     variants = {name: {"precision": name} for name in VARIANTS + tuple(COMPRESSIONS)}
 

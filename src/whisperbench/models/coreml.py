@@ -16,7 +16,9 @@
 
 Variants: ``float16`` (``""``, the default: FP16 compute and FP16 inputs/outputs, what the Neural
 Engine runs) and ``float32`` (FP32 compute: CPU/GPU only, for numerical comparison). The deployment
-target is macOS 13 / iOS 16 (FP16 multi-array inputs need it).
+target is macOS 13 / iOS 16 (FP16 multi-array inputs need it). ``float16-ios18`` is the float16 export
+at a macOS 15 / iOS 18 target, what the per-grouped-channel palettizations start from (coremltools
+allows them only there); coreml.json records the target of every export.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from whisperbench.models.ane import (
 from whisperbench.models.registry import SourceModel, converter
 
 VARIANTS = ("float16", "float32")  # and the compressions of the float16 export (models/coreml_compress.py)
+IOS18_FLOAT16 = "float16-ios18"  # the float16 export at an iOS 18 target: the base of the grouped palettizations
+#: deployment target name -> (coreml.json label, ``coremltools.target`` attribute)
+TARGETS = {"iOS16": ("macOS13/iOS16", "macOS13"), "iOS18": ("macOS15/iOS18", "macOS15")}
 ENCODER_PACKAGE = "encoder.mlpackage"
 DECODER_PACKAGE = "decoder.mlpackage"
 INFO_FILE = "coreml.json"
@@ -49,8 +54,9 @@ def parse_variant(variant: str) -> str:
     from whisperbench.models.coreml_compress import COMPRESSIONS
 
     precision = variant or "float16"
-    if precision not in VARIANTS + tuple(COMPRESSIONS):
-        raise ModelError(f"coreml: unknown variant {variant!r} (float16, float32, {', '.join(COMPRESSIONS)})")
+    if precision not in VARIANTS + (IOS18_FLOAT16,) + tuple(COMPRESSIONS):
+        raise ModelError(f"coreml: unknown variant {variant!r} (float16, float32, {IOS18_FLOAT16}, "
+                         f"{', '.join(COMPRESSIONS)})")
     return precision
 
 
@@ -87,8 +93,11 @@ def _example_decoder_inputs(dims: dict, float_dtype) -> dict:
     return {name: inputs[name] for name in DECODER_INPUTS}
 
 
-def export_coreml(model, out_dir: str | Path, precision: str = "float16") -> dict:
-    """Convert a float32 ``WhisperANE`` to the two packages in ``out_dir``; returns the coreml.json dict."""
+def export_coreml(model, out_dir: str | Path, precision: str = "float16", target: str = "iOS16") -> dict:
+    """Convert a float32 ``WhisperANE`` to the two packages in ``out_dir``; returns the coreml.json dict.
+
+    ``target``: the minimum deployment target, ``iOS16`` (macOS 13) or ``iOS18`` (macOS 15, which
+    per-grouped-channel palettization needs)."""
     import coremltools as ct
     import torch
 
@@ -97,7 +106,11 @@ def export_coreml(model, out_dir: str | Path, precision: str = "float16") -> dic
     shapes = io_shapes(dims)
     io_dtype = np.float16 if precision == "float16" else np.float32
     compute = ct.precision.FLOAT16 if precision == "float16" else ct.precision.FLOAT32
-    common = dict(convert_to="mlprogram", compute_precision=compute, minimum_deployment_target=ct.target.macOS13)
+    if target not in TARGETS:
+        raise ModelError(f"coreml: unknown deployment target {target!r} (known: {', '.join(TARGETS)})")
+    label, attribute = TARGETS[target]
+    common = dict(convert_to="mlprogram", compute_precision=compute,
+                  minimum_deployment_target=getattr(ct.target, attribute))
     model = model.float().eval()
 
     class EncoderStage(torch.nn.Module):
@@ -129,7 +142,7 @@ def export_coreml(model, out_dir: str | Path, precision: str = "float16") -> dic
     info = {
         "format": "whisperbench-coreml", "precision": precision, "dims": dims,
         "coremltools": ct.__version__, "torch": torch.__version__,
-        "deployment_target": "macOS13/iOS16", "mask_value": MASK_VALUE,
+        "deployment_target": label, "mask_value": MASK_VALUE,
         "shapes": {group: {k: list(v) for k, v in table.items()} for group, table in shapes.items()},
     }
     (out_dir / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -157,10 +170,15 @@ def _to_coreml(source: SourceModel, out_dir: Path, variant: str) -> None:
     from whisperbench.models.registry import converted_source
 
     precision = parse_variant(variant)
-    if precision in COMPRESSIONS:  # compressed from the (cached) float16 export
-        compress_export(converted_source(source, "coreml", ""), out_dir, precision)
+    if precision in COMPRESSIONS:  # compressed from the (cached) float16 export at the target it needs
+        base = IOS18_FLOAT16 if COMPRESSIONS[precision].target == "iOS18" else ""
+        compress_export(converted_source(source, "coreml", base), out_dir, precision)
         return
-    export_coreml(from_stock(load_openai_whisper(read_checkpoint(source))), out_dir, precision)
+    model = from_stock(load_openai_whisper(read_checkpoint(source)))
+    if precision == IOS18_FLOAT16:
+        export_coreml(model, out_dir, "float16", target="iOS18")
+    else:
+        export_coreml(model, out_dir, precision)
 
 
 COMPUTE_UNITS = ("ALL", "CPU_AND_NE", "CPU_ONLY", "CPU_AND_GPU")

@@ -5,14 +5,22 @@ macOS runs through the ``coreml`` adapter:
 
 - ``pal8``, ``pal6``, ``pal4``, ``pal2``: palettization, k-means per tensor (one lookup table of 2^n
   float16 values per weight), ``constexpr_lut_to_dense`` in the program (macOS 13 / iOS 16);
+- ``pal8g16``, ``pal6g16``, ``pal4g16``, ``pal4g32``: palettization, k-means per grouped channel: one
+  table of 2^n values for every 16 (32) consecutive output channels (axis 0) of a weight, the iOS 18
+  ``constexpr_lut_to_dense``; made from the float16 export at a macOS 15 / iOS 18 target, which
+  coremltools requires for it. A weight whose output channels the group size does not divide takes
+  the greatest common divisor as its group (tiny's 51864-token embedding and the output bias: 8 rows),
+  and the encoder's positional embedding, (1, C, 1, T) in the ANE layout, is grouped along its channels
+  (axis 1); coreml.json lists these exceptions;
 - ``lin8``: linear 8-bit weight quantization, symmetric, per output channel (``constexpr_affine_dequantize``).
 
 Weights of fewer than ``WEIGHT_THRESHOLD`` values (biases, layer norms) stay float16, as coremltools
 leaves them. On Linux no Core ML runs, so :func:`compressed_state_dict` reads each package's program and
-rebuilds every weight the way Core ML expands it: a palettized tensor as ``lut[indices]`` (indices
-unpacked from their n-bit words, least significant bits first), a quantized one as
+rebuilds every weight the way Core ML expands it: a palettized tensor as ``lut[indices]`` (iOS 16:
+indices unpacked from their n-bit words, least significant bits first, one table; iOS 18: each index
+looked up in the table of its block, :func:`lut_to_dense`), a quantized one as
 ``(q - zero_point) * scale``, every other weight as its stored float16 constant. :func:`check_decompression`
-compares that reconstruction, tensor by tensor, with coremltools' own ``decompress_weights`` of the same
+compares that reconstruction, tensor by tensor, with coremltools' own decompression of the same
 program. The ANE-layout PyTorch model (``ane-pytorch -o compression=pal4``) then runs with exactly
 those values, so the QoI of a compression is known before anyone opens Xcode (computed in float32: the
 rounding of Core ML's float16 activations is not part of it).
@@ -21,33 +29,77 @@ rounding of Core ML's float16 activations is not part of it).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from whisperbench.errors import ModelError
 
 WEIGHT_THRESHOLD = 2048
-#: variant -> (kind, bits)
-COMPRESSIONS = {"pal8": ("palettize", 8), "pal6": ("palettize", 6), "pal4": ("palettize", 4),
-                "pal2": ("palettize", 2), "lin8": ("linear", 8)}
+
+
+class Compression(NamedTuple):
+    kind: str  # "palettize" or "linear"
+    bits: int
+    group_size: int = 0  # output channels per lookup table (per_grouped_channel); 0: per tensor / per channel
+
+    @property
+    def granularity(self) -> str:
+        if self.group_size:
+            return "per_grouped_channel"
+        return "per_tensor" if self.kind == "palettize" else "per_channel"
+
+    @property
+    def target(self) -> str:
+        """The deployment target the compression needs (grouped palettization: iOS 18 / macOS 15)."""
+        return "iOS18" if self.group_size else "iOS16"
+
+
+COMPRESSIONS = {"pal8": Compression("palettize", 8), "pal6": Compression("palettize", 6),
+                "pal4": Compression("palettize", 4), "pal2": Compression("palettize", 2),
+                "pal8g16": Compression("palettize", 8, 16), "pal6g16": Compression("palettize", 6, 16),
+                "pal4g16": Compression("palettize", 4, 16), "pal4g32": Compression("palettize", 4, 32),
+                "lin8": Compression("linear", 8)}
 PACKAGES = ("encoder.mlpackage", "decoder.mlpackage")
 _COMPRESSED_OPS = ("constexpr_lut_to_dense", "constexpr_affine_dequantize")
 _SUFFIXES = ("_palettized", "_quantized")
 
 
-def _config(variant: str):
+def _grouped_sizes(package: Path, group_size: int) -> dict[str, tuple[int, int]]:
+    """Constants (op name -> (channel axis, group)) that cannot take ``group_size`` channels of axis 0 per table:
+    axis 1 where axis 0 has one entry (the encoder's positional embedding, (1, C, 1, T) in the ANE layout),
+    and the greatest common divisor where the group size does not divide the channels (51864 tokens: 8)."""
+    sizes = {}
+    for op in load_program(package).functions["main"].operations:
+        value = op.outputs[0].val if op.op_type == "const" else None
+        if not isinstance(value, np.ndarray) or value.size < WEIGHT_THRESHOLD:
+            continue
+        axis = 1 if value.shape[0] == 1 and value.ndim > 1 else 0
+        if axis or value.shape[0] % group_size:
+            sizes[op.name] = (axis, math.gcd(value.shape[axis], group_size))
+    return sizes
+
+
+def _config(variant: str, reduced: Optional[dict[str, tuple[int, int]]] = None):
+    """coremltools' configuration of ``variant``; ``reduced``: :func:`_grouped_sizes` of the package."""
     import coremltools.optimize.coreml as cto
 
-    kind, bits = COMPRESSIONS[variant]
-    if kind == "palettize":
-        op = cto.OpPalettizerConfig(mode="kmeans", nbits=bits, granularity="per_tensor",
-                                    weight_threshold=WEIGHT_THRESHOLD)
-    else:
-        op = cto.OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8", granularity="per_channel",
-                                         weight_threshold=WEIGHT_THRESHOLD)
-    return cto.OptimizationConfig(global_config=op)
+    spec = COMPRESSIONS[variant]
+    if spec.kind == "linear":
+        return cto.OptimizationConfig(global_config=cto.OpLinearQuantizerConfig(
+            mode="linear_symmetric", dtype="int8", granularity="per_channel", weight_threshold=WEIGHT_THRESHOLD))
+    if not spec.group_size:
+        return cto.OptimizationConfig(global_config=cto.OpPalettizerConfig(
+            mode="kmeans", nbits=spec.bits, granularity="per_tensor", weight_threshold=WEIGHT_THRESHOLD))
+
+    def grouped(axis: int, size: int):
+        return cto.OpPalettizerConfig(mode="kmeans", nbits=spec.bits, granularity="per_grouped_channel",
+                                      group_size=size, channel_axis=axis, weight_threshold=WEIGHT_THRESHOLD)
+
+    return cto.OptimizationConfig(global_config=grouped(0, spec.group_size),
+                                  op_name_configs={name: grouped(*size) for name, size in (reduced or {}).items()})
 
 
 def compress_export(float16_folder: Path, out_dir: Path, variant: str) -> dict:
@@ -60,15 +112,24 @@ def compress_export(float16_folder: Path, out_dir: Path, variant: str) -> dict:
     info = json.loads((float16_folder / "coreml.json").read_text(encoding="utf-8"))
     if info.get("precision") != "float16":
         raise ModelError(f"{float16_folder}: compression starts from a float16 export, not {info.get('precision')}")
-    kind, bits = COMPRESSIONS[variant]
-    compress = cto.palettize_weights if kind == "palettize" else cto.linear_quantize_weights
+    spec = COMPRESSIONS[variant]
+    if spec.target == "iOS18" and not str(info.get("deployment_target", "")).endswith("iOS18"):
+        raise ModelError(f"{float16_folder}: {variant} needs an iOS 18 / macOS 15 export, this one targets "
+                         f"{info.get('deployment_target')}")
+    compress = cto.palettize_weights if spec.kind == "palettize" else cto.linear_quantize_weights
+    reduced = {}
     for package in PACKAGES:
         model = ct.models.MLModel(str(float16_folder / package), skip_model_load=True)
-        compressed = compress(model, _config(variant))
+        reduced[package] = _grouped_sizes(float16_folder / package, spec.group_size) if spec.group_size else {}
+        compressed = compress(model, _config(variant, reduced[package]))
         compressed.short_description = f"{model.short_description}, {variant}"
         compressed.save(str(out_dir / package))
-    info |= {"compression": {"variant": variant, "kind": kind, "bits": bits, "weight_threshold": WEIGHT_THRESHOLD,
-                             "coremltools": ct.__version__}}
+    info |= {"compression": {"variant": variant, "kind": spec.kind, "bits": spec.bits, "granularity": spec.granularity,
+                             "weight_threshold": WEIGHT_THRESHOLD, "coremltools": ct.__version__}}
+    if spec.group_size:
+        info["compression"] |= {"group_size": spec.group_size, "channel_axis": 0, "exceptions": {
+            package: {name: {"channel_axis": axis, "group_size": size} for name, (axis, size) in names.items()}
+            for package, names in reduced.items()}}
     (out_dir / "coreml.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 
@@ -93,12 +154,38 @@ def unpack_indices(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
     return (flat.reshape(count, bits) * (1 << np.arange(bits))).sum(axis=1)
 
 
+def lut_to_dense(indices: np.ndarray, lut: np.ndarray, vector_axis: Optional[int] = None) -> np.ndarray:
+    """The iOS 18 ``constexpr_lut_to_dense``: every index looked up in the table of its block.
+
+    ``lut`` has shape ``[B_0, …, B_{k-1}, 2^n, V]`` for k-dimensional ``indices``: along axis ``a``, the
+    ``B_a`` tables each cover ``indices.shape[a] // B_a`` consecutive positions (per-grouped-channel
+    palettization: ``B_0`` groups of output channels, 1 elsewhere). ``V > 1`` (vector palettization):
+    each index stands for ``V`` consecutive values along ``vector_axis``.
+
+    >>> lut = np.array([1., 5., 9., 13., 2., 10., 18., 26.]).reshape(2, 1, 4, 1)
+    >>> lut_to_dense(np.array([[2, 3], [3, 0], [1, 0], [3, 0], [2, 1], [0, 3]]), lut).T.tolist()
+    [[9.0, 13.0, 5.0, 26.0, 18.0, 2.0], [13.0, 1.0, 1.0, 2.0, 10.0, 26.0]]
+    """
+    rank = indices.ndim
+    blocks = tuple(np.arange(n).reshape([n if b == a else 1 for b in range(rank)]) // (n // lut.shape[a])
+                   for a, n in enumerate(indices.shape))
+    values = lut[blocks + (indices.astype(np.intp),)]  # indices.shape + (V,)
+    if lut.shape[-1] == 1:
+        return values[..., 0]
+    axis = int(vector_axis) % rank
+    shape = list(indices.shape)
+    shape[axis] *= lut.shape[-1]
+    return np.moveaxis(values, -1, axis + 1).reshape(shape)
+
+
 def _expand(op: Any) -> np.ndarray:
     """The dense float16 tensor of a compressed constant, computed from the op's own inputs."""
-    if op.op_type == "constexpr_lut_to_dense":
+    if op.op_type == "constexpr_lut_to_dense" and "shape" in op.inputs:  # iOS 16: one table, packed indices
         lut, shape = op.lut.val, tuple(int(n) for n in op.shape.val)
         bits = int(np.log2(lut.shape[-1]))
         return lut[unpack_indices(op.indices.val, bits, int(np.prod(shape)))].reshape(shape)
+    if op.op_type == "constexpr_lut_to_dense":  # iOS 18: a table per block, indices already n-bit integers
+        return lut_to_dense(op.indices.val, op.lut.val, None if op.vector_axis is None else op.vector_axis.val)
     axis, data = int(op.axis.val), op.quantized_data.val
     shape = [1] * data.ndim
     shape[axis] = -1
@@ -185,20 +272,40 @@ def compressed_state_dict(folder: Path, reference: dict,
                    "tensors_total": len(reference)}
 
 
-def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = None) -> int:
-    """Compare :func:`program_weights` with coremltools' ``decompress_weights`` on every compressed constant;
-    returns how many were compared, raises ModelError on the first difference."""
-    import coremltools as ct
-    import coremltools.optimize.coreml as cto
+#: elements of one slice of an iOS 18 table expansion in coremltools (which repeats each table to every weight)
+_SLICE_ELEMENTS = 1 << 24
 
+
+def coremltools_dense(op: Any) -> np.ndarray:
+    """coremltools' own value of a compressed constant: the op's ``materialized_val_inference``, which is
+    what ``decompress_weights`` writes. The iOS 18 table lookup (``coremltools.optimize._utils.lut_to_dense``,
+    which copies the table for every weight: 10 GB for an 8-bit 51864 x 384 embedding) is applied to slices
+    of whole groups of output channels, so it fits in memory."""
+    from coremltools.optimize import _utils
+
+    if op.op_type != "constexpr_lut_to_dense" or "shape" in op.inputs:
+        return op.materialized_val_inference()
+    indices, lut = op.indices.val, op.lut.val
+    vector_axis = None if op.vector_axis is None else op.vector_axis.val
+    rows = indices.shape[0] // lut.shape[0]  # positions along axis 0 that one table covers
+    step = max(1, _SLICE_ELEMENTS // (indices[:rows].size * lut.shape[-2] * lut.shape[-1]))
+    return np.concatenate([_utils.lut_to_dense(indices[g * rows:(g + step) * rows], lut[g:g + step], vector_axis)
+                           for g in range(0, lut.shape[0], step)])
+
+
+def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = None) -> int:
+    """Compare :func:`program_weights` with coremltools' own decompression (:func:`coremltools_dense`) of every
+    compressed constant; returns how many were compared, raises ModelError on the first difference."""
     programs = programs or read_export(folder)
     compared = 0
     for package in PACKAGES:
         ours, compressed = programs[package]
-        dense = cto.decompress_weights(ct.models.MLModel(str(folder / package), skip_model_load=True))
-        theirs = _dense_constants(dense._mil_program.functions["main"].operations)
-        for _, name in compressed:
-            if name not in theirs or not np.array_equal(ours[name], theirs[name]):
-                raise ModelError(f"{folder / package}: {name} expands differently from coremltools' decompress_weights")
+        ops = [op for op in load_program(folder / package).functions["main"].operations if op.op_type in _COMPRESSED_OPS]
+        if sorted(_stored_name(op) for op in ops) != sorted(name for _, name in compressed):
+            raise ModelError(f"{folder / package}: the compressed constants differ from those read")
+        for op in ops:
+            if not np.array_equal(ours[_stored_name(op)], coremltools_dense(op)):
+                raise ModelError(f"{folder / package}: {_stored_name(op)} expands differently from coremltools' "
+                                 "decompression")
             compared += 1
     return compared
