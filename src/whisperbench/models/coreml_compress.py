@@ -207,16 +207,20 @@ def _dense_constants(operations) -> dict[str, np.ndarray]:
             if op.op_type == "const" and isinstance(op.outputs[0].val, np.ndarray)}
 
 
-#: one package read once: every stored weight by name (compressed ones expanded), and the compressed ones' names
-Package = tuple[dict[str, np.ndarray], list[tuple[str, str]]]
+class Package(NamedTuple):
+    """One package read once: every stored weight by name (compressed ones expanded), and the compressed ops
+    (for their names, and for coremltools' own expansion of each in :func:`check_decompression`)."""
+
+    weights: dict[str, np.ndarray]
+    compressed: list[Any]
 
 
 def read_package(package: Path) -> Package:
     operations = load_program(package).functions["main"].operations
     weights = _dense_constants(operations)
-    compressed = [(op.op_type, _stored_name(op)) for op in operations if op.op_type in _COMPRESSED_OPS]
-    weights.update({_stored_name(op): _expand(op) for op in operations if op.op_type in _COMPRESSED_OPS})
-    return weights, compressed
+    compressed = [op for op in operations if op.op_type in _COMPRESSED_OPS]
+    weights.update({_stored_name(op): _expand(op) for op in compressed})
+    return Package(weights, compressed)
 
 
 def read_export(folder: Path) -> dict[str, Package]:
@@ -226,11 +230,11 @@ def read_export(folder: Path) -> dict[str, Package]:
 
 def program_weights(package: Path) -> dict[str, np.ndarray]:
     """Every stored weight of a package by its constant's name (compression suffix removed), expanded."""
-    return read_package(package)[0]
+    return read_package(package).weights
 
 
 def _compressed_names(package: Path) -> list[tuple[str, str]]:
-    return read_package(package)[1]
+    return [(op.op_type, _stored_name(op)) for op in read_package(package).compressed]
 
 
 def _constant_name(key: str, package: str) -> str:
@@ -253,10 +257,10 @@ def compressed_state_dict(folder: Path, reference: dict,
     programs = programs or read_export(folder)
     state, used, from_program = {}, set(), 0
     for key, tensor in reference.items():
-        found = [(p, _constant_name(key, p)) for p in PACKAGES if _constant_name(key, p) in programs[p][0]]
+        found = [(p, _constant_name(key, p)) for p in PACKAGES if _constant_name(key, p) in programs[p].weights]
         if found:
             package, name = found[0]
-            value = programs[package][0][name]
+            value = programs[package].weights[name]
             used.add((package, name))
             from_program += 1
         else:
@@ -264,7 +268,7 @@ def compressed_state_dict(folder: Path, reference: dict,
         if tuple(value.shape) != tuple(tensor.shape):
             raise ModelError(f"{folder}: {key} is stored with shape {value.shape}, the model has {tuple(tensor.shape)}")
         state[key] = torch.from_numpy(np.asarray(value, dtype=np.float32).copy())
-    compressed = {(p, n) for p in PACKAGES for _, n in programs[p][1]}
+    compressed = {(p, _stored_name(op)) for p in PACKAGES for op in programs[p].compressed}
     unmatched = sorted(n for p, n in compressed - used)
     if unmatched:
         raise ModelError(f"{folder}: compressed constants that match no model tensor: {', '.join(unmatched[:5])}")
@@ -299,10 +303,7 @@ def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = N
     programs = programs or read_export(folder)
     compared = 0
     for package in PACKAGES:
-        ours, compressed = programs[package]
-        ops = [op for op in load_program(folder / package).functions["main"].operations if op.op_type in _COMPRESSED_OPS]
-        if sorted(_stored_name(op) for op in ops) != sorted(name for _, name in compressed):
-            raise ModelError(f"{folder / package}: the compressed constants differ from those read")
+        ours, ops = programs[package]  # the ops read once: our expansion and coremltools' of the same constants
         for op in ops:
             if not np.array_equal(ours[_stored_name(op)], coremltools_dense(op)):
                 raise ModelError(f"{folder / package}: {_stored_name(op)} expands differently from coremltools' "

@@ -16,7 +16,7 @@ import pandas as pd
 from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
-from .languages import language_frame
+from .languages import language_frame, table_order
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -83,8 +83,7 @@ def _language_table(frame: pd.DataFrame) -> str:
     head = ("<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
             "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th></tr>")
     rows = []
-    order = frame.assign(_macro=frame["Language"] == "macro").sort_values(["_macro", "Language", "Implementation"])
-    for _, r in order.iterrows():
+    for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
                     f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'

@@ -67,6 +67,11 @@ def _macro(rows: list[dict]) -> dict:
                 **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None})
 
 
+def table_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows as the tables show them: by language, then implementation, each run's macro row last."""
+    return frame.assign(_macro=frame["Language"] == "macro").sort_values(["_macro", "Language", "Implementation"], kind="stable")
+
+
 def render_language_markdown(frame: pd.DataFrame) -> str:
     """The per-language table (markdown), or "" when no run has language labels."""
     if frame.empty:
@@ -86,9 +91,7 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
     })
-    order = sorted(range(len(frame)), key=lambda i: (frame["Language"][i] == "macro", frame["Language"][i],
-                                                      frame["Implementation"][i]))
-    table = shown.iloc[order].to_markdown(index=False, disable_numparse=True)
+    table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
     return ("## By language\n\n" + table + "\n\nError %: WER, or CER for languages written without spaces "
             "(zh, ja, ko, th, lo, my, yue: characters without spaces); QoI compares the same units. macro: the "
             "mean over a run's languages.\n")
