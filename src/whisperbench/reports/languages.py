@@ -69,7 +69,8 @@ def _macro(rows: list[dict]) -> dict:
 
 def table_order(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame``'s rows as the tables show them: by language, then implementation, each run's macro row last."""
-    return frame.assign(_macro=frame["Language"] == "macro").sort_values(["_macro", "Language", "Implementation"], kind="stable")
+    return frame.assign(_macro=frame["Language"] == "macro").sort_values(["_macro", "Language", "Implementation"],
+                                                                         kind="stable")
 
 
 def render_language_markdown(frame: pd.DataFrame) -> str:
