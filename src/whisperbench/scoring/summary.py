@@ -9,6 +9,7 @@ import numpy as np
 
 from ..languages import cer_text, headline_metric
 from ..types import Prediction, WordCounts
+from .metrics import MetricContext, run_metrics
 from .normalize import normalize
 from .wer import align, align_characters, corpus_wer, example_wer
 
@@ -76,7 +77,8 @@ def _percentile(values: list[float], q: float) -> Optional[float]:
 
 
 def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
-              scored_with: Optional[str] = None, language_detected: bool = False) -> dict[str, Any]:
+              scored_with: Optional[str] = None, language_detected: bool = False,
+              metric_options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Dataset-level figures from predictions scored with ``normalizer``.
 
     Predictions are scored here from raw text unless ``scored_with`` says their stored fields were
@@ -85,6 +87,8 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     only. ``rtfx`` = Σ audio_s / Σ infer_s over successful examples. With language labels, ``languages``
     breaks WER, CER and the headline metric down per language (``macro_error_rate``: their mean); with
     ``language_detected`` (the model chose the language), ``language_id`` scores its choice against the labels.
+    Every registered metric (:mod:`whisperbench.scoring.metrics`) adds its own key; ``metric_options`` are
+    their thresholds.
     """
     scored = [rescored(raw, normalizer, scored_with) for raw in predictions]
     ok = [p for p in scored if p.status == "ok"]
@@ -118,6 +122,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     summary.update(by_language(scored))
     if language_detected and any(p.language for p in scored):
         summary["language_id"] = language_identification(scored)
+    summary.update(run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}))))
     return summary
 
 
