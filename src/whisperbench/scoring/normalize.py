@@ -1,44 +1,215 @@
-"""Whisper's text normalizers (English and basic): exactly openai-whisper's, without PyTorch.
+"""Whisper's text normalizers (English and basic): exactly openai-whisper's, without PyTorch, compiled.
 
-The ``whisper-normalizer`` package carries openai-whisper's ``whisper/normalizers`` rules, plus four
-English contraction rules of its own ("kinda", "sorta", "dunno" and ``\bcause\b`` -> "because", which
-turns "the cause of it" into "the because of it"). Those four are taken out here, so both normalizers
-give what openai-whisper's module gives; the tests check that on openai/whisper's normalizer cases, on
-real transcripts and hypotheses, and on adversarial strings, against openai-whisper's own module.
+The rules are openai-whisper's ``whisper/normalizers`` (the number normalizer and the British-American
+spelling table come from the ``whisper-normalizer`` package, which carries them). What differs is only
+how they run, never what they give:
+
+- every regular expression is compiled once, and each contraction/title rule is tried only when a
+  literal it needs (``n't``, ``mr``…) is in the text (a rule whose literal is absent cannot match);
+- dropping symbols and diacritics is one ``str.translate`` over a table built lazily per character
+  (``unicodedata.category`` once per distinct character instead of once per character per call);
+- the number normalizer's word loop is skipped when no word can start or extend a number (no digit and
+  no number word), where it gives its input back unchanged;
+- normalized texts are cached by content (a bounded LRU keyed by normalizer and text), so a reference
+  scored against many hypotheses is normalized once.
+
+``whisper-normalizer`` adds four English rules of its own ("kinda", "sorta", "dunno" and ``\\bcause\\b`` ->
+"because", which turns "the cause of it" into "the because of it"); they are not openai-whisper's and not
+applied here. The tests check the output against openai-whisper's own module on its test cases, the real
+transcripts and hypotheses, adversarial strings and generated text.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
 NORMALIZERS = ("english", "basic", "none")
 #: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)
 NOT_IN_OPENAI_WHISPER = (r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b")
+#: distinct texts kept per normalizer in the normalized-text cache
+CACHE_SIZE = 1 << 18
+
+# non-ASCII letters that NFKD does not separate (openai-whisper's ADDITIONAL_DIACRITICS)
+ADDITIONAL_DIACRITICS = {"œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "ß": "ss", "ẞ": "SS",
+                         "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "th", "ł": "l", "Ł": "L"}
+
+_BRACKETS = re.compile(r"[<\[][^>\]]*[>\]]")
+_PARENTHESES = re.compile(r"\(([^)]+?)\)")
+_SPACES = re.compile(r"\s+")
+_IGNORE = re.compile(r"\b(hmm|mm|mhm|mmm|uh|um)\b")
+_SPACE_APOSTROPHE = re.compile(r"\s+'")
+_DIGIT_COMMA = re.compile(r"(\d),(\d)")
+_PERIOD = re.compile(r"\.([^0-9]|$)")
+_PREFIX_SYMBOL = re.compile(r"[.$¢€£]([^0-9])")
+_SUFFIX_SYMBOL = re.compile(r"([^0-9])%")
+_ANY_DIGIT = re.compile(r"\d")
+_HALF = re.compile(r"\band\s+a\s+half\b")
+_LETTER_DIGIT = re.compile(r"([a-z])([0-9])")
+_DIGIT_LETTER = re.compile(r"([0-9])([a-z])")
+_DIGIT_SUFFIX = re.compile(r"([0-9])\s+(st|nd|rd|th|s)\b")
+_ENGLISH_KEEP = ".%$¢€£"
+
+
+class _SymbolTable(dict):
+    """A ``str.translate`` table filled on first sight of each character (a pure function of it)."""
+
+    def __init__(self, rule: Callable[[str], Optional[str]]):
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, code: int) -> Optional[str]:
+        value = self[code] = self.rule(chr(code))
+        return value
+
+
+def _without_symbols_and_diacritics(char: str) -> Optional[str]:
+    if char in _ENGLISH_KEEP:
+        return char
+    if char in ADDITIONAL_DIACRITICS:
+        return ADDITIONAL_DIACRITICS[char]
+    category = unicodedata.category(char)
+    if category == "Mn":
+        return None
+    return " " if category[0] in "MSP" else char
+
+
+def _without_symbols(char: str) -> str:
+    return " " if unicodedata.category(char)[0] in "MSP" else char
+
+
+_ENGLISH_TABLE = _SymbolTable(_without_symbols_and_diacritics)
+_BASIC_TABLE = _SymbolTable(_without_symbols)
+
+
+def _literal(pattern: str) -> str:
+    """The longest run of plain characters ``pattern`` needs (``\\bwon't\\b`` -> ``won't``)."""
+    return max(re.sub(r"\\b|\$", "\0", pattern).split("\0"), key=len)
+
+
+class EnglishNormalizer:
+    """openai-whisper's ``EnglishTextNormalizer``, compiled (see the module doc)."""
+
+    def __init__(self):
+        from whisper_normalizer.english import EnglishNumberNormalizer, EnglishSpellingNormalizer, EnglishTextNormalizer
+
+        rules = EnglishTextNormalizer().replacers
+        self.replacers = [(_literal(pattern), re.compile(pattern), replacement)
+                          for pattern, replacement in rules.items() if pattern not in NOT_IN_OPENAI_WHISPER]
+        self.numbers = EnglishNumberNormalizer()
+        self.number_words = frozenset(self.numbers.words)
+        self.spellings = EnglishSpellingNormalizer().mapping
+
+    def __call__(self, s: str) -> str:
+        """Normalize ``s`` exactly as openai-whisper's English normalizer does."""
+        s = s.lower()
+        if "<" in s or "[" in s:
+            s = _BRACKETS.sub("", s)
+        if "(" in s:
+            s = _PARENTHESES.sub("", s)
+        s = _IGNORE.sub("", s)
+        if "'" in s:
+            s = _SPACE_APOSTROPHE.sub("'", s)
+        for literal, pattern, replacement in self.replacers:
+            if literal in s:
+                s = pattern.sub(replacement, s)
+        if "," in s:
+            s = _DIGIT_COMMA.sub(r"\1\2", s)
+        if "." in s:
+            s = _PERIOD.sub(r" \1", s)
+        s = unicodedata.normalize("NFKD", s).translate(_ENGLISH_TABLE)
+        s = self._numbers(s)
+        s = " ".join([self.spellings.get(word, word) for word in s.split()])
+        s = _PREFIX_SYMBOL.sub(r" \1", s)
+        if "%" in s:
+            s = _SUFFIX_SYMBOL.sub(r"\1 ", s)
+        return _SPACES.sub(" ", s)
+
+    def _numbers(self, s: str) -> str:
+        """openai-whisper's ``EnglishNumberNormalizer``, run only on the runs of words that can be numbers.
+
+        A word that is no number word and holds no digit is yielded as it is, ends any number before it,
+        and, as a neighbour, acts like the start or end of the text; so the words between such words
+        are normalized on their own with the same result as in the whole text.
+        """
+        s = self._preprocess(s)
+        words = s.split()
+        digits = _ANY_DIGIT.search(s) is not None
+        if not digits and self.number_words.isdisjoint(words):
+            return " ".join(words)
+        out: list[str] = []
+        run: list[str] = []
+        for word in words:
+            if word in self.number_words or (digits and _ANY_DIGIT.search(word) is not None):
+                run.append(word)
+                continue
+            if run:
+                out += [w for w in self.numbers.process_words(run) if w is not None]
+                run = []
+            out.append(word)
+        if run:
+            out += [w for w in self.numbers.process_words(run) if w is not None]
+        s = " ".join(out)
+        return self.numbers.postprocess(s) if _ANY_DIGIT.search(s) is not None else s
+
+    def _preprocess(self, s: str) -> str:
+        if "half" in s:
+            return self.numbers.preprocess(s)
+        if not s.strip():
+            return ""
+        if _ANY_DIGIT.search(s) is None:
+            return s
+        s = _LETTER_DIGIT.sub(r"\1 \2", s)
+        s = _DIGIT_LETTER.sub(r"\1 \2", s)
+        return _DIGIT_SUFFIX.sub(r"\1\2", s)
+
+
+class BasicNormalizer:
+    """openai-whisper's ``BasicTextNormalizer()`` (symbols dropped, diacritics kept), compiled."""
+
+    def __call__(self, s: str) -> str:
+        """Normalize ``s`` exactly as openai-whisper's basic normalizer does."""
+        s = s.lower()
+        if "<" in s or "[" in s:
+            s = _BRACKETS.sub("", s)
+        if "(" in s:
+            s = _PARENTHESES.sub("", s)
+        s = unicodedata.normalize("NFKC", s).translate(_BASIC_TABLE).lower()
+        return _SPACES.sub(" ", s)
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
 
 
 @lru_cache(maxsize=None)
 def get_normalizer(name: str) -> Callable[[str], str]:
     """Return the normalizing function called ``name`` (one of NORMALIZERS)."""
     if name == "english":
-        from whisper_normalizer.english import EnglishTextNormalizer
-
-        english = EnglishTextNormalizer()
-        for pattern in NOT_IN_OPENAI_WHISPER:
-            english.replacers.pop(pattern, None)
-        return english
+        return EnglishNormalizer()
     if name == "basic":
-        from whisper_normalizer.basic import BasicTextNormalizer
-
-        return BasicTextNormalizer()
+        return BasicNormalizer()
     if name == "none":
-        return lambda text: " ".join(text.split())
+        return _collapse
     raise ValueError(f"unknown normalizer {name!r}; choose one of {', '.join(NORMALIZERS)}")
 
 
+@lru_cache(maxsize=None)
+def _cached(name: str) -> Callable[[str], str]:
+    rule = get_normalizer(name)
+
+    @lru_cache(maxsize=CACHE_SIZE)
+    def normalized(text: str) -> str:
+        return " ".join(rule(text).split())
+
+    return normalized
+
+
 def normalize(text: str, normalizer: str = "english") -> str:
-    """Normalize ``text`` and collapse white space (what WER is computed on)."""
-    return " ".join(get_normalizer(normalizer)(text).split())
+    """Normalize ``text`` and collapse white space (what WER is computed on); cached by content."""
+    return _cached(normalizer)(text)
 
 
 def choose_normalizer(languages: Iterable[Optional[str]], model: str = "") -> str:
