@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Optional
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -13,18 +16,26 @@ from .metrics import MetricContext, run_metrics
 from .normalize import normalize
 from .wer import align, align_characters, corpus_wer, example_wer
 
+#: fewest predictions scored afresh on several cores (below it a pool costs more than it saves)
+PARALLEL_MIN = 20_000
 
-def score_prediction(pred: Prediction, normalizer: str) -> Prediction:
+
+def score_prediction(pred: Prediction, normalizer: str, characters: bool = True) -> Prediction:
     """Return a copy of ``pred`` with normalized texts, S/D/I/hits and WER over words, the same over
     characters (CER; spaces left out for languages written without them), filled in.
 
     A failed example is scored as an empty hypothesis (every reference word deleted), so a failure
-    can never lower a run's WER or CER.
+    can never lower a run's WER or CER. With ``characters=False`` the character alignment is skipped
+    (its fields stay None: the caller asks for WER only).
     """
     ref_norm = normalize(pred.reference, normalizer)
     hyp_norm = normalize(pred.hypothesis, normalizer) if pred.status == "ok" else ""
     counts = align(ref_norm, hyp_norm)
-    chars = align_characters(cer_text(ref_norm, pred.language), cer_text(hyp_norm, pred.language))
+    fields = {}
+    if characters:
+        chars = align_characters(cer_text(ref_norm, pred.language), cer_text(hyp_norm, pred.language))
+        fields = {"cer": example_wer(chars), "char_hits": chars.hits, "char_substitutions": chars.substitutions,
+                  "char_deletions": chars.deletions, "char_insertions": chars.insertions}
     return dataclasses.replace(
         pred,
         reference_norm=ref_norm,
@@ -34,12 +45,26 @@ def score_prediction(pred: Prediction, normalizer: str) -> Prediction:
         substitutions=counts.substitutions,
         deletions=counts.deletions,
         insertions=counts.insertions,
-        cer=example_wer(chars),
-        char_hits=chars.hits,
-        char_substitutions=chars.substitutions,
-        char_deletions=chars.deletions,
-        char_insertions=chars.insertions,
+        **fields,
     )
+
+
+def _score_chunk(args: tuple[list[Prediction], str, bool]) -> list[Prediction]:
+    chunk, normalizer, characters = args
+    return [score_prediction(pred, normalizer, characters) for pred in chunk]
+
+
+def score_predictions(predictions: Sequence[Prediction], normalizer: str, characters: bool = True,
+                      workers: Optional[int] = None) -> list[Prediction]:
+    """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
+    machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process."""
+    workers = workers or os.cpu_count() or 1
+    if workers < 2 or len(predictions) < PARALLEL_MIN:
+        return _score_chunk((list(predictions), normalizer, characters))
+    size = -(-len(predictions) // (workers * 4))
+    chunks = [(list(predictions[i:i + size]), normalizer, characters) for i in range(0, len(predictions), size)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return [pred for part in pool.map(_score_chunk, chunks) for pred in part]
 
 
 def counts_of(pred: Prediction) -> WordCounts:
@@ -65,11 +90,26 @@ def rescored(pred: Prediction, normalizer: str, scored_with: Optional[str] = Non
     ``run.json`` ``normalizer``). When it equals ``normalizer`` and every field is present, ``pred``
     is returned as it is (no normalizing, no alignment); otherwise it is scored afresh.
     """
-    if (scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
+    return pred if _fits(pred, normalizer, scored_with) else score_prediction(pred, normalizer)
+
+
+def _fits(pred: Prediction, normalizer: str, scored_with: Optional[str]) -> bool:
+    """Whether ``pred``'s stored scoring fields were computed with ``normalizer`` and are all there."""
+    return (scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
             and pred.hits is not None and pred.substitutions is not None and pred.deletions is not None
-            and pred.insertions is not None and pred.char_hits is not None):  # runs before CER: rescored
-        return pred
-    return score_prediction(pred, normalizer)
+            and pred.insertions is not None and pred.char_hits is not None)  # runs before CER: rescored
+
+
+def rescored_all(predictions: Iterable[Prediction], normalizer: str,
+                 scored_with: Optional[str] = None) -> list[Prediction]:
+    """:func:`rescored` over many predictions, in order; those scored afresh go through
+    :func:`score_predictions` (all cores for large sets)."""
+    preds = list(predictions)
+    stale = [i for i, pred in enumerate(preds) if not _fits(pred, normalizer, scored_with)]
+    if stale:
+        for i, pred in zip(stale, score_predictions([preds[i] for i in stale], normalizer)):
+            preds[i] = pred
+    return preds
 
 
 def _percentile(values: list[float], q: float) -> Optional[float]:
@@ -90,7 +130,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     Every registered metric (:mod:`whisperbench.scoring.metrics`) adds its own key; ``metric_options`` are
     their thresholds.
     """
-    scored = [rescored(raw, normalizer, scored_with) for raw in predictions]
+    scored = rescored_all(predictions, normalizer, scored_with)
     ok = [p for p in scored if p.status == "ok"]
     total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
     audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)

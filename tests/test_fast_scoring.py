@@ -1,0 +1,176 @@
+"""The fast scorer (compiled normalizer, rapidfuzz alignment, cached references, several cores) against the
+naive loop it replaced: openai-whisper's normalizer and jiwer's ``process_words``/``process_characters`` per
+pair. Counts must be equal to the last digit, figures to 1e-9."""
+
+import random
+
+import jiwer
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from whisperbench.languages import cer_text, headline_metric
+from whisperbench.scoring import normalize, qoi, score_prediction, score_predictions, summarize
+from whisperbench.scoring import summary as summary_module
+from whisperbench.scoring.wer import align, align_characters
+from whisperbench.types import Prediction
+
+from .conftest import SHARED_DATA, read_manifest_rows
+
+whisper_normalizers = pytest.importorskip("whisper.normalizers", reason="openai-whisper not installed")
+THEIRS = {"english": whisper_normalizers.EnglishTextNormalizer(), "basic": whisper_normalizers.BasicTextNormalizer()}
+
+
+def naive_norm(text: str, normalizer: str) -> str:
+    return " ".join(THEIRS[normalizer](text).split())
+
+
+def jiwer_counts(process, ref: str, hyp: str) -> tuple[int, int, int, int]:
+    """The old code path: jiwer, with the empty-side rule it had around it."""
+    if not ref:
+        return 0, 0, 0, len(hyp.split()) if process is jiwer.process_words else len(hyp)
+    if not hyp:
+        return 0, 0, len(ref.split()) if process is jiwer.process_words else len(ref), 0
+    out = process(ref, hyp)
+    return out.hits, out.substitutions, out.deletions, out.insertions
+
+
+def naive_score(pred: Prediction, normalizer: str) -> dict:
+    ref = naive_norm(pred.reference, normalizer)
+    hyp = naive_norm(pred.hypothesis, normalizer) if pred.status == "ok" else ""
+    words = jiwer_counts(jiwer.process_words, ref, hyp)
+    chars = jiwer_counts(jiwer.process_characters, cer_text(ref, pred.language), cer_text(hyp, pred.language))
+    return {"words": words, "chars": chars}
+
+
+def _tuple(counts) -> tuple[int, int, int, int]:
+    return counts.hits, counts.substitutions, counts.deletions, counts.insertions
+
+
+def _edit(text: str, vocabulary: list[str], rng: random.Random) -> str:
+    out = []
+    for word in text.split():
+        roll = rng.random()
+        if roll < 0.08:
+            out.append(rng.choice(vocabulary))
+        elif roll < 0.16:
+            continue
+        else:
+            out.append(word)
+            if roll < 0.24:
+                out.append(rng.choice(vocabulary))
+    return " ".join(out)
+
+
+def shared_pairs() -> list[Prediction]:
+    """Every shared transcript against edited copies of itself (substitutions, deletions, insertions,
+    repeated words: ties for the aligner), a failure and an empty hypothesis, with language labels."""
+    rows = []
+    for subset in ("shortform", "longform", "multilingual"):
+        path = SHARED_DATA / subset / "manifest.jsonl"
+        if path.exists():
+            rows += read_manifest_rows(path)
+    if not rows:
+        pytest.skip("no shared data")
+    rng = random.Random(7)
+    vocabulary = sorted({w for r in rows for w in r["text"].split()})[:400] + ["the", "a", "and", "uh", "two", "2"]
+    preds = []
+    for i, row in enumerate(rows):
+        for k in range(3):
+            preds.append(Prediction(id=f"{row['id']}-{k}", reference=row["text"], hypothesis=_edit(row["text"], vocabulary, rng),
+                                    language=row.get("language")))
+        preds.append(Prediction(id=f"{row['id']}-x", reference=row["text"], hypothesis="", language=row.get("language"),
+                                status="error" if i % 2 else "ok", error="boom" if i % 2 else None))
+    return preds
+
+
+def test_scorer_equals_naive_loop_on_shared_data():
+    """Per example, words and characters: the same hits/S/D/I as openai-whisper's normalizer + jiwer."""
+    preds = shared_pairs()
+    for normalizer in ("english", "basic"):
+        for pred in preds:
+            ours, theirs = score_prediction(pred, normalizer), naive_score(pred, normalizer)
+            assert (ours.hits, ours.substitutions, ours.deletions, ours.insertions) == theirs["words"], pred.id
+            assert (ours.char_hits, ours.char_substitutions, ours.char_deletions,
+                    ours.char_insertions) == theirs["chars"], pred.id
+
+
+def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
+    preds = shared_pairs()
+    reference = [p for p in preds if p.id.endswith("-0")]
+    candidate = [Prediction(**{**p.__dict__, "id": p.id[:-2] + "-0"}) for p in preds if p.id.endswith("-1")]
+    summary = summarize(candidate, "english", "short")
+    naive = [naive_score(p, "english") for p in candidate]
+    words = [sum(n["words"][i] for n in naive) for i in range(4)]
+    chars = [sum(n["chars"][i] for n in naive) for i in range(4)]
+    assert (summary["hits"], summary["substitutions"], summary["deletions"], summary["insertions"]) == tuple(words)
+    assert summary["wer"] == pytest.approx(100 * sum(words[1:]) / sum(words[:3]), abs=1e-9)
+    assert summary["cer"] == pytest.approx(100 * sum(chars[1:]) / sum(chars[:3]), abs=1e-9)
+    result = qoi(reference, candidate, "english")
+    regressed = 0
+    for ref, cand in zip(reference, candidate):
+        key = "chars" if headline_metric(ref.language) == "cer" else "words"
+        ref_errors = sum(naive_score(ref, "english")[key][1:])
+        regressed += sum(naive_score(cand, "english")[key][1:]) > ref_errors
+    assert result.joined == len(reference)
+    assert result.qoi == pytest.approx(100 * (len(reference) - regressed) / len(reference), abs=1e-9)
+
+
+def test_words_only_scoring_skips_characters():
+    pred = score_prediction(Prediction(id="a", reference="the cat sat", hypothesis="the bat sat"), "english",
+                            characters=False)
+    assert (pred.substitutions, pred.hits) == (1, 2) and pred.char_hits is None and pred.cer is None
+
+
+def test_several_cores_give_the_same_predictions(monkeypatch):
+    preds = shared_pairs()[:200]
+    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    assert score_predictions(preds, "english", workers=2) == [score_prediction(p, "english") for p in preds]
+
+
+#: few words, so random sentences repeat words and the aligner meets ties (several shortest alignments)
+TOKENS = st.sampled_from(["a", "b", "c", "the", "uh", "cat"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(TOKENS, max_size=12), st.lists(TOKENS, max_size=12))
+def test_word_alignment_equals_jiwer_on_random_pairs(ref, hyp):
+    ref, hyp = " ".join(ref), " ".join(hyp)
+    assert _tuple(align(ref, hyp)) == jiwer_counts(jiwer.process_words, ref, hyp)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text("abc 你好", max_size=20), st.text("abc 你好", max_size=20))
+def test_character_alignment_equals_jiwer_on_random_pairs(ref, hyp):
+    ref, hyp = " ".join(ref.split()), " ".join(hyp.split())
+    assert _tuple(align_characters(ref, hyp)) == jiwer_counts(jiwer.process_characters, ref, hyp)
+
+
+ADVERSARIAL_PAIRS = [
+    ("a a a a", "a a"), ("a b a b a b", "b a b a"), ("the the the", "the cat the"), ("x y z", "z y x"),
+    ("one two three four", "four three two one"), ("a", "b b b b"), ("a b c d e", "a x c y e z"),
+]
+
+
+@pytest.mark.parametrize("ref,hyp", ADVERSARIAL_PAIRS)
+def test_adversarial_alignments_equal_jiwer(ref, hyp):
+    assert _tuple(align(ref, hyp)) == jiwer_counts(jiwer.process_words, ref, hyp)
+    assert _tuple(align(hyp, ref)) == jiwer_counts(jiwer.process_words, hyp, ref)
+    assert _tuple(align_characters(ref, hyp)) == jiwer_counts(jiwer.process_characters, ref, hyp)
+
+
+NUMBERISH = ["one", "two", "and", "a", "half", "point", "five", "double", "o", "oh", "per", "cent", "percent",
+             "minus", "plus", "dollars", "cents", "thousand", "million", "hundred", "first", "twenties", "$", "£",
+             "3", "1", "10th", "3.14", "1,000", "2nd", "'s", "won't", "mr.", "st", "colour", "the", "um", "[x]",
+             "(y)", "café", "ﬁ", "½", "%", ".", ",", "-", "km", "10km", "i'm", "cause", "Ö", "ł", "\u200b"]
+
+
+def test_compiled_normalizer_equals_openai_whisper_on_a_random_corpus():
+    """3,000 random sentences of number words, digits, symbols, contractions and marks (the paths the
+    compiled normalizer takes short cuts on), both normalizers."""
+    rng = random.Random(11)
+    for _ in range(3000):
+        text = " ".join(rng.choice(NUMBERISH) for _ in range(rng.randint(0, 10)))
+        text = text if rng.random() < 0.7 else text.replace(" ", rng.choice(["", "  ", "\t", ", "]))
+        for name in THEIRS:
+            assert normalize(text, name) == naive_norm(text, name), (name, text)
