@@ -174,3 +174,86 @@ def test_compiled_normalizer_equals_openai_whisper_on_a_random_corpus():
         text = text if rng.random() < 0.7 else text.replace(" ", rng.choice(["", "  ", "\t", ", "]))
         for name in THEIRS:
             assert normalize(text, name) == naive_norm(text, name), (name, text)
+
+
+# --- score tables: columnar QoI equals the per-object QoI; stale tables are rebuilt ------------------------
+def _write_run(path, preds, normalizer="english"):
+    import json
+
+    from whisperbench.store import PREDICTIONS, RunStore
+
+    store = RunStore(path)
+    path.mkdir(parents=True, exist_ok=True)
+    store.write_info({"adapter": "synthetic", "model": "none", "normalizer": normalizer, "label": path.name,
+                      "status": "finished", "dataset": {"name": "s", "form": "short", "content_hash": "h"}})
+    (path / PREDICTIONS).write_text("".join(json.dumps(p.to_json()) + "\n" for p in preds), encoding="utf-8")
+
+
+def _awkward_runs():
+    """Two runs with every case the join meets: ids on one side only, failures on both sides, a changed
+    transcript, language labels that differ (None, "", zh, ja, de), empty references, stored and raw counts."""
+    base = [p for p in shared_pairs() if p.id.endswith("-0")][:120]
+    ref, cand = [], []
+    for i, p in enumerate(base):
+        r = Prediction(**{**p.__dict__, "id": f"u{i:03d}"})
+        c = Prediction(**{**p.__dict__, "id": f"u{i:03d}", "hypothesis": _edit(p.reference, ["x", "the"], random.Random(i))})
+        if i % 17 == 0:
+            r.status, r.error = "error", "boom"
+        if i % 13 == 0:
+            c.status, c.error, c.hypothesis = "error", "boom", ""
+        if i % 11 == 0:
+            c.reference = p.reference + " extra words"
+        if i % 7 == 0:
+            r.language, c.language = [("zh", None), (None, "ja"), ("", "zh"), ("de", "zh"), (None, None)][i % 5]
+        if i % 19 == 0:
+            r.reference = c.reference = "[noise]"
+        ref.append(score_prediction(r, "english") if i % 2 else r)
+        cand.append(score_prediction(c, "english") if i % 3 else c)
+    ref.append(Prediction(id="only-ref", reference="a b", hypothesis="a b"))
+    cand.append(Prediction(id="only-cand", reference="a b", hypothesis="a"))
+    return ref, cand
+
+
+def test_columnar_qoi_equals_per_object_qoi(tmp_path):
+    from whisperbench.reports import compare_runs
+    from whisperbench.store import open_run
+
+    ref, cand = _awkward_runs()
+    _write_run(tmp_path / "ref", ref)
+    _write_run(tmp_path / "cand", cand)
+    comparison = compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand")))
+    expected = qoi(ref, cand, "english")
+    got = comparison.result
+    assert got.text_mismatch and got.reference_failed and got.candidate_failed and got.only_in_reference
+    assert list(got.examples) == expected.examples
+    assert got.to_json() == expected.to_json()
+    assert got.worst(8) == expected.worst(8) and got.by_language() == expected.by_language()
+    assert comparison.reference_wer == summarize(ref, "english", "short")["wer"]
+    assert comparison.candidate_wer == summarize(cand, "english", "short")["wer"]
+
+
+def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
+    import json
+
+    from whisperbench.reports import compare_runs
+    from whisperbench.store import PREDICTIONS, open_run
+
+    ref, cand = _awkward_runs()
+    _write_run(tmp_path / "ref", ref)
+    _write_run(tmp_path / "cand", cand)
+    compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand")))
+    table = tmp_path / "cand" / "scores-english.arrow"
+    assert table.exists()
+    fresh = open_run(str(tmp_path / "cand"))
+    assert fresh._predictions is None  # a fresh table: predictions.jsonl is not read
+    extra = Prediction(id="only-ref", reference="a b", hypothesis="c d e")
+    with open(tmp_path / "cand" / PREDICTIONS, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(extra.to_json()) + "\n")  # appended after the table was built: stale
+    stale = open_run(str(tmp_path / "cand"))
+    assert stale._predictions is not None
+    again = compare_runs(open_run(str(tmp_path / "ref")), stale)
+    assert again.result.to_json() == qoi(ref, cand + [extra], "english").to_json()
+    assert again.candidate_wer == summarize(cand + [extra], "english", "short")["wer"]
+    table.write_bytes(b"not an arrow file")  # unreadable: rebuilt, never an error
+    assert compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result.qoi == again.result.qoi
+    assert open_run(str(tmp_path / "cand"))._predictions is None

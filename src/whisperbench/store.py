@@ -8,6 +8,7 @@ cuts off. JSON files are replaced atomically (write to a temp file, then rename)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -24,6 +25,8 @@ from .files import write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo
 from .types import Prediction
+
+logger = logging.getLogger(__name__)
 
 RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
@@ -101,6 +104,59 @@ class RunStore:
                     raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
                 by_id[pred.id] = pred
         return list(by_id.values())
+
+    def scores_path(self, normalizer: str) -> Path:
+        """Where the run's score table with ``normalizer`` lives (Arrow IPC, beside predictions.jsonl)."""
+        return self.path / f"scores-{safe_run_name(normalizer)}.arrow"
+
+    def predictions_stamp(self) -> str:
+        """What a score table records of predictions.jsonl to tell it is stale: size and modification time."""
+        try:
+            stat = self.predictions_path.stat()
+        except FileNotFoundError:
+            return "absent"
+        return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+    def read_score_table(self, normalizer: str):
+        """The stored score table with ``normalizer``, memory-mapped; None when it is missing, unreadable,
+        of another table version or normalizer, or older than predictions.jsonl (stale)."""
+        import pyarrow as pa
+
+        from .scoring.table import TABLE_VERSION
+
+        path = self.scores_path(normalizer)
+        if not path.exists():
+            return None
+        try:
+            table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+        except (OSError, pa.ArrowInvalid) as exc:
+            logger.warning("score table %s unreadable (%s): rebuilding it", path, exc)
+            return None
+        meta = table.schema.metadata or {}
+        wanted = {b"version": TABLE_VERSION.encode(), b"normalizer": normalizer.encode(),
+                  b"predictions": self.predictions_stamp().encode()}
+        if any(meta.get(key) != value for key, value in wanted.items()):
+            logger.info("score table %s is stale: rebuilding it from %s", path, PREDICTIONS)
+            return None
+        return table
+
+    def write_score_table(self, table, normalizer: str, stamp: str) -> None:
+        """Store ``table`` (scored with ``normalizer`` from predictions.jsonl as it was at ``stamp``),
+        atomically; a run folder that cannot be written keeps no table (it is rebuilt next time)."""
+        import pyarrow as pa
+
+        from .scoring.table import TABLE_VERSION
+
+        path = self.scores_path(normalizer)
+        table = table.replace_schema_metadata({"version": TABLE_VERSION, "normalizer": normalizer, "predictions": stamp})
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        try:
+            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table, max_chunksize=1 << 17)
+            os.replace(tmp, path)
+        except OSError as exc:
+            logger.warning("cannot write the score table %s (%s): it will be rebuilt next time", path, exc)
+            tmp.unlink(missing_ok=True)
 
     def _cut_partial_line(self) -> None:
         path = self.predictions_path
@@ -184,12 +240,46 @@ class PredictionWriter:
 
 @dataclass
 class StoredRun:
-    """A finished (or partial) run as read back: what reports and the gate work from."""
+    """A finished (or partial) run as read back: what reports and the gate work from.
+
+    ``predictions`` are read from ``predictions.jsonl`` when first asked for; ``score_table`` gives the
+    scores as columns without them when the run's table is fresh.
+    """
 
     store: RunStore
     info: dict  # run.json as stored (raw)
-    predictions: list[Prediction]
-    summary: Optional[dict]
+    _predictions: Optional[list[Prediction]] = field(default=None, repr=False)
+    summary: Optional[dict] = None
+    _tables: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def predictions(self) -> list[Prediction]:
+        """Every stored prediction (read once)."""
+        if self._predictions is None:
+            self._predictions = self.store.read_predictions()
+        return self._predictions
+
+    @property
+    def num_predictions(self) -> int:
+        """How many predictions the run holds (from a score table already read, else from the predictions)."""
+        for table in self._tables.values():
+            return table.num_rows
+        return len(self.predictions)
+
+    def score_table(self, normalizer: Optional[str] = None):
+        """The run's scores with ``normalizer`` (default the run's) as a pyarrow table: the stored table
+        when it is fresh, else built from the predictions and stored beside them (see ``RunStore.scores_path``)."""
+        normalizer = normalizer or self.normalizer
+        if normalizer not in self._tables:
+            table = self.store.read_score_table(normalizer)
+            if table is None:
+                from .scoring.table import score_table
+
+                stamp = self.store.predictions_stamp()
+                table = score_table(self.predictions, normalizer, scored_with=self.normalizer)
+                self.store.write_score_table(table, normalizer, stamp)
+            self._tables[normalizer] = table
+        return self._tables[normalizer]
 
     @cached_property
     def meta(self) -> RunInfo:
@@ -219,9 +309,22 @@ def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:
     for path in candidates:
         store = RunStore(path)
         if store.exists():
-            return StoredRun(store, store.read_info(), store.read_predictions(), store.read_summary())
+            return _stored_run(store)
     raise RunStoreError(f"run {run!r} not found (looked in {', '.join(str(c) for c in candidates)})"
                         + _nearby(run, Path(runs_dir)))
+
+
+def _stored_run(store: RunStore) -> StoredRun:
+    """The run in ``store``; its predictions are read now (a malformed line is an error here) unless a fresh
+    score table with the run's normalizer shows they were read whole since they last changed."""
+    run = StoredRun(store, store.read_info(), None, store.read_summary())
+    normalizer = run.info.get("normalizer")
+    fresh = store.read_score_table(normalizer) if isinstance(normalizer, str) else None
+    if fresh is None:
+        run.predictions  # noqa: B018 (read now)
+    else:
+        run._tables[run.normalizer] = fresh
+    return run
 
 
 def _nearby(run: str, runs_dir: Path) -> str:
@@ -255,5 +358,5 @@ def list_runs(runs_dir: str | Path) -> list[StoredRun]:
     for child in sorted(root.iterdir()):
         store = RunStore(child)
         if store.exists():
-            runs.append(StoredRun(store, store.read_info(), store.read_predictions(), store.read_summary()))
+            runs.append(_stored_run(store))
     return runs

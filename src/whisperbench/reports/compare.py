@@ -8,7 +8,9 @@ from typing import Iterable, Optional
 import pandas as pd
 
 from ..store import StoredRun
-from ..scoring import QoiResult, qoi, summarize
+from ..scoring import QoiResult
+from ..scoring.qoi_table import qoi_tables
+from ..scoring.table import table_wer
 from .weights import weights_relation
 
 
@@ -36,17 +38,19 @@ class Comparison:
 
 
 def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
-    """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer."""
+    """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer.
+
+    Computed from the runs' score tables (columns, stored beside the predictions and rebuilt when stale):
+    the same figures as ``summarize`` and ``qoi`` on their predictions.
+    """
     normalizer = reference.normalizer
-    ref_summary = summarize(reference.predictions, normalizer, reference.form, scored_with=reference.normalizer)
-    cand_summary = summarize(candidate.predictions, normalizer, candidate.form, scored_with=candidate.normalizer)
+    ref_table, cand_table = reference.score_table(normalizer), candidate.score_table(normalizer)
     return Comparison(
         reference=reference,
         candidate=candidate,
-        result=qoi(reference.predictions, candidate.predictions, normalizer,
-                   reference_scored_with=reference.normalizer, candidate_scored_with=candidate.normalizer),
-        reference_wer=ref_summary["wer"],
-        candidate_wer=cand_summary["wer"],
+        result=qoi_tables(ref_table, cand_table, normalizer),
+        reference_wer=table_wer(ref_table),
+        candidate_wer=table_wer(cand_table),
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,
         weights=weights_relation(reference.meta, candidate.meta),
     )

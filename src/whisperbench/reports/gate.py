@@ -120,20 +120,20 @@ def _per_language(result: QoiResult, floor: float) -> GateCheck:
 def _dataset_size(run: StoredRun) -> int:
     """How many examples the run's dataset holds (as recorded when it ran), else how many it stored."""
     recorded = run.meta.dataset.num_examples
-    return int(recorded) if recorded is not None else len(run.predictions)
+    return int(recorded) if recorded is not None else run.num_predictions
 
 
 def _finished(*runs: StoredRun) -> tuple[bool, str]:
     """Whether every run finished with a prediction for each example of its dataset, and what is missing."""
     problems = []
     for run in runs:
-        status, stored, expected = run.meta.status, len(run.predictions), _dataset_size(run)
+        status, stored, expected = run.meta.status, run.num_predictions, _dataset_size(run)
         if status != "finished" or stored < expected:
             problems.append(f"run {run.name} is unfinished (status {status}): {stored} of {expected} examples stored, "
                             f"{max(expected - stored, 0)} missing; run it again to finish it")
     if problems:
         return False, "; ".join(problems)
-    return True, ", ".join(f"{run.name}: {len(run.predictions)} of {_dataset_size(run)}" for run in runs)
+    return True, ", ".join(f"{run.name}: {run.num_predictions} of {_dataset_size(run)}" for run in runs)
 
 
 def _short(digest: str) -> str:

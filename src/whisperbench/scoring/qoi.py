@@ -61,11 +61,14 @@ class QoiResult:
 
     def worst(self, n: int = 5) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors."""
-        bad = [e for e in self.examples if e.regressed]
+        columns = getattr(self.examples, "regressed_examples", None)  # scoring.qoi_table.ExampleColumns
+        bad = columns() if columns else [e for e in self.examples if e.regressed]
         return sorted(bad, key=lambda e: (-e.delta_errors, e.id))[:n]
 
     def by_language(self) -> dict[str, dict]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
+        if hasattr(self.examples, "by_language"):  # scoring.qoi_table.ExampleColumns
+            return self.examples.by_language()
         table: dict[str, dict] = {}
         for example in self.examples:
             if example.language:
@@ -121,34 +124,10 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
     result.only_in_reference = sorted(set(ref_by_id) - set(cand_by_id))
     result.only_in_candidate = sorted(set(cand_by_id) - set(ref_by_id))
     for ex_id in sorted(set(ref_by_id) & set(cand_by_id)):
-        ref_pred, cand_pred = ref_by_id[ex_id], cand_by_id[ex_id]
-        if ref_pred.status != "ok":
-            result.reference_failed.append(ex_id)
+        comparison = _compare_one(ref_by_id[ex_id], cand_by_id[ex_id], normalizer, reference_scored_with,
+                                  candidate_scored_with, result)
+        if comparison is None:
             continue
-        cand_scored_with = candidate_scored_with
-        if cand_pred.reference != ref_pred.reference:
-            result.text_mismatch.append(ex_id)
-            cand_pred = Prediction(**{**cand_pred.__dict__, "reference": ref_pred.reference})
-            cand_scored_with = None  # its stored fields were scored against another transcript
-        ref_scored = rescored(ref_pred, normalizer, reference_scored_with)
-        cand_scored = rescored(cand_pred, normalizer, cand_scored_with)
-        language = ref_pred.language or cand_pred.language  # the reference run's label decides the units
-        ref_scored, cand_scored = _labelled(ref_scored, language, normalizer), _labelled(cand_scored, language, normalizer)
-        ref_counts, cand_counts = headline_counts(ref_scored), headline_counts(cand_scored)
-        comparison = ExampleComparison(
-            id=ex_id,
-            reference_errors=ref_counts.errors,
-            candidate_errors=cand_counts.errors,
-            reference_wer=ref_scored.wer,
-            candidate_wer=cand_scored.wer,
-            candidate_failed=cand_pred.status != "ok",
-            reference_text=ref_pred.reference,
-            reference_hypothesis=ref_pred.hypothesis,
-            candidate_hypothesis=cand_pred.hypothesis,
-            reference_words=ref_counts.ref_words,
-            language=language,
-            metric=headline_metric(language),
-        )
         result.examples.append(comparison)
         result.joined += 1
         result.candidate_failed += comparison.candidate_failed
@@ -161,3 +140,36 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
     result.no_regression = result.improved + result.unchanged
     result.qoi = 100.0 * result.no_regression / result.joined if result.joined else None
     return result
+
+
+def _compare_one(ref_pred: Prediction, cand_pred: Prediction, normalizer: str, reference_scored_with: Optional[str],
+                 candidate_scored_with: Optional[str], result: QoiResult) -> Optional[ExampleComparison]:
+    """One joined example (None, and listed in ``reference_failed``, when the reference failed on it)."""
+    ex_id = ref_pred.id
+    if ref_pred.status != "ok":
+        result.reference_failed.append(ex_id)
+        return None
+    cand_scored_with = candidate_scored_with
+    if cand_pred.reference != ref_pred.reference:
+        result.text_mismatch.append(ex_id)
+        cand_pred = Prediction(**{**cand_pred.__dict__, "reference": ref_pred.reference})
+        cand_scored_with = None  # its stored fields were scored against another transcript
+    ref_scored = rescored(ref_pred, normalizer, reference_scored_with)
+    cand_scored = rescored(cand_pred, normalizer, cand_scored_with)
+    language = ref_pred.language or cand_pred.language  # the reference run's label decides the units
+    ref_scored, cand_scored = _labelled(ref_scored, language, normalizer), _labelled(cand_scored, language, normalizer)
+    ref_counts, cand_counts = headline_counts(ref_scored), headline_counts(cand_scored)
+    return ExampleComparison(
+        id=ex_id,
+        reference_errors=ref_counts.errors,
+        candidate_errors=cand_counts.errors,
+        reference_wer=ref_scored.wer,
+        candidate_wer=cand_scored.wer,
+        candidate_failed=cand_pred.status != "ok",
+        reference_text=ref_pred.reference,
+        reference_hypothesis=ref_pred.hypothesis,
+        candidate_hypothesis=cand_pred.hypothesis,
+        reference_words=ref_counts.ref_words,
+        language=language,
+        metric=headline_metric(language),
+    )

@@ -1,0 +1,172 @@
+"""QoI from two runs' score tables (:mod:`whisperbench.scoring.table`): the same result as
+:func:`whisperbench.scoring.qoi.qoi` on their predictions, computed over columns.
+
+Examples are joined by id (both tables' joined rows sorted by id, as the per-object path does). An example
+whose transcript differs between the runs, or whose language label differs, is compared by the
+per-object path (:func:`whisperbench.scoring.qoi._compare_one`) on predictions rebuilt from its rows; every
+other one from the stored counts, vectorized. The per-example records are built only when asked for
+(:class:`ExampleColumns`): ``worst`` and ``by_language`` need none of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..languages import headline_metric
+from ..types import Prediction
+from .qoi import ExampleComparison, QoiResult, _compare_one
+from .table import CHAR_COUNTS, SCHEMA, WORD_COUNTS, column
+
+CHUNK = 65_536  # examples built at a time when iterating
+
+
+@dataclass
+class ExampleColumns:
+    """The joined examples of a QoI result as columns; a read-only sequence of ``ExampleComparison``."""
+
+    ids: pa.Array
+    reference_errors: np.ndarray
+    candidate_errors: np.ndarray
+    reference_wer: np.ndarray  # NaN where undefined (None in the record)
+    candidate_wer: np.ndarray
+    candidate_failed: np.ndarray
+    reference_text: pa.Array
+    reference_hypothesis: pa.Array
+    candidate_hypothesis: pa.Array
+    reference_words: np.ndarray
+    language: pa.Array
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: int) -> ExampleComparison:
+        return self._build(index, index + 1)[0] if index >= 0 else self[len(self) + index]
+
+    def __iter__(self) -> Iterator[ExampleComparison]:
+        for start in range(0, len(self), CHUNK):
+            yield from self._build(start, min(start + CHUNK, len(self)))
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+    def _build(self, start: int, stop: int) -> list[ExampleComparison]:
+        texts = [a.slice(start, stop - start).to_pylist() for a in
+                 (self.ids, self.reference_text, self.reference_hypothesis, self.candidate_hypothesis, self.language)]
+        numbers = [a[start:stop].tolist() for a in (self.reference_errors, self.candidate_errors, self.reference_wer,
+                                                   self.candidate_wer, self.candidate_failed, self.reference_words)]
+        return [ExampleComparison(ex_id, ref_e, cand_e, None if ref_w != ref_w else ref_w,
+                                  None if cand_w != cand_w else cand_w, failed, text, ref_h, cand_h, words, lang,
+                                  headline_metric(lang))
+                for ex_id, text, ref_h, cand_h, lang, ref_e, cand_e, ref_w, cand_w, failed, words
+                in zip(*texts, *numbers)]
+
+    def regressed_examples(self) -> list[ExampleComparison]:
+        """The regressed examples only (built from their rows)."""
+        rows = np.flatnonzero(self.candidate_errors > self.reference_errors)
+        return [self[int(i)] for i in rows]
+
+    def by_language(self) -> dict[str, dict]:
+        """QoI per language label, as :meth:`QoiResult.by_language` computes it from the records."""
+        codes = pc.dictionary_encode(self.language)
+        names, index = codes.dictionary.to_pylist(), codes.indices.to_numpy(zero_copy_only=False)
+        regressed = self.candidate_errors > self.reference_errors
+        table = {}
+        for code, name in enumerate(names):
+            if name:
+                mask = index == code
+                joined, bad = int(mask.sum()), int(regressed[mask].sum())
+                table[name] = {"joined": joined, "regressed": bad, "qoi": 100.0 * (joined - bad) / joined}
+        return dict(sorted(table.items()))
+
+
+def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> QoiResult:
+    """QoI of ``candidate`` against ``reference``, both score tables scored with ``normalizer``."""
+    result = QoiResult(None, 0, 0, 0, 0, 0, 0)
+    in_cand = pc.is_in(reference["id"], value_set=candidate["id"])
+    in_ref = pc.is_in(candidate["id"], value_set=reference["id"])
+    result.only_in_reference = sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist())
+    result.only_in_candidate = sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist())
+    ref, cand = _sorted_rows(reference.filter(in_cand)), _sorted_rows(candidate.filter(in_ref))
+    ref_ok = pc.equal(ref["status"], "ok").to_numpy(zero_copy_only=False)
+    result.reference_failed = pc.filter(ref["id"], pc.invert(pa.array(ref_ok))).to_pylist()
+    ref, cand = ref.filter(pa.array(ref_ok)), cand.filter(pa.array(ref_ok))
+    columns = _columns(ref, cand)
+    _compare_special(ref, cand, columns, normalizer, result)
+    result.examples = columns
+    result.joined = len(columns)
+    result.candidate_failed = int(columns.candidate_failed.sum())
+    result.improved = int((columns.candidate_errors < columns.reference_errors).sum())
+    result.unchanged = int((columns.candidate_errors == columns.reference_errors).sum())
+    result.regressed = result.joined - result.improved - result.unchanged
+    result.no_regression = result.improved + result.unchanged
+    result.qoi = 100.0 * result.no_regression / result.joined if result.joined else None
+    return result
+
+
+def _sorted_rows(table: pa.Table) -> pa.Table:
+    return table.take(pc.sort_indices(table["id"]))
+
+
+def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
+    """``ref.language or cand.language`` per row (the reference run's label unless it has none)."""
+    labelled = pc.fill_null(pc.not_equal(ref["language"], ""), False)
+    return pc.if_else(labelled, ref["language"], cand["language"])
+
+
+def _headline(table: pa.Table, is_cer: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(headline errors, headline reference units, word-level WER with NaN where undefined) per row."""
+    hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
+    c_hits, c_subs, c_dels, c_ins = (column(table, name) for name in CHAR_COUNTS)
+    words, errors = hits + subs + dels, subs + dels + ins
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wer = np.where(words > 0, 100.0 * errors / np.maximum(words, 1), np.nan)
+    return (np.where(is_cer, c_subs + c_dels + c_ins, errors), np.where(is_cer, c_hits + c_subs + c_dels, words), wer)
+
+
+def _columns(ref: pa.Table, cand: pa.Table) -> ExampleColumns:
+    language = _language(ref, cand)
+    language = language.combine_chunks() if isinstance(language, pa.ChunkedArray) else language
+    codes = pc.dictionary_encode(language)
+    cer_codes = np.array([headline_metric(name) == "cer" for name in codes.dictionary.to_pylist()] + [False])
+    index = codes.indices.fill_null(len(codes.dictionary)).to_numpy(zero_copy_only=False)
+    is_cer = cer_codes[index]
+    ref_errors, ref_words, ref_wer = _headline(ref, is_cer)
+    cand_errors, _, cand_wer = _headline(cand, is_cer)
+    return ExampleColumns(
+        ids=ref["id"].combine_chunks(), reference_errors=ref_errors, candidate_errors=cand_errors,
+        reference_wer=ref_wer, candidate_wer=cand_wer,
+        candidate_failed=pc.not_equal(cand["status"], "ok").to_numpy(zero_copy_only=False),
+        reference_text=ref["reference"].combine_chunks(), reference_hypothesis=ref["hypothesis"].combine_chunks(),
+        candidate_hypothesis=cand["hypothesis"].combine_chunks(), reference_words=ref_words,
+        language=language)
+
+
+def _compare_special(ref: pa.Table, cand: pa.Table, columns: ExampleColumns, normalizer: str,
+                     result: QoiResult) -> None:
+    """Compare, one by one, the examples whose transcripts or language labels differ between the runs."""
+    special = pc.or_(pc.not_equal(ref["reference"], cand["reference"]),
+                     pc.or_(_differs(ref["language"], columns.language), _differs(cand["language"], columns.language)))
+    rows = np.flatnonzero(special.to_numpy(zero_copy_only=False))
+    for i in rows:
+        one = _compare_one(_prediction(ref, int(i)), _prediction(cand, int(i)), normalizer, None, None, result)
+        columns.reference_errors[i], columns.candidate_errors[i] = one.reference_errors, one.candidate_errors
+        columns.reference_words[i] = one.reference_words
+        columns.reference_wer[i] = np.nan if one.reference_wer is None else one.reference_wer
+        columns.candidate_wer[i] = np.nan if one.candidate_wer is None else one.candidate_wer
+
+
+def _differs(labels, language) -> pa.Array:
+    """Null-aware inequality of two label columns (None equals None only)."""
+    same = pc.or_(pc.fill_null(pc.equal(labels, language), False),
+                  pc.and_(pc.is_null(labels), pc.is_null(language)))
+    return pc.invert(same)
+
+
+def _prediction(table: pa.Table, row: int) -> Prediction:
+    values = {name: table[name][row].as_py() for name in SCHEMA.names}
+    return Prediction(**values)

@@ -1,0 +1,52 @@
+"""A run's scores as columns (a pyarrow table, one row per prediction): what ``compare``, ``gate`` and
+``report`` read instead of a million ``Prediction`` objects.
+
+The table holds each prediction's id, raw texts, status, language, durations and its word and character
+counts scored with one normalizer (the stored counts where the run was scored with it, else scored afresh:
+the same counts :func:`~whisperbench.scoring.summary.summarize` uses). The run store keeps it beside
+``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..types import Prediction, WordCounts
+from .summary import rescored_all
+from .wer import corpus_wer
+
+#: bumped when the columns change: a table of another version is rebuilt
+TABLE_VERSION = "1"
+WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
+CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
+SCHEMA = pa.schema(
+    [("id", pa.string()), ("reference", pa.string()), ("hypothesis", pa.string()), ("status", pa.string()),
+     ("language", pa.string()), ("audio_s", pa.float64()), ("infer_s", pa.float64())]
+    + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS])
+
+
+def score_table(predictions: Iterable[Prediction], normalizer: str, scored_with: Optional[str] = None) -> pa.Table:
+    """The predictions scored with ``normalizer`` (stored counts reused when ``scored_with`` is it), as columns."""
+    scored = rescored_all(predictions, normalizer, scored_with)
+    columns = {name: [getattr(p, name) for p in scored] for name in SCHEMA.names}
+    return pa.table(columns, schema=SCHEMA)
+
+
+def counts(table: pa.Table, names: tuple[str, ...] = WORD_COUNTS, mask: Optional[pa.Array] = None) -> WordCounts:
+    """Summed counts of ``table`` (of the rows in ``mask``): word counts, or ``CHAR_COUNTS``."""
+    sums = [pc.sum(table[name] if mask is None else pc.filter(table[name], mask)).as_py() or 0 for name in names]
+    return WordCounts(*sums)
+
+
+def table_wer(table: pa.Table) -> Optional[float]:
+    """Corpus WER in percent (failed examples as empty hypotheses): ``summarize(...)["wer"]``, to the digit."""
+    return corpus_wer(counts(table))
+
+
+def column(table: pa.Table, name: str) -> np.ndarray:
+    """A numeric column as a numpy array."""
+    return table[name].to_numpy()
