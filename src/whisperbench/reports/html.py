@@ -165,7 +165,7 @@ def _wer_increase(example) -> Optional[float]:
 
 
 def _explorer(comparison: Comparison) -> str:
-    regressed = sorted((e for e in comparison.result.examples if e.regressed), key=lambda e: -e.delta_errors)
+    regressed = comparison.result.worst(comparison.result.regressed)  # by Δ errors, then id (the examples' order)
     title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
     if not regressed:
         return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"

@@ -9,20 +9,24 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..languages import headline_metric
-from ..scoring import qoi_interval, rescored, wer_interval
+from ..scoring import qoi_interval, wer_interval
 from ..scoring.qoi import QoiResult
-from ..scoring.summary import headline_counts
+from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
 from ..store import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 
 
 def _subset(result: QoiResult, language: str) -> QoiResult:
-    examples = [e for e in result.examples if e.language == language]
-    regressed = sum(e.regressed for e in examples)
+    columns = getattr(result.examples, "where_language", None)  # scoring.qoi_table.ExampleColumns
+    examples = columns(language) if columns else [e for e in result.examples if e.language == language]
+    regressed = examples.regressed_count() if columns else sum(e.regressed for e in examples)
     return dataclasses.replace(result, examples=examples, joined=len(examples), regressed=regressed,
                                no_regression=len(examples) - regressed,
                                qoi=100.0 * (len(examples) - regressed) / len(examples) if examples else None)
@@ -35,27 +39,34 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
     for run in runs:
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
-        scored = [rescored(p, normalizer, run.normalizer) for p in run.predictions]
-        languages = sorted({p.language for p in scored if p.language})
+        table = run.score_table(normalizer)
+        languages = sorted(name for name in pc.unique(table["language"]).to_pylist() if name)
         if not languages:
             continue
         result = compare_runs(reference, run).result if reference is not None else None
         per_run = []
         for language in languages:
-            counts = [headline_counts(p) for p in scored if p.language == language]
-            errors, units = sum(c.errors for c in counts), sum(c.ref_words for c in counts)
+            errors, units = _headline_counts(table, language)
             part = _subset(result, language) if result is not None else None
             per_run.append({
                 "Implementation": run.meta.label or run.meta.adapter, "Language": language,
-                "Metric": headline_metric(language).upper(), "Examples": len(counts),
-                "Error %": 100.0 * errors / units if units else None,
-                "Error CI": wer_interval([c.errors for c in counts], [c.ref_words for c in counts], confidence),
+                "Metric": headline_metric(language).upper(), "Examples": len(errors),
+                "Error %": 100.0 * int(errors.sum()) / int(units.sum()) if units.sum() else None,
+                "Error CI": wer_interval(errors, units, confidence),
                 "QoI %": part.qoi if part is not None else None,
                 "QoI CI": qoi_interval(part, confidence) if part is not None else None,
                 "Reference": reference is run, "Run": run.name,
             })
         rows += per_run + [_macro(per_run)]
     return pd.DataFrame(rows)
+
+
+def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per example of ``language``: headline errors and reference units (characters for CER languages)."""
+    names = CHAR_COUNTS if headline_metric(language) == "cer" else WORD_COUNTS
+    rows = table.filter(pc.fill_null(pc.equal(table["language"], language), False))
+    hits, subs, dels, ins = (column(rows, name) for name in names)
+    return subs + dels + ins, hits + subs + dels
 
 
 def _macro(rows: list[dict]) -> dict:

@@ -10,7 +10,8 @@ from typing import Iterable, Optional
 import pandas as pd
 
 from ..store import StoredRun
-from ..scoring import counts_of, qoi_interval, rescored, summarize, wer_interval
+from ..scoring import qoi_interval, wer_interval
+from ..scoring.table import table_summary, word_errors
 from .compare import compare_runs
 from .escape import md_cell
 from .weights import model_label, size_mb
@@ -66,9 +67,8 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
     for run in runs:
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
-        summary = summarize(run.predictions, normalizer, run.form, scored_with=run.normalizer)
-        scored = [counts_of(rescored(p, normalizer, run.normalizer)) for p in run.predictions]
-        wer_ci = wer_interval([c.errors for c in scored], [c.ref_words for c in scored], confidence)
+        summary = table_summary(run.score_table(normalizer))
+        wer_ci = wer_interval(*word_errors(run.score_table(normalizer)), confidence)
         qoi_value = qoi_ci = None
         if reference is not None:
             result = compare_runs(reference, run).result

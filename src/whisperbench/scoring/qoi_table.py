@@ -70,6 +70,17 @@ class ExampleColumns:
         rows = np.flatnonzero(self.candidate_errors > self.reference_errors)
         return [self[int(i)] for i in rows]
 
+    def where_language(self, language: str) -> "ExampleColumns":
+        """The examples labelled ``language``."""
+        mask = pc.fill_null(pc.equal(self.language, language), False)
+        rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        return ExampleColumns(**{name: (value.take(pa.array(rows)) if isinstance(value, pa.Array) else value[rows])
+                                 for name, value in self.__dict__.items()})
+
+    def regressed_count(self) -> int:
+        """How many examples regressed."""
+        return int((self.candidate_errors > self.reference_errors).sum())
+
     def by_language(self) -> dict[str, dict]:
         """QoI per language label, as :meth:`QoiResult.by_language` computes it from the records."""
         codes = pc.dictionary_encode(self.language)

@@ -50,3 +50,20 @@ def table_wer(table: pa.Table) -> Optional[float]:
 def column(table: pa.Table, name: str) -> np.ndarray:
     """A numeric column as a numpy array."""
     return table[name].to_numpy()
+
+
+def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Per example: word errors (S+D+I) and reference words (H+S+D), as the bootstrap takes them."""
+    hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
+    return subs + dels + ins, hits + subs + dels
+
+
+def table_summary(table: pa.Table) -> dict:
+    """The figures of ``summarize`` a leaderboard row shows (``wer``, ``rtfx``, ``num_examples``,
+    ``num_failed``), to the last digit (durations summed in order, as ``summarize`` does)."""
+    ok = pc.equal(table["status"], "ok")
+    audio_s = sum(pc.filter(table["audio_s"], ok).to_pylist())
+    infer_s = sum(pc.filter(table["infer_s"], ok).to_pylist())
+    num_ok = pc.sum(ok).as_py() or 0
+    return {"wer": table_wer(table), "num_examples": table.num_rows, "num_failed": table.num_rows - num_ok,
+            "rtfx": audio_s / infer_s if infer_s > 0 else None}
