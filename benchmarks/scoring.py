@@ -1,14 +1,19 @@
-"""Scoring at scale: WER and QoI from stored runs of 10k, 100k and 1M predictions.
+"""Scoring at scale: fresh scoring against the naive loop, and compare/gate/report on stored runs of
+1k to 1M predictions, each with its time and peak memory, measured in one run.
 
-Writes a reference run and a candidate run of N synthetic predictions as real run stores (run.json +
-predictions.jsonl, the format the runner writes), then times what ``whisperbench compare`` does:
-read both stores, summarize both (WER) and compute QoI. Every stored line is a real
-``score_prediction`` result: hypotheses are random word edits of the bundled transcripts, scored
-once per distinct variant and repeated under fresh ids. Prints seconds per step, microseconds per
-prediction and the growth from one size to the next, and, for comparison, the re-scoring path
-(normalize + align every prediction again) on the smallest size.
+Goal 1 (fresh scoring, one core): the naive loop (openai-whisper's normalizer + ``jiwer.process_words`` per
+pair, what the scorer did before) against ``score_prediction`` (compiled normalizer, rapidfuzz alignment,
+normalized texts cached by content), on hypotheses made by random word edits of the shared (or bundled)
+transcripts; the counts are checked equal pair by pair. Printed cold (every cache emptied before each
+pair) and with the references cached (each transcript scored against many hypotheses, as a benchmark does).
 
-    python benchmarks/scoring.py [--sizes 10000,100000,1000000] [--variants 4000]
+Goals 2, 3 and 6: a reference and a candidate run of N synthetic predictions are written as real run stores
+(run.json + predictions.jsonl, as the runner writes them); each step then runs in a fresh process (its own
+peak RSS): ``compare`` (which builds the runs' score tables the first time), ``compare`` again (tables
+fresh: what ``compare``/``gate`` cost from then on), ``gate``, and ``report`` (leaderboard + per-language
+table, markdown). On the smallest size the figures are checked equal to the per-object path.
+
+    python benchmarks/scoring.py [--sizes 1000,10000,100000,1000000] [--pairs 3000]
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,7 +76,8 @@ def variants(texts: list[str], count: int, seed: int) -> list[list[dict]]:
             hyp = "" if failed else edited(text.split(), vocabulary, rng.uniform(0.0, 0.3), rng)
             pred = Prediction(id="", reference=text, hypothesis=hyp, status="error" if failed else "ok",
                               error="example x: RuntimeError: injected" if failed else None,
-                              audio_s=round(rng.uniform(1, 30), 3), infer_s=0.0 if failed else rng.uniform(0.05, 2))
+                              audio_s=round(rng.uniform(1, 30), 3), infer_s=0.0 if failed else rng.uniform(0.05, 2),
+                              language="en")
             rows.append(score_prediction(pred, NORMALIZER).to_json())
         table.append(rows)
     return table
@@ -87,60 +95,169 @@ def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
             fh.write(json.dumps(dict(rows[rng.randrange(len(rows))], id=f"utt{i:07d}"), ensure_ascii=False) + "\n")
 
 
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "shortform" / "manifest.jsonl"
+
+
+def naive_counts(pairs: list[tuple[str, str]], characters: bool) -> list[tuple]:
+    """The naive loop: openai-whisper's (else whisper-normalizer's) English normalizer + jiwer, per pair."""
+    import jiwer
+
+    try:
+        from whisper.normalizers import EnglishTextNormalizer
+    except ImportError:  # the package the scorer used before, with openai-whisper's rules
+        from whisper_normalizer.english import EnglishTextNormalizer
+    norm = EnglishTextNormalizer()
+    out = []
+    for ref, hyp in pairs:
+        r, h = " ".join(norm(ref).split()), " ".join(norm(hyp).split())
+        w = jiwer.process_words(r, h)
+        row = (w.hits, w.substitutions, w.deletions, w.insertions)
+        if characters:
+            c = jiwer.process_characters(r, h)
+            row += (c.hits, c.substitutions, c.deletions, c.insertions)
+        out.append(row)
+    return out
+
+
+def fast_counts(pairs: list[tuple[str, str]], characters: bool, cold: bool) -> list[tuple]:
+    from whisperbench.scoring.normalize import _cached
+
+    out = []
+    for i, (ref, hyp) in enumerate(pairs):
+        if cold:
+            _cached(NORMALIZER).cache_clear()
+        p = score_prediction(Prediction(id=str(i), reference=ref, hypothesis=hyp), NORMALIZER, characters=characters)
+        row = (p.hits, p.substitutions, p.deletions, p.insertions)
+        out.append(row + (p.char_hits, p.char_substitutions, p.char_deletions, p.char_insertions) if characters else row)
+    return out
+
+
+def fresh_scoring(count: int) -> None:
+    """Goal 1: the ratio naive loop / new scorer, one core, counts checked equal."""
+    from whisperbench.scoring.normalize import _cached
+
+    texts = [json.loads(line)["text"] for line in SHARED.read_text(encoding="utf-8").splitlines() if line] \
+        if SHARED.exists() else bundled_transcripts()
+    rng = random.Random(5)
+    vocabulary = sorted({w for t in texts for w in t.split()})
+    pairs = [(text, edited(text.split(), vocabulary, rng.uniform(0.0, 0.3), rng))
+             for text in (texts[i % len(texts)] for i in range(count))]
+    print(f"goal 1: fresh scoring of {len(pairs):,} pairs ({len(texts)} transcripts"
+          f"{' from ' + str(SHARED.parent) if SHARED.exists() else ''}), one core")
+    naive_counts(pairs[:50], True)  # imports, compiled patterns: neither side pays its start-up in the timing
+    fast_counts(pairs[:50], True, cold=True)
+    for characters in (False, True):
+        t0 = time.perf_counter()
+        naive = naive_counts(pairs, characters)
+        naive_s = time.perf_counter() - t0
+        for cold in (True, False):
+            _cached(NORMALIZER).cache_clear()
+            if not cold:
+                fast_counts(pairs[:len(texts)], characters, cold=False)  # each transcript once: references cached
+            t0 = time.perf_counter()
+            fast = fast_counts(pairs, characters, cold)
+            fast_s = time.perf_counter() - t0
+            assert fast == naive, "counts differ from the naive loop"
+            what = "words + characters (WER + CER)" if characters else "words (WER)"
+            how = "cold, nothing cached" if cold else "references cached"
+            print(f"  {what:32s} {how:22s} naive {1e6 * naive_s / len(pairs):6.0f} µs/pair  new "
+                  f"{1e6 * fast_s / len(pairs):5.0f} µs/pair  ratio x{naive_s / fast_s:4.1f}  (counts identical)")
+
+
+def step(name: str, folder: Path) -> dict:
+    """One measured step in this (fresh) process: seconds and peak RSS."""
+    from whisperbench.reports import evaluate_gate
+    from whisperbench.reports.languages import language_frame
+    from whisperbench.reports.leaderboard import leaderboard_frame, render_markdown
+
+    t0 = time.perf_counter()
+    ref, cand = open_run(str(folder / "reference")), open_run(str(folder / "candidate"))
+    row: dict = {}
+    if name.startswith("compare"):
+        comparison = compare_runs(ref, cand)
+        row.update(wer=comparison.candidate_wer, qoi=comparison.result.qoi)
+    elif name == "gate":
+        row["code"] = evaluate_gate(ref, cand, min_qoi=50.0, max_wer_increase=100.0).code
+    elif name == "report":
+        references = {ref.dataset_hash: ref}
+        text = render_markdown(leaderboard_frame([ref, cand], references), references)
+        text += str(language_frame([ref, cand], references).shape)
+        row["chars"] = len(text)
+    elif name == "objects":  # the per-object path (summarize + qoi over Prediction objects), to check figures
+        row.update(wer=summarize(cand.predictions, NORMALIZER, "short", scored_with=NORMALIZER)["wer"],
+                   qoi=qoi(ref.predictions, cand.predictions, NORMALIZER, reference_scored_with=NORMALIZER,
+                           candidate_scored_with=NORMALIZER).qoi)
+    row.update(seconds=time.perf_counter() - t0, peak_mb=peak_rss_mb())
+    return row
+
+
+def measured(name: str, folder: Path) -> dict:
+    """``step`` in a fresh process (its own peak memory)."""
+    out = subprocess.run([sys.executable, __file__, "--step", name, "--folder", str(folder)], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def at_size(n: int, table: list[list[dict]], tmp: Path, report_max: int, check: bool) -> dict:
+    folder = tmp / f"n{n}"
+    for role, seed in (("reference", 1), ("candidate", 2)):
+        write_run(folder / role, n, table, seed)
+    mb = (folder / "candidate" / PREDICTIONS).stat().st_size / 2**20
+    steps = {"compare (builds tables)": measured("compare", folder), "compare": measured("compare-warm", folder),
+             "gate": measured("gate", folder)}
+    if n <= report_max:
+        steps["report"] = measured("report", folder)
+    if check:
+        objects = measured("objects", folder)
+        assert (objects["wer"], objects["qoi"]) == (steps["compare"]["wer"], steps["compare"]["qoi"]), \
+            "columnar figures differ from the per-object path"
+    print(f"n={n:>9,} ({mb:6.1f} MiB predictions.jsonl per run; WER {steps['compare']['wer']:.2f}% "
+          f"QoI {steps['compare']['qoi']:.2f}%{'; equal to the per-object path' if check else ''})")
+    for label, row in steps.items():
+        print(f"    {label:24s} {row['seconds']:7.2f} s  {1e6 * row['seconds'] / n:6.1f} µs/prediction  "
+              f"peak RSS {row['peak_mb']:7,.0f} MiB", flush=True)
+    if n > report_max:
+        print(f"    report                   skipped above --report-max {report_max:,} (bootstrap.py's resampling "
+              f"matrix, 2000 x n int64, is issue 36's)")
+    shutil.rmtree(folder)
+    return {"n": n, **{label: row for label, row in steps.items()}}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
+    parser.add_argument("--pairs", type=int, default=3000, help="pairs for the fresh-scoring ratio (goal 1)")
     parser.add_argument("--variants", type=int, default=4000, help="distinct scored predictions to draw from")
+    parser.add_argument("--report-max", type=int, default=100_000, help="largest size the report step runs at")
+    parser.add_argument("--step", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.step:
+        print(json.dumps(step(args.step, Path(args.folder))))
+        return 0
+    fresh_scoring(args.pairs)
     sizes = [int(s) for s in args.sizes.split(",")]
-
-    start = time.perf_counter()
     table = variants(bundled_transcripts(), args.variants, seed=0)
-    print(f"{sum(map(len, table))} distinct scored predictions in {time.perf_counter() - start:.1f} s")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
+        print(f"\ngoals 2, 3, 6: compare / gate / report on two stored runs (each step a fresh process)")
         for n in sizes:
-            for role, seed in (("reference", 1), ("candidate", 2)):
-                write_run(Path(tmp) / f"{role}-{n}", n, table, seed)
-            size_mb = (Path(tmp) / f"candidate-{n}" / PREDICTIONS).stat().st_size / 2**20
-            t0 = time.perf_counter()
-            ref, cand = open_run(str(Path(tmp) / f"reference-{n}")), open_run(str(Path(tmp) / f"candidate-{n}"))
-            t1 = time.perf_counter()
-            comparison = compare_runs(ref, cand)  # summarize both (WER) + QoI, as `whisperbench compare`
-            t2 = time.perf_counter()
-            row = {"n": n, "mb": size_mb, "read_s": t1 - t0, "score_s": t2 - t1, "total_s": t2 - t0,
-                   "wer": comparison.candidate_wer, "qoi": comparison.result.qoi, "peak_mb": peak_rss_mb()}
-            if n == sizes[0]:  # the path that re-normalizes and re-aligns everything, for comparison
-                t3 = time.perf_counter()
-                slow_wer = summarize(cand.predictions, NORMALIZER, "short")["wer"]
-                slow_qoi = qoi(ref.predictions, cand.predictions, NORMALIZER).qoi
-                row["rescoring_s"] = time.perf_counter() - t3
-                assert (slow_wer, slow_qoi) == (row["wer"], row["qoi"]), "stored-count path differs from re-scoring"
-            results.append(row)
-            print(f"n={n:>9,}: predictions.jsonl {size_mb:7.1f} MiB/run  read 2 runs {row['read_s']:6.2f} s  "
-                  f"WER+QoI {row['score_s']:6.2f} s  total {row['total_s']:6.2f} s  "
-                  f"({1e6 * row['total_s'] / n:5.1f} µs/prediction)  WER {row['wer']:.2f}%  QoI {row['qoi']:.2f}%  "
-                  f"peak RSS {row['peak_mb']:,.0f} MiB", flush=True)
-            del ref, cand, comparison
-            for role in ("reference", "candidate"):
-                (Path(tmp) / f"{role}-{n}" / PREDICTIONS).unlink()
-    print("\ngrowth (total time ratio / size ratio; 1.0 = linear):")
+            results.append(at_size(n, table, Path(tmp), args.report_max, check=n == sizes[0]))
+    print("\ngrowth (time ratio / size ratio; 1.0 = linear):")
     for small, big in zip(results, results[1:]):
-        print(f"  {small['n']:,} -> {big['n']:,}: x{big['total_s'] / small['total_s']:.1f} time for "
-              f"x{big['n'] / small['n']:.0f} size ({big['total_s'] / small['total_s'] / (big['n'] / small['n']):.2f})")
-    first = results[0]
-    if "rescoring_s" in first:
-        per = first["rescoring_s"] / first["n"]
-        print(f"\nre-scoring path (normalize + align again), n={first['n']:,}: {first['rescoring_s']:.1f} s "
-              f"-> about {per * 1e6:,.0f} s for 1M; the stored-count path is "
-              f"{first['rescoring_s'] / first['score_s']:.0f}x faster on the same runs, same WER and QoI")
+        growth = {label: big[label]["seconds"] / small[label]["seconds"] / (big["n"] / small["n"])
+                  for label in big if label != "n" and label in small}
+        print(f"  {small['n']:,} -> {big['n']:,}: " + ", ".join(f"{k} {v:.2f}" for k, v in growth.items()))
     last = results[-1]
-    print(f"\n{last['n']:,} predictions (reference + candidate runs): {last['total_s']:.1f} s "
-          f"(target < 60 s on 2 cores) on {sys.platform}, Python {sys.version.split()[0]}")
+    print(f"\n{last['n']:,} predictions per run: compare {last['compare']['seconds']:.1f} s "
+          f"/ {last['compare']['peak_mb']:,.0f} MiB (target < 10 s, < 2 GB), gate {last['gate']['seconds']:.1f} s"
+          + (f", report {last['report']['seconds']:.1f} s / {last['report']['peak_mb']:,.0f} MiB (target < 60 s, < 2 GB)"
+             if "report" in last else "") + f"; {sys.platform}, Python {sys.version.split()[0]}")
     return 0
 
 
 if __name__ == "__main__":
     code = main()
-    print(load_verdict())
+    if "--step" not in sys.argv:
+        print(load_verdict())
     raise SystemExit(code)
