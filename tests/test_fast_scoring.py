@@ -249,11 +249,27 @@ def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
     extra = Prediction(id="only-ref", reference="a b", hypothesis="c d e")
     with open(tmp_path / "cand" / PREDICTIONS, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(extra.to_json()) + "\n")  # appended after the table was built: stale
-    stale = open_run(str(tmp_path / "cand"))
-    assert stale._predictions is not None
+    before = table.stat().st_mtime_ns
+    stale = open_run(str(tmp_path / "cand"))  # stale: rebuilt on opening, from every line
+    assert table.stat().st_mtime_ns != before and stale.num_predictions == len(cand) + 1
     again = compare_runs(open_run(str(tmp_path / "ref")), stale)
     assert again.result.to_json() == qoi(ref, cand + [extra], "english").to_json()
     assert again.candidate_wer == summarize(cand + [extra], "english", "short")["wer"]
     table.write_bytes(b"not an arrow file")  # unreadable: rebuilt, never an error
     assert compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result.qoi == again.result.qoi
     assert open_run(str(tmp_path / "cand"))._predictions is None
+
+
+def test_score_table_keeps_the_last_line_per_id_in_bounded_chunks(tmp_path):
+    """Built a chunk at a time, the table has the run store's rows: one per id, the last line, first order."""
+    from whisperbench.scoring.table import score_table, score_table_of_chunks
+    from whisperbench.store import RunStore
+
+    preds = [Prediction(id=f"u{i % 7}", reference="a b c", hypothesis="a " * (i % 4)) for i in range(20)]
+    _write_run(tmp_path / "r", preds)
+    store = RunStore(tmp_path / "r")
+    with open(store.predictions_path, "a", encoding="utf-8") as fh:
+        fh.write('{"id": "cut sh')  # a write cut short: ignored
+    chunked = score_table_of_chunks(store.prediction_chunks(size=3), "english")
+    assert chunked.equals(score_table(store.read_predictions(), "english"))
+    assert chunked["id"].to_pylist() == [f"u{i}" for i in range(7)]

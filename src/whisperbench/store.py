@@ -48,6 +48,13 @@ def _read_json(path: Path) -> dict:
         raise RunStoreError(f"cannot read {path}: {exc}") from exc
 
 
+def _parse_line(raw: bytes, path: Path, number: int) -> Prediction:
+    try:
+        return Prediction.from_json(json.loads(raw))
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError) as exc:
+        raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
+
+
 @dataclass
 class RunStore:
     """One run's folder."""
@@ -81,6 +88,25 @@ class RunStore:
     def write_summary(self, summary: dict) -> None:
         write_json_atomic(self.path / SUMMARY_JSON, redact(summary))
 
+    def prediction_chunks(self, size: int = 50_000) -> Iterator[list[Prediction]]:
+        """The stored lines as predictions, ``size`` at a time, in file order (an id may come again later:
+        the later line wins, as in :meth:`read_predictions`); the same errors as it."""
+        path = self.predictions_path
+        if not path.exists():
+            return
+        chunk: list[Prediction] = []
+        with open(path, "rb") as fh, paused_gc():
+            for number, raw in enumerate(fh, start=1):
+                if not raw.endswith(b"\n"):
+                    break  # a write cut short
+                if raw.strip():
+                    chunk.append(_parse_line(raw, path, number))
+                if len(chunk) >= size:
+                    yield chunk
+                    chunk = []
+        if chunk:
+            yield chunk
+
     def read_predictions(self) -> list[Prediction]:
         """Stored predictions, one per id (a later line for an id replaces an earlier one).
 
@@ -98,10 +124,7 @@ class RunStore:
             for number, raw in enumerate(complete.splitlines(), start=1):
                 if not raw.strip():
                     continue
-                try:
-                    pred = Prediction.from_json(json.loads(raw))
-                except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError) as exc:
-                    raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
+                pred = _parse_line(raw, path, number)
                 by_id[pred.id] = pred
         return list(by_id.values())
 
@@ -273,10 +296,11 @@ class StoredRun:
         if normalizer not in self._tables:
             table = self.store.read_score_table(normalizer)
             if table is None:
-                from .scoring.table import score_table
+                from .scoring.table import score_table_of_chunks
 
                 stamp = self.store.predictions_stamp()
-                table = score_table(self.predictions, normalizer, scored_with=self.normalizer)
+                chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()
+                table = score_table_of_chunks(chunks, normalizer, scored_with=self.normalizer)
                 self.store.write_score_table(table, normalizer, stamp)
             self._tables[normalizer] = table
         return self._tables[normalizer]
@@ -320,10 +344,12 @@ def _stored_run(store: RunStore) -> StoredRun:
     run = StoredRun(store, store.read_info(), None, store.read_summary())
     normalizer = run.info.get("normalizer")
     fresh = store.read_score_table(normalizer) if isinstance(normalizer, str) else None
-    if fresh is None:
-        run.predictions  # noqa: B018 (read now)
+    if fresh is not None:
+        run._tables[normalizer] = fresh
+    elif isinstance(normalizer, str):
+        run.score_table(normalizer)  # reads every line now, in bounded memory (a malformed one is an error here)
     else:
-        run._tables[run.normalizer] = fresh
+        run.predictions  # noqa: B018 (read now)
     return run
 
 

@@ -36,6 +36,29 @@ def score_table(predictions: Iterable[Prediction], normalizer: str, scored_with:
     return pa.table(columns, schema=SCHEMA)
 
 
+def score_table_of_chunks(chunks: Iterable[list[Prediction]], normalizer: str,
+                          scored_with: Optional[str] = None) -> pa.Table:
+    """:func:`score_table` over predictions given a chunk at a time (bounded memory), one row per id: where an
+    id comes again, its last prediction (the run store's rule), in the order of first appearance."""
+    tables = [score_table(chunk, normalizer, scored_with) for chunk in chunks]
+    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    return _last_per_id(table)
+
+
+def _last_per_id(table: pa.Table) -> pa.Table:
+    """One row per id, the last one, placed where the id first appeared (``dict`` semantics)."""
+    ids = table["id"].combine_chunks() if table.num_rows else pa.array([], pa.string())
+    codes = pc.dictionary_encode(ids)
+    index = codes.indices.to_numpy(zero_copy_only=False)
+    if len(codes.dictionary) == len(index):
+        return table.combine_chunks()
+    last = np.full(len(codes.dictionary), -1, dtype=np.int64)
+    np.maximum.at(last, index, np.arange(len(index)))  # the last row of each id
+    first = np.full(len(codes.dictionary), len(index), dtype=np.int64)
+    np.minimum.at(first, index, np.arange(len(index)))
+    return table.take(pa.array(last[np.argsort(first, kind="stable")])).combine_chunks()
+
+
 def counts(table: pa.Table, names: tuple[str, ...] = WORD_COUNTS, mask: Optional[pa.Array] = None) -> WordCounts:
     """Summed counts of ``table`` (of the rows in ``mask``): word counts, or ``CHAR_COUNTS``."""
     sums = [pc.sum(table[name] if mask is None else pc.filter(table[name], mask)).as_py() or 0 for name in names]
