@@ -302,6 +302,7 @@ class StoredRun:
                 chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()
                 table = score_table_of_chunks(chunks, normalizer, scored_with=self.normalizer)
                 self.store.write_score_table(table, normalizer, stamp)
+                table = self.store.read_score_table(normalizer) or table  # memory-mapped: the built copy is freed
             self._tables[normalizer] = table
         return self._tables[normalizer]
 

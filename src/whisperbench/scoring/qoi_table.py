@@ -27,7 +27,10 @@ CHUNK = 65_536  # examples built at a time when iterating
 
 @dataclass
 class ExampleColumns:
-    """The joined examples of a QoI result as columns; a read-only sequence of ``ExampleComparison``."""
+    """The joined examples of a QoI result as columns; a read-only sequence of ``ExampleComparison``.
+
+    Texts stay in the runs' (memory-mapped) score tables: ``reference_rows``/``candidate_rows`` index them.
+    """
 
     ids: pa.Array
     reference_errors: np.ndarray
@@ -35,11 +38,12 @@ class ExampleColumns:
     reference_wer: np.ndarray  # NaN where undefined (None in the record)
     candidate_wer: np.ndarray
     candidate_failed: np.ndarray
-    reference_text: pa.Array
-    reference_hypothesis: pa.Array
-    candidate_hypothesis: pa.Array
     reference_words: np.ndarray
     language: pa.Array
+    reference_table: pa.Table
+    candidate_table: pa.Table
+    reference_rows: np.ndarray
+    candidate_rows: np.ndarray
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -55,8 +59,12 @@ class ExampleColumns:
         return list(self) == list(other)
 
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
-        texts = [a.slice(start, stop - start).to_pylist() for a in
-                 (self.ids, self.reference_text, self.reference_hypothesis, self.candidate_hypothesis, self.language)]
+        ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])
+        texts = [self.ids.slice(start, stop - start).to_pylist(),
+                 self.reference_table["reference"].take(ref_rows).to_pylist(),
+                 self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
+                 self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
+                 self.language.slice(start, stop - start).to_pylist()]
         numbers = [a[start:stop].tolist() for a in (self.reference_errors, self.candidate_errors, self.reference_wer,
                                                    self.candidate_wer, self.candidate_failed, self.reference_words)]
         return [ExampleComparison(ex_id, ref_e, cand_e, None if ref_w != ref_w else ref_w,
@@ -74,7 +82,8 @@ class ExampleColumns:
         """The examples labelled ``language``."""
         mask = pc.fill_null(pc.equal(self.language, language), False)
         rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-        return ExampleColumns(**{name: (value.take(pa.array(rows)) if isinstance(value, pa.Array) else value[rows])
+        return ExampleColumns(**{name: value if isinstance(value, pa.Table) else
+                                 value.take(pa.array(rows)) if isinstance(value, pa.Array) else value[rows]
                                  for name, value in self.__dict__.items()})
 
     def regressed_count(self) -> int:
@@ -95,6 +104,10 @@ class ExampleColumns:
         return dict(sorted(table.items()))
 
 
+#: the columns joined and compared (the texts stay where they are, read by row index when needed)
+LIGHT = ("id", "status", "language") + WORD_COUNTS + CHAR_COUNTS
+
+
 def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> QoiResult:
     """QoI of ``candidate`` against ``reference``, both score tables scored with ``normalizer``."""
     result = QoiResult(None, 0, 0, 0, 0, 0, 0)
@@ -102,11 +115,12 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
     in_ref = pc.is_in(candidate["id"], value_set=reference["id"])
     result.only_in_reference = sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist())
     result.only_in_candidate = sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist())
-    ref, cand = _sorted_rows(reference.filter(in_cand)), _sorted_rows(candidate.filter(in_ref))
-    ref_ok = pc.equal(ref["status"], "ok").to_numpy(zero_copy_only=False)
-    result.reference_failed = pc.filter(ref["id"], pc.invert(pa.array(ref_ok))).to_pylist()
-    ref, cand = ref.filter(pa.array(ref_ok)), cand.filter(pa.array(ref_ok))
-    columns = _columns(ref, cand)
+    ref_rows, cand_rows = _sorted_rows(reference, in_cand), _sorted_rows(candidate, in_ref)
+    ref_ok = pc.equal(reference["status"].take(pa.array(ref_rows)), "ok").to_numpy(zero_copy_only=False)
+    result.reference_failed = reference["id"].take(pa.array(ref_rows[~ref_ok])).to_pylist()
+    ref_rows, cand_rows = ref_rows[ref_ok], cand_rows[ref_ok]
+    ref, cand = reference.select(LIGHT).take(pa.array(ref_rows)), candidate.select(LIGHT).take(pa.array(cand_rows))
+    columns = _columns(ref, cand, reference, candidate, ref_rows, cand_rows)
     _compare_special(ref, cand, columns, normalizer, result)
     result.examples = columns
     result.joined = len(columns)
@@ -119,8 +133,11 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
     return result
 
 
-def _sorted_rows(table: pa.Table) -> pa.Table:
-    return table.take(pc.sort_indices(table["id"]))
+def _sorted_rows(table: pa.Table, keep: pa.ChunkedArray) -> np.ndarray:
+    """The row numbers of ``table`` where ``keep``, ordered by id."""
+    rows = np.flatnonzero(keep.to_numpy())
+    order = pc.sort_indices(table["id"].take(pa.array(rows))).to_numpy()
+    return rows[order]
 
 
 def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
@@ -139,7 +156,8 @@ def _headline(table: pa.Table, is_cer: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return (np.where(is_cer, c_subs + c_dels + c_ins, errors), np.where(is_cer, c_hits + c_subs + c_dels, words), wer)
 
 
-def _columns(ref: pa.Table, cand: pa.Table) -> ExampleColumns:
+def _columns(ref: pa.Table, cand: pa.Table, reference: pa.Table, candidate: pa.Table, ref_rows: np.ndarray,
+             cand_rows: np.ndarray) -> ExampleColumns:
     language = _language(ref, cand)
     language = language.combine_chunks() if isinstance(language, pa.ChunkedArray) else language
     codes = pc.dictionary_encode(language)
@@ -152,23 +170,35 @@ def _columns(ref: pa.Table, cand: pa.Table) -> ExampleColumns:
         ids=ref["id"].combine_chunks(), reference_errors=ref_errors, candidate_errors=cand_errors,
         reference_wer=ref_wer, candidate_wer=cand_wer,
         candidate_failed=pc.not_equal(cand["status"], "ok").to_numpy(zero_copy_only=False),
-        reference_text=ref["reference"].combine_chunks(), reference_hypothesis=ref["hypothesis"].combine_chunks(),
-        candidate_hypothesis=cand["hypothesis"].combine_chunks(), reference_words=ref_words,
-        language=language)
+        reference_words=ref_words, language=language, reference_table=reference, candidate_table=candidate,
+        reference_rows=ref_rows, candidate_rows=cand_rows)
 
 
 def _compare_special(ref: pa.Table, cand: pa.Table, columns: ExampleColumns, normalizer: str,
                      result: QoiResult) -> None:
     """Compare, one by one, the examples whose transcripts or language labels differ between the runs."""
-    special = pc.or_(pc.not_equal(ref["reference"], cand["reference"]),
-                     pc.or_(_differs(ref["language"], columns.language), _differs(cand["language"], columns.language)))
-    rows = np.flatnonzero(special.to_numpy(zero_copy_only=False))
-    for i in rows:
-        one = _compare_one(_prediction(ref, int(i)), _prediction(cand, int(i)), normalizer, None, None, result)
+    labels = pc.or_(_differs(ref["language"], columns.language), _differs(cand["language"], columns.language))
+    special = labels.to_numpy(zero_copy_only=False) | _texts_differ(columns)
+    for i in np.flatnonzero(special):
+        one = _compare_one(_prediction(columns.reference_table, int(columns.reference_rows[i])),
+                           _prediction(columns.candidate_table, int(columns.candidate_rows[i])),
+                           normalizer, None, None, result)
         columns.reference_errors[i], columns.candidate_errors[i] = one.reference_errors, one.candidate_errors
         columns.reference_words[i] = one.reference_words
         columns.reference_wer[i] = np.nan if one.reference_wer is None else one.reference_wer
         columns.candidate_wer[i] = np.nan if one.candidate_wer is None else one.candidate_wer
+
+
+def _texts_differ(columns: ExampleColumns) -> np.ndarray:
+    """Per joined example: whether the two runs hold different transcripts (compared a block at a time)."""
+    out = np.zeros(len(columns), dtype=bool)
+    for start in range(0, len(columns), CHUNK * 4):
+        ref_rows = pa.array(columns.reference_rows[start:start + CHUNK * 4])
+        cand_rows = pa.array(columns.candidate_rows[start:start + CHUNK * 4])
+        same = pc.equal(columns.reference_table["reference"].take(ref_rows),
+                        columns.candidate_table["reference"].take(cand_rows))
+        out[start:start + len(ref_rows)] = ~same.to_numpy(zero_copy_only=False)
+    return out
 
 
 def _differs(labels, language) -> pa.Array:

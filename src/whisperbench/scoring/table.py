@@ -51,7 +51,7 @@ def _last_per_id(table: pa.Table) -> pa.Table:
     codes = pc.dictionary_encode(ids)
     index = codes.indices.to_numpy(zero_copy_only=False)
     if len(codes.dictionary) == len(index):
-        return table.combine_chunks()
+        return table
     last = np.full(len(codes.dictionary), -1, dtype=np.int64)
     np.maximum.at(last, index, np.arange(len(index)))  # the last row of each id
     first = np.full(len(codes.dictionary), len(index), dtype=np.int64)
