@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,33 @@ class CrashingEchoAdapter(Adapter):
             if not mark.exists():
                 mark.touch()
                 os._exit(3)
+        return Transcript(text=example.text)
+
+
+@register
+class OtherWeightsAdapter(Adapter):
+    """Fault injection only: echoes the transcript; the first worker to load says it holds weights ``good``
+    (fingerprint), every later one ``other`` (and loads 2 s later, so the first is live first); each example
+    takes 0.7 s."""
+
+    name = "test-ray-weights"
+    options = {"marks": ""}
+    uses_weights = False
+
+    def load(self):
+        mark = Path(self.settings["marks"]) / "first"
+        try:
+            mark.touch(exist_ok=False)
+            self.fingerprint = "good"
+        except FileExistsError:
+            self.fingerprint = "other"
+            time.sleep(2)
+
+    def describe(self):
+        return {**super().describe(), "weights": {"fingerprint": self.fingerprint}}
+
+    def transcribe(self, audio, example, *, long_form):
+        time.sleep(0.7)  # the run outlasts the other workers' loading
         return Transcript(text=example.text)
 
 
@@ -178,3 +206,33 @@ def test_cli_joins_a_cluster_by_address(ray_cluster, tmp_path, tiny_rows, tiny_s
     assert remote_summary["num_failed"] == 1  # the id left out of the hypotheses file
     info = json.loads((tmp_path / "runs" / "remote" / "run.json").read_text())
     assert info["backend"] == "ray" and info["backend_info"]["address"] == ray_cluster
+
+
+def test_an_actor_holding_other_weights_is_refused(ray_cluster, tmp_path, local_manifest):
+    """A worker whose weights fingerprint differs is refused (killed, said, recorded): every example is
+    transcribed by the worker with the expected weights."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    decoding = DecodingOptions(threads=1, extra={"marks": str(marks)})
+    result = run_evaluation(RunRequest("test-ray-weights", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
+                                       name="w", backend="ray", workers=2, warmup=False, decoding=decoding))
+    backend = result.info["backend_info"]
+    refused = [a for a in backend["actors"] if a["status"] == "refused"]
+    assert refused and all("weights differ" in a["error"] for a in refused)
+    assert any("refused" in d for d in backend["deaths"]) and backend["weights_fingerprint"] == "good"
+    preds = open_run("w", tmp_path / "r").predictions
+    live_pids = {a["pid"] for a in backend["actors"] if a["status"] == "closed"}
+    assert len(preds) == 6 and all(p.status == "ok" and p.extra["worker"]["pid"] in live_pids for p in preds)
+
+
+def test_a_relative_model_path_reaches_the_workers_absolute(ray_cluster, tmp_path, tiny_rows, tiny_short,
+                                                            monkeypatch):
+    """``--model hyp.jsonl`` (relative to where the run starts) is what the workers load, whatever their folder."""
+    write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
+    monkeypatch.chdir(tmp_path)
+    result = run_evaluation(RunRequest("recorded", "hyp.jsonl", str(tiny_short), runs_dir=str(tmp_path / "r"),
+                                       name="rel", backend="ray", workers=2, warmup=False,
+                                       decoding=DecodingOptions(threads=1)))
+    assert result.summary["num_failed"] == 0 and result.summary["wer"] == 0.0
+    assert result.info["backend_info"]["model"] == str(tmp_path / "hyp.jsonl")
+    assert result.info["backend_info"]["actor_cpus"] == 1

@@ -1,7 +1,7 @@
 """Distributed evaluation on Ray: actors that each hold a loaded model; the driver writes the run store.
 
 ``RayBackend`` is one of :mod:`.backends`. It starts ``job.workers`` Ray actors
-(one CPU each), every one of which loads the adapter once (load and warm-up timed in the actor, as
+(each reserving its ``threads`` CPUs, fewer when the cluster holds fewer), every one of which loads the adapter once (load and warm-up timed in the actor, as
 in-process) and runs batches of examples with the same :class:`~.examples.ExampleRunner`, so timing
 and scoring are the in-process ones. The driver keeps ``IN_FLIGHT_PER_ACTOR`` batches queued on each
 actor, takes results as they finish (``ray.wait``) and appends them to the run store itself: the
@@ -14,7 +14,10 @@ lasts. An example whose worker died ``max_attempts`` times is stored as failed, 
 
 Ray is imported lazily (``pip install 'whisperbench[ray]'``). Without ``--address`` a local Ray
 instance is started for the run (or the current one is used when Ray is already initialized);
-with it, the run joins that cluster. Audio paths are sent as absolute paths: on a cluster of
+with it, the run joins that cluster. A relative ``--model`` path is made absolute before it reaches the
+workers, and an actor whose weights fingerprint differs from the driver's (or, where the driver cannot
+read the model, from the first live actor's) is refused: killed, logged and recorded, its work done
+elsewhere. Audio paths are sent as absolute paths: on a cluster of
 several machines they must be readable on every node (a shared file system), or the examples fail
 with the path named.
 """
@@ -38,6 +41,7 @@ from ..types import Example, Prediction
 from .job import BackendReport, Job, Progress
 from .examples import batches
 
+logger = logging.getLogger(__name__)
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
 MAX_ATTEMPTS = 3  # times an example may be in a worker that dies before it is stored as failed
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -137,6 +141,39 @@ def _driver_omp_threads() -> str:
         return str(os.cpu_count() or 1)
 
 
+def absolute_model(spec: Any) -> Any:
+    """``spec`` with a relative model path made absolute (workers resolve paths against their own folder);
+    a model name (``tiny.en``) or an absolute path is left as it is."""
+    model = spec.model
+    if model and not Path(model).is_absolute() and "://" not in model and Path(model).exists():
+        return dataclasses.replace(spec, model=str(Path(model).resolve()))
+    return spec
+
+
+def driver_fingerprint(job: Job) -> Optional[str]:
+    """The weights fingerprint of the run's model as the driver reads it; None when the adapter uses no
+    weights of ours or the driver cannot read them (then the first live actor's is the one all must have)."""
+    if job.adapter is None or not getattr(job.adapter, "uses_weights", False):
+        return None
+    from ..models.registry import describe_source
+
+    try:
+        return describe_source(job.spec.model).get("fingerprint")
+    except (WhisperbenchError, OSError) as exc:
+        logger.info("backend ray: the driver cannot fingerprint %s (%s): actors are checked against each other",
+                    job.spec.model, exc)
+        return None
+
+
+def actor_cpus(threads: int, workers: int, cluster_cpus: float) -> int:
+    """CPUs reserved per actor: its ``threads``, reduced to what the cluster holds for ``workers`` actors.
+
+    >>> actor_cpus(4, 2, 16), actor_cpus(4, 2, 6), actor_cpus(8, 4, 2)
+    (4, 3, 1)
+    """
+    return max(1, min(int(threads or 1), int(cluster_cpus // max(1, workers))))
+
+
 def _absolute(example: Example) -> Example:
     if isinstance(example.audio, str) and "://" not in example.audio:
         return dataclasses.replace(example, audio=str(Path(example.audio).resolve()))
@@ -166,6 +203,8 @@ class RayBackend:
     def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
         self.ray = ray = _import_ray()
         self.writer, self.progress = writer, progress
+        self.job = dataclasses.replace(self.job, spec=absolute_model(self.job.spec))
+        self.expected_fingerprint = driver_fingerprint(self.job)
         started_here = connect(self.job.address)
         cluster_cpus = ray.cluster_resources().get("CPU", 0)
         if cluster_cpus < self.workers:
@@ -173,8 +212,9 @@ class RayBackend:
                 ray.shutdown()
             raise WhisperbenchError(f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
                                     f"the cluster has {cluster_cpus:g}")
+        self.actor_cpus = actor_cpus(self.job.spec.decoding.threads, self.workers, cluster_cpus)
         worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
-        self.remote_cls = ray.remote(num_cpus=1, max_restarts=0)(ExampleWorker).options(
+        self.remote_cls = ray.remote(num_cpus=self.actor_cpus, max_restarts=0)(ExampleWorker).options(
             runtime_env={"env_vars": worker_env})
         loop_wall = 0.0
         try:
@@ -221,6 +261,9 @@ class RayBackend:
                 first_error = first_error or _cause(exc)
                 actor.status, actor.error = "died", _cause(exc)
                 self.deaths.append(f"actor {actor.number} failed to start: {_cause(exc)}")
+                continue
+            refused = self._refused(actor)
+            first_error = first_error or refused
 
     def _loop(self) -> None:
         """Keep work queued on the live actors and store results as they finish, until nothing is left."""
@@ -244,7 +287,27 @@ class RayBackend:
         try:
             actor.facts, actor.status = self.ray.get(ref), "live"
         except Exception as exc:
-            self._bury(actor, f"failed to start: {_cause(exc)}", [])
+            return self._bury(actor, f"failed to start: {_cause(exc)}", [])
+        self._refused(actor)
+
+    def _refused(self, actor: _Actor) -> Optional[str]:
+        """Refuse (kill, say why) a freshly loaded actor whose weights fingerprint is not the driver's (or, when
+        the driver cannot read the model, not the first live actor's): it would give other transcripts."""
+        found = ((actor.facts.get("adapter_info") or {}).get("weights") or {}).get("fingerprint")
+        if self.expected_fingerprint is None:
+            self.expected_fingerprint = found
+        if found == self.expected_fingerprint:
+            return None
+        cause = (f"refused: its weights differ from the driver's (fingerprint {str(found)[:12]} on "
+                 f"{actor.facts.get('host')}, expected {str(self.expected_fingerprint)[:12]})")
+        logger.warning("backend ray: actor %d %s", actor.number, cause)
+        actor.status, actor.error = "refused", cause
+        self.deaths.append(f"actor {actor.number} {cause}")
+        self._kill(actor)
+        if self.restarts_left > 0 and (self.pending or self.owner):
+            self.restarts_left -= 1
+            self._start_actor()
+        return cause
 
     def _finished(self, ref: Any) -> None:
         actor, work = self.owner.pop(ref)
@@ -313,7 +376,8 @@ class RayBackend:
             "deaths": self.deaths,
             "retried_examples": dict(sorted(self.lost_in.items())),  # id -> workers that died with it queued
             "failed_after_retries": sorted(i for i, n in self.attempts.items() if n >= self.max_attempts),
-            "worker_env": worker_env,
+            "worker_env": worker_env, "actor_cpus": self.actor_cpus, "model": self.job.spec.model,
+            "weights_fingerprint": self.expected_fingerprint,
         }
         return BackendReport.from_workers(loaded, loop_wall_s=loop_wall, backend_info=info,
                                           adapter_info=loaded[0]["adapter_info"] if loaded else None)
