@@ -273,3 +273,18 @@ def test_score_table_keeps_the_last_line_per_id_in_bounded_chunks(tmp_path):
     chunked = score_table_of_chunks(store.prediction_chunks(size=3), "english")
     assert chunked.equals(score_table(store.read_predictions(), "english"))
     assert chunked["id"].to_pylist() == [f"u{i}" for i in range(7)]
+
+
+def test_html_explorer_shows_the_worst_rows_of_a_large_comparison(tmp_path):
+    from whisperbench.reports import compare_runs
+    from whisperbench.reports.html import EXPLORER_ROWS, _explorer
+    from whisperbench.store import open_run
+
+    n = EXPLORER_ROWS + 100
+    _write_run(tmp_path / "ref", [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a b c d") for i in range(n)])
+    _write_run(tmp_path / "cand", [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a" if i % 2 else "x b c d")
+                                   for i in range(n)])
+    html = _explorer(compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))))
+    assert f"{n} regressed of {n} (the {EXPLORER_ROWS} worst shown)" in html
+    assert html.count('<tr class="regressed"') == EXPLORER_ROWS
+    assert html.count('data-value="3"') == n // 2 and html.index('data-value="3"') < html.index('data-value="1"')

@@ -158,6 +158,9 @@ def alignment_html(reference_text: str, hypothesis_text: str, normalizer: str) -
     return " ".join(marked)
 
 
+EXPLORER_ROWS = 500  # regressed examples shown per comparison in the explorer
+
+
 def _wer_increase(example) -> Optional[float]:
     if example.reference_wer is None or example.candidate_wer is None:
         return None
@@ -165,7 +168,8 @@ def _wer_increase(example) -> Optional[float]:
 
 
 def _explorer(comparison: Comparison) -> str:
-    regressed = comparison.result.worst(comparison.result.regressed)  # by Δ errors, then id (the examples' order)
+    # the worst first (by Δ errors, then id), at most EXPLORER_ROWS: a million-example run stays a readable page
+    regressed = comparison.result.worst(min(comparison.result.regressed, EXPLORER_ROWS))
     title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
     if not regressed:
         return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"
@@ -184,7 +188,8 @@ def _explorer(comparison: Comparison) -> str:
             f'{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small></td></tr>')
     head = ("<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th><th>Transcript</th>"
             "<th>Reference output (aligned)</th><th>Candidate output (aligned)</th></tr>")
-    return (f"<h3>{title}: {len(regressed)} regressed of {comparison.result.joined}</h3>"
+    shown = "" if len(regressed) == comparison.result.regressed else f" (the {len(regressed)} worst shown)"
+    return (f"<h3>{title}: {comparison.result.regressed} regressed of {comparison.result.joined}{shown}</h3>"
             f'<table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
