@@ -164,6 +164,29 @@ def fresh_scoring(count: int) -> None:
                   f"{1e6 * fast_s / len(pairs):5.0f} µs/pair  ratio x{naive_s / fast_s:4.1f}  (counts identical)")
 
 
+def all_cores(count: int) -> None:
+    """Goal 1, large sets: ``score_predictions`` in this process and on every core, same predictions."""
+    import os
+
+    from whisperbench.scoring import score_predictions
+    from whisperbench.scoring.normalize import _cached
+
+    texts = bundled_transcripts()
+    rng = random.Random(9)
+    vocabulary = sorted({w for t in texts for w in t.split()})
+    preds = [Prediction(id=str(i), reference=f"{texts[i % len(texts)]} {i}",  # distinct references: no cache hits
+                        hypothesis=edited(texts[i % len(texts)].split(), vocabulary, 0.2, rng)) for i in range(count)]
+    timings = {}
+    for workers in (1, os.cpu_count() or 1):
+        _cached(NORMALIZER).cache_clear()
+        t0 = time.perf_counter()
+        timings[workers] = (score_predictions(preds, NORMALIZER, workers=workers), time.perf_counter() - t0)
+    (one, one_s), (many, many_s) = timings[1], timings[max(timings)]
+    assert one == many, "several cores gave other predictions"
+    print(f"  all cores: {count:,} predictions (distinct references) 1 core {one_s:.1f} s, {max(timings)} cores "
+          f"{many_s:.1f} s (x{one_s / many_s:.2f}, workers started included; same predictions)")
+
+
 def step(name: str, folder: Path) -> dict:
     """One measured step in this (fresh) process: seconds and peak RSS."""
     from whisperbench.reports import evaluate_gate
@@ -228,6 +251,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
     parser.add_argument("--pairs", type=int, default=3000, help="pairs for the fresh-scoring ratio (goal 1)")
     parser.add_argument("--variants", type=int, default=4000, help="distinct scored predictions to draw from")
+    parser.add_argument("--parallel", type=int, default=40_000, help="predictions scored on one core and on all")
     parser.add_argument("--report-max", type=int, default=100_000, help="largest size the report step runs at")
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
@@ -236,6 +260,7 @@ def main(argv=None) -> int:
         print(json.dumps(step(args.step, Path(args.folder))))
         return 0
     fresh_scoring(args.pairs)
+    all_cores(args.parallel)
     sizes = [int(s) for s in args.sizes.split(",")]
     table = variants(bundled_transcripts(), args.variants, seed=0)
     results = []

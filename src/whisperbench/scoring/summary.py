@@ -18,6 +18,8 @@ from .wer import align, align_characters, corpus_wer, example_wer
 
 #: fewest predictions scored afresh on several cores (below it a pool costs more than it saves)
 PARALLEL_MIN = 20_000
+#: how scoring workers start: a fork shares the loaded modules (no second import), where the system has it
+_START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def score_prediction(pred: Prediction, normalizer: str, characters: bool = True) -> Prediction:
@@ -28,43 +30,50 @@ def score_prediction(pred: Prediction, normalizer: str, characters: bool = True)
     can never lower a run's WER or CER. With ``characters=False`` the character alignment is skipped
     (its fields stay None: the caller asks for WER only).
     """
-    ref_norm = normalize(pred.reference, normalizer)
-    hyp_norm = normalize(pred.hypothesis, normalizer) if pred.status == "ok" else ""
+    values = _scores(pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer,
+                     characters)
+    return dataclasses.replace(pred, **dict(zip(SCORE_FIELDS if characters else WORD_FIELDS, values)))
+
+
+#: the fields scoring fills, in the order ``_scores`` gives them
+WORD_FIELDS = ("reference_norm", "hypothesis_norm", "wer", "hits", "substitutions", "deletions", "insertions")
+SCORE_FIELDS = WORD_FIELDS + ("cer", "char_hits", "char_substitutions", "char_deletions", "char_insertions")
+
+
+def _scores(reference: str, hypothesis: Optional[str], language: Optional[str], normalizer: str,
+            characters: bool) -> tuple:
+    """The values of ``SCORE_FIELDS`` (``WORD_FIELDS`` without ``characters``); ``hypothesis`` None: failed."""
+    ref_norm = normalize(reference, normalizer)
+    hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
     counts = align(ref_norm, hyp_norm)
-    fields = {}
-    if characters:
-        chars = align_characters(cer_text(ref_norm, pred.language), cer_text(hyp_norm, pred.language))
-        fields = {"cer": example_wer(chars), "char_hits": chars.hits, "char_substitutions": chars.substitutions,
-                  "char_deletions": chars.deletions, "char_insertions": chars.insertions}
-    return dataclasses.replace(
-        pred,
-        reference_norm=ref_norm,
-        hypothesis_norm=hyp_norm,
-        wer=example_wer(counts),
-        hits=counts.hits,
-        substitutions=counts.substitutions,
-        deletions=counts.deletions,
-        insertions=counts.insertions,
-        **fields,
-    )
+    words = (ref_norm, hyp_norm, example_wer(counts), counts.hits, counts.substitutions, counts.deletions,
+             counts.insertions)
+    if not characters:
+        return words
+    chars = align_characters(cer_text(ref_norm, language), cer_text(hyp_norm, language))
+    return words + (example_wer(chars), chars.hits, chars.substitutions, chars.deletions, chars.insertions)
 
 
-def _score_chunk(args: tuple[list[Prediction], str, bool]) -> list[Prediction]:
+def _score_chunk(args: tuple[list[tuple], str, bool]) -> list[tuple]:
     chunk, normalizer, characters = args
-    return [score_prediction(pred, normalizer, characters) for pred in chunk]
+    return [_scores(ref, hyp, language, normalizer, characters) for ref, hyp, language in chunk]
 
 
 def score_predictions(predictions: Sequence[Prediction], normalizer: str, characters: bool = True,
                       workers: Optional[int] = None) -> list[Prediction]:
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
-    machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process."""
+    machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (workers get
+    and give back only texts and counts)."""
     workers = workers or os.cpu_count() or 1
     if workers < 2 or len(predictions) < PARALLEL_MIN:
-        return _score_chunk((list(predictions), normalizer, characters))
-    size = -(-len(predictions) // (workers * 4))
-    chunks = [(list(predictions[i:i + size]), normalizer, characters) for i in range(0, len(predictions), size)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return [pred for part in pool.map(_score_chunk, chunks) for pred in part]
+        return [score_prediction(pred, normalizer, characters) for pred in predictions]
+    texts = [(p.reference, p.hypothesis if p.status == "ok" else None, p.language) for p in predictions]
+    size = -(-len(texts) // (workers * 4))
+    chunks = [(texts[i:i + size], normalizer, characters) for i in range(0, len(texts), size)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
+        values = [row for part in pool.map(_score_chunk, chunks) for row in part]
+    names = SCORE_FIELDS if characters else WORD_FIELDS
+    return [dataclasses.replace(pred, **dict(zip(names, row))) for pred, row in zip(predictions, values)]
 
 
 def counts_of(pred: Prediction) -> WordCounts:
