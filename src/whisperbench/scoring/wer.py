@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterable, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
@@ -11,6 +12,7 @@ from .normalize import normalize
 
 #: word -> integer id, shared by every alignment in this process (equal words, equal ids)
 _WORD_IDS: dict[str, int] = {}
+_NEXT_ID = itertools.count()  # one step at a time even across threads: two new words never share an id
 
 
 def _ids(words: list[str]) -> list[int]:
@@ -18,7 +20,7 @@ def _ids(words: list[str]) -> list[int]:
     try:
         return [ids[word] for word in words]
     except KeyError:
-        return [ids.setdefault(word, len(ids)) for word in words]
+        return [ids[word] if word in ids else ids.setdefault(word, next(_NEXT_ID)) for word in words]
 
 
 def count_edits(reference: Sequence, hypothesis: Sequence) -> WordCounts:
