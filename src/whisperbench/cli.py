@@ -51,7 +51,7 @@ def _print_summary(result) -> None:
               f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}")
     print(f"  WER {_fmt(s['wer'])}%  (S {s['substitutions']}, D {s['deletions']}, I {s['insertions']}, "
           f"N {s['reference_words']})  RTFx {_fmt(s['rtfx'], 1)}  normalizer {s['normalizer']}  form {s['form']}")
-    if s.get("rtfx_reliable") is False:
+    if s.get("rtfx_reliable") is False and s.get("rtfx") is not None:  # no speed measured: nothing to doubt
         print(f"  RTFx unreliable: the machine was busy ({s.get('rtfx_unreliable_why')}); compare speeds measured "
               "on a quiet machine")
 
@@ -157,12 +157,15 @@ def cmd_compare(args) -> int:
 def cmd_report(args) -> int:
     from .store import list_runs
     from .reports import leaderboard_frame, pick_references
-    from .reports.leaderboard import recorded_references
+    from .reports.leaderboard import default_references, describe_references
 
     runs = list_runs(args.runs_dir)
     if not runs:
         raise WhisperbenchError(f"no runs found in {args.runs_dir}")
-    references = pick_references(runs, args.reference or recorded_references(args.runs_dir), args.reference_adapter)
+    references = (pick_references(runs, args.reference, args.reference_adapter) if args.reference
+                  else default_references(runs, args.runs_dir, args.reference_adapter))
+    for line in describe_references(references):
+        print(line, file=sys.stderr)
     frame = leaderboard_frame(runs, references)
     default = "model-card.md" if args.format == "hf" else f"leaderboard.{args.format or 'md'}"
     out = args.out_path = Path(args.out or Path(args.runs_dir) / default)

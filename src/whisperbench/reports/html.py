@@ -1,7 +1,7 @@
 """A self-contained HTML report: leaderboard tables, WER-vs-RTFx and QoI plots, regression explorer.
 
-One file with inline CSS, SVG and a few lines of JavaScript (column sorting); no network access
-needed to view it. Every transcript and name is HTML-escaped.
+One file with inline CSS, SVG and a few lines of JavaScript (column sorting: each table by its own column
+index, numbers as numbers, cells without a value last); no network access needed to view it. Every transcript and name is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -29,14 +29,17 @@ tr.ref td{font-weight:600}.muted{color:#777}
 """
 
 SORT_SCRIPT = """
-document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
-  const body = th.closest('table').tBodies[0];
-  const rows = Array.from(body.rows);
-  const key = r => { const v = r.cells[col].dataset.value ?? r.cells[col].textContent; const n = parseFloat(v);
-                     return isNaN(n) ? v : n; };
-  const dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
-  rows.sort((a, b) => (key(a) > key(b) ? 1 : key(a) < key(b) ? -1 : 0) * dir).forEach(r => body.appendChild(r));
-}));
+document.querySelectorAll('table.sortable').forEach(table => table.tHead.querySelectorAll('th').forEach(th =>
+  th.addEventListener('click', () => {
+    const col = th.cellIndex, body = table.tBodies[0], rows = Array.from(body.rows);
+    const text = r => { const c = r.cells[col]; return c ? (c.dataset.value ?? c.textContent).trim() : ''; };
+    const numeric = rows.every(r => text(r) === '' || !isNaN(Number(text(r))));
+    const dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+    const order = (a, b) => { const x = text(a), y = text(b);
+      if (x === '' || y === '') return (x === '') - (y === '');  // cells without a value last, either way
+      return (numeric ? Number(x) - Number(y) : x.localeCompare(y)) * dir; };
+    rows.sort(order).forEach(r => body.appendChild(r));
+  })));
 document.body.dataset.ready = 'yes';
 """
 
@@ -66,7 +69,7 @@ def _ci(interval) -> str:
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
     head = ("<tr><th>Implementation</th><th>Model</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
-            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Run</th></tr>")
+            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th><th>Run</th></tr>")
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
@@ -74,6 +77,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
             f'<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
+            f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
