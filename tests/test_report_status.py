@@ -115,3 +115,18 @@ def test_mlflow_prints_a_well_formed_sqlite_uri(recorded_runs, tmp_path, monkeyp
     assert main(["export", "ref", "--runs-dir", str(recorded_runs), "--to", "mlflow",
                  "--tracking-uri", "sqlite:///mlflow.db"]) == 0
     assert "at sqlite:///mlflow.db" in capsys.readouterr().out
+
+
+def test_the_by_language_tables_mark_an_unfinished_run(tmp_path, tiny_rows, local_manifest, capsys):
+    manifest = local_manifest([dict(r, language=lang) for r, lang in zip(tiny_rows, ["en"] * 3 + ["de"] * 3)])
+    runs = tmp_path / "runs"
+    record_run(runs, manifest, tiny_rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, tiny_rows, "cand", lambda r: r["text"].lower())
+    _stop(runs, "cand", "partial", 2, "p")
+    for fmt in ("md", "html"):
+        assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--quiet"]) == 0
+    markdown = (runs / "leaderboard.md").read_text()
+    by_language = markdown[markdown.index("## By language"):]
+    assert "| p (2 of 6, stopped) " in by_language and "| recorded cand " in by_language
+    page = (runs / "leaderboard.html").read_text()
+    assert page.count('<span class="status unfinished">(2 of 6, stopped)</span>') >= 2  # By language, explorer

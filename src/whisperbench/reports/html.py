@@ -89,6 +89,7 @@ def _language_table(frame: pd.DataFrame) -> str:
     rows = []
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
+        name += f' <span class="status unfinished">({_e(r["Status"])})</span>' if r["Status"] else ""
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
                     f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
                     f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}</tr>')
@@ -170,7 +171,9 @@ def _wer_increase(example) -> Optional[float]:
 
 def _explorer(comparison: Comparison) -> str:
     regressed = sorted((e for e in comparison.result.examples if e.regressed), key=lambda e: -e.delta_errors)
-    title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
+    coverage = comparison.candidate.coverage
+    title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}" + (
+        "" if coverage.finished else f' <span class="status unfinished">({_e(coverage)})</span>')
     if not regressed:
         return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"
     normalizer = comparison.reference.normalizer
