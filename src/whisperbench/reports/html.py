@@ -1,7 +1,8 @@
 """A self-contained HTML report: leaderboard tables, WER-vs-RTFx and QoI plots, regression explorer.
 
 One file with inline CSS, SVG and a few lines of JavaScript (column sorting: each table by its own column
-index, numbers as numbers, cells without a value last); no network access needed to view it. Every transcript and name is HTML-escaped.
+index, numbers as numbers, cells without a value last); no network access needed to view it. Every
+transcript and name is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def _ci(interval) -> str:
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
     head = ("<tr><th>Implementation</th><th>Model</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
-            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th><th>Run</th></tr>")
+            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th>"
+            "<th>Run</th></tr>")
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")

@@ -87,8 +87,9 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
 
     shown = pd.DataFrame({
         "Language": frame["Language"].map(md_cell),
-        "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n)) + (f" ({md_cell(st)})" if st else "")
-                           for n, ref, st in zip(frame["Implementation"], frame["Reference"], frame["Status"])],
+        "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
+                           + (f" ({md_cell(status)})" if status else "")
+                           for n, ref, status in zip(frame["Implementation"], frame["Reference"], frame["Status"])],
         "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),

@@ -171,7 +171,8 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
         "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
         "Status: examples stored of the dataset's, and whether the run finished (a stopped run's figures cover "
-        "only what it stored). ⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
+        "only what it stored). "
+        "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
         "its speed is not comparable. Size MB: the weights as the implementation loaded them (its file or "
         "folder on disk: a conversion in that format's precision, e.g. openai-whisper's float32 copy of "
         "float16 weights).",
