@@ -65,6 +65,9 @@ def test_gate_refuses_byte_identical_predictions_of_the_same_model_and_settings(
                      "--runs-dir", str(runs)]) == 0
     ids = [json.loads((runs / n / "run.json").read_text())["run_id"] for n in ("first", "second")]
     assert ids[0] != ids[1] and all(ids)
+    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "first",
+                 "--runs-dir", str(runs)]) == 0  # a resume keeps the run's id
+    assert json.loads((runs / "first" / "run.json").read_text())["run_id"] == ids[0]
     assert (runs / "first" / "predictions.jsonl").read_bytes() == (runs / "second" / "predictions.jsonl").read_bytes()
     capsys.readouterr()
     assert _gate(runs, "first", "second") == 2
