@@ -51,7 +51,9 @@ def default_references(runs: list[StoredRun], runs_dir: str | Path, adapter: Opt
 
 
 def describe_references(references: dict[str, StoredRun]) -> list[str]:
-    """One line per dataset saying which run is its reference (what a report prints)."""
+    """One line per dataset saying which run is its reference (what a report prints), or that there is none."""
+    if not references:
+        return ["no finished reference run: QoI not computed (name one with --reference)"]
     return [f"reference for {run.meta.dataset.name}: {run.name} ({run.meta.label or run.meta.adapter}, "
             f"{run.coverage})" for run in sorted(references.values(), key=lambda r: (r.meta.dataset.name, r.name))]
 
