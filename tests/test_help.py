@@ -68,10 +68,12 @@ def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_b
     from whisperbench.reports import pick_references
 
     from whisperbench.runinfo import RunInfo
+    from whisperbench.store import Coverage
 
     class Run:
         def __init__(self, name, label):
             self.name, self.meta, self.dataset_hash = name, RunInfo(adapter="openai-whisper", label=label), "h"
+            self.coverage = Coverage("finished", 1, 1, 1)
 
     runs = [Run("a-batch8", "openai-whisper batch_size=8"), Run("b-plain", "openai-whisper"), Run("c", "ow")]
     assert pick_references(runs, adapter="openai-whisper")["h"].name == "b-plain"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -88,3 +89,86 @@ def test_report_in_a_browser_breaks_results_down_by_language(tmp_path, tiny_rows
             for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)}
     # cand emptied one German example: QoI 2 of 3 in de, 3 of 3 in en, macro the mean
     assert ("de", "66.7") in rows and ("en", "100.0") in rows and ("macro", "83.3") in rows, rows
+
+
+PROBE_HEAD = """<script>window.__errors = [];
+window.addEventListener('error', e => window.__errors.push('uncaught: ' + e.message));
+const __consoleError = console.error;
+console.error = (...args) => { window.__errors.push('console.error: ' + args.join(' ')); __consoleError(...args); };
+</script>"""
+PROBE_CLICKS = """<script>
+const results = [];
+document.querySelectorAll('table.sortable').forEach((table, t) => table.tHead.querySelectorAll('th').forEach(th => {
+  for (const click of [1, 2]) {
+    th.click();  // a real click event on the header, as a person's
+    const col = th.cellIndex;
+    results.push({table: t, header: th.textContent, click, dir: th.dataset.dir || null,
+                  values: Array.from(table.tBodies[0].rows,
+                                     r => r.cells[col] ? (r.cells[col].dataset.value ?? r.cells[col].textContent).trim()
+                                                       : null)});
+  }
+}));
+const out = document.createElement('pre'); out.id = 'probe';
+out.textContent = JSON.stringify({errors: window.__errors, results});
+document.body.appendChild(out);
+</script>"""
+
+
+def _click_every_header(page, tmp_path) -> tuple[dict, str]:
+    """The report with a probe: every sortable header clicked twice in headless Chromium, each column's order
+    read back after each click, and every uncaught error or console.error collected."""
+    import html
+    import json
+    import re
+
+    if BROWSER is None:
+        pytest.skip("no Chromium: apt-get install chromium (the CI script installs it)")
+    text = page.read_text(encoding="utf-8")
+    probed = tmp_path / "probed.html"
+    probed.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_CLICKS + "</body>"),
+                      encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0",
+             f"--user-data-dir={tmp_path / 'profile-probe'}"]
+    done = subprocess.run([BROWSER, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True,
+                          timeout=120, check=True)
+    found = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1))), done.stderr
+
+
+def _is_ordered(values: list, descending: bool) -> bool:
+    present = [v for v in values if v != ""]
+    assert values[len(present):] == [""] * (len(values) - len(present)), values  # cells without a value last
+    numbers = [float(v) for v in present]
+    return numbers == sorted(numbers, reverse=descending)
+
+
+def test_clicking_every_sortable_header_sorts_its_own_table_without_an_error(tmp_path, tiny_rows, local_manifest):
+    """Leaderboard, By-language table and two regression explorers: each header clicked twice (ascending, then
+    descending); a numeric column reads back in order, a text column reversed by the second click; no error
+    (the explorer's headers once took their column index across every table: a TypeError)."""
+    labels = ["en", "en", "en", "de", "de", "de"]
+    manifest = local_manifest([dict(r, language=label) for r, label in zip(tiny_rows, labels)])
+    runs = tmp_path / "runs"
+    record_run(runs, manifest, tiny_rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, tiny_rows, "half", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
+    record_run(runs, manifest, tiny_rows, "typo", lambda r: r["text"].replace("THE", "A"))
+    out = tmp_path / "report.html"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out), "--quiet"]) == 0
+    probe, stderr = _click_every_header(out, tmp_path)
+    assert probe["errors"] == [], probe["errors"]
+    assert "Uncaught" not in stderr, stderr[-2000:]
+    tables = {r["table"] for r in probe["results"]}
+    assert len(tables) == 4, tables  # leaderboard, languages, two explorers
+    numeric_checked = 0
+    for first, second in zip(probe["results"][::2], probe["results"][1::2]):
+        assert first["header"] == second["header"] and (first["dir"], second["dir"]) == ("asc", "desc"), first
+        assert None not in first["values"], first  # every row has the clicked column
+        present = [v for v in first["values"] if v != ""]
+        if present and all(re.fullmatch(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", v) for v in present):
+            assert _is_ordered(first["values"], False) and _is_ordered(second["values"], True), first
+            numeric_checked += 1
+        elif len(set(present)) == len(present):  # text: the second click reverses the first's order
+            assert [v for v in second["values"] if v != ""] == present[::-1], (first, second)
+    assert numeric_checked >= 10

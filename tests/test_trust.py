@@ -96,7 +96,8 @@ def test_gate_refuses_a_killed_reference_and_measures_coverage_against_the_datas
                  "--min-qoi", "90"])
     out = capsys.readouterr().out
     assert code == 2, out
-    assert "CANNOT JUDGE" in out and "run reference is unfinished (status running): 4 of 12 examples stored, 8 missing" in out
+    assert "CANNOT JUDGE" in out
+    assert "run reference is unfinished (status stopped): 4 of 12 examples stored, 8 missing" in out
     assert "4 of the dataset's 12 examples judged in both runs (33.3%" in out
     # finished but partial (status claims finished, 8 lines gone): still refused
     (store / "run.json").write_text(json.dumps(dict(info, status="finished")))

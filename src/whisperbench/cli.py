@@ -51,7 +51,7 @@ def _print_summary(result) -> None:
               f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}")
     print(f"  WER {_fmt(s['wer'])}%  (S {s['substitutions']}, D {s['deletions']}, I {s['insertions']}, "
           f"N {s['reference_words']})  RTFx {_fmt(s['rtfx'], 1)}  normalizer {s['normalizer']}  form {s['form']}")
-    if s.get("rtfx_reliable") is False:
+    if s.get("rtfx_reliable") is False and s.get("rtfx") is not None:  # no speed measured: nothing to doubt
         print(f"  RTFx unreliable: the machine was busy ({s.get('rtfx_unreliable_why')}); compare speeds measured "
               "on a quiet machine")
 
@@ -124,12 +124,17 @@ def cmd_rescore(args) -> int:
 
 # --- compare / report / gate ---------------------------------------------------------------------
 def cmd_compare(args) -> int:
-    from .store import open_run
+    from .store import open_run, same_run_reason
     from .reports import compare_runs, comparison_table
     from .reports.escape import one_line
 
     reference = open_run(args.reference, args.runs_dir)
     comparisons = [compare_runs(reference, open_run(c, args.runs_dir)) for c in args.candidate]
+    for c in comparisons:
+        reason = same_run_reason(c.reference, c.candidate)
+        if reason:
+            print(f"warning: {c.candidate.name} is the reference run itself ({one_line(reason)}): QoI 100 % proves "
+                  "nothing", file=sys.stderr)
     if args.json:
         _print_json([c.to_json(with_examples=args.examples) for c in comparisons])
         return 0
@@ -152,12 +157,15 @@ def cmd_compare(args) -> int:
 def cmd_report(args) -> int:
     from .store import list_runs
     from .reports import leaderboard_frame, pick_references
-    from .reports.leaderboard import recorded_references
+    from .reports.leaderboard import default_references, describe_references
 
     runs = list_runs(args.runs_dir)
     if not runs:
         raise WhisperbenchError(f"no runs found in {args.runs_dir}")
-    references = pick_references(runs, args.reference or recorded_references(args.runs_dir), args.reference_adapter)
+    references = (pick_references(runs, args.reference, args.reference_adapter) if args.reference
+                  else default_references(runs, args.runs_dir, args.reference_adapter))
+    for line in describe_references(references):
+        print(line, file=sys.stderr)
     frame = leaderboard_frame(runs, references)
     default = "model-card.md" if args.format == "hf" else f"leaderboard.{args.format or 'md'}"
     out = args.out_path = Path(args.out or Path(args.runs_dir) / default)
@@ -220,7 +228,8 @@ def cmd_gate(args) -> int:
     result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
                            min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
                            confidence=args.confidence / 100.0 if args.confidence else None,
-                           min_qoi_per_language=args.min_qoi_per_language)
+                           min_qoi_per_language=args.min_qoi_per_language,
+                           allow_self_comparison=args.allow_self_comparison)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -579,6 +588,9 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--confidence", type=float, metavar="PCT",
                    help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
     p.add_argument("--junit", help="write JUnit XML here")
+    p.add_argument("--allow-self-comparison", action="store_true",
+                   help="judge even when both sides are one run (same folder, run id or predictions); without it "
+                        "that is refused (exit 2): a run compared with itself always passes")
     p.set_defaults(func=cmd_gate)
 
 

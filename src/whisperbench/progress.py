@@ -32,7 +32,9 @@ class LogProgress:
         if passed:  # once per update, however many quarters it crossed
             self._say(f"{self.done}/{self.total} done ({time.monotonic() - self.start:.0f} s)")
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None and self.done == 0:  # refused before any example (bad input): its error says why
+            return
         if self.done < self.total:
             self._say(f"stopped at {self.done}/{self.total} ({time.monotonic() - self.start:.0f} s)")
 

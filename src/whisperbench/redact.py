@@ -9,13 +9,15 @@ what an endpoint does (``api-version=2024-06-01``).
 'http://127.0.0.1:9/v1?api-key=REDACTED&api-version=1'
 >>> redact_text("openai-api base_url=https://u:p@h.example/v1?token=abc")
 'openai-api base_url=https://h.example/v1?token=REDACTED'
+>>> redact_text("at sqlite:///mlflow.db and sqlite:////tmp/mlflow.db")
+'at sqlite:///mlflow.db and sqlite:////tmp/mlflow.db'
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 REDACTED = "REDACTED"
 #: query parameter names treated as secret (matched as a part of the name, any case)
@@ -38,7 +40,8 @@ def redact_url(url: str) -> str:
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     query = "&".join(f"{quote(name, safe='-_.')}={REDACTED if _SECRET_NAME.search(name) else quote(value, safe='-_.')}"
                      for name, value in pairs)
-    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+    # built by hand: urlunsplit drops the "//" of an empty host (sqlite:///mlflow.db would lose a slash)
+    return f"{parts.scheme}://{host}{parts.path}" + (f"?{query}" if query else "")
 
 
 def redact_text(text: str) -> str:

@@ -60,6 +60,7 @@ class RunInfo:
     long_form: Optional[dict] = None
     dataset: DatasetInfo = field(default_factory=DatasetInfo)
     # how this invocation executed it (recorded, never part of the identity)
+    run_id: Optional[str] = None  # made when the run is first started, kept by resumes (a copy keeps it too)
     status: str = "running"
     backend: Optional[str] = None
     workers: Optional[int] = None

@@ -7,6 +7,7 @@ cuts off. JSON files are replaced atomically (write to a temp file, then rename)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
+
+import pyarrow.compute as pc
 
 from .bulk import paused_gc
 from .errors import RunStoreError
@@ -326,6 +329,71 @@ class StoredRun:
     @property
     def normalizer(self) -> str:
         return self.meta.normalizer
+
+
+    @property
+    def coverage(self) -> "Coverage":
+        """How far the run got: its status and how many of its dataset's examples it stored and finished."""
+        expected = self.meta.dataset.num_examples
+        # the columnar score table counts without building a million Prediction objects
+        table = self.score_table() if self.store.predictions_path.exists() else None
+        stored = table.num_rows if table is not None else 0
+        ok = int(pc.sum(pc.equal(table["status"], "ok")).as_py() or 0) if table is not None and stored else 0
+        status = self.meta.status
+        if status == "running":  # run.json says running: a live writer holds the lock, else it was stopped
+            status = "running" if (self.store.path / OWNER).exists() else "stopped"
+        return Coverage(status, stored, ok, int(expected) if expected is not None else stored)
+
+    def predictions_digest(self) -> str:
+        """sha256 of predictions.jsonl as stored (byte for byte), or "" when there is none."""
+        path = self.store.predictions_path
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A run's status and coverage, as every report shows it: ``str()`` is e.g. "12 of 49, stopped"."""
+
+    status: str  # finished, running (a live writer), stopped (run.json says running, nobody writes it), ...
+    stored: int  # examples with a stored prediction (failed ones included)
+    ok: int  # of those, examples that did not fail
+    expected: int  # examples in the run's dataset (as recorded when it ran)
+
+    @property
+    def finished(self) -> bool:
+        """Finished, with a prediction for every example of its dataset."""
+        return self.status == "finished" and self.stored >= self.expected
+
+    @property
+    def empty(self) -> bool:
+        """No example has a result (nothing stored, or every stored one failed)."""
+        return self.ok == 0
+
+    def __str__(self) -> str:
+        status = self.status if self.finished or self.status != "finished" else "incomplete"
+        return f"{self.stored} of {self.expected}, {status}"
+
+
+def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
+    """Why ``reference`` and ``candidate`` are one run (so comparing them proves nothing), or None.
+
+    One run: the same folder (however reached: a symlink, a relative path), the same predictions file
+    (a symlinked predictions.jsonl), the same run id (a copied folder), or byte-identical predictions from
+    the same model and settings.
+    """
+    a, b = reference.store.path.resolve(), candidate.store.path.resolve()
+    if a == b:
+        return f"both name the run folder {a}"
+    pa, pb = reference.store.predictions_path, candidate.store.predictions_path
+    if pa.exists() and pb.exists() and pa.resolve() == pb.resolve():
+        return f"both read the predictions file {pa.resolve()}"
+    if reference.meta.run_id and reference.meta.run_id == candidate.meta.run_id:
+        return f"both carry run id {reference.meta.run_id} (a copied run folder?): {a} and {b}"
+    if reference.meta.identity() == candidate.meta.identity() and \
+            reference.predictions_digest() == candidate.predictions_digest() != "":
+        return (f"{a} and {b} hold byte-identical predictions from the same model and settings "
+                f"({reference.meta.adapter} {reference.meta.model})")
+    return None
 
 
 def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:

@@ -8,6 +8,7 @@ RTFx. Peak memory is measured in the process that ran the model.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -235,6 +236,7 @@ def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], sta
         versions=package_versions(CORE_PACKAGES + tuple(run.adapter_cls.requires)),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         source_digest=run.source_digest, stale_redone=len(stale),
+        run_id=(old.run_id if old is not None else None) or uuid.uuid4().hex,
     )
     if old is not None:
         run.info.first_started_at = old.first_started_at or old.started_at

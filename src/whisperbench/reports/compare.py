@@ -74,5 +74,6 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "unjoined": len(r.only_in_reference) + len(r.only_in_candidate),
             "same dataset": c.same_dataset,
             "weights": c.weights,
+            "cand status": str(c.candidate.coverage),
         })
     return pd.DataFrame(rows)

@@ -1,16 +1,18 @@
 """The release gate: a comparison turned into a verdict and an exit code.
 
 0 pass · 1 regression (QoI below the minimum or WER up by more than allowed) · 2 cannot judge
-(different datasets, too few common examples, too many failed candidate examples, missing runs).
+(one run on both sides, different datasets, too few common examples, too many failed candidate examples,
+a language with nothing judged, missing runs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..store import StoredRun
+from ..store import StoredRun, same_run_reason
 from ..scoring import paired_wer_test, qoi_interval
 from ..scoring.qoi import QoiResult
 from .compare import Comparison, compare_runs
@@ -53,12 +55,14 @@ def evaluate_gate(
     max_failed_pct: float = 0.0,
     confidence: Optional[float] = None,
     min_qoi_per_language: Optional[float] = None,
+    allow_self_comparison: bool = False,
 ) -> GateResult:
     """Run the gate's checks; the comparability checks come first and outrank the quality ones.
 
     With ``confidence`` (e.g. 0.95) a quality check fails only when the regression is significant:
     QoI's bootstrap CI lies wholly below ``min_qoi``, or the paired-bootstrap CI of the WER increase
-    lies wholly above ``max_wer_increase``.
+    lies wholly above ``max_wer_increase``. One run on both sides (see :func:`same_run_reason`) cannot be
+    judged unless ``allow_self_comparison`` (a deliberate self-check).
     """
     comparison = compare_runs(reference, candidate)
     r = comparison.result
@@ -66,6 +70,7 @@ def evaluate_gate(
     expected = _dataset_size(reference)
     coverage = 100.0 * r.joined / expected if expected else 0.0
     failed_pct = 100.0 * r.candidate_failed / r.joined if r.joined else 0.0
+    result.checks.append(_different_runs(reference, candidate, allow_self_comparison))
     result.checks.append(GateCheck("finished runs", *_finished(reference, candidate), CANNOT_JUDGE))
     result.checks.append(GateCheck(
         "same dataset", comparison.same_dataset,
@@ -90,7 +95,7 @@ def evaluate_gate(
         f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed",
         REGRESSION))
     if min_qoi_per_language is not None:
-        result.checks.append(_per_language(r, min_qoi_per_language))
+        result.checks.extend(_per_language(r, min_qoi_per_language, confidence, _languages(reference, candidate)))
     if max_wer_increase is not None:
         ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
         ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
@@ -105,35 +110,70 @@ def evaluate_gate(
     return result
 
 
-def _per_language(result: QoiResult, floor: float) -> GateCheck:
-    """QoI within each labelled language against ``floor``; without labels the gate cannot judge it."""
+def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -> GateCheck:
+    """One run on both sides proves nothing (a typo, an unset variable in CI): cannot judge, unless allowed."""
+    reason = same_run_reason(reference, candidate)
+    if reason is None:
+        return GateCheck("different runs", True, "the reference and the candidate are different runs", CANNOT_JUDGE)
+    if allowed:
+        return GateCheck("different runs", True, f"self-check allowed (--allow-self-comparison): {reason}",
+                         CANNOT_JUDGE)
+    return GateCheck("different runs", False, f"the reference and the candidate are the same run: {reason}; a run "
+                     "compared with itself always passes (pass --allow-self-comparison for a deliberate self-check)",
+                     CANNOT_JUDGE)
+
+
+def _languages(*runs: StoredRun) -> set[str]:
+    """Every language label in the runs' datasets (failed and unjoined examples included)."""
+    return {p.language for run in runs for p in run.predictions if p.language}
+
+
+def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
+                  present: set[str]) -> list[GateCheck]:
+    """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
+    CI); a language of the dataset with nothing judged, or no labels at all, cannot be judged."""
     table = result.by_language()
-    if not table:
-        return GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "
-                                                    "column): QoI per language cannot be judged", CANNOT_JUDGE)
-    low = {lang: row for lang, row in table.items() if row["qoi"] < floor}
-    shown = ", ".join(f"{lang} {row['qoi']:.1f}% of {row['joined']}" for lang, row in table.items())
-    return GateCheck("QoI per language", not low, f"{shown} (need ≥ {floor:g}% in each"
-                     + (f"; below: {', '.join(low)})" if low else ")"), REGRESSION)
+    if not table and not present:
+        return [GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "
+                                                     "column): QoI per language cannot be judged", CANNOT_JUDGE)]
+    checks = []
+    unjudged = sorted(present - set(table))
+    if unjudged:
+        checks.append(GateCheck("languages judged", False, f"no example judged in {', '.join(unjudged)} (every one "
+                                "failed in the reference or is missing from a run): QoI per language cannot be "
+                                "judged there", CANNOT_JUDGE))
+    low, shown = [], []
+    for lang, row in table.items():
+        text, ok = f"{lang} {row['qoi']:.1f}% of {row['joined']}", row["qoi"] >= floor
+        if confidence:
+            ci = qoi_interval(dataclasses.replace(result, examples=[e for e in result.examples if e.language == lang]),
+                              confidence)
+            ok = ci is not None and ci.high >= floor
+            text += f" ({confidence:.0%} CI {ci})"
+        shown.append(text)
+        if not ok:
+            low.append(lang)
+    checks.append(GateCheck("QoI per language", not low, f"{', '.join(shown)} (need ≥ {floor:g}% in each"
+                            + (f"; below: {', '.join(low)})" if low else ")"), REGRESSION))
+    return checks
 
 
 def _dataset_size(run: StoredRun) -> int:
     """How many examples the run's dataset holds (as recorded when it ran), else how many it stored."""
-    recorded = run.meta.dataset.num_examples
-    return int(recorded) if recorded is not None else run.num_predictions
+    return run.coverage.expected
 
 
 def _finished(*runs: StoredRun) -> tuple[bool, str]:
     """Whether every run finished with a prediction for each example of its dataset, and what is missing."""
     problems = []
     for run in runs:
-        status, stored, expected = run.meta.status, run.num_predictions, _dataset_size(run)
-        if status != "finished" or stored < expected:
-            problems.append(f"run {run.name} is unfinished (status {status}): {stored} of {expected} examples stored, "
-                            f"{max(expected - stored, 0)} missing; run it again to finish it")
+        cov = run.coverage
+        if not cov.finished:
+            problems.append(f"run {run.name} is unfinished (status {cov.status}): {cov.stored} of {cov.expected} "
+                            f"examples stored, {max(cov.expected - cov.stored, 0)} missing; run it again to finish it")
     if problems:
         return False, "; ".join(problems)
-    return True, ", ".join(f"{run.name}: {run.num_predictions} of {_dataset_size(run)}" for run in runs)
+    return True, ", ".join(f"{run.name}: {run.coverage}" for run in runs)
 
 
 def _short(digest: str) -> str:

@@ -1,7 +1,8 @@
 """A self-contained HTML report: leaderboard tables, WER-vs-RTFx and QoI plots, regression explorer.
 
-One file with inline CSS, SVG and a few lines of JavaScript (column sorting); no network access
-needed to view it. Every transcript and name is HTML-escaped.
+One file with inline CSS, SVG and a few lines of JavaScript (column sorting: each table by its own column
+index, numbers as numbers, cells without a value last); no network access needed to view it. Every
+transcript and name is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -29,14 +30,17 @@ tr.ref td{font-weight:600}.muted{color:#777}
 """
 
 SORT_SCRIPT = """
-document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
-  const body = th.closest('table').tBodies[0];
-  const rows = Array.from(body.rows);
-  const key = r => { const v = r.cells[col].dataset.value ?? r.cells[col].textContent; const n = parseFloat(v);
-                     return isNaN(n) ? v : n; };
-  const dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
-  rows.sort((a, b) => (key(a) > key(b) ? 1 : key(a) < key(b) ? -1 : 0) * dir).forEach(r => body.appendChild(r));
-}));
+document.querySelectorAll('table.sortable').forEach(table => table.tHead.querySelectorAll('th').forEach(th =>
+  th.addEventListener('click', () => {
+    const col = th.cellIndex, body = table.tBodies[0], rows = Array.from(body.rows);
+    const text = r => { const c = r.cells[col]; return c ? (c.dataset.value ?? c.textContent).trim() : ''; };
+    const numeric = rows.every(r => text(r) === '' || !isNaN(Number(text(r))));
+    const dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+    const order = (a, b) => { const x = text(a), y = text(b);
+      if (x === '' || y === '') return (x === '') - (y === '');  // cells without a value last, either way
+      return (numeric ? Number(x) - Number(y) : x.localeCompare(y)) * dir; };
+    rows.sort(order).forEach(r => body.appendChild(r));
+  })));
 document.body.dataset.ready = 'yes';
 """
 
@@ -66,7 +70,8 @@ def _ci(interval) -> str:
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
     head = ("<tr><th>Implementation</th><th>Model</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
-            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Run</th></tr>")
+            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th>"
+            "<th>Run</th></tr>")
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
@@ -74,6 +79,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
             f'<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
+            f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -85,6 +91,7 @@ def _language_table(frame: pd.DataFrame) -> str:
     rows = []
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
+        name += f' <span class="status unfinished">({_e(r["Status"])})</span>' if r["Status"] else ""
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
                     f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
                     f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}</tr>')
@@ -170,7 +177,9 @@ def _wer_increase(example) -> Optional[float]:
 def _explorer(comparison: Comparison) -> str:
     # the worst first (by Δ errors, then id), at most EXPLORER_ROWS: a million-example run stays a readable page
     regressed = comparison.result.worst(min(comparison.result.regressed, EXPLORER_ROWS))
-    title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
+    coverage = comparison.candidate.coverage
+    title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}" + (
+        "" if coverage.finished else f' <span class="status unfinished">({_e(coverage)})</span>')
     if not regressed:
         return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"
     normalizer = comparison.reference.normalizer

@@ -56,6 +56,7 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
                 "QoI %": part.qoi if part is not None else None,
                 "QoI CI": qoi_interval(part, confidence) if part is not None else None,
                 "Reference": reference is run, "Run": run.name,
+                "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
             })
         rows += per_run + [_macro(per_run)]
     return pd.DataFrame(rows)
@@ -97,8 +98,9 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
 
     shown = pd.DataFrame({
         "Language": frame["Language"].map(md_cell),
-        "Implementation": [f"**{md_cell(n)}** (reference)" if ref else md_cell(n)
-                           for n, ref in zip(frame["Implementation"], frame["Reference"])],
+        "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
+                           + (f" ({md_cell(status)})" if status else "")
+                           for n, ref, status in zip(frame["Implementation"], frame["Reference"], frame["Status"])],
         "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),

@@ -17,7 +17,7 @@ from .escape import md_cell
 from .weights import model_label, size_mb
 
 COLUMNS = ["Implementation", "Model", "Size MB", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
-           "Failed", "Run"]
+           "Failed", "Status", "Run"]
 
 
 REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its maker (e.g. the demo) used
@@ -26,9 +26,9 @@ REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its 
 def pick_references(
     runs: list[StoredRun], names: Iterable[str] = (), adapter: Optional[str] = None
 ) -> dict[str, StoredRun]:
-    """Reference run per dataset content hash: a run named in ``names``, else a run of ``adapter`` — the one
-    labelled exactly ``adapter`` (no options) first, then the shortest label, then by name: never an accident
-    of sort order."""
+    """Reference run per dataset content hash: a run named in ``names``, else a finished run of ``adapter`` — the
+    one labelled exactly ``adapter`` (no options) first, then the shortest label, then by name: never an accident
+    of sort order, never a stopped or partial run."""
     wanted = set(names)
     chosen: dict[str, StoredRun] = {}
     for run in runs:
@@ -39,9 +39,24 @@ def pick_references(
             label = run.meta.label or ""
             return (label != adapter, len(label), run.name)
 
-        for run in sorted((r for r in runs if r.meta.adapter == adapter), key=plainness):
+        for run in sorted((r for r in runs if r.meta.adapter == adapter and r.coverage.finished), key=plainness):
             chosen.setdefault(run.dataset_hash, run)
     return chosen
+
+
+def default_references(runs: list[StoredRun], runs_dir: str | Path, adapter: Optional[str]) -> dict[str, StoredRun]:
+    """The references of a report given none: those recorded in ``runs_dir`` (by the demo), else ``adapter``'s
+    plainest run; finished runs only (a stopped or partial run is never a reference)."""
+    finished = [run for run in runs if run.coverage.finished]
+    return pick_references(finished, recorded_references(runs_dir), adapter)
+
+
+def describe_references(references: dict[str, StoredRun]) -> list[str]:
+    """One line per dataset saying which run is its reference (what a report prints), or that there is none."""
+    if not references:
+        return ["no finished reference run: QoI not computed (name one with --reference)"]
+    return [f"reference for {run.meta.dataset.name}: {run.name} ({run.meta.label or run.meta.adapter}, "
+            f"{run.coverage})" for run in sorted(references.values(), key=lambda r: (r.meta.dataset.name, r.name))]
 
 
 def recorded_references(runs_dir: str | Path) -> list[str]:
@@ -89,6 +104,8 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "RTFx reliable": stored.get("rtfx_reliable") is not False,
             "Examples": summary["num_examples"],
             "Failed": summary["num_failed"],
+            "Status": str(run.coverage),
+            "Finished": run.coverage.finished,
             "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
             "Run": run.name,
         })
@@ -126,7 +143,7 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     shown["Size MB"] = shown["Size MB"].map(lambda v: _fmt(v, 1))
     shown["RTFx"] = [_fmt(v, 1) + ("" if ok or _fmt(v, 1) == "–" else " ⚠ busy")
                      for v, ok in zip(frame["RTFx"], frame["RTFx reliable"])]
-    for column in ("Model", "Dataset", "Long-form algorithm"):  # text from manifests and command lines
+    for column in ("Model", "Dataset", "Long-form algorithm", "Status"):  # text from manifests and command lines
         if column in shown:
             shown[column] = shown[column].map(md_cell)
     shown["Run"] = shown["Run"].map(lambda v: f"`{md_cell(v)}`")
@@ -155,6 +172,8 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
         "seed 0). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
+        "Status: examples stored of the dataset's, and whether the run finished (a stopped run's figures cover "
+        "only what it stored). "
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
         "its speed is not comparable. Size MB: the weights as the implementation loaded them (its file or "
         "folder on disk: a conversion in that format's precision, e.g. openai-whisper's float32 copy of "

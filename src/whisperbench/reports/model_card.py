@@ -19,7 +19,8 @@ from .leaderboard import _fmt
 PROJECT_URL = "https://github.com/whisperbench/whisperbench"
 QOI_NOTE = ("QoI: the share of examples on which the implementation makes no more errors than the reference "
             "(`no_regression = wer(candidate) <= wer(reference)` per example); the reference has 100 % by "
-            "definition. WER after Whisper's text normalizer, pooled over the dataset.")
+            "definition. WER after Whisper's text normalizer, pooled over the dataset. Status: examples stored of the "
+            "dataset's; only finished runs go into the model-index.")
 
 
 def _eval_results(rows: list[dict]) -> list:
@@ -27,6 +28,8 @@ def _eval_results(rows: list[dict]) -> list:
 
     results = []
     for row in rows:
+        if not row["Finished"] or row["WER %"] is None:  # a stopped or empty run's figures are no evaluation result
+            continue
         name = f"{row['Implementation']} ({row['Model']})"
         common = {"task_type": "automatic-speech-recognition", "task_name": "Automatic Speech Recognition",
                   "dataset_type": str(row["Dataset"]), "dataset_name": str(row["Dataset"]),
@@ -40,11 +43,11 @@ def _eval_results(rows: list[dict]) -> list:
 
 
 def _dataset_table(part: pd.DataFrame) -> str:
-    lines = ["| | Model | WER | QoI (%) | File Size (MB) |", "|---|---|---|---|---|"]
+    lines = ["| | Model | WER | QoI (%) | File Size (MB) | Status |", "|---|---|---|---|---|---|"]
     for _, row in part.iterrows():
         name = md_cell(row["Implementation"]) + (" (reference)" if row["Reference"] else "")
         lines.append(f"| {name} | {md_cell(row['Model'])} | {_fmt(row['WER %'], 2)} | {_fmt(row['QoI %'], 1)} | "
-                     f"{_fmt(row['Size MB'], 0)} |")
+                     f"{_fmt(row['Size MB'], 0)} | {md_cell(row['Status'])} |")
     return "\n".join(lines)
 
 
@@ -55,7 +58,7 @@ def render_model_card(frame: pd.DataFrame, title: str = "Evaluation results", mo
     records = frame.astype(object).where(frame.notna(), None).to_dict("records")
     data = ModelCardData(model_name=model_name or title, pipeline_tag="automatic-speech-recognition",
                          tags=["whisper", "whisperbench", "automatic-speech-recognition"], metrics=["wer"],
-                         eval_results=_eval_results(records) if records else None)
+                         eval_results=_eval_results(records) or None)
     parts = ["---", data.to_yaml(), "---", "", f"# {md_cell(title)}", ""]
     for dataset, part in frame.groupby("Dataset", sort=False):  # the reference first, then by QoI and WER
         part = part.sort_values(["Reference", "QoI %", "WER %"], ascending=[False, False, True], na_position="last")

@@ -10,6 +10,9 @@ weights in any format), and the precision the implementation ran them in.
 ...                            "settings": {"dtype": "float32"}})
 >>> weights_relation(a, b)
 'same weights (another format)'
+>>> weights_relation(RunInfo(adapter_info={"weights": {"source_sha256": "1"}}),
+...                  RunInfo(adapter_info={"weights": {"source_sha256": "1"}, "settings": {"compute_type": "int8"}}))
+'same weights, int8 compute'
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ def size_mb(info: RunInfo) -> Optional[float]:
 
 
 def weights_relation(reference: RunInfo, candidate: RunInfo) -> str:
-    """'same weights', 'same weights (another format)', '… in another precision', 'different weights',
+    """'same weights', 'same weights (another format)', '… in another precision', '…, int8 compute' (one side's
+    compute type, the other's unrecorded), 'different weights',
     'cannot tell' (a quantized model: its values are not the original's) or 'unknown' (runs recorded
     before weights were described, or adapters without weights)."""
     a, b = reference.weights, candidate.weights
@@ -65,4 +69,8 @@ def weights_relation(reference: RunInfo, candidate: RunInfo) -> str:
     pa, pb = precision_of(reference), precision_of(candidate)
     if pa and pb and pa != pb:
         return f"same weights{where}, in another precision ({pa} vs {pb})"
+    if pb and not pa:  # e.g. faster-whisper compute_type=int8 against openai-whisper: not the same arithmetic
+        return f"same weights{where}, {pb} compute"
+    if pa and not pb:
+        return f"same weights{where}, the reference in {pa} compute"
     return f"same weights{where}"
