@@ -123,7 +123,7 @@ def _nonspeech_manifest(tmp_path, rows):
     return write_jsonl(tmp_path / "with-nonspeech.jsonl", out)
 
 
-def test_summary_and_gate_on_planted_loops(tmp_path, tiny_rows):
+def test_summary_and_gate_on_planted_loops(tmp_path, tiny_rows, capsys):
     manifest = _nonspeech_manifest(tmp_path, tiny_rows)
     rows = [json.loads(line) for line in manifest.read_text().splitlines()]
     runs = tmp_path / "runs"
@@ -139,6 +139,29 @@ def test_summary_and_gate_on_planted_loops(tmp_path, tiny_rows):
     assert talks["ids"]["nonspeech_with_output"] == ["noise", "silence"] and talks["nonspeech_output_rate"] == 100.0
     gate = ["gate", "--reference", "ref", "--runs-dir", str(runs), "--min-qoi", "0"]
     assert main(gate + ["--candidate", "same", "--max-new-loops", "0", "--max-new-bursts", "0"]) == 0
+    capsys.readouterr()
     assert main(gate + ["--candidate", "loops", "--max-new-loops", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] new loops: 2 example(s)" in out and "1089-134691-0001, jfk" in out
     assert main(gate + ["--candidate", "loops", "--max-new-loops", "2"]) == 0
     assert main(gate + ["--candidate", "talks", "--max-nonspeech-output-rate", "50"]) == 1
+
+
+def test_reports_show_hallucinations(tmp_path, tiny_rows, capsys):
+    manifest = _nonspeech_manifest(tmp_path, tiny_rows)
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    runs = tmp_path / "runs"
+    record_run(runs, manifest, rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, rows, "cand", lambda r: r["text"] + " " + LOOP if r["id"] == "jfk" else r["text"] or "Bye.")
+    capsys.readouterr()
+    assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "new loops vs the reference: 1 (jfk)" in out and "output on 2 of 2 non-speech examples" in out
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "l.md")]) == 0
+    table = (tmp_path / "l.md").read_text().split("## Hallucinations")[1]
+    cand_row = next(line for line in table.splitlines() if line.endswith("| cand |"))
+    assert [c.strip() for c in cand_row.split("|")[3:8]] == ["1", "1", "2", "2", "1"]  # jfk: 36 words added to 22: WER > 100 %
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert 'table class="sortable hallucination"' in page and 'id="hallucination-filter"' in page
+    assert 'id="cand--jfk" data-flags="loop burst catastrophic"' in page and 'data-flags="nonspeech_output"' in page

@@ -144,9 +144,20 @@ def cmd_compare(args) -> int:
                            ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
             if ids:
                 notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
+        notes += _hallucination_notes(reference, c.candidate)
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0
+
+
+def _hallucination_notes(reference, candidate) -> list[str]:
+    from .reports.hallucination import describe_ids, hallucination_diff
+
+    diff = hallucination_diff(reference, candidate)
+    notes = [f"new {kind} vs the reference: {len(ids)} ({describe_ids(ids)})" for kind, ids in diff.new.items()]
+    if diff.nonspeech:
+        notes.append(f"output on {len(diff.nonspeech_with_output)} of {diff.nonspeech} non-speech examples")
+    return notes
 
 
 def cmd_report(args) -> int:
@@ -178,8 +189,10 @@ def _markdown_report(frame, runs, references, args) -> str:
     from .reports import render_markdown
     from .reports.languages import language_frame, render_language_markdown
 
+    from .reports.hallucination import render_hallucination_markdown
+
     return render_markdown(frame, references, title=args.title) + render_language_markdown(
-        language_frame(runs, references))
+        language_frame(runs, references)) + render_hallucination_markdown(frame)
 
 
 def _html_report(frame, runs, references, args) -> None:
@@ -220,7 +233,9 @@ def cmd_gate(args) -> int:
     result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
                            min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
                            confidence=args.confidence / 100.0 if args.confidence else None,
-                           min_qoi_per_language=args.min_qoi_per_language)
+                           min_qoi_per_language=args.min_qoi_per_language, max_new_loops=args.max_new_loops,
+                           max_new_bursts=args.max_new_bursts,
+                           max_nonspeech_output_rate=args.max_nonspeech_output_rate)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -578,6 +593,15 @@ def _gate_parser(sub: Any) -> None:
                    help="%% of candidate examples allowed to fail before the gate refuses to judge (default 0)")
     p.add_argument("--confidence", type=float, metavar="PCT",
                    help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
+    p.add_argument("--max-new-loops", type=int, metavar="N",
+                   help="fail when more than N examples loop (a phrase repeated ≥ 3 times, beyond the transcript) "
+                        "in the candidate but not in the reference")
+    p.add_argument("--max-new-bursts", type=int, metavar="N",
+                   help="fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference "
+                        "does not")
+    p.add_argument("--max-nonspeech-output-rate", type=float, metavar="PCT",
+                   help="fail when the candidate writes text on more than PCT %% of the non-speech examples "
+                        "(empty transcript; see `whisperbench perturb --nonspeech`)")
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=cmd_gate)
 

@@ -90,6 +90,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "Examples": summary["num_examples"],
             "Failed": summary["num_failed"],
             "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
+            "Hallucination": summary.get("hallucination"),
             "Run": run.name,
         })
     frame = pd.DataFrame(rows)
@@ -104,7 +105,7 @@ def flat_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for name in ("WER CI", "QoI CI"):
         flat[f"{name} low"] = [ci.low if ci else None for ci in frame[name]]
         flat[f"{name} high"] = [ci.high if ci else None for ci in frame[name]]
-    return flat.drop(columns=["WER CI", "QoI CI"])
+    return flat.drop(columns=["WER CI", "QoI CI", "Hallucination"], errors="ignore")
 
 
 def _fmt(value, digits: int) -> str:
