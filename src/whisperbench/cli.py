@@ -407,6 +407,17 @@ def cmd_datasets(args) -> int:
     return 1 if checked.invalid else 0
 
 
+def cmd_perturb(args) -> int:
+    from .datasets import load_dataset
+    from .datasets.perturb import perturb, recipe_from_text
+
+    recipe = recipe_from_text(args.noise, args.snr, args.gain, args.silence, args.nonspeech, args.nonspeech_s,
+                              clean=not args.no_clean, seed=args.seed)
+    dataset = load_dataset(args.dataset, limit=args.limit).dataset
+    print(perturb(dataset.examples, dataset.content_hash, recipe, args.out))
+    return 0
+
+
 def cmd_sweep(args) -> int:
     from .adapters import DecodingOptions
     from .datasets import load_dataset
@@ -606,6 +617,26 @@ def _gate_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_gate)
 
 
+def _perturb_parser(sub: Any) -> None:
+    p = sub.add_parser("perturb", help="write a robustness set derived from a dataset (noise at SNRs, gain, pauses, "
+                                       "non-speech clips); prints its manifest (docs/robustness.md)")
+    p.add_argument("--dataset", required=True, help="the source: manifest, folder, bundled name or hf:...")
+    p.add_argument("--out", default="perturbed", help="folder for derived sets, each in perturb-KEY (KEY: the "
+                                                      "source's content, the recipe and seed; default: %(default)s)")
+    p.add_argument("--noise", metavar="KIND,...", help="additive noise: white, pink, brown, babble (other utterances)")
+    p.add_argument("--snr", metavar="DB,...", help="signal-to-noise ratios of --noise in dB, e.g. 20,10,0")
+    p.add_argument("--gain", metavar="DB,...", help="gains in dB, e.g. -20,12 (what exceeds full scale is clipped)")
+    p.add_argument("--silence", metavar="PLACE:S,...", help="pauses: lead, trail or insert (mid-speech) with seconds, "
+                                                            "e.g. lead:5,insert:10")
+    p.add_argument("--nonspeech", metavar="KIND,...", help="non-speech clips with empty transcripts: all, or of "
+                                                           "silence, noise_low, noise_loud, hum, tone, clipped_noise")
+    p.add_argument("--nonspeech-s", type=float, default=5.0, help="length of each non-speech clip (default 5 s)")
+    p.add_argument("--no-clean", action="store_true", help="leave out the clean copies (PARENT~clean)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0): same seed, same bytes")
+    p.add_argument("--limit", type=int, help="only the first N examples of the source")
+    p.set_defaults(func=cmd_perturb)
+
+
 def _sweep_parser(sub: Any) -> None:
     p = sub.add_parser("sweep", help="run every compressed variant of a model; a quality-against-size table")
     p.add_argument("--model", required=True, help="see `whisperbench models`")
@@ -679,7 +710,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
+             _gate_parser, _perturb_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser,
+             _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
