@@ -11,7 +11,7 @@ import soundfile as sf
 
 from whisperbench.cli import main
 from whisperbench.datasets import load_dataset
-from whisperbench.datasets.perturb import condition_of
+from whisperbench.scoring.conditions import condition_of
 
 from .conftest import BUNDLED
 
@@ -77,3 +77,40 @@ def test_bad_recipe_is_one_clear_error(tmp_path, capsys):
     assert main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path), "--noise", "pink"]) == 2
     assert main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path), "--silence", "insert"]) == 2
     assert "PLACE:SECONDS" in capsys.readouterr().err
+
+
+def test_robustness_table_per_condition(tmp_path, capsys):
+    import jiwer
+
+    from whisperbench.scoring import normalize
+
+    from .conftest import record_run
+
+    capsys.readouterr()
+    assert main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path / "sets"), "--noise", "pink", "--snr", "10,0",
+                 "--nonspeech", "silence,hum", "--nonspeech-s", "1", "--limit", "2"]) == 0
+    manifest = Path(capsys.readouterr().out.strip())
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    half = lambda text: " ".join(text.split()[: len(text.split()) // 2])  # noqa: E731
+    runs = tmp_path / "runs"
+    record_run(runs, manifest, rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, rows, "cand", lambda r: half(r["text"]) if r["condition"] == "pink@0dB"
+               else r["text"] or "Thank you.")
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "r.md")]) == 0
+    section = (tmp_path / "r.md").read_text().split("## Robustness")[1]
+    pivot, long = section.split("Per condition")
+    header = next(line for line in pivot.splitlines() if line.startswith("| Implementation"))
+    assert [c.strip() for c in header.split("|")[2:-1]] == ["clean", "pink@10dB", "pink@0dB"]  # clean, high to low SNR
+    cand = next(line for line in pivot.splitlines() if line.startswith("| recorded cand"))
+    noisy = [r for r in rows if r["condition"] == "pink@0dB"]
+    expected = 100 * jiwer.wer([normalize(r["text"], "english") for r in noisy],
+                               [normalize(half(r["text"]), "english") for r in noisy])
+    assert [c.strip() for c in cand.split("|")[2:-1]] == ["0.0", "0.0", f"{expected:.1f}"]
+    lines = {(c[1].strip(), c[2].strip()): [x.strip() for x in c[3:-1]]
+             for c in (line.split("|") for line in long.splitlines() if line.startswith(("| recorded", "| **recorded")))}
+    assert lines[("recorded cand", "pink@0dB")][2] == "0.0" and lines[("recorded cand", "pink@10dB")][2] == "100.0"
+    assert lines[("recorded cand", "hum")][:5] == ["1", "–", "0.0", "2", "0"]  # QoI 0: words where the reference had none
+    assert lines[("recorded cand", "hum")][6] == "1" and lines[("**recorded ref** (reference)", "hum")][3] == "0"
+    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<polyline") == 2 and "recorded cand, pink noise" in page

@@ -190,9 +190,11 @@ def _markdown_report(frame, runs, references, args) -> str:
     from .reports.languages import language_frame, render_language_markdown
 
     from .reports.hallucination import render_hallucination_markdown
+    from .reports.robustness import render_robustness_markdown, robustness_frame
 
     return render_markdown(frame, references, title=args.title) + render_language_markdown(
-        language_frame(runs, references)) + render_hallucination_markdown(frame)
+        language_frame(runs, references)) + render_hallucination_markdown(frame) + render_robustness_markdown(
+        robustness_frame(runs, references))
 
 
 def _html_report(frame, runs, references, args) -> None:

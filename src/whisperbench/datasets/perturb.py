@@ -14,7 +14,8 @@ Conditions, each applied to every example of the source set (audiomentations doe
 
 A derived example's id is ``PARENT~CONDITION`` (``jfk~pink@10dB``; ``nonspeech~hum``), and its row records
 ``parent_id``, ``perturbation``, ``noise``, ``snr_db``, ``gain_db``, ``silence`` and ``condition``: the reports
-group by the id's condition (:func:`condition_of`). The clean examples are copied as ``PARENT~clean``.
+group by the id's condition (:func:`whisperbench.scoring.conditions.condition_of`). The clean examples are
+copied as ``PARENT~clean``.
 
 The output folder is ``OUT/perturb-<key>``, key = sha256 of the source's content hash, the recipe and the
 seed: asking again for the same set finds it there and writes nothing. Every random draw is seeded from
@@ -37,6 +38,7 @@ import numpy as np
 
 from ..audio import SAMPLE_RATE, load_audio
 from ..errors import DatasetError
+from ..scoring.conditions import SEPARATOR
 from ..types import Example
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,6 @@ NOISE_DECAY_DB = {"white": 0.0, "pink": -3.01, "brown": -6.02}  # AddColorNoise'
 NOISES = tuple(NOISE_DECAY_DB) + ("babble",)
 SILENCE_PLACES = ("lead", "trail", "insert")
 NONSPEECH_KINDS = ("silence", "noise_low", "noise_loud", "hum", "tone", "clipped_noise")
-SEPARATOR = "~"
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,6 @@ class Derived:
 
     row: dict[str, Any]
     make: Callable[[], np.ndarray] = field(repr=False)
-
-
-def condition_of(example_id: str) -> str:
-    """The condition of a derived example's id (``jfk~pink@10dB`` -> ``pink@10dB``); ``clean`` for others."""
-    return example_id.rsplit(SEPARATOR, 1)[1] if SEPARATOR in example_id else "clean"
 
 
 def _seeded(seed: int, *parts: str) -> None:

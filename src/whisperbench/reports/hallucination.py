@@ -76,7 +76,7 @@ def render_hallucination_markdown(frame: pd.DataFrame) -> str:
     rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
     if not rows:
         return ""
-    lines = ["## Hallucinations", "", "| Implementation | Dataset | " + " | ".join(COLUMNS) + " | Run |",
+    lines = ["", "## Hallucinations", "", "| Implementation | Dataset | " + " | ".join(COLUMNS) + " | Run |",
              "|" + "---|" * (len(COLUMNS) + 3)]
     for r in rows:
         name = f"**{md_cell(r['Implementation'])}** (reference)" if r["Reference"] else md_cell(r["Implementation"])
