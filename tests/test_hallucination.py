@@ -157,6 +157,9 @@ def test_reports_show_hallucinations(tmp_path, tiny_rows, capsys):
     assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out
     assert "new loops vs the reference: 1 (jfk)" in out and "output on 2 of 2 non-speech examples" in out
+    assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"]) == 0
+    hall = json.loads(capsys.readouterr().out)[0]["hallucination"]
+    assert hall["new"]["loops"] == ["jfk"] and hall["nonspeech_output_rate"] == 100.0
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "l.md")]) == 0
     table = (tmp_path / "l.md").read_text().split("## Hallucinations")[1]
     cand_row = next(line for line in table.splitlines() if line.endswith("| cand |"))

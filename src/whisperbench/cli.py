@@ -131,7 +131,10 @@ def cmd_compare(args) -> int:
     reference = open_run(args.reference, args.runs_dir)
     comparisons = [compare_runs(reference, open_run(c, args.runs_dir)) for c in args.candidate]
     if args.json:
-        _print_json([c.to_json(with_examples=args.examples) for c in comparisons])
+        from .reports.hallucination import hallucination_diff
+
+        _print_json([dict(c.to_json(with_examples=args.examples),
+                          hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
         return 0
     print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
     for c in comparisons:
