@@ -168,3 +168,19 @@ def test_reports_show_hallucinations(tmp_path, tiny_rows, capsys):
     page = (tmp_path / "r.html").read_text()
     assert 'table class="sortable hallucination"' in page and 'id="hallucination-filter"' in page
     assert 'id="cand--jfk" data-flags="loop burst catastrophic"' in page and 'data-flags="nonspeech_output"' in page
+
+
+def test_loop_shortcut_misses_no_loop():
+    """The cheap pre-check (spacings at which a word comes back) finds every loop the full search finds."""
+    import random
+
+    from whisperbench.scoring.hallucination import _runs
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        words = [rng.choice("ab cd e") for _ in range(rng.randint(0, 24))]
+        full = [r for r in _runs(words, range(1, len(words) // 2 + 1)) if r.copies >= 3]
+        found = loop_of("", " ".join(words))
+        assert (found is None) == (not full)
+        if full:
+            assert found.words == max(r.words for r in full)

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from itertools import groupby
+from operator import eq
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
@@ -72,22 +74,20 @@ class Repeat:
         return len(self.phrase) * self.copies
 
 
-def _runs(words: Sequence[str], max_ngram: int):
-    """Every maximal run of a phrase of ``n`` ≤ ``max_ngram`` words repeated at least twice in a row."""
-    for n in range(1, min(max_ngram, len(words) // 2) + 1):
-        i = 0
-        while i + n < len(words):
-            j = i
-            while j + n < len(words) and words[j] == words[j + n]:
-                j += 1
-            if j - i >= n:  # words[i : j + n] has period n: (j - i + n) // n copies of words[i : i + n]
-                yield Repeat(tuple(words[i:i + n]), (j - i + n) // n)
-            i = max(j, i + 1)
+def _runs(words: Sequence[str], periods: Iterable[int]):
+    """Every maximal run of a phrase of ``n`` words (``n`` in ``periods``) repeated at least twice in a row."""
+    for n in periods:
+        start = 0
+        for same, group in groupby(map(eq, words, words[n:])):  # words[j] == words[j + n], run by run
+            length = len(list(group))
+            if same and length >= n:  # words[start : start + length + n] has period n
+                yield Repeat(tuple(words[start:start + n]), (length + n) // n)
+            start += length
 
 
 def repeat_run(words: Sequence[str], max_ngram: int = Thresholds.max_ngram) -> Repeat:
     """The repeated run covering the most words (ties: more copies, then the shorter phrase); none: empty."""
-    return max(_runs(words, max_ngram), key=lambda r: (r.words, r.copies, -len(r.phrase)), default=Repeat())
+    return max(_runs(words, range(1, min(max_ngram, len(words) // 2) + 1)), key=lambda r: (r.words, r.copies, -len(r.phrase)), default=Repeat())
 
 
 def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
@@ -105,10 +105,33 @@ def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
     return best
 
 
+def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
+    """The spacings (≤ ``max_ngram``) at which some word comes back ``loop_repeats`` times in a row: a loop's
+    phrase length is one of them (its first word comes back so), found without looking for the runs."""
+    if len(words) - len(set(words)) < thresholds.loop_repeats - 1:
+        return set()  # no word said loop_repeats times: the common case
+    positions: dict[str, list[int]] = {}
+    for index, word in enumerate(words):
+        positions.setdefault(word, []).append(index)
+    periods = set()
+    for where in positions.values():
+        if len(where) < thresholds.loop_repeats:
+            continue
+        seen = set(where)
+        for i, first in enumerate(where):
+            for second in where[i + 1:]:
+                gap = second - first
+                if gap > thresholds.max_ngram:
+                    break
+                if all(first + k * gap in seen for k in range(2, thresholds.loop_repeats)):
+                    periods.add(gap)
+    return periods
+
+
 def loop_of(reference: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
     """The repeated run that makes ``hypothesis`` a loop against ``reference`` (normalized texts), or None."""
     ref_words, hyp_words = reference.split(), hypothesis.split()
-    loops = [r for r in _runs(hyp_words, thresholds.max_ngram)
+    loops = [r for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
              if r.copies >= thresholds.loop_repeats and r.copies > copies_in_a_row(ref_words, r.phrase)]
     return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
 
@@ -141,14 +164,18 @@ class ExampleHallucination:
     """The hallucination measures of one scored example."""
 
     id: str
-    repeat: Repeat
-    loop: bool
+    loop_run: Optional[Repeat]  # the repeated phrase that makes it a loop
     compression_ratio: Optional[float]
     burst_words: int
     burst: bool
     nonspeech: bool  # the normalized reference is empty
     nonspeech_output: bool  # ... and the normalized hypothesis is not
     catastrophic: bool
+
+    @property
+    def loop(self) -> bool:
+        """Whether a phrase repeats beyond the reference (see :func:`loop_of`)."""
+        return self.loop_run is not None
 
     @property
     def flags(self) -> list[str]:
@@ -160,11 +187,11 @@ def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds(
     """The measures of one prediction already scored (``reference_norm``, ``hypothesis_norm``, ``wer`` filled)."""
     ref, hyp = pred.reference_norm or "", pred.hypothesis_norm or ""
     ok = pred.status == "ok"
-    burst = insertion_burst(ref, hyp) if ok else 0
+    burst = 0 if not ok else pred.insertions if pred.insertions is not None and pred.insertions < 2 else \
+        insertion_burst(ref, hyp)  # fewer than two insertions: the longest run is their number
     return ExampleHallucination(
         id=pred.id,
-        repeat=repeat_run(hyp.split(), thresholds.max_ngram),
-        loop=ok and loop_of(ref, hyp, thresholds) is not None,
+        loop_run=loop_of(ref, hyp, thresholds) if ok and hyp != ref else None,
         compression_ratio=compression_ratio(pred.hypothesis) if ok else None,
         burst_words=burst,
         burst=burst >= thresholds.burst_words,
@@ -187,7 +214,7 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
         **{kind: len(names) for kind, names in ids.items()},
         "nonspeech_examples": nonspeech,
         "nonspeech_output_rate": 100.0 * len(ids["nonspeech_with_output"]) / nonspeech if nonspeech else None,
-        "longest_repeat_words": max(h.repeat.words for h in found),
+        "longest_loop_words": max((h.loop_run.words for h in found if h.loop_run), default=0),
         "longest_burst_words": max(h.burst_words for h in found),
         "max_compression_ratio": max((h.compression_ratio for h in found if h.compression_ratio), default=None),
         "ids": ids,
