@@ -39,9 +39,12 @@ def test_repeat_run_finds_the_longest_tandem_repeat():
 def test_loop_is_a_phrase_repeated_beyond_the_reference():
     assert loop_of("i will go to the store", LOOP.strip()).phrase == tuple("i will go to the store".split())
     assert loop_of("i will go to the store", "i will go to the store") is None
-    assert loop_of("no no no that is not it", "no no no that is not it") is None  # as often as the reference
-    assert loop_of("no no that is it", "no no no no that is it").phrase == ("no",)
-    assert loop_of("a", "thank you thank you", Thresholds(loop_repeats=2)) is not None
+    said = "thank you thank you thank you for that"
+    assert loop_of(said, said) is None  # as often as the reference
+    assert loop_of("thank you thank you for that", said).phrase == ("thank", "you")
+    assert loop_of("no", "no no no no no").phrase == ("no",)
+    assert loop_of("no", "no no no no") is None  # 4 words: below the default of 5
+    assert loop_of("a", "thank you thank you", Thresholds(loop_repeats=2, loop_words=4)) is not None
     assert loop_of("a", "thank you thank you") is None  # twice is below the default of 3
 
 
@@ -179,7 +182,7 @@ def test_loop_shortcut_misses_no_loop():
     rng = random.Random(0)
     for _ in range(2000):
         words = [rng.choice(["a", "b", "cd", "e"]) for _ in range(rng.randint(0, 24))]
-        full = [r for r in _runs(words, range(1, len(words) // 2 + 1)) if r.copies >= 3]
+        full = [r for r in _runs(words, range(1, len(words) // 2 + 1)) if r.copies >= 3 and r.words >= 5]
         found = loop_of("", " ".join(words))
         assert (found is None) == (not full)
         if full:

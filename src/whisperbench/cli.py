@@ -610,8 +610,8 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--confidence", type=float, metavar="PCT",
                    help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
     p.add_argument("--max-new-loops", type=int, metavar="N",
-                   help="fail when more than N examples loop (a phrase repeated ≥ 3 times, beyond the transcript) "
-                        "in the candidate but not in the reference")
+                   help="fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond "
+                        "the transcript) in the candidate but not in the reference")
     p.add_argument("--max-new-bursts", type=int, metavar="N",
                    help="fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference "
                         "does not")

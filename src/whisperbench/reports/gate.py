@@ -121,8 +121,8 @@ def _hallucination_checks(reference: StoredRun, candidate: StoredRun, max_loops:
     for kind, limit in (("loops", max_loops), ("bursts", max_bursts)):
         if limit is not None:
             ids = diff.new[kind]
-            checks.append(GateCheck(f"new {kind}", len(ids) <= limit, f"{len(ids)} example(s) with {kind} the reference "
-                                    f"does not have (allowed ≤ {limit}): {describe_ids(ids)}", REGRESSION))
+            checks.append(GateCheck(f"new {kind}", len(ids) <= limit, f"{len(ids)} example(s) with {kind} the "
+                                    f"reference does not have (allowed ≤ {limit}): {describe_ids(ids)}", REGRESSION))
     if max_rate is not None:
         rate, ids = diff.nonspeech_output_rate, diff.nonspeech_with_output
         if rate is None:

@@ -81,13 +81,14 @@ def render_hallucination_markdown(frame: pd.DataFrame) -> str:
     for r in rows:
         name = f"**{md_cell(r['Implementation'])}** (reference)" if r["Reference"] else md_cell(r["Implementation"])
         cells = " | ".join("–" if r[c] is None else str(r[c]) for c in COLUMNS)
-        lines.append(f"| {name} | {md_cell(r['Dataset'])} | {cells} | {md_cell(r['Run'])} |")  # plain: the leaderboard has `run`
+        # the run name plain: `run` is how the leaderboard's own row names it
+        lines.append(f"| {name} | {md_cell(r['Dataset'])} | {cells} | {md_cell(r['Run'])} |")
     return "\n".join(lines + ["", HALLUCINATION_NOTE, ""])
 
 
 HALLUCINATION_NOTE = (
-    "Examples counted (defaults, docs/robustness.md): loop: a phrase said ≥ 3 times in a row, more often than in "
-    "the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on audio whose "
+    "Examples counted (defaults, docs/robustness.md): loop: a phrase said ≥ 3 times in a row (≥ 5 words), more "
+    "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on audio whose "
     "transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip compression ratio of the "
     "raw output above openai-whisper's retry threshold.")
 

@@ -5,8 +5,9 @@ Per example, from the raw output and the (normalized) reference:
 - **repetition**: the longest run of one repeated n-gram in the normalized hypothesis (``a b a b a b``: the
   2-gram ``a b`` three times in a row), and Whisper's own signal, the gzip compression ratio of the raw text
   (openai-whisper retries a window whose ratio is above 2.4). An example is a **loop** when some phrase of up
-  to ``max_ngram`` words repeats at least ``loop_repeats`` times in a row *and* more times in a row than in
-  the reference (a transcript saying "no no no" does not make "no no no" a loop).
+  to ``max_ngram`` words repeats at least ``loop_repeats`` times in a row, over at least ``loop_words`` words,
+  *and* more times in a row than in the reference (a transcript saying "thank you thank you thank you" does not
+  make that a loop; "no, no, no" is too short to be one).
 - **insertion burst**: the longest run of consecutive inserted words in the word alignment against the
   reference; a **burst** when it is at least ``burst_words`` long. On an empty reference every output word is
   inserted, so a long output on silence is also a burst.
@@ -46,6 +47,7 @@ class Thresholds:
     """When an example counts as each kind of hallucination (the documented defaults)."""
 
     loop_repeats: int = 3  # a phrase said this many times in a row (and more often in a row than the reference)
+    loop_words: int = 5  # ... covering at least this many words ("no, no, no" is not a loop; "thank you" x 3 is)
     max_ngram: int = 20  # the longest phrase (in words) looked for as a repeated unit
     burst_words: int = 5  # this many consecutive inserted words
     compression_ratio: float = 2.4  # openai-whisper's compression_ratio_threshold
@@ -87,7 +89,8 @@ def _runs(words: Sequence[str], periods: Iterable[int]):
 
 def repeat_run(words: Sequence[str], max_ngram: int = Thresholds.max_ngram) -> Repeat:
     """The repeated run covering the most words (ties: more copies, then the shorter phrase); none: empty."""
-    return max(_runs(words, range(1, min(max_ngram, len(words) // 2) + 1)), key=lambda r: (r.words, r.copies, -len(r.phrase)), default=Repeat())
+    runs = _runs(words, range(1, min(max_ngram, len(words) // 2) + 1))
+    return max(runs, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=Repeat())
 
 
 def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
@@ -132,7 +135,8 @@ def loop_of(reference: str, hypothesis: str, thresholds: Thresholds = Thresholds
     """The repeated run that makes ``hypothesis`` a loop against ``reference`` (normalized texts), or None."""
     ref_words, hyp_words = reference.split(), hypothesis.split()
     loops = [r for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
-             if r.copies >= thresholds.loop_repeats and r.copies > copies_in_a_row(ref_words, r.phrase)]
+             if r.copies >= thresholds.loop_repeats and r.words >= thresholds.loop_words
+             and r.copies > copies_in_a_row(ref_words, r.phrase)]
     return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
 
 
