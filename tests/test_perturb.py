@@ -98,7 +98,7 @@ def test_robustness_table_per_condition(tmp_path, capsys):
                else r["text"] or "Thank you.")
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "r.md")]) == 0
     section = (tmp_path / "r.md").read_text().split("## Robustness")[1]
-    pivot, long = section.split("Per condition")
+    pivot, long = section.split("QoI % against")[0], section.split("Per run and condition")[1]
     header = next(line for line in pivot.splitlines() if line.startswith("| Implementation"))
     assert [c.strip() for c in header.split("|")[2:-1]] == ["clean", "pink@10dB", "pink@0dB"]  # clean, high to low SNR
     cand = next(line for line in pivot.splitlines() if line.startswith("| recorded cand"))

@@ -63,17 +63,33 @@ def _number(value, digits: int) -> str:
     return "–" if value is None or pd.isna(value) else f"{value:.{digits}f}"
 
 
+def _pivot(frame: pd.DataFrame, names: list[str], value: str, digits: int) -> str:
+    """Implementations down, conditions across (clean, noise high to low SNR, others), ``value`` in the cells;
+    only the conditions where some run has a value."""
+    wide = frame.assign(Implementation=names).pivot_table(index="Implementation", columns="Condition", values=value,
+                                                          aggfunc="first", dropna=False)
+    rows = [n for _, n in sorted(zip(~frame["Reference"], names), key=lambda pair: pair[0])]  # the reference first
+    nonspeech = set(frame.loc[frame["Words on non-speech"].notna(), "Condition"])
+    columns = sorted(wide.columns, key=lambda c: (c in nonspeech, condition_order(c)))  # non-speech clips last
+    shown = [c for c in columns if wide[c].notna().any()]
+    table = wide.loc[list(dict.fromkeys(rows)), shown].map(lambda v: _number(v, digits)).reset_index().rename(columns=md_cell)
+    return table.to_markdown(index=False, disable_numparse=True)
+
+
 def render_robustness_markdown(frame: pd.DataFrame) -> str:
-    """The markdown section "Robustness": WER by condition (one column per condition), then the long table."""
+    """The markdown section "Robustness": WER, QoI and words written on non-speech by condition (one column per
+    condition), then every figure per (run, condition)."""
     if frame.empty:
         return ""
-    order = sorted(frame["Condition"].unique(), key=condition_order)
     names = [f"**{md_cell(n)}** (reference)" if ref else md_cell(n)
              for n, ref in zip(frame["Implementation"], frame["Reference"])]
-    wide = frame.assign(Implementation=names).pivot_table(index="Implementation", columns="Condition", values="WER %",
-                                                          aggfunc="first", dropna=False)
-    speech = [c for c in order if c in wide.columns and wide[c].notna().any()]
-    pivot = wide[speech].map(lambda v: _number(v, 1)).reset_index().rename(columns=md_cell)
+    parts = ["", "## Robustness", "", "Derived sets of `whisperbench perturb` (`NOISE@SNR`: SNR in dB). WER %:", "",
+             _pivot(frame, names, "WER %", 1), ""]
+    if frame["QoI %"].notna().any():
+        parts += ["QoI % against the reference run on the same examples:", "", _pivot(frame, names, "QoI %", 1), ""]
+    if frame["Words on non-speech"].notna().any():
+        parts += ["Words written on non-speech audio (the transcript is empty; 0 is right):", "",
+                  _pivot(frame, names, "Words on non-speech", 0), ""]
     long = pd.DataFrame({
         "Implementation": names, "Condition": frame["Condition"].map(md_cell), "Examples": frame["Examples"].map(str),
         "WER %": frame["WER %"].map(lambda v: _number(v, 2)), "QoI %": frame["QoI %"].map(lambda v: _number(v, 1)),
@@ -81,10 +97,9 @@ def render_robustness_markdown(frame: pd.DataFrame) -> str:
         **{head: frame[head].map(str) for head in COUNTS}, "Failed": frame["Failed"].map(str)})
     long = long.loc[frame.assign(_o=frame["Condition"].map(condition_order)).sort_values(
         ["_o", "Implementation"], kind="stable").index]
-    return ("\n## Robustness\n\nWER % by condition (derived sets of `whisperbench perturb`; SNR in dB):\n\n"
-            + pivot.to_markdown(index=False, disable_numparse=True) + "\n\nPer condition: QoI against the reference "
-            "run on the same examples, words written on non-speech audio, hallucination counts (docs/robustness.md):"
-            "\n\n" + long.to_markdown(index=False, disable_numparse=True) + "\n")
+    parts += ["Per run and condition, with the hallucination counts (docs/robustness.md):", "",
+              long.to_markdown(index=False, disable_numparse=True), ""]
+    return "\n".join(parts)
 
 
 def robustness_html(frame: pd.DataFrame) -> str:
