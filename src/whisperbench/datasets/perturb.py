@@ -19,7 +19,8 @@ copied as ``PARENT~clean``.
 
 The output folder is ``OUT/perturb-<key>``, key = sha256 of the source's content hash, the recipe and the
 seed: asking again for the same set finds it there and writes nothing. Every random draw is seeded from
-(seed, example id, condition), so a fixed seed gives byte-identical files whatever the order or the machine.
+(seed, example id, condition), so a fixed seed gives byte-identical files whatever the order (with the same
+numpy and audiomentations versions: the recipe version in the key does not cover theirs).
 """
 
 from __future__ import annotations
