@@ -20,7 +20,7 @@ copied as ``PARENT~clean``.
 The output folder is ``OUT/perturb-<key>``, key = sha256 of the source's content hash, the recipe and the
 seed: asking again for the same set finds it there and writes nothing. Every random draw is seeded from
 (seed, example id, condition), so a fixed seed gives byte-identical files whatever the order (with the same
-numpy and audiomentations versions: the recipe version in the key does not cover theirs).
+numpy and audiomentations versions: both are part of the cache key).
 """
 
 from __future__ import annotations
@@ -74,8 +74,12 @@ class Recipe:
             raise DatasetError("noise needs both a noise kind (--noise) and at least one SNR (--snr)")
 
     def key(self, content_hash: str) -> str:
-        """The cache key: the source's content, this recipe (seed included) and the recipe version."""
-        text = json.dumps([RECIPE_VERSION, content_hash, dataclasses.asdict(self)], sort_keys=True)
+        """The cache key: the source's content, this recipe (seed included), the recipe version and the versions
+        of the libraries that make the samples (another version may draw other noise)."""
+        import audiomentations
+
+        versions = [RECIPE_VERSION, np.__version__, audiomentations.__version__]
+        text = json.dumps([versions, content_hash, dataclasses.asdict(self)], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
