@@ -18,7 +18,7 @@ Per example, from the raw output and the (normalized) reference:
 
 Failed examples are counted by the summary (``num_failed``), never flagged here. The thresholds are
 :class:`Thresholds`; a run's ``summary.json["hallucination"]`` holds the counts and the example ids of each
-kind, and the thresholds it used. Options (``MetricContext.options``, key = field of :class:`Thresholds`)
+kind, and the thresholds it used. ``MetricContext.options["hallucination"]`` (keys: fields of :class:`Thresholds`)
 override the defaults.
 
 >>> repeat_run("i will i will i will go".split()).copies
