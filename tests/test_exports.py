@@ -67,6 +67,7 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
     assert bad.data.metrics["qoi"] == pytest.approx(100 / 6) and bad.data.metrics["qoi_regressed"] == 5
     assert bad.data.metrics["wer_ci_low"] <= bad.data.metrics["wer"] <= bad.data.metrics["wer_ci_high"]
     assert bad.data.metrics["num_examples"] == expected["summary"]["num_examples"] == 6
+    assert bad.data.metrics["hallucination.catastrophic"] == expected["summary"]["hallucination"]["catastrophic"]
     assert bad.data.params["normalizer"] == "english" and bad.data.tags["whisperbench.reference"] == "ref"
     assert len(client.get_metric_history(bad.info.run_id, "wer")) == 2  # one value per export, one run
 

@@ -136,7 +136,10 @@ def cmd_compare(args) -> int:
             print(f"warning: {c.candidate.name} is the reference run itself ({one_line(reason)}): QoI 100 % proves "
                   "nothing", file=sys.stderr)
     if args.json:
-        _print_json([c.to_json(with_examples=args.examples) for c in comparisons])
+        from .reports.hallucination import hallucination_diff
+
+        _print_json([dict(c.to_json(with_examples=args.examples),
+                          hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
         return 0
     print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
     for c in comparisons:
@@ -149,9 +152,20 @@ def cmd_compare(args) -> int:
                            ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
             if ids:
                 notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
+        notes += _hallucination_notes(reference, c.candidate)
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0
+
+
+def _hallucination_notes(reference, candidate) -> list[str]:
+    from .reports.hallucination import describe_ids, hallucination_diff
+
+    diff = hallucination_diff(reference, candidate)
+    notes = [f"new {kind} vs the reference: {len(ids)} ({describe_ids(ids)})" for kind, ids in diff.new.items()]
+    if diff.nonspeech:
+        notes.append(f"output on {len(diff.nonspeech_with_output)} of {diff.nonspeech} non-speech examples")
+    return notes
 
 
 def cmd_report(args) -> int:
@@ -186,8 +200,12 @@ def _markdown_report(frame, runs, references, args) -> str:
     from .reports import render_markdown
     from .reports.languages import language_frame, render_language_markdown
 
+    from .reports.hallucination import render_hallucination_markdown
+    from .reports.robustness import render_robustness_markdown, robustness_frame
+
     return render_markdown(frame, references, title=args.title) + render_language_markdown(
-        language_frame(runs, references))
+        language_frame(runs, references)) + render_hallucination_markdown(frame) + render_robustness_markdown(
+        robustness_frame(runs, references))
 
 
 def _html_report(frame, runs, references, args) -> None:
@@ -229,7 +247,9 @@ def cmd_gate(args) -> int:
                            min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
                            confidence=args.confidence / 100.0 if args.confidence else None,
                            min_qoi_per_language=args.min_qoi_per_language,
-                           allow_self_comparison=args.allow_self_comparison)
+                           allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
+                           max_new_bursts=args.max_new_bursts,
+                           max_nonspeech_output_rate=args.max_nonspeech_output_rate)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -399,6 +419,17 @@ def cmd_datasets(args) -> int:
     for bad in checked.invalid:
         print(f"  invalid: {bad.reason}")
     return 1 if checked.invalid else 0
+
+
+def cmd_perturb(args) -> int:
+    from .datasets import load_dataset
+    from .datasets.perturb import perturb, recipe_from_text
+
+    recipe = recipe_from_text(args.noise, args.snr, args.gain, args.silence, args.nonspeech, args.nonspeech_s,
+                              clean=not args.no_clean, seed=args.seed)
+    dataset = load_dataset(args.dataset, limit=args.limit).dataset
+    print(perturb(dataset.examples, dataset.content_hash, recipe, args.out))
+    return 0
 
 
 def cmd_sweep(args) -> int:
@@ -587,11 +618,40 @@ def _gate_parser(sub: Any) -> None:
                    help="%% of candidate examples allowed to fail before the gate refuses to judge (default 0)")
     p.add_argument("--confidence", type=float, metavar="PCT",
                    help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
+    p.add_argument("--max-new-loops", type=int, metavar="N",
+                   help="fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond "
+                        "the transcript) in the candidate but not in the reference")
+    p.add_argument("--max-new-bursts", type=int, metavar="N",
+                   help="fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference "
+                        "does not")
+    p.add_argument("--max-nonspeech-output-rate", type=float, metavar="PCT",
+                   help="fail when the candidate writes text on more than PCT %% of the non-speech examples "
+                        "(empty transcript; see `whisperbench perturb --nonspeech`)")
     p.add_argument("--junit", help="write JUnit XML here")
     p.add_argument("--allow-self-comparison", action="store_true",
                    help="judge even when both sides are one run (same folder, run id or predictions); without it "
                         "that is refused (exit 2): a run compared with itself always passes")
     p.set_defaults(func=cmd_gate)
+
+
+def _perturb_parser(sub: Any) -> None:
+    p = sub.add_parser("perturb", help="write a robustness set derived from a dataset (noise at SNRs, gain, pauses, "
+                                       "non-speech clips); prints its manifest (docs/robustness.md)")
+    p.add_argument("--dataset", required=True, help="the source: manifest, folder, bundled name or hf:...")
+    p.add_argument("--out", default="perturbed", help="folder for derived sets, each in perturb-KEY (KEY: the "
+                                                      "source's content, the recipe and seed; default: %(default)s)")
+    p.add_argument("--noise", metavar="KIND,...", help="additive noise: white, pink, brown, babble (other utterances)")
+    p.add_argument("--snr", metavar="DB,...", help="signal-to-noise ratios of --noise in dB, e.g. 20,10,0")
+    p.add_argument("--gain", metavar="DB,...", help="gains in dB, e.g. -20,12 (what exceeds full scale is clipped)")
+    p.add_argument("--silence", metavar="PLACE:S,...", help="pauses: lead, trail or insert (mid-speech) with seconds, "
+                                                            "e.g. lead:5,insert:10")
+    p.add_argument("--nonspeech", metavar="KIND,...", help="non-speech clips with empty transcripts: all, or of "
+                                                           "silence, noise_low, noise_loud, hum, tone, clipped_noise")
+    p.add_argument("--nonspeech-s", type=float, default=5.0, help="length of each non-speech clip (default 5 s)")
+    p.add_argument("--no-clean", action="store_true", help="leave out the clean copies (PARENT~clean)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0): same seed, same bytes")
+    p.add_argument("--limit", type=int, help="only the first N examples of the source")
+    p.set_defaults(func=cmd_perturb)
 
 
 def _sweep_parser(sub: Any) -> None:
@@ -667,7 +727,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
+             _gate_parser, _perturb_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser,
+             _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

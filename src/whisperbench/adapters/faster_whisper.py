@@ -30,7 +30,9 @@ class FasterWhisperAdapter(Adapter):
                "stored": Option("as-is", "the weights' storage: as-is (the model's file; CTranslate2 converts to the "
                                          "compute type when loading, as faster-whisper users usually run int8) or "
                                          "compute-type (a conversion stored in an integer compute type: what ships, "
-                                         "and its size)", ("as-is", "compute-type"))}
+                                         "and its size)", ("as-is", "compute-type")),
+               "vad_filter": Option(False, "faster-whisper's guard against non-speech: Silero VAD drops the audio "
+                                           "it finds without speech before decoding (off: the harness's baseline)")}
     # the sweep measures what ships: integer variants stored as such (their size is the file's)
     variants = {name: {"compute_type": name, **({"stored": "compute-type"} if name in ("int16", "int8_float32", "int8")
                                                else {})}
@@ -72,7 +74,7 @@ class FasterWhisperAdapter(Adapter):
             audio, language=d.language_for(self.multilingual, example), task=d.task,
             beam_size=d.beam_size, best_of=1, temperature=list(d.temperatures()),
             condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
-            without_timestamps=d.timestamps_off(long_form), vad_filter=False,
+            without_timestamps=d.timestamps_off(long_form), vad_filter=self.settings["vad_filter"],
             no_speech_threshold=d.no_speech_threshold, log_prob_threshold=d.logprob_threshold,
             compression_ratio_threshold=d.compression_ratio_threshold,
         )

@@ -89,10 +89,20 @@ def record_to_example(record: RawRecord, base_dir: Optional[str]) -> Example:
     )
 
 
+NONSPEECH_KEY = "nonspeech"  # a manifest column: true for non-speech audio, whose transcript is empty on purpose
+
+
+def is_nonspeech(example: Example) -> bool:
+    """Whether the row is marked as non-speech audio (``"nonspeech": true``, or 1/yes/true as text in a CSV)."""
+    value = example.extra.get(NONSPEECH_KEY)
+    return value is True or str(value).strip().lower() in ("1", "true", "yes")
+
+
 def _check_example(example: Example, origin: str) -> Optional[str]:
     """Return why an example is invalid, or None. Fills duration_s from the audio header."""
-    if not example.text.strip():
-        return f"{origin} (id {example.id}): empty transcript"
+    if not example.text.strip() and not is_nonspeech(example):
+        return (f"{origin} (id {example.id}): empty transcript (for non-speech audio, whose right transcript is "
+                f"empty, mark the row \"nonspeech\": true)")
     if isinstance(example.audio, str) and not os.path.exists(example.audio):
         return f"{origin} (id {example.id}): audio file not found: {example.audio}"
     try:

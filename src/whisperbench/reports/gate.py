@@ -17,6 +17,7 @@ from ..scoring import paired_wer_test, qoi_interval
 from ..scoring.qoi import QoiResult
 from .compare import Comparison, compare_runs
 from .escape import one_line
+from .hallucination import describe_ids, hallucination_diff
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
 VERDICTS = {PASS: "PASS", REGRESSION: "FAIL (regression)", CANNOT_JUDGE: "CANNOT JUDGE"}
@@ -56,13 +57,18 @@ def evaluate_gate(
     confidence: Optional[float] = None,
     min_qoi_per_language: Optional[float] = None,
     allow_self_comparison: bool = False,
+    max_new_loops: Optional[int] = None,
+    max_new_bursts: Optional[int] = None,
+    max_nonspeech_output_rate: Optional[float] = None,
 ) -> GateResult:
     """Run the gate's checks; the comparability checks come first and outrank the quality ones.
 
     With ``confidence`` (e.g. 0.95) a quality check fails only when the regression is significant:
     QoI's bootstrap CI lies wholly below ``min_qoi``, or the paired-bootstrap CI of the WER increase
     lies wholly above ``max_wer_increase``. One run on both sides (see :func:`same_run_reason`) cannot be
-    judged unless ``allow_self_comparison`` (a deliberate self-check).
+    judged unless ``allow_self_comparison`` (a deliberate self-check). ``max_new_loops`` / ``max_new_bursts``: how many examples may loop
+    or burst in the candidate but not in the reference; ``max_nonspeech_output_rate``: the % of non-speech examples
+    (empty transcript) the candidate may write on (see :mod:`whisperbench.scoring.hallucination`).
     """
     comparison = compare_runs(reference, candidate)
     r = comparison.result
@@ -107,7 +113,31 @@ def evaluate_gate(
         result.checks.append(GateCheck(
             "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
             REGRESSION))
+    if (max_new_loops, max_new_bursts, max_nonspeech_output_rate) != (None, None, None):
+        result.checks += _hallucination_checks(reference, candidate, max_new_loops, max_new_bursts,
+                                               max_nonspeech_output_rate)
     return result
+
+
+def _hallucination_checks(reference: StoredRun, candidate: StoredRun, max_loops: Optional[int],
+                          max_bursts: Optional[int], max_rate: Optional[float]) -> list[GateCheck]:
+    """New loops and bursts against the reference, and output on non-speech audio, each naming its examples."""
+    diff, checks = hallucination_diff(reference, candidate), []
+    for kind, limit in (("loops", max_loops), ("bursts", max_bursts)):
+        if limit is not None:
+            ids = diff.new[kind]
+            checks.append(GateCheck(f"new {kind}", len(ids) <= limit, f"{len(ids)} example(s) with {kind} the "
+                                    f"reference does not have (allowed ≤ {limit}): {describe_ids(ids)}", REGRESSION))
+    if max_rate is not None:
+        rate, ids = diff.nonspeech_output_rate, diff.nonspeech_with_output
+        if rate is None:
+            checks.append(GateCheck("output on non-speech", False, "no example has an empty transcript (non-speech "
+                                    "audio): the output rate on non-speech cannot be judged", CANNOT_JUDGE))
+        else:
+            checks.append(GateCheck("output on non-speech", rate <= max_rate,
+                                    f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
+                                    f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}", REGRESSION))
+    return checks
 
 
 def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -> GateCheck:

@@ -17,7 +17,9 @@ import pandas as pd
 from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
+from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags, hallucination_html
 from .languages import language_frame, table_order
+from .robustness import robustness_frame, robustness_html
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -186,7 +188,8 @@ def _explorer(comparison: Comparison) -> str:
     rows = []
     for e in regressed:
         rows.append(
-            f'<tr class="regressed" id="{_e(comparison.candidate.name)}--{_e(e.id)}"><td>{_e(e.id)}</td>'
+            f'<tr class="regressed" id="{_e(comparison.candidate.name)}--{_e(e.id)}" '
+            f'data-flags="{_e(" ".join(example_flags(e, normalizer)))}"><td>{_e(e.id)}</td>'
             f'<td class="num" data-value="{e.delta_errors}">+{e.delta_errors}</td>'
             f'{_num(_wer_increase(e), 1)}'
             f'{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}'
@@ -218,9 +221,10 @@ def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str
     languages = language_frame(runs, references)
     if not languages.empty:
         sections += ["<h2>By language</h2>", _language_table(languages)]
+    sections += [hallucination_html(frame), robustness_html(robustness_frame(runs, references))]
     sections.append('<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
                     '<span class="sub">substitution</span><span class="del">deletion</span>'
-                    '<span class="ins">insertion</span>. Click a column to sort.</p>')
+                    '<span class="ins">insertion</span>. Click a column to sort.</p>' + FILTER_HTML)
     explorer: list[str] = []
     for run in runs:
         reference = references.get(run.dataset_hash)
@@ -228,7 +232,7 @@ def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str
             explorer.append(_explorer(compare_runs(reference, run)))
     sections += explorer or ['<p class="muted">No candidate runs with a reference.</p>']
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-            f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}</script></body></html>")
+            f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>")
 
 
 def write_html(path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun],

@@ -107,6 +107,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "Status": str(run.coverage),
             "Finished": run.coverage.finished,
             "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
+            "Hallucination": summary.get("hallucination"),
             "Run": run.name,
         })
     frame = pd.DataFrame(rows)
@@ -121,7 +122,7 @@ def flat_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for name in ("WER CI", "QoI CI"):
         flat[f"{name} low"] = [ci.low if ci else None for ci in frame[name]]
         flat[f"{name} high"] = [ci.high if ci else None for ci in frame[name]]
-    return flat.drop(columns=["WER CI", "QoI CI"])
+    return flat.drop(columns=["WER CI", "QoI CI", "Hallucination"], errors="ignore")
 
 
 def _fmt(value, digits: int) -> str:

@@ -111,6 +111,9 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     for language, figures in (summary.get("languages") or {}).items():
         metrics |= {f"language.{language}.{k}": figures.get(k) for k in ("error_rate", "wer", "cer", "num_examples")}
     metrics["language_id_accuracy"] = (summary.get("language_id") or {}).get("accuracy")
+    hallucination = summary.get("hallucination") or {}  # scoring/hallucination.py: counts of each kind
+    metrics |= {f"hallucination.{k}": hallucination.get(k) for k in ("loops", "bursts", "nonspeech_with_output",
+                                                                     "catastrophic", "nonspeech_output_rate")}
     if reference is not None:
         result = compare_runs(reference, run).result
         qoi_ci = qoi_interval(result)

@@ -1,0 +1,278 @@
+"""Robustness sets: a derived dataset (manifest + 16 kHz WAV files) made from any dataset, reproducibly.
+
+Conditions, each applied to every example of the source set (audiomentations does the signal work):
+
+- ``noise``: additive noise at each SNR: ``white``, ``pink``, ``brown`` (``AddColorNoise``, spectral decay 0,
+  -3.01, -6.02 dB/octave) and ``babble`` (``AddBackgroundNoise`` over the sum of up to four *other* utterances of
+  the set); a mix that would clip is scaled down to just below full scale, which keeps its SNR;
+- ``gain``: a gain in dB (``Gain``; what clips at full scale is clipped, as a recorder would);
+- ``silence``: a pause of N seconds before (``lead``), after (``trail``) or inside (``insert``: at the quietest
+  20 ms near the middle) the speech — a long pause is where repetition loops start;
+- ``nonspeech``: clips without speech, whose transcript is empty (rows marked ``"nonspeech": true``): digital
+  silence, low and loud Gaussian noise (``AddGaussianNoise``), mains hum (50 Hz and harmonics), a 1 kHz tone,
+  clipped noise (``ClippingDistortion``).
+
+A derived example's id is ``PARENT~CONDITION`` (``jfk~pink@10dB``; ``nonspeech~hum``), and its row records
+``parent_id``, ``perturbation``, ``noise``, ``snr_db``, ``gain_db``, ``silence`` and ``condition``: the reports
+group by the id's condition (:func:`whisperbench.scoring.conditions.condition_of`). The clean examples are
+copied as ``PARENT~clean``.
+
+The output folder is ``OUT/perturb-<key>``, key = sha256 of the source's content hash, the recipe and the
+seed: asking again for the same set finds it there and writes nothing. Every random draw is seeded from
+(seed, example id, condition), so a fixed seed gives byte-identical files whatever the order (with the same
+numpy and audiomentations versions: both are part of the cache key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..audio import SAMPLE_RATE, load_audio
+from ..errors import DatasetError
+from ..scoring.conditions import SEPARATOR
+from ..types import Example
+
+log = logging.getLogger(__name__)
+
+RECIPE_VERSION = 1  # part of the cache key: bump when the same recipe would write other audio
+NOISE_DECAY_DB = {"white": 0.0, "pink": -3.01, "brown": -6.02}  # AddColorNoise's f_decay per colour
+NOISES = tuple(NOISE_DECAY_DB) + ("babble",)
+SILENCE_PLACES = ("lead", "trail", "insert")
+NONSPEECH_KINDS = ("silence", "noise_low", "noise_loud", "hum", "tone", "clipped_noise")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What to derive: noises at SNRs, gains, pauses (place, seconds), non-speech clips, the clean copies."""
+
+    noises: tuple[str, ...] = ()
+    snrs_db: tuple[float, ...] = ()
+    gains_db: tuple[float, ...] = ()
+    silences: tuple[tuple[str, float], ...] = ()
+    nonspeech: tuple[str, ...] = ()
+    nonspeech_s: float = 5.0
+    clean: bool = True
+    seed: int = 0
+
+    def __post_init__(self):
+        unknown = [n for n in self.noises if n not in NOISES] + [k for k in self.nonspeech if k not in NONSPEECH_KINDS]
+        unknown += [p for p, _ in self.silences if p not in SILENCE_PLACES]
+        if unknown:
+            raise DatasetError(f"unknown perturbation(s) {unknown}: noises {', '.join(NOISES)}; silence places "
+                               f"{', '.join(SILENCE_PLACES)}; non-speech kinds {', '.join(NONSPEECH_KINDS)}")
+        if bool(self.noises) != bool(self.snrs_db):
+            raise DatasetError("noise needs both a noise kind (--noise) and at least one SNR (--snr)")
+
+    def key(self, content_hash: str) -> str:
+        """The cache key: the source's content, this recipe (seed included), the recipe version and the versions
+        of the libraries that make the samples (another version may draw other noise)."""
+        import audiomentations
+
+        versions = [RECIPE_VERSION, np.__version__, audiomentations.__version__]
+        text = json.dumps([versions, content_hash, dataclasses.asdict(self)], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Derived:
+    """One derived example: its manifest row and how to make its samples."""
+
+    row: dict[str, Any]
+    make: Callable[[], np.ndarray] = field(repr=False)
+
+
+def _seeded(seed: int, *parts: str) -> None:
+    """Seed the generators audiomentations draws from, from (seed, parts): order-independent, reproducible."""
+    value = int.from_bytes(hashlib.sha256(json.dumps([seed, *parts]).encode()).digest()[:4], "little")
+    random.seed(value)
+    np.random.seed(value)
+
+
+def _apply(transform, samples: np.ndarray, seed: int, *parts: str) -> np.ndarray:
+    _seeded(seed, *parts)
+    return transform(samples=samples.astype(np.float32), sample_rate=SAMPLE_RATE)
+
+
+def _noise(kind: str, snr: float, babble: Optional[Path]):
+    import audiomentations as A
+
+    if kind == "babble":
+        return A.AddBackgroundNoise(sounds_path=[str(babble)], min_snr_db=snr, max_snr_db=snr, p=1.0)
+    decay = NOISE_DECAY_DB[kind]
+    return A.AddColorNoise(min_snr_db=snr, max_snr_db=snr, min_f_decay=decay, max_f_decay=decay, p=1.0)
+
+
+def _below_full_scale(samples: np.ndarray) -> np.ndarray:
+    """A noisy mix that would clip, scaled down to just below full scale (speech and noise alike: the SNR holds)."""
+    peak = float(np.abs(samples).max(initial=0.0))
+    return samples * (0.99 / peak) if peak > 0.99 else samples
+
+
+def _pause(samples: np.ndarray, place: str, seconds: float) -> np.ndarray:
+    """``samples`` with ``seconds`` of digital silence before, after, or at the quietest 20 ms near the middle."""
+    gap = np.zeros(int(round(seconds * SAMPLE_RATE)), dtype=np.float32)
+    if place == "lead":
+        return np.concatenate([gap, samples])
+    if place == "trail":
+        return np.concatenate([samples, gap])
+    frame = SAMPLE_RATE // 50
+    third = len(samples) // 3
+    frames = samples[third:third + (third // frame) * frame].reshape(-1, frame) if third >= frame else None
+    cut = third + frame * int(np.argmin((frames ** 2).sum(axis=1))) + frame // 2 if frames is not None \
+        else len(samples) // 2
+    return np.concatenate([samples[:cut], gap, samples[cut:]])
+
+
+def _nonspeech(kind: str, seconds: float, seed: int) -> np.ndarray:
+    """A clip without speech (see the module doc)."""
+    import audiomentations as A
+
+    n = int(round(seconds * SAMPLE_RATE))
+    t = np.arange(n, dtype=np.float64) / SAMPLE_RATE
+    zeros = np.zeros(n, dtype=np.float32)
+    if kind == "silence":
+        return zeros
+    if kind in ("noise_low", "noise_loud"):
+        amplitude = 0.003 if kind == "noise_low" else 0.1  # about -50 and -20 dBFS
+        return _apply(A.AddGaussianNoise(min_amplitude=amplitude, max_amplitude=amplitude, p=1.0), zeros, seed, kind)
+    if kind == "hum":
+        return (0.03 * sum(np.sin(2 * np.pi * 50 * h * t) / h for h in (1, 2, 3))).astype(np.float32)
+    if kind == "tone":
+        return (0.1 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
+    loud = _apply(A.AddGaussianNoise(min_amplitude=0.5, max_amplitude=0.5, p=1.0), zeros, seed, kind)
+    return _apply(A.ClippingDistortion(min_percentile_threshold=30, max_percentile_threshold=30, p=1.0), loud, seed,
+                  kind, "clip")
+
+
+def _row(parent: Example, condition: str, **facts: Any) -> dict[str, Any]:
+    ex_id = f"{parent.id}{SEPARATOR}{condition}"
+    row = {"id": ex_id, "audio": f"audio/{_file_name(ex_id)}.wav", "text": parent.text, "parent_id": parent.id,
+           "condition": condition, **facts}
+    if parent.language:
+        row["language"] = parent.language
+    return row
+
+
+def _file_name(ex_id: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_.@~" else "_" for c in ex_id)
+    return safe if safe == ex_id else f"{safe}-{hashlib.sha1(ex_id.encode()).hexdigest()[:8]}"
+
+
+def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Derived]:
+    """Every derived example of ``recipe`` over ``examples`` (nothing computed yet)."""
+    audio = {ex.id: ex.audio for ex in examples}
+    load = lambda ex: load_audio(audio[ex.id])  # noqa: E731
+    out: list[Derived] = []
+    for ex in examples:
+        if recipe.clean:
+            out.append(Derived(_row(ex, "clean", perturbation="clean"), lambda ex=ex: load(ex)))
+        for kind in recipe.noises:
+            for snr in recipe.snrs_db:
+                condition = f"{kind}@{snr:g}dB"
+                make = (lambda ex=ex, kind=kind, snr=snr, condition=condition: _below_full_scale(_apply(
+                    _noise(kind, snr, babble_dir / f"{_file_name(ex.id)}.wav"), load(ex), recipe.seed, ex.id, condition)))
+                out.append(Derived(_row(ex, condition, perturbation="noise", noise=kind, snr_db=snr), make))
+        for gain in recipe.gains_db:
+            import audiomentations as A
+
+            condition = f"gain{gain:+g}dB"
+            make = (lambda ex=ex, gain=gain, condition=condition: _apply(
+                A.Gain(min_gain_db=gain, max_gain_db=gain, p=1.0), load(ex), recipe.seed, ex.id, condition))
+            out.append(Derived(_row(ex, condition, perturbation="gain", gain_db=gain), make))
+        for place, seconds in recipe.silences:
+            condition = f"{place}-silence{seconds:g}s"
+            out.append(Derived(_row(ex, condition, perturbation="silence", silence=place, silence_s=seconds),
+                               lambda ex=ex, place=place, seconds=seconds: _pause(load(ex), place, seconds)))
+    for kind in recipe.nonspeech:
+        row = {"id": f"nonspeech{SEPARATOR}{kind}", "audio": f"audio/nonspeech{SEPARATOR}{kind}.wav", "text": "",
+               "nonspeech": True, "parent_id": None, "condition": kind, "perturbation": "nonspeech"}
+        out.append(Derived(row, lambda kind=kind: _nonspeech(kind, recipe.nonspeech_s, recipe.seed)))
+    return out
+
+
+def _write_babble(examples: list[Example], folder: Path, seed: int) -> None:
+    """Per example: the sum of up to four other utterances (chosen with the seed), repeated to outlast the longest
+    utterance of the set, at -20 dB RMS."""
+    import soundfile as sf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    longest = max(len(load_audio(ex.audio)) for ex in examples) + SAMPLE_RATE
+    for ex in examples:
+        others = [o for o in examples if o.id != ex.id]
+        if not others:
+            raise DatasetError("babble noise needs at least two utterances in the dataset (it is made of the others)")
+        rng = np.random.default_rng(int(hashlib.sha256(f"{seed}/{ex.id}".encode()).hexdigest()[:8], 16))
+        chosen = [others[i] for i in sorted(rng.choice(len(others), size=min(4, len(others)), replace=False))]
+        voices = [load_audio(o.audio) for o in chosen]
+        mix = np.zeros(max(len(v) for v in voices), dtype=np.float64)
+        for voice in voices:
+            mix[:len(voice)] += voice
+        mix = np.resize(mix, longest)  # repeated to outlast every utterance: the SNR holds over the whole example
+        mix /= max(float(np.sqrt(np.mean(mix ** 2))), 1e-9) * 10  # -20 dB RMS: headroom; the SNR sets the level
+        sf.write(folder / f"{_file_name(ex.id)}.wav", mix.astype(np.float32), SAMPLE_RATE, subtype="FLOAT")
+
+
+def perturb(examples: list[Example], content_hash: str, recipe: Recipe, out_dir: str | Path) -> Path:
+    """Write (or find, cached) the derived dataset; returns its manifest path."""
+    import soundfile as sf
+
+    try:
+        import audiomentations  # noqa: F401
+    except ImportError as exc:
+        raise DatasetError("whisperbench perturb needs audiomentations: pip install 'whisperbench[robustness]'") from exc
+    folder = Path(out_dir) / f"perturb-{recipe.key(content_hash)}"
+    manifest = folder / "manifest.jsonl"
+    if manifest.exists():
+        log.info("derived set already written: %s", manifest)
+        return manifest
+    work = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "audio").mkdir(parents=True)
+    if "babble" in recipe.noises:
+        _write_babble(examples, work / "babble", recipe.seed)
+    derived = plan(examples, recipe, work / "babble")
+    for item in derived:
+        sf.write(work / item.row["audio"], np.clip(item.make(), -1.0, 1.0), SAMPLE_RATE, subtype="PCM_16")
+    shutil.rmtree(work / "babble", ignore_errors=True)
+    rows = [dict(d.row, source_content_hash=content_hash, seed=recipe.seed) for d in derived]
+    (work / "manifest.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                                         encoding="utf-8")
+    work.rename(folder)
+    return manifest
+
+
+def _items(text: Optional[str]) -> list[str]:
+    return [item.strip() for item in (text or "").split(",") if item.strip()]
+
+
+def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(item) for item in _items(text))
+    except ValueError as exc:
+        raise DatasetError(f"{what}: expected numbers separated by commas, got {text!r}") from exc
+
+
+def recipe_from_text(noise: Optional[str] = None, snr: Optional[str] = None, gain: Optional[str] = None,
+                     silence: Optional[str] = None, nonspeech: Optional[str] = None, nonspeech_s: float = 5.0,
+                     clean: bool = True, seed: int = 0) -> Recipe:
+    """A :class:`Recipe` from the command line's comma lists (``silence``: ``PLACE:SECONDS,...``;
+    ``nonspeech``: kinds, or ``all``)."""
+    pauses = []
+    for item in _items(silence):
+        place, _, seconds = item.partition(":")
+        pauses.append((place, _numbers(seconds or "nan", f"--silence {item}")[0]))
+        if not seconds or not pauses[-1][1] > 0:
+            raise DatasetError(f"--silence {item}: expected PLACE:SECONDS with a positive duration, e.g. insert:10")
+    kinds = NONSPEECH_KINDS if _items(nonspeech) == ["all"] else tuple(_items(nonspeech))
+    return Recipe(noises=tuple(_items(noise)), snrs_db=_numbers(snr, "--snr"), gains_db=_numbers(gain, "--gain"),
+                  silences=tuple(pauses), nonspeech=kinds, nonspeech_s=nonspeech_s, clean=clean, seed=seed)

@@ -1,0 +1,133 @@
+"""Hallucinations in reports: per-run counts (leaderboard, HTML) and what a candidate does that its reference
+does not (``compare``, the gate). The measures are :mod:`whisperbench.scoring.hallucination`'s."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pandas as pd
+
+from ..scoring import rescored, score_prediction
+from ..scoring.hallucination import KINDS, Thresholds, example_hallucination
+from ..store import StoredRun
+from ..types import Prediction
+from .escape import md_cell
+
+#: the leaderboard's hallucination columns: heading -> key of summary.json["hallucination"]
+COLUMNS = {"Loops": "loops", "Bursts": "bursts", "Non-speech examples": "nonspeech_examples",
+           "Output on non-speech": "nonspeech_with_output", "Catastrophic": "catastrophic",
+           "Ratio > 2.4": "high_compression"}
+
+
+def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
+    """Example ids of ``run`` per kind (``loops``, ``bursts``, ``nonspeech_with_output``, ``catastrophic``),
+    scored with ``normalizer``; also ``nonspeech`` (every example whose normalized transcript is empty)."""
+    found = [example_hallucination(rescored(p, normalizer, run.normalizer), thresholds) for p in run.predictions]
+    ids = {kind: {h.id for h in found if getattr(h, attr)} for kind, attr in KINDS.items()}
+    ids["nonspeech"] = {h.id for h in found if h.nonspeech}
+    return ids
+
+
+@dataclass
+class HallucinationDiff:
+    """What the candidate hallucinates on examples where the reference does not (sorted ids per kind)."""
+
+    new: dict[str, list[str]] = field(default_factory=dict)  # loops, bursts, nonspeech_with_output, catastrophic
+    nonspeech: int = 0  # examples with an empty normalized transcript (in the candidate run)
+    nonspeech_with_output: list[str] = field(default_factory=list)  # the candidate's, new or not
+
+    @property
+    def nonspeech_output_rate(self) -> Optional[float]:
+        """% of non-speech examples on which the candidate wrote something; None without any."""
+        return 100.0 * len(self.nonspeech_with_output) / self.nonspeech if self.nonspeech else None
+
+    def to_json(self) -> dict:
+        return {"new": self.new, "nonspeech_examples": self.nonspeech,
+                "nonspeech_with_output": self.nonspeech_with_output, "nonspeech_output_rate": self.nonspeech_output_rate}
+
+
+def hallucination_diff(reference: StoredRun, candidate: StoredRun) -> HallucinationDiff:
+    """The candidate's hallucinations that the reference does not have on the same example (by id)."""
+    normalizer = reference.normalizer
+    ref, cand = flagged(reference, normalizer), flagged(candidate, normalizer)
+    new = {kind: sorted(cand[kind] - ref[kind]) for kind in KINDS}
+    return HallucinationDiff(new, len(cand["nonspeech"]), sorted(cand["nonspeech_with_output"]))
+
+
+def describe_ids(ids: list[str], limit: int = 10) -> str:
+    """``a, b, c …`` (at most ``limit`` ids named), or ``none``."""
+    return (", ".join(ids[:limit]) + (" …" if len(ids) > limit else "")) if ids else "none"
+
+
+def hallucination_rows(frame: pd.DataFrame) -> list[dict]:
+    """One row per leaderboard run: implementation, dataset, and each of :data:`COLUMNS` (None: not measured)."""
+    rows = []
+    for _, r in frame.iterrows():
+        counts = r.get("Hallucination") or {}
+        rows.append({"Implementation": r["Implementation"], "Reference": r["Reference"], "Dataset": r["Dataset"],
+                     **{head: counts.get(key) for head, key in COLUMNS.items()}, "Run": r["Run"]})
+    return rows
+
+
+def render_hallucination_markdown(frame: pd.DataFrame) -> str:
+    """The markdown section "Hallucinations": counts per run (empty text when no run has them)."""
+    rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
+    if not rows:
+        return ""
+    lines = ["", "## Hallucinations", "", "| Implementation | Dataset | " + " | ".join(COLUMNS) + " | Run |",
+             "|" + "---|" * (len(COLUMNS) + 3)]
+    for r in rows:
+        name = f"**{md_cell(r['Implementation'])}** (reference)" if r["Reference"] else md_cell(r["Implementation"])
+        cells = " | ".join("–" if r[c] is None else str(r[c]) for c in COLUMNS)
+        # the run name plain: `run` is how the leaderboard's own row names it
+        lines.append(f"| {name} | {md_cell(r['Dataset'])} | {cells} | {md_cell(r['Run'])} |")
+    return "\n".join(lines + ["", HALLUCINATION_NOTE, ""])
+
+
+HALLUCINATION_NOTE = (
+    "Examples counted (defaults, docs/robustness.md): loop: a phrase said ≥ 3 times in a row (≥ 5 words), more "
+    "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on audio whose "
+    "transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip compression ratio of the "
+    "raw output above openai-whisper's retry threshold.")
+
+
+def hallucination_html(frame: pd.DataFrame) -> str:
+    """The HTML table of the same counts (sortable), or empty text."""
+    rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
+    if not rows:
+        return ""
+    head = "<tr><th>Implementation</th><th>Dataset</th>" + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) \
+        + "<th>Run</th></tr>"
+    body = []
+    for r in rows:
+        name = html.escape(str(r["Implementation"])) + (' <span class="muted">(reference)</span>' if r["Reference"]
+                                                        else "")
+        cells = "".join(f'<td class="num" data-value="{"" if r[c] is None else r[c]}">'
+                        f'{"–" if r[c] is None else r[c]}</td>' for c in COLUMNS)
+        body.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td>'
+                    f'<td>{html.escape(str(r["Dataset"]))}</td>{cells}<td><code>{html.escape(str(r["Run"]))}</code>'
+                    f"</td></tr>")
+    return (f'<h2>Hallucinations</h2><table class="sortable hallucination"><thead>{head}</thead>'
+            f'<tbody>{"".join(body)}</tbody></table><p class="muted">{html.escape(HALLUCINATION_NOTE)}</p>')
+
+
+def example_flags(example, normalizer: str) -> list[str]:
+    """The hallucination kinds of a compared example's candidate output (an ``ExampleComparison``)."""
+    pred = Prediction(example.id, example.reference_text, example.candidate_hypothesis,
+                      status="failed" if example.candidate_failed else "ok", language=example.language)
+    return example_hallucination(score_prediction(pred, normalizer)).flags
+
+
+#: the regression explorer's filter: show only the rows whose candidate output has one kind of hallucination
+FILTER_HTML = ('<p><label>Show: <select id="hallucination-filter"><option value="">every regressed example</option>'
+               + "".join(f'<option value="{attr}">{attr.replace("_", " ")}</option>' for attr in KINDS.values())
+               + "</select></label></p>")
+FILTER_SCRIPT = """
+document.getElementById('hallucination-filter')?.addEventListener('change', ev => {
+  const kind = ev.target.value;
+  document.querySelectorAll('table.explorer tbody tr').forEach(r => {
+    r.style.display = !kind || (r.dataset.flags || '').split(' ').includes(kind) ? '' : 'none'; });
+});
+"""

@@ -1,0 +1,230 @@
+"""Hallucination measures: what Whisper ports do wrong besides word errors. Pure per-example functions.
+
+Per example, from the raw output and the (normalized) reference:
+
+- **repetition**: the longest run of one repeated n-gram in the normalized hypothesis (``a b a b a b``: the
+  2-gram ``a b`` three times in a row), and Whisper's own signal, the gzip compression ratio of the raw text
+  (openai-whisper retries a window whose ratio is above 2.4). An example is a **loop** when some phrase of up
+  to ``max_ngram`` words repeats at least ``loop_repeats`` times in a row, over at least ``loop_words`` words,
+  *and* more times in a row than in the reference (a transcript saying "thank you thank you thank you" does not
+  make that a loop; "no, no, no" is too short to be one).
+- **insertion burst**: the longest run of consecutive inserted words in the word alignment against the
+  reference; a **burst** when it is at least ``burst_words`` long. On an empty reference every output word is
+  inserted, so a long output on silence is also a burst.
+- **non-speech output**: the normalized reference is empty (non-speech audio: silence, noise, music) and the
+  normalized hypothesis is not. Its words are errors (insertions).
+- **catastrophic**: the example's WER is at least ``catastrophic_wer`` (100 %); undefined, hence never, on an
+  empty reference (non-speech output is counted on its own).
+
+Failed examples are counted by the summary (``num_failed``), never flagged here. The thresholds are
+:class:`Thresholds`; a run's ``summary.json["hallucination"]`` holds the counts and the example ids of each
+kind, and the thresholds it used. ``MetricContext.options["hallucination"]`` (keys: fields of :class:`Thresholds`)
+override the defaults.
+
+>>> repeat_run("i will i will i will go".split()).copies
+3
+>>> insertion_burst("a b c", "a x y z b c")
+3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from itertools import groupby
+from operator import eq
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence
+
+from rapidfuzz.distance import Levenshtein
+
+from ..types import Prediction
+from .metrics import Metric, MetricContext
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When an example counts as each kind of hallucination (the documented defaults)."""
+
+    loop_repeats: int = 3  # a phrase said this many times in a row (and more often in a row than the reference)
+    loop_words: int = 5  # ... covering at least this many words ("no, no, no" is not a loop; "thank you" x 3 is)
+    max_ngram: int = 20  # the longest phrase (in words) looked for as a repeated unit
+    burst_words: int = 5  # this many consecutive inserted words
+    compression_ratio: float = 2.4  # openai-whisper's compression_ratio_threshold
+    catastrophic_wer: float = 100.0  # example WER in percent
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "Thresholds":
+        """The defaults with any of ``options`` (keys: field names) applied; an unknown key is an error."""
+        names = {f.name: f.type for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise ValueError(f"unknown hallucination threshold(s) {unknown}; known: {sorted(names)}")
+        defaults = cls()
+        return cls(**{k: type(getattr(defaults, k))(v) for k, v in options.items()})
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A run of one phrase said ``copies`` times in a row (``words`` = words the run covers)."""
+
+    phrase: tuple[str, ...] = ()
+    copies: int = 0
+
+    @property
+    def words(self) -> int:
+        return len(self.phrase) * self.copies
+
+
+def _runs(words: Sequence[str], periods: Iterable[int]):
+    """Every maximal run of a phrase of ``n`` words (``n`` in ``periods``) repeated at least twice in a row."""
+    for n in periods:
+        start = 0
+        for same, group in groupby(map(eq, words, words[n:])):  # words[j] == words[j + n], run by run
+            length = len(list(group))
+            if same and length >= n:  # words[start : start + length + n] has period n
+                yield Repeat(tuple(words[start:start + n]), (length + n) // n)
+            start += length
+
+
+def repeat_run(words: Sequence[str], max_ngram: int = Thresholds.max_ngram) -> Repeat:
+    """The repeated run covering the most words (ties: more copies, then the shorter phrase); none: empty."""
+    runs = _runs(words, range(1, min(max_ngram, len(words) // 2) + 1))
+    return max(runs, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=Repeat())
+
+
+def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
+    """The most times ``phrase`` occurs back to back in ``words`` (0 when it does not occur).
+
+    >>> copies_in_a_row("no no no way".split(), ("no",))
+    3
+    """
+    n, best = len(phrase), 0
+    for start in range(len(words) - n + 1):
+        copies = 0
+        while tuple(words[start + copies * n:start + (copies + 1) * n]) == phrase:
+            copies += 1
+        best = max(best, copies)
+    return best
+
+
+def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
+    """The spacings (≤ ``max_ngram``) at which some word comes back ``loop_repeats`` times in a row: a loop's
+    phrase length is one of them (its first word comes back so), found without looking for the runs."""
+    if len(words) - len(set(words)) < thresholds.loop_repeats - 1:
+        return set()  # no word said loop_repeats times: the common case
+    positions: dict[str, list[int]] = {}
+    for index, word in enumerate(words):
+        positions.setdefault(word, []).append(index)
+    periods = set()
+    for where in positions.values():
+        if len(where) < thresholds.loop_repeats:
+            continue
+        seen = set(where)
+        for i, first in enumerate(where):
+            for second in where[i + 1:]:
+                gap = second - first
+                if gap > thresholds.max_ngram:
+                    break
+                if all(first + k * gap in seen for k in range(2, thresholds.loop_repeats)):
+                    periods.add(gap)
+    return periods
+
+
+def loop_of(reference: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
+    """The repeated run that makes ``hypothesis`` a loop against ``reference`` (normalized texts), or None."""
+    ref_words, hyp_words = reference.split(), hypothesis.split()
+    loops = [r for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
+             if r.copies >= thresholds.loop_repeats and r.words >= thresholds.loop_words
+             and r.copies > copies_in_a_row(ref_words, r.phrase)]
+    return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
+
+
+def compression_ratio(text: str) -> Optional[float]:
+    """Whisper's repetition signal: UTF-8 length over zlib-compressed length (None for empty text)."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data.strip() else None
+
+
+def insertion_burst(reference: str, hypothesis: str) -> int:
+    """The longest run of consecutive inserted words in the word alignment of two normalized texts."""
+    ref_words, hyp_words = reference.split(), hypothesis.split()
+    if not ref_words:
+        return len(hyp_words)
+    longest = 0
+    for op in Levenshtein.opcodes(ref_words, hyp_words):
+        if op.tag == "insert":
+            longest = max(longest, op.dest_end - op.dest_start)
+    return longest
+
+
+#: summary key -> the per-example flag it counts
+KINDS = {"loops": "loop", "bursts": "burst", "nonspeech_with_output": "nonspeech_output",
+         "catastrophic": "catastrophic"}
+
+
+@dataclass(frozen=True)
+class ExampleHallucination:
+    """The hallucination measures of one scored example."""
+
+    id: str
+    loop_run: Optional[Repeat]  # the repeated phrase that makes it a loop
+    compression_ratio: Optional[float]
+    burst_words: int
+    burst: bool
+    nonspeech: bool  # the normalized reference is empty
+    nonspeech_output: bool  # ... and the normalized hypothesis is not
+    catastrophic: bool
+
+    @property
+    def loop(self) -> bool:
+        """Whether a phrase repeats beyond the reference (see :func:`loop_of`)."""
+        return self.loop_run is not None
+
+    @property
+    def flags(self) -> list[str]:
+        """The kinds this example counts as: loop, burst, nonspeech_output, catastrophic."""
+        return [k for k in ("loop", "burst", "nonspeech_output", "catastrophic") if getattr(self, k)]
+
+
+def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds()) -> ExampleHallucination:
+    """The measures of one prediction already scored (``reference_norm``, ``hypothesis_norm``, ``wer`` filled)."""
+    ref, hyp = pred.reference_norm or "", pred.hypothesis_norm or ""
+    ok = pred.status == "ok"
+    burst = 0 if not ok else pred.insertions if pred.insertions is not None and pred.insertions < 2 else \
+        insertion_burst(ref, hyp)  # fewer than two insertions: the longest run is their number
+    return ExampleHallucination(
+        id=pred.id,
+        loop_run=loop_of(ref, hyp, thresholds) if ok and hyp != ref else None,
+        compression_ratio=compression_ratio(pred.hypothesis) if ok else None,
+        burst_words=burst,
+        burst=burst >= thresholds.burst_words,
+        nonspeech=not ref.split(),
+        nonspeech_output=ok and not ref.split() and bool(hyp.split()),
+        catastrophic=ok and pred.wer is not None and pred.wer >= thresholds.catastrophic_wer,
+    )
+
+
+def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+    """``summary.json["hallucination"]``: counts and example ids of each kind, the thresholds used."""
+    if not scored:
+        return None
+    thresholds = Thresholds.from_options(context.options.get("hallucination", {}))
+    found = [example_hallucination(p, thresholds) for p in scored]
+    ids = {kind: sorted(h.id for h in found if getattr(h, attr)) for kind, attr in KINDS.items()}
+    ids["high_compression"] = sorted(h.id for h in found if (h.compression_ratio or 0) > thresholds.compression_ratio)
+    nonspeech = sum(h.nonspeech for h in found)
+    return {
+        **{kind: len(names) for kind, names in ids.items()},
+        "nonspeech_examples": nonspeech,
+        "nonspeech_output_rate": 100.0 * len(ids["nonspeech_with_output"]) / nonspeech if nonspeech else None,
+        "longest_loop_words": max((h.loop_run.words for h in found if h.loop_run), default=0),
+        "longest_burst_words": max(h.burst_words for h in found),
+        "max_compression_ratio": max((h.compression_ratio for h in found if h.compression_ratio), default=None),
+        "ids": ids,
+        "thresholds": dataclasses.asdict(thresholds),
+    }
+
+
+METRIC = Metric("hallucination", "repetition loops, insertion bursts, output on non-speech audio, catastrophic "
+                                 "examples (scoring/hallucination.py)", summarize)
