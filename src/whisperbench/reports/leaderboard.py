@@ -11,6 +11,8 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
+from ..scoring.metrics import MetricContext, registered, run_metrics
+from ..scoring.summary import rescored
 from ..scoring.table import table_summary, word_errors
 from .compare import compare_runs
 from .escape import md_cell
@@ -59,6 +61,16 @@ def describe_references(references: dict[str, StoredRun]) -> list[str]:
             f"{run.coverage})" for run in sorted(references.values(), key=lambda r: (r.meta.dataset.name, r.name))]
 
 
+def _metric_values(run: StoredRun, normalizer: str) -> dict:
+    """The registered metrics' values (hallucination, timing…): summary.json's when the run was scored with
+    ``normalizer``, else computed afresh from its predictions."""
+    names = [metric.name for metric in registered()]
+    if normalizer == run.normalizer and run.summary is not None:
+        return {name: run.summary[name] for name in names if name in run.summary}
+    scored = [rescored(p, normalizer, run.normalizer) for p in run.predictions]
+    return run_metrics(scored, MetricContext(normalizer, run.form))
+
+
 def recorded_references(runs_dir: str | Path) -> list[str]:
     """The reference run names recorded in ``runs_dir`` (by the demo), or none."""
     path = Path(runs_dir) / REFERENCES_FILE
@@ -82,7 +94,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
     for run in runs:
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
-        summary = table_summary(run.score_table(normalizer))
+        summary = table_summary(run.score_table(normalizer)) | _metric_values(run, normalizer)
         wer_ci = wer_interval(*word_errors(run.score_table(normalizer)), confidence)
         qoi_value = qoi_ci = None
         if reference is not None:
