@@ -314,7 +314,8 @@ class _PyWhisperCpp:
                 data = pw.whisper_full_get_token_data(ctx, i, j)
                 if data.id >= eot:
                     continue
-                text = pw.whisper_full_get_token_text(ctx, i, j).decode("utf-8", "replace")
+                text = pw.whisper_full_get_token_text(ctx, i, j)
+                text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
                 if not words or text.startswith(" "):
                     words.append([text.strip(), data.t0 / 100, data.t1 / 100])
                 else:
