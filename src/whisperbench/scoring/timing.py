@@ -1,0 +1,188 @@
+"""Timing metrics: how far an implementation's segment and word times lie from the truth (or from a reference).
+
+Pure functions over stored predictions. A prediction carries its implementation's ``segments``
+(``[{start, end, text}]``) and ``words`` (``[{word, start, end}]``) in seconds; the ground truth, where the
+dataset has it, is copied from the manifest row into ``extra["reference_segments"]`` / ``["reference_words"]``.
+
+- **utterance-start error**: for each true segment start, the distance to the nearest predicted segment start;
+- **word timing**: words of the truth and of the prediction are normalized one by one (each token keeps its
+  word's times) and aligned by the WER alignment; over the hits, the start and end errors;
+- **timing parity** (no truth needed): over reference-transcript words that two runs both got right, the share
+  whose start in the candidate lies within :data:`PARITY_TOLERANCE_S` of the reference run's.
+
+Errors are absolute, in seconds per example and in milliseconds in the summaries (median, p90, share within a
+collar). ``summary.json["timing"]`` is left out when the run has no timing to score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import jiwer
+import numpy as np
+
+from ..types import Prediction
+from .metrics import Metric, MetricContext
+from .normalize import normalize
+
+#: utterance starts within these distances (seconds) of a predicted segment start count as "within"
+START_COLLARS_S = (0.2, 0.5)
+#: word start/end collars (seconds)
+WORD_COLLARS_S = (0.05, 0.1, 0.2)
+#: timing parity: a word's start agrees with the reference run's within this (seconds)
+PARITY_TOLERANCE_S = 0.1
+
+
+@dataclass(frozen=True)
+class TimedToken:
+    """One normalized token with the times of the word it came from."""
+
+    token: str
+    start: float
+    end: float
+
+
+def start_errors(true_starts: Sequence[float], predicted_starts: Sequence[float]) -> list[float]:
+    """For each true start, the distance (s) to the nearest predicted start; empty without predictions.
+
+    >>> start_errors([0.0, 5.0], [0.25, 4.0, 5.5])
+    [0.25, 0.5]
+    """
+    if not predicted_starts:
+        return []
+    predicted = np.asarray(predicted_starts, dtype=float)
+    return [float(np.min(np.abs(predicted - start))) for start in true_starts]
+
+
+def timed_tokens(words: Sequence[dict[str, Any]], normalizer: str) -> list[TimedToken]:
+    """Each word normalized on its own; every token it becomes keeps the word's times (``Mr.`` -> ``mister``).
+
+    >>> timed_tokens([{"word": "Hello,", "start": 0.5, "end": 0.9}], "english")
+    [TimedToken(token='hello', start=0.5, end=0.9)]
+    """
+    tokens = []
+    for word in words:
+        for token in normalize(str(word.get("word", "")), normalizer).split():
+            tokens.append(TimedToken(token, float(word["start"]), float(word["end"])))
+    return tokens
+
+
+def matched_pairs(truth: Sequence[TimedToken], hypothesis: Sequence[TimedToken]) -> list[tuple[int, int]]:
+    """Index pairs (truth, hypothesis) that the WER alignment (jiwer) calls hits."""
+    if not truth or not hypothesis:
+        return []
+    out = jiwer.process_words(" ".join(t.token for t in truth), " ".join(t.token for t in hypothesis))
+    pairs = []
+    for chunk in out.alignments[0]:
+        if chunk.type == "equal":
+            pairs += [(chunk.ref_start_idx + i, chunk.hyp_start_idx + i)
+                      for i in range(chunk.ref_end_idx - chunk.ref_start_idx)]
+    return pairs
+
+
+def word_errors(truth: Sequence[TimedToken], hypothesis: Sequence[TimedToken]) -> tuple[list[float], list[float]]:
+    """Start and end errors (s) over the aligned hits.
+
+    >>> truth = [TimedToken("a", 0.0, 0.5), TimedToken("b", 0.5, 1.0)]
+    >>> word_errors(truth, [TimedToken("a", 0.1, 0.5), TimedToken("c", 0.5, 1.0)])
+    ([0.1], [0.0])
+    """
+    pairs = matched_pairs(truth, hypothesis)
+    return ([abs(hypothesis[h].start - truth[t].start) for t, h in pairs],
+            [abs(hypothesis[h].end - truth[t].end) for t, h in pairs])
+
+
+def hit_starts(reference_text: str, words: Sequence[dict[str, Any]], normalizer: str) -> dict[int, float]:
+    """{index of a normalized reference-transcript word: the start of the predicted word aligned to it as a hit}."""
+    truth = [TimedToken(token, 0.0, 0.0) for token in normalize(reference_text, normalizer).split()]
+    hypothesis = timed_tokens(words, normalizer)
+    return {t: hypothesis[h].start for t, h in matched_pairs(truth, hypothesis)}
+
+
+def parity_pairs(reference: Prediction, candidate: Prediction, normalizer: str) -> list[float]:
+    """Start differences (s) between two runs over the transcript words both got right (the same word of the
+    transcript, a hit in each); empty when either lacks word times."""
+    if reference.words is None or candidate.words is None:
+        return []
+    ours = hit_starts(reference.reference, reference.words, normalizer)
+    theirs = hit_starts(candidate.reference, candidate.words, normalizer)
+    return [abs(theirs[index] - start) for index, start in ours.items() if index in theirs]
+
+
+def distribution_ms(errors_s: Sequence[float], collars_s: Sequence[float]) -> Optional[dict[str, Any]]:
+    """Median, p90 (linear interpolation) in ms, the share (%) within each collar and the count; None if empty.
+
+    >>> distribution_ms([0.0, 0.1, 0.3], (0.2,))
+    {'median': 100.0, 'p90': 260.0, 'within_200ms': 66.67, 'count': 3}
+    """
+    if not errors_s:
+        return None
+    values = np.asarray(errors_s, dtype=float)
+    out: dict[str, Any] = {"median": round(float(np.percentile(values, 50)) * 1000, 2),
+                           "p90": round(float(np.percentile(values, 90)) * 1000, 2)}
+    for collar in collars_s:
+        out[f"within_{round(collar * 1000)}ms"] = round(100.0 * float(np.mean(values <= collar + 1e-9)), 2)
+    out["count"] = len(values)
+    return out
+
+
+def parity(reference: Sequence[Prediction], candidate: Sequence[Prediction], normalizer: str,
+           tolerance_s: float = PARITY_TOLERANCE_S) -> Optional[dict[str, Any]]:
+    """Timing parity of two runs (matched by example id): the share (%) of commonly-correct words whose start
+    lies within ``tolerance_s`` of the reference's, the median/p90 start difference, and the examples whose
+    median difference exceeds the tolerance (timing regressions); None when no word times are shared."""
+    theirs = {p.id: p for p in candidate if p.status == "ok"}
+    differences, regressed = [], []
+    for ours in reference:
+        other = theirs.get(ours.id)
+        if ours.status != "ok" or other is None:
+            continue
+        pairs = parity_pairs(ours, other, normalizer)
+        differences += pairs
+        if pairs and float(np.median(pairs)) > tolerance_s:
+            regressed.append(ours.id)
+    if not differences:
+        return None
+    stats = distribution_ms(differences, (tolerance_s,)) or {}
+    return {"within_tolerance": stats[f"within_{round(tolerance_s * 1000)}ms"], "tolerance_ms": tolerance_s * 1000,
+            "median_ms": stats["median"], "p90_ms": stats["p90"], "words": stats["count"],
+            "regressed_examples": regressed}
+
+
+def example_timing(pred: Prediction, normalizer: str) -> dict[str, list[float]]:
+    """One example's errors (s): ``starts`` (utterance starts), ``word_starts``, ``word_ends``; lists may be empty."""
+    out: dict[str, list[float]] = {"starts": [], "word_starts": [], "word_ends": []}
+    truth_segments = pred.extra.get("reference_segments") or []
+    if truth_segments and pred.segments is not None:
+        out["starts"] = start_errors([float(s["start"]) for s in truth_segments],
+                                     [float(s["start"]) for s in pred.segments])
+    truth_words = pred.extra.get("reference_words") or []
+    if truth_words and pred.words is not None:
+        out["word_starts"], out["word_ends"] = word_errors(timed_tokens(truth_words, normalizer),
+                                                           timed_tokens(pred.words, normalizer))
+    return out
+
+
+def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+    """``summary.json["timing"]``: pooled utterance-start and word errors, and what the run stored."""
+    pooled: dict[str, list[float]] = {"starts": [], "word_starts": [], "word_ends": []}
+    ok = [p for p in scored if p.status == "ok"]
+    for pred in ok:
+        for key, errors in example_timing(pred, context.normalizer).items():
+            pooled[key] += errors
+    stored = {"segments": sum(p.segments is not None for p in ok), "words": sum(p.words is not None for p in ok)}
+    if not stored["segments"] and not stored["words"]:
+        return None
+    out: dict[str, Any] = {"examples_with_segments": stored["segments"], "examples_with_words": stored["words"]}
+    for key, errors, collars in (("utterance_start_error_ms", pooled["starts"], START_COLLARS_S),
+                                 ("word_start_error_ms", pooled["word_starts"], WORD_COLLARS_S),
+                                 ("word_end_error_ms", pooled["word_ends"], WORD_COLLARS_S)):
+        value = distribution_ms(errors, collars)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+METRIC = Metric("timing", "segment and word timing against ground-truth times (median/p90 ms, share within "
+                          "collars)", summarize)
