@@ -178,8 +178,10 @@ def _markdown_report(frame, runs, references, args) -> str:
     from .reports import render_markdown
     from .reports.languages import language_frame, render_language_markdown
 
+    from .reports.timing import render_timing_markdown, timing_frame
+
     return render_markdown(frame, references, title=args.title) + render_language_markdown(
-        language_frame(runs, references))
+        language_frame(runs, references)) + render_timing_markdown(timing_frame(runs))
 
 
 def _html_report(frame, runs, references, args) -> None:
@@ -220,7 +222,8 @@ def cmd_gate(args) -> int:
     result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
                            min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
                            confidence=args.confidence / 100.0 if args.confidence else None,
-                           min_qoi_per_language=args.min_qoi_per_language)
+                           min_qoi_per_language=args.min_qoi_per_language,
+                           max_timing_error_ms=args.max_timing_error_ms)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -232,6 +235,29 @@ def _write_junit(path: str, xml: str) -> None:
         Path(path).write_text(xml, encoding="utf-8")
     except OSError as exc:
         raise WhisperbenchError(f"cannot write the JUnit file {path}: {exc.strerror or exc}") from exc
+
+
+def cmd_subtitles(args) -> int:
+    from .store import open_run
+    from .reports.timing import write_subtitles
+
+    run = open_run(args.run, args.runs_dir)
+    written, untimed = write_subtitles(run, args.out, args.format)
+    if not written:
+        raise WhisperbenchError(f"run {run.name} stored no segment times (run it with -o without_timestamps=false, "
+                                "or long-form)")
+    print(f"wrote {len(written)} {args.format} file(s) to {args.out}"
+          + (f"; {len(untimed)} example(s) without times: {', '.join(untimed[:5])}" if untimed else ""))
+    return 0
+
+
+def _subtitles_parser(sub: Any) -> None:
+    p = sub.add_parser("subtitles", help="SRT or WebVTT subtitles (one file per example) of a run's stored segments")
+    p.add_argument("run", help="run name (under --runs-dir) or run folder")
+    p.add_argument("--format", choices=("srt", "vtt"), default="srt", help="subtitle format (default: srt)")
+    p.add_argument("--out", required=True, help="folder to write <id>.srt / <id>.vtt into")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.set_defaults(func=cmd_subtitles)
 
 
 def cmd_export(args) -> int:
@@ -578,6 +604,9 @@ def _gate_parser(sub: Any) -> None:
                    help="%% of candidate examples allowed to fail before the gate refuses to judge (default 0)")
     p.add_argument("--confidence", type=float, metavar="PCT",
                    help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
+    p.add_argument("--max-timing-error-ms", type=float, metavar="MS",
+                   help="also fail when the candidate's median utterance-start error (dataset times), else its median "
+                        "word-start difference from the reference run, exceeds MS")
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=cmd_gate)
 
@@ -655,7 +684,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
+             _gate_parser, _subtitles_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser,
+             _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import QoiResult, qoi, summarize
+from .timing import timing_columns
 from .weights import weights_relation
 
 
@@ -21,6 +22,7 @@ class Comparison:
     candidate_wer: Optional[float]
     same_dataset: bool
     weights: str = "unknown"  # see reports.weights.weights_relation
+    timing: dict = field(default_factory=dict)  # see reports.timing.timing_columns ({} without stored times)
 
     def to_json(self, with_examples: bool = False) -> dict:
         return {
@@ -30,6 +32,7 @@ class Comparison:
             "candidate_wer": self.candidate_wer,
             "same_dataset": self.same_dataset,
             "weights": self.weights,
+            **({"timing": self.timing} if self.timing else {}),
             "normalizer": self.reference.normalizer,
             **self.result.to_json(with_examples),
         }
@@ -49,6 +52,7 @@ def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
         candidate_wer=cand_summary["wer"],
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,
         weights=weights_relation(reference.meta, candidate.meta),
+        timing=timing_columns(reference, candidate),
     )
 
 
@@ -70,5 +74,6 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "unjoined": len(r.only_in_reference) + len(r.only_in_candidate),
             "same dataset": c.same_dataset,
             "weights": c.weights,
+            **c.timing,
         })
     return pd.DataFrame(rows)
