@@ -296,6 +296,11 @@ class Adapter(ABC):
         """
         return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
 
+    def segments_timed(self, long_form: bool) -> bool:
+        """Whether this input's segment times are predicted (decoded with timestamps), so worth storing: a clip
+        decoded without timestamps has one segment spanning it, which says nothing about timing."""
+        return not self.decoding.timestamps_off(long_form)
+
     @property
     def max_in_flight(self) -> int:
         """How many ``transcribe`` calls may run at once in threads (I/O-bound adapters raise it)."""

@@ -32,7 +32,7 @@ class ExampleRunner:
         self.normalizer = normalizer
         self.strategy = strategy_for((long_form_config or LongFormConfig()).resolved_for(adapter), long_form)
         #: segment times are stored when the windows were decoded with timestamps (else they only span the clip)
-        self.timed = not adapter.decoding.timestamps_off(long_form)
+        self.timed = adapter.segments_timed(long_form)
         self.load_s = 0.0
         self.warmup_s = 0.0
 
