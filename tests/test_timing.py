@@ -197,3 +197,75 @@ def test_manifest_rows_carry_timing_and_bad_times_are_one_error(tmp_path, tiny_r
     manifest.write_text(json.dumps(dict(row, words=[{"word": "x", "start": 2.0, "end": 1.0}])) + "\n")
     with pytest.raises(DatasetError, match=r"m.jsonl line 1 \(id jfk\): words: item 0: need 0 <= start <= end"):
         load_dataset(str(manifest))
+
+
+# ------------------------------------------------------------------------ recorded runs: reports and gate
+
+
+def _timed_rows(rows, shift_s: float):
+    """Hypothesis rows whose one segment and words are the truth's, moved ``shift_s`` later."""
+    out = []
+    for row in rows:
+        words = row["text"].split()
+        truth = [{"word": w, "start": 0.5 * i, "end": 0.5 * i + 0.4} for i, w in enumerate(words)]
+        moved = [dict(w, start=w["start"] + shift_s, end=w["end"] + shift_s) for w in truth]
+        out.append((dict(row, words=truth, segments=[{"start": 0.0, "end": 0.5 * len(words), "text": row["text"]}]),
+                    {"id": row["id"], "hypothesis": row["text"], "words": moved,
+                     "segments": [{"start": shift_s, "end": 0.5 * len(words) + shift_s, "text": row["text"]}]}))
+    return out
+
+
+@pytest.fixture
+def timed_runs(tmp_path, tiny_rows):
+    """A manifest with true times and two recorded runs: on time, and every time 0.3 s late."""
+    from tests.conftest import BUNDLED, write_jsonl
+    from whisperbench.cli import main
+
+    rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"])) for r in tiny_rows[:3]]
+    runs_dir = tmp_path / "runs"
+    for name, shift in (("ontime", 0.0), ("late", 0.3)):
+        pairs = _timed_rows(rows, shift)
+        manifest = write_jsonl(tmp_path / "manifest.jsonl", [truth for truth, _ in pairs])
+        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [h for _, h in pairs])
+        assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name,
+                     "--runs-dir", str(runs_dir)]) == 0
+    return runs_dir
+
+
+def test_summary_gate_and_compare_read_the_planted_shift(timed_runs, capsys):
+    from whisperbench.cli import main
+    from whisperbench.store import open_run
+
+    late = open_run("late", timed_runs).summary["timing"]
+    assert late["utterance_start_error_ms"]["median"] == pytest.approx(300.0)
+    assert late["word_start_error_ms"]["median"] == pytest.approx(300.0)
+    assert late["word_end_error_ms"]["within_200ms"] == 0.0
+    assert open_run("ontime", timed_runs).summary["timing"]["word_start_error_ms"]["p90"] == 0.0
+    gate = ["gate", "--reference", "ontime", "--runs-dir", str(timed_runs), "--min-qoi", "100"]
+    assert main(gate + ["--candidate", "late", "--max-timing-error-ms", "250"]) == 1
+    assert "median utterance-start error 300 ms" in capsys.readouterr().out
+    assert main(gate + ["--candidate", "late", "--max-timing-error-ms", "350"]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--reference", "ontime", "--candidate", "late", "--runs-dir", str(timed_runs),
+                 "--json"]) == 0
+    timing = json.loads(capsys.readouterr().out)[0]["timing"]
+    assert timing["timing parity %"] == 0.0 and timing["cand start err ms"] == pytest.approx(300.0)
+
+
+def test_report_and_subtitles_of_a_timed_run(timed_runs, tmp_path, capsys):
+    from whisperbench.cli import main
+    from whisperbench.datasets.timing import read_subtitles
+    from whisperbench.store import open_run
+
+    assert main(["report", "--runs-dir", str(timed_runs), "--out", str(tmp_path / "board.md"), "--quiet"]) == 0
+    text = (tmp_path / "board.md").read_text()
+    assert "## Timing" in text and "| late |" in text
+    assert main(["report", "--runs-dir", str(timed_runs), "--out", str(tmp_path / "board.html")]) == 0
+    assert "<h2>Timing</h2>" in (tmp_path / "board.html").read_text()
+    for fmt in ("srt", "vtt"):
+        assert main(["subtitles", "late", "--runs-dir", str(timed_runs), "--format", fmt,
+                     "--out", str(tmp_path / fmt)]) == 0
+        pred = open_run("late", timed_runs).predictions[0]
+        cues = read_subtitles((tmp_path / fmt / f"{pred.id}.{fmt}").read_text())
+        assert cues == [{"start": s["start"], "end": s["end"], "text": s["text"]} for s in pred.segments]
+    assert main(["subtitles", "ontime", "--runs-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 2
