@@ -108,7 +108,6 @@ class RunInfo:
         long_form = self.long_form or ({"strategy": "native"} if self.dataset.form == "long" else None)
         # threads change how fast a run goes, not what it is: another thread count resumes the run
         # runs stored before word timing existed had it off
-        decoding = {k: v for k, v in self.decoding.items()
-                    if k != "threads" and not (k == "word_timestamps" and not v)}
+        decoding = {"word_timestamps": False} | {k: v for k, v in self.decoding.items() if k != "threads"}
         return {"adapter": self.adapter, "model": self.model, "normalizer": self.normalizer, "decoding": decoding,
                 "long_form": long_form, "dataset_source": self.dataset.source}
