@@ -95,3 +95,22 @@ def test_chunked_windows_keep_the_times_outside_their_strides():
     # window 0 keeps middles < 8 s (0.5-1.5, 7.5-8.5 is 8.0: out); window 1 keeps middles >= 2 s of its own time
     assert [s.start for s in segments] == [0.5, 6.0 + 1.5, 6.0 + 5.0, 6.0 + 9.0]
     assert [w.start for w in words] == [s.start for s in segments]
+
+
+def test_alignment_heads_of_a_pruned_model_refuse_only_word_timing(tmp_path, one_clip, caplog, capsys):
+    import torch
+
+    from whisperbench.cli import main
+    from whisperbench.models import converted
+
+    saved = torch.load(converted("tiny.en", "openai-whisper"), weights_only=True, map_location="cpu")
+    saved["alignment_heads"] = [[5, 0]]  # tiny.en has 4 decoder layers: the parent's heads of a pruned fine-tune
+    pruned = tmp_path / "pruned.pt"
+    torch.save(saved, pruned)
+    run = ["run", "--adapter", "openai-whisper", "--model", str(pruned), "--dataset", str(one_clip),
+           "--runs-dir", str(tmp_path / "runs"), "--no-warmup", "-o", "threads=2"]
+    assert main(run + ["-o", "word_timestamps=true", "--name", "words"]) == 2
+    assert "word timing refused" in capsys.readouterr().err
+    with caplog.at_level("WARNING"):
+        assert main(run + ["--name", "text"]) == 0
+    assert "alignment head (layer 5, head 0) does not exist" in caplog.text

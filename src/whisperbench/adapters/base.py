@@ -296,6 +296,18 @@ class Adapter(ABC):
         """
         return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
 
+    def refuse_word_timing(self) -> None:
+        """Word timing needs the checkpoint's alignment heads: an OptionError when they name decoder layers or
+        heads the weights lack (a pruned fine-tune that kept its parent's generation config). Transcription alone
+        goes on with openai-whisper's default heads."""
+        if not (self.decoding.word_timestamps and self.uses_weights):
+            return
+        from ..models.registry import heads_problem
+
+        problem = heads_problem(self.model)
+        if problem is not None:
+            raise OptionError(f"word timing refused: {problem} (transcribe without -o word_timestamps=true)")
+
     def segments_timed(self, long_form: bool) -> bool:
         """Whether this input's segment times are predicted (decoded with timestamps), so worth storing: a clip
         decoded without timestamps has one segment spanning it, which says nothing about timing."""

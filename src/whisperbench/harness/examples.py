@@ -37,6 +37,7 @@ class ExampleRunner:
         self.warmup_s = 0.0
 
     def load(self, warmup: bool) -> None:
+        self.adapter.refuse_word_timing()
         start = time.perf_counter()
         self.adapter.load()
         self.load_s = time.perf_counter() - start
