@@ -269,3 +269,21 @@ def test_report_and_subtitles_of_a_timed_run(timed_runs, tmp_path, capsys):
         cues = read_subtitles((tmp_path / fmt / f"{pred.id}.{fmt}").read_text())
         assert cues == [{"start": s["start"], "end": s["end"], "text": s["text"]} for s in pred.segments]
     assert main(["subtitles", "ontime", "--runs-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 2
+
+
+def test_per_utterance_wer_assigns_words_by_time():
+    import jiwer
+
+    from whisperbench.scoring.timing import utterance_counts
+
+    truth = [{"id": "u1", "start": 0.0, "end": 1.9, "text": "the cat sat"},
+             {"id": "u2", "start": 2.0, "end": 3.9, "text": "on mats"}]
+    words = [{"word": w, "start": 0.6 * i, "end": 0.6 * i + 0.3} for i, w in enumerate("the cat sat on mats".split())]
+    pred = Prediction(id="a", reference="", hypothesis="", words=words)
+    pred.extra["reference_segments"] = truth
+    # "on" lies at 1.8-2.1 s: its middle (1.95 s) falls in u1, so u1 gets an insertion and u2 a deletion
+    counts = dict(utterance_counts(pred, "english"))
+    assert (counts["u1"].insertions, counts["u2"].deletions) == (1, 1)
+    assert counts["u1"].errors / 3 == jiwer.wer("the cat sat", "the cat sat on")
+    summary = summarize([pred], MetricContext("english"))["utterance_wer"]
+    assert summary["wer"] == pytest.approx(100 * 2 / 5) and summary["utterances"] == 2

@@ -7,6 +7,8 @@ dataset has it, is copied from the manifest row into ``extra["reference_segments
 - **utterance-start error**: for each true segment start, the distance to the nearest predicted segment start;
 - **word timing**: words of the truth and of the prediction are normalized one by one (each token keeps its
   word's times) and aligned by the WER alignment; over the hits, the start and end errors;
+- **per-utterance WER** inside a long transcript: predicted words (else segments) assigned to the true
+  utterances by time, each scored against its utterance's text (a word put in the wrong utterance counts);
 - **timing parity** (no truth needed): over reference-transcript words that two runs both got right, the share
   whose start in the candidate lies within :data:`PARITY_TOLERANCE_S` of the reference run's.
 
@@ -22,9 +24,10 @@ from typing import Any, Optional, Sequence
 import jiwer
 import numpy as np
 
-from ..types import Prediction
+from ..types import Prediction, WordCounts
 from .metrics import Metric, MetricContext
 from .normalize import normalize
+from .wer import align
 
 #: utterance starts within these distances (seconds) of a predicted segment start count as "within"
 START_COLLARS_S = (0.2, 0.5)
@@ -164,6 +167,43 @@ def example_timing(pred: Prediction, normalizer: str) -> dict[str, list[float]]:
     return out
 
 
+def utterance_counts(pred: Prediction, normalizer: str) -> list[tuple[str, WordCounts]]:
+    """Per-utterance alignment counts inside a long transcript: each predicted word (or, without words, each
+    segment) goes by its middle to the true utterance it falls in (the last that starts before it), and is scored
+    against that utterance's text. Empty unless the truth has texts and the prediction has times.
+
+    >>> pred = Prediction("a", "", "", words=[{"word": "hi", "start": 0.1, "end": 0.3},
+    ...                                       {"word": "there", "start": 0.9, "end": 1.2}])
+    >>> pred.extra["reference_segments"] = [{"id": "u1", "start": 0.0, "end": 0.5, "text": "hi there"},
+    ...                                     {"id": "u2", "start": 0.8, "end": 1.5, "text": "there"}]
+    >>> [(name, counts.hits, counts.deletions) for name, counts in utterance_counts(pred, "english")]
+    [('u1', 1, 1), ('u2', 1, 0)]
+    """
+    truth = [s for s in pred.extra.get("reference_segments") or [] if s.get("text")]
+    units = pred.words if pred.words is not None else pred.segments
+    if not truth or units is None:
+        return []
+    starts = [float(s["start"]) for s in truth]
+    texts: list[list[str]] = [[] for _ in truth]
+    for unit in units:
+        middle = (float(unit["start"]) + float(unit["end"])) / 2
+        index = max(0, int(np.searchsorted(starts, middle, side="right")) - 1)
+        texts[index].append(str(unit.get("word", unit.get("text", ""))))
+    return [(str(s.get("id", i)), align(normalize(s["text"], normalizer), normalize(" ".join(t), normalizer)))
+            for i, (s, t) in enumerate(zip(truth, texts))]
+
+
+def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
+    """Pooled WER (%) of the utterances inside long transcripts, and the three worst utterances."""
+    rows = [row for pred in scored for row in utterance_counts(pred, normalizer)]
+    total = sum((counts for _, counts in rows), WordCounts())
+    if not rows or not total.ref_words:
+        return None
+    worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].ref_words, 1)))[:3]
+    return {"wer": round(100.0 * total.errors / total.ref_words, 2), "utterances": len(rows),
+            "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst]}
+
+
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
     """``summary.json["timing"]``: pooled utterance-start and word errors, and what the run stored."""
     pooled: dict[str, list[float]] = {"starts": [], "word_starts": [], "word_ends": []}
@@ -181,6 +221,9 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
         value = distribution_ms(errors, collars)
         if value is not None:
             out[key] = value
+    utterances = _utterance_wer(ok, context.normalizer)
+    if utterances is not None:
+        out["utterance_wer"] = utterances
     return out
 
 
