@@ -37,6 +37,7 @@ def test_planted_word_shifts_give_exactly_the_planted_errors():
     errors = example_timing(pred, "english")
     assert errors["word_starts"] == pytest.approx([abs(s) for s in shifts], abs=1e-9)
     assert errors["word_ends"] == pytest.approx([0.0] * 6, abs=1e-9)
+    assert errors["starts_by_word"] == pytest.approx([0.0, 0.01], abs=1e-9)  # "And" on time, "ask" 10 ms early
     summary = summarize([pred], MetricContext("english"))["word_start_error_ms"]
     expected = np.abs(shifts) * 1000  # independent: numpy's percentiles of the planted shifts
     assert summary["median"] == pytest.approx(np.percentile(expected, 50), abs=0.01)

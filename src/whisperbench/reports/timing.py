@@ -44,6 +44,8 @@ def timing_frame(runs: list[StoredRun]) -> pd.DataFrame:
             "Start err median ms": start.get("median"), "Start err p90 ms": start.get("p90"),
             "Starts ≤200 ms %": start.get("within_200ms"), "Starts ≤500 ms %": start.get("within_500ms"),
             "True starts": start.get("count"),
+            "Start by word median ms": timing.get("utterance_word_start_error_ms", {}).get("median"),
+            "Utterance WER %": timing.get("utterance_wer", {}).get("wer"),
             "Word start median ms": word.get("median"), "Word start p90 ms": word.get("p90"),
             "Words ≤100 ms %": word.get("within_100ms"), "Words matched": word.get("count"),
         })

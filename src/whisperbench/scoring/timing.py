@@ -4,7 +4,8 @@ Pure functions over stored predictions. A prediction carries its implementation'
 (``[{start, end, text}]``) and ``words`` (``[{word, start, end}]``) in seconds; the ground truth, where the
 dataset has it, is copied from the manifest row into ``extra["reference_segments"]`` / ``["reference_words"]``.
 
-- **utterance-start error**: for each true segment start, the distance to the nearest predicted segment start;
+- **utterance-start error**: for each true segment start, the distance to the nearest predicted segment start
+  (and, with word timing, to the nearest predicted word start: an utterance may begin inside a segment);
 - **word timing**: words of the truth and of the prediction are normalized one by one (each token keeps its
   word's times) and aligned by the WER alignment; over the hits, the start and end errors;
 - **per-utterance WER** inside a long transcript: predicted words (else segments) assigned to the true
@@ -154,12 +155,15 @@ def parity(reference: Sequence[Prediction], candidate: Sequence[Prediction], nor
 
 
 def example_timing(pred: Prediction, normalizer: str) -> dict[str, list[float]]:
-    """One example's errors (s): ``starts`` (utterance starts), ``word_starts``, ``word_ends``; lists may be empty."""
-    out: dict[str, list[float]] = {"starts": [], "word_starts": [], "word_ends": []}
+    """One example's errors (s): ``starts`` (each true utterance start to the nearest predicted segment start),
+    ``starts_by_word`` (… to the nearest predicted word start), ``word_starts``, ``word_ends``; lists may be empty."""
+    out: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}
     truth_segments = pred.extra.get("reference_segments") or []
+    true_starts = [float(s["start"]) for s in truth_segments]
     if truth_segments and pred.segments is not None:
-        out["starts"] = start_errors([float(s["start"]) for s in truth_segments],
-                                     [float(s["start"]) for s in pred.segments])
+        out["starts"] = start_errors(true_starts, [float(s["start"]) for s in pred.segments])
+    if truth_segments and pred.words is not None:  # an utterance may start inside a predicted segment
+        out["starts_by_word"] = start_errors(true_starts, [float(w["start"]) for w in pred.words])
     truth_words = pred.extra.get("reference_words") or []
     if truth_words and pred.words is not None:
         out["word_starts"], out["word_ends"] = word_errors(timed_tokens(truth_words, normalizer),
@@ -206,7 +210,7 @@ def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[di
 
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
     """``summary.json["timing"]``: pooled utterance-start and word errors, and what the run stored."""
-    pooled: dict[str, list[float]] = {"starts": [], "word_starts": [], "word_ends": []}
+    pooled: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}
     ok = [p for p in scored if p.status == "ok"]
     for pred in ok:
         for key, errors in example_timing(pred, context.normalizer).items():
@@ -216,6 +220,7 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
         return None
     out: dict[str, Any] = {"examples_with_segments": stored["segments"], "examples_with_words": stored["words"]}
     for key, errors, collars in (("utterance_start_error_ms", pooled["starts"], START_COLLARS_S),
+                                 ("utterance_word_start_error_ms", pooled["starts_by_word"], START_COLLARS_S),
                                  ("word_start_error_ms", pooled["word_starts"], WORD_COLLARS_S),
                                  ("word_end_error_ms", pooled["word_ends"], WORD_COLLARS_S)):
         value = distribution_ms(errors, collars)
