@@ -288,3 +288,10 @@ def test_per_utterance_wer_assigns_words_by_time():
     assert counts["u1"].errors / 3 == jiwer.wer("the cat sat", "the cat sat on")
     summary = summarize([pred], MetricContext("english"))["utterance_wer"]
     assert summary["wer"] == pytest.approx(100 * 2 / 5) and summary["utterances"] == 2
+    # the same 29 s later: u1 (29.0-30.9 s) spans the 30 s mark, u2 does not
+    later = Prediction(id="b", reference="", hypothesis="",
+                       words=[dict(w, start=w["start"] + 29.0, end=w["end"] + 29.0) for w in words])
+    later.extra["reference_segments"] = [dict(s, start=s["start"] + 29.0, end=s["end"] + 29.0) for s in truth]
+    split = summarize([later], MetricContext("english"))["utterance_wer"]
+    assert split["at_30s_marks"] == {"utterances": 1, "wer": pytest.approx(100 / 3, abs=0.01)}
+    assert split["away_from_marks"] == {"utterances": 1, "wer": 50.0}

@@ -19,6 +19,7 @@ collar). ``summary.json["timing"]`` is left out when the run has no timing to sc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -197,14 +198,37 @@ def utterance_counts(pred: Prediction, normalizer: str) -> list[tuple[str, WordC
             for i, (s, t) in enumerate(zip(truth, texts))]
 
 
-def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
-    """Pooled WER (%) of the utterances inside long transcripts, and the three worst utterances."""
-    rows = [row for pred in scored for row in utterance_counts(pred, normalizer)]
+def crosses_window_mark(segment: dict[str, Any], window_s: float = 30.0) -> bool:
+    """Whether a true utterance spans a multiple of ``window_s`` (where 30 s windows that start at 0 meet).
+
+    >>> crosses_window_mark({"start": 28.0, "end": 31.0}), crosses_window_mark({"start": 31.0, "end": 40.0})
+    (True, False)
+    """
+    start, end = float(segment["start"]), float(segment["end"])
+    return math.floor(start / window_s) != math.floor(end / window_s)
+
+
+def _wer_of(rows: list[tuple[str, WordCounts]]) -> Optional[float]:
     total = sum((counts for _, counts in rows), WordCounts())
-    if not rows or not total.ref_words:
+    return round(100.0 * total.errors / total.ref_words, 2) if total.ref_words else None
+
+
+def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
+    """Pooled WER (%) of the utterances inside long transcripts, split by whether the utterance spans a 30 s mark
+    (a window seam of sequential 30 s decoding), and the three worst utterances."""
+    rows, seam = [], []
+    for pred in scored:
+        counted = utterance_counts(pred, normalizer)
+        truth = [s for s in pred.extra.get("reference_segments") or [] if s.get("text")]
+        rows += counted
+        seam += [row for row, segment in zip(counted, truth) if crosses_window_mark(segment)]
+    if not rows or _wer_of(rows) is None:
         return None
     worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].ref_words, 1)))[:3]
-    return {"wer": round(100.0 * total.errors / total.ref_words, 2), "utterances": len(rows),
+    away = [row for row in rows if all(row is not other for other in seam)]
+    return {"wer": _wer_of(rows), "utterances": len(rows), "at_30s_marks": {"utterances": len(seam),
+                                                                         "wer": _wer_of(seam)},
+            "away_from_marks": {"utterances": len(away), "wer": _wer_of(away)},
             "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst]}
 
 
