@@ -202,10 +202,11 @@ def _markdown_report(frame, runs, references, args) -> str:
 
     from .reports.hallucination import render_hallucination_markdown
     from .reports.robustness import render_robustness_markdown, robustness_frame
+    from .reports.timing import render_timing_markdown, timing_frame
 
     return render_markdown(frame, references, title=args.title) + render_language_markdown(
         language_frame(runs, references)) + render_hallucination_markdown(frame) + render_robustness_markdown(
-        robustness_frame(runs, references))
+        robustness_frame(runs, references)) + render_timing_markdown(timing_frame(runs))
 
 
 def _html_report(frame, runs, references, args) -> None:
@@ -249,7 +250,8 @@ def cmd_gate(args) -> int:
                            min_qoi_per_language=args.min_qoi_per_language,
                            allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
                            max_new_bursts=args.max_new_bursts,
-                           max_nonspeech_output_rate=args.max_nonspeech_output_rate)
+                           max_nonspeech_output_rate=args.max_nonspeech_output_rate,
+                           max_timing_error_ms=args.max_timing_error_ms)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -261,6 +263,29 @@ def _write_junit(path: str, xml: str) -> None:
         Path(path).write_text(xml, encoding="utf-8")
     except OSError as exc:
         raise WhisperbenchError(f"cannot write the JUnit file {path}: {exc.strerror or exc}") from exc
+
+
+def cmd_subtitles(args) -> int:
+    from .store import open_run
+    from .reports.timing import write_subtitles
+
+    run = open_run(args.run, args.runs_dir)
+    written, untimed = write_subtitles(run, args.out, args.format)
+    if not written:
+        raise WhisperbenchError(f"run {run.name} stored no segment times (run it with -o without_timestamps=false, "
+                                "or long-form)")
+    print(f"wrote {len(written)} {args.format} file(s) to {args.out}"
+          + (f"; {len(untimed)} example(s) without times: {', '.join(untimed[:5])}" if untimed else ""))
+    return 0
+
+
+def _subtitles_parser(sub: Any) -> None:
+    p = sub.add_parser("subtitles", help="SRT or WebVTT subtitles (one file per example) of a run's stored segments")
+    p.add_argument("run", help="run name (under --runs-dir) or run folder")
+    p.add_argument("--format", choices=("srt", "vtt"), default="srt", help="subtitle format (default: srt)")
+    p.add_argument("--out", required=True, help="folder to write <id>.srt / <id>.vtt into")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.set_defaults(func=cmd_subtitles)
 
 
 def cmd_export(args) -> int:
@@ -627,6 +652,9 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--max-nonspeech-output-rate", type=float, metavar="PCT",
                    help="fail when the candidate writes text on more than PCT %% of the non-speech examples "
                         "(empty transcript; see `whisperbench perturb --nonspeech`)")
+    p.add_argument("--max-timing-error-ms", type=float, metavar="MS",
+                   help="also fail when the candidate's median utterance-start error (dataset times), else its median "
+                        "word-start difference from the reference run, exceeds MS")
     p.add_argument("--junit", help="write JUnit XML here")
     p.add_argument("--allow-self-comparison", action="store_true",
                    help="judge even when both sides are one run (same folder, run id or predictions); without it "
@@ -727,7 +755,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _perturb_parser, _sweep_parser, _adapters_parser, _models_parser, _datasets_parser,
+             _gate_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _adapters_parser, _models_parser,
+             _datasets_parser,
              _demo_parser)
 
 

@@ -108,6 +108,7 @@ class RunInfo:
         # runs stored before strategies existed have no long_form: their long-form audio went natively
         long_form = self.long_form or ({"strategy": "native"} if self.dataset.form == "long" else None)
         # threads change how fast a run goes, not what it is: another thread count resumes the run
-        decoding = {k: v for k, v in self.decoding.items() if k != "threads"}
+        # runs stored before word timing existed had it off
+        decoding = {"word_timestamps": False} | {k: v for k, v in self.decoding.items() if k != "threads"}
         return {"adapter": self.adapter, "model": self.model, "normalizer": self.normalizer, "decoding": decoding,
                 "long_form": long_form, "dataset_source": self.dataset.source}

@@ -50,9 +50,20 @@ class Dataset:
 
 @dataclass
 class Segment:
+    """A stretch of a transcript with its times in seconds from the start of the audio."""
+
     start: float
     end: float
     text: str
+
+
+@dataclass
+class Word:
+    """One word with its times in seconds (where an implementation offers word timing)."""
+
+    word: str
+    start: float
+    end: float
 
 
 @dataclass
@@ -61,6 +72,8 @@ class Transcript:
 
     text: str
     segments: list[Segment] = field(default_factory=list)
+    #: word times where the implementation gave them (word timing on); None: not offered or not asked
+    words: Optional[list[Word]] = None
     language: Optional[str] = None
     timings: dict[str, float] = field(default_factory=dict)
     #: inference time the adapter knows better than the harness's stopwatch (e.g. the original
@@ -126,6 +139,9 @@ class Prediction:
     char_substitutions: Optional[int] = None
     char_deletions: Optional[int] = None
     char_insertions: Optional[int] = None
+    #: the implementation's timing, ``[{start, end, text}]`` / ``[{word, start, end}]`` in seconds; None: absent
+    segments: Optional[list[dict[str, Any]]] = None
+    words: Optional[list[dict[str, Any]]] = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -140,8 +156,12 @@ class Prediction:
         {'audio_sha256': 'ab'}
         """
         digest = example.extra.get("audio_sha256")
+        extra = {"audio_sha256": digest} if digest else {}
+        for key in ("segments", "words"):  # ground-truth timing (seconds), for the timing metrics
+            if example.extra.get(key):
+                extra[f"reference_{key}"] = example.extra[key]
         return cls(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0,
-                   language=example.language, extra={"audio_sha256": digest} if digest else {})
+                   language=example.language, extra=extra)
 
     @classmethod
     def failed(cls, example: Example, error: str) -> "Prediction":

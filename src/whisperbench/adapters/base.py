@@ -18,7 +18,7 @@ from ..languages import LanguageError, language_code
 from ..errors import AdapterUnavailable, OptionError
 from ..machine import default_threads
 from .options import Option, parse_options
-from ..types import Example, Segment, Transcript
+from ..types import Example, Segment, Transcript, Word
 from ..redact import redact
 
 
@@ -56,7 +56,8 @@ class DecodingOptions:
     (``without_timestamps=None`` means: True for short-form, False for long-form, which needs them).
     ``language=None`` takes the model's (``en`` for ``*.en``) or lets a multilingual model detect it.
     The no-speech / log-prob / compression-ratio heuristics that drop or re-decode segments are off
-    (None) unless set. ``extra`` holds adapter-specific options (e.g. ``compute_type``), checked by the adapter.
+    (None) unless set. ``word_timestamps`` asks for word times where the implementation offers them.
+    ``extra`` holds adapter-specific options (e.g. ``compute_type``), checked by the adapter.
     """
 
     language: Optional[str] = None
@@ -70,6 +71,8 @@ class DecodingOptions:
     no_speech_threshold: Optional[float] = None
     logprob_threshold: Optional[float] = None
     compression_ratio_threshold: Optional[float] = None
+    #: word timing (``-o word_timestamps=true``): implementations that offer it return word times; it costs time
+    word_timestamps: bool = False
     threads: int = field(default_factory=default_threads)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -137,6 +140,7 @@ class DecodingOptions:
             condition_on_previous_text=self.condition_on_previous_text, initial_prompt=self.initial_prompt,
             without_timestamps=self.timestamps_off(long_form), no_speech_threshold=self.no_speech_threshold,
             logprob_threshold=self.logprob_threshold, compression_ratio_threshold=self.compression_ratio_threshold,
+            word_timestamps=self.word_timestamps,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -147,9 +151,13 @@ class DecodingOptions:
 
 
 def transcript_from_whisper_result(result: dict) -> Transcript:
-    """A Transcript from the dict that openai-whisper's (or mlx-whisper's) ``transcribe`` returns."""
-    segments = [Segment(s["start"], s["end"], s["text"]) for s in result["segments"]]
-    return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"))
+    """A Transcript from the dict that openai-whisper's (or mlx-whisper's) ``transcribe`` returns; words where
+    its segments carry them (``word_timestamps=True``), else None."""
+    segments = [Segment(float(s["start"]), float(s["end"]), s["text"]) for s in result["segments"]]
+    timed = all("words" in s for s in result["segments"]) and bool(result["segments"])
+    words = [Word(w["word"].strip(), float(w["start"]), float(w["end"]))
+             for s in result["segments"] for w in s.get("words", [])] if timed else None
+    return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"), words=words)
 
 
 def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) -> Transcript:
@@ -287,6 +295,23 @@ class Adapter(ABC):
         examples one by one.
         """
         return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
+
+    def refuse_word_timing(self) -> None:
+        """Word timing needs the checkpoint's alignment heads: an OptionError when they name decoder layers or
+        heads the weights lack (a pruned fine-tune that kept its parent's generation config). Transcription alone
+        goes on with openai-whisper's default heads."""
+        if not (self.decoding.word_timestamps and self.uses_weights):
+            return
+        from ..models.registry import heads_problem
+
+        problem = heads_problem(self.model)
+        if problem is not None:
+            raise OptionError(f"word timing refused: {problem} (transcribe without -o word_timestamps=true)")
+
+    def segments_timed(self, long_form: bool) -> bool:
+        """Whether this input's segment times are predicted (decoded with timestamps), so worth storing: a clip
+        decoded without timestamps has one segment spanning it, which says nothing about timing."""
+        return not self.decoding.timestamps_off(long_form)
 
     @property
     def max_in_flight(self) -> int:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..types import Example, Segment, Transcript
+from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
@@ -76,9 +76,12 @@ class FasterWhisperAdapter(Adapter):
             condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
             without_timestamps=d.timestamps_off(long_form), vad_filter=self.settings["vad_filter"],
             no_speech_threshold=d.no_speech_threshold, log_prob_threshold=d.logprob_threshold,
-            compression_ratio_threshold=d.compression_ratio_threshold,
+            compression_ratio_threshold=d.compression_ratio_threshold, word_timestamps=d.word_timestamps,
         )
-        segs = [Segment(s.start, s.end, s.text) for s in segments]  # the generator decodes here
+        decoded = list(segments)  # the generator decodes here
+        segs = [Segment(s.start, s.end, s.text) for s in decoded]
+        words = ([Word(w.word.strip(), w.start, w.end) for s in decoded for w in s.words or []]
+                 if d.word_timestamps else None)
         detected = d.language_for(self.multilingual, example) is None  # faster-whisper reports 1.0 when forced
-        return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, language=info.language,
+        return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, words=words, language=info.language,
                           extra={"language_probability": info.language_probability} if detected else {})

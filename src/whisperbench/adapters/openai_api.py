@@ -29,7 +29,7 @@ from ..audio import SAMPLE_RATE
 from ..files import write_json_atomic
 from ..errors import OptionError, WhisperbenchError
 from ..redact import redact_text, redact_url
-from ..types import Example, Segment, Transcript
+from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
@@ -134,6 +134,10 @@ class OpenAIAPIAdapter(Adapter):
 
         return cache_dir() / "api-results" if self.settings["cache"] else None
 
+    def segments_timed(self, long_form: bool) -> bool:
+        """verbose_json responses carry the service's segment times."""
+        return self._request_options(long_form)["response_format"] == "verbose_json"
+
     def _request_options(self, long_form: bool, example: Optional[Example] = None) -> dict[str, Any]:
         d = self.decoding
         options: dict[str, Any] = {"model": self.model, "response_format": self.settings["response_format"],
@@ -143,6 +147,8 @@ class OpenAIAPIAdapter(Adapter):
             options["language"] = language
         if d.initial_prompt:
             options["prompt"] = d.initial_prompt
+        if d.word_timestamps:  # word times come only with verbose_json
+            options.update(response_format="verbose_json", timestamp_granularities=["segment", "word"])
         return options
 
     def _cache_path(self, flac: bytes, options: dict) -> Optional[Path]:
@@ -152,7 +158,8 @@ class OpenAIAPIAdapter(Adapter):
                           **options}, sort_keys=True)
         return self.cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
-    def _request(self, flac: bytes, options: dict, label: str) -> tuple[str, list[Segment], Optional[str]]:
+    def _request(self, flac: bytes, options: dict, label: str) -> tuple[str, list[Segment], Optional[str],
+                                                                         Optional[list[Word]]]:
         import openai
 
         try:
@@ -161,13 +168,15 @@ class OpenAIAPIAdapter(Adapter):
             raise WhisperbenchError(f"cannot reach {self._endpoint()}: {_root_cause(exc)} "
                                     f"({type(exc).__name__}, after the client's retries)") from exc
         if options["response_format"] == "text":
-            return str(response), [], None
+            return str(response), [], None, None
         if isinstance(response, str) or not isinstance(getattr(response, "text", None), str):
             # the client hands back the raw body when it is not JSON: never score that as a transcript
             raise APIResponseError(f"malformed {options['response_format']} response from the endpoint: "
                                    f"{str(response)[:120]!r}")
         segments = [Segment(float(s.start), float(s.end), s.text) for s in (getattr(response, "segments", None) or [])]
-        return response.text, segments, getattr(response, "language", None)
+        words = getattr(response, "words", None)
+        words = None if words is None else [Word(str(w.word).strip(), float(w.start), float(w.end)) for w in words]
+        return response.text, segments, getattr(response, "language", None), words
 
     def _endpoint(self) -> str:
         return redact_url(str(self.client.base_url)) if getattr(self, "client", None) else "the endpoint"
@@ -186,21 +195,28 @@ class OpenAIAPIAdapter(Adapter):
         cache_path = self._cache_path(flac, options)
         if cache_path is not None and cache_path.exists() and not self.refresh:
             hit = json.loads(cache_path.read_text(encoding="utf-8"))
+            words = None if hit.get("words") is None else [Word(*w) for w in hit["words"]]
             return Transcript(text=hit["text"], language=hit.get("language"), infer_s=hit["request_s"], cached=True,
-                              segments=[Segment(*s) for s in hit.get("segments", [])], extra={"upload": upload})
+                              segments=[Segment(*s) for s in hit.get("segments", [])], words=words,
+                              extra={"upload": upload})
         start = time.perf_counter()
         texts, segments, language, offset = [], [], None, 0.0
+        words: Optional[list[Word]] = [] if self.decoding.word_timestamps else None
         for index, part in enumerate(parts):
-            text, part_segments, language = self._request(part, options, f"{example.id}-{index}")
+            text, part_segments, language, part_words = self._request(part, options, f"{example.id}-{index}")
             texts.append(text.strip())
             segments += [Segment(s.start + offset, s.end + offset, s.text) for s in part_segments]
+            words = None if words is None or part_words is None else words + [
+                Word(w.word, w.start + offset, w.end + offset) for w in part_words]
             offset += self._duration(part)
         request_s = time.perf_counter() - start
         text = " ".join(t for t in texts if t)
         if cache_path is not None:
             self._store(cache_path, {"text": text, "language": language, "request_s": request_s,
-                                     "segments": [[s.start, s.end, s.text] for s in segments]})
-        return Transcript(text=text, segments=segments, language=language, infer_s=request_s, extra={"upload": upload})
+                                     "segments": [[s.start, s.end, s.text] for s in segments],
+                                     "words": None if words is None else [[w.word, w.start, w.end] for w in words]})
+        return Transcript(text=text, segments=segments, language=language, infer_s=request_s, words=words,
+                          extra={"upload": upload})
 
     @staticmethod
     def _duration(flac: bytes) -> float:

@@ -61,12 +61,15 @@ class OpenAIWhisperAdapter(Adapter):
     def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
                          timestamps: bool = False) -> list[Transcript]:
         """``whisper.decode`` on a batch of log-mels prepared exactly as ``transcribe`` prepares a
-        single window of <= 30 s (log-mel of the audio, then zero-padded to 3000 frames)."""
+        single window of <= 30 s (log-mel of the audio, then zero-padded to 3000 frames). Windows with word
+        timing go one by one through ``whisper.transcribe`` (its word alignment pass)."""
         import torch
         import whisper
         from whisper.audio import N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
 
         d = self.decoding
+        if timestamps and d.word_timestamps:  # word times need whisper.transcribe's alignment pass, window by window
+            return [self.transcribe(audio, example, long_form=True) for audio, example in zip(audios, examples)]
         if d.temperature_fallback:
             raise OptionError("openai-whisper batch_size > 1 decodes once per window: turn temperature_fallback off")
         mels = []

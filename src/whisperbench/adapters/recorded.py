@@ -1,7 +1,8 @@
 """``recorded``: hypotheses produced elsewhere (an iPhone, a Mac with WhisperKit, another harness).
 
 The model argument is a JSONL file with ``id`` and ``hypothesis`` (or ``text``) per line, and optionally
-the ``language`` the implementation detected (scored as language identification). Dataset ids missing
+the ``language`` the implementation detected (scored as language identification) and its timing:
+``segments`` (``[{start, end, text}]``) and ``words`` (``[{word, start, end}]``), in seconds. Dataset ids missing
 from the file fail with a clear error, so they count as failed examples.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
 from ..languages import LanguageError, language_code
-from ..types import Example, Transcript
+from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
@@ -49,6 +50,26 @@ def read_rows(path: str) -> dict[str, tuple[str, Optional[str]]]:
     return table
 
 
+def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]]]]:
+    """``id -> (segments, words or None)`` for the lines that carry times; bad times are errors naming the line."""
+    table = {}
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            row = json.loads(line) if line.strip() else {}
+            if not row.get("segments") and row.get("words") is None:
+                continue
+            try:
+                segments = [Segment(float(s["start"]), float(s["end"]), str(s.get("text", "")))
+                            for s in row.get("segments") or []]
+                words = (None if row.get("words") is None
+                         else [Word(str(w["word"]), float(w["start"]), float(w["end"])) for w in row["words"]])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise WhisperbenchError(f"{path} line {number}: segments need start, end (and text), words need "
+                                        f"word, start, end, in seconds ({type(exc).__name__}: {exc})") from None
+            table[str(row["id"])] = (segments, words)
+    return table
+
+
 def _language(label, path: str, number: int) -> Optional[str]:
     if label in (None, ""):
         return None
@@ -69,6 +90,11 @@ class RecordedAdapter(Adapter):
     def load(self) -> None:
         self.rows = read_rows(self.model)
         self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}
+        self.timing = read_timing(self.model)
+
+    def segments_timed(self, long_form: bool) -> bool:
+        """A recorded file's segments are the implementation's own times."""
+        return True
 
     def source_digest(self) -> Optional[str]:
         """The hypotheses file's sha256: an edited file makes a resumed ``score`` redo every example."""
@@ -85,7 +111,8 @@ class RecordedAdapter(Adapter):
         if example.id not in self.hypotheses:
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")
         text, language = self.rows[example.id]
-        return Transcript(text=text, language=language)
+        segments, words = self.timing.get(example.id, ([], None))
+        return Transcript(text=text, language=language, segments=segments, words=words)
 
     def describe(self) -> dict:
         return super().describe() | {"hypotheses_file": self.model}

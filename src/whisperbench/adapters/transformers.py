@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from ..audio import SAMPLE_RATE
-from ..types import Example, Segment, Transcript
+from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
@@ -69,13 +69,18 @@ class TransformersAdapter(Adapter):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         chunk = float(self.settings["chunk_length_s"])
         kwargs = {"chunk_length_s": chunk, "batch_size": self.batch_size} if chunk > 0 else {}
+        segment_times = not self.decoding.timestamps_off(long_form)
         result = self.pipe(
             {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=self._generate_kwargs(long_form, example),
-            return_timestamps=not self.decoding.timestamps_off(long_form), **kwargs,
+            return_timestamps=segment_times, **kwargs,
         )
-        segments = [Segment(c["timestamp"][0] or 0.0, c["timestamp"][1] or 0.0, c["text"])
-                    for c in result.get("chunks", [])]
-        return Transcript(text=result["text"].strip(), segments=segments)
+        segments = _timed(Segment, result.get("chunks", []), len(audio) / SAMPLE_RATE)
+        words = None
+        if self.decoding.word_timestamps:  # a second pass: the pipeline returns either segments or words
+            timed = self.pipe({"raw": audio, "sampling_rate": SAMPLE_RATE}, return_timestamps="word",
+                              generate_kwargs=self._generate_kwargs(long_form, example), **kwargs)
+            words = _timed(Word, timed.get("chunks", []), len(audio) / SAMPLE_RATE)
+        return Transcript(text=result["text"].strip(), segments=segments, words=words)
 
     @property
     def batch_size(self) -> int:
@@ -95,3 +100,17 @@ class TransformersAdapter(Adapter):
         if chunk > 0:
             return f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
         return "transformers: sequential long-form generate (pipeline, no chunking)"
+
+
+def _timed(kind, chunks: list[dict], audio_s: float) -> list:
+    """Segments or words from the pipeline's ``chunks``: a start it left open (None) is the previous end (or 0),
+    an end left open (the audio ran out inside it) is the audio's end."""
+    items, previous = [], 0.0
+    for chunk in chunks:
+        start, end = chunk["timestamp"]
+        start = previous if start is None else float(start)
+        end = audio_s if end is None else float(end)
+        text = chunk["text"].strip() if kind is Word else chunk["text"]
+        items.append(kind(text, start, end) if kind is Word else kind(start, end, text))
+        previous = end
+    return items

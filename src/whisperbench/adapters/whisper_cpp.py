@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import AdapterUnavailable, ModelError, OptionError
 from ..supervise import ChildProcess, RemoteError, WorkerCrashed
-from ..types import Example, Segment, Transcript
+from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
@@ -130,8 +130,9 @@ class WhisperCppAdapter(Adapter):
                 note = f"restarting the worker failed: {exc}"
             raise WorkerCrashed(f"{crash}; {note}") from None
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
+        words = None if reply.get("words") is None else [Word(*word) for word in reply["words"]]
         return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
-                          language=reply["language"])
+                          language=reply["language"], words=words)
 
     def describe(self) -> dict[str, Any]:
         from ..machine import package_versions
@@ -205,6 +206,8 @@ def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -
         "print_special": False,
     }
     params["suppress_nst" if backend == "pywhispercpp" else "suppress_non_speech_tokens"] = True
+    if backend == "pywhispercpp":  # whisper.cpp's token timestamps (timestamp-token probabilities), per token
+        params["token_timestamps"] = d.word_timestamps
     return params
 
 
@@ -236,7 +239,7 @@ class _Engine:
             os.abort()  # a native-style crash
         segments, language = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
                                                     language)
-        return {"segments": segments, "language": language}
+        return {"segments": segments, "language": language, "words": getattr(self.engine, "words", lambda: None)()}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:
@@ -298,6 +301,27 @@ class _PyWhisperCpp:
                      pw.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"))
                     for i in range(pw.whisper_full_n_segments(ctx))]
         return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(ctx))
+
+    def words(self) -> Optional[list[tuple[str, float, float]]]:
+        """The last call's words ``(word, start s, end s)`` from its token timestamps (None when they were off):
+        a token that starts with a space starts a word; special and timestamp tokens are skipped."""
+        if not self.params.token_timestamps:
+            return None
+        pw, ctx, eot = self.pw, self.ctx, self.pw.whisper_token_eot(self.ctx)
+        words: list[list] = []
+        for i in range(pw.whisper_full_n_segments(ctx)):
+            for j in range(pw.whisper_full_n_tokens(ctx, i)):
+                data = pw.whisper_full_get_token_data(ctx, i, j)
+                if data.id >= eot:
+                    continue
+                text = pw.whisper_full_get_token_text(ctx, i, j)
+                text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+                if not words or text.startswith(" "):
+                    words.append([text.strip(), data.t0 / 100, data.t1 / 100])
+                else:
+                    words[-1][0] += text
+                    words[-1][2] = data.t1 / 100
+        return [(word, start, end) for word, start, end in words if word]
 
 
 class _WhisperCppPython:

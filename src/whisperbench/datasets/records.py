@@ -13,6 +13,7 @@ from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, Dataset, Example, Form
+from .timing import attach_timing
 
 ID_KEYS = ("id", "utt_id", "key", "segment_id")
 AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "file")
@@ -79,6 +80,7 @@ def record_to_example(record: RawRecord, base_dir: Optional[str]) -> Example:
         raise DatasetError(f"{record.origin} (id {ex_id}): {exc}") from None
     used = {audio_key, id_key, text_key, language_key, "duration_s", "duration"}
     extra = {k: v for k, v in fields.items() if k not in used and k not in TEXT_KEYS}
+    attach_timing(extra, base_dir, record.origin, str(ex_id))  # ground-truth segments / words, checked
     return Example(
         id=str(ex_id),
         audio=audio,

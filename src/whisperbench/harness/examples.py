@@ -31,10 +31,13 @@ class ExampleRunner:
         self.long_form = long_form
         self.normalizer = normalizer
         self.strategy = strategy_for((long_form_config or LongFormConfig()).resolved_for(adapter), long_form)
+        #: segment times are stored when the windows were decoded with timestamps (else they only span the clip)
+        self.timed = adapter.segments_timed(long_form)
         self.load_s = 0.0
         self.warmup_s = 0.0
 
     def load(self, warmup: bool) -> None:
+        self.adapter.refuse_word_timing()
         start = time.perf_counter()
         self.adapter.load()
         self.load_s = time.perf_counter() - start
@@ -62,7 +65,7 @@ class ExampleRunner:
     def run(self, example: Example) -> Prediction:
         pred = Prediction.for_example(example)
         try:
-            _fill(pred, self.strategy.run(self.adapter, example, self.long_form))
+            _fill(pred, self.strategy.run(self.adapter, example, self.long_form), self.timed)
         except Exception as exc:  # recorded as a failed example, never dropped
             _fail(pred, exc)
         return score_prediction(pred, self.normalizer)
@@ -102,14 +105,20 @@ class ExampleRunner:
             total_s = sum(pred.audio_s for _, pred in ready)
             for (_, pred), transcript in zip(ready, transcripts):
                 share = elapsed * pred.audio_s / total_s if total_s > 0 else elapsed / len(ready)
-                _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s))
+                _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s),
+                      self.timed)
                 pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
         return [score_prediction(pred, self.normalizer) for pred in preds]
 
 
-def _fill(pred: Prediction, outcome: Outcome) -> None:
-    """Copy an adapter's outcome into a prediction."""
+def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
+    """Copy an adapter's outcome into a prediction (its segment times only when ``timed``)."""
     transcript = outcome.transcript
+    if timed and transcript.segments:
+        pred.segments = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text}
+                         for s in transcript.segments]
+    if transcript.words is not None:
+        pred.words = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in transcript.words]
     pred.audio_s = outcome.audio_s
     if outcome.infer_s is not None:
         pred.infer_s = outcome.infer_s

@@ -35,7 +35,7 @@ import numpy as np
 from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
 from ..errors import AudioError, OptionError
-from ..types import Example, Transcript
+from ..types import Example, Segment, Transcript, Word
 
 STRATEGIES = ("native", "sequential", "chunked")
 #: an unfinished last segment of the file's last window is transcribed again when it is this long
@@ -277,32 +277,36 @@ class WindowedStrategy(Strategy):
 
         windows = stream_windows(example.audio, self.config.chunk_s, self.config.step_s)
         if self.config.strategy == "sequential":
-            texts, audio_s = self._sequential(windows, transcribe)
+            texts, audio_s, timed = self._sequential(windows, transcribe)
             text = " ".join(t for t in texts if t)
         else:
-            texts, lengths = self._chunked(windows, transcribe, self.batch(adapter))
+            texts, lengths, timed = self._chunked(windows, transcribe, self.batch(adapter))
             audio_s = self.config.step_s * (len(lengths) - 1) + lengths[-1]
             text = merge_overlapping(texts, lengths, 2 * self.config.stride_s)
-        return Outcome(Transcript(text=text, extra={"windows": len(texts), "window_texts": texts}), audio_s, infer_s)
+            timed = [_central(part, self.config.stride_s, index == 0, index >= len(lengths) - 1)
+                     for index, part in enumerate(timed)]
+        segments, words = stitch_timing(timed)
+        return Outcome(Transcript(text=text, segments=segments, words=words,
+                                  extra={"windows": len(texts), "window_texts": texts}), audio_s, infer_s)
 
     @staticmethod
-    def _sequential(windows, transcribe) -> tuple[list[str], float]:
+    def _sequential(windows, transcribe) -> tuple[list[str], float, list["TimedPart"]]:
         """One window at a time; the next starts where an unfinished last segment starts, if any."""
-        texts, start, window = [], 0, next(windows)
+        texts, start, window, timed = [], 0, next(windows), []
         while True:
             result = transcribe([window])[0]
             texts.append(result.text.strip())
+            timed.append(TimedPart(result, start / SAMPLE_RATE, len(window) / SAMPLE_RATE))
             advance = _resume_samples(result, len(window))
             step = advance if advance is not None else len(window)
             try:
                 window = windows.send(advance)
             except StopIteration:
-                return texts, (start + step) / SAMPLE_RATE
+                return texts, (start + step) / SAMPLE_RATE, timed
             start += step
 
-    @staticmethod
-    def _chunked(windows, transcribe, batch: int) -> tuple[list[str], list[float]]:
-        """Overlapping windows, ``batch`` at a time; texts and window lengths (s), in order."""
+    def _chunked(self, windows, transcribe, batch: int) -> tuple[list[str], list[float], list["TimedPart"]]:
+        """Overlapping windows, ``batch`` at a time; texts, window lengths (s) and timed results, in order."""
         results: list[Transcript] = []
         lengths: list[float] = []
         pending: list[np.ndarray] = []
@@ -316,12 +320,69 @@ class WindowedStrategy(Strategy):
             results.extend(transcribe(pending))
             last = pending[-1]
         texts = [r.text.strip() for r in results]
+        step = self.config.step_s
+        timed = [TimedPart(r, i * step, length) for i, (r, length) in enumerate(zip(results, lengths))]
         # The file's last window has no successor to cover an unfinished last segment: like
         # openai-whisper's loop, transcribe the audio from where that segment starts.
         advance = _resume_samples(results[-1], len(last))
         if advance is not None:
-            texts[-1] = f"{texts[-1]} {transcribe([last[advance:]])[0].text.strip()}".strip()
-        return texts, lengths
+            tail = transcribe([last[advance:]])[0]
+            texts[-1] = f"{texts[-1]} {tail.text.strip()}".strip()
+            timed[-1] = timed[-1].extended(tail, advance / SAMPLE_RATE)
+        return texts, lengths, timed
+
+
+@dataclass
+class TimedPart:
+    """One window's transcript and where the window starts (and lasts) in the file, in seconds."""
+
+    transcript: Transcript
+    offset_s: float
+    length_s: float
+
+    def extended(self, tail: Transcript, at_s: float) -> "TimedPart":
+        """This window with the transcript of its re-decoded tail (which starts ``at_s`` into the window)."""
+        moved = shift_transcript(tail, at_s)
+        words = None if self.transcript.words is None or moved.words is None else self.transcript.words + moved.words
+        joined = Transcript(text=self.transcript.text, segments=self.transcript.segments + moved.segments, words=words)
+        return TimedPart(joined, self.offset_s, self.length_s)
+
+
+def shift_transcript(transcript: Transcript, offset_s: float) -> Transcript:
+    """``transcript``'s segments and words moved ``offset_s`` seconds later (window times -> file times)."""
+    segments = [Segment(s.start + offset_s, s.end + offset_s, s.text) for s in transcript.segments]
+    words = (None if transcript.words is None
+             else [Word(w.word, w.start + offset_s, w.end + offset_s) for w in transcript.words])
+    return Transcript(text=transcript.text, segments=segments, words=words)
+
+
+def _central(part: TimedPart, stride_s: float, first: bool, last: bool) -> TimedPart:
+    """A chunked window's segments and words whose middle lies outside its strides (the parts its neighbours
+    do not also cover): the first window keeps its start, the last its end."""
+    low = -math.inf if first else stride_s
+    high = math.inf if last else part.length_s - stride_s
+
+    def inside(start: float, end: float) -> bool:
+        return low <= (start + end) / 2 < high
+
+    t = part.transcript
+    words = None if t.words is None else [w for w in t.words if inside(w.start, w.end)]
+    kept = Transcript(text=t.text, segments=[s for s in t.segments if inside(s.start, s.end)], words=words)
+    return TimedPart(kept, part.offset_s, part.length_s)
+
+
+def stitch_timing(parts: list[TimedPart]) -> tuple[list[Segment], Optional[list[Word]]]:
+    """The windows' segments and words in file times, in order; words only when every window had them.
+
+    >>> a = TimedPart(Transcript("a", [Segment(0.0, 1.0, "a")], [Word("a", 0.2, 0.8)]), 0.0, 30.0)
+    >>> b = TimedPart(Transcript("b", [Segment(0.5, 2.0, "b")], [Word("b", 0.6, 1.0)]), 30.0, 30.0)
+    >>> stitch_timing([a, b])
+    ([Segment(start=0.0, end=1.0, text='a'), Segment(start=30.5, end=32.0, text='b')], [Word(word='a', start=0.2, end=0.8), Word(word='b', start=30.6, end=31.0)])
+    """
+    moved = [shift_transcript(part.transcript, part.offset_s) for part in parts]
+    segments = [segment for t in moved for segment in t.segments]
+    words = None if any(t.words is None for t in moved) else [word for t in moved for word in t.words or []]
+    return segments, words
 
 
 def _resume_samples(result: Transcript, window_samples: int) -> Optional[int]:

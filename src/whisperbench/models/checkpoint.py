@@ -6,13 +6,16 @@ Every reader produces a :class:`Checkpoint`, every writer consumes one; ``state_
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from whisperbench.errors import ModelError
+
+logger = logging.getLogger(__name__)
 
 MULTILINGUAL_MIN_VOCAB = 51865
 
@@ -61,23 +64,39 @@ class Checkpoint:
     tokenizer_file: str = ""  # a tokenizer.json (BPE and special tokens; timestamps are added)
     #: suppress_ids, suppress_ids_begin, lang_ids as a CTranslate2 config.json holds them
     generation: dict = field(default_factory=dict)
+    #: why the stored alignment heads were replaced by openai-whisper's default (None: they were usable)
+    heads_problem: Optional[str] = None
 
     def __post_init__(self) -> None:
-        check_alignment_heads(self.source_dir, self.alignment_heads, self.dims)
+        problem = alignment_heads_problem(self.source_dir, self.alignment_heads, self.dims)
+        if problem is not None:  # e.g. a pruned fine-tune that kept its parent's generation config
+            logger.warning("%s; transcribing with openai-whisper's default heads; word timing is refused", problem)
+            self.heads_problem, self.alignment_heads = problem, default_alignment_heads(self.dims)
 
     @property
     def multilingual(self) -> bool:
         return is_multilingual(self.dims["n_vocab"])
 
 
-def check_alignment_heads(where: str, heads: list[tuple[int, int]], dims: dict) -> None:
-    """A clear error for alignment heads that name a decoder layer or head the model does not have."""
+def alignment_heads_problem(where: str, heads: list[tuple[int, int]], dims: dict) -> Optional[str]:
+    """What is wrong with alignment heads that name a decoder layer or head the model does not have (None: fine).
+
+    >>> alignment_heads_problem("m", [(5, 0)], {"n_text_layer": 4, "n_text_head": 6})[:45]
+    'm: alignment head (layer 5, head 0) does not '
+    """
     for layer, head in heads:
         if not (0 <= layer < dims["n_text_layer"] and 0 <= head < dims["n_text_head"]):
-            raise ModelError(
-                f"{where}: alignment head (layer {layer}, head {head}) does not exist in a model with "
-                f"{dims['n_text_layer']} decoder layer(s) of {dims['n_text_head']} heads: the checkpoint's "
-                "alignment_heads do not belong to these weights")
+            return (f"{where}: alignment head (layer {layer}, head {head}) does not exist in a model with "
+                    f"{dims['n_text_layer']} decoder layer(s) of {dims['n_text_head']} heads: the checkpoint's "
+                    "alignment_heads do not belong to these weights")
+    return None
+
+
+def check_alignment_heads(where: str, heads: list[tuple[int, int]], dims: dict) -> None:
+    """A clear error for alignment heads that name a decoder layer or head the model does not have."""
+    problem = alignment_heads_problem(where, heads, dims)
+    if problem is not None:
+        raise ModelError(problem)
 
 
 def default_alignment_heads(dims: dict) -> list[tuple[int, int]]:

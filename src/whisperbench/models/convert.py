@@ -7,15 +7,18 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import (MAX_INITIAL_TIMESTAMP_INDEX, Checkpoint, check_alignment_heads,
+from whisperbench.models.checkpoint import (MAX_INITIAL_TIMESTAMP_INDEX, Checkpoint, alignment_heads_problem,
                                             transformers_name)
 from whisperbench.models.readers import read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
+
+logger = logging.getLogger(__name__)
 
 # Whisper's vocabulary: 1501 timestamp tokens <|0.00|> ... <|30.00|>, 0.02 s apart.
 TIME_PRECISION = 0.02
@@ -54,8 +57,11 @@ def load_openai_whisper(source: Checkpoint | str | Path):
     else:
         saved = torch.load(source, map_location="cpu", weights_only=True)
         dims, heads, state_dict = saved["dims"], saved.get("alignment_heads"), saved["model_state_dict"]
-    if heads:
-        check_alignment_heads(str(source.source_dir if isinstance(source, Checkpoint) else source), heads, dims)
+    problem = alignment_heads_problem(str(source.source_dir if isinstance(source, Checkpoint) else source),
+                                      heads or [], dims)
+    if problem is not None:  # transcription goes on with openai-whisper's default heads; word timing is refused
+        logger.warning("%s; transcribing with openai-whisper's default heads", problem)
+        heads = None
     model = Whisper(ModelDimensions(**dims))
     model.load_state_dict(state_dict)
     if heads:

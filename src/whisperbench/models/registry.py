@@ -297,3 +297,14 @@ def list_models() -> list[dict]:
     """Known model names, where their weights come from and whether they are installed."""
     return [{"name": m.name, "description": m.description, "packages": " + ".join(m.packages),
              "installed": m.installed()} for m in KNOWN_MODELS.values()]
+
+
+def heads_problem(model: str) -> Optional[str]:
+    """Why ``model``'s stored alignment heads cannot time words (they name layers or heads it lacks), else None;
+    None too when its weights cannot be read as float32 here (a quantized file: nothing to check)."""
+    from .readers import read_checkpoint
+
+    try:
+        return read_checkpoint(resolve_source(model)).heads_problem
+    except ModelError:
+        return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import pandas as pd
@@ -11,6 +11,7 @@ from ..store import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.table import table_wer
+from .timing import timing_columns
 from .weights import weights_relation
 
 
@@ -23,6 +24,7 @@ class Comparison:
     candidate_wer: Optional[float]
     same_dataset: bool
     weights: str = "unknown"  # see reports.weights.weights_relation
+    timing: dict = field(default_factory=dict)  # see reports.timing.timing_columns ({} without stored times)
 
     def to_json(self, with_examples: bool = False) -> dict:
         return {
@@ -32,6 +34,7 @@ class Comparison:
             "candidate_wer": self.candidate_wer,
             "same_dataset": self.same_dataset,
             "weights": self.weights,
+            **({"timing": self.timing} if self.timing else {}),
             "normalizer": self.reference.normalizer,
             **self.result.to_json(with_examples),
         }
@@ -53,6 +56,7 @@ def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
         candidate_wer=table_wer(cand_table),
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,
         weights=weights_relation(reference.meta, candidate.meta),
+        timing=timing_columns(reference, candidate),
     )
 
 
@@ -75,5 +79,6 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "same dataset": c.same_dataset,
             "weights": c.weights,
             "cand status": str(c.candidate.coverage),
+            **c.timing,
         })
     return pd.DataFrame(rows)

@@ -15,9 +15,11 @@ from typing import Optional
 from ..store import StoredRun, same_run_reason
 from ..scoring import paired_wer_test, qoi_interval
 from ..scoring.qoi import QoiResult
+from ..scoring.timing import parity
 from .compare import Comparison, compare_runs
 from .escape import one_line
 from .hallucination import describe_ids, hallucination_diff
+from .timing import run_timing
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
 VERDICTS = {PASS: "PASS", REGRESSION: "FAIL (regression)", CANNOT_JUDGE: "CANNOT JUDGE"}
@@ -60,6 +62,7 @@ def evaluate_gate(
     max_new_loops: Optional[int] = None,
     max_new_bursts: Optional[int] = None,
     max_nonspeech_output_rate: Optional[float] = None,
+    max_timing_error_ms: Optional[float] = None,
 ) -> GateResult:
     """Run the gate's checks; the comparability checks come first and outrank the quality ones.
 
@@ -162,6 +165,28 @@ def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
                   present: set[str]) -> list[GateCheck]:
     """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
     CI); a language of the dataset with nothing judged, or no labels at all, cannot be judged."""
+    if max_timing_error_ms is not None:
+        result.checks.append(_timing_check(comparison, max_timing_error_ms))
+    return result
+
+
+def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:
+    """The candidate's median utterance-start error against ground truth (else its median word-start difference
+    from the reference run) must not exceed ``limit_ms``; without either the gate cannot judge timing."""
+    start = ((run_timing(comparison.candidate) or {}).get("utterance_start_error_ms") or {}).get("median")
+    if start is not None:
+        return GateCheck("timing", start <= limit_ms, f"median utterance-start error {start:.0f} ms against the "
+                                                      f"dataset's times (allowed ≤ {limit_ms:g} ms)", REGRESSION)
+    reference, candidate = comparison.reference, comparison.candidate
+    shared = parity(reference.predictions, candidate.predictions, reference.normalizer)
+    if shared is None:
+        return GateCheck("timing", False, "no ground-truth segments and no word times in both runs: timing cannot be "
+                                          "judged (run with -o word_timestamps=true, or a dataset with segments)",
+                         CANNOT_JUDGE)
+    return GateCheck("timing", shared["median_ms"] <= limit_ms,
+                     f"median word-start difference from the reference run {shared['median_ms']:.0f} ms over "
+                     f"{shared['words']} words both got right (allowed ≤ {limit_ms:g} ms)", REGRESSION)
+
     table = result.by_language()
     if not table and not present:
         return [GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..types import Prediction
 
 #: the modules (under ``whisperbench.scoring``) that each define ``METRIC: Metric``
-METRIC_MODULES: tuple[str, ...] = ("hallucination",)
+METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing")
 
 SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], Optional[dict[str, Any]]]
 

@@ -20,19 +20,21 @@ from .summary import rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
-TABLE_VERSION = "1"
+TABLE_VERSION = "2"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
 SCHEMA = pa.schema(
     [("id", pa.string()), ("reference", pa.string()), ("hypothesis", pa.string()), ("status", pa.string()),
      ("language", pa.string()), ("audio_s", pa.float64()), ("infer_s", pa.float64())]
-    + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS])
+    + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS]
+    + [("timed", pa.bool_())])  # the prediction stored segment or word times (the timing reports read them)
 
 
 def score_table(predictions: Iterable[Prediction], normalizer: str, scored_with: Optional[str] = None) -> pa.Table:
     """The predictions scored with ``normalizer`` (stored counts reused when ``scored_with`` is it), as columns."""
     scored = rescored_all(predictions, normalizer, scored_with)
-    columns = {name: [getattr(p, name) for p in scored] for name in SCHEMA.names}
+    columns = {name: [getattr(p, name) for p in scored] for name in SCHEMA.names if name != "timed"}
+    columns["timed"] = [p.segments is not None or p.words is not None for p in scored]
     return pa.table(columns, schema=SCHEMA)
 
 

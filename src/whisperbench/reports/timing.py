@@ -1,0 +1,166 @@
+"""Timing reports: a table per implementation (markdown, HTML with a bar plot of error distributions), the
+timing columns of ``compare``, and SRT / WebVTT subtitles of any stored run.
+
+Figures are recomputed from the stored predictions (:mod:`whisperbench.scoring.timing`), so runs stored before
+a metric existed are reported too. A run with no stored times has no row.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+import pyarrow.compute as pc
+
+from ..scoring.metrics import MetricContext
+from ..scoring.timing import parity, summarize
+from ..store import StoredRun
+from .escape import md_cell
+
+SUBTITLE_FORMATS = ("srt", "vtt")
+
+
+def run_timing(run: StoredRun) -> Optional[dict[str, Any]]:
+    """The run's ``timing`` summary, computed from its predictions (None: it stored no times; told by its score
+    table, so a run without times is never read whole)."""
+    if not run.num_predictions or not pc.any(run.score_table()["timed"]).as_py():
+        return None
+    return summarize(run.predictions, MetricContext(run.normalizer, run.form))
+
+
+def timing_frame(runs: list[StoredRun]) -> pd.DataFrame:
+    """One row per run that stored times: its implementation, strategy, and the pooled errors (ms)."""
+    rows = []
+    for run in runs:
+        timing = run_timing(run)
+        if timing is None:
+            continue
+        start = timing.get("utterance_start_error_ms", {})
+        word = timing.get("word_start_error_ms", {})
+        meta = run.meta
+        rows.append({
+            "Run": run.name, "Implementation": meta.label or meta.adapter, "Form": run.form,
+            "Long-form": (meta.long_form or {}).get("strategy", "native") if run.form == "long" else "",
+            "Word timing": "on" if meta.decoding.get("word_timestamps") else "off",
+            "Examples timed": timing["examples_with_segments"],
+            "Start err median ms": start.get("median"), "Start err p90 ms": start.get("p90"),
+            "Starts ≤200 ms %": start.get("within_200ms"), "Starts ≤500 ms %": start.get("within_500ms"),
+            "True starts": start.get("count"),
+            "Start by word median ms": timing.get("utterance_word_start_error_ms", {}).get("median"),
+            "Utterance WER %": timing.get("utterance_wer", {}).get("wer"),
+            "Word start median ms": word.get("median"), "Word start p90 ms": word.get("p90"),
+            "Words ≤100 ms %": word.get("within_100ms"), "Words matched": word.get("count"),
+        })
+    return pd.DataFrame(rows)
+
+
+def render_timing_markdown(frame: pd.DataFrame) -> str:
+    """The timing table as a markdown section ('' when no run stored times)."""
+    if frame.empty:
+        return ""
+    shown = frame.dropna(axis=1, how="all")
+    head = "| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns) + "\n"
+    body = "".join("| " + " | ".join(_cell(value) for value in row) + " |\n" for row in shown.itertuples(index=False))
+    return ("\n## Timing\n\nErrors against ground-truth times: for each true utterance start, the nearest predicted "
+            "segment start; words matched by the WER alignment (see docs/timestamps.md).\n\n" + head + body)
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "–"
+    return f"{value:.1f}" if isinstance(value, float) else md_cell(str(value))
+
+
+def timing_html(frame: pd.DataFrame) -> str:
+    """The timing table and a bar plot (median and p90 utterance-start error per run) as HTML ('' when empty)."""
+    if frame.empty:
+        return ""
+    shown = frame.dropna(axis=1, how="all")
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+                   for row in shown.itertuples(index=False))
+    return (f'<h2>Timing</h2><table class="sortable timing"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+            f"</table>{_bars(frame)}")
+
+
+def _bars(frame: pd.DataFrame) -> str:
+    """Horizontal bars: median (dark) and p90 (light) of the utterance-start error, in ms, one pair per run."""
+    data = frame.dropna(subset=["Start err median ms"]) if "Start err median ms" in frame else frame.iloc[0:0]
+    if data.empty:
+        return ""
+    top = max(float(data["Start err p90 ms"].max()), 1.0)
+    height, width, left = 22 * len(data) + 20, 640, 220
+    bars = []
+    for i, row in enumerate(data.itertuples(index=False)):
+        y = 10 + 22 * i
+        p90 = (width - left - 60) * float(row[frame.columns.get_loc("Start err p90 ms")]) / top
+        median = (width - left - 60) * float(row[frame.columns.get_loc("Start err median ms")]) / top
+        bars.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="11">{html.escape(row[0])}</text>'
+                    f'<rect x="{left}" y="{y}" width="{p90:.1f}" height="16" fill="#9ecae1"/>'
+                    f'<rect x="{left}" y="{y + 4}" width="{median:.1f}" height="8" fill="#08519c"/>'
+                    f'<text x="{left + p90 + 4:.1f}" y="{y + 13}" font-size="11">'
+                    f'{row[frame.columns.get_loc("Start err median ms")]:.0f} / '
+                    f'{row[frame.columns.get_loc("Start err p90 ms")]:.0f} ms</text>')
+    return (f'<h3>Utterance-start error: median (dark) and p90 (light)</h3><svg width="{width}" height="{height}" '
+            f'role="img">{"".join(bars)}</svg>')
+
+
+def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]:
+    """``compare``'s timing columns: each run's median utterance-start error and the candidate's timing parity
+    against the reference ({} when neither stored times)."""
+    ref_timing, cand_timing = run_timing(reference), run_timing(candidate)
+    if ref_timing is None and cand_timing is None:
+        return {}
+    shared = parity(reference.predictions, candidate.predictions, reference.normalizer)
+
+    def median(timing: Optional[dict]) -> Optional[float]:
+        return ((timing or {}).get("utterance_start_error_ms") or {}).get("median")
+
+    return {"ref start err ms": median(ref_timing), "cand start err ms": median(cand_timing),
+            "timing parity %": shared["within_tolerance"] if shared else None,
+            "timing regressed": len(shared["regressed_examples"]) if shared else None}
+
+
+# ------------------------------------------------------------------------------------------ subtitles
+
+
+def _stamp(seconds: float, separator: str) -> str:
+    millis = int(round(max(seconds, 0.0) * 1000))
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{separator}{rest % 1000:03d}"
+
+
+def subtitles(segments: list[dict[str, Any]], fmt: str) -> str:
+    """SRT or WebVTT text of ``[{start, end, text}]`` (seconds).
+
+    >>> print(subtitles([{"start": 1.5, "end": 62.25, "text": " Hi there"}], "srt"))
+    1
+    00:00:01,500 --> 00:01:02,250
+    Hi there
+    <BLANKLINE>
+    """
+    separator = "," if fmt == "srt" else "."
+    cues = []
+    for number, segment in enumerate(segments, start=1):
+        times = f"{_stamp(segment['start'], separator)} --> {_stamp(segment['end'], separator)}"
+        text = " ".join(str(segment.get("text", "")).split()).replace("-->", "->")
+        cues.append(f"{number}\n{times}\n{text}\n" if fmt == "srt" else f"{times}\n{text}\n")
+    return ("" if fmt == "srt" else "WEBVTT\n\n") + "\n".join(cues)
+
+
+def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list[Path], list[str]]:
+    """One ``<id>.<fmt>`` per example that stored segments; returns the files and the ids without times."""
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    written, untimed = [], []
+    for pred in run.predictions:
+        if not pred.segments:
+            untimed.append(pred.id)
+            continue
+        path = folder / (pred.id.replace("/", "_").replace("\\", "_") + "." + fmt)
+        path.write_text(subtitles(pred.segments, fmt), encoding="utf-8")
+        written.append(path)
+    return written, untimed
