@@ -160,7 +160,7 @@ def test_clicking_every_sortable_header_sorts_its_own_table_without_an_error(tmp
     assert probe["errors"] == [], probe["errors"]
     assert "Uncaught" not in stderr, stderr[-2000:]
     tables = {r["table"] for r in probe["results"]}
-    assert len(tables) == 4, tables  # leaderboard, languages, two explorers
+    assert len(tables) == 5, tables  # leaderboard, languages, hallucinations, two explorers
     numeric_checked = 0
     for first, second in zip(probe["results"][::2], probe["results"][1::2]):
         assert first["header"] == second["header"] and (first["dir"], second["dir"]) == ("asc", "desc"), first

@@ -119,6 +119,8 @@ def evaluate_gate(
     if (max_new_loops, max_new_bursts, max_nonspeech_output_rate) != (None, None, None):
         result.checks += _hallucination_checks(reference, candidate, max_new_loops, max_new_bursts,
                                                max_nonspeech_output_rate)
+    if max_timing_error_ms is not None:
+        result.checks.append(_timing_check(comparison, max_timing_error_ms))
     return result
 
 
@@ -156,20 +158,6 @@ def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -
                      CANNOT_JUDGE)
 
 
-def _languages(*runs: StoredRun) -> set[str]:
-    """Every language label in the runs' datasets (failed and unjoined examples included)."""
-    return {p.language for run in runs for p in run.predictions if p.language}
-
-
-def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
-                  present: set[str]) -> list[GateCheck]:
-    """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
-    CI); a language of the dataset with nothing judged, or no labels at all, cannot be judged."""
-    if max_timing_error_ms is not None:
-        result.checks.append(_timing_check(comparison, max_timing_error_ms))
-    return result
-
-
 def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:
     """The candidate's median utterance-start error against ground truth (else its median word-start difference
     from the reference run) must not exceed ``limit_ms``; without either the gate cannot judge timing."""
@@ -187,6 +175,16 @@ def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:
                      f"median word-start difference from the reference run {shared['median_ms']:.0f} ms over "
                      f"{shared['words']} words both got right (allowed ≤ {limit_ms:g} ms)", REGRESSION)
 
+
+def _languages(*runs: StoredRun) -> set[str]:
+    """Every language label in the runs' datasets (failed and unjoined examples included)."""
+    return {p.language for run in runs for p in run.predictions if p.language}
+
+
+def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
+                  present: set[str]) -> list[GateCheck]:
+    """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
+    CI); a language of the dataset with nothing judged, or no labels at all, cannot be judged."""
     table = result.by_language()
     if not table and not present:
         return [GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "

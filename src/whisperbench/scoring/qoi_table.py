@@ -209,5 +209,5 @@ def _differs(labels, language) -> pa.Array:
 
 
 def _prediction(table: pa.Table, row: int) -> Prediction:
-    values = {name: table[name][row].as_py() for name in SCHEMA.names}
+    values = {name: table[name][row].as_py() for name in SCHEMA.names if name != "timed"}
     return Prediction(**values)
