@@ -22,6 +22,11 @@ class Comparison:
     same_dataset: bool
     weights: str = "unknown"  # see reports.weights.weights_relation
 
+    @property
+    def qoi(self) -> Optional[float]:
+        """QoI %: the share of joined examples whose WER did not rise (None when none joined)."""
+        return self.result.qoi
+
     def to_json(self, with_examples: bool = False) -> dict:
         return {
             "reference": self.reference.name,
