@@ -10,7 +10,7 @@ real transcripts and hypotheses, and on adversarial strings, against openai-whis
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, cast
 
 NORMALIZERS = ("english", "basic", "none")
 #: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)
@@ -26,11 +26,11 @@ def get_normalizer(name: str) -> Callable[[str], str]:
         english = EnglishTextNormalizer()
         for pattern in NOT_IN_OPENAI_WHISPER:
             english.replacers.pop(pattern, None)
-        return english
+        return cast(Callable[[str], str], english)
     if name == "basic":
         from whisper_normalizer.basic import BasicTextNormalizer
 
-        return BasicTextNormalizer()
+        return cast(Callable[[str], str], BasicTextNormalizer())
     if name == "none":
         return lambda text: " ".join(text.split())
     raise ValueError(f"unknown normalizer {name!r}; choose one of {', '.join(NORMALIZERS)}")

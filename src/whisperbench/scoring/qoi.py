@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from ..bulk import paused_gc
 from ..languages import headline_metric
@@ -64,9 +64,9 @@ class QoiResult:
         bad = [e for e in self.examples if e.regressed]
         return sorted(bad, key=lambda e: (-e.delta_errors, e.id))[:n]
 
-    def by_language(self) -> dict[str, dict]:
+    def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
-        table: dict[str, dict] = {}
+        table: dict[str, dict[str, Any]] = {}
         for example in self.examples:
             if example.language:
                 row = table.setdefault(example.language, {"joined": 0, "regressed": 0})
@@ -76,7 +76,7 @@ class QoiResult:
             row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
         return dict(sorted(table.items()))
 
-    def to_json(self, with_examples: bool = False) -> dict:
+    def to_json(self, with_examples: bool = False) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "examples"}
         data["by_language"] = self.by_language()
         if with_examples:

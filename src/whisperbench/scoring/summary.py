@@ -95,7 +95,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
     audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)
     latencies = [p.infer_s for p in ok]
-    summary = {
+    summary: dict[str, Any] = {
         "wer": corpus_wer(total),
         "wer_ok": corpus_wer(_sum(counts_of, ok)),
         "cer": corpus_wer(chars),
@@ -139,7 +139,7 @@ def by_language(scored: list[Prediction]) -> dict[str, Any]:
             groups.setdefault(pred.language, []).append(pred)
     if not groups:
         return {}
-    table = {}
+    table: dict[str, dict[str, Any]] = {}
     for language, preds in sorted(groups.items()):
         wer, cer = corpus_wer(_sum(counts_of, preds)), corpus_wer(_sum(char_counts_of, preds))
         metric = headline_metric(language)

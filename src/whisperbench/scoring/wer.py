@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import jiwer
 
@@ -10,7 +10,8 @@ from ..types import WordCounts
 from .normalize import normalize
 
 
-def _align(ref_units: int, hyp_units: int, process, reference: str, hypothesis: str) -> WordCounts:
+def _align(ref_units: int, hyp_units: int, process: Callable[[str, str], Any], reference: str,
+           hypothesis: str) -> WordCounts:
     if not ref_units:
         return WordCounts(insertions=hyp_units)
     if not hyp_units:
