@@ -229,7 +229,7 @@ def _nearby(run: str, runs_dir: Path) -> str:
     import difflib
 
     folders = [runs_dir] + (sorted(c for c in runs_dir.iterdir() if c.is_dir()) if runs_dir.is_dir() else [])
-    found = {}  # run name -> the runs folder holding it
+    found: dict[str, Path] = {}  # run name -> the runs folder holding it
     for folder in folders:
         for child in sorted(folder.iterdir()) if folder.is_dir() else []:
             if (child / RUN_JSON).exists():

@@ -299,6 +299,7 @@ class JaxAdapter(Adapter):
         if long_form:
             raise NotImplementedError("adapter jax has no long-form algorithm of its own: long-form datasets go "
                                       "through the harness's chunked strategy (30 s windows, batched)")
+        assert audio is not None  # needs_audio: the runner passes the decoded clip
         return self.transcribe_batch([audio], [example])[0]
 
     def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,

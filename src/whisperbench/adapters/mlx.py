@@ -142,11 +142,11 @@ def use_blas(choice: str, threads: int) -> dict[str, Any]:
             raise OptionError(f"adapter mlx: blas={choice}: {wanted} has no cblas_sgemm, so it is not a CBLAS library")
         _blas_in_process = {"library": wanted, "handle": lib}
     info = {key: value for key, value in _blas_in_process.items() if key != "handle"}
-    lib = _blas_in_process.get("handle")
-    if lib is not None and hasattr(lib, "openblas_set_num_threads"):
-        lib.openblas_set_num_threads(ctypes.c_int(threads))
-        lib.openblas_get_config.restype = ctypes.c_char_p
-        info.update(threads=lib.openblas_get_num_threads(), config=lib.openblas_get_config().decode())
+    handle = _blas_in_process.get("handle")
+    if handle is not None and hasattr(handle, "openblas_set_num_threads"):
+        handle.openblas_set_num_threads(ctypes.c_int(threads))
+        handle.openblas_get_config.restype = ctypes.c_char_p
+        info.update(threads=handle.openblas_get_num_threads(), config=handle.openblas_get_config().decode())
     return info
 
 

@@ -234,9 +234,9 @@ class _Engine:
     def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool, language: str = "auto") -> dict:
         if self.abort_on and example_id == self.abort_on:
             os.abort()  # a native-style crash
-        segments, language = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
+        segments, detected = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
                                                     language)
-        return {"segments": segments, "language": language}
+        return {"segments": segments, "language": detected}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:

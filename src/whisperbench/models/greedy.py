@@ -33,7 +33,10 @@ class StepModel(Protocol):
     """What the loop drives: an encoder call and a one-token decoder call on named numpy arrays."""
 
     dims: dict
-    float_dtype: type  # dtype of the float inputs the model takes (np.float32 or np.float16)
+
+    @property
+    def float_dtype(self) -> type:
+        """dtype of the float inputs the model takes (np.float32 or np.float16)."""
 
     def encode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
@@ -178,7 +181,7 @@ class GreedyDecoder:
         prompt = list(tokenizer.sot_sequence) + ([] if timestamps else [tokenizer.no_timestamps])
         sampled: list[int] = []
         start = time.perf_counter()
-        logits = None
+        logits = np.empty(0)
         for position, token in enumerate(prompt):
             logits = self._step(token, position, cache, encoded)
         position = len(prompt)
