@@ -391,14 +391,14 @@ def cmd_sweep(args) -> int:
         plan = [reference_variant()] + plan
     start = time.perf_counter()
 
-    def said(entry, number: int, total: int) -> None:
+    def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary
         result = (f"WER {_fmt(summary.get('wer'))}%, {_fmt(summary.get('model_size_mb'), 1)} MB"
                   if entry.status == "finished" else f"{entry.status}: {entry.error}")
         took = f" ({entry.wall_s:.0f} s)" if entry.wall_s is not None else ""
         print(f"[{number}/{total}] {entry.variant.label}: {result}{took}", file=sys.stderr, flush=True)
 
-    entries = run_sweep(plan, base, dataset.name, report=said)
+    entries = run_sweep(plan, base, dataset.name, report=report_entry)
     wall_s = time.perf_counter() - start
     reference = args.reference or (entries[0].run if entries[0].status == "finished" else None)
     if reference is None:

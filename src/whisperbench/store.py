@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from .bulk import paused_gc
+from .gcpause import paused_gc
 from .errors import RunStoreError
 from .files import write_json_atomic
 from .redact import redact, redact_text
@@ -91,7 +91,7 @@ class RunStore:
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
         by_id: dict[str, Prediction] = {}
-        with paused_gc():  # a million lines: see whisperbench.bulk
+        with paused_gc():  # a million lines: see whisperbench.gcpause
             for number, raw in enumerate(complete.splitlines(), start=1):
                 if not raw.strip():
                     continue

@@ -83,8 +83,8 @@ class MLXAdapter(Adapter):
         from ..models import converted, resolve_source
 
         self.multilingual = resolve_source(self.model).multilingual
-        folder = self.weights_path = converted(self.model, "mlx",
-                                               self.variant if self.given("dtype", "quantization") else None)
+        variant = self.variant if self.options_set_by_user("dtype", "quantization") else None
+        folder = self.weights_path = converted(self.model, "mlx", variant)
         if not (folder / "config.json").is_file():  # mlx-whisper would take a missing path for a hub repo
             raise ModelError(f"adapter mlx: {folder} holds no config.json")
         self.path = str(folder.resolve())

@@ -92,8 +92,8 @@ class WhisperCppAdapter(Adapter):
         from ..models.ggml_format import validate_ggml_header
 
         self.multilingual = resolve_source(self.model).multilingual
-        self.ggml_path = self.weights_path = converted(self.model, "ggml",
-                                                       self.variant if self.given("quantization") else None)
+        variant = self.variant if self.options_set_by_user("quantization") else None
+        self.ggml_path = self.weights_path = converted(self.model, "ggml", variant)
         header = validate_ggml_header(self.ggml_path)
         reads = 1 if self.backend == "whisper-cpp-python" else 2
         if header.quantized and (header.qnt_version >= 2) != (reads == 2):

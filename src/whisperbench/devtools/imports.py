@@ -17,7 +17,7 @@ from pathlib import Path
 PACKAGE = "whisperbench"
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
-    **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "bulk",
+    **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "gcpause",
                             "supervise", "files", "runinfo", "languages")},
     "models": 1, "scoring": 1, "store": 1,
     "adapters": 2, "datasets": 2,

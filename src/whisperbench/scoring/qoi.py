@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from ..bulk import paused_gc
+from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
 from .summary import headline_counts, rescored, score_prediction

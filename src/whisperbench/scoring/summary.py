@@ -161,9 +161,9 @@ def language_identification(scored: list[Prediction]) -> dict[str, Any]:
     correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
     confusions: dict[str, int] = {}
     for pred in labelled:
-        said = pred.extra.get("language") if pred.status == "ok" else None
-        if said != pred.language:
-            key = f"{pred.language}->{said or 'none'}"
+        detected = pred.extra.get("language") if pred.status == "ok" else None
+        if detected != pred.language:
+            key = f"{pred.language}->{detected or 'none'}"
             confusions[key] = confusions.get(key, 0) + 1
     result = {"labelled": len(labelled), "reported": reported, "correct": correct,
               "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,

@@ -60,6 +60,3 @@ class WordErrorRate:
 
     def compute(self) -> Optional[float]:
         return corpus_wer(self.counts)
-
-    def reset(self) -> None:
-        self.counts = WordCounts()
