@@ -682,7 +682,6 @@ def _configure_logging(level: int) -> None:
     logger.setLevel(level)
     if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
         logger.addHandler(_StderrHandler())
-    logger.propagate = False
 
 
 def main(argv: Optional[list[str]] = None) -> int:
