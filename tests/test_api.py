@@ -89,3 +89,15 @@ def test_quiet_hides_progress_but_not_warnings(tmp_path):
 def test_the_python_page_runs_as_a_doctest():
     result = doctest.testfile(str(REPO / "docs" / "python.md"), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 5 and result.failed == 0, result
+
+
+def test_a_datasets_dataset_in_memory_is_the_same_data_as_its_manifest():
+    datasets = pytest.importorskip("datasets")
+    root = REPO / "datasets" / "tiny" / "shortform"
+    rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines()]
+    columns = {"audio": [str(root / r["audio"]) for r in rows], "text": [r["text"] for r in rows],
+               "id": [r["id"] for r in rows]}
+    table = datasets.Dataset.from_dict(columns).cast_column("audio", datasets.Audio())
+    in_memory, from_file = wb.load_dataset(table, name="tiny"), wb.load_dataset(root / "manifest.jsonl")
+    assert [e.id for e in in_memory.examples] == [r["id"] for r in rows]
+    assert in_memory.content_hash == from_file.content_hash  # same audio bytes and transcripts

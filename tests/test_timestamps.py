@@ -28,7 +28,8 @@ def steps():
 
     model = load_openai_whisper(converted("tiny.en", "openai-whisper")).eval()
     tokenizer = whisper.tokenizer.get_tokenizer(False)
-    mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(load_audio(str(BUNDLED / "shortform" / "audio" / "jfk.flac")))))
+    audio = load_audio(str(BUNDLED / "shortform" / "audio" / "jfk.flac"))
+    mel = whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(audio)))
     tokens = list(tokenizer.sot_sequence)
     rules = ApplyTimestampRules(tokenizer, len(tokens), MAX_INITIAL_TIMESTAMP_INDEX)
     found = []

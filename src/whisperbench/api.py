@@ -35,7 +35,7 @@ import pandas as pd
 
 from .adapters import DecodingOptions
 from .adapters.recorded import read_hypotheses
-from .datasets import Checked
+from .datasets import Checked, from_hf_dataset
 from .datasets import load_dataset as _load_checked
 from .harness import RunRequest, run_evaluation
 from .harness.runner import RunResult
@@ -59,17 +59,22 @@ RECORDED = next((p for p in (Path(__file__).resolve().parent / "_bundled" / "tin
                 Path("datasets/tiny/recorded"))
 
 
-def load_dataset(spec: PathLike, *, name: Optional[str] = None, form: Optional[str] = None,
+def load_dataset(spec: Union[PathLike, Any], *, name: Optional[str] = None, form: Optional[str] = None,
                  limit: Optional[int] = None, skip_invalid: bool = False) -> Dataset:
     """A validated dataset: a manifest (``.jsonl``/``.csv``), a folder, ``hf:NAME[:CONFIG]:SPLIT`` (Hugging Face
-    ``datasets``) or a bundled name. Raises DatasetError naming each bad example unless ``skip_invalid``.
+    ``datasets``), a bundled name, or a ``datasets.Dataset`` already in memory. Raises DatasetError naming each
+    bad example unless ``skip_invalid``. (:func:`evaluate` takes a spec: ``save_to_disk`` a Dataset, then pass
+    ``hf:FOLDER:SPLIT``.)
 
     >>> ds = load_dataset("tiny-shortform", limit=2)
     >>> len(ds), ds.form, ds.examples[0].id
     (2, 'short', 'jfk')
     """
-    checked = _checked(str(spec), name, form, limit, skip_invalid)
-    return checked.dataset
+    if not isinstance(spec, (str, Path)):  # a datasets.Dataset
+        checked = from_hf_dataset(spec, name=name or "datasets", form=cast(Optional[Form], form), limit=limit,
+                                  skip_invalid=skip_invalid)
+        return checked.dataset
+    return _checked(str(spec), name, form, limit, skip_invalid).dataset
 
 
 def _checked(spec: str, name: Optional[str], form: Optional[str], limit: Optional[int],
