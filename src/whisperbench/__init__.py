@@ -1,8 +1,32 @@
-"""whisperbench: WER and QoI across Whisper implementations, on the same weights."""
+"""whisperbench: WER and QoI across Whisper implementations, on the same weights.
+
+The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
+:func:`load_run`, :func:`load_dataset` and :func:`to_frame`, from :mod:`whisperbench.api`. They are imported on
+first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
+"""
+
+from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("whisperbench")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+local"
+
+if TYPE_CHECKING:
+    from . import api
+    from .api import compare, evaluate, gate, load_dataset, load_run, score, to_frame
+
+__all__ = ["__version__", "api", "evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame"]
+
+
+def __getattr__(name: str) -> Any:
+    """The API's functions, imported on first use (PEP 562)."""
+    if name not in __all__:
+        raise AttributeError(f"module 'whisperbench' has no attribute {name!r}")
+    import importlib
+
+    api = importlib.import_module(f"{__name__}.api")  # not `from . import api`: that would call __getattr__ again
+    return api if name == "api" else getattr(api, name)

@@ -81,7 +81,7 @@ def _ffmpeg() -> str | None:
 def _decode_with_ffmpeg(path: str) -> np.ndarray:
     """Decode with ffmpeg, refusing partial audio: any decoder error (``-xerror``, or anything ffmpeg
     reports at error level) fails the file, and so does decoding clearly less than the header declares."""
-    cmd = [_ffmpeg(), "-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "f32le", "-ac", "1",
+    cmd = [_ffmpeg() or "ffmpeg", "-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "f32le", "-ac", "1",
            "-ar", str(SAMPLE_RATE), "-"]
     proc = subprocess.run(cmd, capture_output=True)
     problem = "; ".join(proc.stderr.decode(errors="replace").split("\n")).strip("; ")

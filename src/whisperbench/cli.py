@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 import sys
 from pathlib import Path
@@ -57,13 +58,9 @@ def _print_summary(result) -> None:
 
 
 def _execute(request, as_json: bool) -> int:
-    from .datasets import load_dataset
-    from .harness import run_evaluation
+    from .api import execute
 
-    checked = load_dataset(request.dataset, name=request.dataset_name, form=request.form, limit=request.limit,
-                           skip_invalid=request.skip_invalid)
-    with progress(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") as bar:
-        result = run_evaluation(request, progress=bar.update, checked=checked)
+    result = execute(request, show_progress=True)
     if as_json:
         _print_json(result.summary)
     else:
@@ -90,24 +87,11 @@ def cmd_run(args) -> int:
 
 
 def cmd_score(args) -> int:
-    from .adapters import DecodingOptions
-    from .adapters.recorded import read_hypotheses
-    from .datasets import load_dataset
-    from .harness import RunRequest
+    from .api import score_request
 
-    checked = load_dataset(args.dataset, name=args.dataset_name, form=args.form, limit=args.limit,
-                           skip_invalid=args.skip_invalid)
-    unknown = sorted(set(read_hypotheses(args.hypotheses)) - {ex.id for ex in checked.dataset.examples})
-    if unknown:
-        print(f"warning: {len(unknown)} id(s) in {args.hypotheses} are not in the dataset and are ignored: "
-              f"{', '.join(unknown[:10])}", file=sys.stderr)
-    request = RunRequest(
-        adapter="recorded", model=str(Path(args.hypotheses).resolve()), dataset=args.dataset,
-        runs_dir=args.runs_dir, name=args.name, decoding=DecodingOptions(), limit=args.limit,
-        skip_invalid=args.skip_invalid, retry_failed=True, normalizer=args.normalizer, form=args.form,
-        dataset_name=args.dataset_name, warmup=False, overwrite=args.overwrite,
-        label=args.label or f"recorded {Path(args.hypotheses).stem}",
-    )
+    request = score_request(args.hypotheses, args.dataset, runs_dir=args.runs_dir, name=args.name, limit=args.limit,
+                            skip_invalid=args.skip_invalid, normalizer=args.normalizer, form=args.form,
+                            dataset_name=args.dataset_name, overwrite=args.overwrite, label=args.label)
     return _execute(request, args.json)
 
 
@@ -124,17 +108,12 @@ def cmd_rescore(args) -> int:
 
 # --- compare / report / gate ---------------------------------------------------------------------
 def cmd_compare(args) -> int:
-    from .store import open_run, same_run_reason
-    from .reports import compare_runs, comparison_table
+    from .api import compare, load_run
+    from .reports import comparison_table
     from .reports.escape import one_line
 
-    reference = open_run(args.reference, args.runs_dir)
-    comparisons = [compare_runs(reference, open_run(c, args.runs_dir)) for c in args.candidate]
-    for c in comparisons:
-        reason = same_run_reason(c.reference, c.candidate)
-        if reason:
-            print(f"warning: {c.candidate.name} is the reference run itself ({one_line(reason)}): QoI 100 % proves "
-                  "nothing", file=sys.stderr)
+    reference = load_run(args.reference, args.runs_dir)
+    comparisons = [compare(reference, c, args.runs_dir) for c in args.candidate]
     if args.json:
         from .reports.hallucination import hallucination_diff
 
@@ -232,26 +211,25 @@ _REPORT_WRITERS = {"md": _markdown_report, "html": _html_report, "csv": _csv_rep
 
 
 def cmd_gate(args) -> int:
-    from .store import open_run
-    from .reports import evaluate_gate, format_gate, junit_xml
+    from .api import gate, load_run
+    from .reports import format_gate, junit_xml
     from .reports.gate import cannot_judge_xml
 
     try:
-        reference = open_run(args.reference, args.runs_dir)
-        candidate = open_run(args.candidate, args.runs_dir)
+        reference = load_run(args.reference, args.runs_dir)
+        candidate = load_run(args.candidate, args.runs_dir)
     except WhisperbenchError as exc:
         if args.junit:  # CI shows why it could not judge, not a missing report
             _write_junit(args.junit, cannot_judge_xml(str(exc)))
         print(f"gate: CANNOT JUDGE: {exc}", file=sys.stderr)
         return 2
-    result = evaluate_gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
-                           min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
-                           confidence=args.confidence / 100.0 if args.confidence else None,
-                           min_qoi_per_language=args.min_qoi_per_language,
-                           allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
-                           max_new_bursts=args.max_new_bursts,
-                           max_nonspeech_output_rate=args.max_nonspeech_output_rate,
-                           max_timing_error_ms=args.max_timing_error_ms)
+    result = gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
+                  min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
+                  confidence=args.confidence / 100.0 if args.confidence else None,
+                  min_qoi_per_language=args.min_qoi_per_language,
+                  allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
+                  max_new_bursts=args.max_new_bursts, max_nonspeech_output_rate=args.max_nonspeech_output_rate,
+                  max_timing_error_ms=args.max_timing_error_ms)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
@@ -472,14 +450,14 @@ def cmd_sweep(args) -> int:
         plan = [reference_variant()] + plan
     start = time.perf_counter()
 
-    def said(entry, number: int, total: int) -> None:
+    def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary
         result = (f"WER {_fmt(summary.get('wer'))}%, {_fmt(summary.get('model_size_mb'), 1)} MB"
                   if entry.status == "finished" else f"{entry.status}: {entry.error}")
         took = f" ({entry.wall_s:.0f} s)" if entry.wall_s is not None else ""
         print(f"[{number}/{total}] {entry.variant.label}: {result}{took}", file=sys.stderr, flush=True)
 
-    entries = run_sweep(plan, base, dataset.name, report=said)
+    entries = run_sweep(plan, base, dataset.name, report=report_entry)
     wall_s = time.perf_counter() - start
     reference = args.reference or (entries[0].run if entries[0].status == "finished" else None)
     if reference is None:
@@ -764,14 +742,47 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights.")
     parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
+    level = parser.add_mutually_exclusive_group()
+    level.add_argument("-v", "--verbose", dest="log_level", action="store_const", const=logging.DEBUG,
+                       default=logging.INFO, help="log debug messages too (default: progress, warnings, errors)")
+    level.add_argument("-q", "--quiet", dest="log_level", action="store_const", const=logging.WARNING,
+                       help="log warnings and errors only (no progress lines)")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in _COMMANDS:
         add(sub)
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Log lines to whatever ``sys.stderr`` is when a line is written (tests swap it); warnings say so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return f"{record.levelname.lower()}: {text}" if record.levelno >= logging.WARNING else text
+
+
+def _configure_logging(level: int) -> None:
+    logger = logging.getLogger("whisperbench")
+    logger.setLevel(level)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        logger.addHandler(_StderrHandler())
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    _configure_logging(args.log_level)
     try:
         return args.func(args)
     except WhisperbenchError as exc:

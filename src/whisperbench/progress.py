@@ -6,16 +6,20 @@ is being done — which implementation, loading, then each quarter of the exampl
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TextIO
 
 
-class LogProgress:
-    """tqdm's ``update``/context-manager interface, writing plain lines (for logs)."""
+log = logging.getLogger(__name__)
 
-    def __init__(self, total: int, desc: str, stream: TextIO):
-        self.total, self.desc, self.stream = total, desc.strip(), stream
+
+class LogProgress:
+    """tqdm's ``update``/context-manager interface, logging plain lines at INFO (``--quiet`` hides them)."""
+
+    def __init__(self, total: int, desc: str):
+        self.total, self.desc = total, desc.strip()
         self.done, self.start, self.next_mark = 0, time.monotonic(), 1
 
     def __enter__(self) -> "LogProgress":
@@ -39,14 +43,14 @@ class LogProgress:
             self._say(f"stopped at {self.done}/{self.total} ({time.monotonic() - self.start:.0f} s)")
 
     def _say(self, text: str) -> None:
-        print(f"{self.desc}: {text}", file=self.stream, flush=True)
+        log.info("%s: %s", self.desc, text)
 
 
 def progress(total: int, desc: str, stream: TextIO | None = None):
-    """A tqdm bar with ETA on a terminal, phase lines otherwise."""
+    """A tqdm bar with ETA on a terminal (``stream``, default stderr), logged phase lines otherwise."""
     stream = stream or sys.stderr
     if stream.isatty():
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, unit="ex", file=stream, dynamic_ncols=True)
-    return LogProgress(total, desc, stream)
+    return LogProgress(total, desc)

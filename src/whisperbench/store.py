@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Optional
 
 import pyarrow.compute as pc
 
-from .bulk import paused_gc
+from .gcpause import paused_gc
 from .errors import RunStoreError
 from .files import write_json_atomic
 from .redact import redact, redact_text
@@ -123,7 +123,7 @@ class RunStore:
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
         by_id: dict[str, Prediction] = {}
-        with paused_gc():  # a million lines: see whisperbench.bulk
+        with paused_gc():  # a million lines: see whisperbench.gcpause
             for number, raw in enumerate(complete.splitlines(), start=1):
                 if not raw.strip():
                     continue
@@ -427,7 +427,7 @@ def _nearby(run: str, runs_dir: Path) -> str:
     import difflib
 
     folders = [runs_dir] + (sorted(c for c in runs_dir.iterdir() if c.is_dir()) if runs_dir.is_dir() else [])
-    found = {}  # run name -> the runs folder holding it
+    found: dict[str, Path] = {}  # run name -> the runs folder holding it
     for folder in folders:
         for child in sorted(folder.iterdir()) if folder.is_dir() else []:
             if (child / RUN_JSON).exists():

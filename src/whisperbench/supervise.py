@@ -52,12 +52,10 @@ class ChildProcess:
 
     def __init__(self, factory: str, config: Any, log_path: Path, label: str = "worker",
                  load_timeout_s: Optional[float] = None):
-        import whisperbench
-
         self.label, self.log_path, self.peak_rss_mb = label, log_path, 0.0
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
-        package_root = str(Path(whisperbench.__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parent.parent)  # the folder holding whisperbench/
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -88,6 +88,7 @@ class AnePyTorchAdapter(Adapter):
         return info
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        assert audio is not None  # needs_audio: the runner passes the decoded clip
         timestamps = not self.decoding.timestamps_off(long_form)
         result = self.decoder.transcribe(audio, timestamps=timestamps,
                                          language=self.decoding.language_for(True, example))
@@ -97,4 +98,4 @@ class AnePyTorchAdapter(Adapter):
         return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
 
     def close(self) -> None:
-        self.decoder = None
+        self.decoder = None  # type: ignore[assignment]  # released; never used after close

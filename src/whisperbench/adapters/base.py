@@ -7,7 +7,9 @@ An adapter does not score, store, time the run or print. Its heavy dependency is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
+import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
@@ -20,15 +22,6 @@ from ..machine import default_threads
 from .options import Option, parse_options
 from ..types import Example, Segment, Transcript, Word
 from ..redact import redact
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
 
 
 #: ``-o language=dataset``: each example's own label (the dataset's ``language`` column)
@@ -80,29 +73,15 @@ class DecodingOptions:
     def from_pairs(cls, pairs: list[str]) -> "DecodingOptions":
         """Parse ``KEY=VALUE`` strings; known keys are typed, the rest go to ``extra`` as strings."""
         opts = cls()
-        types = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "extra"}
+        common = common_options()
         for pair in pairs:
             if "=" not in pair:
                 raise OptionError(f"option {pair!r} is not KEY=VALUE")
             key, value = (s.strip() for s in pair.split("=", 1))
-            if key not in types:
+            if key in common:
+                setattr(opts, key, common[key].parse("decoding", key, value))
+            else:  # the adapter's own option: typed by the adapter's declared options (parse_options)
                 opts.extra[key] = value
-                continue
-            kind = str(types[key])
-            try:
-                if value.lower() in ("none", "null", "") and "Optional" in kind:
-                    parsed: Any = None
-                elif "bool" in kind:
-                    parsed = _parse_bool(value)
-                elif "int" in kind:
-                    parsed = int(value)
-                elif "float" in kind:
-                    parsed = float(value)
-                else:
-                    parsed = value
-            except ValueError as exc:
-                raise OptionError(f"option {key}: {exc}") from exc
-            setattr(opts, key, parsed)
         opts.language = _language_option(opts.language)
         if opts.beam_size < 1 or opts.threads < 1:
             raise OptionError("beam_size and threads must be >= 1")
@@ -148,6 +127,26 @@ class DecodingOptions:
         data = dataclasses.asdict(self)
         data["extra"] = redact(dict(self.extra))
         return data
+
+
+@functools.lru_cache(maxsize=None)
+def common_options() -> dict[str, Option]:
+    """The options every adapter takes (``-o KEY=VALUE``), declared by :class:`DecodingOptions`' fields: typed
+    by each field's annotation (``Optional[X]`` also takes ``none``), defaulting to the field's default.
+
+    >>> common_options()["beam_size"].parse("decoding", "beam_size", "5"), common_options()["beam_size"].kind
+    (5, 'integer')
+    """
+    hints = typing.get_type_hints(DecodingOptions)
+    table = {}
+    for f in dataclasses.fields(DecodingOptions):
+        if f.name == "extra":
+            continue
+        inner = [t for t in typing.get_args(hints[f.name]) if t is not type(None)]  # Optional[X] -> X
+        has_default = f.default is not dataclasses.MISSING
+        default = f.default if has_default else f.default_factory()  # type: ignore[operator]  # else a factory
+        table[f.name] = Option(default, value_type=inner[0] if inner else hints[f.name], nullable=bool(inner))
+    return table
 
 
 def transcript_from_whisper_result(result: dict) -> Transcript:
@@ -239,7 +238,7 @@ class Adapter(ABC):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         """Transcribe 16 kHz mono float32 ``audio`` (None when ``needs_audio`` is False)."""
 
-    def given(self, *keys: str) -> bool:
+    def options_set_by_user(self, *keys: str) -> bool:
         """Whether the user set any of these adapter options (``-o``), rather than leaving the default: a
         model already in the adapter's own format then runs as it is unless its variant was asked for."""
         return any(key in self.decoding.extra for key in keys)

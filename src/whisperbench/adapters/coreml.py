@@ -78,6 +78,7 @@ class CoreMLAdapter(Adapter):
                                      task=self.decoding.task)
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        assert audio is not None  # needs_audio: the runner passes the decoded clip
         result = self.decoder.transcribe(audio, timestamps=not self.decoding.timestamps_off(long_form),
                                          language=self.decoding.language_for(True, example))
         return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
@@ -89,4 +90,4 @@ class CoreMLAdapter(Adapter):
         return info
 
     def close(self) -> None:
-        self.decoder = self.step_model = None
+        self.decoder = self.step_model = None  # type: ignore[assignment]  # released; never used after close

@@ -56,7 +56,7 @@ class FasterWhisperAdapter(Adapter):
         source = resolve_source(self.model)
         self.multilingual = source.multilingual
         compute_type = self.settings["compute_type"]
-        if source.quantized and source.format == "ctranslate2" and not self.given("compute_type"):
+        if source.quantized and source.format == "ctranslate2" and not self.options_set_by_user("compute_type"):
             compute_type = "default"  # run a quantized model as it is stored, not dequantized
         # stored=compute-type: an integer compute type runs on weights stored in it (their size is the model's);
         # a model already quantized is loaded as it is (CTranslate2 converts its types at load)

@@ -40,6 +40,7 @@ import numpy as np
 from ..audio import SAMPLE_RATE
 from ..errors import OptionError
 from ..models.checkpoint import MAX_INITIAL_TIMESTAMP_INDEX
+from ..models.timestamps import TimestampRules as WhisperTimestampRules
 from ..types import Example, Transcript
 from . import register
 from .base import FROM_DATASET, Adapter, DecodingOptions, window_transcript
@@ -96,46 +97,21 @@ class _Program:
 
 
 class TimestampRules:
-    """openai-whisper's ``ApplyTimestampRules`` as a Flax logits processor (``generate``'s interface).
+    """openai-whisper's ``ApplyTimestampRules`` (:mod:`whisperbench.models.timestamps`) as a Flax logits
+    processor (``generate``'s interface).
 
     transformers' ``FlaxWhisperTimeStampLogitsProcessor`` differs (its first-timestamp index comes
     from ``len(decoder_input_ids)``, the batch size, and it lets timestamps decrease), so the rules
-    are applied here as openai-whisper applies them: no ``<|notimestamps|>``; timestamps in pairs
-    except before EOT; never decreasing, and a segment never empty; the first token a timestamp of
-    at most ``max_initial_index``; a timestamp whenever their summed probability beats every text token.
-    ``sample_begin`` is the prompt length (the first sampled position).
+    are applied as openai-whisper applies them. ``sample_begin`` is the prompt length.
     """
 
     def __init__(self, sample_begin: int, timestamp_begin: int, eot: int, max_initial_index: int):
-        self.sample_begin, self.timestamp_begin = sample_begin, timestamp_begin
-        self.eot, self.max_initial_index = eot, max_initial_index
+        self.rules = WhisperTimestampRules(sample_begin, timestamp_begin, eot, max_initial_index)
 
-    def __call__(self, input_ids, scores, cur_len):
-        import jax
+    def __call__(self, input_ids: Any, scores: Any, cur_len: Any) -> Any:
         import jax.numpy as jnp
 
-        begin, tb = self.sample_begin, self.timestamp_begin
-        vocab = jnp.arange(scores.shape[-1])[None]
-        is_timestamp, is_text = vocab >= tb, vocab < tb
-        scores = scores.at[:, tb - 1].set(-jnp.inf)  # <|notimestamps|>
-        sampled = cur_len - begin
-        last_was = (sampled >= 1) & (input_ids[:, cur_len - 1] >= tb)
-        penultimate_was = (sampled < 2) | (input_ids[:, cur_len - 2] >= tb)
-        scores = jnp.where((last_was & penultimate_was)[:, None] & is_timestamp, -jnp.inf, scores)
-        scores = jnp.where((last_was & ~penultimate_was)[:, None] & (vocab < self.eot), -jnp.inf, scores)
-        positions = jnp.arange(input_ids.shape[1])[None]
-        stamped = (input_ids >= tb) & (positions >= begin) & (positions < cur_len)
-        last_index = jnp.max(jnp.where(stamped, positions, 0), axis=1, keepdims=True)
-        last_stamp = jnp.take_along_axis(input_ids, last_index, axis=1)
-        floor = jnp.where((last_was & ~penultimate_was)[:, None], last_stamp, last_stamp + 1)
-        forbidden = stamped.any(axis=1, keepdims=True) & is_timestamp & (vocab < floor)
-        scores = jnp.where(forbidden, -jnp.inf, scores)
-        first = cur_len == begin
-        scores = jnp.where(first & (is_text | (vocab > tb + self.max_initial_index)), -jnp.inf, scores)
-        logprobs = jax.nn.log_softmax(scores.astype(jnp.float32), axis=-1)
-        timestamp_logprob = jax.nn.logsumexp(jnp.where(is_timestamp, logprobs, -jnp.inf), axis=-1)
-        max_text_logprob = jnp.max(jnp.where(is_text, logprobs, -jnp.inf), axis=-1)
-        return jnp.where((timestamp_logprob > max_text_logprob)[:, None] & is_text, -jnp.inf, scores)
+        return self.rules.apply(jnp, input_ids, scores, cur_len)
 
 
 @register
@@ -299,6 +275,7 @@ class JaxAdapter(Adapter):
         if long_form:
             raise NotImplementedError("adapter jax has no long-form algorithm of its own: long-form datasets go "
                                       "through the harness's chunked strategy (30 s windows, batched)")
+        assert audio is not None  # needs_audio: the runner passes the decoded clip
         return self.transcribe_batch([audio], [example])[0]
 
     def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,

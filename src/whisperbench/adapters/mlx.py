@@ -83,8 +83,8 @@ class MLXAdapter(Adapter):
         from ..models import converted, resolve_source
 
         self.multilingual = resolve_source(self.model).multilingual
-        folder = self.weights_path = converted(self.model, "mlx",
-                                               self.variant if self.given("dtype", "quantization") else None)
+        variant = self.variant if self.options_set_by_user("dtype", "quantization") else None
+        folder = self.weights_path = converted(self.model, "mlx", variant)
         if not (folder / "config.json").is_file():  # mlx-whisper would take a missing path for a hub repo
             raise ModelError(f"adapter mlx: {folder} holds no config.json")
         self.path = str(folder.resolve())
@@ -142,11 +142,11 @@ def use_blas(choice: str, threads: int) -> dict[str, Any]:
             raise OptionError(f"adapter mlx: blas={choice}: {wanted} has no cblas_sgemm, so it is not a CBLAS library")
         _blas_in_process = {"library": wanted, "handle": lib}
     info = {key: value for key, value in _blas_in_process.items() if key != "handle"}
-    lib = _blas_in_process.get("handle")
-    if lib is not None and hasattr(lib, "openblas_set_num_threads"):
-        lib.openblas_set_num_threads(ctypes.c_int(threads))
-        lib.openblas_get_config.restype = ctypes.c_char_p
-        info.update(threads=lib.openblas_get_num_threads(), config=lib.openblas_get_config().decode())
+    handle = _blas_in_process.get("handle")
+    if handle is not None and hasattr(handle, "openblas_set_num_threads"):
+        handle.openblas_set_num_threads(ctypes.c_int(threads))
+        handle.openblas_get_config.restype = ctypes.c_char_p
+        info.update(threads=handle.openblas_get_num_threads(), config=handle.openblas_get_config().decode())
     return info
 
 

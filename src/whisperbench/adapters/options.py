@@ -17,7 +17,7 @@ whisperbench.errors.OptionError: adapter demo: option mode='c' is not one of a, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from ..errors import OptionError
 
@@ -26,24 +26,35 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 @dataclass(frozen=True)
 class Option:
-    """One adapter option: its default (whose type is the option's type), what it does, allowed values."""
+    """One option: its default (whose type is the option's type unless ``value_type`` says it), what it does,
+    allowed values; ``nullable``: ``none``/``null``/empty give None (an option whose default is None).
+
+    >>> Option(None, "a threshold", value_type=float, nullable=True).parse("decoding", "t", "none") is None
+    True
+    """
 
     default: Any
     help: str = ""
     choices: tuple = ()
+    value_type: Optional[type] = None
+    nullable: bool = False
 
     @property
     def kind(self) -> str:
-        return {bool: "boolean", int: "integer", float: "number"}.get(type(self.default), "text")
+        """boolean, integer, number or text."""
+        return {bool: "boolean", int: "integer", float: "number"}.get(self.value_type or type(self.default), "text")
 
-    def parse(self, adapter: str, key: str, raw: Any) -> Any:
-        value = self._convert(adapter, key, raw)
+    def parse(self, owner: str, key: str, raw: Any) -> Any:
+        """The typed value of ``key=raw``; an OptionError naming ``owner`` (e.g. ``adapter mlx``) when it is bad."""
+        value = self._convert(owner, key, raw)
         if self.choices and value not in self.choices:
             allowed = ", ".join(str(c) if c != "" else "(empty)" for c in self.choices)
-            raise OptionError(f"adapter {adapter}: option {key}={raw!r} is not one of {allowed}")
+            raise OptionError(f"{owner}: option {key}={raw!r} is not one of {allowed}")
         return value
 
-    def _convert(self, adapter: str, key: str, raw: Any) -> Any:
+    def _convert(self, owner: str, key: str, raw: Any) -> Any:
+        if self.nullable and isinstance(raw, str) and raw.strip().lower() in ("none", "null", ""):
+            return None
         if not isinstance(raw, str) or self.kind == "text":
             return raw
         text = raw.strip()
@@ -56,7 +67,7 @@ class Option:
         except ValueError:
             article = "an" if self.kind == "integer" else "a"
             why = f" ({self.help})" if self.help else ""
-            raise OptionError(f"adapter {adapter}: option {key}={raw!r} is not {article} {self.kind}{why}") from None
+            raise OptionError(f"{owner}: option {key}={raw!r} is not {article} {self.kind}{why}") from None
 
 
 def declared(options: Mapping[str, Any]) -> dict[str, Option]:
@@ -71,7 +82,7 @@ def parse_options(adapter: str, options: Mapping[str, Any], given: Mapping[str, 
     if unknown:
         known = ", ".join(sorted(table)) or "none"
         raise OptionError(f"adapter {adapter} has no option(s) {', '.join(unknown)} (adapter options: {known})")
-    return {key: option.parse(adapter, key, given[key]) if key in given else option.default
+    return {key: option.parse(f"adapter {adapter}", key, given[key]) if key in given else option.default
             for key, option in table.items()}
 
 

@@ -103,10 +103,6 @@ class RecordedAdapter(Adapter):
         except OSError as exc:
             raise WhisperbenchError(f"cannot read hypotheses file {self.model}: {exc}") from exc
 
-    def unknown_ids(self, dataset_ids: set[str]) -> list[str]:
-        """Ids in the file that the dataset does not have (reported, never scored)."""
-        return sorted(set(self.hypotheses) - dataset_ids)
-
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         if example.id not in self.hypotheses:
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")

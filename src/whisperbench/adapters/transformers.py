@@ -6,7 +6,7 @@ switches to its chunked algorithm (overlapping windows, batched by ``batch_size`
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -44,15 +44,16 @@ class TransformersAdapter(Adapter):
         folder = str(self.weights_path)
         dtype = getattr(torch, self.settings["dtype"])
         model = WhisperForConditionalGeneration.from_pretrained(folder, torch_dtype=dtype, local_files_only=True)
-        processor = WhisperProcessor.from_pretrained(folder, local_files_only=True)
-        self.pipe = pipeline(
+        # Any: its tokenizer and feature_extractor attributes are set at run time, unknown to the stubs
+        processor: Any = WhisperProcessor.from_pretrained(folder, local_files_only=True)
+        self.pipe: Any = pipeline(  # called on batches of dicts, which its stubs do not list
             "automatic-speech-recognition", model=model, tokenizer=processor.tokenizer,
             feature_extractor=processor.feature_extractor, device=self.settings["device"], torch_dtype=dtype,
         )
 
     def _generate_kwargs(self, long_form: bool, example: Optional[Example] = None) -> dict:
         d = self.decoding
-        generate = {"num_beams": d.beam_size, "do_sample": False}
+        generate: dict[str, Any] = {"num_beams": d.beam_size, "do_sample": False}
         if d.temperature_fallback:
             generate["temperature"] = d.temperatures()
         if self.multilingual:

@@ -92,8 +92,8 @@ class WhisperCppAdapter(Adapter):
         from ..models.ggml_format import validate_ggml_header
 
         self.multilingual = resolve_source(self.model).multilingual
-        self.ggml_path = self.weights_path = converted(self.model, "ggml",
-                                                       self.variant if self.given("quantization") else None)
+        variant = self.variant if self.options_set_by_user("quantization") else None
+        self.ggml_path = self.weights_path = converted(self.model, "ggml", variant)
         header = validate_ggml_header(self.ggml_path)
         reads = 1 if self.backend == "whisper-cpp-python" else 2
         if header.quantized and (header.qnt_version >= 2) != (reads == 2):
@@ -237,9 +237,9 @@ class _Engine:
     def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool, language: str = "auto") -> dict:
         if self.abort_on and example_id == self.abort_on:
             os.abort()  # a native-style crash
-        segments, language = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
+        segments, detected = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
                                                     language)
-        return {"segments": segments, "language": language, "words": getattr(self.engine, "words", lambda: None)()}
+        return {"segments": segments, "language": detected, "words": getattr(self.engine, "words", lambda: None)()}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:

@@ -134,6 +134,7 @@ class WhisperKitAdapter(Adapter):
                                     if isinstance(v, (int, float))}) for r in reports]
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        assert audio is not None  # needs_audio: the runner passes the decoded clip
         return self._run([audio], [example], long_form)[0]
 
     def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import DatasetError
 from ..types import Form
-from .huggingface import read_hf
+from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
 from .records import Checked, Invalid, build_dataset, content_hash, infer_form
 
-__all__ = ["load_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
+__all__ = ["load_dataset", "from_hf_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv")
 AUDIOFOLDER_NAMES = ("metadata.jsonl", "metadata.csv")
@@ -51,6 +51,13 @@ def _default_name(path: str) -> str:
             return f"{p.parent.parent.name}-{p.parent.name}"
         return p.stem
     return f"{p.parent.name}-{p.name}"
+
+
+def from_hf_dataset(table: Any, *, name: str = "datasets", form: Optional[Form] = None, limit: Optional[int] = None,
+                    skip_invalid: bool = False) -> Checked:
+    """Validate a ``datasets.Dataset`` already in memory (an audio column and a transcript column, as for ``hf:``)."""
+    return build_dataset(hf_records(table, f"dataset {name}"), name=name, source=f"datasets.Dataset {name}",
+                         base_dir=None, form=form, limit=limit, skip_invalid=skip_invalid)
 
 
 def load_dataset(

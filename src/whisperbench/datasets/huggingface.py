@@ -7,7 +7,7 @@ every loader yields the same samples and no torchcodec/ffmpeg is needed for FLAC
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import DatasetError
 from .records import AUDIO_KEYS, RawRecord
@@ -49,10 +49,19 @@ def read_hf(spec: str) -> tuple[list[RawRecord], str]:
     except ImportError as exc:  # pragma: no cover - datasets is a core dependency
         raise DatasetError("Hugging Face datasets are not installed: pip install datasets") from exc
     name, config, split = parse_spec(spec)
-    table = _load(name, config, split)
+    records = hf_records(_load(name, config, split), spec)
+    label = os.path.basename(os.path.normpath(name)) if os.path.isdir(name) else name.replace("/", "_")
+    return records, "-".join(p for p in (label, config, split) if p)
+
+
+def hf_records(table: Any, origin: str) -> list[RawRecord]:
+    """Rows of a loaded ``datasets.Dataset`` as raw records (``origin`` names it in errors)."""
+    import datasets as hf
+
     audio_cols = [c for c in AUDIO_KEYS if c in table.column_names]
     if not audio_cols:
-        raise DatasetError(f"{spec}: no audio column (one of {', '.join(AUDIO_KEYS)}); columns: {table.column_names}")
+        raise DatasetError(f"{origin}: no audio column (one of {', '.join(AUDIO_KEYS)}); "
+                           f"columns: {table.column_names}")
     if isinstance(table.features.get(audio_cols[0]), hf.Audio):
         table = table.cast_column(audio_cols[0], hf.Audio(decode=False))
     records = []
@@ -60,9 +69,8 @@ def read_hf(spec: str) -> tuple[list[RawRecord], str]:
         fields = dict(row)
         if "id" not in fields:
             fields["id"] = _row_id(fields.get(audio_cols[0]), index)
-        records.append(RawRecord(fields, f"{spec} row {index}"))
-    label = os.path.basename(os.path.normpath(name)) if os.path.isdir(name) else name.replace("/", "_")
-    return records, "-".join(p for p in (label, config, split) if p)
+        records.append(RawRecord(fields, f"{origin} row {index}"))
+    return records
 
 
 def _row_id(audio, index: int) -> str:

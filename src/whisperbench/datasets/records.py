@@ -182,10 +182,10 @@ def build_dataset(
                 problems.append(reason)
                 invalid.append(Invalid(example.id, reason, example.text))
             continue
-        reason = _check_example(example, origin)
-        if reason:
-            problems.append(reason)
-            invalid.append(Invalid(example.id, reason, example.text))
+        problem = _check_example(example, origin)
+        if problem:
+            problems.append(problem)
+            invalid.append(Invalid(example.id, problem, example.text))
         else:
             valid.append(example)
     if problems and not skip_invalid:

@@ -17,12 +17,13 @@ from pathlib import Path
 PACKAGE = "whisperbench"
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
-    **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "bulk",
-                            "supervise", "files", "runinfo", "languages", "__init__")},
+    **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "gcpause",
+                            "supervise", "files", "runinfo", "languages")},
     "models": 1, "scoring": 1, "store": 1,
     "adapters": 2, "datasets": 2,
     "harness": 3,
     "reports": 4,
+    "api": 5, "__init__": 5,  # the public Python API (the package's top level re-exports it)
     "demo": 5, "cli": 5, "devtools": 5, "__main__": 5,
 }
 

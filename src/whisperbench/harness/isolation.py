@@ -33,10 +33,11 @@ class IsolatedAdapter(Adapter):
         cls = type(inner)  # the child imports it by path, so entry-point and test adapters work too
         self.spec = replace(spec, adapter=f"{cls.__module__}:{cls.__qualname__}", isolate=False, timeout_s=None,
                             adapter_class=None)
-        self.inner, self.timeout_s, self.name = inner, timeout_s, inner.name
+        # the inner adapter's class settings, mirrored per instance (one IsolatedAdapter class wraps them all)
+        self.inner, self.timeout_s, self.name = inner, timeout_s, inner.name  # type: ignore[misc]
         self.model, self.decoding, self.settings = inner.model, inner.decoding, inner.settings
-        self.needs_audio, self.long_form_algorithm = inner.needs_audio, inner.long_form_algorithm
-        self.native_long_form = inner.native_long_form
+        self.needs_audio, self.long_form_algorithm = inner.needs_audio, inner.long_form_algorithm  # type: ignore[misc]
+        self.native_long_form = inner.native_long_form  # type: ignore[misc]
         self._child: Optional[ChildProcess] = None
         self._logs: Optional[Path] = None
         self._restarts, self._peak_rss_mb, self._inner_info = 0, 0.0, None

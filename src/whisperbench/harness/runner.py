@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..adapters import DecodingOptions
-from ..adapters.base import FROM_DATASET
+from ..adapters.base import FROM_DATASET, Adapter
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
 from ..redact import redact
@@ -170,7 +170,7 @@ def run_evaluation(
                     invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
                     writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), run.normalizer))
             if todo:
-                report = BACKENDS[run.info.backend](_job(run, request)).run(todo, writer, progress)
+                report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
@@ -183,7 +183,7 @@ class _Resolved:
 
     checked: Checked
     normalizer: str
-    adapter_cls: type
+    adapter_cls: type[Adapter]
     spec: AdapterSpec
     adapter: Any  # built from the spec, as it runs (wrapped for isolation), not loaded
     long_form: Any
@@ -197,7 +197,9 @@ class _Resolved:
 
 def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     spec = AdapterSpec.of(request)  # resolves the adapter's class
-    spec.adapter_class.ensure_available()
+    adapter_class = spec.adapter_class
+    assert adapter_class is not None  # AdapterSpec.of resolved it
+    adapter_class.ensure_available()
     if checked is None:
         checked = load_dataset(
             request.dataset, name=request.dataset_name, form=request.form,  # type: ignore[arg-type]
@@ -218,7 +220,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
                             content_hash=dataset.content_hash, num_examples=len(dataset) + len(checked.invalid),
                             num_invalid=len(checked.invalid), limit=request.limit),
     )
-    return _Resolved(checked, normalizer, spec.adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
+    return _Resolved(checked, normalizer, adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
                      info)
 
 
@@ -287,7 +289,7 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     predictions = [stored[i] for i in ids]
     summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer,
                         language_detected=request.decoding.language is None)
-    measured = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
+    measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
     summary.update(measured)
     if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
         summary["rtfx_reliable"] = not busy["busy"]

@@ -28,7 +28,7 @@ class AdapterSpec:
     isolate: bool = False  # run the adapter in a child process
     timeout_s: Optional[float] = None  # per call; implies a child process
     #: the class, resolved where the run starts (a Ray actor gets it even when only the driver registered it)
-    adapter_class: Optional[type] = field(default=None, compare=False, repr=False)
+    adapter_class: Optional[type[Adapter]] = field(default=None, compare=False, repr=False)
 
     def __getstate__(self) -> dict:
         """Pickled with its class when the class pickles by reference (a worker then needs no registry entry),

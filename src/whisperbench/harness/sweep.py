@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..adapters import DecodingOptions, get_adapter
+from ..adapters import get_adapter
 from ..errors import OptionError
 from ..store import RunStore
 from .runner import RunRequest, default_run_name, run_evaluation
@@ -169,8 +169,3 @@ def _one_line(exc: BaseException) -> str:
 def reference_variant() -> Variant:
     return Variant(REFERENCE_ADAPTER, "")
 
-
-def base_request(model: str, dataset: str, runs_dir: str, decoding: Optional[DecodingOptions] = None,
-                 **fields) -> RunRequest:
-    return RunRequest(adapter=REFERENCE_ADAPTER, model=model, dataset=dataset, runs_dir=runs_dir,
-                      decoding=decoding or DecodingOptions(), **fields)

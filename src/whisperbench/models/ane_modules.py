@@ -97,7 +97,7 @@ class AudioEncoderANE(nn.Module):
     def forward(self, mel):
         x = nn.functional.gelu(self.conv1(mel))
         x = nn.functional.gelu(self.conv2(x))
-        x = x + self.positional_embedding
+        x = x + self.get_buffer("positional_embedding")
         for block in self.blocks:
             x = block(x)
         return self.ln_post(x)
@@ -137,8 +137,9 @@ class TextDecoderANE(nn.Module):
 
     def cross_kv(self, audio_features):
         """Cross-attention keys and values of every layer, ``(B, n_state * n_layer, 1, n_audio_ctx)`` each."""
-        keys = [block.cross_attn.key(audio_features) for block in self.blocks]
-        values = [block.cross_attn.value(audio_features) for block in self.blocks]
+        blocks: list[DecoderBlock] = list(self.blocks)  # type: ignore[arg-type]  # a ModuleList of DecoderBlock
+        keys = [block.cross_attn.key(audio_features) for block in blocks]
+        values = [block.cross_attn.value(audio_features) for block in blocks]
         return torch.cat(keys, dim=1), torch.cat(values, dim=1)
 
     def forward(self, input_ids, cache_length, key_cache, value_cache, kv_cache_update_mask,

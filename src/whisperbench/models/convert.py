@@ -183,8 +183,9 @@ def _generation_config(ckpt: Checkpoint, config_json: dict, tokenizer, ids: dict
     )
     if ckpt.multilingual:
         lang_ids = config_json.get("lang_ids", [])
-        generation.lang_to_id = dict(zip(tokenizer.convert_ids_to_tokens(lang_ids), lang_ids))
-        generation.task_to_id = {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]}
+        # Whisper's own GenerationConfig fields (set as attributes, as transformers' conversion script does)
+        setattr(generation, "lang_to_id", dict(zip(tokenizer.convert_ids_to_tokens(lang_ids), lang_ids)))
+        setattr(generation, "task_to_id", {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]})
     generation._from_model_config = False
     return generation
 

@@ -172,6 +172,7 @@ def lut_to_dense(indices: np.ndarray, lut: np.ndarray, vector_axis: Optional[int
     values = lut[blocks + (indices.astype(np.intp),)]  # indices.shape + (V,)
     if lut.shape[-1] == 1:
         return values[..., 0]
+    assert vector_axis is not None, "vector palettization (V > 1) names its vector_axis"
     axis = int(vector_axis) % rank
     shape = list(indices.shape)
     shape[axis] *= lut.shape[-1]
@@ -187,10 +188,10 @@ def _expand(op: Any) -> np.ndarray:
     if op.op_type == "constexpr_lut_to_dense":  # iOS 18: a table per block, indices already n-bit integers
         return lut_to_dense(op.indices.val, op.lut.val, None if op.vector_axis is None else op.vector_axis.val)
     axis, data = int(op.axis.val), op.quantized_data.val
-    shape = [1] * data.ndim
-    shape[axis] = -1
-    scale = np.asarray(op.scale.val, np.float32).reshape(shape if np.ndim(op.scale.val) else [])
-    zero = np.asarray(op.zero_point.val, np.float32).reshape(shape if np.ndim(op.zero_point.val) else [])
+    along = [1] * data.ndim  # a scale/zero point per position along ``axis``
+    along[axis] = -1
+    scale = np.asarray(op.scale.val, np.float32).reshape(along if np.ndim(op.scale.val) else [])
+    zero = np.asarray(op.zero_point.val, np.float32).reshape(along if np.ndim(op.zero_point.val) else [])
     return ((data.astype(np.float32) - zero) * scale).astype(np.float16)
 
 

@@ -9,11 +9,12 @@ that counts a trailing NUL, then the bytes.
 from __future__ import annotations
 
 import json
+from io import BufferedIOBase
 import os
 import struct
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO, Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from whisperbench.models.checkpoint import Checkpoint, LazyStateDict, default_al
 BINARY_VERSION = 6
 
 # Type ids as numbered by ctranslate2.specs.model_spec._dtype_to_type_id.
-_DTYPES = {
+_DTYPES: dict[int, np.dtype] = {
     0: np.dtype("<f4"),
     1: np.dtype("i1"),
     2: np.dtype("<i2"),
@@ -35,7 +36,7 @@ _BFLOAT16 = 5
 
 
 class _Reader:
-    def __init__(self, stream: BinaryIO, path: str):
+    def __init__(self, stream: BufferedIOBase, path: str):
         self._stream = stream
         self._size = os.fstat(stream.fileno()).st_size
         self._path = path
@@ -99,7 +100,7 @@ def _walk(path: str, shapes_only: bool) -> dict:
             raise reader.fail(f"binary version {version}, expected {BINARY_VERSION}")
         reader.string("the spec name")
         reader.unpack("I", "the spec revision")
-        variables: dict[str, np.ndarray] = {}
+        variables: dict[str, Any] = {}  # name -> array, or (dtype, shape, scalar) with shapes_only
         mapped = None
         for _ in range(reader.unpack("I", "the variable count")):
             name = reader.string("a variable name")
@@ -170,7 +171,7 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
     plain, fused = _ct2_names({"encoder": dims["n_audio_layer"], "decoder": dims["n_text_layer"]})
     for name in plain.values():
         get(name, check_only=True)
-    loaders = {dst: partial(get, src) for dst, src in plain.items()}
+    loaders: dict[str, Callable[[], np.ndarray]] = {dst: partial(get, src) for dst, src in plain.items()}
     for src, (dst, parts) in fused.items():
         loaders.update(_split_linear(get, model_bin, src, dst, parts))
     state_dict = LazyStateDict(loaders)
@@ -240,7 +241,8 @@ def ct2_dims(shapes: dict[str, tuple[str, tuple[int, ...], Optional[int]]]) -> d
     return {key: int(value) for key, value in dims.items()}
 
 
-def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...]) -> dict[str, Callable]:
+def _split_linear(get: Callable[..., np.ndarray], model_bin: str, src: str, dst: str,
+                  parts: tuple[str, ...]) -> dict[str, Callable[[], np.ndarray]]:
     """Loaders of a fused projection's row blocks; the key part has no bias in Whisper (stored as zeros)."""
     bias = get(f"{src}/bias", check_only=True)
     if "key" in parts and np.any(np.split(bias, len(parts))[parts.index("key")]):
@@ -249,7 +251,7 @@ def _split_linear(get, model_bin: str, src: str, dst: str, parts: tuple[str, ...
     def block(suffix: str, index: int) -> np.ndarray:
         return np.ascontiguousarray(np.split(get(f"{src}/{suffix}"), len(parts))[index])
 
-    loaders = {}
+    loaders: dict[str, Callable[[], np.ndarray]] = {}
     for index, part in enumerate(parts):
         loaders[f"{dst}.{part}.weight"] = partial(block, "weight", index)
         if part != "key":

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
 from ..errors import OptionError, WhisperbenchError
 from .ane import MASK_VALUE
 from .checkpoint import MAX_INITIAL_TIMESTAMP_INDEX, is_multilingual
+from .timestamps import TimestampRules
 
 SAMPLE_RATE = 16000
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
@@ -33,7 +34,10 @@ class StepModel(Protocol):
     """What the loop drives: an encoder call and a one-token decoder call on named numpy arrays."""
 
     dims: dict
-    float_dtype: type  # dtype of the float inputs the model takes (np.float32 or np.float16)
+
+    @property
+    def float_dtype(self) -> type:
+        """dtype of the float inputs the model takes (np.float32 or np.float16)."""
 
     def encode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
@@ -145,32 +149,12 @@ class GreedyDecoder:
         best = int(languages[np.argmax(logits[languages])])
         return tok.decode([best]).strip("<|>")
 
-    def _apply_timestamp_rules(self, logits: np.ndarray, sampled: list[int], tokenizer) -> None:
-        """openai-whisper's timestamp rules, in place: pairs, monotonic, first token a timestamp <= 1 s."""
-        begin, eot = tokenizer.timestamp_begin, tokenizer.eot
-        logits[tokenizer.no_timestamps] = -np.inf
-        last_was_timestamp = len(sampled) >= 1 and sampled[-1] >= begin
-        penultimate_was_timestamp = len(sampled) < 2 or sampled[-2] >= begin
-        if last_was_timestamp:
-            if penultimate_was_timestamp:
-                logits[begin:] = -np.inf  # a pair just closed: text (or EOT) next
-            else:
-                logits[:eot] = -np.inf  # a segment just ended: its closing timestamp or EOT next
-        timestamps = [t for t in sampled if t >= begin]
-        if timestamps:  # no going back in time, and no empty segment
-            last = timestamps[-1] if last_was_timestamp and not penultimate_was_timestamp else timestamps[-1] + 1
-            logits[begin:last] = -np.inf
-        if not sampled:
-            logits[:begin] = -np.inf
-            logits[begin + MAX_INITIAL_TIMESTAMP_INDEX + 1:] = -np.inf
-        # sample a timestamp when the timestamps together are likelier than the best text token
-        finite = logits[np.isfinite(logits)]
-        if finite.size:
-            shifted = logits - finite.max()
-            with np.errstate(divide="ignore"):
-                timestamp_mass = np.log(np.exp(shifted[begin:]).sum())
-            if timestamp_mass > shifted[:begin].max():
-                logits[:begin] = -np.inf
+    def _apply_timestamp_rules(self, logits: np.ndarray, sampled: list[int], tokenizer: Any) -> None:
+        """openai-whisper's timestamp rules (:mod:`whisperbench.models.timestamps`), in place."""
+        rules = TimestampRules(0, tokenizer.timestamp_begin, tokenizer.eot, MAX_INITIAL_TIMESTAMP_INDEX)
+        history = np.array([sampled + [0, 0]], dtype=np.int64)  # two pads: the rules look two tokens back
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logits[:] = rules.apply(np, history, logits[None], len(sampled))[0]
 
     def decode_tokens(self, encoded: dict, tokenizer, timestamps: bool = False) -> tuple[list[int], dict[str, float]]:
         """Greedy tokens (without the prompt and EOT) for one encoded window."""
@@ -178,7 +162,7 @@ class GreedyDecoder:
         prompt = list(tokenizer.sot_sequence) + ([] if timestamps else [tokenizer.no_timestamps])
         sampled: list[int] = []
         start = time.perf_counter()
-        logits = None
+        logits = np.empty(0)
         for position, token in enumerate(prompt):
             logits = self._step(token, position, cache, encoded)
         position = len(prompt)

@@ -119,6 +119,7 @@ def _write_mlx_quantized(ckpt: Checkpoint, out_dir: str | Path, dtype: str, quan
     model.alignment_heads = mx.array(np.array(ckpt.alignment_heads, dtype=np.int64))  # a parameter: saved, loaded
     if quantization:
         bits = QUANTIZATIONS[quantization]
+        assert bits is not None  # "" (no quantization) is falsy
         nn.quantize(model, GROUP_SIZE, bits,
                     class_predicate=lambda _, m: isinstance(m, (nn.Linear, nn.Embedding))
                     and m.weight.shape[-1] % GROUP_SIZE == 0)

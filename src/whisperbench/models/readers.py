@@ -120,13 +120,14 @@ def _read_mlx(source: SourceModel) -> Checkpoint:
     from whisper.model import sinusoids
 
     file = source.weight_files[0]
+    loaders: dict[str, Callable[[], np.ndarray]]
     if file.suffix == ".npz":
         with np.load(file) as npz:
             loaders = {name: partial(lambda a: a, npz[name].astype(np.float32)) for name in npz.files}
     else:
         loaders = _tensor_loaders(file, "mlx")
     heads = loaders.pop("alignment_heads")() if "alignment_heads" in loaders else None
-    state = {}
+    state: dict[str, Callable[[], np.ndarray]] = {}
     for name, load in loaders.items():
         if name in ("encoder.conv1.weight", "encoder.conv2.weight"):  # MLX keeps (out, kernel, in)
             load = partial(lambda f: np.ascontiguousarray(f().swapaxes(1, 2)), load)

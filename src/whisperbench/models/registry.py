@@ -145,8 +145,8 @@ def _locate(model: str) -> tuple[Path, str, str]:
     if path.exists():
         resolved = path.resolve()
         return path, resolved.stem if resolved.is_file() else resolved.name, "path"
-    known = ", ".join(KNOWN_MODELS)
-    raise ModelError(f"unknown model {model!r}: not a file or folder; use one of {known}, a path to a Whisper "
+    names = ", ".join(KNOWN_MODELS)
+    raise ModelError(f"unknown model {model!r}: not a file or folder; use one of {names}, a path to a Whisper "
                      "model (transformers, CTranslate2, MLX, ggml .bin, openai .pt, Core ML), hf:ORG/NAME or "
                      "openai:NAME")
 

@@ -46,7 +46,7 @@ def tokenizer_json(n_vocab: int, cache: Path) -> Path:
     encoding = get_encoding("multilingual" if multilingual else "gpt2", num_languages(n_vocab))
     specials = [t for t, _ in sorted(encoding._special_tokens.items(), key=lambda item: item[1])
                 if not t.startswith("<|") or not t[2:3].isdigit()]
-    ranks_file = Path(__import__("whisper").__file__).parent / "assets" / (
+    ranks_file = Path(str(__import__("whisper").__file__)).parent / "assets" / (
         "multilingual.tiktoken" if multilingual else "gpt2.tiktoken")
     tokenizer = TikTokenConverter(vocab_file=str(ranks_file), pattern=WHISPER_PATTERN,
                                   additional_special_tokens=specials).converted()

@@ -26,6 +26,11 @@ class Comparison:
     weights: str = "unknown"  # see reports.weights.weights_relation
     timing: dict = field(default_factory=dict)  # see reports.timing.timing_columns ({} without stored times)
 
+    @property
+    def qoi(self) -> Optional[float]:
+        """QoI %: the share of joined examples whose WER did not rise (None when none joined)."""
+        return self.result.qoi
+
     def to_json(self, with_examples: bool = False) -> dict:
         return {
             "reference": self.reference.name,

@@ -297,7 +297,7 @@ def _document(*suites: ET.Element) -> str:
         suite.set("errors", str(sum(c.find("error") is not None for c in cases)))
         root.append(suite)
     for total in ("tests", "failures", "errors"):
-        root.set(total, str(sum(int(s.get(total)) for s in suites)))
+        root.set(total, str(sum(int(s.get(total, 0)) for s in suites)))
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 

@@ -11,6 +11,8 @@ Two parts, as the whisperkit-coreml and open_asr_leaderboard pages carry them:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from .escape import md_cell
@@ -31,7 +33,7 @@ def _eval_results(rows: list[dict]) -> list:
         if not row["Finished"] or row["WER %"] is None:  # a stopped or empty run's figures are no evaluation result
             continue
         name = f"{row['Implementation']} ({row['Model']})"
-        common = {"task_type": "automatic-speech-recognition", "task_name": "Automatic Speech Recognition",
+        common: dict[str, Any] = {"task_type": "automatic-speech-recognition", "task_name": "Automatic Speech Recognition",
                   "dataset_type": str(row["Dataset"]), "dataset_name": str(row["Dataset"]),
                   "source_name": "whisperbench", "source_url": PROJECT_URL}
         results.append(EvalResult(metric_type="wer", metric_name=f"WER {name}", metric_value=round(row["WER %"], 2),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .qoi import QoiResult
 
@@ -45,7 +46,7 @@ def _quantiles(values: np.ndarray, confidence: float) -> Interval:
     return Interval(float(low), float(high), confidence)
 
 
-def wer_interval(errors, ref_words, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
+def wer_interval(errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> Optional[Interval]:
     """CI of the pooled WER (percent) from per-example error and reference-word counts."""
     errors, ref_words = np.asarray(errors, dtype=float), np.asarray(ref_words, dtype=float)

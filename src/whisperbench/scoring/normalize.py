@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, cast
 
 NORMALIZERS = ("english", "basic", "none")
 #: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
-from ..bulk import paused_gc
+from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
 from .summary import headline_counts, rescored, score_prediction
@@ -65,11 +65,11 @@ class QoiResult:
         bad = columns() if columns else [e for e in self.examples if e.regressed]
         return sorted(bad, key=lambda e: (-e.delta_errors, e.id))[:n]
 
-    def by_language(self) -> dict[str, dict]:
+    def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
         if hasattr(self.examples, "by_language"):  # scoring.qoi_table.ExampleColumns
             return self.examples.by_language()
-        table: dict[str, dict] = {}
+        table: dict[str, dict[str, Any]] = {}
         for example in self.examples:
             if example.language:
                 row = table.setdefault(example.language, {"joined": 0, "regressed": 0})
@@ -79,7 +79,7 @@ class QoiResult:
             row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
         return dict(sorted(table.items()))
 
-    def to_json(self, with_examples: bool = False) -> dict:
+    def to_json(self, with_examples: bool = False) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "examples"}
         data["by_language"] = self.by_language()
         if with_examples:

@@ -144,7 +144,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
     audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)
     latencies = [p.infer_s for p in ok]
-    summary = {
+    summary: dict[str, Any] = {
         "wer": corpus_wer(total),
         "wer_ok": corpus_wer(_sum(counts_of, ok)),
         "cer": corpus_wer(chars),
@@ -188,7 +188,7 @@ def by_language(scored: list[Prediction]) -> dict[str, Any]:
             groups.setdefault(pred.language, []).append(pred)
     if not groups:
         return {}
-    table = {}
+    table: dict[str, dict[str, Any]] = {}
     for language, preds in sorted(groups.items()):
         wer, cer = corpus_wer(_sum(counts_of, preds)), corpus_wer(_sum(char_counts_of, preds))
         metric = headline_metric(language)
@@ -210,9 +210,9 @@ def language_identification(scored: list[Prediction]) -> dict[str, Any]:
     correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
     confusions: dict[str, int] = {}
     for pred in labelled:
-        said = pred.extra.get("language") if pred.status == "ok" else None
-        if said != pred.language:
-            key = f"{pred.language}->{said or 'none'}"
+        detected = pred.extra.get("language") if pred.status == "ok" else None
+        if detected != pred.language:
+            key = f"{pred.language}->{detected or 'none'}"
             confusions[key] = confusions.get(key, 0) + 1
     result = {"labelled": len(labelled), "reported": reported, "correct": correct,
               "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
@@ -87,6 +87,3 @@ class WordErrorRate:
 
     def compute(self) -> Optional[float]:
         return corpus_wer(self.counts)
-
-    def reset(self) -> None:
-        self.counts = WordCounts()

@@ -1,4 +1,4 @@
-"""Helpers for building millions of small objects at once (reading and scoring large run stores)."""
+"""Pausing the garbage collector while millions of small objects are built (reading and scoring large run stores)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,181 @@
+"""The Python API: evaluate, score, compare and gate runs from a notebook or a script.
+
+Everything the command line does goes through these functions (the CLI only parses arguments and
+prints). A run lives in a run store (a folder: ``run.json``, ``predictions.jsonl``, ``summary.json``);
+:func:`load_run` reads one back, :func:`to_frame` turns it into a pandas DataFrame.
+
+Score recorded hypotheses (real outputs of openai-whisper ``base`` and ``tiny.en`` on the 6 bundled clips)
+into run stores, then compare them; ``.qoi`` is the QoI ``whisperbench compare`` prints:
+
+>>> import tempfile, whisperbench as wb
+>>> runs = tempfile.mkdtemp()
+>>> recorded = wb.api.RECORDED  # datasets/tiny/recorded
+>>> ref = wb.score(recorded / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=runs, name="base")
+>>> cand = wb.score(recorded / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="tiny")
+>>> round(ref.summary["wer"], 2), round(cand.summary["wer"], 2)
+(7.97, 14.49)
+>>> comparison = wb.compare(wb.load_run("base", runs_dir=runs), wb.load_run("tiny", runs_dir=runs))
+>>> round(comparison.qoi, 2), comparison.result.regressed, comparison.result.unchanged
+(83.33, 1, 5)
+>>> wb.gate(ref, cand, min_qoi=80).verdict, wb.gate(ref, cand, min_qoi=90).code
+('PASS', 1)
+>>> frame = wb.to_frame(cand, reference=ref)
+>>> frame.loc[frame.regressed, ["id", "wer"]].round(1).to_dict("records")
+[{'id': '1998-15444-0000', 'wer': 34.9}]
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Callable, Optional, Union, cast
+
+import pandas as pd
+
+from .adapters import DecodingOptions
+from .adapters.recorded import read_hypotheses
+from .datasets import Checked, from_hf_dataset
+from .datasets import load_dataset as _load_checked
+from .harness import RunRequest, run_evaluation
+from .harness.runner import RunResult
+from .progress import progress as progress_bar
+from .reports import Comparison, GateResult, compare_runs, evaluate_gate
+from .reports.escape import one_line
+from .reports.export import example_frame
+from .store import StoredRun, open_run, same_run_reason
+from .types import Dataset, Form
+
+__all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
+           "unknown_ids", "RECORDED"]
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, Path]
+RunLike = Union[str, Path, StoredRun]  # a stored run, or its folder, or its name under runs_dir
+
+#: real hypotheses of three implementations on the bundled ``tiny-shortform`` clips (see its README.md)
+RECORDED = next((p for p in (Path(__file__).resolve().parent / "_bundled" / "tiny" / "recorded",
+                             Path(__file__).resolve().parents[2] / "datasets" / "tiny" / "recorded") if p.is_dir()),
+                Path("datasets/tiny/recorded"))
+
+
+def load_dataset(spec: Union[PathLike, Any], *, name: Optional[str] = None, form: Optional[str] = None,
+                 limit: Optional[int] = None, skip_invalid: bool = False) -> Dataset:
+    """A validated dataset: a manifest (``.jsonl``/``.csv``), a folder, ``hf:NAME[:CONFIG]:SPLIT`` (Hugging Face
+    ``datasets``), a bundled name, or a ``datasets.Dataset`` already in memory. Raises DatasetError naming each
+    bad example unless ``skip_invalid``. (:func:`evaluate` takes a spec: ``save_to_disk`` a Dataset, then pass
+    ``hf:FOLDER:SPLIT``.)
+
+    >>> ds = load_dataset("tiny-shortform", limit=2)
+    >>> len(ds), ds.form, ds.examples[0].id
+    (2, 'short', 'jfk')
+    """
+    if not isinstance(spec, (str, Path)):  # a datasets.Dataset
+        checked = from_hf_dataset(spec, name=name or "datasets", form=cast(Optional[Form], form), limit=limit,
+                                  skip_invalid=skip_invalid)
+        return checked.dataset
+    return _checked(str(spec), name, form, limit, skip_invalid).dataset
+
+
+def _checked(spec: str, name: Optional[str], form: Optional[str], limit: Optional[int],
+             skip_invalid: bool) -> Checked:
+    checked = _load_checked(spec, name=name, form=cast(Optional[Form], form), limit=limit, skip_invalid=skip_invalid)
+    for bad in checked.invalid:
+        log.warning("dataset %s: skipped invalid example: %s", spec, bad)
+    return checked
+
+
+def load_run(run: RunLike, runs_dir: PathLike = "runs") -> StoredRun:
+    """A run store read back (a folder path, or a run name under ``runs_dir``): its ``summary`` (a dict),
+    ``predictions`` and ``meta``; :func:`to_frame` gives its per-example table."""
+    if isinstance(run, StoredRun):
+        return run
+    return open_run(str(run), runs_dir)
+
+
+def to_frame(run: RunLike, reference: Optional[RunLike] = None,
+             runs_dir: PathLike = "runs") -> pd.DataFrame:
+    """One row per example (hypothesis, normalized texts, WER and its counts, timings); with ``reference``,
+    joined to it by id with the reference run's hypothesis and a ``regressed`` column (QoI's test)."""
+    ref = load_run(reference, runs_dir) if reference is not None else None
+    return example_frame(load_run(run, runs_dir), ref)
+
+
+def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
+    """Run a :class:`~whisperbench.harness.RunRequest` (the CLI's ``run``/``score``): load and check its dataset,
+    evaluate (resuming what the store holds), write the summary. Returns the harness's result."""
+    checked = _checked(request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid)
+    bar = progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") \
+        if show_progress else nullcontext(None)
+    with bar as shown:
+        update: Optional[Callable[[int], object]] = shown.update if shown is not None else None
+        return run_evaluation(request, progress=update, checked=checked)
+
+
+def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike = "runs",
+             options: Optional[dict[str, Any]] = None, show_progress: bool = False, **settings: Any) -> StoredRun:
+    """Run ``adapter`` (e.g. ``"openai-whisper"``) with ``model`` (``"tiny.en"``, a path…) on ``dataset`` into a
+    run store under ``runs_dir``; return the stored run. ``options`` are decoding options (``{"beam_size": 5}``
+    or an adapter's own, as ``--option KEY=VALUE``); ``settings`` are the other fields of
+    :class:`~whisperbench.harness.RunRequest` (``name``, ``limit``, ``workers``, ``normalizer``, ``overwrite``…).
+    A stored run of the same configuration is resumed, not redone."""
+    pairs = [f"{key}={value}" for key, value in (options or {}).items()]
+    request = RunRequest(adapter=adapter, model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
+                         decoding=DecodingOptions.from_pairs(pairs), **settings)
+    return _stored(execute(request, show_progress))
+
+
+def unknown_ids(hypotheses: dict[str, str], dataset: Dataset) -> list[str]:
+    """Ids of a hypotheses file that the dataset lacks (sorted): they are ignored by :func:`score`.
+
+    >>> unknown_ids({"jfk": "hi", "nope": "x"}, load_dataset("tiny-shortform"))
+    ['nope']
+    """
+    return sorted(set(hypotheses) - {example.id for example in dataset.examples})
+
+
+def score_request(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs",
+                  **settings: Any) -> RunRequest:
+    """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
+    ids the dataset lacks. Missing ids become failed examples, counted."""
+    checked = _checked(str(dataset), settings.get("dataset_name"), settings.get("form"), settings.get("limit"),
+                       settings.get("skip_invalid", False))
+    unknown = unknown_ids(read_hypotheses(str(hypotheses)), checked.dataset)
+    if unknown:
+        log.warning("%d id(s) in %s are not in the dataset and are ignored: %s%s", len(unknown), hypotheses,
+                    ", ".join(unknown[:10]), " …" if len(unknown) > 10 else "")
+    settings["label"] = settings.get("label") or f"recorded {Path(hypotheses).stem}"
+    return RunRequest(adapter="recorded", model=str(Path(hypotheses).resolve()), dataset=str(dataset),
+                      runs_dir=str(runs_dir), decoding=DecodingOptions(), retry_failed=True, warmup=False,
+                      **settings)
+
+
+def score(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs", **settings: Any) -> StoredRun:
+    """Turn hypotheses made elsewhere (a JSONL file of ``{"id", "hypothesis"}``) into a stored run on
+    ``dataset``; ``settings`` as in :func:`evaluate` (``name``, ``normalizer``, ``overwrite``…)."""
+    return _stored(execute(score_request(hypotheses, dataset, runs_dir=runs_dir, **settings)))
+
+
+def _stored(result: RunResult) -> StoredRun:
+    return open_run(str(result.store.path))
+
+
+def compare(reference: RunLike, candidate: RunLike,
+            runs_dir: PathLike = "runs") -> Comparison:
+    """QoI and WER of ``candidate`` against ``reference`` (runs or their names/paths), with the reference's
+    normalizer: ``.qoi``, ``.reference_wer``, ``.candidate_wer``, ``.result`` (per-example outcome)."""
+    ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
+    reason = same_run_reason(ref, cand)
+    if reason:
+        log.warning("%s is the reference run itself (%s): QoI 100 %% proves nothing", cand.name, one_line(reason))
+    return compare_runs(ref, cand)
+
+
+def gate(reference: RunLike, candidate: RunLike, *, min_qoi: float,
+         runs_dir: PathLike = "runs", **thresholds: Any) -> GateResult:
+    """The release gate (``whisperbench gate``): ``.code`` 0 pass, 1 regression, 2 cannot judge; ``.verdict``,
+    ``.checks``. ``thresholds``: ``max_wer_increase``, ``min_coverage``, ``max_failed_pct``, ``confidence``
+    (e.g. 0.95), ``min_qoi_per_language``."""
+    return evaluate_gate(load_run(reference, runs_dir), load_run(candidate, runs_dir),
+                         min_qoi=min_qoi, **thresholds)

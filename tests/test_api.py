@@ -1,0 +1,103 @@
+"""The public Python API (whisperbench.api, re-exported at the package's top level) on recorded real outputs."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import logging
+import subprocess
+import sys
+
+import jiwer
+import pytest
+from whisper_normalizer.english import EnglishTextNormalizer
+
+import whisperbench as wb
+from whisperbench.cli import main
+
+from .conftest import REPO
+
+RECORDED = REPO / "datasets" / "tiny" / "recorded"
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """base (reference) and tiny.en (candidate) scored on the bundled short-form clips."""
+    wb.score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=tmp_path, name="base")
+    wb.score(RECORDED / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=tmp_path, name="tiny")
+    return tmp_path
+
+
+def _independent_qoi() -> float:
+    """QoI by hand: jiwer's WER of each file's hypothesis, whisper_normalizer's English normalizer."""
+    norm = EnglishTextNormalizer()
+    texts = {row["id"]: row["text"] for row in map(json.loads, (REPO / "datasets/tiny/shortform/manifest.jsonl")
+                                                   .read_text().splitlines())}
+
+    def wers(name):
+        rows = map(json.loads, (RECORDED / name).read_text().splitlines())
+        return {r["id"]: jiwer.wer(norm(texts[r["id"]]), norm(r["hypothesis"])) for r in rows}
+
+    ref, cand = wers("openai-whisper-base.jsonl"), wers("openai-whisper-tiny.en.jsonl")
+    return 100.0 * sum(cand[i] <= ref[i] for i in texts) / len(texts)
+
+
+def test_compare_qoi_is_what_the_cli_prints_and_jiwer_agrees(runs, capsys):
+    qoi = wb.compare(wb.load_run("base", runs_dir=runs), wb.load_run("tiny", runs_dir=runs)).qoi
+    capsys.readouterr()
+    assert main(["compare", "--reference", "base", "--candidate", "tiny", "--runs-dir", str(runs), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)[0]["qoi"]
+    assert qoi == printed
+    assert qoi == pytest.approx(_independent_qoi(), abs=1e-9) and qoi < 100  # base is better on one clip
+
+
+def test_gate_and_frame_agree_with_compare(runs):
+    comparison = wb.compare(runs / "base", runs / "tiny")
+    assert wb.gate("base", "tiny", min_qoi=comparison.qoi, runs_dir=runs).code == 0
+    assert wb.gate("base", "tiny", min_qoi=comparison.qoi + 1, runs_dir=runs).code == 1
+    frame = wb.to_frame("tiny", reference="base", runs_dir=runs)
+    assert len(frame) == 6 and int(frame["regressed"].sum()) == comparison.result.regressed
+
+
+def test_score_warns_about_unknown_ids_in_the_library(tmp_path, caplog):
+    hyp = tmp_path / "h.jsonl"
+    hyp.write_text('{"id": "jfk", "hypothesis": "and so"}\n{"id": "nope", "hypothesis": "x"}\n')
+    with caplog.at_level(logging.WARNING, logger="whisperbench"):
+        run = wb.score(hyp, "tiny-shortform", runs_dir=tmp_path / "runs", name="s")
+    assert any("nope" in r.getMessage() and "not in the dataset" in r.getMessage() for r in caplog.records)
+    assert run.summary["num_failed"] == 5  # the clips it lacks are failed and counted, never dropped
+
+
+def test_evaluate_runs_an_adapter_into_a_store(tmp_path):
+    run = wb.evaluate("recorded", str(RECORDED / "faster-whisper-tiny.en.jsonl"), "tiny-shortform",
+                      runs_dir=tmp_path, name="fw", limit=3)
+    assert run.name == "fw" and len(run.predictions) == 3 and len(wb.load_dataset("tiny-shortform", limit=3)) == 3
+    assert wb.load_run(tmp_path / "fw").summary == run.summary
+
+
+def test_quiet_hides_progress_but_not_warnings(tmp_path):
+    hyp = tmp_path / "h.jsonl"
+    hyp.write_text('{"id": "jfk", "hypothesis": "and so"}\n{"id": "nope", "hypothesis": "x"}\n')
+    args = ["score", "--dataset", "tiny-shortform", "--hypotheses", str(hyp), "--runs-dir", str(tmp_path)]
+    loud = subprocess.run([sys.executable, "-m", "whisperbench", *args, "--name", "a"], capture_output=True, text=True)
+    quiet = subprocess.run([sys.executable, "-m", "whisperbench", "-q", *args, "--name", "b"], capture_output=True,
+                           text=True)
+    assert "6 example(s): loading" in loud.stderr and "6 example(s)" not in quiet.stderr
+    assert "warning: 1 id(s)" in loud.stderr and "warning: 1 id(s)" in quiet.stderr
+
+
+def test_the_python_page_runs_as_a_doctest():
+    result = doctest.testfile(str(REPO / "docs" / "python.md"), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 5 and result.failed == 0, result
+
+
+def test_a_datasets_dataset_in_memory_is_the_same_data_as_its_manifest():
+    datasets = pytest.importorskip("datasets")
+    root = REPO / "datasets" / "tiny" / "shortform"
+    rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines()]
+    columns = {"audio": [str(root / r["audio"]) for r in rows], "text": [r["text"] for r in rows],
+               "id": [r["id"] for r in rows]}
+    table = datasets.Dataset.from_dict(columns).cast_column("audio", datasets.Audio())
+    in_memory, from_file = wb.load_dataset(table, name="tiny"), wb.load_dataset(root / "manifest.jsonl")
+    assert [e.id for e in in_memory.examples] == [r["id"] for r in rows]
+    assert in_memory.content_hash == from_file.content_hash  # same audio bytes and transcripts
