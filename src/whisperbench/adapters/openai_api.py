@@ -195,9 +195,9 @@ class OpenAIAPIAdapter(Adapter):
         cache_path = self._cache_path(flac, options)
         if cache_path is not None and cache_path.exists() and not self.refresh:
             hit = json.loads(cache_path.read_text(encoding="utf-8"))
-            words = None if hit.get("words") is None else [Word(*w) for w in hit["words"]]
+            cached_words = None if hit.get("words") is None else [Word(*w) for w in hit["words"]]
             return Transcript(text=hit["text"], language=hit.get("language"), infer_s=hit["request_s"], cached=True,
-                              segments=[Segment(*s) for s in hit.get("segments", [])], words=words,
+                              segments=[Segment(*s) for s in hit.get("segments", [])], words=cached_words,
                               extra={"upload": upload})
         start = time.perf_counter()
         texts, segments, language, offset = [], [], None, 0.0

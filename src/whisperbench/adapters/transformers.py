@@ -68,6 +68,7 @@ class TransformersAdapter(Adapter):
         return generate
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        assert audio is not None  # needs_audio: the harness decodes it
         chunk = float(self.settings["chunk_length_s"])
         kwargs = {"chunk_length_s": chunk, "batch_size": self.batch_size} if chunk > 0 else {}
         segment_times = not self.decoding.timestamps_off(long_form)

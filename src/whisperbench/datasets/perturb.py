@@ -31,6 +31,7 @@ import json
 import logging
 import random
 import shutil
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -146,7 +147,7 @@ def _nonspeech(kind: str, seconds: float, seed: int) -> np.ndarray:
         amplitude = 0.003 if kind == "noise_low" else 0.1  # about -50 and -20 dBFS
         return _apply(A.AddGaussianNoise(min_amplitude=amplitude, max_amplitude=amplitude, p=1.0), zeros, seed, kind)
     if kind == "hum":
-        return (0.03 * sum(np.sin(2 * np.pi * 50 * h * t) / h for h in (1, 2, 3))).astype(np.float32)
+        return np.asarray(0.03 * sum(np.sin(2 * np.pi * 50 * h * t) / h for h in (1, 2, 3)), dtype=np.float32)
     if kind == "tone":
         return (0.1 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
     loud = _apply(A.AddGaussianNoise(min_amplitude=0.5, max_amplitude=0.5, p=1.0), zeros, seed, kind)
@@ -170,34 +171,47 @@ def _file_name(ex_id: str) -> str:
 
 def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Derived]:
     """Every derived example of ``recipe`` over ``examples`` (nothing computed yet)."""
-    audio = {ex.id: ex.audio for ex in examples}
-    load = lambda ex: load_audio(audio[ex.id])  # noqa: E731
     out: list[Derived] = []
     for ex in examples:
         if recipe.clean:
-            out.append(Derived(_row(ex, "clean", perturbation="clean"), lambda ex=ex: load(ex)))
+            out.append(Derived(_row(ex, "clean", perturbation="clean"), partial(_loaded, ex)))
         for kind in recipe.noises:
             for snr in recipe.snrs_db:
                 condition = f"{kind}@{snr:g}dB"
-                make = (lambda ex=ex, kind=kind, snr=snr, condition=condition: _below_full_scale(_apply(
-                    _noise(kind, snr, babble_dir / f"{_file_name(ex.id)}.wav"), load(ex), recipe.seed, ex.id, condition)))
-                out.append(Derived(_row(ex, condition, perturbation="noise", noise=kind, snr_db=snr), make))
+                babble = babble_dir / f"{_file_name(ex.id)}.wav"
+                out.append(Derived(_row(ex, condition, perturbation="noise", noise=kind, snr_db=snr),
+                                   partial(_noisy, ex, kind, snr, babble, recipe.seed, condition)))
         for gain in recipe.gains_db:
-            import audiomentations as A
-
             condition = f"gain{gain:+g}dB"
-            make = (lambda ex=ex, gain=gain, condition=condition: _apply(
-                A.Gain(min_gain_db=gain, max_gain_db=gain, p=1.0), load(ex), recipe.seed, ex.id, condition))
-            out.append(Derived(_row(ex, condition, perturbation="gain", gain_db=gain), make))
+            out.append(Derived(_row(ex, condition, perturbation="gain", gain_db=gain),
+                               partial(_gained, ex, gain, recipe.seed, condition)))
         for place, seconds in recipe.silences:
             condition = f"{place}-silence{seconds:g}s"
             out.append(Derived(_row(ex, condition, perturbation="silence", silence=place, silence_s=seconds),
-                               lambda ex=ex, place=place, seconds=seconds: _pause(load(ex), place, seconds)))
+                               partial(_paused, ex, place, seconds)))
     for kind in recipe.nonspeech:
         row = {"id": f"nonspeech{SEPARATOR}{kind}", "audio": f"audio/nonspeech{SEPARATOR}{kind}.wav", "text": "",
                "nonspeech": True, "parent_id": None, "condition": kind, "perturbation": "nonspeech"}
-        out.append(Derived(row, lambda kind=kind: _nonspeech(kind, recipe.nonspeech_s, recipe.seed)))
+        out.append(Derived(row, partial(_nonspeech, kind, recipe.nonspeech_s, recipe.seed)))
     return out
+
+
+def _loaded(ex: Example) -> np.ndarray:
+    return load_audio(ex.audio)
+
+
+def _noisy(ex: Example, kind: str, snr: float, babble: Path, seed: int, condition: str) -> np.ndarray:
+    return _below_full_scale(_apply(_noise(kind, snr, babble), _loaded(ex), seed, ex.id, condition))
+
+
+def _gained(ex: Example, gain: float, seed: int, condition: str) -> np.ndarray:
+    import audiomentations as A
+
+    return _apply(A.Gain(min_gain_db=gain, max_gain_db=gain, p=1.0), _loaded(ex), seed, ex.id, condition)
+
+
+def _paused(ex: Example, place: str, seconds: float) -> np.ndarray:
+    return _pause(_loaded(ex), place, seconds)
 
 
 def _write_babble(examples: list[Example], folder: Path, seed: int) -> None:

@@ -9,6 +9,7 @@ import gzip
 import json
 import logging
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -51,6 +52,7 @@ def load_openai_whisper(source: Checkpoint | str | Path):
     import torch
     from whisper.model import ModelDimensions, Whisper
 
+    heads: Optional[list[tuple[int, int]]]
     if isinstance(source, Checkpoint):
         dims, heads = source.dims, source.alignment_heads
         state_dict = {name: torch.from_numpy(array) for name, array in source.state_dict.items()}

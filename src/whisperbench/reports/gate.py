@@ -199,7 +199,7 @@ def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
     for lang, row in table.items():
         text, ok = f"{lang} {row['qoi']:.1f}% of {row['joined']}", row["qoi"] >= floor
         if confidence:
-            ci = qoi_interval(dataclasses.replace(result, examples=[e for e in result.examples if e.language == lang]),
+            ci = qoi_interval(dataclasses.replace(result, examples=result.examples.where_language(lang)),
                               confidence)
             ok = ci is not None and ci.high >= floor
             text += f" ({confidence:.0%} CI {ci})"

@@ -116,7 +116,7 @@ def hallucination_html(frame: pd.DataFrame) -> str:
 def example_flags(example, normalizer: str) -> list[str]:
     """The hallucination kinds of a compared example's candidate output (an ``ExampleComparison``)."""
     pred = Prediction(example.id, example.reference_text, example.candidate_hypothesis,
-                      status="failed" if example.candidate_failed else "ok", language=example.language)
+                      status="error" if example.candidate_failed else "ok", language=example.language)
     return example_hallucination(score_prediction(pred, normalizer)).flags
 
 

@@ -24,9 +24,8 @@ from .escape import md_cell
 
 
 def _subset(result: QoiResult, language: str) -> QoiResult:
-    columns = getattr(result.examples, "where_language", None)  # scoring.qoi_table.ExampleColumns
-    examples = columns(language) if columns else [e for e in result.examples if e.language == language]
-    regressed = examples.regressed_count() if columns else sum(e.regressed for e in examples)
+    examples = result.examples.where_language(language)
+    regressed = examples.regressed_count()
     return dataclasses.replace(result, examples=examples, joined=len(examples), regressed=regressed,
                                no_regression=len(examples) - regressed,
                                qoi=100.0 * (len(examples) - regressed) / len(examples) if examples else None)

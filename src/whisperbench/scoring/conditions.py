@@ -10,7 +10,7 @@ and what was done to it; reports group results by condition.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 SEPARATOR = "~"
 _NOISE = re.compile(r"^(?P<noise>[a-z]+)@(?P<snr>-?[0-9.]+)dB$")
@@ -38,7 +38,7 @@ def noise_of(condition: str) -> Optional[str]:
     return match["noise"] if match else None
 
 
-def condition_order(condition: str) -> tuple:
+def condition_order(condition: str) -> tuple[Any, ...]:
     """Sort key: clean first, then each noise from high to low SNR, then the other conditions by name."""
     snr = snr_of(condition)
     if condition == "clean":

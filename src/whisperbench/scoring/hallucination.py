@@ -34,7 +34,7 @@ import zlib
 from itertools import groupby
 from operator import eq
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
@@ -76,7 +76,7 @@ class Repeat:
         return len(self.phrase) * self.copies
 
 
-def _runs(words: Sequence[str], periods: Iterable[int]):
+def _runs(words: Sequence[str], periods: Iterable[int]) -> Iterator[Repeat]:
     """Every maximal run of a phrase of ``n`` words (``n`` in ``periods``) repeated at least twice in a row."""
     for n in periods:
         start = 0

@@ -53,7 +53,7 @@ _DIGIT_SUFFIX = re.compile(r"([0-9])\s+(st|nd|rd|th|s)\b")
 _ENGLISH_KEEP = ".%$¢€£"
 
 
-class _SymbolTable(dict):
+class _SymbolTable(dict[int, Optional[str]]):
     """A ``str.translate`` table filled on first sight of each character (a pure function of it)."""
 
     def __init__(self, rule: Callable[[str], Optional[str]]):
@@ -92,7 +92,7 @@ def _literal(pattern: str) -> str:
 class EnglishNormalizer:
     """openai-whisper's ``EnglishTextNormalizer``, compiled (see the module doc)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from whisper_normalizer.english import EnglishNumberNormalizer, EnglishSpellingNormalizer, EnglishTextNormalizer
 
         rules = EnglishTextNormalizer().replacers
@@ -156,7 +156,7 @@ class EnglishNormalizer:
 
     def _preprocess(self, s: str) -> str:
         if "half" in s:
-            return self.numbers.preprocess(s)
+            return str(self.numbers.preprocess(s))
         if not s.strip():
             return ""
         if _ANY_DIGIT.search(s) is None:

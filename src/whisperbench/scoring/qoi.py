@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional, Protocol
 
 from ..gcpause import paused_gc
 from ..languages import headline_metric
@@ -44,6 +44,47 @@ class ExampleComparison:
         return self.candidate_errors > self.reference_errors
 
 
+class ExampleRows(Protocol):
+    """The joined examples of a comparison, however held: records (:class:`ExampleList`) or Arrow columns
+    (``scoring.qoi_table.ExampleColumns``, built row by row only where read)."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[ExampleComparison]: ...
+    def __getitem__(self, index: int) -> ExampleComparison: ...
+    def regressed_examples(self) -> list[ExampleComparison]: ...
+    def regressed_count(self) -> int: ...
+    def where_language(self, language: str) -> "ExampleRows": ...
+    def by_language(self) -> dict[str, dict[str, Any]]: ...
+
+
+class ExampleList(list[ExampleComparison]):
+    """The joined examples as records (predictions compared one by one)."""
+
+    def regressed_examples(self) -> list[ExampleComparison]:
+        """The regressed examples only."""
+        return [e for e in self if e.regressed]
+
+    def regressed_count(self) -> int:
+        """How many examples regressed."""
+        return sum(e.regressed for e in self)
+
+    def where_language(self, language: str) -> "ExampleList":
+        """The examples labelled ``language``."""
+        return ExampleList(e for e in self if e.language == language)
+
+    def by_language(self) -> dict[str, dict[str, Any]]:
+        """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
+        table: dict[str, dict[str, Any]] = {}
+        for example in self:
+            if example.language:
+                row = table.setdefault(example.language, {"joined": 0, "regressed": 0})
+                row["joined"] += 1
+                row["regressed"] += example.regressed
+        for row in table.values():
+            row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
+        return dict(sorted(table.items()))
+
+
 @dataclass
 class QoiResult:
     qoi: Optional[float]
@@ -57,27 +98,15 @@ class QoiResult:
     only_in_candidate: list[str] = field(default_factory=list)
     reference_failed: list[str] = field(default_factory=list)
     text_mismatch: list[str] = field(default_factory=list)
-    examples: list[ExampleComparison] = field(default_factory=list)
+    examples: ExampleRows = field(default_factory=ExampleList)
 
     def worst(self, n: int = 5) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors."""
-        columns = getattr(self.examples, "regressed_examples", None)  # scoring.qoi_table.ExampleColumns
-        bad = columns() if columns else [e for e in self.examples if e.regressed]
-        return sorted(bad, key=lambda e: (-e.delta_errors, e.id))[:n]
+        return sorted(self.examples.regressed_examples(), key=lambda e: (-e.delta_errors, e.id))[:n]
 
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
-        if hasattr(self.examples, "by_language"):  # scoring.qoi_table.ExampleColumns
-            return self.examples.by_language()
-        table: dict[str, dict[str, Any]] = {}
-        for example in self.examples:
-            if example.language:
-                row = table.setdefault(example.language, {"joined": 0, "regressed": 0})
-                row["joined"] += 1
-                row["regressed"] += example.regressed
-        for row in table.values():
-            row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
-        return dict(sorted(table.items()))
+        return self.examples.by_language()
 
     def to_json(self, with_examples: bool = False) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "examples"}
@@ -123,12 +152,14 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
     result = QoiResult(None, 0, 0, 0, 0, 0, 0)
     result.only_in_reference = sorted(set(ref_by_id) - set(cand_by_id))
     result.only_in_candidate = sorted(set(cand_by_id) - set(ref_by_id))
+    examples = ExampleList()
+    result.examples = examples
     for ex_id in sorted(set(ref_by_id) & set(cand_by_id)):
         comparison = _compare_one(ref_by_id[ex_id], cand_by_id[ex_id], normalizer, reference_scored_with,
                                   candidate_scored_with, result)
         if comparison is None:
             continue
-        result.examples.append(comparison)
+        examples.append(comparison)
         result.joined += 1
         result.candidate_failed += comparison.candidate_failed
         if comparison.candidate_errors < comparison.reference_errors:

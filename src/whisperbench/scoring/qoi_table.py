@@ -11,7 +11,7 @@ other one from the stored counts, vectorized. The per-example records are built 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -55,7 +55,9 @@ class ExampleColumns:
         for start in range(0, len(self), CHUNK):
             yield from self._build(start, min(start + CHUNK, len(self)))
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Iterable):
+            return NotImplemented
         return list(self) == list(other)
 
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
@@ -90,12 +92,12 @@ class ExampleColumns:
         """How many examples regressed."""
         return int((self.candidate_errors > self.reference_errors).sum())
 
-    def by_language(self) -> dict[str, dict]:
+    def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label, as :meth:`QoiResult.by_language` computes it from the records."""
         codes = pc.dictionary_encode(self.language)
         names, index = codes.dictionary.to_pylist(), codes.indices.to_numpy(zero_copy_only=False)
         regressed = self.candidate_errors > self.reference_errors
-        table = {}
+        table: dict[str, dict[str, Any]] = {}
         for code, name in enumerate(names):
             if name:
                 mask = index == code
@@ -137,7 +139,7 @@ def _sorted_rows(table: pa.Table, keep: pa.ChunkedArray) -> np.ndarray:
     """The row numbers of ``table`` where ``keep``, ordered by id."""
     rows = np.flatnonzero(keep.to_numpy())
     order = pc.sort_indices(table["id"].take(pa.array(rows))).to_numpy()
-    return rows[order]
+    return np.asarray(rows[order])
 
 
 def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
@@ -183,6 +185,7 @@ def _compare_special(ref: pa.Table, cand: pa.Table, columns: ExampleColumns, nor
         one = _compare_one(_prediction(columns.reference_table, int(columns.reference_rows[i])),
                            _prediction(columns.candidate_table, int(columns.candidate_rows[i])),
                            normalizer, None, None, result)
+        assert one is not None  # the joined rows are the reference's successes
         columns.reference_errors[i], columns.candidate_errors[i] = one.reference_errors, one.candidate_errors
         columns.reference_words[i] = one.reference_words
         columns.reference_wer[i] = np.nan if one.reference_wer is None else one.reference_wer
@@ -201,7 +204,7 @@ def _texts_differ(columns: ExampleColumns) -> np.ndarray:
     return out
 
 
-def _differs(labels, language) -> pa.Array:
+def _differs(labels: pa.ChunkedArray, language: pa.Array) -> pa.Array:
     """Null-aware inequality of two label columns (None equals None only)."""
     same = pc.or_(pc.fill_null(pc.equal(labels, language), False),
                   pc.and_(pc.is_null(labels), pc.is_null(language)))

@@ -41,7 +41,7 @@ SCORE_FIELDS = WORD_FIELDS + ("cer", "char_hits", "char_substitutions", "char_de
 
 
 def _scores(reference: str, hypothesis: Optional[str], language: Optional[str], normalizer: str,
-            characters: bool) -> tuple:
+            characters: bool) -> tuple[Any, ...]:
     """The values of ``SCORE_FIELDS`` (``WORD_FIELDS`` without ``characters``); ``hypothesis`` None: failed."""
     ref_norm = normalize(reference, normalizer)
     hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
@@ -54,7 +54,7 @@ def _scores(reference: str, hypothesis: Optional[str], language: Optional[str], 
     return words + (example_wer(chars), chars.hits, chars.substitutions, chars.deletions, chars.insertions)
 
 
-def _score_chunk(args: tuple[list[tuple], str, bool]) -> list[tuple]:
+def _score_chunk(args: tuple[list[tuple[Any, ...]], str, bool]) -> list[tuple[Any, ...]]:
     chunk, normalizer, characters = args
     return [_scores(ref, hyp, language, normalizer, characters) for ref, hyp, language in chunk]
 

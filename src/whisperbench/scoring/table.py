@@ -9,7 +9,7 @@ the same counts :func:`~whisperbench.scoring.summary.summarize` uses). The run s
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -74,7 +74,7 @@ def table_wer(table: pa.Table) -> Optional[float]:
 
 def column(table: pa.Table, name: str) -> np.ndarray:
     """A numeric column as a numpy array."""
-    return table[name].to_numpy()
+    return np.asarray(table[name].to_numpy())
 
 
 def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +83,7 @@ def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     return subs + dels + ins, hits + subs + dels
 
 
-def table_summary(table: pa.Table) -> dict:
+def table_summary(table: pa.Table) -> dict[str, Any]:
     """The figures of ``summarize`` a leaderboard row shows (``wer``, ``rtfx``, ``num_examples``,
     ``num_failed``), to the last digit (durations summed in order, as ``summarize`` does)."""
     ok = pc.equal(table["status"], "ok")

@@ -23,7 +23,7 @@ def _ids(words: list[str]) -> list[int]:
         return [ids[word] if word in ids else ids.setdefault(word, next(_NEXT_ID)) for word in words]
 
 
-def count_edits(reference: Sequence, hypothesis: Sequence) -> WordCounts:
+def count_edits(reference: Sequence[Any], hypothesis: Sequence[Any]) -> WordCounts:
     """Hits/S/D/I of the Levenshtein alignment of two sequences (token ids or a string's characters).
 
     The alignment is rapidfuzz's, the one jiwer (>= 3.1) takes its counts from (``Levenshtein.opcodes``
