@@ -429,7 +429,7 @@ def cmd_perturb(args) -> int:
     from .datasets.perturb import perturb, recipe_from_text
 
     recipe = recipe_from_text(args.noise, args.snr, args.gain, args.silence, args.nonspeech, args.nonspeech_s,
-                              clean=not args.no_clean, seed=args.seed)
+                              clean=not args.no_clean, seed=args.seed, reverb=args.reverb)
     dataset = load_dataset(args.dataset, limit=args.limit).dataset
     print(perturb(dataset.examples, dataset.content_hash, recipe, args.out))
     return 0
@@ -641,14 +641,16 @@ def _gate_parser(sub: Any) -> None:
 
 
 def _perturb_parser(sub: Any) -> None:
-    p = sub.add_parser("perturb", help="write a robustness set derived from a dataset (noise at SNRs, gain, pauses, "
-                                       "non-speech clips); prints its manifest (docs/robustness.md)")
+    p = sub.add_parser("perturb", help="write a robustness set derived from a dataset (noise at SNRs, reverberation, "
+                                       "gain, pauses, non-speech clips); prints its manifest (docs/robustness.md)")
     p.add_argument("--dataset", required=True, help="the source: manifest, folder, bundled name or hf:...")
     p.add_argument("--out", default="perturbed", help="folder for derived sets, each in perturb-KEY (KEY: the "
                                                       "source's content, the recipe and seed; default: %(default)s)")
     p.add_argument("--noise", metavar="KIND,...", help="additive noise: white, pink, brown, babble (other utterances)")
     p.add_argument("--snr", metavar="DB,...", help="signal-to-noise ratios of --noise in dB, e.g. 20,10,0")
     p.add_argument("--gain", metavar="DB,...", help="gains in dB, e.g. -20,12 (what exceeds full scale is clipped)")
+    p.add_argument("--reverb", metavar="RT60,...", help="room reverberation, target RT60 in seconds, e.g. 0.3,0.8 "
+                                                        "(pyroomacoustics' room simulator; lengths kept)")
     p.add_argument("--silence", metavar="PLACE:S,...", help="pauses: lead, trail or insert (mid-speech) with seconds, "
                                                             "e.g. lead:5,insert:10")
     p.add_argument("--nonspeech", metavar="KIND,...", help="non-speech clips with empty transcripts: all, or of "

@@ -5,6 +5,10 @@ Conditions, each applied to every example of the source set (audiomentations doe
 - ``noise``: additive noise at each SNR: ``white``, ``pink``, ``brown`` (``AddColorNoise``, spectral decay 0,
   -3.01, -6.02 dB/octave) and ``babble`` (``AddBackgroundNoise`` over the sum of up to four *other* utterances of
   the set); a mix that would clip is scaled down to just below full scale, which keeps its SNR;
+- ``reverb``: a room's reverberation at each target RT60 in seconds (``RoomSimulator``, pyroomacoustics' image
+  source method with ray tracing: a 6 x 5 x 3 m room, talker and microphone 1.5 m apart at 1.5 m height, the
+  absorption chosen for the RT60 by Sabine's formula); the length is kept (the tail past the end is cut), so
+  utterance and word times still hold;
 - ``gain``: a gain in dB (``Gain``; what clips at full scale is clipped, as a recorder would);
 - ``silence``: a pause of N seconds before (``lead``), after (``trail``) or inside (``insert``: at the quietest
   20 ms near the middle) the speech — a long pause is where repetition loops start;
@@ -59,6 +63,7 @@ class Recipe:
     noises: tuple[str, ...] = ()
     snrs_db: tuple[float, ...] = ()
     gains_db: tuple[float, ...] = ()
+    reverbs_s: tuple[float, ...] = ()
     silences: tuple[tuple[str, float], ...] = ()
     nonspeech: tuple[str, ...] = ()
     nonspeech_s: float = 5.0
@@ -71,6 +76,9 @@ class Recipe:
         if unknown:
             raise DatasetError(f"unknown perturbation(s) {unknown}: noises {', '.join(NOISES)}; silence places "
                                f"{', '.join(SILENCE_PLACES)}; non-speech kinds {', '.join(NONSPEECH_KINDS)}")
+        if any(not 0.05 <= rt60 <= 3.0 for rt60 in self.reverbs_s):
+            raise DatasetError(f"--reverb {','.join(f'{r:g}' for r in self.reverbs_s)}: each RT60 must lie between "
+                               "0.05 and 3 seconds (a living room is about 0.4 s, a hall 1.5 to 2 s)")
         if bool(self.noises) != bool(self.snrs_db):
             raise DatasetError("noise needs both a noise kind (--noise) and at least one SNR (--snr)")
 
@@ -80,7 +88,14 @@ class Recipe:
         import audiomentations
 
         versions = [RECIPE_VERSION, np.__version__, audiomentations.__version__]
-        text = json.dumps([versions, content_hash, dataclasses.asdict(self)], sort_keys=True)
+        recipe = dataclasses.asdict(self)
+        if self.reverbs_s:  # the room simulator's version matters only to recipes that use it
+            import pyroomacoustics
+
+            versions.append(pyroomacoustics.__version__)
+        else:  # recipes without reverberation keep the keys (and cached sets) they had before it existed
+            del recipe["reverbs_s"]
+        text = json.dumps([versions, content_hash, recipe], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -181,6 +196,10 @@ def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Deri
                 babble = babble_dir / f"{_file_name(ex.id)}.wav"
                 out.append(Derived(_row(ex, condition, perturbation="noise", noise=kind, snr_db=snr),
                                    partial(_noisy, ex, kind, snr, babble, recipe.seed, condition)))
+        for rt60 in recipe.reverbs_s:
+            condition = f"reverb{rt60:g}s"
+            out.append(Derived(_row(ex, condition, perturbation="reverb", rt60_s=rt60),
+                               partial(_reverberant, ex, rt60, recipe.seed, condition)))
         for gain in recipe.gains_db:
             condition = f"gain{gain:+g}dB"
             out.append(Derived(_row(ex, condition, perturbation="gain", gain_db=gain),
@@ -208,6 +227,20 @@ def _gained(ex: Example, gain: float, seed: int, condition: str) -> np.ndarray:
     import audiomentations as A
 
     return _apply(A.Gain(min_gain_db=gain, max_gain_db=gain, p=1.0), _loaded(ex), seed, ex.id, condition)
+
+
+def _reverberant(ex: Example, rt60: float, seed: int, condition: str) -> np.ndarray:
+    return _below_full_scale(_apply(_room(rt60), _loaded(ex), seed, ex.id, condition))
+
+
+def _room(rt60: float) -> Any:
+    """audiomentations' ``RoomSimulator`` with every parameter fixed but the RT60 (see the module doc)."""
+    import audiomentations as A
+
+    fixed = {"size_x": 6.0, "size_y": 5.0, "size_z": 3.0, "source_x": 2.0, "source_y": 2.5, "source_z": 1.5,
+             "mic_distance": 1.5, "mic_azimuth": 0.0, "mic_elevation": 0.0, "target_rt60": rt60}
+    bounds = {f"{side}_{name}": value for name, value in fixed.items() for side in ("min", "max")}
+    return A.RoomSimulator(**bounds, calculation_mode="rt60", leave_length_unchanged=True, p=1.0)
 
 
 def _paused(ex: Example, place: str, seconds: float) -> np.ndarray:
@@ -278,7 +311,7 @@ def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
 
 def recipe_from_text(noise: Optional[str] = None, snr: Optional[str] = None, gain: Optional[str] = None,
                      silence: Optional[str] = None, nonspeech: Optional[str] = None, nonspeech_s: float = 5.0,
-                     clean: bool = True, seed: int = 0) -> Recipe:
+                     clean: bool = True, seed: int = 0, reverb: Optional[str] = None) -> Recipe:
     """A :class:`Recipe` from the command line's comma lists (``silence``: ``PLACE:SECONDS,...``;
     ``nonspeech``: kinds, or ``all``)."""
     pauses = []
@@ -289,4 +322,5 @@ def recipe_from_text(noise: Optional[str] = None, snr: Optional[str] = None, gai
             raise DatasetError(f"--silence {item}: expected PLACE:SECONDS with a positive duration, e.g. insert:10")
     kinds = NONSPEECH_KINDS if _items(nonspeech) == ["all"] else tuple(_items(nonspeech))
     return Recipe(noises=tuple(_items(noise)), snrs_db=_numbers(snr, "--snr"), gains_db=_numbers(gain, "--gain"),
+                  reverbs_s=_numbers(reverb, "--reverb"),
                   silences=tuple(pauses), nonspeech=kinds, nonspeech_s=nonspeech_s, clean=clean, seed=seed)
