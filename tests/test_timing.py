@@ -295,3 +295,29 @@ def test_per_utterance_wer_assigns_words_by_time():
     split = summarize([later], MetricContext("english"))["utterance_wer"]
     assert split["at_30s_marks"] == {"utterances": 1, "wer": pytest.approx(100 / 3, abs=0.01)}
     assert split["away_from_marks"] == {"utterances": 1, "wer": 50.0}
+
+
+def test_explorer_shows_word_times_and_the_words_that_moved(timed_runs, tiny_rows, tmp_path):
+    """A regressed example in the HTML explorer lists both runs' words with their start times, and names the
+    transcript words both got right whose starts lie more than 100 ms apart, with the planted shift."""
+    from tests.conftest import BUNDLED, write_jsonl
+    from whisperbench.cli import main
+
+    rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"])) for r in tiny_rows[:3]]
+    pairs = _timed_rows(rows, 0.3)
+    manifest = write_jsonl(tmp_path / "manifest.jsonl", [truth for truth, _ in pairs])
+    hyps = [h for _, h in pairs]
+    first = hyps[0]["words"]
+    hyps[0] = dict(hyps[0], hypothesis=" ".join(["zebra"] + [w["word"] for w in first[1:]]),
+                   words=[dict(first[0], word="zebra")] + first[1:])  # one substitution: a regression
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(write_jsonl(tmp_path / "w.jsonl", hyps)),
+                 "--name", "wrong", "--runs-dir", str(timed_runs)]) == 0
+    out = tmp_path / "board.html"
+    assert main(["report", "--runs-dir", str(timed_runs), "--reference", "ontime", "--out", str(out)]) == 0
+    page = out.read_text()
+    row = page[page.index(f'id="wrong--{rows[0]["id"]}"'):]
+    row = row[:row.index("</tr>")]
+    truth = pairs[0][0]["words"]
+    assert "word times" in row and f'{truth[1]["word"]}<sub>{truth[1]["start"] + 0.3:.2f}</sub>' in row
+    moved = len(truth) - 1  # every word but the substituted one, each 300 ms late
+    assert f"{moved} of {moved} words both got right start more than 100 ms apart" in row and "(+300 ms)" in row

@@ -20,7 +20,7 @@ from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags, hallucination_html
 from .languages import language_frame, table_order
 from .robustness import robustness_frame, robustness_html
-from .timing import timing_frame, timing_html
+from .timing import timed_predictions, timing_frame, timing_html, words_html
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -30,6 +30,7 @@ tr.ref td{font-weight:600}.muted{color:#777}
 .sub{background:#ffe08a}.del{background:#f7b6b6;text-decoration:line-through}.ins{background:#b9e6b9}
 .legend span{padding:0 4px;margin-right:8px}svg text{font-size:11px}
 .plot-legend{font-size:12px;columns:2;margin-top:0}
+details.words{font-size:12px;margin-top:4px}details.words sub{color:#777}.moved{color:#a33}
 """
 
 SORT_SCRIPT = """
@@ -186,6 +187,8 @@ def _explorer(comparison: Comparison) -> str:
     if not regressed:
         return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"
     normalizer = comparison.reference.normalizer
+    ids = {e.id for e in regressed}
+    ref_words, cand_words = timed_predictions(comparison.reference, ids), timed_predictions(comparison.candidate, ids)
     rows = []
     for e in regressed:
         rows.append(
@@ -198,7 +201,8 @@ def _explorer(comparison: Comparison) -> str:
             f'<td class="hyp-ref">{_e(e.reference_hypothesis)}<br><small>{alignment_html(e.reference_text, e.reference_hypothesis, normalizer)}</small></td>'  # noqa: E501
             f'<td class="hyp-cand">{_e(e.candidate_hypothesis)}'
             f'{" <b>(failed)</b>" if e.candidate_failed else ""}<br><small class="alignment">'
-            f'{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small></td></tr>')
+            f'{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small>'
+            f'{words_html(ref_words.get(e.id), cand_words.get(e.id), normalizer)}</td></tr>')
     head = ("<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th><th>Transcript</th>"
             "<th>Reference output (aligned)</th><th>Candidate output (aligned)</th></tr>")
     shown = "" if len(regressed) == comparison.result.regressed else f" (the {len(regressed)} worst shown)"

@@ -14,8 +14,10 @@ from typing import Any, Optional
 import pandas as pd
 import pyarrow.compute as pc
 
+from ..scoring import normalize
 from ..scoring.metrics import MetricContext
-from ..scoring.timing import parity, summarize
+from ..scoring.timing import PARITY_TOLERANCE_S, hit_starts, parity, summarize
+from ..types import Prediction
 from ..store import StoredRun
 from .escape import md_cell
 
@@ -28,6 +30,45 @@ def run_timing(run: StoredRun) -> Optional[dict[str, Any]]:
     if not run.num_predictions or not pc.any(run.score_table()["timed"]).as_py():
         return None
     return summarize(run.predictions, MetricContext(run.normalizer, run.form))
+
+
+def timed_predictions(run: StoredRun, ids: set[str]) -> dict[str, Prediction]:
+    """The predictions of ``ids`` that carry word times (read a chunk at a time; nothing read when the run's score
+    table says it stored no times)."""
+    if not ids or not run.num_predictions or not pc.any(run.score_table()["timed"]).as_py():
+        return {}
+    found: dict[str, Prediction] = {}
+    for chunk in run.store.prediction_chunks():
+        found.update((p.id, p) for p in chunk if p.id in ids and p.words)
+    return found
+
+
+def _word_line(words: list[dict[str, Any]]) -> str:
+    return " ".join(f'{html.escape(str(w.get("word", "")).strip())}<sub>{float(w["start"]):.2f}</sub>' for w in words)
+
+
+def words_html(reference: Optional[Prediction], candidate: Optional[Prediction], normalizer: str) -> str:
+    """A regressed example's words with their start times (s) from both runs, and the transcript words both got
+    right whose starts differ by more than the parity tolerance (100 ms); empty when neither run timed words."""
+    if (reference is None or not reference.words) and (candidate is None or not candidate.words):
+        return ""
+    lines = [f"<div>{label}: {_word_line(pred.words) if pred is not None and pred.words else '–'}</div>"
+             for label, pred in (("reference run", reference), ("candidate", candidate))]
+    if reference is not None and candidate is not None and reference.words and candidate.words:
+        ours = hit_starts(reference.reference, reference.words, normalizer)
+        theirs = hit_starts(reference.reference, candidate.words, normalizer)
+        both = sorted(set(ours) & set(theirs))
+        words = normalize_words(reference.reference, normalizer)
+        moved = [f"{html.escape(words[i])} ({1000 * (theirs[i] - ours[i]):+.0f} ms)" for i in both
+                 if abs(theirs[i] - ours[i]) > PARITY_TOLERANCE_S]
+        lines.append(f'<div class="moved">{len(moved)} of {len(both)} words both got right start more than '
+                     f'{PARITY_TOLERANCE_S * 1000:.0f} ms apart{": " + ", ".join(moved) if moved else ""}</div>')
+    return f'<details class="words"><summary>word times</summary>{"".join(lines)}</details>'
+
+
+def normalize_words(text: str, normalizer: str) -> list[str]:
+    """The normalized words of ``text`` (the indices :func:`~whisperbench.scoring.timing.hit_starts` returns)."""
+    return normalize(text, normalizer).split()
 
 
 def timing_frame(runs: list[StoredRun]) -> pd.DataFrame:
