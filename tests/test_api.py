@@ -65,7 +65,7 @@ def test_score_warns_about_unknown_ids_in_the_library(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="whisperbench"):
         run = wb.score(hyp, "tiny-shortform", runs_dir=tmp_path / "runs", name="s")
     assert any("nope" in r.getMessage() and "not in the dataset" in r.getMessage() for r in caplog.records)
-    assert run.summary["num_failed"] == 5  # the clips it lacks are failed and counted, never dropped
+    assert run.summary.num_failed == 5  # the clips it lacks are failed and counted, never dropped
 
 
 def test_evaluate_runs_an_adapter_into_a_store(tmp_path):

@@ -54,8 +54,8 @@ def test_each_bad_example_is_named_or_counted(case, tmp_path):
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": "good", "hypothesis": "hello"}, {"id": "bad", "hypothesis": "x"}])
     result = run_evaluation(RunRequest("recorded", str(hyp), str(manifest), runs_dir=str(tmp_path / "r"),
                                        skip_invalid=True))
-    assert result.summary["num_failed"] >= 1
-    assert result.summary["num_examples"] == (1 if case == "duplicate" else 2)
+    assert result.summary.num_failed >= 1
+    assert result.summary.num_examples == (1 if case == "duplicate" else 2)
 
 
 def test_wrong_sample_rate_stereo_and_8_bit_are_converted(tmp_path, samples):
@@ -81,8 +81,8 @@ def test_empty_and_punctuation_only_references_are_scored_by_rule(tmp_path):
                                              {"id": "ok", "hypothesis": "hello world"}])
     result = run_evaluation(RunRequest("recorded", str(hyp), str(manifest), runs_dir=str(tmp_path / "r")))
     s = result.summary
-    assert s["empty_references"] == 1 and s["insertions"] == 2 and s["reference_words"] == 2
-    assert s["wer"] == pytest.approx(100.0)  # 2 insertions over 2 reference words
+    assert s.empty_references == 1 and s.insertions == 2 and s.reference_words == 2
+    assert s.wer == pytest.approx(100.0)  # 2 insertions over 2 reference words
     punct = next(p for p in open_run(result.store.name, tmp_path / "r").predictions if p.id == "punct")
     assert punct.wer is None and punct.insertions == 2
 

@@ -217,11 +217,11 @@ def test_harness_ane_layout_against_stock_on_the_bundled_set(tiny_short, runs_di
     candidate = _run(runs_dir, str(tiny_short), "ane-pytorch")
     comparison = _compare(reference, candidate)
     _report("ane-pytorch float32, bundled", comparison)
-    assert candidate.summary["num_failed"] == 0 and candidate.summary["num_examples"] == 6
+    assert candidate.summary.num_failed == 0 and candidate.summary.num_examples == 6
     assert comparison.result.qoi == 100.0 and comparison.result.joined == 6
     for example in comparison.result.examples:  # greedy transcripts identical, not just no worse
         assert example.candidate_hypothesis == example.reference_hypothesis, example.id
-    assert candidate.summary["wer"] == reference.summary["wer"]
+    assert candidate.summary.wer == reference.summary.wer
     stored = open_run(candidate.store.name, runs_dir).predictions
     timings = stored[0].extra["timings"]
     assert set(timings) >= {"mel_s", "encoder_s", "decoder_s", "decoder_steps"} and timings["decoder_steps"] > 3
@@ -251,7 +251,7 @@ def test_harness_ane_layout_long_form_through_harness_windows(tiny_long, runs_di
     candidate = _run(runs_dir, str(tiny_long), "ane-pytorch")  # native resolves to chunked for this adapter
     comparison = _compare(reference, candidate)
     _report("ane-pytorch, bundled long-form", comparison)
-    assert candidate.summary["num_failed"] == 0
+    assert candidate.summary.num_failed == 0
     (example,) = comparison.result.examples
     assert example.candidate_hypothesis == example.reference_hypothesis
 
@@ -402,7 +402,7 @@ def test_coreml_adapter_through_the_harness(tiny_short, runs_dir, shared_runs, c
     candidate = _run(runs_dir, str(tiny_short), "coreml", (f"compute_units={compute_units}",))
     comparison = _compare(reference, candidate)
     _report(f"coreml {compute_units}, bundled", comparison)
-    assert candidate.summary["num_failed"] == 0
+    assert candidate.summary.num_failed == 0
     assert comparison.result.qoi >= 80.0
     timings = open_run(candidate.store.name, runs_dir).predictions[0].extra["timings"]
     assert timings["encoder_s"] > 0 and timings["decoder_steps"] > 3
@@ -412,7 +412,7 @@ def test_coreml_adapter_through_the_harness(tiny_short, runs_dir, shared_runs, c
                     reason="needs macOS with whisperkit-cli on PATH (brew install whisperkit-cli)")
 def test_whisperkit_cli_transcribes_the_bundled_set(tiny_short, runs_dir):
     result = _run(runs_dir, str(tiny_short), "whisperkit")
-    assert result.summary["num_failed"] == 0 and result.summary["wer"] < 25.0
+    assert result.summary.num_failed == 0 and result.summary.wer < 25.0
 
 
 def test_whisperkit_command_follows_the_harness_decoding_options():

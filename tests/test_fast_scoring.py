@@ -103,9 +103,9 @@ def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
     naive = [naive_score(p, "english") for p in candidate]
     words = [sum(n["words"][i] for n in naive) for i in range(4)]
     chars = [sum(n["chars"][i] for n in naive) for i in range(4)]
-    assert (summary["hits"], summary["substitutions"], summary["deletions"], summary["insertions"]) == tuple(words)
-    assert summary["wer"] == pytest.approx(100 * sum(words[1:]) / sum(words[:3]), abs=1e-9)
-    assert summary["cer"] == pytest.approx(100 * sum(chars[1:]) / sum(chars[:3]), abs=1e-9)
+    assert (summary.hits, summary.substitutions, summary.deletions, summary.insertions) == tuple(words)
+    assert summary.wer == pytest.approx(100 * sum(words[1:]) / sum(words[:3]), abs=1e-9)
+    assert summary.cer == pytest.approx(100 * sum(chars[1:]) / sum(chars[:3]), abs=1e-9)
     result = qoi(reference, candidate, "english")
     regressed = 0
     for ref, cand in zip(reference, candidate):
@@ -228,8 +228,8 @@ def test_columnar_qoi_equals_per_object_qoi(tmp_path):
     assert list(got.examples) == expected.examples
     assert got.to_json() == expected.to_json()
     assert got.worst(8) == expected.worst(8) and got.by_language() == expected.by_language()
-    assert comparison.reference_wer == summarize(ref, "english", "short")["wer"]
-    assert comparison.candidate_wer == summarize(cand, "english", "short")["wer"]
+    assert comparison.reference_wer == summarize(ref, "english", "short").wer
+    assert comparison.candidate_wer == summarize(cand, "english", "short").wer
 
 
 def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
@@ -254,7 +254,7 @@ def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
     assert table.stat().st_mtime_ns != before and stale.num_predictions == len(cand) + 1
     again = compare_runs(open_run(str(tmp_path / "ref")), stale)
     assert again.result.to_json() == qoi(ref, cand + [extra], "english").to_json()
-    assert again.candidate_wer == summarize(cand + [extra], "english", "short")["wer"]
+    assert again.candidate_wer == summarize(cand + [extra], "english", "short").wer
     table.write_bytes(b"not an arrow file")  # unreadable: rebuilt, never an error
     assert compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result.qoi == again.result.qoi
     assert open_run(str(tmp_path / "cand"))._predictions is None

@@ -96,21 +96,22 @@ def test_empty_reference_scoring_as_documented():
     assert (silent.wer, silent.cer, silent.insertions, silent.char_insertions) == (None, None, 2, len("thank you"))
     run = summarize([Prediction("a", "ask not what", "ask not what"), Prediction("b", "", "Thank you.")], "english",
                     "short")
-    assert run["wer"] == pytest.approx(100.0 * 2 / 3) and run["empty_references"] == 1
-    assert run["cer"] == pytest.approx(100.0 * len("thank you") / len("ask not what"))
+    assert run.wer == pytest.approx(100.0 * 2 / 3) and run.empty_references == 1
+    assert run.cer == pytest.approx(100.0 * len("thank you") / len("ask not what"))
     quiet = Prediction("b", "", "")
     result = qoi([speech, quiet], [speech, Prediction("b", "", "Thank you.")])
     assert (result.regressed, result.qoi) == (1, 50.0)
     assert qoi([speech, Prediction("b", "", "Thank you.")], [speech, quiet]).improved == 1
-    hall = summarize([speech, silent, quiet], "english", "short")["hallucination"]
+    hall = summarize([speech, silent, quiet], "english", "short").metrics["hallucination"]
     assert (hall["nonspeech_examples"], hall["nonspeech_with_output"], hall["nonspeech_output_rate"]) == (2, 1, 50.0)
 
 
 def test_thresholds_are_options():
     preds = [Prediction("a", "ask not", "ask not thank you for watching")]
-    assert summarize(preds, "english", "short")["hallucination"]["bursts"] == 0
+    assert summarize(preds, "english", "short").metrics["hallucination"]["bursts"] == 0
     tight = summarize(preds, "english", "short", metric_options={"hallucination": {"burst_words": 4}})
-    assert tight["hallucination"]["bursts"] == 1 and tight["hallucination"]["thresholds"]["burst_words"] == 4
+    assert tight.metrics["hallucination"]["bursts"] == 1
+    assert tight.metrics["hallucination"]["thresholds"]["burst_words"] == 4
     with pytest.raises(ValueError, match="unknown hallucination threshold"):
         Thresholds.from_options({"burst": 3})
 

@@ -50,11 +50,11 @@ def test_bundled_shortform(label, runs_dir, tiny_short, shared_runs):
     else:
         result = stored(_run(label, str(tiny_short), runs_dir / "tiny"))
     s = result.summary
-    assert s["num_failed"] == 0 and s["num_examples"] == 6
+    assert s.num_failed == 0 and s.num_examples == 6
     jfk = next(p for p in result.predictions if p.id == "jfk")
     assert jfk.wer == 0.0, jfk.hypothesis  # tiny.en transcribes jfk exactly (after normalization)
-    assert s["wer"] < 25.0  # tiny.en on this mix (incl. spontaneous speech); the per-run figure is in the summary
-    assert s["rtfx"] and s["rtfx"] > 0 and s["load_s"] > 0 and s["peak_rss_mb"] > 50
+    assert s.wer < 25.0  # tiny.en on this mix (incl. spontaneous speech); the per-run figure is in the summary
+    assert s.rtfx and s.rtfx > 0 and s.load_s > 0 and s.peak_rss_mb > 50
 
 
 @pytest.mark.slow
@@ -140,6 +140,6 @@ def test_demo_writes_both_tables(tmp_path):
     assert len(long_runs) >= 6, [run.name for run in long_runs]
     for run in long_runs:
         s = run.summary
-        assert s["num_failed"] == 0 and s["audio_s"] == pytest.approx(84.1, abs=0.2), run.name
-        assert s["wer"] < 15.0, (run.name, s["wer"])
+        assert s.num_failed == 0 and s.audio_s == pytest.approx(84.1, abs=0.2), run.name
+        assert s.wer < 15.0, (run.name, s.wer)
         assert run.info["adapter_info"]["long_form_algorithm"], run.name

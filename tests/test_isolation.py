@@ -97,7 +97,7 @@ def test_a_crash_and_a_hang_fail_only_their_examples(tmp_path, tiny_rows, local_
     info = result.info["adapter_info"]
     assert info["isolated"] is True and info["worker_restarts"] == 2 and info["timeout_s"] == 6
     assert info["worker_peak_rss_mb"] > 100  # the child holds the model
-    assert result.summary["num_failed"] == 2
+    assert result.summary.num_failed == 2
 
 
 def test_isolated_results_equal_in_process_results(tmp_path, tiny_short, shared_runs):

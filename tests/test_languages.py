@@ -81,11 +81,11 @@ def test_cer_equals_jiwer_on_the_same_normalized_texts_per_language(scored):
     runs, rows, cand_rows = scored
     cand = open_run("cand", runs)
     summary = cand.summary
-    assert summary["normalizer"] == "basic"
+    assert summary.normalizer == "basic"
     refs = [cer_text(normalize(r["text"], "basic"), r["language"]) for r in rows]
     hyps = [cer_text(normalize(c["hypothesis"], "basic"), r["language"]) for r, c in zip(rows, cand_rows)]
-    assert summary["cer"] == pytest.approx(100 * jiwer.cer(refs, hyps))
-    for language, row in summary["languages"].items():
+    assert summary.cer == pytest.approx(100 * jiwer.cer(refs, hyps))
+    for language, row in summary.languages.items():
         pick = [i for i, r in enumerate(rows) if r["language"] == language]
         assert row["num_examples"] == len(pick)
         assert row["cer"] == pytest.approx(100 * jiwer.cer([refs[i] for i in pick], [hyps[i] for i in pick]))
@@ -93,9 +93,9 @@ def test_cer_equals_jiwer_on_the_same_normalized_texts_per_language(scored):
                                                                       for i in pick]
         assert row["wer"] == pytest.approx(100 * jiwer.wer(*words))
         assert row["metric"] == ("cer" if language in ("zh", "ja", "ko") else "wer")
-    assert summary["languages"]["fr"]["error_rate"] == 0.0
-    assert summary["macro_error_rate"] == pytest.approx(
-        sum(r["error_rate"] for r in summary["languages"].values()) / len(summary["languages"]))
+    assert summary.languages["fr"]["error_rate"] == 0.0
+    assert summary.macro_error_rate == pytest.approx(
+        sum(r["error_rate"] for r in summary.languages.values()) / len(summary.languages))
     # spaces are word segmentation in Chinese: CER counts characters without them
     zh = next(r for r in rows if r["id"] == "zh_fleurs_1883")
     assert " " not in cer_text(normalize(zh["text"], "basic"), "zh")
@@ -103,7 +103,7 @@ def test_cer_equals_jiwer_on_the_same_normalized_texts_per_language(scored):
 
 def test_language_identification_is_scored_against_the_labels(scored):
     runs, rows, _ = scored
-    lid = open_run("cand", runs).summary["language_id"]
+    lid = open_run("cand", runs).summary.language_id
     assert lid["labelled"] == len(rows) == 33 and lid["correct"] == 31
     assert lid["accuracy"] == pytest.approx(100 * 31 / 33)
     assert lid["confusions"] == {"de->en": 1, "ko->en": 1}
@@ -141,9 +141,9 @@ def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, 
     run = open_run("forced", tmp_path / "runs")
     assert run.info["decoding"]["language"] == "dataset"
     assert {p.id: p.extra.get("language") for p in run.predictions} == {r["id"]: r["language"] for r in rows}
-    assert "language_id" not in run.summary  # forced: nothing was identified
+    assert run.summary.language_id is None  # forced: nothing was identified
     assert not any("language_probability" in p.extra for p in run.predictions)  # nor a confidence kept
-    assert set(run.summary["languages"]) == {"de", "zh", "ja"} and run.summary["languages"]["ja"]["metric"] == "cer"
+    assert set(run.summary.languages) == {"de", "zh", "ja"} and run.summary.languages["ja"]["metric"] == "cer"
 
 
 def test_detected_language_keeps_the_implementations_confidence(multilingual, tmp_path):
@@ -164,7 +164,7 @@ def test_detected_language_keeps_the_implementations_confidence(multilingual, tm
         language, probability, _ = model.detect_language(decode_audio(row["audio"]))
         assert pred.extra["language"] == language and 0 < pred.extra["language_probability"] <= 1
         assert pred.extra["language_probability"] == pytest.approx(probability, abs=1e-3)
-    lid = run.summary["language_id"]
+    lid = run.summary.language_id
     right = [p.extra["language_probability"] for p in run.predictions if p.extra["language"] == p.language]
     assert lid["mean_probability_correct"] == pytest.approx(sum(right) / len(right))
 
@@ -211,5 +211,5 @@ def test_cjk_transcripts_punctuation_spaces_and_width_are_not_errors(tmp_path):
     run = open_run("plain", tmp_path / "runs")
     refs = [cer_text(normalize(r["text"], "basic"), r["language"]) for r in rows]
     outs = [cer_text(normalize(hyps[r["id"]], "basic"), r["language"]) for r in rows]
-    assert run.summary["char_errors"] == 1 and run.summary["cer"] == pytest.approx(100 * jiwer.cer(refs, outs))
+    assert run.summary.char_errors == 1 and run.summary.cer == pytest.approx(100 * jiwer.cer(refs, outs))
     assert {p.id for p in run.predictions if p.char_substitutions + p.char_deletions + p.char_insertions} == {edited}

@@ -235,8 +235,8 @@ def test_chunked_long_form_on_shared_data_is_close_to_native(tmp_path):
                              name=strategy, decoding=DecodingOptions.from_pairs(["batch_size=8"]),
                              long_form=LongFormConfig(strategy), warmup=False)
         result = run_evaluation(request)
-        assert result.summary["num_failed"] == 0
-        wer[strategy] = result.summary["wer"]
+        assert result.summary.num_failed == 0
+        wer[strategy] = result.summary.wer
     assert wer["chunked"] <= wer["native"] + 2.0, wer
 
 

@@ -146,13 +146,13 @@ def test_float32_on_the_wheel_blas_matches_openai_whisper_on_one_clip(tiny_rows,
     row = next(r for r in tiny_rows if r["id"] == "1089-134691-0001")
     candidate = _run(runs_dir, str(local_manifest([row])), "mlx", ("dtype=float32",))
     s = candidate.summary
-    assert s["num_failed"] == 0 and s["num_examples"] == 1
+    assert s.num_failed == 0 and s.num_examples == 1
     (clip,) = open_run(candidate.store.name, runs_dir).predictions
     assert candidate.info["adapter_info"]["settings"] == {"dtype": "float32", "quantization": "", "blas": ""}
     assert candidate.info["adapter_info"]["blas"] == {"library": "bundled"}
     reference = {p.id: p for p in shared_runs.reference(tiny_short).predictions}[row["id"]]
     assert clip.hypothesis == reference.hypothesis and clip.wer == reference.wer
-    assert s["rtfx"] > 0 and s["peak_rss_mb"] > 50
+    assert s.rtfx > 0 and s.peak_rss_mb > 50
 
 
 @pytest.mark.slow
@@ -254,7 +254,7 @@ def test_openblas_run_matches_openai_whisper_on_bundled_set(tiny_short, runs_dir
     candidate = _run(runs_dir, str(tiny_short), "mlx", ("blas=openblas",), threads=2, limit=3)
     blas = candidate.info["adapter_info"]["blas"]
     assert "libopenblas" in blas["library"] and blas["threads"] == 2 and "OpenBLAS" in blas["config"], blas
-    assert candidate.summary["num_failed"] == 0
+    assert candidate.summary.num_failed == 0
     comparison = _compare(shared_runs.reference(tiny_short), candidate)
     _print_differences("mlx float32 on OpenBLAS, bundled", comparison)
     assert comparison.result.qoi >= 90.0

@@ -159,20 +159,20 @@ def test_reference_through_the_server_matches_the_same_model_run_locally(server,
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     runs = tmp_path / "runs"
     api = _api_run(tiny_short, runs, "api", proxy.base_url)
-    assert api.summary["num_failed"] == 0 and proxy.forwarded == 6
+    assert api.summary.num_failed == 0 and proxy.forwarded == 6
     local = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), runs_dir=str(runs), name="local",
                                       decoding=DecodingOptions.from_pairs(["compute_type=float32", "threads=2"])))
     comparison = compare_runs(open_run("local", runs), open_run("api", runs))
     assert comparison.result.qoi == 100.0
     texts = {p.id: p.hypothesis for p in open_run("local", runs).predictions}
     assert {p.id: p.hypothesis for p in open_run("api", runs).predictions} == texts
-    assert api.summary["wer"] == pytest.approx(local.summary["wer"])
-    assert api.summary["cost_estimate_usd"] == pytest.approx(api.summary["audio_s"] / 60 * 0.006, abs=1e-6)
+    assert api.summary.wer == pytest.approx(local.summary.wer)
+    assert api.summary.extra["cost_estimate_usd"] == pytest.approx(api.summary.audio_s / 60 * 0.006, abs=1e-6)
 
     # a second evaluation of the same reference costs no requests; --refresh bypasses the cache
     again = _api_run(tiny_short, runs, "api-again", proxy.base_url)
-    assert proxy.forwarded == 6 and again.summary["cached_examples"] == 6
-    assert again.summary["cost_estimate_usd"] == 0 and again.summary["wer"] == api.summary["wer"]
+    assert proxy.forwarded == 6 and again.summary.extra["cached_examples"] == 6
+    assert again.summary.extra["cost_estimate_usd"] == 0 and again.summary.wer == api.summary.wer
     _api_run(tiny_short, runs, "api-refresh", proxy.base_url, refresh=True)
     assert proxy.forwarded == 12
 
@@ -194,7 +194,7 @@ def test_retries_then_success(proxy, tmp_path, tiny_short):
     proxy.faults = ["429", "500", "drop"]
     result = _api_run(tiny_short, tmp_path / "runs", "retry", proxy.base_url, "max_retries=4", "concurrency=1",
                       limit=1)
-    assert result.summary["num_failed"] == 0 and proxy.forwarded == 1 and not proxy.faults
+    assert result.summary.num_failed == 0 and proxy.forwarded == 1 and not proxy.faults
 
 
 @pytest.mark.parametrize("fault", ["429", "500", "drop", "slow", "badjson"])
@@ -206,7 +206,7 @@ def test_fault_after_last_retry_is_a_recorded_failure_not_a_hang(fault, proxy, t
     assert time.monotonic() - start < 4 * TIMEOUT_S + 30
     first, second = open_run(f"f-{fault}", tmp_path / "runs").predictions  # in the order they finished
     assert first.status == "error" and first.error.startswith(f"example {first.id}:"), first.error
-    assert result.summary["num_examples"] == 2 and result.summary["num_failed"] >= 1
+    assert result.summary.num_examples == 2 and result.summary.num_failed >= 1
     if fault == "badjson":  # a 200 with a broken body is not retried, and never scored as a transcript
         assert "malformed json response" in first.error and "unterminated" not in (second.hypothesis or "")
     else:  # both attempts met a fault: the client retried once, then the example was recorded as failed
@@ -226,7 +226,7 @@ def test_large_upload_is_split_on_silence(server, tmp_path, tiny_long):
     result = _api_run(tiny_long, tmp_path / "runs", "split", server, "max_upload_mb=0.5", "cache=false")
     pred = open_run("split", tmp_path / "runs").predictions[0]
     assert pred.status == "ok" and pred.extra["upload"]["parts"] >= 3
-    assert result.summary["wer"] < 10.0  # the joined parts still read like the whole (84 s of LJ Speech)
+    assert result.summary.wer < 10.0  # the joined parts still read like the whole (84 s of LJ Speech)
 
 
 def test_split_points_fall_in_quiet_spots():

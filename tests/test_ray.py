@@ -130,7 +130,7 @@ def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster,
             assert backend["retried_examples"][pred.id] == [{"host": pred.extra["worker"]["host"], "pid": killed[0]}]
             assert pred.extra["worker"]["pid"] != killed[0] and pred.extra["attempts"] == 2
     _same_results(ray_run, local_run)
-    assert result.summary["num_failed"] == 0 and result.summary["wer"] == local_run.summary["wer"]
+    assert result.summary.num_failed == 0 and result.summary.wer == local_run.summary.wer
     # memory and load time come from the actors, not from this process
     assert info["peak_rss_mb"] and info["load_s"] > 0
     assert all(a["pid"] != os.getpid() for a in backend["actors"] if a["pid"])
@@ -150,7 +150,7 @@ def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_clu
     result = run_evaluation(RunRequest("test-ray-crash", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
                                        name="crash", backend="ray", workers=2, warmup=False, decoding=decoding))
     preds = {p.id: p for p in open_run("crash", tmp_path / "r").predictions}
-    assert len(preds) == 6 and result.summary["num_failed"] == 1
+    assert len(preds) == 6 and result.summary.num_failed == 1
     poison = preds["jfk"]
     assert poison.status == "error" and "died 3 times" in poison.error and poison.error.startswith("example jfk")
     flaky = preds["LJ001-0003"]
@@ -233,6 +233,6 @@ def test_a_relative_model_path_reaches_the_workers_absolute(ray_cluster, tmp_pat
     result = run_evaluation(RunRequest("recorded", "hyp.jsonl", str(tiny_short), runs_dir=str(tmp_path / "r"),
                                        name="rel", backend="ray", workers=2, warmup=False,
                                        decoding=DecodingOptions(threads=1)))
-    assert result.summary["num_failed"] == 0 and result.summary["wer"] == 0.0
+    assert result.summary.num_failed == 0 and result.summary.wer == 0.0
     assert result.info["backend_info"]["model"] == str(tmp_path / "hyp.jsonl")
     assert result.info["backend_info"]["actor_cpus"] == 1

@@ -64,7 +64,7 @@ def test_recorded_run_matches_jiwer_and_writes_the_store(tmp_path, tiny_rows, ti
     result = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "runs"),
                                        name="rec"))
     s = result.summary
-    assert s["num_examples"] == 6 and s["num_failed"] == 1
+    assert s.num_examples == 6 and s.num_failed == 1
     refs = [normalize(r["text"]) for r in tiny_rows]
     hyps = [normalize(edits.get(r["id"], r["text"])) if r["id"] != "mfa-mfa_youknow" else "" for r in tiny_rows]
     # the failed example scores as all deletions; jiwer needs a word there, and one stand-in word
@@ -72,8 +72,8 @@ def test_recorded_run_matches_jiwer_and_writes_the_store(tmp_path, tiny_rows, ti
     hyps = [h or "<nothing>" for h in hyps]
     out = jiwer.process_words(refs, hyps)
     expected_errors = out.substitutions + out.deletions + out.insertions
-    assert s["substitutions"] + s["deletions"] + s["insertions"] == expected_errors
-    assert s["wer"] == pytest.approx(100 * expected_errors / sum(len(r.split()) for r in refs))
+    assert s.substitutions + s.deletions + s.insertions == expected_errors
+    assert s.wer == pytest.approx(100 * expected_errors / sum(len(r.split()) for r in refs))
     run = open_run("rec", tmp_path / "runs")
     assert {p.id for p in run.predictions} == {r["id"] for r in tiny_rows}
     failed = [p for p in run.predictions if p.status == "error"]
@@ -90,7 +90,7 @@ def test_resume_skips_finished_ids_and_retries_failed_on_request(tmp_path, local
     request = RunRequest("test-flaky", "m", str(manifest), runs_dir=runs, name="flaky", limit=3, warmup=False,
                          decoding=DecodingOptions(extra={"fail": "jfk"}))
     first = run_evaluation(request)
-    assert first.summary["num_failed"] == 1 and len(CALLS) == 3
+    assert first.summary.num_failed == 1 and len(CALLS) == 3
     CALLS.clear()
     request.limit = None
     second = run_evaluation(request)
@@ -99,7 +99,7 @@ def test_resume_skips_finished_ids_and_retries_failed_on_request(tmp_path, local
     request.retry_failed = True
     request.decoding = DecodingOptions(extra={"fail": "jfk"})
     third = run_evaluation(request)
-    assert CALLS == ["jfk"] and third.summary["num_examples"] == 6
+    assert CALLS == ["jfk"] and third.summary.num_examples == 6
     lines = (tmp_path / "runs" / "flaky" / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 7  # the retried id appended again; readers keep the last line per id
     assert len(open_run("flaky", runs).predictions) == 6
@@ -115,7 +115,7 @@ def test_partial_last_line_is_ignored_and_cut_before_appending(tmp_path, local_m
     assert len(RunStore(path.parent).read_predictions()) == 4
     CALLS.clear()
     result = run_evaluation(request)
-    assert len(CALLS) == 2 and result.summary["num_examples"] == 6
+    assert len(CALLS) == 2 and result.summary.num_examples == 6
     assert all(json.loads(line) for line in path.read_text().splitlines())
 
 
@@ -127,7 +127,7 @@ def test_skip_invalid_records_failures(tmp_path, tiny_rows):
     manifest = write_jsonl(tmp_path / "m.jsonl", rows)
     result = run_evaluation(RunRequest("test-flaky", "m", str(manifest), runs_dir=str(tmp_path / "r"),
                                        skip_invalid=True, warmup=False))
-    assert result.summary["num_failed"] == 1 and result.summary["num_examples"] == 6
+    assert result.summary.num_failed == 1 and result.summary.num_examples == 6
 
 
 def test_config_change_refuses_to_mix_runs(tmp_path, local_manifest):
@@ -171,7 +171,7 @@ def test_process_pool_gives_the_same_results_as_in_process(tmp_path, tiny_rows, 
                                        name="two", workers=2))
     assert pooled.info["backend"] == "process-pool" and pooled.computed == 6
     keys = ("wer", "num_failed", "substitutions", "deletions", "insertions", "hits")
-    assert {k: pooled.summary[k] for k in keys} == {k: single.summary[k] for k in keys}
+    assert {k: getattr(pooled.summary, k) for k in keys} == {k: getattr(single.summary, k) for k in keys}
     by_id = {p.id: p for p in open_run("two", tmp_path / "r").predictions}
     assert by_id["jfk"].status == "error" and by_id["LJ001-0003"].deletions > 0
 

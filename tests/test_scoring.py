@@ -43,20 +43,20 @@ def test_corpus_wer_is_pooled_not_mean_and_matches_jiwer():
     summary = summarize(_preds(pairs), "english", "short")
     refs = [normalize(r) for r, _ in pairs]
     hyps = [normalize(h) for _, h in pairs]
-    assert summary["wer"] == pytest.approx(100 * jiwer.wer(refs, hyps))
+    assert summary.wer == pytest.approx(100 * jiwer.wer(refs, hyps))
     mean_of_examples = sum(100 * jiwer.wer(r, h) for r, h in zip(refs, hyps)) / len(refs)
-    assert summary["wer"] != pytest.approx(mean_of_examples)
+    assert summary.wer != pytest.approx(mean_of_examples)
     metric = WordErrorRate("english")
     metric.update([r for r, _ in pairs], [h for _, h in pairs])
-    assert metric.compute() == pytest.approx(summary["wer"])
+    assert metric.compute() == pytest.approx(summary.wer)
 
 
 def test_failed_examples_count_as_empty_hypotheses():
     preds = _preds([("a b c d", "a b c d"), ("e f g h", "e f g h")])
     preds[1].status, preds[1].error, preds[1].hypothesis = "error", "boom", ""
     summary = summarize(preds, "english", "short")
-    assert summary["num_failed"] == 1 and summary["deletions"] == 4
-    assert summary["wer"] == pytest.approx(50.0) and summary["wer_ok"] == pytest.approx(0.0)
+    assert summary.num_failed == 1 and summary.deletions == 4
+    assert summary.wer == pytest.approx(50.0) and summary.wer_ok == pytest.approx(0.0)
 
 
 def _independent_qoi(ref_preds, cand_preds):

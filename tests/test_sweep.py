@@ -103,7 +103,7 @@ def test_tradeoff_table_numbers_are_the_stored_runs(sweep):
         loaded = Path(run.info["adapter_info"]["weights"]["loaded_path"])
         files = [f for f in loaded.rglob("*") if f.is_file()] if loaded.is_dir() else [loaded]
         assert row["Size MB"] == pytest.approx(sum(os.path.getsize(f) for f in files) / 1e6, abs=0.01)
-        assert run.summary["model_size_mb"] == row["Size MB"]
+        assert run.summary.model_size_mb == row["Size MB"]
         assert run.info["variant"] == (row["Variant"] or None)
     # the same weights and decoder as the reference's transcripts -> no regression anywhere: QoI 100, gate passes
     f16 = frame[frame["Variant"] == "f16"].iloc[0]
@@ -127,7 +127,7 @@ def test_a_variant_identical_to_the_reference_scores_qoi_100(sweep, tiny_short_m
     default = open_run("cpp-default", runs)
     assert [p.hypothesis for p in default.predictions] == [p.hypothesis for p in f16.predictions]
     row = tradeoff_frame([f16], default).set_index("Run").loc[f16.name]
-    assert row["QoI %"] == 100.0 and row["WER %"] == pytest.approx(default.summary["wer"])
+    assert row["QoI %"] == 100.0 and row["WER %"] == pytest.approx(default.summary.wer)
 
 
 def test_tradeoff_page_in_a_browser_plots_every_variant(sweep, tmp_path):
@@ -245,7 +245,7 @@ def test_coreml_grouped_palettization_has_a_table_per_16_channels(tiny_short, tm
     assert main(["run", "--adapter", "ane-pytorch", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "2",
                  "--runs-dir", str(tmp_path), "--name", "pal4g16", "-o", "compression=pal4g16"]) == 0
     run = open_run("pal4g16", tmp_path)
-    assert run.summary["num_failed"] == 0
+    assert run.summary.num_failed == 0
     assert run.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
     for got, expected in zip(run.predictions, reference.predictions):  # the words, give or take one per clip
         ref = normalize(expected.hypothesis, "english")

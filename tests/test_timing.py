@@ -237,11 +237,11 @@ def test_summary_gate_and_compare_read_the_planted_shift(timed_runs, capsys):
     from whisperbench.cli import main
     from whisperbench.store import open_run
 
-    late = open_run("late", timed_runs).summary["timing"]
+    late = open_run("late", timed_runs).summary.metrics["timing"]
     assert late["utterance_start_error_ms"]["median"] == pytest.approx(300.0)
     assert late["word_start_error_ms"]["median"] == pytest.approx(300.0)
     assert late["word_end_error_ms"]["within_200ms"] == 0.0
-    assert open_run("ontime", timed_runs).summary["timing"]["word_start_error_ms"]["p90"] == 0.0
+    assert open_run("ontime", timed_runs).summary.metrics["timing"]["word_start_error_ms"]["p90"] == 0.0
     gate = ["gate", "--reference", "ontime", "--runs-dir", str(timed_runs), "--min-qoi", "100"]
     assert main(gate + ["--candidate", "late", "--max-timing-error-ms", "250"]) == 1
     assert "median utterance-start error 300 ms" in capsys.readouterr().out

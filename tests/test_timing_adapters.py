@@ -51,7 +51,7 @@ def test_adapter_stores_monotone_segment_and_word_times(shared_runs, one_clip, a
     _check_times(pred.words, pred.audio_s, f"{adapter} words")
     # the words are the transcript's words, in order
     assert normalize(" ".join(w["word"] for w in pred.words)) == normalize(pred.hypothesis)
-    assert run.summary["timing"]["examples_with_words"] == 1
+    assert run.summary.metrics["timing"]["examples_with_words"] == 1
 
 
 def test_openai_whisper_and_faster_whisper_word_times_agree(shared_runs, one_clip):
@@ -67,7 +67,7 @@ def test_times_are_absent_when_not_asked(shared_runs, one_clip):
     pred = run.predictions[0]
     # short-form is decoded without timestamps by default: its one segment spans the clip, so nothing is stored
     assert pred.segments is None and pred.words is None
-    assert "timing" not in run.summary
+    assert "timing" not in run.summary.metrics
     assert '"words": null' in (run.store.path / "predictions.jsonl").read_text()
 
 

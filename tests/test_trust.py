@@ -167,13 +167,13 @@ def test_skip_invalid_keeps_the_transcript_and_counts_a_failure(tmp_path, tiny_r
     from whisperbench.harness import open_run
 
     whole_run, broken_run = open_run("whole", runs), open_run("broken", runs)
-    assert broken_run.summary["num_failed"] == 1 and broken_run.summary["num_examples"] == 2
+    assert broken_run.summary.num_failed == 1 and broken_run.summary.num_examples == 2
     bad = _stored(runs, "broken")[rows[1]["id"]]
     assert bad.status == "error" and "invalid" in bad.error and "audio file not found" in bad.error
     assert bad.reference == rows[1]["text"]
     # all of its words count as deleted: the broken run is no better than the whole one
-    assert broken_run.summary["reference_words"] == whole_run.summary["reference_words"]
-    assert broken_run.summary["wer"] >= whole_run.summary["wer"] > 0
+    assert broken_run.summary.reference_words == whole_run.summary.reference_words
+    assert broken_run.summary.wer >= whole_run.summary.wer > 0
 
 
 # --- 4. one writer per run ----------------------------------------------------------------------------------

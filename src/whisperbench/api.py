@@ -12,7 +12,7 @@ into run stores, then compare them; ``.qoi`` is the QoI ``whisperbench compare``
 >>> recorded = wb.api.RECORDED  # datasets/tiny/recorded
 >>> ref = wb.score(recorded / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=runs, name="base")
 >>> cand = wb.score(recorded / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="tiny")
->>> round(ref.summary["wer"], 2), round(cand.summary["wer"], 2)
+>>> round(ref.summary.wer, 2), round(cand.summary.wer, 2)
 (7.97, 14.49)
 >>> comparison = wb.compare(wb.load_run("base", runs_dir=runs), wb.load_run("tiny", runs_dir=runs))
 >>> round(comparison.qoi, 2), comparison.result.regressed, comparison.result.unchanged

@@ -42,18 +42,18 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 def _print_summary(result) -> None:
     s = result.summary
-    print(f"run {result.store.path}: {s['num_examples']} examples ({result.computed} computed, "
-          f"{result.resumed} resumed), {s['num_failed']} failed")
+    print(f"run {result.store.path}: {s.num_examples} examples ({result.computed} computed, "
+          f"{result.resumed} resumed), {s.num_failed} failed")
     for note in result.notes:
         print(f"  resumed with {note}")
     if result.stale:
         reasons = sorted(set(result.stale.values()))
         print(f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "
               f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}")
-    print(f"  WER {_fmt(s['wer'])}%  (S {s['substitutions']}, D {s['deletions']}, I {s['insertions']}, "
-          f"N {s['reference_words']})  RTFx {_fmt(s['rtfx'], 1)}  normalizer {s['normalizer']}  form {s['form']}")
-    if s.get("rtfx_reliable") is False and s.get("rtfx") is not None:  # no speed measured: nothing to doubt
-        print(f"  RTFx unreliable: the machine was busy ({s.get('rtfx_unreliable_why')}); compare speeds measured "
+    print(f"  WER {_fmt(s.wer)}%  (S {s.substitutions}, D {s.deletions}, I {s.insertions}, "
+          f"N {s.reference_words})  RTFx {_fmt(s.rtfx, 1)}  normalizer {s.normalizer}  form {s.form}")
+    if s.rtfx_reliable is False and s.rtfx is not None:  # no speed measured: nothing to doubt
+        print(f"  RTFx unreliable: the machine was busy ({s.rtfx_unreliable_why}); compare speeds measured "
               "on a quiet machine")
 
 
@@ -62,7 +62,7 @@ def _execute(request, as_json: bool) -> int:
 
     result = execute(request, show_progress=True)
     if as_json:
-        _print_json(result.summary)
+        _print_json(result.summary.to_dict())
     else:
         _print_summary(result)
     return 0
@@ -101,8 +101,8 @@ def cmd_rescore(args) -> int:
 
     run = open_run(args.run, args.runs_dir)
     summary = rescore(run.store, args.normalizer)
-    _print_json(summary) if args.json else print(
-        f"run {run.name}: WER {_fmt(summary['wer'])}% with normalizer {summary['normalizer']}")
+    _print_json(summary.to_dict()) if args.json else print(
+        f"run {run.name}: WER {_fmt(summary.wer)}% with normalizer {summary.normalizer}")
     return 0
 
 
@@ -452,8 +452,8 @@ def cmd_sweep(args) -> int:
 
     def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary
-        result = (f"WER {_fmt(summary.get('wer'))}%, {_fmt(summary.get('model_size_mb'), 1)} MB"
-                  if entry.status == "finished" else f"{entry.status}: {entry.error}")
+        result = (f"WER {_fmt(summary.wer)}%, {_fmt(summary.model_size_mb, 1)} MB" if summary is not None
+                  and entry.status == "finished" else f"{entry.status}: {entry.error}")
         took = f" ({entry.wall_s:.0f} s)" if entry.wall_s is not None else ""
         print(f"[{number}/{total}] {entry.variant.label}: {result}{took}", file=sys.stderr, flush=True)
 

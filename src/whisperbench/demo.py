@@ -125,11 +125,11 @@ def run_demo(args) -> int:
             made.append(result.store.name)
             if contender.label == reference_label:
                 references.append(result.store.name)
-            failures += result.summary["num_failed"]
             s = result.summary
-            wer = "n/a" if s["wer"] is None else f"{s['wer']:.2f}%"
-            rtfx = "n/a" if s["rtfx"] is None else f"{s['rtfx']:.1f}"
-            print(f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s['num_failed']}",
+            failures += s.num_failed
+            wer = "n/a" if s.wer is None else f"{s.wer:.2f}%"
+            rtfx = "n/a" if s.rtfx is None else f"{s.rtfx:.1f}"
+            print(f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s.num_failed}",
                   file=sys.stderr)
     runs = [r for r in list_runs(args.runs_dir) if r.name in made]
     chosen = pick_references(runs, names=references)

@@ -27,6 +27,7 @@ from .errors import RunStoreError
 from .files import write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo
+from .scoring.record import Summary, SummaryError
 from .types import Prediction
 
 logger = logging.getLogger(__name__)
@@ -84,12 +85,18 @@ class RunStore:
     def write_info(self, info: RunInfo | dict) -> None:
         write_json_atomic(self.path / RUN_JSON, redact(info.to_dict() if isinstance(info, RunInfo) else info))
 
-    def read_summary(self) -> Optional[dict]:
+    def read_summary(self) -> Optional[Summary]:
+        """The run's ``summary.json`` (any schema version: :meth:`Summary.from_dict` migrates it); None: none yet."""
         path = self.path / SUMMARY_JSON
-        return _read_json(path) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return Summary.from_dict(_read_json(path), str(path))
+        except (SummaryError, TypeError) as exc:
+            raise RunStoreError(f"{path}: {exc}") from exc
 
-    def write_summary(self, summary: dict) -> None:
-        write_json_atomic(self.path / SUMMARY_JSON, redact(summary))
+    def write_summary(self, summary: Summary) -> None:
+        write_json_atomic(self.path / SUMMARY_JSON, redact(summary.to_dict()))
 
     def prediction_chunks(self, size: int = 50_000) -> Iterator[list[Prediction]]:
         """The stored lines as predictions, ``size`` at a time, in file order (an id may come again later:
@@ -275,7 +282,7 @@ class StoredRun:
     store: RunStore
     info: dict  # run.json as stored (raw)
     _predictions: Optional[list[Prediction]] = field(default=None, repr=False)
-    summary: Optional[dict] = None
+    summary: Optional[Summary] = None
     _tables: dict = field(default_factory=dict, repr=False)
 
     @property

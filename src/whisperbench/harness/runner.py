@@ -22,6 +22,7 @@ from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo
 from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
+from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
 from .backends import BACKENDS
@@ -65,7 +66,7 @@ class RunRequest:
 class RunResult:
     store: RunStore
     info: dict  # the run.json written (RunInfo.to_dict())
-    summary: dict
+    summary: Summary
     computed: int  # examples transcribed by this invocation
     resumed: int  # examples already in the store
     stale: dict[str, str] = field(default_factory=dict)  # stored results redone: id -> why they no longer held
@@ -173,7 +174,7 @@ def run_evaluation(
                 report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
-        return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
+        return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary.num_examples - len(todo),
                          stale=stale, notes=notes)
 
 
@@ -252,8 +253,6 @@ def _execution_changes(old: RunInfo, info: RunInfo) -> list[str]:
             for key in now if key in before and before[key] is not None and before[key] != now[key]]
 
 
-#: summary fields only an invocation that transcribed examples can measure (kept when a resume computes none)
-_MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why")
 
 
 def _stored_report(old: Optional[RunInfo]) -> BackendReport:
@@ -269,7 +268,7 @@ def _job(run: _Resolved, request: RunRequest) -> Job:
 
 
 def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, report: BackendReport,
-              load_before: dict, kept: Optional[dict] = None, old: Optional[RunInfo] = None) -> dict:
+              load_before: dict, kept: Optional[Summary] = None, old: Optional[RunInfo] = None) -> Summary:
     """Check every example is stored, then write the finished run.json and summary.json. ``kept``: the stored
     summary of a run this invocation computed nothing for, whose speed and machine load stay as measured."""
     info, checked = run.info, run.checked
@@ -290,21 +289,18 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer,
                         language_detected=request.decoding.language is None)
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
-    summary.update(measured)
-    if todo:  # speed measured by this invocation: reliable only on a machine nothing else kept busy
-        summary["rtfx_reliable"] = not busy["busy"]
-        summary["rtfx_unreliable_why"] = busy["why"] or None
-    summary.update(run.adapter_cls.summary_fields(adapter_info, predictions))  # e.g. compile time, cost
-    summary["model_size_mb"] = (adapter_info.get("weights") or {}).get("loaded_size_mb")  # as the adapter loaded it
     loop_wall = report.loop_wall_s
-    summary["wall_s"] = loop_wall if todo else None  # this invocation's inference loop, load excluded (pool: included)
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
-    summary["harness_overhead_pct"] = (
-        100.0 * (loop_wall - computed_infer) / loop_wall
-        if todo and loop_wall > 0 and info.backend == "in-process" else None
-    )
-    if kept:
-        summary.update({k: kept.get(k) for k in _MEASURED_BY_COMPUTING})
+    summary = dataclasses.replace(
+        summary, **measured,
+        # speed measured by this invocation: reliable only on a machine nothing else kept busy
+        rtfx_reliable=not busy["busy"] if todo else None, rtfx_unreliable_why=(busy["why"] or None) if todo else None,
+        model_size_mb=(adapter_info.get("weights") or {}).get("loaded_size_mb"),  # as the adapter loaded it
+        wall_s=loop_wall if todo else None,  # this invocation's inference loop, load excluded (pool: included)
+        harness_overhead_pct=(100.0 * (loop_wall - computed_infer) / loop_wall
+                              if todo and loop_wall > 0 and info.backend == "in-process" else None),
+        extra=run.adapter_cls.summary_fields(adapter_info, predictions))  # e.g. compile time, cost
+    summary = summary.with_measurements(kept, MEASURED_BY_COMPUTING)
     run.info = dataclasses.replace(
         info, status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         adapter_info=adapter_info, machine_load=busy, backend_info=report.backend_info or info.backend_info,
@@ -314,13 +310,13 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     return summary
 
 
-def rescore(store: RunStore, normalizer: Optional[str] = None) -> dict:
+def rescore(store: RunStore, normalizer: Optional[str] = None) -> Summary:
     """Recompute summary.json from stored raw predictions (e.g. with another normalizer)."""
     with store.lock():
         info = store.read_run_info()
         normalizer = normalizer or info.normalizer
         scored = summarize(store.read_predictions(), normalizer, info.dataset.form,
                            language_detected=info.decoding.get("language") is None)
-        summary = (store.read_summary() or {}) | scored  # every field not about scoring is kept as it was
+        summary = scored.with_measurements(store.read_summary())  # every figure not about scoring kept as it was
         store.write_summary(summary)
     return summary

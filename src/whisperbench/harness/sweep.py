@@ -21,6 +21,7 @@ from typing import Callable, Optional, Sequence
 
 from ..adapters import get_adapter
 from ..errors import OptionError
+from ..scoring.record import Summary
 from ..store import RunStore
 from .runner import RunRequest, default_run_name, run_evaluation
 from .spec import AdapterSpec
@@ -52,7 +53,7 @@ class SweepEntry:
     status: str = "pending"  # finished, failed, refused (the machine cannot run it), unavailable (not installed)
     error: Optional[str] = None
     wall_s: Optional[float] = None
-    summary: dict = field(default_factory=dict)
+    summary: Optional[Summary] = None
 
     def to_dict(self) -> dict:
         return {"implementation": self.variant.adapter, "variant": self.variant.name, "label": self.variant.label,
@@ -126,7 +127,7 @@ def _finished(request: RunRequest) -> bool:
     return store.exists() and store.read_run_info().status == "finished"
 
 
-def run_variant(request: RunRequest) -> tuple[str, dict]:
+def run_variant(request: RunRequest) -> tuple[str, Summary]:
     """Run one variant: (run name, summary); a crash or an error raises with its text.
 
     The model is loaded once in a throwaway process first, so a conversion (cached by content hash)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
-from ..scoring.metrics import MetricContext, registered, run_metrics
+from ..scoring.metrics import MetricContext, run_metrics
 from ..scoring.summary import rescored
 from ..scoring.table import table_summary, word_errors
 from .compare import compare_runs
@@ -64,9 +64,8 @@ def describe_references(references: dict[str, StoredRun]) -> list[str]:
 def _metric_values(run: StoredRun, normalizer: str) -> dict:
     """The registered metrics' values (hallucination, timing…): summary.json's when the run was scored with
     ``normalizer``, else computed afresh from its predictions."""
-    names = [metric.name for metric in registered()]
     if normalizer == run.normalizer and run.summary is not None:
-        return {name: run.summary[name] for name in names if name in run.summary}
+        return dict(run.summary.metrics)
     scored = [rescored(p, normalizer, run.normalizer) for p in run.predictions]
     return run_metrics(scored, MetricContext(normalizer, run.form))
 
@@ -100,7 +99,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
         if reference is not None:
             result = compare_runs(reference, run).result
             qoi_value, qoi_ci = result.qoi, qoi_interval(result, confidence)
-        stored = run.summary or {}
+        stored = run.summary
         rows.append({
             "Form": run.form,
             "Implementation": run.meta.label or run.meta.adapter,
@@ -112,8 +111,8 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "WER CI": wer_ci,
             "QoI %": qoi_value,
             "QoI CI": qoi_ci,
-            "RTFx": stored.get("rtfx", summary["rtfx"]),
-            "RTFx reliable": stored.get("rtfx_reliable") is not False,
+            "RTFx": stored.rtfx if stored is not None else summary["rtfx"],
+            "RTFx reliable": stored is None or stored.rtfx_reliable is not False,
             "Examples": summary["num_examples"],
             "Failed": summary["num_failed"],
             "Status": str(run.coverage),

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..scoring import summarize
 from ..scoring.conditions import SEPARATOR, condition_of, condition_order, noise_of, snr_of
+from ..scoring.record import Summary
 from ..store import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
@@ -45,18 +46,18 @@ def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) ->
             groups.setdefault(condition_of(pred.id), []).append(pred)
         for condition in sorted(groups, key=condition_order):
             summary = summarize(groups[condition], normalizer, run.form, scored_with=run.normalizer)
-            counts = summary.get("hallucination", {})
+            counts = summary.metrics.get("hallucination", {})
             rows.append({"Implementation": run.meta.label or run.meta.adapter, "Reference": reference is run,
                          "Condition": condition, "Noise": noise_of(condition), "SNR dB": snr_of(condition),
-                         "Examples": summary["num_examples"], "Failed": summary["num_failed"], "WER %": summary["wer"],
+                         "Examples": summary.num_examples, "Failed": summary.num_failed, "WER %": summary.wer,
                          "Words on non-speech": _nonspeech_words(summary, counts), "QoI %": qois.get(condition),
                          **{head: counts.get(key, 0) for head, key in COUNTS.items()}, "Run": run.name})
     return pd.DataFrame(rows)
 
 
-def _nonspeech_words(summary: dict, counts: dict) -> Optional[int]:
+def _nonspeech_words(summary: Summary, counts: dict) -> Optional[int]:
     """Words written on a condition made only of non-speech (its errors are all insertions); None otherwise."""
-    return summary["insertions"] if counts.get("nonspeech_examples") == summary["num_examples"] else None
+    return summary.insertions if counts.get("nonspeech_examples") == summary.num_examples else None
 
 
 def _number(value, digits: int) -> str:

@@ -102,7 +102,7 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]:
-    summary = run.summary or {}
+    summary = run.summary.to_dict() if run.summary else {}
     metrics = {name: summary.get(name) for name in SUMMARY_METRICS}
     scored = [counts_of(rescored(p, run.normalizer, run.normalizer)) for p in run.predictions]
     interval = wer_interval([c.errors for c in scored], [c.ref_words for c in scored])

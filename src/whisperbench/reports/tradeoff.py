@@ -54,7 +54,7 @@ def tradeoff_frame(runs: list[StoredRun], reference: StoredRun, min_qoi: Optiona
 def peak_memory_mb(run: StoredRun) -> Optional[float]:
     """Peak RSS of the process that held the model: the run's, or its worker's where the adapter keeps the
     model in a child process (whisper.cpp, ``--isolate``)."""
-    measured = [(run.summary or {}).get("peak_rss_mb"), run.meta.adapter_info.get("worker_peak_rss_mb")]
+    measured = [run.summary.peak_rss_mb if run.summary else None, run.meta.adapter_info.get("worker_peak_rss_mb")]
     known = [value for value in measured if value]
     return max(known) if known else None
 

@@ -3,12 +3,13 @@
 from .bootstrap import Interval, PairedTest, paired_wer_test, qoi_interval, wer_interval
 from .normalize import NORMALIZERS, choose_normalizer, get_normalizer, normalize
 from .qoi import ExampleComparison, QoiResult, qoi
+from .record import Summary
 from .summary import counts_of, rescored, score_prediction, score_predictions, summarize
 from .wer import WordErrorRate, align, corpus_wer, example_wer
 
 __all__ = [
     "Interval", "PairedTest", "paired_wer_test", "qoi_interval", "wer_interval",
     "NORMALIZERS", "choose_normalizer", "get_normalizer", "normalize", "ExampleComparison", "QoiResult",
-    "qoi", "counts_of", "rescored", "score_prediction", "score_predictions", "summarize", "WordErrorRate", "align", "corpus_wer",
+    "qoi", "Summary", "counts_of", "rescored", "score_prediction", "score_predictions", "summarize", "WordErrorRate", "align", "corpus_wer",
     "example_wer",
 ]

@@ -14,6 +14,7 @@ from ..languages import cer_text, headline_metric
 from ..types import Prediction, WordCounts
 from .metrics import MetricContext, run_metrics
 from .normalize import normalize
+from .record import Summary
 from .wer import align, align_characters, corpus_wer, example_wer
 
 #: fewest predictions scored afresh on several cores (below it a pool costs more than it saves)
@@ -127,7 +128,7 @@ def _percentile(values: list[float], q: float) -> Optional[float]:
 
 def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
               scored_with: Optional[str] = None, language_detected: bool = False,
-              metric_options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+              metric_options: Optional[dict[str, Any]] = None) -> Summary:
     """Dataset-level figures from predictions scored with ``normalizer``.
 
     Predictions are scored here from raw text unless ``scored_with`` says their stored fields were
@@ -144,35 +145,18 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
     audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)
     latencies = [p.infer_s for p in ok]
-    summary: dict[str, Any] = {
-        "wer": corpus_wer(total),
-        "wer_ok": corpus_wer(_sum(counts_of, ok)),
-        "cer": corpus_wer(chars),
-        "num_examples": len(scored),
-        "num_ok": len(ok),
-        "num_failed": len(scored) - len(ok),
-        "substitutions": total.substitutions,
-        "deletions": total.deletions,
-        "insertions": total.insertions,
-        "hits": total.hits,
-        "reference_words": total.ref_words,
-        "reference_characters": chars.ref_words,
-        "char_errors": chars.errors,
-        "empty_references": sum(not p.reference_norm for p in scored),
-        "audio_s": audio_s,
-        "infer_s": infer_s,
-        "rtfx": audio_s / infer_s if infer_s > 0 else None,
-        "latency_p50_s": _percentile(latencies, 50),
-        "latency_p90_s": _percentile(latencies, 90),
-        "latency_p99_s": _percentile(latencies, 99),
-        "form": form,
-        "normalizer": normalizer,
-    }
-    summary.update(by_language(scored))
-    if language_detected and any(p.language for p in scored):
-        summary["language_id"] = language_identification(scored)
-    summary.update(run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}))))
-    return summary
+    return Summary(
+        wer=corpus_wer(total), wer_ok=corpus_wer(_sum(counts_of, ok)), cer=corpus_wer(chars),
+        num_examples=len(scored), num_ok=len(ok), num_failed=len(scored) - len(ok),
+        substitutions=total.substitutions, deletions=total.deletions, insertions=total.insertions, hits=total.hits,
+        reference_words=total.ref_words, reference_characters=chars.ref_words, char_errors=chars.errors,
+        empty_references=sum(not p.reference_norm for p in scored),
+        audio_s=audio_s, infer_s=infer_s, rtfx=audio_s / infer_s if infer_s > 0 else None,
+        latency_p50_s=_percentile(latencies, 50), latency_p90_s=_percentile(latencies, 90),
+        latency_p99_s=_percentile(latencies, 99), form=form, normalizer=normalizer,
+        **by_language(scored),
+        language_id=language_identification(scored) if language_detected and any(p.language for p in scored) else None,
+        metrics=run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}))))
 
 
 def _sum(counts: Callable[[Prediction], WordCounts], predictions: Iterable[Prediction]) -> WordCounts:

@@ -1,0 +1,130 @@
+"""``summary.json`` as a typed record: :class:`Summary`, with ``to_dict`` / ``from_dict`` and a schema version.
+
+On disk the summary stays one flat JSON object (scripts read ``summary.json["wer"]`` or
+``summary.json["hallucination"]["loops"]``); in Python it is a record with one attribute per figure:
+the scores :func:`~whisperbench.scoring.summary.summarize` computes, what the harness measured while it ran
+(``load_s``, ``peak_rss_mb``, ``wall_s``…), each registered metric's value under ``metrics`` (see
+:mod:`whisperbench.scoring.metrics`) and an implementation's own figures under ``extra`` (``compile_s``,
+``cost_estimate_usd``…).
+
+Schema versions: 1 is every summary written before the version was recorded (the same keys, some of them
+absent in older stores: they read as None); 2 adds ``schema_version``. A summary written by a newer
+whisperbench is refused with a clear message rather than misread.
+
+>>> s = Summary.from_dict({"wer": 12.5, "num_examples": 4, "num_failed": 1, "form": "short",
+...                        "normalizer": "english", "hallucination": {"loops": 0}, "compile_s": 3.0})
+>>> s.wer, s.num_ok, s.metrics["hallucination"], s.extra, s.schema_version
+(12.5, None, {'loops': 0}, {'compile_s': 3.0}, 2)
+>>> Summary.from_dict(s.to_dict()) == s
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .metrics import registered
+
+SCHEMA_VERSION = 2
+
+#: figures only an invocation that transcribed examples can measure (a resume that computes none keeps them)
+MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why")
+#: figures the harness adds to the scores (rescoring keeps them as they were)
+MEASURED = ("load_s", "warmup_s", "peak_rss_mb", "model_size_mb") + MEASURED_BY_COMPUTING
+#: optional keys left out of ``summary.json`` when absent (no language labels, no detected languages)
+_OMITTED_WHEN_ABSENT = ("languages", "macro_error_rate", "unlabelled_examples", "language_id")
+
+
+class SummaryError(ValueError):
+    """A ``summary.json`` this version cannot read."""
+
+
+@dataclass
+class Summary:
+    """One run's dataset-level figures (``summary.json``).
+
+    WER and CER are percentages over all examples, failed ones as empty hypotheses (``wer_ok``: the successful
+    ones only); ``rtfx`` = Σ audio_s / Σ infer_s over successful examples.
+    """
+
+    wer: Optional[float] = None
+    wer_ok: Optional[float] = None
+    cer: Optional[float] = None
+    num_examples: int = 0
+    num_ok: Optional[int] = None
+    num_failed: int = 0
+    substitutions: Optional[int] = None
+    deletions: Optional[int] = None
+    insertions: Optional[int] = None
+    hits: Optional[int] = None
+    reference_words: Optional[int] = None
+    reference_characters: Optional[int] = None
+    char_errors: Optional[int] = None
+    empty_references: Optional[int] = None
+    audio_s: Optional[float] = None
+    infer_s: Optional[float] = None
+    rtfx: Optional[float] = None
+    latency_p50_s: Optional[float] = None
+    latency_p90_s: Optional[float] = None
+    latency_p99_s: Optional[float] = None
+    form: str = "short"
+    normalizer: str = "english"
+    #: per labelled language: examples, failures, WER, CER, the headline metric and its value
+    languages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    macro_error_rate: Optional[float] = None
+    unlabelled_examples: Optional[int] = None
+    #: language identification against the labels (the model chose the language)
+    language_id: Optional[dict[str, Any]] = None
+    #: each registered metric's value by name (``hallucination``, ``timing``); absent where it does not apply
+    metrics: dict[str, Any] = field(default_factory=dict)
+    load_s: Optional[float] = None
+    warmup_s: Optional[float] = None
+    peak_rss_mb: Optional[float] = None
+    model_size_mb: Optional[float] = None
+    wall_s: Optional[float] = None
+    harness_overhead_pct: Optional[float] = None
+    rtfx_reliable: Optional[bool] = None
+    rtfx_unreliable_why: Optional[str] = None
+    #: figures an implementation adds (``Adapter.summary_fields``: compile time, API cost…)
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat ``summary.json`` object (metrics and extra figures at the top level, as scripts read them)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "load_s":  # the metrics after the scores, before what the harness measured
+                out.update(self.metrics)
+            if f.name in ("metrics", "extra", "schema_version") or (f.name in _OMITTED_WHEN_ABSENT and value in ({}, None)):
+                continue
+            out[f.name] = value
+        out.update({k: v for k, v in self.extra.items() if k not in out})
+        out["schema_version"] = self.schema_version
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "summary.json") -> "Summary":
+        """Read a stored summary of any schema version up to :data:`SCHEMA_VERSION` (missing figures: None)."""
+        version = data.get("schema_version", 1)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise SummaryError(f"{where}: schema version {version!r} is newer than this whisperbench reads "
+                               f"({SCHEMA_VERSION}); upgrade whisperbench")
+        names = {f.name for f in dataclasses.fields(cls)} - {"metrics", "extra", "schema_version"}
+        metric_names = {m.name for m in registered()}
+        known = {k: v for k, v in data.items() if k in names}
+        metrics = {k: v for k, v in data.items() if k in metric_names}
+        extra = {k: v for k, v in data.items() if k not in names and k not in metric_names and k != "schema_version"}
+        if known.get("languages") is None:
+            known.pop("languages", None)
+        return cls(**known, metrics=metrics, extra=extra)
+
+    def with_measurements(self, other: Optional["Summary"], names: tuple[str, ...] = MEASURED) -> "Summary":
+        """This summary with ``other``'s measured figures (``names``) and implementation figures, for a rescore
+        or a resume that computed nothing (None: unchanged)."""
+        if other is None:
+            return self
+        return dataclasses.replace(self, extra={**other.extra, **self.extra},
+                                   **{name: getattr(other, name) for name in names})

@@ -1,0 +1,63 @@
+"""summary.json as a typed record: the round trip, a store written by an older whisperbench, a newer schema."""
+
+import json
+import shutil
+
+import pytest
+
+from whisperbench.errors import RunStoreError
+from whisperbench.harness import rescore
+from whisperbench.scoring.record import SCHEMA_VERSION, Summary
+from whisperbench.store import open_run
+
+from .conftest import BUNDLED, REPO
+
+OLD_STORE = REPO / "tests" / "data" / "store-6d53f73"  # written by commit 6d53f73 (schema 1, no hallucination)
+
+
+@pytest.fixture
+def old_runs(tmp_path):
+    shutil.copytree(OLD_STORE, tmp_path / "runs")
+    return tmp_path / "runs"
+
+
+def test_round_trip_keeps_every_key_of_summary_json(old_runs):
+    stored = json.loads((old_runs / "old-tiny" / "summary.json").read_text())
+    again = Summary.from_dict(stored).to_dict()
+    assert again.pop("schema_version") == SCHEMA_VERSION and again == stored  # same keys, same values
+    extra = dict(stored, cost_estimate_usd=0.01, hallucination={"loops": 1})
+    record = Summary.from_dict(extra)
+    assert record.extra == {"cost_estimate_usd": 0.01} and record.metrics == {"hallucination": {"loops": 1}}
+    assert Summary.from_dict(record.to_dict()) == record
+
+
+def test_a_store_written_by_an_older_version_reads_reports_and_rescores(old_runs, capsys):
+    from whisperbench.cli import main
+
+    run = open_run("old-tiny", old_runs)
+    old = json.loads((old_runs / "old-tiny" / "summary.json").read_text())
+    assert "schema_version" not in old  # schema 1
+    assert (run.summary.wer, run.summary.num_failed, run.summary.metrics) == (old["wer"], 0, {})
+    assert main(["report", "--runs-dir", str(old_runs), "--out", str(old_runs / "board.md"), "--quiet"]) == 0
+    assert "old-tiny" in (old_runs / "board.md").read_text()
+    # today's scoring of the same raw outputs gives the same figures, and the same hypotheses scored afresh
+    assert main(["score", "--dataset", str(BUNDLED / "shortform" / "manifest.jsonl"), "--hypotheses",
+                 str(REPO / "datasets/tiny/recorded/openai-whisper-tiny.en.jsonl"), "--name", "new",
+                 "--runs-dir", str(old_runs)]) == 0
+    new = open_run("new", old_runs).summary
+    assert new.wer == pytest.approx(old["wer"], abs=1e-9) and new.cer == pytest.approx(old["cer"], abs=1e-9)
+    again = rescore(open_run("old-tiny", old_runs).store)
+    written = json.loads((old_runs / "old-tiny" / "summary.json").read_text())
+    assert written["schema_version"] == SCHEMA_VERSION and "hallucination" in written
+    assert again.wer == pytest.approx(old["wer"], abs=1e-9) and written["peak_rss_mb"] == old["peak_rss_mb"]
+    capsys.readouterr()
+    assert main(["compare", "--runs-dir", str(old_runs), "--reference", "old-tiny", "--candidate", "new",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["qoi"] == 100.0
+
+
+def test_a_newer_schema_is_refused_with_the_file_named(old_runs):
+    path = old_runs / "old-tiny" / "summary.json"
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), schema_version=SCHEMA_VERSION + 1)))
+    with pytest.raises(RunStoreError, match=r"summary.json: schema version 3 is newer than this whisperbench reads"):
+        open_run("old-tiny", old_runs)
