@@ -213,3 +213,30 @@ def test_cjk_transcripts_punctuation_spaces_and_width_are_not_errors(tmp_path):
     outs = [cer_text(normalize(hyps[r["id"]], "basic"), r["language"]) for r in rows]
     assert run.summary.char_errors == 1 and run.summary.cer == pytest.approx(100 * jiwer.cer(refs, outs))
     assert {p.id for p in run.predictions if p.char_substitutions + p.char_deletions + p.char_insertions} == {edited}
+
+
+def test_chinese_script_fold_is_an_option_stated_in_the_table(tmp_path, tiny_rows, tiny_short):
+    """A model that answers in traditional characters is charged for the script alone under ``basic``; with
+    ``basic+zh-hans`` (OpenCC t2s, off by default) only the real error is left, checked against jiwer's CER on the
+    texts OpenCC gives; the per-language table names the dataset, the run and the normalizer."""
+    opencc = pytest.importorskip("opencc", reason="the chinese extra: pip install 'whisperbench[chinese]'")
+    simplified = ["桥下垂直净空十五米", "语言识别准确率很高", "该项目于八月完工"]
+    traditional = ["橋下垂直淨空十五米", "語言識別準確率很高", "該項目於九月完工"]  # the last: 八 -> 九, one real error
+    rows = [dict(r, audio=str(tiny_short.parent / r["audio"]), text=t, language="zh")
+            for r, t in zip(tiny_rows, simplified)]
+    manifest = write_jsonl(tmp_path / "zh.jsonl", rows)
+    hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": t} for r, t in zip(rows, traditional)])
+    runs = tmp_path / "runs"
+    for normalizer in ("basic", "basic+zh-hans"):
+        assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", normalizer,
+                     "--normalizer", normalizer, "--runs-dir", str(runs), "--dataset-name", "zh-set"]) == 0
+    plain, folded = open_run("basic", runs).summary, open_run("basic+zh-hans", runs).summary
+    convert = opencc.OpenCC("t2s").convert
+    assert folded.cer == pytest.approx(100 * jiwer.cer(simplified, [convert(t) for t in traditional]))
+    assert folded.cer == pytest.approx(100 / sum(len(t) for t in simplified))  # one character of 24
+    assert plain.cer == pytest.approx(100 * jiwer.cer(simplified, traditional)) and plain.cer > 5 * folded.cer
+    assert main(["report", "--runs-dir", str(runs), "--reference", "basic+zh-hans", "--quiet"]) == 0
+    text = (runs / "leaderboard.md").read_text()
+    table = text[text.index("## By language"):]
+    assert "| zh-set " in table and "`basic+zh-hans`" in table
+    assert "Normalizer: basic+zh-hans (+zh-hans: traditional Chinese characters folded to simplified" in table

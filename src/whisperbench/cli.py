@@ -15,7 +15,7 @@ from .errors import OptionError, WhisperbenchError
 from .harness.longform import STRATEGIES
 from .harness.runner import BACKENDS
 from .progress import progress
-from .scoring.normalize import NORMALIZERS
+from .scoring.normalize import NORMALIZER_NAMES
 
 
 def _print_json(data) -> None:
@@ -32,7 +32,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="run name (default: ADAPTER_MODEL_DATASET)")
     p.add_argument("--limit", type=int, help="only the first N examples")
     p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
-    p.add_argument("--normalizer", choices=NORMALIZERS, help="default: english for English data")
+    p.add_argument("--normalizer", choices=NORMALIZER_NAMES, help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
@@ -552,7 +552,7 @@ def _rescore_parser(sub: Any) -> None:
     p = sub.add_parser("rescore", help="recompute a run's summary from its stored raw predictions")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--normalizer", choices=NORMALIZERS,
+    p.add_argument("--normalizer", choices=NORMALIZER_NAMES,
                    help="score with this normalizer instead of the run's own (recorded in summary.json)")
     p.add_argument("--json", action="store_true", help="print the new summary as JSON")
     p.set_defaults(func=cmd_rescore)

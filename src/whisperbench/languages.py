@@ -21,8 +21,9 @@ WHISPER_LANGUAGES = tuple(
     "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la mi "
     "ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc ka be tg sd "
     "gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue".split())
-#: written without spaces between words: CER is their headline metric and what QoI compares (Whisper's
-#: multilingual evaluation scores these languages on characters)
+#: CER (spaces left out) is the headline metric and what QoI compares: languages written without spaces between
+#: words, and ko, written with spaces whose use varies between writers (Whisper's multilingual evaluation scores
+#: these languages on characters)
 CER_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "lo", "my", "yue"})
 #: macrolanguage members and old codes -> the code Whisper uses
 _WHISPER_ALIASES = {"cmn": "zh", "nb": "no", "jv": "jw", "iw": "he", "in": "id", "ji": "yi"}

@@ -18,7 +18,7 @@ from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags, hallucination_html
-from .languages import language_frame, table_order
+from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .timing import timed_predictions, timing_frame, timing_html, words_html
 
@@ -90,18 +90,18 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
 
 def _language_table(frame: pd.DataFrame) -> str:
     """Per language and run: the headline error rate (WER or CER) and QoI with CIs; macro rows last."""
-    head = ("<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
-            "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th></tr>")
+    head = ("<tr><th>Language</th><th>Implementation</th><th>Dataset</th><th>Metric</th><th>Examples</th>"
+            "<th>Error %</th><th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Run</th></tr>")
     rows = []
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         name += f' <span class="status unfinished">({_e(r["Status"])})</span>' if r["Status"] else ""
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
-                    f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
-                    f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}</tr>')
+                    f'<td>{_e(r["Dataset"])}</td><td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}'
+                    f'{_num(r["Error %"], 2)}{_ci(r["Error CI"])}{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}'
+                    f'<td><code>{_e(r["Run"])}</code></td></tr>')
     return (f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-            '<p class="muted">Error %: WER, or CER for languages written without spaces (zh, ja, ko, th, lo, my, '
-            "yue); QoI compares the same units. macro: the mean over a run's languages.</p>")
+            f'<p class="muted">{_e(language_note(frame))}</p>')
 
 
 def _scatter(frame: pd.DataFrame) -> str:

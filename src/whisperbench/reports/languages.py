@@ -54,7 +54,8 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
                 "Error CI": wer_interval(errors, units, confidence),
                 "QoI %": part.qoi if part is not None else None,
                 "QoI CI": qoi_interval(part, confidence) if part is not None else None,
-                "Reference": reference is run, "Run": run.name,
+                "Reference": reference is run, "Run": run.name, "Dataset": run.meta.dataset.name,
+                "Normalizer": normalizer,
                 "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
             })
         rows += per_run + [_macro(per_run)]
@@ -100,11 +101,21 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
         "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
                            + (f" ({md_cell(status)})" if status else "")
                            for n, ref, status in zip(frame["Implementation"], frame["Reference"], frame["Status"])],
-        "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
+        "Dataset": frame["Dataset"].map(md_cell), "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
+        "Run": frame["Run"].map(lambda name: f"`{md_cell(name)}`"),
     })
     table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
-    return ("## By language\n\n" + table + "\n\nError %: WER, or CER for languages written without spaces "
-            "(zh, ja, ko, th, lo, my, yue: characters without spaces); QoI compares the same units. macro: the "
-            "mean over a run's languages.\n")
+    return "## By language\n\n" + table + "\n\n" + language_note(frame) + "\n"
+
+
+def language_note(frame: pd.DataFrame) -> str:
+    """What the per-language table's units are and which normalizers scored it (one text for every format)."""
+    normalizers = sorted(set(frame["Normalizer"]))
+    folded = [n for n in normalizers if "+" in n]
+    return ("Error %: WER, or CER (characters, spaces left out) for zh, ja, th, lo, my and yue, written without "
+            "spaces, and for ko, written with spaces whose use varies between writers (spacing is not counted). "
+            "QoI compares the same units. macro: the mean over a run's languages. Normalizer: "
+            + ", ".join(normalizers) + (" (+zh-hans: traditional Chinese characters folded to simplified before "
+                                        "scoring)" if folded else "") + ".")

@@ -17,6 +17,10 @@ how they run, never what they give:
 "because", which turns "the cause of it" into "the because of it"); they are not openai-whisper's and not
 applied here. The tests check the output against openai-whisper's own module on its test cases, the real
 transcripts and hypotheses, adversarial strings and generated text.
+
+A normalizer name may end in a script fold, ``+FOLD``, applied after the rules (off unless asked for, and
+part of the name every score records): ``basic+zh-hans`` also writes traditional Chinese characters as simplified
+ones (OpenCC's ``t2s``), so that a model answering in traditional characters is not charged for the script alone.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ from functools import lru_cache
 from typing import Callable, Iterable, Optional, cast
 
 NORMALIZERS = ("english", "basic", "none")
+#: script folds (``NAME+FOLD``): the OpenCC configuration each applies
+FOLDS = {"zh-hans": "t2s"}
+#: every normalizer name the command line takes
+NORMALIZER_NAMES = NORMALIZERS + tuple(f"{name}+{fold}" for name in ("basic", "none") for fold in FOLDS)
 #: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)
 NOT_IN_OPENAI_WHISPER = (r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b")
 #: distinct texts kept per normalizer in the normalized-text cache
@@ -186,14 +194,37 @@ def _collapse(text: str) -> str:
 
 @lru_cache(maxsize=None)
 def get_normalizer(name: str) -> Callable[[str], str]:
-    """Return the normalizing function called ``name`` (one of NORMALIZERS)."""
+    """Return the normalizing function called ``name`` (one of NORMALIZERS, or ``NAME+FOLD``: see FOLDS).
+
+    >>> get_normalizer("basic+zh-hans")("語言識別，準確率")
+    '语言识别 准确率'
+    """
+    base, plus, fold = name.partition("+")
+    if plus:
+        return _folded(get_normalizer(base), fold)
     if name == "english":
         return EnglishNormalizer()
     if name == "basic":
         return BasicNormalizer()
     if name == "none":
         return _collapse
-    raise ValueError(f"unknown normalizer {name!r}; choose one of {', '.join(NORMALIZERS)}")
+    raise ValueError(f"unknown normalizer {name!r}; choose one of {', '.join(NORMALIZER_NAMES)}")
+
+
+def _folded(rule: Callable[[str], str], fold: str) -> Callable[[str], str]:
+    """``rule``, then the script fold ``fold`` (OpenCC, the ``chinese`` extra)."""
+    if fold not in FOLDS:
+        raise ValueError(f"unknown script fold {fold!r}; choose one of {', '.join(FOLDS)}")
+    try:
+        import opencc
+    except ImportError as exc:
+        raise ValueError(f"the script fold {fold!r} needs OpenCC: pip install 'whisperbench[chinese]'") from exc
+    converter = opencc.OpenCC(FOLDS[fold])
+
+    def folded(text: str) -> str:
+        return str(converter.convert(rule(text)))
+
+    return folded
 
 
 @lru_cache(maxsize=None)
