@@ -429,3 +429,32 @@ def test_multilingual_pt_runs_in_transformers_through_openai_whispers_vocabulary
                                   warmup=False, limit=4, decoding=DecodingOptions.from_pairs(["threads=2"])))
         texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]
     assert texts["pt"] == texts["named"] and all(texts["pt"])
+
+
+def test_quantize_from_f16_is_whisper_cpps_route(own, tmp_path):
+    """From a float32 checkpoint (tiny.en's float16 weights scaled by 1.001, as a float32 fine-tune holds them),
+    ``q5_0+f16`` is byte for byte whisper.cpp's route (write an f16 file, then quantize that file) and differs from
+    quantizing the float32 weights; from a float16 source (tiny.en as published) both routes give the same bytes.
+    A file already q5_0 runs as it is, and run.json's ``ggml_route`` names the route."""
+    import dataclasses
+
+    import numpy as np
+
+    from whisperbench.adapters.whisper_cpp import _route
+    from whisperbench.models import converted, resolve_source
+    from whisperbench.models.ggml import write_ggml
+    from whisperbench.models.readers import read_checkpoint
+
+    published = read_checkpoint(resolve_source("tiny.en"))
+    state = {k: (np.asarray(v, dtype=np.float32) * np.float32(1.001)) for k, v in published.state_dict.items()}
+    fine_tune = dataclasses.replace(published, state_dict=state)
+    paths = {name: tmp_path / f"{name}.bin" for name in ("direct", "via_f16", "f16", "f16_quantized")}
+    write_ggml(fine_tune, paths["direct"], "q5_0")
+    write_ggml(fine_tune, paths["via_f16"], "q5_0+f16")
+    write_ggml(fine_tune, paths["f16"], "f16")  # whisper.cpp's convert step ...
+    write_ggml(read_checkpoint(resolve_source(str(paths["f16"]))), paths["f16_quantized"], "q5_0")  # ... quantize
+    assert _sha256(paths["via_f16"]) == _sha256(paths["f16_quantized"]) != _sha256(paths["direct"])
+    assert _sha256(converted("tiny.en", "ggml", "q5_0")) == _sha256(converted("tiny.en", "ggml", "q5_0+f16"))
+    assert converted(str(own["ggml-q5_0"]), "ggml", "q5_0+f16") == own["ggml-q5_0"]  # a q5_0 file runs as it is
+    assert "whisper.cpp's convert + quantize route" in _route("q5_0+f16", True)
+    assert "-o quantize_from=f16" in _route("q5_0", True)

@@ -46,6 +46,15 @@ _VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
 _NEVER = 1e9  # a log-prob threshold no average log-prob crosses (finite, so run.json stays valid JSON)
 
 
+def _route(variant: str, converted: bool) -> str:
+    """How the ggml file was made, in words (run.json ``adapter_info.ggml_route``)."""
+    if not converted or not variant:
+        return "as given, or converted to f16" if not converted else "converted to f16"
+    if variant.endswith("+f16"):
+        return "weights rounded to float16, then quantized (whisper.cpp's convert + quantize route)"
+    return "quantized from the float32 weights (whisper.cpp's route rounds to float16 first: -o quantize_from=f16)"
+
+
 @register
 class WhisperCppAdapter(Adapter):
     name = "whisper-cpp"
@@ -57,6 +66,9 @@ class WhisperCppAdapter(Adapter):
     self_isolating = True
     options = {"backend": Option("pywhispercpp", "Python binding (pywhispercpp: whisper.cpp 1.7; whisper-cpp-python: 1.4.1)"),
                "quantization": Option("f16", "ggml type to convert to (a ggml file given as --model runs as it is)"),
+               "quantize_from": Option("f32", "what a quantized type is made from: the float32 weights (f32), or "
+                                              "them rounded to float16 first (f16: whisper.cpp's convert-then-"
+                                              "quantize route, its bytes)", choices=("f32", "f16")),
                "abort_on": Option("", "fault injection: abort the native worker on this example id")}
     variants = {name: {"quantization": name} for name in QUANTIZATIONS}
 
@@ -75,7 +87,8 @@ class WhisperCppAdapter(Adapter):
         self.backend = backend
         # whisper.cpp 1.4 reads ggml quantization format 1, later releases format 2
         legacy = "-qnt1" if backend == "whisper-cpp-python" else ""
-        self.variant = "" if quantization == "f16" else quantization + legacy
+        route = "+f16" if self.settings["quantize_from"] == "f16" else ""
+        self.variant = "" if quantization == "f16" else quantization + legacy + route
         self._worker: Optional[_Worker] = None
         self._worker_info: dict[str, Any] = {}
         self._peak_rss_mb = 0.0
@@ -151,7 +164,8 @@ class WhisperCppAdapter(Adapter):
             info["versions"]["whisper.cpp"] = self._worker_info["whisper_cpp"]
             info["whisper_cpp"] = self._worker_info
             info["ggml_file"] = str(self.ggml_path)
-            info["ggml_variant"] = self.variant or "f16"
+            info["ggml_variant"] = (self.variant or "f16").partition("+")[0]
+            info["ggml_route"] = _route(self.variant, self.options_set_by_user("quantization"))
             info["whisper_params"] = self.params
             info["worker_peak_rss_mb"] = self._peak_rss_mb
             info["worker_restarts"] = self._restarts

@@ -149,8 +149,14 @@ def _tensor_type(name: str, array: np.ndarray, weight_type: int) -> int:
 
 
 def write_ggml(ckpt: Checkpoint, out_path: str | Path, variant: str = "f16") -> None:
-    """Write ``ckpt`` as a whisper.cpp ggml file of the given variant (see the module docstring)."""
-    variant = variant or "f16"
+    """Write ``ckpt`` as a whisper.cpp ggml file of the given variant (see the module docstring).
+
+    A quantized variant is quantized from the checkpoint's float32 weights; ``VARIANT+f16`` takes whisper.cpp's
+    usual route instead (convert to an f16 file, then ``quantize`` it): each quantized weight is rounded to float16
+    first, which gives whisper.cpp's bytes for a float32 source (and changes nothing for a float16 one)."""
+    variant, _, route = (variant or "f16").partition("+")
+    if route not in ("", "f16"):
+        raise ModelError(f"unknown ggml quantization route {route!r} in {variant}+{route} (known: +f16)")
     if variant not in VARIANTS:
         raise ModelError(f"unknown ggml variant {variant!r} (known: {', '.join(VARIANTS)})")
     ftype, weight_type, qnt_version = VARIANTS[variant]
@@ -183,6 +189,8 @@ def write_ggml(ckpt: Checkpoint, out_path: str | Path, variant: str = "f16") -> 
                 out.write(struct.pack(f"<3i{array.ndim}i", array.ndim, len(encoded), ttype, *array.shape[::-1]))
                 out.write(encoded)
                 if ttype in _QUANTIZERS:
+                    if route == "f16":  # what whisper.cpp's quantize reads from an f16 file
+                        array = array.astype(np.float16).astype(np.float32)
                     out.write(_QUANTIZERS[ttype](array, qnt_version, name))
                 else:
                     out.write(np.ascontiguousarray(array, dtype="<f4" if ttype == F32 else "<f2").tobytes())

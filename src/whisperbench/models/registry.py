@@ -229,7 +229,8 @@ def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
     """Whether ``source`` already is format ``fmt`` in ``variant`` (None: any variant it has)."""
     if source.format != fmt:
         return False
-    return variant is None or (variant or DEFAULT_VARIANTS.get(fmt, "")) == source.dtype
+    base = (variant or "").partition("+")[0]  # "q5_0+f16": a q5_0 file, whatever route wrote it
+    return variant is None or (base or DEFAULT_VARIANTS.get(fmt, "")) == source.dtype
 
 
 def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
