@@ -138,7 +138,7 @@ def _files(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
     files = {"report/leaderboard.md": markdown, "report/report.html": render_html(frame, runs, references, title, stamp),
              "run/run.json": json.dumps(redact(run.info), indent=2, ensure_ascii=False)}
     if run.summary is not None:
-        files["run/summary.json"] = json.dumps(redact(run.summary), indent=2, ensure_ascii=False)
+        files["run/summary.json"] = json.dumps(redact(run.summary.to_dict()), indent=2, ensure_ascii=False)
     return files
 
 
