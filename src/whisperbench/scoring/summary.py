@@ -77,15 +77,23 @@ def score_predictions(predictions: Sequence[Prediction], normalizer: str, charac
     return [dataclasses.replace(pred, **dict(zip(names, row))) for pred, row in zip(predictions, values)]
 
 
+class UnscoredError(ValueError):
+    """Counts asked of a prediction that was never scored (a bug in the caller, never read as zeros)."""
+
+
 def counts_of(pred: Prediction) -> WordCounts:
-    """Word counts of an already-scored prediction."""
-    return WordCounts(pred.hits or 0, pred.substitutions or 0, pred.deletions or 0, pred.insertions or 0)
+    """Word counts of an already-scored prediction (:func:`score_prediction`); unscored: UnscoredError."""
+    if pred.hits is None or pred.substitutions is None or pred.deletions is None or pred.insertions is None:
+        raise UnscoredError(f"example {pred.id!r} has no word counts: score it first (score_prediction/rescored)")
+    return WordCounts(pred.hits, pred.substitutions, pred.deletions, pred.insertions)
 
 
 def char_counts_of(pred: Prediction) -> WordCounts:
-    """Character counts of an already-scored prediction."""
-    return WordCounts(pred.char_hits or 0, pred.char_substitutions or 0, pred.char_deletions or 0,
-                      pred.char_insertions or 0)
+    """Character counts of an already-scored prediction (scored with ``characters=True``); else UnscoredError."""
+    if pred.char_hits is None or pred.char_substitutions is None or pred.char_deletions is None \
+            or pred.char_insertions is None:
+        raise UnscoredError(f"example {pred.id!r} has no character counts: score it with characters=True")
+    return WordCounts(pred.char_hits, pred.char_substitutions, pred.char_deletions, pred.char_insertions)
 
 
 def headline_counts(pred: Prediction) -> WordCounts:
