@@ -37,6 +37,25 @@ REGRESSION_SHOWN = "regression shown"
 
 
 @dataclass(frozen=True)
+class SignificanceSettings:
+    """How a comparison's paired significance is computed: the intervals' confidence, the bootstrap's resamples,
+    seed and chunk, and ``block_by``: the name of the example column whose values form the resampled blocks
+    (None: single examples)."""
+
+    confidence: float = 0.95
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    block_by: Optional[str] = None
+    chunk: int = DEFAULT_CHUNK
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must lie between 0 and 1 (e.g. 0.95), not {self.confidence}")
+        if self.resamples < 1 or self.chunk < 1:
+            raise ValueError("resamples and chunk must be at least 1")
+
+
+@dataclass(frozen=True)
 class SignTest:
     """Exact two-sided sign test on the examples whose error count changed (ties left out)."""
 
