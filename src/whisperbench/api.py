@@ -42,14 +42,17 @@ from .harness.runner import RunResult
 from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate
 from .reports.escape import one_line
+from .reports.compare import paired_counts
 from .reports.export import example_frame
+from .scoring.power import Plan
+from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
 from .errors import WhisperbenchError
 from .store import StoredRun, open_run, same_run_reason
 from .types import Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "block_labels", "RECORDED"]
+           "unknown_ids", "block_labels", "plan", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -239,3 +242,29 @@ def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = N
     settings = significance_settings(block_by, thresholds.get("confidence") or 0.95, resamples, seed)
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
     return evaluate_gate(ref, cand, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
+
+
+def plan(reference: RunLike, *, candidate: Optional[RunLike] = None, runs_dir: PathLike = "runs",
+         examples: Optional[int] = None, wer_increase: Optional[float] = None, qoi_drop: Optional[float] = None,
+         alpha: float = 0.05, power: float = 0.8, baseline_regressed: float = 0.0) -> Plan:
+    """Power and size (``whisperbench plan``, :mod:`whisperbench.scoring.power`): the smallest WER increase and QoI
+    drop (points) a gate on ``examples`` examples (default: the reference's) detects with probability ``power`` at
+    level ``alpha``, and the examples needed for ``wer_increase`` / ``qoi_drop``. The per-example error spread is
+    the reference's (Poisson), or the observed paired differences against ``candidate``; ``baseline_regressed``:
+    % of examples that regress between two runs of one configuration (0: deterministic).
+
+    >>> import tempfile
+    >>> base = score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=tempfile.mkdtemp())
+    >>> p = plan(base, examples=1000, qoi_drop=1.0)
+    >>> round(p.detectable_wer_increase, 2), round(p.detectable_qoi_drop, 2), p.examples_for_qoi_drop
+    (0.74, 0.16, 161)
+    """
+    ref = load_run(reference, runs_dir)
+    cand = load_run(candidate, runs_dir) if candidate is not None else None
+    _, ref_errors, cand_errors, words = paired_counts(compare_runs(ref, cand or ref).result)
+    try:
+        return power_plan(ref_errors, words, candidate_errors=cand_errors if cand is not None else None,
+                          examples=examples, wer_increase=wer_increase, qoi_drop=qoi_drop, alpha=alpha, power=power,
+                          baseline_regressed=baseline_regressed)
+    except ValueError as exc:
+        raise WhisperbenchError(f"plan: {exc}") from None

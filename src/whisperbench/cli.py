@@ -251,6 +251,24 @@ def cmd_gate(args) -> int:
     return result.code
 
 
+def cmd_plan(args) -> int:
+    from .api import plan
+    from .reports.gate import format_plan
+
+    result = plan(args.reference, candidate=args.candidate, runs_dir=args.runs_dir, examples=args.examples,
+                  wer_increase=args.wer_increase, qoi_drop=args.qoi_drop, alpha=args.alpha,
+                  power=args.power / 100.0, baseline_regressed=args.baseline_regressed)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    print(format_plan(result))
+    for asked, needed, what in ((result.wer_increase, result.examples_for_wer_increase, "a WER increase of {} points"),
+                                (result.qoi_drop, result.examples_for_qoi_drop, "a QoI drop of {} points")):
+        if asked:
+            print(f"examples needed to detect {what.format(f'{asked:g}')} at {result.power:.0%} power: {needed}")
+    return 0
+
+
 def _write_junit(path: str, xml: str) -> None:
     try:
         Path(path).write_text(xml, encoding="utf-8")
@@ -679,6 +697,24 @@ def _gate_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_gate)
 
 
+def _plan_parser(sub: Any) -> None:
+    p = sub.add_parser("plan", help="power and size: the smallest WER increase and QoI drop a gate detects at 80 %% "
+                                    "power, and the examples needed for a given one (docs/statistics.md)")
+    p.add_argument("--reference", required=True, help="the reference run: its per-example errors and words")
+    p.add_argument("--candidate", help="a candidate run (e.g. an earlier one): use the observed paired spread "
+                                       "instead of the reference's Poisson noise")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--examples", type=int, metavar="N", help="plan for N examples (default: the reference's)")
+    p.add_argument("--wer-increase", type=float, metavar="POINTS", help="also: examples needed to detect this")
+    p.add_argument("--qoi-drop", type=float, metavar="POINTS", help="also: examples needed to detect this")
+    p.add_argument("--alpha", type=float, default=0.05, help="the test's level (default %(default)s)")
+    p.add_argument("--power", type=float, default=80.0, metavar="PCT", help="the power (default %(default)g)")
+    p.add_argument("--baseline-regressed", type=float, default=0.0, metavar="PCT",
+                   help="%% of examples that regress between two runs of one configuration (default 0: deterministic)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=cmd_plan)
+
+
 def _perturb_parser(sub: Any) -> None:
     p = sub.add_parser("perturb", help="write a robustness set derived from a dataset (noise at SNRs, gain, pauses, "
                                        "non-speech clips); prints its manifest (docs/robustness.md)")
@@ -772,9 +808,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _adapters_parser, _models_parser,
-             _datasets_parser,
-             _demo_parser)
+             _gate_parser, _plan_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _adapters_parser,
+             _models_parser, _datasets_parser, _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

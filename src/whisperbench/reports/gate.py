@@ -14,11 +14,12 @@ from typing import Any, Mapping, Optional
 
 from ..store import StoredRun, same_run_reason
 from ..scoring import Interval
+from ..scoring.power import Plan, plan
 from ..scoring.qoi import QoiResult
 from ..scoring.significance import (INCONCLUSIVE, NON_INFERIOR, REGRESSION_SHOWN, PairedSignificance,
                                    SignificanceSettings, non_inferiority)
 from ..scoring.timing import parity
-from .compare import Comparison, compare_runs, significance_of
+from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .hallucination import describe_ids, hallucination_diff
 from .timing import run_timing
@@ -44,6 +45,8 @@ class GateResult:
     checks: list[GateCheck] = field(default_factory=list)
     #: with a non-inferiority margin: "non-inferior", "inconclusive (set too small)" or "regression shown"
     non_inferiority: Optional[str] = None
+    #: what this set can detect at 80 % power (the observed paired spread); None without joined examples
+    plan: Optional[Plan] = None
 
     @property
     def code(self) -> int:
@@ -136,7 +139,16 @@ def evaluate_gate(
                                                max_nonspeech_output_rate)
     if max_timing_error_ms is not None:
         result.checks.append(_timing_check(comparison, max_timing_error_ms))
+    result.plan = _plan(r, settings.confidence)
     return result
+
+
+def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
+    """What the joined examples can detect at 80 % power, from their observed paired spread."""
+    _, ref, cand, words = paired_counts(r)
+    if len(words) < 2 or words.sum() == 0:
+        return None
+    return plan(ref, words, candidate_errors=cand, alpha=1.0 - confidence)
 
 
 def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
@@ -327,6 +339,8 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
         lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {one_line(check.detail)}")
     if c.significance:
         lines += [f"  {line}" for line in format_significance(c.significance)]
+    if result.plan:
+        lines.append(f"  {format_plan(result.plan)}")
     regressed = c.result.worst(worst)
     if regressed:
         lines.append(f"  worst regressed examples (of {c.result.regressed}):")
@@ -354,6 +368,14 @@ def format_significance(sig: PairedSignificance) -> list[str]:
                      f"[{d.low:.1f}, {d.high:.1f}]")
     lines.append(f"paired: resampling: {sig.resampling.describe()}")
     return lines
+
+
+def format_plan(p: Plan) -> str:
+    """One line: what a gate on the set detects at its power (see ``whisperbench plan``)."""
+    return (f"power: with {p.examples} examples a level-{p.alpha:g} gate detects, at {p.power:.0%} power, a WER "
+            f"increase of {p.detectable_wer_increase:.2f} points ({p.basis}) and a QoI drop of "
+            f"{p.detectable_qoi_drop:.2f} points beyond {p.baseline_regressed:g}% of examples regressing with no change "
+            f"(`whisperbench plan` for other sizes and baselines)")
 
 
 def junit_xml(result: GateResult) -> str:
