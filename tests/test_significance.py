@@ -192,3 +192,12 @@ def test_calibration_at_the_margin_passes_alpha_over_two():
     passes = np.mean([non_inferiority(paired_significance(r, c, w, resamples=400, seed=i).wer_difference, 2.0)
                       == NON_INFERIOR for i, (r, c, w) in enumerate(zip(ref, cand, words))])
     assert abs(passes - ALPHA / 2) < _mc_band(ALPHA / 2, gates), passes
+
+
+def test_holm_matches_a_hand_computation():
+    from whisperbench.scoring.significance import holm
+
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04 -> running max 0.02, 0.03, 0.06, 0.06
+    assert holm(p) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([None, 0.2]) == [None, 0.2] and holm([]) == []

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
 import pytest
 
 from whisperbench.cli import main
@@ -136,3 +138,20 @@ def test_gate_confidence_uses_the_blocked_intervals(runs, capsys):
 def test_gate_needs_a_threshold(runs, capsys):
     runs_dir, _ = runs
     assert main(["gate", "--reference", "ref", "--candidate", "close", "--runs-dir", str(runs_dir)]) == 2
+
+
+def test_sweep_table_gives_holm_adjusted_p_values(runs):
+    from whisperbench.reports.tradeoff import render_tradeoff_markdown, tradeoff_frame
+    from whisperbench.store import open_run
+
+    runs_dir, _ = runs
+    reference = open_run("ref", runs_dir)
+    frame = tradeoff_frame([open_run("close", runs_dir), open_run("bad", runs_dir)], reference, min_qoi=50)
+    rows = frame.set_index("Run")
+    raw = [rows.loc[name, "ΔWER p"] for name in ("close", "bad")]
+    smallest, largest = min(raw), max(raw)
+    assert pd.isna(rows.loc["ref", "ΔWER p (Holm)"])
+    holm_by_hand = {smallest: min(1, 2 * smallest), largest: min(1, max(2 * smallest, largest))}
+    for name, p in zip(("close", "bad"), raw):
+        assert rows.loc[name, "ΔWER p (Holm)"] == pytest.approx(holm_by_hand[p])
+    assert "Holm-adjusted for the variants gated together" in render_tradeoff_markdown(frame, min_qoi=50)

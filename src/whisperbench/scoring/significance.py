@@ -246,6 +246,25 @@ def non_inferiority(interval: BootstrapInterval, margin: float) -> str:
     return INCONCLUSIVE
 
 
+def holm(p_values: Sequence[Optional[float]], alpha: float = 0.05) -> list[Optional[float]]:
+    """Holm-adjusted p-values of several comparisons against one reference (None stays None): a candidate's
+    regression is significant over the whole family at level α when its adjusted p is ≤ α
+    (``statsmodels.stats.multitest.multipletests(method="holm")``).
+
+    >>> holm([0.01, 0.04, None, 0.03])
+    [0.03, 0.06, None, 0.06]
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    known = [i for i, p in enumerate(p_values) if p is not None]
+    out: list[Optional[float]] = [None] * len(p_values)
+    if known:
+        adjusted = multipletests([p_values[i] for i in known], alpha=alpha, method="holm")[1]
+        for i, value in zip(known, adjusted):
+            out[i] = round(float(value), 12)
+    return out
+
+
 def _counts(values: ArrayLike) -> np.ndarray:
     return np.asarray(values, dtype=float).ravel()
 
