@@ -155,3 +155,28 @@ def test_sweep_table_gives_holm_adjusted_p_values(runs):
     for name, p in zip(("close", "bad"), raw):
         assert rows.loc[name, "ΔWER p (Holm)"] == pytest.approx(holm_by_hand[p])
     assert "Holm-adjusted for the variants gated together" in render_tradeoff_markdown(frame, min_qoi=50)
+
+
+def test_plan_command_and_the_gate_power_line(runs, capsys):
+    from whisperbench.scoring.power import detectable_wer_increase, examples_for_qoi_drop
+
+    runs_dir, rows = runs
+    data = _compare_json(runs_dir, "close", capsys)
+    diff = [e["candidate_errors"] - e["reference_errors"] for e in data["examples"]]
+    words = [e["reference_words"] for e in data["examples"]]
+    capsys.readouterr()
+    assert main(["plan", "--reference", "ref", "--candidate", "close", "--runs-dir", str(runs_dir), "--json",
+                 "--qoi-drop", "5"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["examples"] == len(rows) and plan["basis"] == "paired differences observed"
+    import numpy as np
+    assert plan["sd_difference"] == pytest.approx(np.std(diff, ddof=1))
+    assert plan["detectable_wer_increase"] == pytest.approx(
+        detectable_wer_increase(np.std(diff, ddof=1), np.mean(words), len(rows)))
+    assert plan["examples_for_qoi_drop"] == examples_for_qoi_drop(5.0)
+    assert main(["plan", "--reference", "ref", "--runs-dir", str(runs_dir), "--examples", "5000",
+                 "--wer-increase", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "with 5000 examples" in out and "Poisson" in out and "WER increase of 0.5 points at 80% power" in out
+    code, out = _gate(runs_dir, "close", capsys, "--min-qoi", "50")
+    assert code == 0 and f"power: with {len(rows)} examples" in out
