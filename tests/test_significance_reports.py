@@ -180,3 +180,22 @@ def test_plan_command_and_the_gate_power_line(runs, capsys):
     assert "with 5000 examples" in out and "Poisson" in out and "WER increase of 0.5 points at 80% power" in out
     code, out = _gate(runs_dir, "close", capsys, "--min-qoi", "50")
     assert code == 0 and f"power: with {len(rows)} examples" in out
+
+
+def test_compare_several_candidates_adjusts_for_multiplicity(runs, capsys):
+    from whisperbench.scoring.significance import holm
+
+    runs_dir, _ = runs
+    capsys.readouterr()
+    assert main(["compare", "--reference", "ref", "--candidate", "close", "--candidate", "bad", "--runs-dir",
+                 str(runs_dir), "--json"]) == 0
+    close, bad = json.loads(capsys.readouterr().out)
+    for name in ("sign_test", "mapsswe", "wer_difference"):
+        expected = holm([close[name]["p_value"], bad[name]["p_value"]])
+        assert [close["holm"][name], bad["holm"][name]] == pytest.approx(expected)
+    assert close["holm"]["family"] == 2
+    assert close["holm"]["sign_test"] >= close["sign_test"]["p_value"]
+    assert "holm" not in _compare_json(runs_dir, "close", capsys)  # one candidate: no family
+    assert main(["compare", "--reference", "ref", "--candidate", "close", "--candidate", "bad", "--runs-dir",
+                 str(runs_dir)]) == 0
+    assert "Holm-adjusted over 2 candidates" in capsys.readouterr().out

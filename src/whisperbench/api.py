@@ -42,7 +42,7 @@ from .harness.runner import RunResult
 from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate
 from .reports.escape import one_line
-from .reports.compare import paired_counts
+from .reports.compare import adjust_holm, paired_counts
 from .reports.export import example_frame
 from .scoring.power import Plan
 from .scoring.power import plan as power_plan
@@ -52,7 +52,7 @@ from .store import StoredRun, open_run, same_run_reason
 from .types import Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "block_labels", "plan", "RECORDED"]
+           "unknown_ids", "block_labels", "plan", "compare_all", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +228,16 @@ def compare(reference: RunLike, candidate: RunLike, runs_dir: PathLike = "runs",
     settings = significance_settings(block_by, confidence, resamples, seed)
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
     return compare_runs(ref, cand, settings, groups)
+
+
+def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLike = "runs",
+                **options: Any) -> list[Comparison]:
+    """:func:`compare` of each candidate against one reference (``options`` as there); with several, each
+    comparison's ``.holm`` holds its p-values Holm-adjusted over the candidates (one family of tests)."""
+    ref = load_run(reference, runs_dir)
+    comparisons = [compare(ref, candidate, runs_dir, **options) for candidate in candidates]
+    adjust_holm(comparisons)
+    return comparisons
 
 
 def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = None,

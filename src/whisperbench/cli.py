@@ -108,15 +108,15 @@ def cmd_rescore(args) -> int:
 
 # --- compare / report / gate ---------------------------------------------------------------------
 def cmd_compare(args) -> int:
-    from .api import compare, load_run
+    from .api import compare_all, load_run
     from .reports import comparison_table
     from .reports.escape import one_line
 
     from .reports.gate import format_significance
 
     reference = load_run(args.reference, args.runs_dir)
-    comparisons = [compare(reference, c, args.runs_dir, confidence=args.confidence / 100.0, **_significance_args(args))
-                   for c in args.candidate]
+    comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=args.confidence / 100.0,
+                              **_significance_args(args))
     if args.json:
         from .reports.hallucination import hallucination_diff
 
@@ -136,6 +136,10 @@ def cmd_compare(args) -> int:
                 notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
         notes += _hallucination_notes(reference, c.candidate)
         notes += format_significance(c.significance) if c.significance else []
+        if c.holm:
+            notes.append(f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
+                         f"{_fmt(c.holm['sign_test'], 3)}, MAPSSWE p = {_fmt(c.holm['mapsswe'], 3)}, bootstrap WER p = "
+                         f"{_fmt(c.holm['wer_difference'], 3)}")
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0

@@ -12,7 +12,7 @@ from ..errors import WhisperbenchError
 from ..store import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import ExampleColumns, qoi_tables
-from ..scoring.significance import PairedSignificance, SignificanceSettings, paired_significance
+from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.table import table_wer
 from .timing import timing_columns
 from .weights import weights_relation
@@ -30,6 +30,8 @@ class Comparison:
     timing: dict = field(default_factory=dict)  # see reports.timing.timing_columns ({} without stored times)
     #: the sign test, MAPSSWE and bootstrap intervals (see scoring.significance); None when not asked for
     significance: Optional[PairedSignificance] = None
+    #: with several candidates against one reference: Holm-adjusted p-values over them (see :func:`adjust_holm`)
+    holm: dict = field(default_factory=dict)
 
     @property
     def qoi(self) -> Optional[float]:
@@ -47,6 +49,7 @@ class Comparison:
             **({"timing": self.timing} if self.timing else {}),
             "normalizer": self.reference.normalizer,
             **(self.significance.to_dict() if self.significance else {}),
+            **({"holm": self.holm} if self.holm else {}),
             **self.result.to_json(with_examples),
         }
 
@@ -74,6 +77,20 @@ def compare_runs(reference: StoredRun, candidate: StoredRun, significance: Optio
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
     )
+
+
+def adjust_holm(comparisons: list[Comparison]) -> None:
+    """Set each comparison's ``holm``: its sign-test, MAPSSWE and bootstrap WER p-values Holm-adjusted over all
+    the ``comparisons`` (one family: several candidates against one reference). Nothing for fewer than two."""
+    if len(comparisons) < 2:
+        return
+    tests = {"sign_test": lambda s: s.sign_test.p_value,
+             "mapsswe": lambda s: s.mapsswe.p_value if s.mapsswe else None,
+             "wer_difference": lambda s: s.wer_difference.p_value if s.wer_difference else None}
+    adjusted = {name: holm([get(c.significance) if c.significance else None for c in comparisons])
+                for name, get in tests.items()}
+    for i, comparison in enumerate(comparisons):
+        comparison.holm = {name: values[i] for name, values in adjusted.items()} | {"family": len(comparisons)}
 
 
 def paired_counts(result: QoiResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -130,6 +147,7 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "cand status": str(c.candidate.coverage),
             **c.timing,
             **(_significance_columns(c.significance) if c.significance else {}),
+            **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
         })
     return pd.DataFrame(rows)
 
