@@ -95,7 +95,8 @@ def test_block_by_a_missing_column_cannot_judge(runs, capsys):
 def _gate(runs_dir, candidate, capsys, *extra):
     capsys.readouterr()
     code = main(["gate", "--reference", "ref", "--candidate", candidate, "--runs-dir", str(runs_dir), *extra])
-    return code, capsys.readouterr().out
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
 
 
 def test_non_inferiority_verdicts_and_exit_codes(runs, capsys):
@@ -199,3 +200,25 @@ def test_compare_several_candidates_adjusts_for_multiplicity(runs, capsys):
     assert main(["compare", "--reference", "ref", "--candidate", "close", "--candidate", "bad", "--runs-dir",
                  str(runs_dir)]) == 0
     assert "Holm-adjusted over 2 candidates" in capsys.readouterr().out
+
+
+def test_noise_of_repeated_runs_and_a_gate_that_must_hold_in_every_repeat(runs, capsys, tmp_path):
+    runs_dir, rows = runs
+    capsys.readouterr()
+    assert main(["noise", "ref", "close", "--runs-dir", str(runs_dir), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    third = sum(1 for r in rows if r["_i"] % 3 == 2)  # the examples both leave whole
+    assert report["examples"] == len(rows) and not report["deterministic"]
+    assert report["identical_outputs"] == pytest.approx(100 * third / len(rows))
+    assert report["same_errors"] == pytest.approx(100 * third / len(rows))
+    assert report["wer_spread"] == pytest.approx(0.0)  # as many words dropped in each
+    regressed = sum(1 for r in rows if r["_i"] % 3 == 1 and len(r["text"].split()) > 1)
+    assert report["regressed_between_repeats"] == pytest.approx(100 * regressed / len(rows))
+    assert main(["noise", "ref", str(runs_dir / "ref"), "--runs-dir", str(runs_dir)]) == 0
+    assert "deterministic" in capsys.readouterr().out
+    assert main(["noise", "ref", "--runs-dir", str(runs_dir)]) == 2
+    code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", "3", "--repeat", "bad")
+    assert code == 1 and "repeats: the verdict must hold in each of 2 candidate runs" in out
+    assert "close: PASS — non-inferior" in out and "bad: FAIL (regression) — regression shown" in out
+    code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", "3", "--repeat", "close")
+    assert code == 0

@@ -43,6 +43,8 @@ from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate
 from .reports.escape import one_line
 from .reports.compare import adjust_holm, paired_counts
+from .reports.gate import evaluate_repeats
+from .reports.noise import NoiseReport, run_noise
 from .reports.export import example_frame
 from .scoring.power import Plan
 from .scoring.power import plan as power_plan
@@ -52,7 +54,7 @@ from .store import StoredRun, open_run, same_run_reason
 from .types import Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "block_labels", "plan", "compare_all", "RECORDED"]
+           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -242,16 +244,31 @@ def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLik
 
 def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = None,
          runs_dir: PathLike = "runs", block_by: Optional[str] = None, block_dataset: Optional[PathLike] = None,
-         resamples: int = DEFAULT_RESAMPLES, seed: int = 0, **thresholds: Any) -> GateResult:
+         resamples: int = DEFAULT_RESAMPLES, seed: int = 0, repeats: Optional[list[RunLike]] = None,
+         **thresholds: Any) -> GateResult:
     """The release gate (``whisperbench gate``): ``.code`` 0 pass, 1 regression, 2 cannot judge; ``.verdict``,
     ``.checks``. ``thresholds``: ``max_wer_increase``, ``min_coverage``, ``max_failed_pct``, ``confidence``
     (e.g. 0.95), ``min_qoi_per_language``, ``non_inferiority_margin`` (WER points), ``non_inferiority_qoi_margin``
     (QoI points), ``inconclusive`` ("fail" or "pass")…; ``block_by``: resample whole blocks (see :func:`compare`).
-    ``.non_inferiority`` is "non-inferior", "inconclusive (set too small)" or "regression shown" with a margin."""
+    ``.non_inferiority`` is "non-inferior", "inconclusive (set too small)" or "regression shown" with a margin.
+    ``repeats``: further runs of the candidate's configuration: the verdict must hold in each (the worst is
+    returned, ``.repeats`` lists every one)."""
     ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
     settings = significance_settings(block_by, thresholds.get("confidence") or 0.95, resamples, seed)
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
+    if repeats:
+        candidates = [cand] + [load_run(run, runs_dir) for run in repeats]
+        return evaluate_repeats(ref, candidates, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
     return evaluate_gate(ref, cand, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
+
+
+def noise(runs: list[RunLike], runs_dir: PathLike = "runs") -> NoiseReport:
+    """Run-to-run noise of repeated runs of one configuration (``whisperbench noise``): identical outputs and error
+    counts per example, the WER's spread, the share of examples regressing between repeats, ``.deterministic``."""
+    try:
+        return run_noise([load_run(run, runs_dir) for run in runs])
+    except ValueError as exc:
+        raise WhisperbenchError(str(exc)) from None
 
 
 def plan(reference: RunLike, *, candidate: Optional[RunLike] = None, runs_dir: PathLike = "runs",

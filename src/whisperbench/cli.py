@@ -243,7 +243,7 @@ def cmd_gate(args) -> int:
                       max_timing_error_ms=args.max_timing_error_ms,
                       non_inferiority_margin=args.non_inferiority_margin,
                       non_inferiority_qoi_margin=args.non_inferiority_qoi_margin, inconclusive=args.inconclusive,
-                      **_significance_args(args))
+                      repeats=args.repeat, runs_dir=args.runs_dir, **_significance_args(args))
     except WhisperbenchError as exc:
         if args.junit:  # CI shows why it could not judge, not a missing report
             _write_junit(args.junit, cannot_judge_xml(str(exc)))
@@ -270,6 +270,15 @@ def cmd_plan(args) -> int:
                                 (result.qoi_drop, result.examples_for_qoi_drop, "a QoI drop of {} points")):
         if asked:
             print(f"examples needed to detect {what.format(f'{asked:g}')} at {result.power:.0%} power: {needed}")
+    return 0
+
+
+def cmd_noise(args) -> int:
+    from .api import noise
+    from .reports.noise import format_noise
+
+    report = noise(args.run, args.runs_dir)
+    _print_json(report.to_dict()) if args.json else print(format_noise(report))
     return 0
 
 
@@ -694,6 +703,9 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--inconclusive", choices=("fail", "pass"), default="fail",
                    help="exit code of an inconclusive non-inferiority verdict: fail (1, default) or pass (0)")
     _significance_options(p)
+    p.add_argument("--repeat", action="append", metavar="RUN",
+                   help="another run of the candidate's configuration (repeat --repeat for several): the verdict "
+                        "must hold in each; the worst is reported (see `whisperbench noise`)")
     p.add_argument("--junit", help="write JUnit XML here")
     p.add_argument("--allow-self-comparison", action="store_true",
                    help="judge even when both sides are one run (same folder, run id or predictions); without it "
@@ -717,6 +729,15 @@ def _plan_parser(sub: Any) -> None:
                    help="%% of examples that regress between two runs of one configuration (default 0: deterministic)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=cmd_plan)
+
+
+def _noise_parser(sub: Any) -> None:
+    p = sub.add_parser("noise", help="run-to-run noise of repeated runs of one configuration: identical outputs, "
+                                     "WER spread, regressions between repeats; flags non-determinism")
+    p.add_argument("run", nargs="+", help="two or more runs of one configuration on one dataset (names or folders)")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_noise)
 
 
 def _perturb_parser(sub: Any) -> None:
@@ -812,8 +833,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _plan_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _adapters_parser,
-             _models_parser, _datasets_parser, _demo_parser)
+             _gate_parser, _plan_parser, _noise_parser, _perturb_parser, _subtitles_parser, _sweep_parser,
+             _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

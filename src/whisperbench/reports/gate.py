@@ -47,6 +47,8 @@ class GateResult:
     non_inferiority: Optional[str] = None
     #: what this set can detect at 80 % power (the observed paired spread); None without joined examples
     plan: Optional[Plan] = None
+    #: with repeated candidate runs (``gate --repeat``): (run name, verdict) of every repeat, this one included
+    repeats: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def code(self) -> int:
@@ -151,6 +153,15 @@ def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
     return plan(ref, words, candidate_errors=cand, alpha=1.0 - confidence)
 
 
+def evaluate_repeats(reference: StoredRun, candidates: list[StoredRun], **options: Any) -> GateResult:
+    """The gate on each repeated run of the candidate (same settings, ``options`` as :func:`evaluate_gate`): the
+    verdict must hold in every repeat, so the result is the worst repeat's (its ``repeats`` lists them all)."""
+    results = [evaluate_gate(reference, candidate, **options) for candidate in candidates]
+    worst = max(results, key=lambda r: (r.code, NI_ORDER.index(r.non_inferiority) if r.non_inferiority else 0))
+    worst.repeats = [(r.comparison.candidate.name, r.verdict) for r in results]
+    return worst
+
+
 def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
     """QoI's interval (100 − the interval of the regressed share)."""
     drop = sig.qoi_drop if sig else None
@@ -187,8 +198,9 @@ def _non_inferiority_checks(sig: Optional[PairedSignificance], wer_margin: Optio
     """One check per margin: the interval of the worsening against it. Regression shown fails; inconclusive
     fails or passes by ``inconclusive``; the worst of the verdicts is the gate's non-inferiority verdict."""
     checks, verdicts = [], []
-    for name, margin, interval, unit in (("non-inferiority (WER)", wer_margin, sig and sig.wer_difference, "WER points"),
-                                         ("non-inferiority (QoI)", qoi_margin, sig and sig.qoi_drop, "QoI points")):
+    wer, drop = (sig.wer_difference, sig.qoi_drop) if sig else (None, None)
+    for name, margin, interval, unit in (("non-inferiority (WER)", wer_margin, wer, "WER points"),
+                                         ("non-inferiority (QoI)", qoi_margin, drop, "QoI points")):
         if margin is None:
             continue
         if not interval:
@@ -202,7 +214,8 @@ def _non_inferiority_checks(sig: Optional[PairedSignificance], wer_margin: Optio
                   f"[{interval.low:+.2f}, {interval.high:+.2f}] against the margin {margin:g} {unit} "
                   f"({interval.resampling.describe()})")
         if verdict == INCONCLUSIVE:
-            detail += f"; inconclusive {'fails' if inconclusive == 'fail' else 'passes'} (--inconclusive {inconclusive})"
+            outcome = "fails" if inconclusive == "fail" else "passes"
+            detail += f"; inconclusive {outcome} (--inconclusive {inconclusive})"
         passed = verdict == NON_INFERIOR or (verdict == INCONCLUSIVE and inconclusive == "pass")
         checks.append(GateCheck(name, passed, detail, REGRESSION))
     if verdicts:
@@ -341,6 +354,10 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
         lines += [f"  {line}" for line in format_significance(c.significance)]
     if result.plan:
         lines.append(f"  {format_plan(result.plan)}")
+    if result.repeats:
+        lines.append(f"  repeats: the verdict must hold in each of {len(result.repeats)} candidate runs; shown is the "
+                     f"worst ({one_line(c.candidate.name)}): "
+                     + "; ".join(f"{one_line(name)}: {verdict}" for name, verdict in result.repeats))
     regressed = c.result.worst(worst)
     if regressed:
         lines.append(f"  worst regressed examples (of {c.result.regressed}):")

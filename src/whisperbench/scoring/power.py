@@ -4,10 +4,10 @@ examples needed for a given one (``whisperbench plan``).
 **WER** (normal approximation, the test of :func:`~whisperbench.scoring.significance.mapsswe`): the WER difference
 is ``Σ D_i / Σ words`` with ``D_i`` the candidate's minus the reference's errors on example i, so its standard error
 is ``sd(D) · √n / (n · w̄)`` (w̄: reference words per example). A two-sided test at level α detects, with
-probability ``power``, an increase of ``(z₁₋α/₂ + z_power) · 100 · sd(D) / (√n · w̄)`` points — which is also the
-smallest non-inferiority margin that an equally good candidate proves with that probability. ``sd(D)`` comes from
-a comparison's paired differences when one is given; from the reference alone it is taken as Poisson noise on
-each side, ``var(D_i) ≈ 2 · errors_i`` (errors of the two systems independent given the example).
+probability ``power``, an increase of ``(z₁₋α/₂ + z_power) · 100 · sd(D) / (√n · w̄)`` points — which is
+also the smallest non-inferiority margin that an equally good candidate proves with that probability. ``sd(D)``
+comes from a comparison's paired differences when one is given; from the reference alone it is taken as Poisson
+noise on each side, ``var(D_i) ≈ 2 · errors_i`` (errors of the two systems independent given the example).
 
 **QoI** (exact binomial): the share of regressed examples against a baseline share ``p₀`` (what two runs of one
 configuration regress on each other: 0 for a deterministic implementation); the gate detects a drop to ``p₁`` when
@@ -140,6 +140,7 @@ def plan(reference_errors: ArrayLike, reference_words: ArrayLike, *, candidate_e
         detectable_wer_increase=detectable_wer_increase(sd, w, n, alpha, power),
         detectable_qoi_drop=detectable_qoi_drop(n, alpha, power, base),
         wer_increase=wer_increase,
-        examples_for_wer_increase=examples_for_wer_increase(sd, w, wer_increase, alpha, power) if wer_increase else None,
+        examples_for_wer_increase=(examples_for_wer_increase(sd, w, wer_increase, alpha, power) if wer_increase
+                                   else None),
         qoi_drop=qoi_drop,
         examples_for_qoi_drop=examples_for_qoi_drop(qoi_drop, alpha, power, base) if qoi_drop else None)

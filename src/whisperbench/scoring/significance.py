@@ -236,7 +236,8 @@ def non_inferiority(interval: BootstrapInterval, margin: float) -> str:
     ``inconclusive (set too small)``: neither is shown — more examples would narrow the interval.
 
     >>> r = Resampling("examples", 100, 2000, 0)
-    >>> [non_inferiority(BootstrapInterval(0.0, lo, hi, 0.95, 1.0, r), 1.0) for lo, hi in ((-.5, .5), (-.5, 2), (1.5, 2))]
+    >>> [non_inferiority(BootstrapInterval(0.0, lo, hi, 0.95, 1.0, r), 1.0)
+    ...  for lo, hi in ((-.5, .5), (-.5, 2), (1.5, 2))]
     ['non-inferior', 'inconclusive (set too small)', 'regression shown']
     """
     if interval.high < margin:
