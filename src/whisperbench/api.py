@@ -253,6 +253,11 @@ def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = N
     ``.non_inferiority`` is "non-inferior", "inconclusive (set too small)" or "regression shown" with a margin.
     ``repeats``: further runs of the candidate's configuration: the verdict must hold in each (the worst is
     returned, ``.repeats`` lists every one)."""
+    quality = (min_qoi, thresholds.get("max_wer_increase"), thresholds.get("non_inferiority_margin"),
+               thresholds.get("non_inferiority_qoi_margin"))
+    if all(value is None for value in quality):
+        raise WhisperbenchError("the gate needs a quality criterion: --min-qoi, --max-wer-increase, "
+                                "--non-inferiority-margin or --non-inferiority-qoi-margin")
     ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
     settings = significance_settings(block_by, thresholds.get("confidence") or 0.95, resamples, seed)
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None

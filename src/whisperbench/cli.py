@@ -229,8 +229,6 @@ def cmd_gate(args) -> int:
     from .reports import format_gate, junit_xml
     from .reports.gate import cannot_judge_xml
 
-    if args.min_qoi is None and args.non_inferiority_margin is None and args.non_inferiority_qoi_margin is None:
-        raise WhisperbenchError("gate needs --min-qoi, --non-inferiority-margin or --non-inferiority-qoi-margin")
     try:
         reference = load_run(args.reference, args.runs_dir)
         candidate = load_run(args.candidate, args.runs_dir)
@@ -671,8 +669,8 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--reference", required=True, help="the run users get today (name under --runs-dir or folder)")
     p.add_argument("--candidate", required=True, help="the run to release (name under --runs-dir or folder)")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--min-qoi", type=float, help="minimum QoI in percent (needed unless a non-inferiority margin is "
-                                                 "given)")
+    p.add_argument("--min-qoi", type=float, help="minimum QoI in percent (the gate needs it, --max-wer-increase or a "
+                                                 "non-inferiority margin)")
     p.add_argument("--max-wer-increase", type=float, help="maximum WER increase in points")
     p.add_argument("--min-qoi-per-language", type=float, metavar="PCT",
                    help="also require this QoI within every labelled language (a release that holds English but "
