@@ -201,3 +201,10 @@ def test_holm_matches_a_hand_computation():
     # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04 -> running max 0.02, 0.03, 0.06, 0.06
     assert holm(p) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([None, 0.2]) == [None, 0.2] and holm([]) == []
+
+
+def test_mapsswe_with_identical_differences_stays_valid_json():
+    import json
+
+    result = mapsswe([1, 2, 3], [2, 3, 4])
+    assert result.z == float("inf") and json.loads(json.dumps(result.to_dict(), allow_nan=False))["z"] is None

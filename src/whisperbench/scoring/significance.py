@@ -73,7 +73,8 @@ class Mapsswe:
     """NIST's matched-pair sentence-segment word error test, whole utterances as segments.
 
     ``mean_difference``: mean of candidate − reference errors per segment; ``std``: their sample standard
-    deviation; ``z``: the test statistic W; ``p_value``: two-sided, standard normal.
+    deviation; ``z``: the test statistic W (infinite when every difference is the same non-zero number: None in
+    :meth:`to_dict`, which is JSON); ``p_value``: two-sided, standard normal.
     """
 
     segments: int
@@ -83,7 +84,7 @@ class Mapsswe:
     p_value: float
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"z": self.z if math.isfinite(self.z) else None}
 
 
 @dataclass(frozen=True)
