@@ -1,7 +1,8 @@
 """whisperbench: WER and QoI across Whisper implementations, on the same weights.
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
-:func:`load_run`, :func:`load_dataset` and :func:`to_frame`, from :mod:`whisperbench.api`. They are imported on
+:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, and for the statistics :func:`compare_all`, :func:`plan`
+and :func:`noise`, from :mod:`whisperbench.api`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 
@@ -17,9 +18,10 @@ except PackageNotFoundError:  # running from a source tree
 
 if TYPE_CHECKING:
     from . import api
-    from .api import compare, evaluate, gate, load_dataset, load_run, score, to_frame
+    from .api import compare, compare_all, evaluate, gate, load_dataset, load_run, noise, plan, score, to_frame
 
-__all__ = ["__version__", "api", "evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame"]
+__all__ = ["__version__", "api", "evaluate", "score", "compare", "compare_all", "gate", "plan", "noise", "load_run",
+           "load_dataset", "to_frame"]
 
 
 def __getattr__(name: str) -> Any:

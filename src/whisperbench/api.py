@@ -35,19 +35,26 @@ import pandas as pd
 
 from .adapters import DecodingOptions
 from .adapters.recorded import read_hypotheses
-from .datasets import Checked, from_hf_dataset
+from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
 from .harness import RunRequest, run_evaluation
 from .harness.runner import RunResult
 from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate
 from .reports.escape import one_line
+from .reports.compare import adjust_holm, paired_counts
+from .reports.gate import evaluate_repeats
+from .reports.noise import NoiseReport, run_noise
 from .reports.export import example_frame
+from .scoring.power import Plan
+from .scoring.power import plan as power_plan
+from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
+from .errors import WhisperbenchError
 from .store import StoredRun, open_run, same_run_reason
 from .types import Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "RECORDED"]
+           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -161,21 +168,135 @@ def _stored(result: RunResult) -> StoredRun:
     return open_run(str(result.store.path))
 
 
-def compare(reference: RunLike, candidate: RunLike,
-            runs_dir: PathLike = "runs") -> Comparison:
+def block_labels(run: RunLike, column: str, *, dataset: Optional[PathLike] = None,
+                 runs_dir: PathLike = "runs") -> dict[str, Any]:
+    """Example id -> its value of ``column`` (e.g. ``"speaker"``): the blocks of a blocked bootstrap
+    (``block_by``). Read from ``dataset`` (a spec) when given, else from the run's predictions where each
+    stores it (``extra``), else from the manifest or ``hf:`` spec the run was made from (run.json).
+
+    >>> import tempfile
+    >>> labels = block_labels(score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform",
+    ...                             runs_dir=tempfile.mkdtemp()), "speaker")
+    >>> labels["1998-15444-0000"], labels["LJ001-0003"]
+    ('1998', 'LJ')
+    """
+    if dataset is not None:
+        return column_values(str(dataset), column)
+    stored = load_run(run, runs_dir)
+    stored_values = {p.id: p.extra.get(column) for p in stored.predictions}
+    if stored_values and all(value not in (None, "") for value in stored_values.values()):
+        return stored_values
+    source = stored.meta.dataset.source
+    if not source or not (source.startswith("hf:") or Path(source).exists()):
+        raise WhisperbenchError(f"--block-by {column}: run {stored.name}'s predictions do not store {column!r} and "
+                                f"its dataset ({source or 'unknown'}) cannot be read again; name the dataset "
+                                f"(--block-dataset)")
+    return column_values(source, column)
+
+
+def significance_settings(block_by: Optional[str] = None, confidence: float = 0.95,
+                          resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> SignificanceSettings:
+    """The settings of the paired tests (:mod:`whisperbench.scoring.significance`) from the API's keywords."""
+    try:
+        return SignificanceSettings(confidence=confidence, resamples=resamples, seed=seed, block_by=block_by)
+    except ValueError as exc:
+        raise WhisperbenchError(str(exc)) from None
+
+
+def compare(reference: RunLike, candidate: RunLike, runs_dir: PathLike = "runs", *, significance: bool = True,
+            block_by: Optional[str] = None, block_dataset: Optional[PathLike] = None, confidence: float = 0.95,
+            resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
     """QoI and WER of ``candidate`` against ``reference`` (runs or their names/paths), with the reference's
-    normalizer: ``.qoi``, ``.reference_wer``, ``.candidate_wer``, ``.result`` (per-example outcome)."""
+    normalizer: ``.qoi``, ``.reference_wer``, ``.candidate_wer``, ``.result`` (per-example outcome), and
+    ``.significance``: the exact sign test, MAPSSWE and paired-bootstrap intervals (``confidence``, ``resamples``,
+    ``seed``; whole blocks of ``block_by``'s values resampled when given, see :func:`block_labels`).
+
+    >>> import tempfile
+    >>> runs = tempfile.mkdtemp()
+    >>> base = score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=runs, name="base")
+    >>> tiny = score(RECORDED / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="tiny")
+    >>> s = compare(base, tiny, resamples=500).significance.sign_test
+    >>> s.improved, s.regressed, s.ties, s.p_value
+    (0, 1, 5, 1.0)
+    >>> compare(base, tiny, block_by="speaker").significance.resampling.describe()
+    'blocked bootstrap by speaker (6 blocks, 2000 resamples, seed 0)'
+    """
     ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
     reason = same_run_reason(ref, cand)
     if reason:
         log.warning("%s is the reference run itself (%s): QoI 100 %% proves nothing", cand.name, one_line(reason))
-    return compare_runs(ref, cand)
+    if not significance:
+        return compare_runs(ref, cand)
+    settings = significance_settings(block_by, confidence, resamples, seed)
+    groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
+    return compare_runs(ref, cand, settings, groups)
 
 
-def gate(reference: RunLike, candidate: RunLike, *, min_qoi: float,
-         runs_dir: PathLike = "runs", **thresholds: Any) -> GateResult:
+def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLike = "runs",
+                **options: Any) -> list[Comparison]:
+    """:func:`compare` of each candidate against one reference (``options`` as there); with several, each
+    comparison's ``.holm`` holds its p-values Holm-adjusted over the candidates (one family of tests)."""
+    ref = load_run(reference, runs_dir)
+    comparisons = [compare(ref, candidate, runs_dir, **options) for candidate in candidates]
+    adjust_holm(comparisons)
+    return comparisons
+
+
+def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = None,
+         runs_dir: PathLike = "runs", block_by: Optional[str] = None, block_dataset: Optional[PathLike] = None,
+         resamples: int = DEFAULT_RESAMPLES, seed: int = 0, repeats: Optional[list[RunLike]] = None,
+         **thresholds: Any) -> GateResult:
     """The release gate (``whisperbench gate``): ``.code`` 0 pass, 1 regression, 2 cannot judge; ``.verdict``,
     ``.checks``. ``thresholds``: ``max_wer_increase``, ``min_coverage``, ``max_failed_pct``, ``confidence``
-    (e.g. 0.95), ``min_qoi_per_language``."""
-    return evaluate_gate(load_run(reference, runs_dir), load_run(candidate, runs_dir),
-                         min_qoi=min_qoi, **thresholds)
+    (e.g. 0.95), ``min_qoi_per_language``, ``non_inferiority_margin`` (WER points), ``non_inferiority_qoi_margin``
+    (QoI points), ``inconclusive`` ("fail" or "pass")…; ``block_by``: resample whole blocks (see :func:`compare`).
+    ``.non_inferiority`` is "non-inferior", "inconclusive (set too small)" or "regression shown" with a margin.
+    ``repeats``: further runs of the candidate's configuration: the verdict must hold in each (the worst is
+    returned, ``.repeats`` lists every one)."""
+    quality = (min_qoi, thresholds.get("max_wer_increase"), thresholds.get("non_inferiority_margin"),
+               thresholds.get("non_inferiority_qoi_margin"))
+    if all(value is None for value in quality):
+        raise WhisperbenchError("the gate needs a quality criterion: --min-qoi, --max-wer-increase, "
+                                "--non-inferiority-margin or --non-inferiority-qoi-margin")
+    ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
+    settings = significance_settings(block_by, thresholds.get("confidence") or 0.95, resamples, seed)
+    groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
+    if repeats:
+        candidates = [cand] + [load_run(run, runs_dir) for run in repeats]
+        return evaluate_repeats(ref, candidates, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
+    return evaluate_gate(ref, cand, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
+
+
+def noise(runs: list[RunLike], runs_dir: PathLike = "runs") -> NoiseReport:
+    """Run-to-run noise of repeated runs of one configuration (``whisperbench noise``): identical outputs and error
+    counts per example, the WER's spread, the share of examples regressing between repeats, ``.deterministic``."""
+    try:
+        return run_noise([load_run(run, runs_dir) for run in runs])
+    except ValueError as exc:
+        raise WhisperbenchError(str(exc)) from None
+
+
+def plan(reference: RunLike, *, candidate: Optional[RunLike] = None, runs_dir: PathLike = "runs",
+         examples: Optional[int] = None, wer_increase: Optional[float] = None, qoi_drop: Optional[float] = None,
+         alpha: float = 0.05, power: float = 0.8, baseline_regressed: float = 0.0) -> Plan:
+    """Power and size (``whisperbench plan``, :mod:`whisperbench.scoring.power`): the smallest WER increase and QoI
+    drop (points) a gate on ``examples`` examples (default: the reference's) detects with probability ``power`` at
+    level ``alpha``, and the examples needed for ``wer_increase`` / ``qoi_drop``. The per-example error spread is
+    the reference's (Poisson), or the observed paired differences against ``candidate``; ``baseline_regressed``:
+    % of examples that regress between two runs of one configuration (0: deterministic).
+
+    >>> import tempfile
+    >>> base = score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=tempfile.mkdtemp())
+    >>> p = plan(base, examples=1000, qoi_drop=1.0)
+    >>> round(p.detectable_wer_increase, 2), round(p.detectable_qoi_drop, 2), p.examples_for_qoi_drop
+    (0.74, 0.16, 161)
+    """
+    ref = load_run(reference, runs_dir)
+    cand = load_run(candidate, runs_dir) if candidate is not None else None
+    _, ref_errors, cand_errors, words = paired_counts(compare_runs(ref, cand or ref).result)
+    try:
+        return power_plan(ref_errors, words, candidate_errors=cand_errors if cand is not None else None,
+                          examples=examples, wer_increase=wer_increase, qoi_drop=qoi_drop, alpha=alpha, power=power,
+                          baseline_regressed=baseline_regressed)
+    except ValueError as exc:
+        raise WhisperbenchError(f"plan: {exc}") from None

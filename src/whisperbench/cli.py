@@ -108,12 +108,15 @@ def cmd_rescore(args) -> int:
 
 # --- compare / report / gate ---------------------------------------------------------------------
 def cmd_compare(args) -> int:
-    from .api import compare, load_run
+    from .api import compare_all, load_run
     from .reports import comparison_table
     from .reports.escape import one_line
 
+    from .reports.gate import format_significance
+
     reference = load_run(args.reference, args.runs_dir)
-    comparisons = [compare(reference, c, args.runs_dir) for c in args.candidate]
+    comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=args.confidence / 100.0,
+                              **_significance_args(args))
     if args.json:
         from .reports.hallucination import hallucination_diff
 
@@ -132,9 +135,20 @@ def cmd_compare(args) -> int:
             if ids:
                 notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
         notes += _hallucination_notes(reference, c.candidate)
+        notes += format_significance(c.significance) if c.significance else []
+        if c.holm:
+            notes.append(f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
+                         f"{_fmt(c.holm['sign_test'], 3)}, MAPSSWE p = {_fmt(c.holm['mapsswe'], 3)}, bootstrap WER p = "
+                         f"{_fmt(c.holm['wer_difference'], 3)}")
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0
+
+
+def _significance_args(args) -> dict[str, Any]:
+    """The paired-significance keywords of ``api.compare`` / ``api.gate`` from the shared options."""
+    return {"block_by": args.block_by, "block_dataset": args.block_dataset, "resamples": args.resamples,
+            "seed": args.seed}
 
 
 def _hallucination_notes(reference, candidate) -> list[str]:
@@ -218,22 +232,52 @@ def cmd_gate(args) -> int:
     try:
         reference = load_run(args.reference, args.runs_dir)
         candidate = load_run(args.candidate, args.runs_dir)
+        result = gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
+                      min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
+                      confidence=args.confidence / 100.0 if args.confidence else None,
+                      min_qoi_per_language=args.min_qoi_per_language,
+                      allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
+                      max_new_bursts=args.max_new_bursts, max_nonspeech_output_rate=args.max_nonspeech_output_rate,
+                      max_timing_error_ms=args.max_timing_error_ms,
+                      non_inferiority_margin=args.non_inferiority_margin,
+                      non_inferiority_qoi_margin=args.non_inferiority_qoi_margin, inconclusive=args.inconclusive,
+                      repeats=args.repeat, runs_dir=args.runs_dir, **_significance_args(args))
     except WhisperbenchError as exc:
         if args.junit:  # CI shows why it could not judge, not a missing report
             _write_junit(args.junit, cannot_judge_xml(str(exc)))
         print(f"gate: CANNOT JUDGE: {exc}", file=sys.stderr)
         return 2
-    result = gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
-                  min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
-                  confidence=args.confidence / 100.0 if args.confidence else None,
-                  min_qoi_per_language=args.min_qoi_per_language,
-                  allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
-                  max_new_bursts=args.max_new_bursts, max_nonspeech_output_rate=args.max_nonspeech_output_rate,
-                  max_timing_error_ms=args.max_timing_error_ms)
     if args.junit:  # written before the verdict is printed: an unwritable path is an error, never a PASS
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
     return result.code
+
+
+def cmd_plan(args) -> int:
+    from .api import plan
+    from .reports.gate import format_plan
+
+    result = plan(args.reference, candidate=args.candidate, runs_dir=args.runs_dir, examples=args.examples,
+                  wer_increase=args.wer_increase, qoi_drop=args.qoi_drop, alpha=args.alpha,
+                  power=args.power / 100.0, baseline_regressed=args.baseline_regressed)
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    print(format_plan(result))
+    for asked, needed, what in ((result.wer_increase, result.examples_for_wer_increase, "a WER increase of {} points"),
+                                (result.qoi_drop, result.examples_for_qoi_drop, "a QoI drop of {} points")):
+        if asked:
+            print(f"examples needed to detect {what.format(f'{asked:g}')} at {result.power:.0%} power: {needed}")
+    return 0
+
+
+def cmd_noise(args) -> int:
+    from .api import noise
+    from .reports.noise import format_noise
+
+    report = noise(args.run, args.runs_dir)
+    _print_json(report.to_dict()) if args.json else print(format_noise(report))
+    return 0
 
 
 def _write_junit(path: str, xml: str) -> None:
@@ -559,14 +603,29 @@ def _rescore_parser(sub: Any) -> None:
 
 
 def _compare_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run")
+    p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run, with paired tests "
+                                       "(sign test, MAPSSWE, bootstrap interval of the WER difference)")
     p.add_argument("--reference", required=True, help="run name (under --runs-dir) or run folder")
     p.add_argument("--candidate", required=True, action="append",
                    help="run compared with the reference (repeat --candidate for several)")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
     p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
+    p.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+                   help="confidence of the bootstrap intervals (default %(default)g)")
+    _significance_options(p)
     p.set_defaults(func=cmd_compare)
+
+
+def _significance_options(p: Any) -> None:
+    """The paired tests' options (compare and gate; docs/statistics.md)."""
+    p.add_argument("--block-by", metavar="COLUMN",
+                   help="bootstrap whole blocks of examples sharing this manifest column's value (e.g. speaker): "
+                        "every interval then resamples blocks (read from the reference run's dataset)")
+    p.add_argument("--block-dataset", metavar="SPEC",
+                   help="with --block-by: read the column from this dataset instead of the run's own")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s): same seed, same interval")
 
 
 def _report_parser(sub: Any) -> None:
@@ -610,7 +669,8 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--reference", required=True, help="the run users get today (name under --runs-dir or folder)")
     p.add_argument("--candidate", required=True, help="the run to release (name under --runs-dir or folder)")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--min-qoi", type=float, required=True, help="minimum QoI in percent")
+    p.add_argument("--min-qoi", type=float, help="minimum QoI in percent (the gate needs it, --max-wer-increase or a "
+                                                 "non-inferiority margin)")
     p.add_argument("--max-wer-increase", type=float, help="maximum WER increase in points")
     p.add_argument("--min-qoi-per-language", type=float, metavar="PCT",
                    help="also require this QoI within every labelled language (a release that holds English but "
@@ -633,11 +693,49 @@ def _gate_parser(sub: Any) -> None:
     p.add_argument("--max-timing-error-ms", type=float, metavar="MS",
                    help="also fail when the candidate's median utterance-start error (dataset times), else its median "
                         "word-start difference from the reference run, exceeds MS")
+    p.add_argument("--non-inferiority-margin", type=float, metavar="POINTS",
+                   help="non-inferiority: pass only if the upper bound of the WER increase's CI (--confidence, default "
+                        "95) is below POINTS; verdict non-inferior, inconclusive (set too small) or regression shown")
+    p.add_argument("--non-inferiority-qoi-margin", type=float, metavar="POINTS",
+                   help="non-inferiority on QoI: the upper bound of the QoI drop (%% of examples regressed) below POINTS")
+    p.add_argument("--inconclusive", choices=("fail", "pass"), default="fail",
+                   help="exit code of an inconclusive non-inferiority verdict: fail (1, default) or pass (0)")
+    _significance_options(p)
+    p.add_argument("--repeat", action="append", metavar="RUN",
+                   help="another run of the candidate's configuration (repeat --repeat for several): the verdict "
+                        "must hold in each; the worst is reported (see `whisperbench noise`)")
     p.add_argument("--junit", help="write JUnit XML here")
     p.add_argument("--allow-self-comparison", action="store_true",
                    help="judge even when both sides are one run (same folder, run id or predictions); without it "
                         "that is refused (exit 2): a run compared with itself always passes")
     p.set_defaults(func=cmd_gate)
+
+
+def _plan_parser(sub: Any) -> None:
+    p = sub.add_parser("plan", help="power and size: the smallest WER increase and QoI drop a gate detects at 80 %% "
+                                    "power, and the examples needed for a given one (docs/statistics.md)")
+    p.add_argument("--reference", required=True, help="the reference run: its per-example errors and words")
+    p.add_argument("--candidate", help="a candidate run (e.g. an earlier one): use the observed paired spread "
+                                       "instead of the reference's Poisson noise")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--examples", type=int, metavar="N", help="plan for N examples (default: the reference's)")
+    p.add_argument("--wer-increase", type=float, metavar="POINTS", help="also: examples needed to detect this")
+    p.add_argument("--qoi-drop", type=float, metavar="POINTS", help="also: examples needed to detect this")
+    p.add_argument("--alpha", type=float, default=0.05, help="the test's level (default %(default)s)")
+    p.add_argument("--power", type=float, default=80.0, metavar="PCT", help="the power (default %(default)g)")
+    p.add_argument("--baseline-regressed", type=float, default=0.0, metavar="PCT",
+                   help="%% of examples that regress between two runs of one configuration (default 0: deterministic)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=cmd_plan)
+
+
+def _noise_parser(sub: Any) -> None:
+    p = sub.add_parser("noise", help="run-to-run noise of repeated runs of one configuration: identical outputs, "
+                                     "WER spread, regressions between repeats; flags non-determinism")
+    p.add_argument("run", nargs="+", help="two or more runs of one configuration on one dataset (names or folders)")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_noise)
 
 
 def _perturb_parser(sub: Any) -> None:
@@ -735,9 +833,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _adapters_parser, _models_parser,
-             _datasets_parser,
-             _demo_parser)
+             _gate_parser, _plan_parser, _noise_parser, _perturb_parser, _subtitles_parser, _sweep_parser,
+             _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

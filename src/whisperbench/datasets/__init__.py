@@ -20,9 +20,9 @@ from ..errors import DatasetError
 from ..types import Form
 from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
-from .records import Checked, Invalid, build_dataset, content_hash, infer_form
+from .records import Checked, Invalid, build_dataset, content_hash, infer_form, record_id
 
-__all__ = ["load_dataset", "from_hf_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
+__all__ = ["load_dataset", "column_values", "from_hf_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv")
 AUDIOFOLDER_NAMES = ("metadata.jsonl", "metadata.csv")
@@ -60,6 +60,37 @@ def from_hf_dataset(table: Any, *, name: str = "datasets", form: Optional[Form] 
                          base_dir=None, form=form, limit=limit, skip_invalid=skip_invalid)
 
 
+def _manifest_path(spec: str) -> str:
+    """The manifest file a (non-``hf:``) spec names: a file, a folder holding one, or a bundled name."""
+    path = spec
+    if not os.path.exists(path):
+        bundled = bundled_datasets()
+        if spec in bundled:
+            path = str(bundled[spec])
+        else:
+            known = ", ".join(sorted(bundled)) or "none found"
+            raise DatasetError(f"dataset {spec!r} not found: not a file, folder, hf: spec or bundled name ({known})")
+    if os.path.isdir(path):
+        candidates = [os.path.join(path, n) for n in MANIFEST_NAMES + AUDIOFOLDER_NAMES]
+        existing = [c for c in candidates if os.path.exists(c)]
+        if not existing:
+            raise DatasetError(f"{path}: folder has none of {', '.join(MANIFEST_NAMES + AUDIOFOLDER_NAMES)}")
+        return existing[0]
+    return path
+
+
+def column_values(spec: str, column: str) -> dict[str, Any]:
+    """Example id -> the value of one column (e.g. ``speaker``) of a dataset's rows, read without validating or
+    hashing audio; rows without the column are left out. For resampling blocks (``--block-by``).
+
+    >>> column_values("tiny-shortform", "speaker")["1998-15444-0000"]
+    '1998'
+    """
+    records = read_hf(spec)[0] if spec.startswith("hf:") else read_manifest(_manifest_path(spec))
+    return {ex_id: record.fields[column] for record in records
+            if (ex_id := record_id(record)) is not None and record.fields.get(column) not in (None, "")}
+
+
 def load_dataset(
     spec: str,
     *,
@@ -75,21 +106,7 @@ def load_dataset(
             records, name=name or default, source=spec, base_dir=None, form=form, limit=limit,
             skip_invalid=skip_invalid,
         )
-    path = spec
-    if not os.path.exists(path):
-        bundled = bundled_datasets()
-        if spec in bundled:
-            path = str(bundled[spec])
-        else:
-            known = ", ".join(sorted(bundled)) or "none found"
-            raise DatasetError(f"dataset {spec!r} not found: not a file, folder, hf: spec or bundled name ({known})")
-    manifest = path
-    if os.path.isdir(path):
-        candidates = [os.path.join(path, n) for n in MANIFEST_NAMES + AUDIOFOLDER_NAMES]
-        existing = [c for c in candidates if os.path.exists(c)]
-        if not existing:
-            raise DatasetError(f"{path}: folder has none of {', '.join(MANIFEST_NAMES + AUDIOFOLDER_NAMES)}")
-        manifest = existing[0]
+    manifest = _manifest_path(spec)
     records = read_manifest(manifest)
     return build_dataset(
         records,

@@ -54,6 +54,15 @@ def _first(fields: dict[str, Any], keys: Iterable[str]) -> tuple[Optional[str], 
     return None, None
 
 
+def record_id(record: RawRecord) -> Optional[str]:
+    """The example id a row gets (its id column, else its audio file's name), None when it has neither."""
+    _, ex_id = _first(record.fields, ID_KEYS)
+    if ex_id is not None:
+        return str(ex_id)
+    _, audio = _first(record.fields, AUDIO_KEYS)
+    return os.path.splitext(os.path.basename(audio))[0] if isinstance(audio, str) else None
+
+
 def record_to_example(record: RawRecord, base_dir: Optional[str]) -> Example:
     """Map aliased columns onto an Example; raises DatasetError naming the row when a field is missing."""
     fields = dict(record.fields)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
+import numpy as np
 import pandas as pd
 
+from ..errors import WhisperbenchError
 from ..store import StoredRun
 from ..scoring import QoiResult
-from ..scoring.qoi_table import qoi_tables
+from ..scoring.qoi_table import ExampleColumns, qoi_tables
+from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.table import table_wer
 from .timing import timing_columns
 from .weights import weights_relation
@@ -25,6 +28,10 @@ class Comparison:
     same_dataset: bool
     weights: str = "unknown"  # see reports.weights.weights_relation
     timing: dict = field(default_factory=dict)  # see reports.timing.timing_columns ({} without stored times)
+    #: the sign test, MAPSSWE and bootstrap intervals (see scoring.significance); None when not asked for
+    significance: Optional[PairedSignificance] = None
+    #: with several candidates against one reference: Holm-adjusted p-values over them (see :func:`adjust_holm`)
+    holm: dict = field(default_factory=dict)
 
     @property
     def qoi(self) -> Optional[float]:
@@ -41,28 +48,82 @@ class Comparison:
             "weights": self.weights,
             **({"timing": self.timing} if self.timing else {}),
             "normalizer": self.reference.normalizer,
+            **(self.significance.to_dict() if self.significance else {}),
+            **({"holm": self.holm} if self.holm else {}),
             **self.result.to_json(with_examples),
         }
 
 
-def compare_runs(reference: StoredRun, candidate: StoredRun) -> Comparison:
+def compare_runs(reference: StoredRun, candidate: StoredRun, significance: Optional[SignificanceSettings] = None,
+                 groups: Optional[Mapping[str, Any]] = None) -> Comparison:
     """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer.
 
     Computed from the runs' score tables (columns, stored beside the predictions and rebuilt when stale):
-    the same figures as ``summarize`` and ``qoi`` on their predictions.
+    the same figures as ``summarize`` and ``qoi`` on their predictions. With ``significance`` also the paired
+    tests and intervals (:func:`significance_of`; ``groups``: example id -> block label, with
+    ``significance.block_by``).
     """
     normalizer = reference.normalizer
     ref_table, cand_table = reference.score_table(normalizer), candidate.score_table(normalizer)
+    result = qoi_tables(ref_table, cand_table, normalizer)
     return Comparison(
         reference=reference,
         candidate=candidate,
-        result=qoi_tables(ref_table, cand_table, normalizer),
+        result=result,
         reference_wer=table_wer(ref_table),
         candidate_wer=table_wer(cand_table),
         same_dataset=bool(reference.dataset_hash) and reference.dataset_hash == candidate.dataset_hash,
         weights=weights_relation(reference.meta, candidate.meta),
         timing=timing_columns(reference, candidate),
+        significance=significance_of(result, significance, groups) if significance else None,
     )
+
+
+def adjust_holm(comparisons: list[Comparison]) -> None:
+    """Set each comparison's ``holm``: its sign-test, MAPSSWE and bootstrap WER p-values Holm-adjusted over all
+    the ``comparisons`` (one family: several candidates against one reference). Nothing for fewer than two."""
+    if len(comparisons) < 2:
+        return
+    tests = {"sign_test": lambda s: s.sign_test.p_value,
+             "mapsswe": lambda s: s.mapsswe.p_value if s.mapsswe else None,
+             "wer_difference": lambda s: s.wer_difference.p_value if s.wer_difference else None}
+    adjusted = {name: holm([get(c.significance) if c.significance else None for c in comparisons])
+                for name, get in tests.items()}
+    for i, comparison in enumerate(comparisons):
+        comparison.holm = {name: values[i] for name, values in adjusted.items()} | {"family": len(comparisons)}
+
+
+def paired_counts(result: QoiResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The joined examples' ids, reference errors, candidate errors and reference words (or characters)."""
+    examples = result.examples
+    if isinstance(examples, ExampleColumns):
+        return (examples.ids.to_pylist(), examples.reference_errors, examples.candidate_errors,
+                examples.reference_words)
+    return ([e.id for e in examples], np.array([e.reference_errors for e in examples], dtype=float),
+            np.array([e.candidate_errors for e in examples], dtype=float),
+            np.array([e.reference_words for e in examples], dtype=float))
+
+
+def significance_of(result: QoiResult, settings: SignificanceSettings,
+                    groups: Optional[Mapping[str, Any]] = None) -> PairedSignificance:
+    """The paired significance of a QoI result's joined examples; with ``settings.block_by``, ``groups`` gives
+    each example's block (every joined example needs one)."""
+    ids, ref, cand, words = paired_counts(result)
+    labels = None
+    if settings.block_by:
+        labels = _labels(ids, groups or {}, settings.block_by)
+    return paired_significance(ref, cand, words, groups=labels, block_by=settings.block_by,
+                               confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
+                               chunk=settings.chunk)
+
+
+def _labels(ids: list[str], groups: Mapping[str, Any], column: str) -> list[Any]:
+    missing = [i for i in ids if groups.get(i) in (None, "")]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        raise WhisperbenchError(f"--block-by {column}: {len(missing)} of {len(ids)} joined examples have no "
+                                f"{column!r} value ({shown}); every example needs one to resample by blocks")
+    return [groups[i] for i in ids]
 
 
 def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
@@ -85,5 +146,16 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "weights": c.weights,
             "cand status": str(c.candidate.coverage),
             **c.timing,
+            **(_significance_columns(c.significance) if c.significance else {}),
+            **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
         })
     return pd.DataFrame(rows)
+
+
+def _significance_columns(sig: PairedSignificance) -> dict[str, Any]:
+    """The compare table's paired-significance cells: the WER difference with its interval and the p-values."""
+    wer = sig.wer_difference
+    share = f"{wer.confidence:.0%}" if wer else ""
+    return {f"ΔWER [{share} CI]": str(wer) if wer else None,
+            "sign test p": sig.sign_test.p_value,
+            "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None}

@@ -10,19 +10,25 @@ from __future__ import annotations
 import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from ..store import StoredRun, same_run_reason
-from ..scoring import paired_wer_test, qoi_interval
+from ..scoring import Interval
+from ..scoring.power import Plan, plan
 from ..scoring.qoi import QoiResult
+from ..scoring.significance import (INCONCLUSIVE, NON_INFERIOR, REGRESSION_SHOWN, PairedSignificance,
+                                   SignificanceSettings, non_inferiority)
 from ..scoring.timing import parity
-from .compare import Comparison, compare_runs
+from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .hallucination import describe_ids, hallucination_diff
 from .timing import run_timing
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
 VERDICTS = {PASS: "PASS", REGRESSION: "FAIL (regression)", CANNOT_JUDGE: "CANNOT JUDGE"}
+#: what an inconclusive non-inferiority check does to the exit code (``gate --inconclusive``)
+INCONCLUSIVE_POLICIES = ("fail", "pass")
+NI_ORDER = (NON_INFERIOR, INCONCLUSIVE, REGRESSION_SHOWN)  # best to worst
 
 
 @dataclass
@@ -37,6 +43,12 @@ class GateCheck:
 class GateResult:
     comparison: Comparison
     checks: list[GateCheck] = field(default_factory=list)
+    #: with a non-inferiority margin: "non-inferior", "inconclusive (set too small)" or "regression shown"
+    non_inferiority: Optional[str] = None
+    #: what this set can detect at 80 % power (the observed paired spread); None without joined examples
+    plan: Optional[Plan] = None
+    #: with repeated candidate runs (``gate --repeat``): (run name, verdict) of every repeat, this one included
+    repeats: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def code(self) -> int:
@@ -45,14 +57,18 @@ class GateResult:
 
     @property
     def verdict(self) -> str:
-        return VERDICTS[self.code]
+        """PASS / FAIL (regression) / CANNOT JUDGE, with the non-inferiority verdict after a dash when asked for."""
+        code = self.code
+        if self.non_inferiority and code != CANNOT_JUDGE:
+            return f"{VERDICTS[code]} — {self.non_inferiority}"
+        return VERDICTS[code]
 
 
 def evaluate_gate(
     reference: StoredRun,
     candidate: StoredRun,
     *,
-    min_qoi: float,
+    min_qoi: Optional[float] = None,
     max_wer_increase: Optional[float] = None,
     min_coverage: float = 100.0,
     max_failed_pct: float = 0.0,
@@ -63,6 +79,11 @@ def evaluate_gate(
     max_new_bursts: Optional[int] = None,
     max_nonspeech_output_rate: Optional[float] = None,
     max_timing_error_ms: Optional[float] = None,
+    non_inferiority_margin: Optional[float] = None,
+    non_inferiority_qoi_margin: Optional[float] = None,
+    inconclusive: str = "fail",
+    significance: Optional[SignificanceSettings] = None,
+    groups: Optional[Mapping[str, Any]] = None,
 ) -> GateResult:
     """Run the gate's checks; the comparability checks come first and outrank the quality ones.
 
@@ -72,8 +93,19 @@ def evaluate_gate(
     judged unless ``allow_self_comparison`` (a deliberate self-check). ``max_new_loops`` / ``max_new_bursts``: how many examples may loop
     or burst in the candidate but not in the reference; ``max_nonspeech_output_rate``: the % of non-speech examples
     (empty transcript) the candidate may write on (see :mod:`whisperbench.scoring.hallucination`).
+
+    The paired significance (sign test, MAPSSWE, bootstrap intervals; ``significance`` settings, blocks from
+    ``groups`` with ``significance.block_by``) is always reported, and every interval comes from it.
+    ``non_inferiority_margin`` (WER points) / ``non_inferiority_qoi_margin`` (QoI points, i.e. % of examples
+    regressed): the non-inferiority checks (:func:`~whisperbench.scoring.significance.non_inferiority`); an
+    inconclusive one fails unless ``inconclusive="pass"``.
     """
-    comparison = compare_runs(reference, candidate)
+    if inconclusive not in INCONCLUSIVE_POLICIES:
+        raise ValueError(f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, not {inconclusive!r}")
+    settings = significance or SignificanceSettings(confidence=confidence or 0.95)
+    if confidence and settings.confidence != confidence:
+        settings = dataclasses.replace(settings, confidence=confidence)
+    comparison = compare_runs(reference, candidate, settings, groups)
     r = comparison.result
     result = GateResult(comparison)
     expected = _dataset_size(reference)
@@ -93,35 +125,102 @@ def evaluate_gate(
         "candidate failures", failed_pct <= max_failed_pct,
         f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ {max_failed_pct:g}%)",
         CANNOT_JUDGE))
-    qoi_text = "n/a" if r.qoi is None else f"{r.qoi:.2f}%"
-    qoi_ok = r.qoi is not None and r.qoi >= min_qoi
-    if confidence and r.qoi is not None:
-        ci = qoi_interval(r, confidence)
-        qoi_ok = ci is not None and ci.high >= min_qoi
-        qoi_text += f" ({confidence:.0%} CI {ci})"
-    result.checks.append(GateCheck(
-        "QoI", qoi_ok,
-        f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed",
-        REGRESSION))
+    sig = comparison.significance
+    if min_qoi is not None:
+        result.checks.append(_qoi_check(r, min_qoi, confidence, sig))
     if min_qoi_per_language is not None:
-        result.checks.extend(_per_language(r, min_qoi_per_language, confidence, _languages(reference, candidate)))
+        result.checks.extend(_per_language(r, min_qoi_per_language, confidence, _languages(reference, candidate),
+                                           settings, groups))
     if max_wer_increase is not None:
-        ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
-        ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
-        delta = "n/a" if ref_wer is None or cand_wer is None else f"{cand_wer - ref_wer:+.2f}"
-        paired = paired_wer_test(r, confidence) if confidence else None
-        if paired is not None:
-            ok = paired.interval.low <= max_wer_increase
-            delta += f"; paired {confidence:.0%} CI {paired.interval}, p = {paired.p_value:.3f}"
-        result.checks.append(GateCheck(
-            "WER increase", ok, f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
-            REGRESSION))
+        result.checks.append(_wer_check(comparison, max_wer_increase, confidence))
+    if non_inferiority_margin is not None or non_inferiority_qoi_margin is not None:
+        result.checks += _non_inferiority_checks(sig, non_inferiority_margin, non_inferiority_qoi_margin,
+                                                 inconclusive, result)
     if (max_new_loops, max_new_bursts, max_nonspeech_output_rate) != (None, None, None):
         result.checks += _hallucination_checks(reference, candidate, max_new_loops, max_new_bursts,
                                                max_nonspeech_output_rate)
     if max_timing_error_ms is not None:
         result.checks.append(_timing_check(comparison, max_timing_error_ms))
+    result.plan = _plan(r, settings.confidence)
     return result
+
+
+def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
+    """What the joined examples can detect at 80 % power, from their observed paired spread."""
+    _, ref, cand, words = paired_counts(r)
+    if len(words) < 2 or words.sum() == 0:
+        return None
+    return plan(ref, words, candidate_errors=cand, alpha=1.0 - confidence)
+
+
+def evaluate_repeats(reference: StoredRun, candidates: list[StoredRun], **options: Any) -> GateResult:
+    """The gate on each repeated run of the candidate (same settings, ``options`` as :func:`evaluate_gate`): the
+    verdict must hold in every repeat, so the result is the worst repeat's (its ``repeats`` lists them all)."""
+    results = [evaluate_gate(reference, candidate, **options) for candidate in candidates]
+    worst = max(results, key=lambda r: (r.code, NI_ORDER.index(r.non_inferiority) if r.non_inferiority else 0))
+    worst.repeats = [(r.comparison.candidate.name, r.verdict) for r in results]
+    return worst
+
+
+def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
+    """QoI's interval (100 − the interval of the regressed share)."""
+    drop = sig.qoi_drop if sig else None
+    return Interval(100.0 - drop.high, 100.0 - drop.low, drop.confidence) if drop else None
+
+
+def _qoi_check(r: QoiResult, min_qoi: float, confidence: Optional[float],
+               sig: Optional[PairedSignificance]) -> GateCheck:
+    qoi_text = "n/a" if r.qoi is None else f"{r.qoi:.2f}%"
+    qoi_ok = r.qoi is not None and r.qoi >= min_qoi
+    if confidence and r.qoi is not None:
+        ci = _qoi_interval(sig)
+        qoi_ok = ci is not None and ci.high >= min_qoi
+        qoi_text += f" ({confidence:.0%} CI {ci})"
+    return GateCheck("QoI", qoi_ok, f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} "
+                                    f"unchanged, {r.regressed} regressed", REGRESSION)
+
+
+def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Optional[float]) -> GateCheck:
+    ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
+    ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
+    delta = "n/a" if ref_wer is None or cand_wer is None else f"{cand_wer - ref_wer:+.2f}"
+    paired = comparison.significance.wer_difference if comparison.significance and confidence else None
+    if paired is not None:
+        ok = paired.low <= max_wer_increase
+        delta += f"; paired {confidence:.0%} CI [{paired.low:.2f}, {paired.high:.2f}], p = {paired.p_value:.3f}"
+    return GateCheck("WER increase", ok,
+                     f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
+                     REGRESSION)
+
+
+def _non_inferiority_checks(sig: Optional[PairedSignificance], wer_margin: Optional[float],
+                            qoi_margin: Optional[float], inconclusive: str, result: GateResult) -> list[GateCheck]:
+    """One check per margin: the interval of the worsening against it. Regression shown fails; inconclusive
+    fails or passes by ``inconclusive``; the worst of the verdicts is the gate's non-inferiority verdict."""
+    checks, verdicts = [], []
+    wer, drop = (sig.wer_difference, sig.qoi_drop) if sig else (None, None)
+    for name, margin, interval, unit in (("non-inferiority (WER)", wer_margin, wer, "WER points"),
+                                         ("non-inferiority (QoI)", qoi_margin, drop, "QoI points")):
+        if margin is None:
+            continue
+        if not interval:
+            checks.append(GateCheck(name, False, "no joined example with reference words: non-inferiority cannot "
+                                                 "be judged", CANNOT_JUDGE))
+            continue
+        verdict = non_inferiority(interval, margin)
+        verdicts.append(verdict)
+        what = "WER increase" if unit == "WER points" else "QoI drop (% of examples regressed)"
+        detail = (f"{verdict}: {what} {interval.estimate:+.2f}, {interval.confidence:.0%} CI "
+                  f"[{interval.low:+.2f}, {interval.high:+.2f}] against the margin {margin:g} {unit} "
+                  f"({interval.resampling.describe()})")
+        if verdict == INCONCLUSIVE:
+            outcome = "fails" if inconclusive == "fail" else "passes"
+            detail += f"; inconclusive {outcome} (--inconclusive {inconclusive})"
+        passed = verdict == NON_INFERIOR or (verdict == INCONCLUSIVE and inconclusive == "pass")
+        checks.append(GateCheck(name, passed, detail, REGRESSION))
+    if verdicts:
+        result.non_inferiority = max(verdicts, key=NI_ORDER.index)
+    return checks
 
 
 def _hallucination_checks(reference: StoredRun, candidate: StoredRun, max_loops: Optional[int],
@@ -181,10 +280,11 @@ def _languages(*runs: StoredRun) -> set[str]:
     return {p.language for run in runs for p in run.predictions if p.language}
 
 
-def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
-                  present: set[str]) -> list[GateCheck]:
+def _per_language(result: QoiResult, floor: float, confidence: Optional[float], present: set[str],
+                  settings: SignificanceSettings, groups: Optional[Mapping[str, Any]]) -> list[GateCheck]:
     """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
-    CI); a language of the dataset with nothing judged, or no labels at all, cannot be judged."""
+    CI, blocked as the whole comparison is); a language of the dataset with nothing judged, or no labels at all,
+    cannot be judged."""
     table = result.by_language()
     if not table and not present:
         return [GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "
@@ -199,8 +299,7 @@ def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
     for lang, row in table.items():
         text, ok = f"{lang} {row['qoi']:.1f}% of {row['joined']}", row["qoi"] >= floor
         if confidence:
-            ci = qoi_interval(dataclasses.replace(result, examples=result.examples.where_language(lang)),
-                              confidence)
+            ci = _qoi_interval(significance_of(_language_part(result, lang), settings, groups))
             ok = ci is not None and ci.high >= floor
             text += f" ({confidence:.0%} CI {ci})"
         shown.append(text)
@@ -209,6 +308,11 @@ def _per_language(result: QoiResult, floor: float, confidence: Optional[float],
     checks.append(GateCheck("QoI per language", not low, f"{', '.join(shown)} (need ≥ {floor:g}% in each"
                             + (f"; below: {', '.join(low)})" if low else ")"), REGRESSION))
     return checks
+
+
+def _language_part(result: QoiResult, language: str) -> QoiResult:
+    """``result`` with only the examples labelled ``language``."""
+    return dataclasses.replace(result, examples=result.examples.where_language(language))
 
 
 def _dataset_size(run: StoredRun) -> int:
@@ -244,6 +348,14 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
              f"  weights: {c.weights}"]
     for check in result.checks:
         lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {one_line(check.detail)}")
+    if c.significance:
+        lines += [f"  {line}" for line in format_significance(c.significance)]
+    if result.plan:
+        lines.append(f"  {format_plan(result.plan)}")
+    if result.repeats:
+        lines.append(f"  repeats: the verdict must hold in each of {len(result.repeats)} candidate runs; shown is the "
+                     f"worst ({one_line(c.candidate.name)}): "
+                     + "; ".join(f"{one_line(name)}: {verdict}" for name, verdict in result.repeats))
     regressed = c.result.worst(worst)
     if regressed:
         lines.append(f"  worst regressed examples (of {c.result.regressed}):")
@@ -253,6 +365,32 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
             lines.append(f"      reference:  {e.reference_hypothesis!r}")
             lines.append(f"      candidate:  {e.candidate_hypothesis!r}")
     return "\n".join(lines)
+
+
+def format_significance(sig: PairedSignificance) -> list[str]:
+    """The paired tests and intervals as lines of text (gate and compare)."""
+    sign = sig.sign_test
+    lines = [f"paired: sign test {sign.improved} improved, {sign.regressed} regressed, {sign.ties} unchanged "
+             f"(exact two-sided p = {sign.p_value:.3g})"]
+    if sig.mapsswe:
+        m = sig.mapsswe
+        lines.append(f"paired: MAPSSWE (utterances as segments) mean error difference {m.mean_difference:+.3f} per "
+                     f"utterance, z = {m.z:.2f}, p = {m.p_value:.3g}")
+    if sig.wer_difference and sig.qoi_drop:
+        w, d = sig.wer_difference, sig.qoi_drop
+        lines.append(f"paired: WER difference {w.estimate:+.2f} points, {w.confidence:.0%} CI [{w.low:+.2f}, "
+                     f"{w.high:+.2f}] (bootstrap p = {w.p_value:.3g}); examples regressed {d.estimate:.1f}%, CI "
+                     f"[{d.low:.1f}, {d.high:.1f}]")
+    lines.append(f"paired: resampling: {sig.resampling.describe()}")
+    return lines
+
+
+def format_plan(p: Plan) -> str:
+    """One line: what a gate on the set detects at its power (see ``whisperbench plan``)."""
+    return (f"power: with {p.examples} examples a level-{p.alpha:g} gate detects, at {p.power:.0%} power, a WER "
+            f"increase of {p.detectable_wer_increase:.2f} points ({p.basis}) and a QoI drop of "
+            f"{p.detectable_qoi_drop:.2f} points beyond {p.baseline_regressed:g}% of examples regressing with no change "
+            f"(`whisperbench plan` for other sizes and baselines)")
 
 
 def junit_xml(result: GateResult) -> str:

@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..store import StoredRun
 from .escape import md_cell
-from .gate import VERDICTS, evaluate_gate
+from ..scoring.significance import holm
+from .gate import VERDICTS, GateResult, evaluate_gate
 from .leaderboard import _fmt, _fmt_ci, leaderboard_frame
 
 
@@ -45,8 +46,13 @@ def tradeoff_frame(runs: list[StoredRun], reference: StoredRun, min_qoi: Optiona
     frame["Peak MB"] = [peak_memory_mb(by_name[name]) for name in frame["Run"]]
     frame["Front"] = pareto_front(list(zip(frame["Size MB"], frame["QoI %"])))
     if min_qoi is not None:
-        frame["Gate"] = [_verdict(reference, by_name[name], min_qoi, max_wer_increase, is_reference)
-                         for name, is_reference in zip(frame["Run"], frame["Reference"])]
+        gates = [None if is_reference else evaluate_gate(reference, by_name[name], min_qoi=min_qoi,
+                                                         max_wer_increase=max_wer_increase)
+                 for name, is_reference in zip(frame["Run"], frame["Reference"])]
+        frame["Gate"] = ["reference" if gate is None else VERDICTS[gate.code] for gate in gates]
+        p_values = [_wer_p(gate) for gate in gates]
+        frame["ΔWER p"] = p_values
+        frame["ΔWER p (Holm)"] = holm(p_values)
     return frame.sort_values(["Adapter", "Size MB", "Variant"], ascending=[True, False, True],
                              na_position="last").reset_index(drop=True)
 
@@ -59,11 +65,10 @@ def peak_memory_mb(run: StoredRun) -> Optional[float]:
     return max(known) if known else None
 
 
-def _verdict(reference: StoredRun, run: StoredRun, min_qoi: float, max_wer_increase: Optional[float],
-             is_reference: bool) -> str:
-    if is_reference:
-        return "reference"
-    return VERDICTS[evaluate_gate(reference, run, min_qoi=min_qoi, max_wer_increase=max_wer_increase).code]
+def _wer_p(gate: Optional[GateResult]) -> Optional[float]:
+    """The paired bootstrap's two-sided p of a gated variant's WER difference (None for the reference)."""
+    sig = gate.comparison.significance if gate else None
+    return sig.wer_difference.p_value if sig and sig.wer_difference else None
 
 
 def _shown(frame: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
@@ -87,6 +92,8 @@ def _shown(frame: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
     })
     if "Gate" in frame:
         shown["Gate"] = frame["Gate"]
+        shown["ΔWER p (Holm)"] = ["–" if pd.isna(p) else _fmt(p, 3) + (" *" if p <= 0.05 else "")
+                                  for p in frame["ΔWER p (Holm)"]]
     shown["Run"] = frame["Run"].map(lambda v: f"`{md_cell(v)}`" if markdown else v)
     return shown
 
@@ -99,7 +106,10 @@ def render_tradeoff_markdown(frame: pd.DataFrame, not_run: Sequence[dict] = (), 
     parts.append("Size MB: the weights as the implementation loaded them (file or folder on disk). QoI: % of examples "
                  "whose WER is no higher than the reference's. ◆: on the Pareto front (no other variant is both "
                  "no larger and no lower on QoI). 95% CI: bootstrap over examples (2000 resamples, seed 0)."
-                 + (f" Gate: the release gate at QoI ≥ {min_qoi:g} % against the same reference." if min_qoi else ""))
+                 + (f" Gate: the release gate at QoI ≥ {min_qoi:g} % against the same reference. ΔWER p (Holm): the "
+                    "paired bootstrap's two-sided p of each variant's WER difference from the reference, "
+                    "Holm-adjusted for the variants gated together (* ≤ 0.05: a difference shown over the whole "
+                    "sweep)." if min_qoi else ""))
     if not_run:
         parts += ["", "Not run:", ""]
         parts += [f"- {md_cell(item['label'])}: {item['status']}: {md_cell(item.get('error') or '')}"

@@ -1,7 +1,9 @@
 """Uncertainty by resampling examples (seeded bootstrap): CIs for WER and QoI, and a paired test.
 
 Examples, not words, are resampled: words of one utterance are not independent. Each resample
-recomputes the pooled WER = Σ errors / Σ reference words of the drawn examples.
+recomputes the pooled WER = Σ errors / Σ reference words of the drawn examples. Every statistic here is a ratio
+of sums, drawn in bounded chunks by :func:`~whisperbench.scoring.significance.resampled_sums` (memory O(n), never
+O(n × resamples)); the paired tests, blocks and non-inferiority are in :mod:`whisperbench.scoring.significance`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .qoi import QoiResult
+from .significance import resampled_sums
 
 DEFAULT_RESAMPLES = 2000
 
@@ -36,8 +39,9 @@ class PairedTest:
     p_value: float
 
 
-def _draws(n: int, resamples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+def _sums(resamples: int, seed: int, *columns: np.ndarray) -> np.ndarray:
+    """Resampled column sums (resamples × columns), drawn a bounded chunk at a time."""
+    return resampled_sums(np.column_stack(columns).astype(float), resamples, seed)
 
 
 def _quantiles(values: np.ndarray, confidence: float) -> Interval:
@@ -52,9 +56,9 @@ def wer_interval(errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.
     errors, ref_words = np.asarray(errors, dtype=float), np.asarray(ref_words, dtype=float)
     if len(errors) == 0 or ref_words.sum() == 0:
         return None
-    idx = _draws(len(errors), resamples, seed)
-    words = ref_words[idx].sum(axis=1)
-    values = 100.0 * errors[idx].sum(axis=1) / np.where(words > 0, words, np.nan)
+    sums = _sums(resamples, seed, errors, ref_words)
+    words = sums[:, 1]
+    values = 100.0 * sums[:, 0] / np.where(words > 0, words, np.nan)
     return _quantiles(values[~np.isnan(values)], confidence)
 
 
@@ -64,7 +68,7 @@ def qoi_interval(result: QoiResult, confidence: float = 0.95, resamples: int = D
     if not result.examples:
         return None
     ok = np.array([not e.regressed for e in result.examples], dtype=float)
-    return _quantiles(100.0 * ok[_draws(len(ok), resamples, seed)].mean(axis=1), confidence)
+    return _quantiles(100.0 * _sums(resamples, seed, ok)[:, 0] / len(ok), confidence)
 
 
 def paired_wer_test(result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
@@ -81,9 +85,9 @@ def paired_wer_test(result: QoiResult, confidence: float = 0.95, resamples: int 
     ref = np.array([e.reference_errors for e in examples], dtype=float)
     cand = np.array([e.candidate_errors for e in examples], dtype=float)
     delta = 100.0 * (cand.sum() - ref.sum()) / words.sum()
-    idx = _draws(len(examples), resamples, seed)
-    drawn_words = words[idx].sum(axis=1)
+    sums = _sums(resamples, seed, cand - ref, words)
+    drawn_words = sums[:, 1]
     keep = drawn_words > 0
-    deltas = 100.0 * (cand[idx].sum(axis=1) - ref[idx].sum(axis=1))[keep] / drawn_words[keep]
+    deltas = 100.0 * sums[keep, 0] / drawn_words[keep]
     p_value = min(1.0, 2.0 * min((deltas <= 0).mean(), (deltas >= 0).mean()))
     return PairedTest(float(delta), _quantiles(deltas, confidence), float(p_value))

@@ -1,0 +1,87 @@
+"""Run-to-run noise: repeated runs of one configuration compared with each other.
+
+Decoding is not always deterministic (temperature fallback, an API, threads): the same candidate can pass on Monday
+and fail on Tuesday. Given N runs of one configuration on one dataset (the first is the base), this measures, over
+the examples every run judged: the share whose output is identical in every run, the share whose error count is,
+the WER of each run and its spread, and the share of examples that regress from one repeat to another (QoI's
+regressions with no real change: ``whisperbench plan --baseline-regressed``). A configuration whose outputs all
+agree is deterministic.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from typing import Any, Optional
+
+from ..store import StoredRun
+from .compare import compare_runs
+
+
+@dataclass(frozen=True)
+class NoiseReport:
+    runs: list[str]
+    examples: int  # judged (status ok) in every run
+    identical_outputs: float  # % of examples whose raw output is the same in every run
+    same_errors: float  # % of examples whose error count is the same in every run
+    wer: list[Optional[float]]
+    wer_spread: Optional[float]  # max − min WER, points
+    wer_sd: Optional[float]
+    regressed_between_repeats: float  # mean % of examples regressed, over ordered pairs of runs
+    different_ids: list[str]  # some differing examples (at most 10)
+
+    @property
+    def deterministic(self) -> bool:
+        return self.identical_outputs == 100.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"deterministic": self.deterministic}
+
+
+def _outputs(run: StoredRun) -> dict[str, str]:
+    return {p.id: p.hypothesis.strip() for p in run.predictions if p.status == "ok"}
+
+
+def run_noise(runs: list[StoredRun]) -> NoiseReport:
+    """Compare repeated runs (see module doc); at least two."""
+    if len(runs) < 2:
+        raise ValueError("run-to-run noise needs at least two runs of one configuration")
+    outputs = [_outputs(run) for run in runs]
+    common = sorted(set.intersection(*(set(o) for o in outputs)))
+    differing = [i for i in common if len({o[i] for o in outputs}) > 1]
+    comparisons = {(a, b): compare_runs(runs[a], runs[b]) for a, b in combinations(range(len(runs)), 2)}
+    errors = [{e.id: e.candidate_errors for e in comparisons[(0, b)].result.examples} for b in range(1, len(runs))]
+    base = {e.id: e.reference_errors for e in comparisons[(0, 1)].result.examples}
+    same = [i for i in common if i in base and all(errs.get(i) == base[i] for errs in errors)]
+    regressed = []
+    for result in (c.result for c in comparisons.values()):
+        if result.joined:
+            regressed += [100.0 * result.regressed / result.joined, 100.0 * result.improved / result.joined]
+    wers = [comparisons[(0, 1)].reference_wer] + [comparisons[(0, b)].candidate_wer for b in range(1, len(runs))]
+    known = [w for w in wers if w is not None]
+    n = len(common)
+    return NoiseReport(
+        runs=[run.name for run in runs], examples=n,
+        identical_outputs=100.0 * (n - len(differing)) / n if n else 0.0,
+        same_errors=100.0 * len(same) / n if n else 0.0,
+        wer=wers, wer_spread=max(known) - min(known) if known else None,
+        wer_sd=statistics.stdev(known) if len(known) > 1 else None,
+        regressed_between_repeats=statistics.fmean(regressed) if regressed else 0.0,
+        different_ids=differing[:10])
+
+
+def format_noise(report: NoiseReport) -> str:
+    wers = ", ".join("n/a" if w is None else f"{w:.2f}%" for w in report.wer)
+    lines = [f"run-to-run noise over {len(report.runs)} runs ({', '.join(report.runs)}), {report.examples} examples "
+             f"judged in all: {'deterministic' if report.deterministic else 'NOT deterministic'}",
+             f"  identical outputs: {report.identical_outputs:.1f}% of examples; same error count: "
+             f"{report.same_errors:.1f}%",
+             f"  WER per run: {wers}" + ("" if report.wer_spread is None else
+                                         f" (spread {report.wer_spread:.2f} points"
+                                         + (f", sd {report.wer_sd:.2f})" if report.wer_sd is not None else ")")),
+             f"  regressed from one repeat to another: {report.regressed_between_repeats:.1f}% of examples "
+             f"(whisperbench plan --baseline-regressed {report.regressed_between_repeats:.1f})"]
+    if report.different_ids:
+        lines.append(f"  outputs differ on e.g.: {', '.join(report.different_ids)}")
+    return "\n".join(lines)
