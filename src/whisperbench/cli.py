@@ -35,9 +35,25 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalizer", choices=NORMALIZERS, help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
+    _add_column_args(p)
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _add_column_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("dataset columns", "for a manifest (.jsonl, .csv, .tsv) or hf: dataset whose columns "
+                                                    "have other names than the usual ones (audio, text, id, language)")
+    group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. path, wav)")
+    group.add_argument("--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. sentence)")
+    group.add_argument("--id-column", metavar="COLUMN", help="the column of example ids (default: id, else the file name)")
+    group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. locale)")
+
+
+def _columns(args):
+    from .types import ColumnMap
+
+    return ColumnMap(audio=args.audio_column, text=args.text_column, id=args.id_column, language=args.language_column)
 
 
 def _print_summary(result) -> None:
@@ -77,7 +93,8 @@ def cmd_run(args) -> int:
         adapter=args.adapter, model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, name=args.name,
         decoding=DecodingOptions.from_pairs(args.option or []), limit=args.limit, workers=args.workers,
         skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
-        form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
+        form=args.form, dataset_name=args.dataset_name, columns=_columns(args), warmup=not args.no_warmup,
+        overwrite=args.overwrite,
         label=args.label, refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate, timeout_s=args.timeout_s,
@@ -91,7 +108,8 @@ def cmd_score(args) -> int:
 
     request = score_request(args.hypotheses, args.dataset, runs_dir=args.runs_dir, name=args.name, limit=args.limit,
                             skip_invalid=args.skip_invalid, normalizer=args.normalizer, form=args.form,
-                            dataset_name=args.dataset_name, overwrite=args.overwrite, label=args.label)
+                            dataset_name=args.dataset_name, columns=_columns(args), overwrite=args.overwrite,
+                            label=args.label)
     return _execute(request, args.json)
 
 
@@ -414,7 +432,7 @@ def cmd_datasets(args) -> int:
         for name, path in bundled_datasets().items():
             print(f"{name:<20} {path}")
         return 0
-    checked = load_dataset(args.spec, skip_invalid=True)
+    checked = load_dataset(args.spec, skip_invalid=True, columns=_columns(args))
     d = checked.dataset
     hours = sum(ex.duration_s or 0 for ex in d.examples) / 3600
     print(f"{d.name}: {len(d)} valid examples, {len(checked.invalid)} invalid, {hours * 60:.2f} min, "
@@ -708,6 +726,7 @@ def _models_parser(sub: Any) -> None:
 def _datasets_parser(sub: Any) -> None:
     p = sub.add_parser("datasets", help="list bundled datasets, or validate one (SPEC)")
     p.add_argument("spec", nargs="?", help="a dataset to validate (manifest, folder, bundled name or hf:...)")
+    _add_column_args(p)
     p.set_defaults(func=cmd_datasets)
 
 

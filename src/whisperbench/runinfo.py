@@ -34,6 +34,8 @@ class DatasetInfo:
     num_examples: Optional[int] = None  # valid and invalid examples
     num_invalid: int = 0
     limit: Optional[int] = None
+    #: which column held what, where mapped (``--audio-column`` …: ``{"audio": "wav", "text": "sentence"}``)
+    columns: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -43,6 +45,7 @@ class DatasetInfo:
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> "DatasetInfo":
         known, extra = _split(cls, data or {})
+        known["columns"] = known.get("columns") or {}
         return cls(**known, extra=extra)
 
 

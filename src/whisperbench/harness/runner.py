@@ -23,7 +23,7 @@ from ..runinfo import DatasetInfo, RunInfo
 from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..store import RunStore, safe_run_name
-from ..types import Dataset, Example, Prediction
+from ..types import ColumnMap, Dataset, Example, Prediction
 from .backends import BACKENDS
 from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
@@ -49,6 +49,7 @@ class RunRequest:
     normalizer: Optional[str] = None
     form: Optional[str] = None
     dataset_name: Optional[str] = None
+    columns: ColumnMap = field(default_factory=ColumnMap)  # which manifest column holds what (--audio-column …)
     label: Optional[str] = None
     variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
@@ -203,7 +204,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     if checked is None:
         checked = load_dataset(
             request.dataset, name=request.dataset_name, form=request.form,  # type: ignore[arg-type]
-            limit=request.limit, skip_invalid=request.skip_invalid,
+            limit=request.limit, skip_invalid=request.skip_invalid, columns=request.columns,
         )
     dataset: Dataset = checked.dataset
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
@@ -218,7 +219,8 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
         normalizer=normalizer, long_form=long_form.to_json() if long_form else None,
         dataset=DatasetInfo(name=dataset.name, source=redact(dataset.source), form=dataset.form,
                             content_hash=dataset.content_hash, num_examples=len(dataset) + len(checked.invalid),
-                            num_invalid=len(checked.invalid), limit=request.limit),
+                            num_invalid=len(checked.invalid), limit=request.limit,
+                            columns=request.columns.to_json()),
     )
     return _Resolved(checked, normalizer, adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
                      info)
