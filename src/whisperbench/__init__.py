@@ -1,7 +1,7 @@
 """whisperbench: WER and QoI across Whisper implementations, on the same weights.
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
-:func:`load_run`, :func:`load_dataset` and :func:`to_frame`, from :mod:`whisperbench.api`. They are imported on
+:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`runs` and :func:`remove_runs`, from :mod:`whisperbench.api`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 
@@ -17,9 +17,10 @@ except PackageNotFoundError:  # running from a source tree
 
 if TYPE_CHECKING:
     from . import api
-    from .api import compare, evaluate, gate, load_dataset, load_run, score, to_frame
+    from .api import compare, evaluate, gate, load_dataset, load_run, remove_runs, runs, score, to_frame
 
-__all__ = ["__version__", "api", "evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame"]
+__all__ = ["__version__", "api", "evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "runs",
+           "remove_runs"]
 
 
 def __getattr__(name: str) -> Any:

@@ -43,11 +43,13 @@ from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate
 from .reports.escape import one_line
 from .reports.export import example_frame
+from .reports.runs import RunRow, run_rows
+from .reports.runs import remove_runs as _remove_runs
 from .store import StoredRun, open_run, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "RECORDED"]
+           "unknown_ids", "runs", "remove_runs", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,22 @@ def load_run(run: RunLike, runs_dir: PathLike = "runs") -> StoredRun:
     if isinstance(run, StoredRun):
         return run
     return open_run(str(run), runs_dir)
+
+
+def runs(runs_dir: PathLike = "runs", names: Optional[list[str]] = None) -> list[RunRow]:
+    """The runs in ``runs_dir`` (``whisperbench runs``): name, status, ``coverage`` ("12 of 49"), failed, model,
+    adapter, dataset, date and ``size_bytes``, one :class:`~whisperbench.reports.runs.RunRow` each; with ``names``,
+    those runs only."""
+    return run_rows(runs_dir, names)
+
+
+def remove_runs(names: list[str], runs_dir: PathLike = "runs") -> list[Path]:
+    """Delete runs (names under ``runs_dir`` or folders) and return their folders; nothing is removed when one
+    is missing or being written by another process (RunStoreError naming it)."""
+    removed = _remove_runs(names, runs_dir)
+    for path in removed:
+        log.info("removed run %s", path)
+    return removed
 
 
 def to_frame(run: RunLike, reference: Optional[RunLike] = None,

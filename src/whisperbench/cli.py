@@ -332,6 +332,40 @@ def _export_to_tracker(args, runs, reference) -> int:
 
 
 # --- listings ------------------------------------------------------------------------------------
+def cmd_runs(args) -> int:
+    from .api import remove_runs, runs
+    from .reports.runs import human_size, render_runs
+
+    if args.action == "list":
+        if args.names:
+            raise OptionError("runs: list takes no run names (did you mean `runs remove NAME…`?)")
+        rows = runs(args.runs_dir)
+        if args.json:
+            _print_json([row.to_json() for row in rows])
+        else:
+            print(render_runs(rows) if rows else f"no runs in {args.runs_dir}")
+        return 0
+    if not args.names:
+        raise OptionError("runs remove: name the runs to remove (see `whisperbench runs`)")
+    rows = runs(args.runs_dir, args.names)  # every name checked before anything is asked or removed
+    print(render_runs(rows))
+    if not args.yes and not _confirm(f"remove these {len(rows)} run(s), {human_size(sum(r.size_bytes for r in rows))}?"):
+        print("nothing removed")
+        return 1
+    for path in remove_runs(args.names, args.runs_dir):
+        print(f"removed {path}")
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:  # no terminal to ask: no
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+
 def cmd_adapters(args) -> int:
     from .adapters import get_adapter, registry
     from .adapters.options import describe_options
@@ -723,6 +757,22 @@ def _models_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_models)
 
 
+def _runs_parser(sub: Any) -> None:
+    p = sub.add_parser("runs", help="list the runs in --runs-dir (status, coverage, model, size); `runs remove NAME…`",
+                       description="List runs: name, status (finished, incomplete, running, stopped, empty, "
+                                   "unreadable), coverage, failed examples, model, implementation, dataset, date and "
+                                   "size on disk. Example: whisperbench runs --runs-dir runs/demo; whisperbench runs "
+                                   "remove old_run other_run --yes")
+    p.add_argument("action", nargs="?", choices=["list", "remove"], default="list",
+                   help="list (default) or remove the named runs (asks first; a run another process writes is "
+                        "never removed)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="remove: run names (under --runs-dir) or run folders")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--yes", "-y", action="store_true", help="remove: do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="list: print the rows as JSON")
+    p.set_defaults(func=cmd_runs)
+
+
 def _datasets_parser(sub: Any) -> None:
     p = sub.add_parser("datasets", help="list bundled datasets, or validate one (SPEC)")
     p.add_argument("spec", nargs="?", help="a dataset to validate (manifest, folder, bundled name or hf:...)")
@@ -752,8 +802,8 @@ def _demo_parser(sub: Any) -> None:
 
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
-             _gate_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _adapters_parser, _models_parser,
-             _datasets_parser,
+             _gate_parser, _perturb_parser, _subtitles_parser, _sweep_parser, _runs_parser, _adapters_parser,
+             _models_parser, _datasets_parser,
              _demo_parser)
 
 
