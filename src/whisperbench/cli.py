@@ -454,7 +454,7 @@ def _models_convert(args) -> int:
     if args.to not in FORMAT_ALIASES:
         raise OptionError(f"models convert: unknown format {args.to!r} (formats: hf, openai, ctranslate2, ggml, mlx, "
                           "coreml, flax)")
-    out = export_model(args.model, args.to, Path(args.out), args.variant)
+    out = export_model(args.model, args.to, Path(args.out), args.variant, overwrite=args.overwrite)
     print(f"wrote {FORMAT_ALIASES[args.to]}{' ' + args.variant if args.variant else ''} model to {out}")
     return 0
 
@@ -744,7 +744,9 @@ def _adapters_parser(sub: Any) -> None:
 
 
 def _models_parser(sub: Any) -> None:
-    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`")
+    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`",
+                       description="Example: whisperbench models convert tiny.en --to ggml --variant q5_0 --out "
+                                   "tiny.en-q5_0.bin --overwrite")
     p.add_argument("action", nargs="?", choices=["list", "info", "convert"], default="list",
                    help="list (default): known names; info: what MODEL is (format, dimensions, precision, size, "
                         "sha256); convert: write MODEL in another format")
@@ -753,6 +755,8 @@ def _models_parser(sub: Any) -> None:
     p.add_argument("--variant", help="convert: a variant of the format (ggml f16/q8_0/q5_0, mlx float16/float32/q4/q8, "
                                      "ctranslate2 float16/int8/..., coreml float16/float32)")
     p.add_argument("--out", help="convert: the new file (ggml, openai) or folder to write")
+    p.add_argument("--overwrite", action="store_true",
+                   help="convert: replace --out when it exists (the new copy is complete before the old one goes)")
     p.add_argument("--json", action="store_true", help="print the list (or info) as JSON")
     p.set_defaults(func=cmd_models)
 

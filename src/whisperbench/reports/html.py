@@ -72,7 +72,8 @@ def _ci(interval) -> str:
 
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
-    head = ("<tr><th>Implementation</th><th>Model</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
+    head = ("<tr><th>Implementation</th><th>Model</th><th title=\"the weights as the implementation loaded them (its "
+            "file or folder on disk)\">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
             "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th>"
             "<th>Run</th></tr>")
     rows = []
@@ -80,7 +81,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         rows.append(
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
-            f'<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
+            f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")
