@@ -150,9 +150,19 @@ def cmd_compare(args) -> int:
             if ids:
                 notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
         notes += _hallucination_notes(reference, c.candidate)
+        notes += _english_only_notes(reference, c.candidate)
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0
+
+
+def _english_only_notes(reference, candidate) -> list[str]:
+    from .reports.weights import english_only_languages
+
+    return [f"{side} {run.meta.model} is English-only, yet examples are labelled {', '.join(languages)}: its WER "
+            "there measures a model that cannot transcribe them"
+            for side, run in (("the reference's model", reference), ("the candidate's model", candidate))
+            if (languages := english_only_languages(run))]
 
 
 def _hallucination_notes(reference, candidate) -> list[str]:

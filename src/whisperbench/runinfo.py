@@ -115,3 +115,31 @@ class RunInfo:
         decoding = {"word_timestamps": False} | {k: v for k, v in self.decoding.items() if k != "threads"}
         return {"adapter": self.adapter, "model": self.model, "normalizer": self.normalizer, "decoding": decoding,
                 "long_form": long_form, "dataset_source": self.dataset.source}
+
+
+def identity_differences(stored: RunInfo, requested: RunInfo) -> list[str]:
+    """What differs between two runs' identities, one setting each, with both values (what a refused resume says).
+
+    >>> old = RunInfo(model="tiny.en", decoding={"beam_size": 5, "temperature": 0.0})
+    >>> identity_differences(old, RunInfo(model="tiny.en", decoding={"beam_size": 1, "temperature": 0.0}))
+    ['decoding beam_size: 1 (the stored run: 5)']
+    >>> identity_differences(old, RunInfo(model="base", decoding={"beam_size": 5, "temperature": 0.0}))
+    ["model: 'base' (the stored run: 'tiny.en')"]
+    >>> identity_differences(RunInfo(decoding={"extra": {"compute_type": "int8"}}), RunInfo(decoding={"extra": {}}))
+    ["decoding extra.compute_type: None (the stored run: 'int8')"]
+    """
+    before, now = _flat(stored.identity()), _flat(requested.identity())
+    return [f"{key}: {now.get(key)!r} (the stored run: {before.get(key)!r})"
+            for key in list(now) + [k for k in before if k not in now] if now.get(key) != before.get(key)]
+
+
+def _flat(data: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested settings as one level: ``{"decoding": {"extra": {"a": 1}}}`` -> ``{"decoding extra.a": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{'.' if prefix and ' ' in prefix else ' ' if prefix else ''}{key}"
+        if isinstance(value, dict):  # an empty one holds no setting
+            flat.update(_flat(value, name))
+        else:
+            flat[name] = value
+    return flat

@@ -8,6 +8,7 @@ RTFx. Peak memory is measured in the process that ran the model.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,8 +19,9 @@ from ..adapters import DecodingOptions
 from ..adapters.base import FROM_DATASET, Adapter
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
+from ..languages import english_only_warning
 from ..redact import redact
-from ..runinfo import DatasetInfo, RunInfo
+from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..store import RunStore, safe_run_name
@@ -29,6 +31,8 @@ from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from .longform import LongFormConfig
 from .spec import AdapterSpec
+
+log = logging.getLogger(__name__)
 
 
 
@@ -107,7 +111,7 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
         if old.identity() != info.identity():
             diff = [k for k, v in info.identity().items() if old.identity().get(k) != v]
             raise RunStoreError(
-                f"run {store.path} exists with a different {', '.join(diff)}; "
+                f"run {store.path} exists with a different {', '.join(diff)} ({'; '.join(identity_differences(old, info))}); "
                 "pass --name for a new run or --overwrite to replace it"
             )
     elif old is not None and request.overwrite:
@@ -210,6 +214,10 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
     languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
+    warning = english_only_warning(redact(request.model), [ex.language for ex in dataset.examples],
+                                   _multilingual(request.model))
+    if warning:  # before the run: a 121 % "WER" said nothing of why
+        log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
@@ -224,6 +232,19 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     )
     return _Resolved(checked, normalizer, adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
                      info)
+
+
+def _multilingual(model: str) -> Optional[bool]:
+    """What a local model's weights say (multilingual or not, from its vocabulary; headers only), or None when it
+    is no local model folder or file (a known name, the hub, a hypotheses file)."""
+    if not Path(model).exists():
+        return None
+    from ..models import resolve_source
+
+    try:
+        return resolve_source(model).multilingual
+    except Exception:  # noqa: BLE001 - only a warning hangs on it: it never stops a run
+        return None
 
 
 def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:

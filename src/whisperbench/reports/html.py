@@ -67,6 +67,12 @@ def _rtfx(row) -> str:
     return cell
 
 
+def _warning(row) -> str:
+    """A run's warning beside its model (⚠ English-only model on other languages' labels), or ""."""
+    warning = row.get("Warning")
+    return f' <span class="busy warning">{_e(warning)}</span>' if isinstance(warning, str) and warning else ""
+
+
 def _ci(interval) -> str:
     return "<td>–</td>" if interval is None else f"<td>{interval.low:.1f}–{interval.high:.1f}</td>"
 
@@ -80,7 +86,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         rows.append(
-            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
+            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}{_warning(r)}</td>'
             f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
@@ -96,6 +102,7 @@ def _language_table(frame: pd.DataFrame) -> str:
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         name += f' <span class="status unfinished">({_e(r["Status"])})</span>' if r["Status"] else ""
+        name += _warning(r)
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
                     f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
                     f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}</tr>')

@@ -21,6 +21,9 @@ from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
 from ..store import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
+from .weights import english_only_on
+
+ENGLISH_ONLY = "⚠ English-only model"  # beside a run whose English-only model met this language's labels
 
 
 def _subset(result: QoiResult, language: str) -> QoiResult:
@@ -44,6 +47,7 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
         if not languages:
             continue
         result = compare_runs(reference, run).result if reference is not None else None
+        misused = english_only_on(run.meta, languages)
         per_run = []
         for language in languages:
             errors, units = _headline_counts(table, language)
@@ -57,6 +61,7 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
                 "QoI CI": qoi_interval(part, confidence) if part is not None else None,
                 "Reference": reference is run, "Run": run.name,
                 "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
+                "Warning": ENGLISH_ONLY if language in misused else "",
             })
         rows += per_run + [_macro(per_run)]
     return pd.DataFrame(rows)
@@ -75,7 +80,7 @@ def _macro(rows: list[dict]) -> dict:
         values = [r[key] for r in rows if r[key] is not None]
         return sum(values) / len(values) if values else None
 
-    return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows),
+    return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows), Warning="",
                 **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None})
 
 
@@ -99,8 +104,9 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
     shown = pd.DataFrame({
         "Language": frame["Language"].map(md_cell),
         "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
-                           + (f" ({md_cell(status)})" if status else "")
-                           for n, ref, status in zip(frame["Implementation"], frame["Reference"], frame["Status"])],
+                           + (f" ({md_cell(status)})" if status else "") + (f" {warning}" if warning else "")
+                           for n, ref, status, warning in zip(frame["Implementation"], frame["Reference"],
+                                                              frame["Status"], frame["Warning"])],
         "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
