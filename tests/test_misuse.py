@@ -89,3 +89,13 @@ def test_a_refused_resume_lists_the_settings_that_differ(tmp_path):
     assert "exists with a different decoding" in text
     assert "decoding beam_size: 1 (the stored run: 5)" in text and "decoding temperature: 0.2 (the stored run: 0.0)" in text
     assert "threads" not in text  # not part of what a run is
+
+
+def test_compare_names_the_decoding_settings_that_differ(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    wb.evaluate("recorded", str(BASE), "tiny-shortform", runs_dir=runs, name="a", options={"beam_size": 5})
+    wb.evaluate("recorded", str(BASE), "tiny-shortform", runs_dir=runs, name="b", options={"beam_size": 1})
+    capsys.readouterr()
+    assert main(["compare", "--reference", "a", "--candidate", "b", "--runs-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert "b: settings that differ from the reference: decoding beam_size: 1 (the reference: 5)" in out

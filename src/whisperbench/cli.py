@@ -151,9 +151,17 @@ def cmd_compare(args) -> int:
                 notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
         notes += _hallucination_notes(reference, c.candidate)
         notes += _english_only_notes(reference, c.candidate)
+        notes += _setting_notes(reference, c.candidate)
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
     return 0
+
+
+def _setting_notes(reference, candidate) -> list[str]:
+    from .runinfo import identity_differences
+
+    said = identity_differences(reference.meta, candidate.meta, "the reference", ("decoding", "normalizer", "long_form"))
+    return [f"settings that differ from the reference: {'; '.join(said)}"] if said else []
 
 
 def _english_only_notes(reference, candidate) -> list[str]:

@@ -117,8 +117,10 @@ class RunInfo:
                 "long_form": long_form, "dataset_source": self.dataset.source}
 
 
-def identity_differences(stored: RunInfo, requested: RunInfo) -> list[str]:
-    """What differs between two runs' identities, one setting each, with both values (what a refused resume says).
+def identity_differences(stored: RunInfo, requested: RunInfo, other: str = "the stored run",
+                         keys: Optional[tuple[str, ...]] = None) -> list[str]:
+    """What differs between two runs' identities, one setting each, with both values (what a refused resume says;
+    ``other`` names ``stored``; ``keys``: only these parts of the identity).
 
     >>> old = RunInfo(model="tiny.en", decoding={"beam_size": 5, "temperature": 0.0})
     >>> identity_differences(old, RunInfo(model="tiny.en", decoding={"beam_size": 1, "temperature": 0.0}))
@@ -128,8 +130,9 @@ def identity_differences(stored: RunInfo, requested: RunInfo) -> list[str]:
     >>> identity_differences(RunInfo(decoding={"extra": {"compute_type": "int8"}}), RunInfo(decoding={"extra": {}}))
     ["decoding extra.compute_type: None (the stored run: 'int8')"]
     """
-    before, now = _flat(stored.identity()), _flat(requested.identity())
-    return [f"{key}: {now.get(key)!r} (the stored run: {before.get(key)!r})"
+    parts = lambda info: {k: v for k, v in info.identity().items() if keys is None or k in keys}  # noqa: E731
+    before, now = _flat(parts(stored)), _flat(parts(requested))
+    return [f"{key}: {now.get(key)!r} ({other}: {before.get(key)!r})"
             for key in list(now) + [k for k in before if k not in now] if now.get(key) != before.get(key)]
 
 
