@@ -128,17 +128,45 @@ def cmd_rescore(args) -> int:
 def cmd_compare(args) -> int:
     from .api import compare, load_run
     from .reports import comparison_table
-    from .reports.escape import one_line
 
     reference = load_run(args.reference, args.runs_dir)
     comparisons = [compare(reference, c, args.runs_dir) for c in args.candidate]
     if args.json:
         from .reports.hallucination import hallucination_diff
 
-        _print_json([dict(c.to_json(with_examples=args.examples),
+        _print_json([dict(c.to_json(with_examples=args.examples is not None),
                           hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
         return 0
     print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
+    _print_compare_notes(reference, comparisons)
+    _print_languages(reference, comparisons)
+    if args.examples:
+        _print_regressions(comparisons, args.examples)
+    return 0
+
+
+def _print_languages(reference, comparisons) -> None:
+    from .reports.languages import language_frame, render_language_markdown
+
+    runs = [reference] + [c.candidate for c in comparisons if c.candidate is not reference]
+    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}))
+    if text:
+        print("\n" + text.rstrip())
+
+
+def _print_regressions(comparisons, n: int) -> None:
+    import os
+
+    from .reports.terminal import render_regressions
+
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    for c in comparisons:
+        print("\n" + render_regressions(c, n, colour=colour))
+
+
+def _print_compare_notes(reference, comparisons) -> None:
+    from .reports.escape import one_line
+
     for c in comparisons:
         r = c.result
         notes = []
@@ -154,7 +182,6 @@ def cmd_compare(args) -> int:
         notes += _setting_notes(reference, c.candidate)
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
-    return 0
 
 
 def _setting_notes(reference, candidate) -> list[str]:
@@ -635,7 +662,9 @@ def _compare_parser(sub: Any) -> None:
                    help="run compared with the reference (repeat --candidate for several)")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
-    p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
+    p.add_argument("--examples", nargs="?", type=int, const=10, metavar="N",
+                   help="the N worst regressions (default 10) as an aligned, coloured word diff of the transcript, "
+                        "the reference run and the candidate; with --json: every example's comparison")
     p.set_defaults(func=cmd_compare)
 
 

@@ -48,6 +48,7 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
             continue
         result = compare_runs(reference, run).result if reference is not None else None
         misused = english_only_on(run.meta, languages)
+        identified = _identified(run)
         per_run = []
         for language in languages:
             errors, units = _headline_counts(table, language)
@@ -62,9 +63,24 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
                 "Reference": reference is run, "Run": run.name,
                 "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
                 "Warning": ENGLISH_ONLY if language in misused else "",
+                "Language ID %": identified.get(language),
             })
         rows += per_run + [_macro(per_run)]
     return pd.DataFrame(rows)
+
+
+def _identified(run: StoredRun) -> dict[str, float]:
+    """Per language label: % of its examples whose language the implementation identified right (failed ones
+    count as wrong), when it chose the language itself (summary.json ``language_id`` with reported languages);
+    else {} (a forced language, or an implementation that reports none)."""
+    if not ((run.summary or {}).get("language_id") or {}).get("reported"):
+        return {}
+    counts: dict[str, list[int]] = {}
+    for pred in run.predictions:
+        if pred.language:
+            right = pred.status == "ok" and pred.extra.get("language") == pred.language
+            counts.setdefault(pred.language, [0, 0])[right] += 1
+    return {language: 100.0 * right / (wrong + right) for language, (wrong, right) in counts.items()}
 
 
 def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +97,8 @@ def _macro(rows: list[dict]) -> dict:
         return sum(values) / len(values) if values else None
 
     return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows), Warning="",
-                **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None})
+                **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None,
+                   "Language ID %": mean("Language ID %")})
 
 
 def table_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -110,8 +127,10 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
         "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
+        "Language ID %": frame["Language ID %"].map(lambda v: number(v, 1)),
     })
     table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
     return ("## By language\n\n" + table + "\n\nError %: WER, or CER for languages written without spaces "
-            "(zh, ja, ko, th, lo, my, yue: characters without spaces); QoI compares the same units. macro: the "
-            "mean over a run's languages.\n")
+            "(zh, ja, ko, th, lo, my, yue: characters without spaces); QoI compares the same units. Language ID %: "
+            "examples whose language the implementation identified right (– where the language was forced or "
+            "not reported). macro: the mean over a run's languages.\n")
