@@ -97,7 +97,8 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
 def _language_table(frame: pd.DataFrame) -> str:
     """Per language and run: the headline error rate (WER or CER) and QoI with CIs; macro rows last."""
     head = ("<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
-            "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Language ID %</th></tr>")
+            "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Language ID %</th><th>Dataset</th>"
+            "<th>Run</th></tr>")
     rows = []
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
@@ -105,7 +106,8 @@ def _language_table(frame: pd.DataFrame) -> str:
         name += _warning(r)
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
                     f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
-                    f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}{_num(r.get("Language ID %"), 1)}</tr>')
+                    f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}{_num(r.get("Language ID %"), 1)}'
+                    f'<td>{_e(r.get("Dataset"))}</td><td><code>{_e(r["Run"])}</code></td></tr>')
     return (f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
             '<p class="muted">Error %: WER, or CER for languages written without spaces (zh, ja, ko, th, lo, my, '
             "yue); QoI compares the same units. Language ID %: examples whose language the implementation "

@@ -60,7 +60,7 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
                 "Error CI": wer_interval(errors, units, confidence),
                 "QoI %": part.qoi if part is not None else None,
                 "QoI CI": qoi_interval(part, confidence) if part is not None else None,
-                "Reference": reference is run, "Run": run.name,
+                "Reference": reference is run, "Run": run.name, "Dataset": run.meta.dataset.name,
                 "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
                 "Warning": ENGLISH_ONLY if language in misused else "",
                 "Language ID %": identified.get(language),
@@ -128,6 +128,7 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
         "Language ID %": frame["Language ID %"].map(lambda v: number(v, 1)),
+        "Dataset": frame["Dataset"].map(md_cell), "Run": frame["Run"].map(lambda v: f"`{md_cell(v)}`"),
     })
     table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
     return ("## By language\n\n" + table + "\n\nError %: WER, or CER for languages written without spaces "
