@@ -89,8 +89,9 @@ def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, l
     assert rows[("de", "recorded detected")]["Language ID %"] == "50.0"  # 1 of 2 German clips said de
     assert rows[("en", "recorded detected")]["Language ID %"] == "100.0"
     assert rows[("macro", "recorded detected")]["Language ID %"] == "75.0"
+    dataset = f"{labelled.parent.parent.name}-{labelled.parent.name}"  # a manifest.jsonl's name: its folders
     assert (rows[("de", "recorded detected")]["Run"], rows[("de", "recorded detected")]["Dataset"]) == ("`cand`",
-                                                                                                        "manifest")
+                                                                                                        dataset)
     assert rows[("de", "**recorded openai-whisper-base** (reference)")]["Language ID %"] == "–"  # reported none
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", "html", "--quiet"]) == 0
     assert "<th>Language ID %</th>" in (runs / "leaderboard.html").read_text()
