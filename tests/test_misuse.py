@@ -53,6 +53,14 @@ def test_an_english_only_model_on_german_labels_is_warned_before_the_run(tmp_pat
     assert not any("English-only" in r.getMessage() for r in caplog.records)
 
 
+def test_the_run_summary_repeats_it(tmp_path, german, capsys):
+    hypotheses = ["score", "--dataset", str(german), "--runs-dir", str(tmp_path / "runs"), "--hypotheses"]
+    assert main(hypotheses + [str(TINY_EN), "--name", "en-only"]) == 0
+    assert "  warning: " in capsys.readouterr().out
+    assert main(hypotheses + [str(BASE), "--name", "multi"]) == 0
+    assert "warning" not in capsys.readouterr().out
+
+
 def test_the_tables_mark_it(tmp_path, german, capsys):
     runs = tmp_path / "runs"
     wb.score(BASE, german, runs_dir=runs, name="multi")

@@ -62,6 +62,8 @@ def _print_summary(result) -> None:
           f"{result.resumed} resumed), {s['num_failed']} failed")
     for note in result.notes:
         print(f"  resumed with {note}")
+    for warning in result.warnings:  # said before the run too; repeated beside the figures it concerns
+        print(f"  warning: {warning}")
     if result.stale:
         reasons = sorted(set(result.stale.values()))
         print(f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "

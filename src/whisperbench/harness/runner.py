@@ -75,6 +75,7 @@ class RunResult:
     resumed: int  # examples already in the store
     stale: dict[str, str] = field(default_factory=dict)  # stored results redone: id -> why they no longer held
     notes: list[str] = field(default_factory=list)  # execution settings that differ from the stored run's
+    warnings: list[str] = field(default_factory=list)  # said before the run (an English-only model on German…)
 
 
 def default_label(adapter: str, decoding: DecodingOptions) -> str:
@@ -179,7 +180,7 @@ def run_evaluation(
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary["num_examples"] - len(todo),
-                         stale=stale, notes=notes)
+                         stale=stale, notes=notes, warnings=run.warnings)
 
 
 @dataclass
@@ -194,6 +195,7 @@ class _Resolved:
     long_form: Any
     source_digest: Optional[str]
     info: RunInfo
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def dataset(self) -> Dataset:
@@ -231,7 +233,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
                             columns=request.columns.to_json()),
     )
     return _Resolved(checked, normalizer, adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
-                     info)
+                     info, [warning] if warning else [])
 
 
 def _multilingual(model: str) -> Optional[bool]:
