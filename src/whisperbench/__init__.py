@@ -1,7 +1,8 @@
 """whisperbench: WER and QoI across Whisper implementations, on the same weights.
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
-:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`runs` and :func:`remove_runs`, from :mod:`whisperbench.api`. They are imported on
+:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`runs` and :func:`remove_runs`, from
+:mod:`whisperbench.api`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 

@@ -46,7 +46,8 @@ def _add_column_args(p: argparse.ArgumentParser) -> None:
                                                     "have other names than the usual ones (audio, text, id, language)")
     group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. path, wav)")
     group.add_argument("--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. sentence)")
-    group.add_argument("--id-column", metavar="COLUMN", help="the column of example ids (default: id, else the file name)")
+    group.add_argument("--id-column", metavar="COLUMN",
+                       help="the column of example ids (default: id, else the file name)")
     group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. locale)")
 
 
@@ -396,7 +397,8 @@ def cmd_runs(args) -> int:
         raise OptionError("runs remove: name the runs to remove (see `whisperbench runs`)")
     rows = runs(args.runs_dir, args.names)  # every name checked before anything is asked or removed
     print(render_runs(rows))
-    if not args.yes and not _confirm(f"remove these {len(rows)} run(s), {human_size(sum(r.size_bytes for r in rows))}?"):
+    size = human_size(sum(r.size_bytes for r in rows))
+    if not args.yes and not _confirm(f"remove these {len(rows)} run(s), {size}?"):
         print("nothing removed")
         return 1
     for path in remove_runs(args.names, args.runs_dir):
@@ -811,7 +813,8 @@ def _models_parser(sub: Any) -> None:
 
 
 def _runs_parser(sub: Any) -> None:
-    p = sub.add_parser("runs", help="list the runs in --runs-dir (status, coverage, model, size); `runs remove NAME…`",
+    p = sub.add_parser("runs", help="list the runs in --runs-dir (status, coverage, model, size); "
+                                    "`runs remove NAME…`",
                        description="List runs: name, status (finished, incomplete, running, stopped, empty, "
                                    "unreadable), coverage, failed examples, model, implementation, dataset, date and "
                                    "size on disk. Example: whisperbench runs --runs-dir runs/demo; whisperbench runs "

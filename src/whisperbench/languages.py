@@ -96,7 +96,7 @@ def english_only_warning(model: str, languages: list[Optional[str]], multilingua
     """What to say when an English-only model meets examples labelled in other languages, or "" when it does not.
 
     >>> english_only_warning("tiny.en", ["de", "en", "de"])
-    'tiny.en is an English-only model, but 2 of 3 examples are labelled in other languages (de): their WER measures a model that cannot transcribe them; use a multilingual model (e.g. tiny, base)'
+    'tiny.en is an English-only model, but 2 of 3 examples are labelled in other languages (de): their WER ...'
     """
     others = other_than_english(languages)
     if not others or not english_only_model(model, multilingual):

@@ -111,8 +111,9 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
     if old is not None and not request.overwrite:
         if old.identity() != info.identity():
             diff = [k for k, v in info.identity().items() if old.identity().get(k) != v]
+            settings = "; ".join(identity_differences(old, info))
             raise RunStoreError(
-                f"run {store.path} exists with a different {', '.join(diff)} ({'; '.join(identity_differences(old, info))}); "
+                f"run {store.path} exists with a different {', '.join(diff)} ({settings}); "
                 "pass --name for a new run or --overwrite to replace it"
             )
     elif old is not None and request.overwrite:

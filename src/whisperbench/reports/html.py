@@ -87,7 +87,8 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         rows.append(
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}{_warning(r)}</td>'
-            f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
+            f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}'
+            f'{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")

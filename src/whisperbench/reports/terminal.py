@@ -100,8 +100,9 @@ def render_alignment(rows: list[list[Cell]], colour: bool = False, width: Option
         while end < len(widths) and (end == start or used + widths[end] + 1 <= width):
             used += widths[end] + 1
             end += 1
-        blocks.append("\n".join((label.ljust(label_width) + " ".join(
-            _paint(row[i], widths[i], colour) for i in range(start, end))).rstrip() for label, row in zip(labels, rows)))
+        lines = [label.ljust(label_width) + " ".join(_paint(row[i], widths[i], colour) for i in range(start, end))
+                 for label, row in zip(labels, rows)]
+        blocks.append("\n".join(line.rstrip() for line in lines))
         start = end
     return "\n\n".join(blocks)
 
@@ -125,8 +126,8 @@ def render_regressions(comparison: Comparison, n: int, colour: bool = False, wid
         texts = [normalize(text, normalizer) for text in (example.reference_text, example.reference_hypothesis,
                                                            example.candidate_hypothesis)]
         parts.append(render_alignment(align_three(*texts), colour, width))
-    legend = ("substitution", "deletion", "insertion")
-    parts.append("\n" + "  ".join(_paint(Cell(name, kind), 0, colour) for name, kind in zip(legend, ("sub", "del", "ins")))
+    legend = (Cell("substitution", "sub"), Cell("deletion", "del"), Cell("insertion", "ins"))
+    parts.append("\n" + "  ".join(_paint(cell, 0, colour) for cell in legend)
                  + "  (normalized text; * marks a word left out)")
     return "\n".join(parts)
 
