@@ -103,6 +103,10 @@ def test_remove_refuses_what_is_not_a_run_and_names_what_is(runs, capsys):
     assert "not found" in capsys.readouterr().err and (runs / "not-a-run").exists()
     assert main(["runs", "remove", "ref", "nope", "--runs-dir", str(runs), "--yes"]) == 2  # one missing: none removed
     assert (runs / "ref").exists()
+    shutil.copy(runs / "ref" / "run.json", runs / "run.json")  # a runs folder that looks like a run itself
+    for name in (".", "..", str(runs)):
+        assert main(["runs", "remove", name, "--runs-dir", str(runs), "--yes"]) == 2, name
+    assert (runs / "ref").exists() and (runs / "run.json").exists()
 
 
 def test_a_run_another_process_writes_is_never_removed(runs, holder, capsys):

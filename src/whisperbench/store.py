@@ -506,7 +506,10 @@ def read_run(store: RunStore) -> StoredRun:
 def find_run(run: str, runs_dir: str | Path = "runs") -> RunStore:
     """The folder of a run given as a name under ``runs_dir`` or a folder path (as :func:`open_run` looks), even
     when its run.json is unreadable; RunStoreError (with the runs that exist) when there is none."""
+    root = Path(runs_dir).resolve()
     for path in (Path(runs_dir) / run, Path(run)):
+        if path.resolve() == root or path.resolve() in root.parents:  # "..", ".": the runs folder, never a run
+            continue
         if path.is_dir() and ((path / RUN_JSON).exists() or (path / PREDICTIONS).exists()):
             return RunStore(path)
     raise RunStoreError(f"run {run!r} not found (looked in {Path(runs_dir) / run} and {Path(run)})"
