@@ -531,7 +531,7 @@ def cmd_perturb(args) -> int:
 
     recipe = recipe_from_text(args.noise, args.snr, args.gain, args.silence, args.nonspeech, args.nonspeech_s,
                               clean=not args.no_clean, seed=args.seed)
-    dataset = load_dataset(args.dataset, limit=args.limit).dataset
+    dataset = load_dataset(args.dataset, limit=args.limit, columns=_columns(args)).dataset
     print(perturb(dataset.examples, dataset.content_hash, recipe, args.out))
     return 0
 
@@ -544,9 +544,10 @@ def cmd_sweep(args) -> int:
 
     implementations = _names(args.implementations) or list(DEFAULT_IMPLEMENTATIONS)
     plan = plan_sweep(implementations, _names(args.variants))
-    dataset = load_dataset(args.dataset, limit=args.limit).dataset
+    dataset = load_dataset(args.dataset, limit=args.limit, columns=_columns(args)).dataset
     base = RunRequest(adapter="", model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, limit=args.limit,
-                      decoding=DecodingOptions.from_pairs(args.option or []), timeout_s=args.timeout_s)
+                      decoding=DecodingOptions.from_pairs(args.option or []), timeout_s=args.timeout_s,
+                      columns=_columns(args))
     if not args.reference:
         plan = [reference_variant()] + plan
     start = time.perf_counter()
@@ -760,6 +761,7 @@ def _perturb_parser(sub: Any) -> None:
     p.add_argument("--no-clean", action="store_true", help="leave out the clean copies (PARENT~clean)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0): same seed, same bytes")
     p.add_argument("--limit", type=int, help="only the first N examples of the source")
+    _add_column_args(p)
     p.set_defaults(func=cmd_perturb)
 
 
@@ -784,6 +786,7 @@ def _sweep_parser(sub: Any) -> None:
     p.add_argument("--out", help="markdown table (default: tradeoff_MODEL_DATASET.md in --runs-dir)")
     p.add_argument("--html", help="HTML page with the plots (default: tradeoff_MODEL_DATASET.html in --runs-dir)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
+    _add_column_args(p)
     p.set_defaults(func=cmd_sweep)
 
 
