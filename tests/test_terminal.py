@@ -95,5 +95,13 @@ def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, l
     assert (rows[("de", "recorded detected")]["Run"], rows[("de", "recorded detected")]["Dataset"]) == ("`cand`",
                                                                                                         dataset)
     assert rows[("de", "**recorded openai-whisper-base** (reference)")]["Language ID %"] == "–"  # reported none
+    stored = wb.load_run("cand", runs).summary["language_id"]["by_language"]
+    assert stored == {"de": {"labelled": 2, "correct": 1, "accuracy": 50.0},
+                      "en": {"labelled": 4, "correct": 4, "accuracy": 100.0}}
+    summary = json.loads((runs / "cand" / "summary.json").read_text())  # a run scored before by_language existed
+    del summary["language_id"]["by_language"]
+    (runs / "cand" / "summary.json").write_text(json.dumps(summary))
+    assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)]) == 0
+    assert capsys.readouterr().out.count("| 50.0 ") == 1  # the same accuracy, counted from its predictions
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", "html", "--quiet"]) == 0
     assert "<th>Language ID %</th>" in (runs / "leaderboard.html").read_text()

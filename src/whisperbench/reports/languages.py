@@ -72,9 +72,13 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
 def _identified(run: StoredRun) -> dict[str, float]:
     """Per language label: % of its examples whose language the implementation identified right (failed ones
     count as wrong), when it chose the language itself (summary.json ``language_id`` with reported languages);
-    else {} (a forced language, or an implementation that reports none)."""
-    if not ((run.summary or {}).get("language_id") or {}).get("reported"):
+    else {} (a forced language, or an implementation that reports none). From summary.json; a run scored before
+    it kept them per language is counted from its predictions."""
+    identified = (run.summary or {}).get("language_id") or {}
+    if not identified.get("reported"):
         return {}
+    if "by_language" in identified:
+        return {language: row["accuracy"] for language, row in identified["by_language"].items()}
     counts: dict[str, list[int]] = {}
     for pred in run.predictions:
         if pred.language:
