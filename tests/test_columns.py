@@ -72,6 +72,12 @@ def test_tsv_keeps_quotes_and_refuses_a_csv_in_disguise(tmp_path):
     (tmp_path / "c.tsv").write_text(f"id,audio,text\njfk,{clip},hello\n", encoding="utf-8")
     with pytest.raises(DatasetError, match="a CSV"):
         load_dataset(str(tmp_path / "c.tsv"))
+    (tmp_path / "s.csv").write_text(f"id;audio;text\njfk;{clip};hello\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match="no comma but ';'"):
+        load_dataset(str(tmp_path / "s.csv"))
+    _write(tmp_path / "t.csv", ["id", "audio", "text"], [["jfk", str(clip), "hello"]])
+    with pytest.raises(DatasetError, match="a TSV. name it .tsv"):
+        load_dataset(str(tmp_path / "t.csv"))
     bad = _write(tmp_path / "b.tsv", ["id", "audio", "text"], [["jfk", str(clip), "hello", "extra"]])
     with pytest.raises(DatasetError, match="line 2: 4 tab-separated fields"):
         load_dataset(str(bad))

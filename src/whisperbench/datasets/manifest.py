@@ -73,6 +73,11 @@ def read_csv(path: str) -> list[RawRecord]:
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if not reader.fieldnames:
         raise DatasetError(f"{path}: empty CSV (no header row)")
+    separator = next((sep for sep in ("\t", ";", "|") if len(reader.fieldnames) == 1 and sep in reader.fieldnames[0]),
+                     None)
+    if separator:
+        raise DatasetError(f"{path}: the header {reader.fieldnames[0][:80]!r} has no comma but {separator!r}: "
+                           + ("a TSV? name it .tsv" if separator == "\t" else "save it with commas between fields"))
     records, start = [], reader.line_num + 1
     try:
         for row in reader:
