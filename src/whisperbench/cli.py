@@ -44,11 +44,11 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 def _add_column_args(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("dataset columns", "for a manifest (.jsonl, .csv, .tsv) or hf: dataset whose columns "
                                                     "have other names than the usual ones (audio, text, id, language)")
-    group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. path, wav)")
-    group.add_argument("--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. sentence)")
+    group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. wav, clip_path)")
+    group.add_argument("--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. words, label)")
     group.add_argument("--id-column", metavar="COLUMN",
                        help="the column of example ids (default: id, else the file name)")
-    group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. locale)")
+    group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. lang_tag)")
 
 
 def _columns(args):
