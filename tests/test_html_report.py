@@ -172,3 +172,29 @@ def test_clicking_every_sortable_header_sorts_its_own_table_without_an_error(tmp
         elif len(set(present)) == len(present):  # text: the second click reverses the first's order
             assert [v for v in second["values"] if v != ""] == present[::-1], (first, second)
     assert numeric_checked >= 10
+
+
+def test_the_html_leaderboard_has_the_size_column_the_markdown_has(tmp_path, tiny_rows, tiny_short):
+    """Size MB (the weights as loaded, from run.json) in both formats, under the same header (issue 39, item 5)."""
+    import json
+
+    runs = tmp_path / "runs"
+    for name in ("ref", "cand"):
+        record_run(runs, tiny_short, tiny_rows, name, lambda r: r["text"])
+    info = json.loads((runs / "cand" / "run.json").read_text())
+    info["adapter_info"]["weights"] = {"loaded_size_mb": 75.54}
+    (runs / "cand" / "run.json").write_text(json.dumps(info))
+    for fmt in ("md", "html"):
+        assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--quiet"]) == 0
+    page = (runs / "leaderboard.html").read_text()
+    table = page[page.index('class="sortable leaderboard"'):]
+    table = table[:table.index("</table>")]
+    headers = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)][1:]
+    sizes = {re.sub(r"<[^>]+>", "", r[-1]).strip(): r[headers.index("Size MB")] for r in rows}
+    assert sizes == {"ref": "–", "cand": "75.5"}
+    markdown = (runs / "leaderboard.md").read_text().splitlines()
+    head = next(line for line in markdown if line.startswith("| Implementation"))
+    column = [c.strip() for c in head.split("|")].index("Size MB")
+    cand = next(line for line in markdown if "`cand`" in line)
+    assert [c.strip() for c in cand.split("|")][column] == "75.5"

@@ -50,16 +50,19 @@ from .scoring.power import Plan
 from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
 from .errors import WhisperbenchError
+from .reports.runs import RunRow, run_rows
+from .reports.runs import remove_runs as _remove_runs
 from .store import StoredRun, open_run, same_run_reason
-from .types import Dataset, Form
+from .types import ColumnMap, Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "RECORDED"]
+           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "runs", "remove_runs", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
 PathLike = Union[str, Path]
 RunLike = Union[str, Path, StoredRun]  # a stored run, or its folder, or its name under runs_dir
+Columns = Union[ColumnMap, dict[str, str], None]  # {"audio": "wav", "text": "sentence"}: see ColumnMap
 
 #: real hypotheses of three implementations on the bundled ``tiny-shortform`` clips (see its README.md)
 RECORDED = next((p for p in (Path(__file__).resolve().parent / "_bundled" / "tiny" / "recorded",
@@ -68,11 +71,12 @@ RECORDED = next((p for p in (Path(__file__).resolve().parent / "_bundled" / "tin
 
 
 def load_dataset(spec: Union[PathLike, Any], *, name: Optional[str] = None, form: Optional[str] = None,
-                 limit: Optional[int] = None, skip_invalid: bool = False) -> Dataset:
-    """A validated dataset: a manifest (``.jsonl``/``.csv``), a folder, ``hf:NAME[:CONFIG]:SPLIT`` (Hugging Face
-    ``datasets``), a bundled name, or a ``datasets.Dataset`` already in memory. Raises DatasetError naming each
-    bad example unless ``skip_invalid``. (:func:`evaluate` takes a spec: ``save_to_disk`` a Dataset, then pass
-    ``hf:FOLDER:SPLIT``.)
+                 limit: Optional[int] = None, skip_invalid: bool = False, columns: Columns = None) -> Dataset:
+    """A validated dataset: a manifest (``.jsonl``/``.csv``/``.tsv``), a folder, ``hf:NAME[:CONFIG]:SPLIT`` (Hugging
+    Face ``datasets``), a bundled name, or a ``datasets.Dataset`` already in memory. Raises DatasetError naming each
+    bad example unless ``skip_invalid``. ``columns`` maps columns of other names (``{"audio": "wav", "text":
+    "sentence", "id": …, "language": …}``); columns that do not fit are one error listing those found.
+    (:func:`evaluate` takes a spec: ``save_to_disk`` a Dataset, then pass ``hf:FOLDER:SPLIT``.)
 
     >>> ds = load_dataset("tiny-shortform", limit=2)
     >>> len(ds), ds.form, ds.examples[0].id
@@ -80,14 +84,15 @@ def load_dataset(spec: Union[PathLike, Any], *, name: Optional[str] = None, form
     """
     if not isinstance(spec, (str, Path)):  # a datasets.Dataset
         checked = from_hf_dataset(spec, name=name or "datasets", form=cast(Optional[Form], form), limit=limit,
-                                  skip_invalid=skip_invalid)
+                                  skip_invalid=skip_invalid, columns=ColumnMap.of(columns))
         return checked.dataset
-    return _checked(str(spec), name, form, limit, skip_invalid).dataset
+    return _checked(str(spec), name, form, limit, skip_invalid, ColumnMap.of(columns)).dataset
 
 
 def _checked(spec: str, name: Optional[str], form: Optional[str], limit: Optional[int],
-             skip_invalid: bool) -> Checked:
-    checked = _load_checked(spec, name=name, form=cast(Optional[Form], form), limit=limit, skip_invalid=skip_invalid)
+             skip_invalid: bool, columns: ColumnMap = ColumnMap()) -> Checked:
+    checked = _load_checked(spec, name=name, form=cast(Optional[Form], form), limit=limit, skip_invalid=skip_invalid,
+                            columns=columns)
     for bad in checked.invalid:
         log.warning("dataset %s: skipped invalid example: %s", spec, bad)
     return checked
@@ -101,6 +106,22 @@ def load_run(run: RunLike, runs_dir: PathLike = "runs") -> StoredRun:
     return open_run(str(run), runs_dir)
 
 
+def runs(runs_dir: PathLike = "runs", names: Optional[list[str]] = None) -> list[RunRow]:
+    """The runs in ``runs_dir`` (``whisperbench runs``): name, status, ``coverage`` ("12 of 49"), failed, model,
+    adapter, dataset, date and ``size_bytes``, one :class:`~whisperbench.reports.runs.RunRow` each; with ``names``,
+    those runs only."""
+    return run_rows(runs_dir, names)
+
+
+def remove_runs(names: list[str], runs_dir: PathLike = "runs") -> list[Path]:
+    """Delete runs (names under ``runs_dir`` or folders) and return their folders; nothing is removed when one
+    is missing or being written by another process (RunStoreError naming it)."""
+    removed = _remove_runs(names, runs_dir)
+    for path in removed:
+        log.info("removed run %s", path)
+    return removed
+
+
 def to_frame(run: RunLike, reference: Optional[RunLike] = None,
              runs_dir: PathLike = "runs") -> pd.DataFrame:
     """One row per example (hypothesis, normalized texts, WER and its counts, timings); with ``reference``,
@@ -112,7 +133,8 @@ def to_frame(run: RunLike, reference: Optional[RunLike] = None,
 def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     """Run a :class:`~whisperbench.harness.RunRequest` (the CLI's ``run``/``score``): load and check its dataset,
     evaluate (resuming what the store holds), write the summary. Returns the harness's result."""
-    checked = _checked(request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid)
+    checked = _checked(request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid,
+                       request.columns)
     bar = progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") \
         if show_progress else nullcontext(None)
     with bar as shown:
@@ -121,15 +143,17 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
 
 
 def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike = "runs",
-             options: Optional[dict[str, Any]] = None, show_progress: bool = False, **settings: Any) -> StoredRun:
+             options: Optional[dict[str, Any]] = None, show_progress: bool = False, columns: Columns = None,
+             **settings: Any) -> StoredRun:
     """Run ``adapter`` (e.g. ``"openai-whisper"``) with ``model`` (``"tiny.en"``, a path…) on ``dataset`` into a
     run store under ``runs_dir``; return the stored run. ``options`` are decoding options (``{"beam_size": 5}``
-    or an adapter's own, as ``--option KEY=VALUE``); ``settings`` are the other fields of
+    or an adapter's own, as ``--option KEY=VALUE``); ``columns`` maps the dataset's columns (as in
+    :func:`load_dataset`; recorded in run.json); ``settings`` are the other fields of
     :class:`~whisperbench.harness.RunRequest` (``name``, ``limit``, ``workers``, ``normalizer``, ``overwrite``…).
     A stored run of the same configuration is resumed, not redone."""
     pairs = [f"{key}={value}" for key, value in (options or {}).items()]
     request = RunRequest(adapter=adapter, model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
-                         decoding=DecodingOptions.from_pairs(pairs), **settings)
+                         decoding=DecodingOptions.from_pairs(pairs), columns=ColumnMap.of(columns), **settings)
     return _stored(execute(request, show_progress))
 
 
@@ -146,8 +170,9 @@ def score_request(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike
                   **settings: Any) -> RunRequest:
     """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
     ids the dataset lacks. Missing ids become failed examples, counted."""
+    settings["columns"] = ColumnMap.of(settings.get("columns"))
     checked = _checked(str(dataset), settings.get("dataset_name"), settings.get("form"), settings.get("limit"),
-                       settings.get("skip_invalid", False))
+                       settings.get("skip_invalid", False), settings["columns"])
     unknown = unknown_ids(read_hypotheses(str(hypotheses)), checked.dataset)
     if unknown:
         log.warning("%d id(s) in %s are not in the dataset and are ignored: %s%s", len(unknown), hypotheses,

@@ -35,9 +35,26 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalizer", choices=NORMALIZER_NAMES, help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
+    _add_column_args(p)
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _add_column_args(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("dataset columns", "for a manifest (.jsonl, .csv, .tsv) or hf: dataset whose columns "
+                                                    "have other names than the usual ones (audio, text, id, language)")
+    group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. wav, clip_path)")
+    group.add_argument("--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. words, label)")
+    group.add_argument("--id-column", metavar="COLUMN",
+                       help="the column of example ids (default: id, else the file name)")
+    group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. lang_tag)")
+
+
+def _columns(args):
+    from .types import ColumnMap
+
+    return ColumnMap(audio=args.audio_column, text=args.text_column, id=args.id_column, language=args.language_column)
 
 
 def _print_summary(result) -> None:
@@ -46,6 +63,8 @@ def _print_summary(result) -> None:
           f"{result.resumed} resumed), {s.num_failed} failed")
     for note in result.notes:
         print(f"  resumed with {note}")
+    for warning in result.warnings:  # said before the run too; repeated beside the figures it concerns
+        print(f"  warning: {warning}")
     if result.stale:
         reasons = sorted(set(result.stale.values()))
         print(f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "
@@ -77,7 +96,8 @@ def cmd_run(args) -> int:
         adapter=args.adapter, model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, name=args.name,
         decoding=DecodingOptions.from_pairs(args.option or []), limit=args.limit, workers=args.workers,
         skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
-        form=args.form, dataset_name=args.dataset_name, warmup=not args.no_warmup, overwrite=args.overwrite,
+        form=args.form, dataset_name=args.dataset_name, columns=_columns(args), warmup=not args.no_warmup,
+        overwrite=args.overwrite,
         label=args.label, refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate, timeout_s=args.timeout_s,
@@ -91,7 +111,8 @@ def cmd_score(args) -> int:
 
     request = score_request(args.hypotheses, args.dataset, runs_dir=args.runs_dir, name=args.name, limit=args.limit,
                             skip_invalid=args.skip_invalid, normalizer=args.normalizer, form=args.form,
-                            dataset_name=args.dataset_name, overwrite=args.overwrite, label=args.label)
+                            dataset_name=args.dataset_name, columns=_columns(args), overwrite=args.overwrite,
+                            label=args.label)
     return _execute(request, args.json)
 
 
@@ -110,9 +131,6 @@ def cmd_rescore(args) -> int:
 def cmd_compare(args) -> int:
     from .api import compare_all, load_run
     from .reports import comparison_table
-    from .reports.escape import one_line
-
-    from .reports.gate import format_significance
 
     reference = load_run(args.reference, args.runs_dir)
     comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=args.confidence / 100.0,
@@ -120,10 +138,40 @@ def cmd_compare(args) -> int:
     if args.json:
         from .reports.hallucination import hallucination_diff
 
-        _print_json([dict(c.to_json(with_examples=args.examples),
+        _print_json([dict(c.to_json(with_examples=args.examples is not None),
                           hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
         return 0
     print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
+    _print_compare_notes(reference, comparisons)
+    _print_languages(reference, comparisons)
+    if args.examples:
+        _print_regressions(comparisons, args.examples)
+    return 0
+
+
+def _print_languages(reference, comparisons) -> None:
+    from .reports.languages import language_frame, render_language_markdown
+
+    runs = [reference] + [c.candidate for c in comparisons if c.candidate is not reference]
+    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}))
+    if text:
+        print("\n" + text.rstrip())
+
+
+def _print_regressions(comparisons, n: int) -> None:
+    import os
+
+    from .reports.terminal import render_regressions
+
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    for c in comparisons:
+        print("\n" + render_regressions(c, n, colour=colour))
+
+
+def _print_compare_notes(reference, comparisons) -> None:
+    from .reports.escape import one_line
+    from .reports.gate import format_significance
+
     for c in comparisons:
         r = c.result
         notes = []
@@ -140,9 +188,26 @@ def cmd_compare(args) -> int:
             notes.append(f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
                          f"{_fmt(c.holm['sign_test'], 3)}, MAPSSWE p = {_fmt(c.holm['mapsswe'], 3)}, bootstrap WER p = "
                          f"{_fmt(c.holm['wer_difference'], 3)}")
+        notes += _english_only_notes(reference, c.candidate)
+        notes += _setting_notes(reference, c.candidate)
         for note in notes:
             print(f"  {c.candidate.name}: {note}")
-    return 0
+
+
+def _setting_notes(reference, candidate) -> list[str]:
+    from .runinfo import identity_differences
+
+    said = identity_differences(reference.meta, candidate.meta, "the reference", ("decoding", "normalizer", "long_form"))
+    return [f"settings that differ from the reference: {'; '.join(said)}"] if said else []
+
+
+def _english_only_notes(reference, candidate) -> list[str]:
+    from .reports.weights import english_only_languages
+
+    return [f"{side} {run.meta.model} is English-only, yet examples are labelled {', '.join(languages)}: its WER "
+            "there measures a model that cannot transcribe them"
+            for side, run in (("the reference's model", reference), ("the candidate's model", candidate))
+            if (languages := english_only_languages(run))]
 
 
 def _significance_args(args) -> dict[str, Any]:
@@ -358,6 +423,41 @@ def _export_to_tracker(args, runs, reference) -> int:
 
 
 # --- listings ------------------------------------------------------------------------------------
+def cmd_runs(args) -> int:
+    from .api import remove_runs, runs
+    from .reports.runs import human_size, render_runs
+
+    if args.action == "list":
+        if args.names:
+            raise OptionError("runs: list takes no run names (did you mean `runs remove NAME…`?)")
+        rows = runs(args.runs_dir)
+        if args.json:
+            _print_json([row.to_json() for row in rows])
+        else:
+            print(render_runs(rows) if rows else f"no runs in {args.runs_dir}")
+        return 0
+    if not args.names:
+        raise OptionError("runs remove: name the runs to remove (see `whisperbench runs`)")
+    rows = runs(args.runs_dir, args.names)  # every name checked before anything is asked or removed
+    print(render_runs(rows))
+    size = human_size(sum(r.size_bytes for r in rows))
+    if not args.yes and not _confirm(f"remove these {len(rows)} run(s), {size}?"):
+        print("nothing removed")
+        return 1
+    for path in remove_runs(args.names, args.runs_dir):
+        print(f"removed {path}")
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:  # no terminal to ask: no
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+
 def cmd_adapters(args) -> int:
     from .adapters import get_adapter, registry
     from .adapters.options import describe_options
@@ -446,7 +546,7 @@ def _models_convert(args) -> int:
     if args.to not in FORMAT_ALIASES:
         raise OptionError(f"models convert: unknown format {args.to!r} (formats: hf, openai, ctranslate2, ggml, mlx, "
                           "coreml, flax)")
-    out = export_model(args.model, args.to, Path(args.out), args.variant)
+    out = export_model(args.model, args.to, Path(args.out), args.variant, overwrite=args.overwrite)
     print(f"wrote {FORMAT_ALIASES[args.to]}{' ' + args.variant if args.variant else ''} model to {out}")
     return 0
 
@@ -458,7 +558,7 @@ def cmd_datasets(args) -> int:
         for name, path in bundled_datasets().items():
             print(f"{name:<20} {path}")
         return 0
-    checked = load_dataset(args.spec, skip_invalid=True)
+    checked = load_dataset(args.spec, skip_invalid=True, columns=_columns(args))
     d = checked.dataset
     hours = sum(ex.duration_s or 0 for ex in d.examples) / 3600
     print(f"{d.name}: {len(d)} valid examples, {len(checked.invalid)} invalid, {hours * 60:.2f} min, "
@@ -474,7 +574,7 @@ def cmd_perturb(args) -> int:
 
     recipe = recipe_from_text(args.noise, args.snr, args.gain, args.silence, args.nonspeech, args.nonspeech_s,
                               clean=not args.no_clean, seed=args.seed, reverb=args.reverb)
-    dataset = load_dataset(args.dataset, limit=args.limit).dataset
+    dataset = load_dataset(args.dataset, limit=args.limit, columns=_columns(args)).dataset
     print(perturb(dataset.examples, dataset.content_hash, recipe, args.out))
     return 0
 
@@ -487,9 +587,10 @@ def cmd_sweep(args) -> int:
 
     implementations = _names(args.implementations) or list(DEFAULT_IMPLEMENTATIONS)
     plan = plan_sweep(implementations, _names(args.variants))
-    dataset = load_dataset(args.dataset, limit=args.limit).dataset
+    dataset = load_dataset(args.dataset, limit=args.limit, columns=_columns(args)).dataset
     base = RunRequest(adapter="", model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, limit=args.limit,
-                      decoding=DecodingOptions.from_pairs(args.option or []), timeout_s=args.timeout_s)
+                      decoding=DecodingOptions.from_pairs(args.option or []), timeout_s=args.timeout_s,
+                      columns=_columns(args))
     if not args.reference:
         plan = [reference_variant()] + plan
     start = time.perf_counter()
@@ -610,7 +711,9 @@ def _compare_parser(sub: Any) -> None:
                    help="run compared with the reference (repeat --candidate for several)")
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
-    p.add_argument("--examples", action="store_true", help="with --json: per-example comparisons")
+    p.add_argument("--examples", nargs="?", type=int, const=10, metavar="N",
+                   help="the N worst regressions (default 10) as an aligned, coloured word diff of the transcript, "
+                        "the reference run and the candidate; with --json: every example's comparison")
     p.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
                    help="confidence of the bootstrap intervals (default %(default)g)")
     _significance_options(p)
@@ -757,6 +860,7 @@ def _perturb_parser(sub: Any) -> None:
     p.add_argument("--no-clean", action="store_true", help="leave out the clean copies (PARENT~clean)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0): same seed, same bytes")
     p.add_argument("--limit", type=int, help="only the first N examples of the source")
+    _add_column_args(p)
     p.set_defaults(func=cmd_perturb)
 
 
@@ -781,6 +885,7 @@ def _sweep_parser(sub: Any) -> None:
     p.add_argument("--out", help="markdown table (default: tradeoff_MODEL_DATASET.md in --runs-dir)")
     p.add_argument("--html", help="HTML page with the plots (default: tradeoff_MODEL_DATASET.html in --runs-dir)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
+    _add_column_args(p)
     p.set_defaults(func=cmd_sweep)
 
 
@@ -792,7 +897,9 @@ def _adapters_parser(sub: Any) -> None:
 
 
 def _models_parser(sub: Any) -> None:
-    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`")
+    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`",
+                       description="Example: whisperbench models convert tiny.en --to ggml --variant q5_0 --out "
+                                   "tiny.en-q5_0.bin --overwrite")
     p.add_argument("action", nargs="?", choices=["list", "info", "convert"], default="list",
                    help="list (default): known names; info: what MODEL is (format, dimensions, precision, size, "
                         "sha256); convert: write MODEL in another format")
@@ -801,13 +908,33 @@ def _models_parser(sub: Any) -> None:
     p.add_argument("--variant", help="convert: a variant of the format (ggml f16/q8_0/q5_0, mlx float16/float32/q4/q8, "
                                      "ctranslate2 float16/int8/..., coreml float16/float32)")
     p.add_argument("--out", help="convert: the new file (ggml, openai) or folder to write")
+    p.add_argument("--overwrite", action="store_true",
+                   help="convert: replace --out when it exists (the new copy is complete before the old one goes)")
     p.add_argument("--json", action="store_true", help="print the list (or info) as JSON")
     p.set_defaults(func=cmd_models)
+
+
+def _runs_parser(sub: Any) -> None:
+    p = sub.add_parser("runs", help="list the runs in --runs-dir (status, coverage, model, size); "
+                                    "`runs remove NAME…`",
+                       description="List runs: name, status (finished, incomplete, running, stopped, empty, "
+                                   "unreadable), coverage, failed examples, model, implementation, dataset, date and "
+                                   "size on disk. Example: whisperbench runs --runs-dir runs/demo; whisperbench runs "
+                                   "remove old_run other_run --yes")
+    p.add_argument("action", nargs="?", choices=["list", "remove"], default="list",
+                   help="list (default) or remove the named runs (asks first; a run another process writes is "
+                        "never removed)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="remove: run names (under --runs-dir) or run folders")
+    p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
+    p.add_argument("--yes", "-y", action="store_true", help="remove: do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="list: print the rows as JSON")
+    p.set_defaults(func=cmd_runs)
 
 
 def _datasets_parser(sub: Any) -> None:
     p = sub.add_parser("datasets", help="list bundled datasets, or validate one (SPEC)")
     p.add_argument("spec", nargs="?", help="a dataset to validate (manifest, folder, bundled name or hf:...)")
+    _add_column_args(p)
     p.set_defaults(func=cmd_datasets)
 
 
@@ -834,7 +961,7 @@ def _demo_parser(sub: Any) -> None:
 #: one function per command, in the order `--help` lists them
 _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _report_parser, _export_parser,
              _gate_parser, _plan_parser, _noise_parser, _perturb_parser, _subtitles_parser, _sweep_parser,
-             _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
+             _runs_parser, _adapters_parser, _models_parser, _datasets_parser, _demo_parser)
 
 
 def build_parser() -> argparse.ArgumentParser:

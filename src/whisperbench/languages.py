@@ -14,7 +14,7 @@ language, or one Whisper does not know, is an error naming it.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Optional
+from typing import Iterable, Optional
 
 #: the languages of Whisper's tokenizer (openai-whisper's ``whisper.tokenizer.LANGUAGES``), in its order
 WHISPER_LANGUAGES = tuple(
@@ -64,3 +64,45 @@ def cer_text(normalized: str, language: Optional[str]) -> str:
     """The text CER counts characters of: without spaces for languages written without them (where spaces
     are word segmentation, as AISHELL's transcripts carry), else the normalized text with its spaces."""
     return "".join(normalized.split()) if language in CER_LANGUAGES else normalized
+
+
+def english_only_model(model: str, multilingual: Optional[bool] = None) -> bool:
+    """Whether a model transcribes English only: its weights say so (``multilingual``, when known: the
+    vocabulary's size), else its name or path ends in ``.en`` (tiny.en, openai/whisper-base.en,
+    ggml-base.en-q5_0.bin).
+
+    >>> [english_only_model(m) for m in ("tiny.en", "models/ggml-base.en-q5_0.bin", "whisper-tiny.en/", "base")]
+    [True, True, True, False]
+    >>> english_only_model("my-finetune", multilingual=False), english_only_model("tiny.engine")
+    (True, False)
+    """
+    import re
+
+    if multilingual is not None:
+        return not multilingual
+    name = str(model).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+    return re.search(r"\.en($|[-_.@])", name) is not None
+
+
+def other_than_english(languages: Iterable[Optional[str]]) -> list[str]:
+    """The labelled languages that are not English, sorted (what an English-only model cannot transcribe).
+
+    >>> other_than_english(["en", "de", None, "fr", "de"])
+    ['de', 'fr']
+    """
+    return sorted({language for language in languages if language and language != "en"})
+
+
+def english_only_warning(model: str, languages: list[Optional[str]], multilingual: Optional[bool] = None) -> str:
+    """What to say when an English-only model meets examples labelled in other languages, or "" when it does not.
+
+    >>> english_only_warning("tiny.en", ["de", "en", "de"])
+    'tiny.en is an English-only model, but 2 of 3 examples are labelled in other languages (de): their WER ...'
+    """
+    others = other_than_english(languages)
+    if not others or not english_only_model(model, multilingual):
+        return ""
+    count = sum(1 for language in languages if language in others)
+    return (f"{model} is an English-only model, but {count} of {len(languages)} examples are labelled in other "
+            f"languages ({', '.join(others[:8])}{' …' if len(others) > 8 else ''}): their WER measures a model that "
+            "cannot transcribe them; use a multilingual model (e.g. tiny, base)")

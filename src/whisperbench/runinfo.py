@@ -34,6 +34,8 @@ class DatasetInfo:
     num_examples: Optional[int] = None  # valid and invalid examples
     num_invalid: int = 0
     limit: Optional[int] = None
+    #: which column held what, where mapped (``--audio-column`` …: ``{"audio": "wav", "text": "sentence"}``)
+    columns: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -43,6 +45,7 @@ class DatasetInfo:
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> "DatasetInfo":
         known, extra = _split(cls, data or {})
+        known["columns"] = known.get("columns") or {}
         return cls(**known, extra=extra)
 
 
@@ -112,3 +115,34 @@ class RunInfo:
         decoding = {"word_timestamps": False} | {k: v for k, v in self.decoding.items() if k != "threads"}
         return {"adapter": self.adapter, "model": self.model, "normalizer": self.normalizer, "decoding": decoding,
                 "long_form": long_form, "dataset_source": self.dataset.source}
+
+
+def identity_differences(stored: RunInfo, requested: RunInfo, other: str = "the stored run",
+                         keys: Optional[tuple[str, ...]] = None) -> list[str]:
+    """What differs between two runs' identities, one setting each, with both values (what a refused resume says;
+    ``other`` names ``stored``; ``keys``: only these parts of the identity).
+
+    >>> old = RunInfo(model="tiny.en", decoding={"beam_size": 5, "temperature": 0.0})
+    >>> identity_differences(old, RunInfo(model="tiny.en", decoding={"beam_size": 1, "temperature": 0.0}))
+    ['decoding beam_size: 1 (the stored run: 5)']
+    >>> identity_differences(old, RunInfo(model="base", decoding={"beam_size": 5, "temperature": 0.0}))
+    ["model: 'base' (the stored run: 'tiny.en')"]
+    >>> identity_differences(RunInfo(decoding={"extra": {"compute_type": "int8"}}), RunInfo(decoding={"extra": {}}))
+    ["decoding extra.compute_type: None (the stored run: 'int8')"]
+    """
+    parts = lambda info: {k: v for k, v in info.identity().items() if keys is None or k in keys}  # noqa: E731
+    before, now = _flat(parts(stored)), _flat(parts(requested))
+    return [f"{key}: {now.get(key)!r} ({other}: {before.get(key)!r})"
+            for key in list(now) + [k for k in before if k not in now] if now.get(key) != before.get(key)]
+
+
+def _flat(data: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested settings as one level: ``{"decoding": {"extra": {"a": 1}}}`` -> ``{"decoding extra.a": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{'.' if prefix and ' ' in prefix else ' ' if prefix else ''}{key}"
+        if isinstance(value, dict):  # an empty one holds no setting
+            flat.update(_flat(value, name))
+        else:
+            flat[name] = value
+    return flat

@@ -223,6 +223,47 @@ class RunStore:
             (self.path / OWNER).unlink(missing_ok=True)
             lock.release()
 
+    def live_writer(self) -> Optional[str]:
+        """Who writes this run now ("pid 12 on host (since …)"), or None: nobody holds its lock (a lock left by a
+        dead process is free). Creates nothing where no writer ever was."""
+        from filelock import FileLock, Timeout
+
+        if not (self.path / LOCK).exists():
+            return None
+        lock = FileLock(str(self.path / LOCK), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return self._owner()
+        except OSError:  # a folder this user cannot write: nobody can be writing it through this lock
+            return None
+        lock.release()
+        return None
+
+    def size_bytes(self) -> int:
+        """Bytes the run's folder holds on disk (every file in it)."""
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file() and not f.is_symlink())
+
+    def remove(self) -> None:
+        """Delete the run's folder, holding its writer lock so no writer starts meanwhile; a run another process
+        is writing is refused (RunStoreError naming it), as is a folder that holds no run."""
+        import shutil
+
+        from filelock import FileLock, Timeout
+
+        if not (self.path / RUN_JSON).exists() and not self.predictions_path.exists():
+            raise RunStoreError(f"{self.path} holds no run (no {RUN_JSON}): not removed")
+        lock = FileLock(str(self.path / LOCK), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RunStoreError(f"run {self.name} is being written by {self._owner()}: not removed; stop it "
+                                "first (Ctrl-C) or wait for it to finish") from None
+        try:
+            shutil.rmtree(self.path)
+        finally:
+            lock.release()
+
     def _owner(self) -> str:
         try:
             owner = json.loads((self.path / OWNER).read_text(encoding="utf-8"))
@@ -348,7 +389,7 @@ class StoredRun:
         ok = int(pc.sum(pc.equal(table["status"], "ok")).as_py() or 0) if table is not None and stored else 0
         status = self.meta.status
         if status == "running":  # run.json says running: a live writer holds the lock, else it was stopped
-            status = "running" if (self.store.path / OWNER).exists() else "stopped"
+            status = "running" if (self.store.path / OWNER).exists() and self.store.live_writer() else "stopped"
         return Coverage(status, stored, ok, int(expected) if expected is not None else stored)
 
     def predictions_digest(self) -> str:
@@ -376,9 +417,13 @@ class Coverage:
         """No example has a result (nothing stored, or every stored one failed)."""
         return self.ok == 0
 
+    @property
+    def state(self) -> str:
+        """The status as reports say it: a run that says finished yet lacks examples is "incomplete"."""
+        return self.status if self.finished or self.status != "finished" else "incomplete"
+
     def __str__(self) -> str:
-        status = self.status if self.finished or self.status != "finished" else "incomplete"
-        return f"{self.stored} of {self.expected}, {status}"
+        return f"{self.stored} of {self.expected}, {self.state}"
 
 
 def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
@@ -449,6 +494,33 @@ def _nearby(run: str, runs_dir: Path) -> str:
         shown = sorted(found)[:8]
         return f"; runs there: {', '.join(shown)}{' …' if len(found) > len(shown) else ''}"
     return f"; {runs_dir} holds no runs"
+
+
+def run_folders(runs_dir: str | Path) -> list[RunStore]:
+    """The run folders under ``runs_dir`` (those with a run.json or predictions), sorted by name; none are read."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    return [RunStore(c) for c in sorted(root.iterdir())
+            if c.is_dir() and ((c / RUN_JSON).exists() or (c / PREDICTIONS).exists())]
+
+
+def read_run(store: RunStore) -> StoredRun:
+    """The run in ``store`` (as :func:`open_run` reads it)."""
+    return _stored_run(store)
+
+
+def find_run(run: str, runs_dir: str | Path = "runs") -> RunStore:
+    """The folder of a run given as a name under ``runs_dir`` or a folder path (as :func:`open_run` looks), even
+    when its run.json is unreadable; RunStoreError (with the runs that exist) when there is none."""
+    root = Path(runs_dir).resolve()
+    for path in (Path(runs_dir) / run, Path(run)):
+        if path.resolve() == root or path.resolve() in root.parents:  # "..", ".": the runs folder, never a run
+            continue
+        if path.is_dir() and ((path / RUN_JSON).exists() or (path / PREDICTIONS).exists()):
+            return RunStore(path)
+    raise RunStoreError(f"run {run!r} not found (looked in {Path(runs_dir) / run} and {Path(run)})"
+                        + _nearby(run, Path(runs_dir)))
 
 
 def list_runs(runs_dir: str | Path) -> list[StoredRun]:

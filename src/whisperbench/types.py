@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
+from .errors import DatasetError
+
 Form = Literal["short", "long"]
 Status = Literal["ok", "error"]
 
@@ -188,3 +190,43 @@ class Prediction:
 
 
 _PREDICTION_FIELDS = frozenset(f.name for f in dataclasses.fields(Prediction))
+
+
+#: the roles a dataset column can play (``--audio-column`` …); audio and text are required, id and language optional
+COLUMN_ROLES = ("audio", "text", "id", "language")
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column of a manifest (or Hugging Face dataset) holds what, where its names are not the usual ones.
+
+    A role left None is found by its usual names (``audio``, ``path``, ``sentence``…); a role given is read from
+    that column only.
+
+    >>> ColumnMap(audio="wav", text="sentence").to_json()
+    {'audio': 'wav', 'text': 'sentence'}
+    >>> ColumnMap.of({"text": "transcript"}) == ColumnMap(text="transcript"), bool(ColumnMap())
+    (True, False)
+    """
+
+    audio: Optional[str] = None
+    text: Optional[str] = None
+    id: Optional[str] = None
+    language: Optional[str] = None
+
+    def to_json(self) -> dict[str, str]:
+        """The roles given (what run.json records)."""
+        return {role: column for role in COLUMN_ROLES if (column := getattr(self, role))}
+
+    def __bool__(self) -> bool:
+        return bool(self.to_json())
+
+    @classmethod
+    def of(cls, value: "ColumnMap | dict[str, str] | None") -> "ColumnMap":
+        """A ColumnMap from itself, a ``{role: column}`` dict (unknown roles are an error) or None."""
+        if value is None or isinstance(value, ColumnMap):
+            return value or cls()
+        unknown = set(value) - set(COLUMN_ROLES)
+        if unknown:
+            raise DatasetError(f"unknown column role(s) {', '.join(sorted(unknown))}: use {', '.join(COLUMN_ROLES)}")
+        return cls(**value)

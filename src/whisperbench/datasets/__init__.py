@@ -3,11 +3,14 @@
 Specs, in the order they are tried:
 
 - ``hf:NAME[:CONFIG]:SPLIT`` — a Hugging Face dataset (hub id or local folder).
-- a ``.jsonl``/``.csv`` manifest file — ``audio`` paths relative to the manifest.
-- a folder with ``manifest.jsonl``/``manifest.csv`` — that manifest.
-- a folder with ``metadata.jsonl``/``metadata.csv`` — the HF "audiofolder" convention
+- a ``.jsonl``/``.csv``/``.tsv`` manifest file — ``audio`` paths relative to the manifest.
+- a folder with ``manifest.jsonl``/``manifest.csv``/``manifest.tsv`` — that manifest.
+- a folder with ``metadata.jsonl``/``metadata.csv``/``metadata.tsv`` — the HF "audiofolder" convention
   (``file_name`` column, relative to the folder).
 - a bundled dataset name (``whisperbench datasets`` lists them), e.g. ``tiny-shortform``.
+
+Columns are found by their usual names (see ``datasets/columns.py``) unless a
+:class:`~whisperbench.types.ColumnMap` maps them (``--audio-column`` …).
 """
 
 from __future__ import annotations
@@ -17,15 +20,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import DatasetError
-from ..types import Form
+from ..types import ColumnMap, Form
 from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
 from .records import Checked, Invalid, build_dataset, content_hash, infer_form, record_id
 
 __all__ = ["load_dataset", "column_values", "from_hf_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
 
-MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv")
-AUDIOFOLDER_NAMES = ("metadata.jsonl", "metadata.csv")
+MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.tsv")
+AUDIOFOLDER_NAMES = ("metadata.jsonl", "metadata.csv", "metadata.tsv")
 
 
 def _bundled_roots() -> list[Path]:
@@ -54,10 +57,11 @@ def _default_name(path: str) -> str:
 
 
 def from_hf_dataset(table: Any, *, name: str = "datasets", form: Optional[Form] = None, limit: Optional[int] = None,
-                    skip_invalid: bool = False) -> Checked:
+                    skip_invalid: bool = False, columns: ColumnMap | dict[str, str] | None = None) -> Checked:
     """Validate a ``datasets.Dataset`` already in memory (an audio column and a transcript column, as for ``hf:``)."""
-    return build_dataset(hf_records(table, f"dataset {name}"), name=name, source=f"datasets.Dataset {name}",
-                         base_dir=None, form=form, limit=limit, skip_invalid=skip_invalid)
+    columns = ColumnMap.of(columns)
+    return build_dataset(hf_records(table, f"dataset {name}", columns), name=name, source=f"datasets.Dataset {name}",
+                         base_dir=None, form=form, limit=limit, skip_invalid=skip_invalid, columns=columns)
 
 
 def _manifest_path(spec: str) -> str:
@@ -98,13 +102,16 @@ def load_dataset(
     form: Optional[Form] = None,
     limit: Optional[int] = None,
     skip_invalid: bool = False,
+    columns: ColumnMap | dict[str, str] | None = None,
 ) -> Checked:
-    """Load and validate a dataset; raise DatasetError naming each bad example (see module doc)."""
+    """Load and validate a dataset; raise DatasetError naming each bad example (see module doc), or once when its
+    columns cannot give the audio and transcript (``columns`` maps them)."""
+    columns = ColumnMap.of(columns)
     if spec.startswith("hf:"):
-        records, default = read_hf(spec)
+        records, default = read_hf(spec, columns)
         return build_dataset(
             records, name=name or default, source=spec, base_dir=None, form=form, limit=limit,
-            skip_invalid=skip_invalid,
+            skip_invalid=skip_invalid, columns=columns,
         )
     manifest = _manifest_path(spec)
     records = read_manifest(manifest)
@@ -116,4 +123,5 @@ def load_dataset(
         form=form,
         limit=limit,
         skip_invalid=skip_invalid,
+        columns=columns,
     )

@@ -10,7 +10,9 @@ import os
 from typing import Any, Optional
 
 from ..errors import DatasetError
-from .records import AUDIO_KEYS, RawRecord
+from ..types import ColumnMap
+from .columns import check_columns, keys_for
+from .records import RawRecord
 
 
 def parse_spec(spec: str) -> tuple[str, Optional[str], str]:
@@ -42,33 +44,34 @@ def _load(name: str, config: Optional[str], split: str):
         raise DatasetError(f"cannot load Hugging Face dataset {name!r} (config {config}, split {split}): {exc}") from exc
 
 
-def read_hf(spec: str) -> tuple[list[RawRecord], str]:
+def read_hf(spec: str, columns: ColumnMap = ColumnMap()) -> tuple[list[RawRecord], str]:
     """Rows of the dataset as raw records, and a default dataset name."""
     try:
         import datasets as hf
     except ImportError as exc:  # pragma: no cover - datasets is a core dependency
         raise DatasetError("Hugging Face datasets are not installed: pip install datasets") from exc
     name, config, split = parse_spec(spec)
-    records = hf_records(_load(name, config, split), spec)
+    records = hf_records(_load(name, config, split), spec, columns)
     label = os.path.basename(os.path.normpath(name)) if os.path.isdir(name) else name.replace("/", "_")
     return records, "-".join(p for p in (label, config, split) if p)
 
 
-def hf_records(table: Any, origin: str) -> list[RawRecord]:
-    """Rows of a loaded ``datasets.Dataset`` as raw records (``origin`` names it in errors)."""
+def hf_records(table: Any, origin: str, columns: ColumnMap = ColumnMap()) -> list[RawRecord]:
+    """Rows of a loaded ``datasets.Dataset`` as raw records (``origin`` names it in errors; ``columns`` maps its
+    columns; when they do not fit, one error names them)."""
     import datasets as hf
 
-    audio_cols = [c for c in AUDIO_KEYS if c in table.column_names]
-    if not audio_cols:
-        raise DatasetError(f"{origin}: no audio column (one of {', '.join(AUDIO_KEYS)}); "
-                           f"columns: {table.column_names}")
-    if isinstance(table.features.get(audio_cols[0]), hf.Audio):
-        table = table.cast_column(audio_cols[0], hf.Audio(decode=False))
+    for name, feature in table.features.items():  # every audio column undecoded (the guess reads a few rows)
+        if isinstance(feature, hf.Audio):
+            table = table.cast_column(name, hf.Audio(decode=False))
+    sample = [dict(row) for row in table.select(range(min(len(table), 20)))]
+    check_columns(list(table.column_names), sample, columns, origin)
+    audio_cols = [c for c in keys_for("audio", columns) if c in table.column_names]
     records = []
     for index, row in enumerate(table):
         fields = dict(row)
-        if "id" not in fields:
-            fields["id"] = _row_id(fields.get(audio_cols[0]), index)
+        if not any(key in fields for key in keys_for("id", columns)):
+            fields[columns.id or "id"] = _row_id(fields.get(audio_cols[0]), index)
         records.append(RawRecord(fields, f"{origin} row {index}"))
     return records
 

@@ -1,4 +1,4 @@
-"""Read JSONL and CSV manifests: one row per example, ``audio`` relative to the manifest's folder."""
+"""Read JSONL, CSV and TSV manifests: one row per example, ``audio`` relative to the manifest's folder."""
 
 from __future__ import annotations
 
@@ -38,6 +38,30 @@ def read_jsonl(path: str) -> list[RawRecord]:
     return records
 
 
+def read_tsv(path: str) -> list[RawRecord]:
+    """A tab-separated file with a header row (Common Voice's ``*.tsv``, Kaldi-style lists): one row per line,
+    quotes kept as written (a transcript may hold ``"``), no tab inside a field."""
+    with open(path, "rb") as fh:
+        text = _decode(path, fh.read())
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # not splitlines: U+2028 may be in a transcript
+    header = lines[0].split("\t")
+    if not any(name.strip() for name in header):
+        raise DatasetError(f"{path}: empty TSV (no header row)")
+    if len(header) == 1 and "," in header[0]:
+        raise DatasetError(f"{path}: the header {header[0][:80]!r} has no tab but commas: a CSV? name it .csv")
+    records = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        values = line.split("\t")
+        if len(values) > len(header):
+            raise DatasetError(f"{path} line {number}: {len(values)} tab-separated fields, the header has "
+                               f"{len(header)} ({', '.join(header)})")
+        records.append(RawRecord(dict(zip(header, values + [""] * (len(header) - len(values)))),
+                                 f"{path} line {number}"))
+    return records
+
+
 def read_csv(path: str) -> list[RawRecord]:
     """A CSV with a header row; quoted fields may hold commas and newlines (RFC 4180).
 
@@ -49,6 +73,11 @@ def read_csv(path: str) -> list[RawRecord]:
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if not reader.fieldnames:
         raise DatasetError(f"{path}: empty CSV (no header row)")
+    separator = next((sep for sep in ("\t", ";", "|") if len(reader.fieldnames) == 1 and sep in reader.fieldnames[0]),
+                     None)
+    if separator:
+        raise DatasetError(f"{path}: the header {reader.fieldnames[0][:80]!r} has no comma but {separator!r}: "
+                           + ("a TSV? name it .tsv" if separator == "\t" else "save it with commas between fields"))
     records, start = [], reader.line_num + 1
     try:
         for row in reader:
@@ -79,4 +108,6 @@ def read_manifest(path: str) -> list[RawRecord]:
         return read_jsonl(path)
     if lower.endswith(".csv"):
         return read_csv(path)
-    raise DatasetError(f"{path}: unknown manifest type (expected .jsonl or .csv)")
+    if lower.endswith(".tsv"):
+        return read_tsv(path)
+    raise DatasetError(f"{path}: unknown manifest type (expected .jsonl, .csv or .tsv)")

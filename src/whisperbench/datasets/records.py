@@ -12,14 +12,12 @@ from ..audio import audio_info
 from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
-from ..types import WHISPER_WINDOW_S, Dataset, Example, Form
+from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form
+from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
 from .timing import attach_timing
 
-ID_KEYS = ("id", "utt_id", "key", "segment_id")
-AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "file")
-TEXT_KEYS = ("text", "transcription", "transcript", "sentence", "normalized_text")
-#: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.languages)
-LANGUAGE_KEYS = ("language", "lang", "locale", "language_code")
+__all__ = ["AUDIO_KEYS", "ID_KEYS", "LANGUAGE_KEYS", "TEXT_KEYS", "RawRecord", "Invalid", "Checked", "build_dataset",
+           "record_to_example", "content_hash", "infer_form", "is_nonspeech"]
 
 
 @dataclass
@@ -54,41 +52,43 @@ def _first(fields: dict[str, Any], keys: Iterable[str]) -> tuple[Optional[str], 
     return None, None
 
 
-def record_id(record: RawRecord) -> Optional[str]:
+def record_id(record: RawRecord, columns: ColumnMap = ColumnMap()) -> Optional[str]:
     """The example id a row gets (its id column, else its audio file's name), None when it has neither."""
-    _, ex_id = _first(record.fields, ID_KEYS)
+    _, ex_id = _first(record.fields, keys_for("id", columns))
     if ex_id is not None:
         return str(ex_id)
-    _, audio = _first(record.fields, AUDIO_KEYS)
+    _, audio = _first(record.fields, keys_for("audio", columns))
     return os.path.splitext(os.path.basename(audio))[0] if isinstance(audio, str) else None
 
 
-def record_to_example(record: RawRecord, base_dir: Optional[str]) -> Example:
-    """Map aliased columns onto an Example; raises DatasetError naming the row when a field is missing."""
+def record_to_example(record: RawRecord, base_dir: Optional[str], columns: ColumnMap = ColumnMap()) -> Example:
+    """Map aliased (or ``columns``' mapped) columns onto an Example; raises DatasetError naming the row when a
+    field is missing."""
     fields = dict(record.fields)
-    audio_key, audio = _first(fields, AUDIO_KEYS)
+    audio_keys, text_keys = keys_for("audio", columns), keys_for("text", columns)
+    audio_key, audio = _first(fields, audio_keys)
     if audio is None:
-        raise DatasetError(f"{record.origin}: no audio field (one of {', '.join(AUDIO_KEYS)})")
+        raise DatasetError(f"{record.origin}: no audio field (one of {', '.join(audio_keys)})")
     if isinstance(audio, dict):  # Hugging Face Audio(decode=False): {"bytes": ..., "path": ...}
         audio = audio.get("bytes") or audio.get("path")
     if isinstance(audio, str) and base_dir and not os.path.isabs(audio):
         audio = os.path.normpath(os.path.join(base_dir, audio))
-    id_key, ex_id = _first(fields, ID_KEYS)
+    id_key, ex_id = _first(fields, keys_for("id", columns))
     if ex_id is None:
         if not isinstance(audio, str):
-            raise DatasetError(f"{record.origin}: no id field (one of {', '.join(ID_KEYS)})")
+            raise DatasetError(f"{record.origin}: no id field (one of {', '.join(keys_for('id', columns))})")
         ex_id = os.path.splitext(os.path.basename(audio))[0]
-    text_key, text = _first(fields, TEXT_KEYS)
-    if text_key is None and not any(k in fields for k in TEXT_KEYS):
-        raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(TEXT_KEYS)})")
+    text_key, text = _first(fields, text_keys)
+    if text_key is None and not any(k in fields for k in text_keys):
+        raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(text_keys)})")
     duration = fields.get("duration_s", fields.get("duration"))
-    language_key, label = _first(fields, LANGUAGE_KEYS)
+    language_key, label = _first(fields, keys_for("language", columns))
     try:
         language = language_code(label) if label is not None else None
     except LanguageError as exc:
         raise DatasetError(f"{record.origin} (id {ex_id}): {exc}") from None
     used = {audio_key, id_key, text_key, language_key, "duration_s", "duration"}
-    extra = {k: v for k, v in fields.items() if k not in used and k not in TEXT_KEYS}
+    extra = {k: v for k, v in fields.items() if k not in used and k not in text_keys}
     attach_timing(extra, base_dir, record.origin, str(ex_id))  # ground-truth segments / words, checked
     return Example(
         id=str(ex_id),
@@ -158,12 +158,15 @@ def build_dataset(
     form: Optional[Form] = None,
     limit: Optional[int] = None,
     skip_invalid: bool = False,
+    columns: ColumnMap = ColumnMap(),
 ) -> Checked:
     """Validate every record before any inference; raise one DatasetError listing all problems.
 
     With ``skip_invalid`` the bad examples are returned in ``Checked.invalid`` instead, so the runner
-    records them as failed. Every occurrence of a duplicated id is invalid: none can be trusted.
+    records them as failed. Every occurrence of a duplicated id is invalid: none can be trusted. Columns that
+    cannot give the audio and transcript are one error, whatever ``skip_invalid``.
     """
+    check_columns(columns_found(r.fields for r in records), [r.fields for r in records[:50]], columns, source)
     if limit is not None:
         records = records[:limit]
     problems: list[str] = []
@@ -171,11 +174,12 @@ def build_dataset(
     parsed: list[tuple[Example, str]] = []
     for record in records:
         try:
-            parsed.append((record_to_example(record, base_dir), record.origin))
+            parsed.append((record_to_example(record, base_dir, columns), record.origin))
         except DatasetError as exc:
             problems.append(str(exc))
-            invalid.append(Invalid(id=str(record.fields.get("id", record.origin)), reason=str(exc),
-                                   text=str(record.fields.get("text") or "")))
+            _, row_id = _first(record.fields, keys_for("id", columns))
+            _, text = _first(record.fields, keys_for("text", columns))
+            invalid.append(Invalid(id=str(row_id or record.origin), reason=str(exc), text=str(text or "")))
     counts = Counter(ex.id for ex, _ in parsed)
     origins: dict[str, list[str]] = {}
     for ex, origin in parsed:

@@ -8,6 +8,7 @@ RTFx. Peak memory is measured in the process that ran the model.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,18 +19,21 @@ from ..adapters import DecodingOptions
 from ..adapters.base import FROM_DATASET, Adapter
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
+from ..languages import english_only_warning
 from ..redact import redact
-from ..runinfo import DatasetInfo, RunInfo
+from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store import RunStore, safe_run_name
-from ..types import Dataset, Example, Prediction
+from ..types import ColumnMap, Dataset, Example, Prediction
 from .backends import BACKENDS
 from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from .longform import LongFormConfig
 from .spec import AdapterSpec
+
+log = logging.getLogger(__name__)
 
 
 
@@ -50,6 +54,7 @@ class RunRequest:
     normalizer: Optional[str] = None
     form: Optional[str] = None
     dataset_name: Optional[str] = None
+    columns: ColumnMap = field(default_factory=ColumnMap)  # which manifest column holds what (--audio-column …)
     label: Optional[str] = None
     variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
@@ -71,6 +76,7 @@ class RunResult:
     resumed: int  # examples already in the store
     stale: dict[str, str] = field(default_factory=dict)  # stored results redone: id -> why they no longer held
     notes: list[str] = field(default_factory=list)  # execution settings that differ from the stored run's
+    warnings: list[str] = field(default_factory=list)  # said before the run (an English-only model on German…)
 
 
 def default_label(adapter: str, decoding: DecodingOptions) -> str:
@@ -106,8 +112,9 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
     if old is not None and not request.overwrite:
         if old.identity() != info.identity():
             diff = [k for k, v in info.identity().items() if old.identity().get(k) != v]
+            settings = "; ".join(identity_differences(old, info))
             raise RunStoreError(
-                f"run {store.path} exists with a different {', '.join(diff)}; "
+                f"run {store.path} exists with a different {', '.join(diff)} ({settings}); "
                 "pass --name for a new run or --overwrite to replace it"
             )
     elif old is not None and request.overwrite:
@@ -175,7 +182,7 @@ def run_evaluation(
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary.num_examples - len(todo),
-                         stale=stale, notes=notes)
+                         stale=stale, notes=notes, warnings=run.warnings)
 
 
 @dataclass
@@ -190,6 +197,7 @@ class _Resolved:
     long_form: Any
     source_digest: Optional[str]
     info: RunInfo
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def dataset(self) -> Dataset:
@@ -204,12 +212,16 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     if checked is None:
         checked = load_dataset(
             request.dataset, name=request.dataset_name, form=request.form,  # type: ignore[arg-type]
-            limit=request.limit, skip_invalid=request.skip_invalid,
+            limit=request.limit, skip_invalid=request.skip_invalid, columns=request.columns,
         )
     dataset: Dataset = checked.dataset
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
     languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
+    warning = english_only_warning(redact(request.model), [ex.language for ex in dataset.examples],
+                                   _multilingual(request.model))
+    if warning:  # before the run: a 121 % "WER" said nothing of why
+        log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
@@ -219,10 +231,24 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
         normalizer=normalizer, long_form=long_form.to_json() if long_form else None,
         dataset=DatasetInfo(name=dataset.name, source=redact(dataset.source), form=dataset.form,
                             content_hash=dataset.content_hash, num_examples=len(dataset) + len(checked.invalid),
-                            num_invalid=len(checked.invalid), limit=request.limit),
+                            num_invalid=len(checked.invalid), limit=request.limit,
+                            columns=request.columns.to_json()),
     )
     return _Resolved(checked, normalizer, adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
-                     info)
+                     info, [warning] if warning else [])
+
+
+def _multilingual(model: str) -> Optional[bool]:
+    """What a local model's weights say (multilingual or not, from its vocabulary; headers only), or None when it
+    is no local model folder or file (a known name, the hub, a hypotheses file)."""
+    if not Path(model).exists():
+        return None
+    from ..models import resolve_source
+
+    try:
+        return resolve_source(model).multilingual
+    except Exception:  # noqa: BLE001 - only a warning hangs on it: it never stops a run
+        return None
 
 
 def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:

@@ -259,13 +259,17 @@ def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = Non
     return folder / OUTPUT_FILES[fmt] if fmt in OUTPUT_FILES else folder
 
 
-def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None) -> Path:
+def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None, overwrite: bool = False) -> Path:
     """Write ``model`` in format ``fmt`` to ``out`` (a file for ggml and openai-whisper, else a folder).
 
-    ``out`` must not exist; the result is built (or taken from the cache) and then copied there.
+    ``out`` must not exist unless ``overwrite`` (then it is replaced once the new copy is complete; never when it
+    is the model being converted); the result is built (or taken from the cache) and then copied there.
     """
-    if out.exists():
-        raise ModelError(f"{out}: exists; choose a new path for the converted model")
+    if out.exists() and not overwrite:
+        raise ModelError(f"{out}: exists; choose a new path for the converted model, or pass --overwrite "
+                         "(overwrite=True) to replace it")
+    if out.exists() and Path(model).exists() and out.resolve() == Path(model).resolve():
+        raise ModelError(f"{out}: is the model being converted; write the conversion somewhere else")
     built = converted(model, fmt, variant)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -273,8 +277,22 @@ def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None)
         shutil.copytree(built, tmp)
     else:
         shutil.copyfile(built, tmp)
-    os.replace(tmp, out)
+    _replace(tmp, out)
     return out
+
+
+def _replace(new: Path, out: Path) -> None:
+    """Put ``new`` at ``out``; what was there (a file or a folder) goes only once ``new`` is complete."""
+    if out.is_dir() and not out.is_symlink():
+        old = out.with_name(f".{out.name}.{os.getpid()}.old")
+        os.replace(out, old)
+        os.replace(new, out)
+        shutil.rmtree(old)
+    elif out.exists() and new.is_dir():
+        out.unlink()
+        os.replace(new, out)
+    else:
+        os.replace(new, out)
 
 
 def loaded_weights(path: Path) -> dict[str, Any]:

@@ -68,20 +68,28 @@ def _rtfx(row) -> str:
     return cell
 
 
+def _warning(row) -> str:
+    """A run's warning beside its model (⚠ English-only model on other languages' labels), or ""."""
+    warning = row.get("Warning")
+    return f' <span class="busy warning">{_e(warning)}</span>' if isinstance(warning, str) and warning else ""
+
+
 def _ci(interval) -> str:
     return "<td>–</td>" if interval is None else f"<td>{interval.low:.1f}–{interval.high:.1f}</td>"
 
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
-    head = ("<tr><th>Implementation</th><th>Model</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
+    head = ("<tr><th>Implementation</th><th>Model</th><th title=\"the weights as the implementation loaded them (its "
+            "file or folder on disk)\">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
             "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th>"
             "<th>Run</th></tr>")
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         rows.append(
-            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}</td>'
-            f'<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}{_num(r["QoI %"], 1)}'
+            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}{_warning(r)}</td>'
+            f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}'
+            f'{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
             f"<td><code>{_e(r['Run'])}</code></td></tr>")
@@ -90,16 +98,18 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
 
 def _language_table(frame: pd.DataFrame) -> str:
     """Per language and run: the headline error rate (WER or CER) and QoI with CIs; macro rows last."""
-    head = ("<tr><th>Language</th><th>Implementation</th><th>Dataset</th><th>Metric</th><th>Examples</th>"
-            "<th>Error %</th><th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Run</th></tr>")
+    head = ("<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
+            "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Language ID %</th><th>Dataset</th>"
+            "<th>Run</th></tr>")
     rows = []
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         name += f' <span class="status unfinished">({_e(r["Status"])})</span>' if r["Status"] else ""
+        name += _warning(r)
         rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
-                    f'<td>{_e(r["Dataset"])}</td><td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}'
-                    f'{_num(r["Error %"], 2)}{_ci(r["Error CI"])}{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}'
-                    f'<td><code>{_e(r["Run"])}</code></td></tr>')
+                    f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
+                    f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}{_num(r.get("Language ID %"), 1)}'
+                    f'<td>{_e(r.get("Dataset"))}</td><td><code>{_e(r["Run"])}</code></td></tr>')
     return (f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
             f'<p class="muted">{_e(language_note(frame))}</p>')
 

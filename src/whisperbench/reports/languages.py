@@ -21,6 +21,9 @@ from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
 from ..store import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
+from .weights import english_only_on
+
+ENGLISH_ONLY = "⚠ English-only model"  # beside a run whose English-only model met this language's labels
 
 
 def _subset(result: QoiResult, language: str) -> QoiResult:
@@ -43,6 +46,8 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
         if not languages:
             continue
         result = compare_runs(reference, run).result if reference is not None else None
+        misused = english_only_on(run.meta, languages)
+        identified = _identified(run)
         per_run = []
         for language in languages:
             errors, units = _headline_counts(table, language)
@@ -57,9 +62,29 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
                 "Reference": reference is run, "Run": run.name, "Dataset": run.meta.dataset.name,
                 "Normalizer": normalizer,
                 "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
+                "Warning": ENGLISH_ONLY if language in misused else "",
+                "Language ID %": identified.get(language),
             })
         rows += per_run + [_macro(per_run)]
     return pd.DataFrame(rows)
+
+
+def _identified(run: StoredRun) -> dict[str, float]:
+    """Per language label: % of its examples whose language the implementation identified right (failed ones
+    count as wrong), when it chose the language itself (summary.json ``language_id`` with reported languages);
+    else {} (a forced language, or an implementation that reports none). From summary.json; a run scored before
+    it kept them per language is counted from its predictions."""
+    identified = (run.summary.language_id if run.summary else None) or {}
+    if not identified.get("reported"):
+        return {}
+    if "by_language" in identified:
+        return {language: row["accuracy"] for language, row in identified["by_language"].items()}
+    counts: dict[str, list[int]] = {}
+    for pred in run.predictions:
+        if pred.language:
+            right = pred.status == "ok" and pred.extra.get("language") == pred.language
+            counts.setdefault(pred.language, [0, 0])[right] += 1
+    return {language: 100.0 * right / (wrong + right) for language, (wrong, right) in counts.items()}
 
 
 def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.ndarray]:
@@ -75,8 +100,9 @@ def _macro(rows: list[dict]) -> dict:
         values = [r[key] for r in rows if r[key] is not None]
         return sum(values) / len(values) if values else None
 
-    return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows),
-                **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None})
+    return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows), Warning="",
+                **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None,
+                   "Language ID %": mean("Language ID %")})
 
 
 def table_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -99,12 +125,14 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
     shown = pd.DataFrame({
         "Language": frame["Language"].map(md_cell),
         "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
-                           + (f" ({md_cell(status)})" if status else "")
-                           for n, ref, status in zip(frame["Implementation"], frame["Reference"], frame["Status"])],
-        "Dataset": frame["Dataset"].map(md_cell), "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
+                           + (f" ({md_cell(status)})" if status else "") + (f" {warning}" if warning else "")
+                           for n, ref, status, warning in zip(frame["Implementation"], frame["Reference"],
+                                                              frame["Status"], frame["Warning"])],
+        "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
         "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
         "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
-        "Run": frame["Run"].map(lambda name: f"`{md_cell(name)}`"),
+        "Language ID %": frame["Language ID %"].map(lambda v: number(v, 1)),
+        "Dataset": frame["Dataset"].map(md_cell), "Run": frame["Run"].map(lambda v: f"`{md_cell(v)}`"),
     })
     table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
     return "## By language\n\n" + table + "\n\n" + language_note(frame) + "\n"
@@ -116,6 +144,7 @@ def language_note(frame: pd.DataFrame) -> str:
     folded = [n for n in normalizers if "+" in n]
     return ("Error %: WER, or CER (characters, spaces left out) for zh, ja, th, lo, my and yue, written without "
             "spaces, and for ko, written with spaces whose use varies between writers (spacing is not counted). "
-            "QoI compares the same units. macro: the mean over a run's languages. Normalizer: "
+            "QoI compares the same units. Language ID %: examples whose language the implementation identified right "
+            "(– where the language was forced or not reported). macro: the mean over a run's languages. Normalizer: "
             + ", ".join(normalizers) + (" (+zh-hans: traditional Chinese characters folded to simplified before "
                                         "scoring)" if folded else "") + ".")

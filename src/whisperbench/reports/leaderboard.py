@@ -16,7 +16,7 @@ from ..scoring.summary import rescored
 from ..scoring.table import table_summary, word_errors
 from .compare import compare_runs
 from .escape import md_cell
-from .weights import model_label, size_mb
+from .weights import english_only_languages, english_only_note, model_label, size_mb
 
 COLUMNS = ["Implementation", "Model", "Size MB", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
            "Failed", "Status", "Run"]
@@ -105,6 +105,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "Implementation": run.meta.label or run.meta.adapter,
             "Reference": reference is run,
             "Model": model_label(run.meta),
+            "Warning": english_only_note(english_only_languages(run)),
             "Size MB": size_mb(run.meta),
             "Dataset": run.meta.dataset.name,
             "WER %": summary["wer"],
@@ -125,6 +126,12 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
     if not frame.empty:
         frame = frame.sort_values(["Form", "Dataset", "WER %", "Implementation"], na_position="last")
     return frame.reset_index(drop=True)
+
+
+def model_cell(frame: pd.DataFrame) -> list[str]:
+    """The Model column as the tables show it: the model, and its warning when it has one (⚠ English-only…)."""
+    warnings = frame["Warning"] if "Warning" in frame else [""] * len(frame)
+    return [f"{model} {warning}" if warning else str(model) for model, warning in zip(frame["Model"], warnings)]
 
 
 def flat_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -150,6 +157,7 @@ def _fmt_ci(interval) -> str:
 def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     shown = frame.assign(**{"WER 95% CI": frame["WER CI"].map(_fmt_ci), "QoI 95% CI": frame["QoI CI"].map(_fmt_ci)})
     shown = shown[columns].copy()
+    shown["Model"] = model_cell(frame)
     shown["WER %"] = shown["WER %"].map(lambda v: _fmt(v, 2))
     shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
     shown["Size MB"] = shown["Size MB"].map(lambda v: _fmt(v, 1))
@@ -189,7 +197,8 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "
         "its speed is not comparable. Size MB: the weights as the implementation loaded them (its file or "
         "folder on disk: a conversion in that format's precision, e.g. openai-whisper's float32 copy of "
-        "float16 weights).",
+        "float16 weights). ⚠ English-only model: a model that transcribes English only (a name ending in .en, or its "
+        "vocabulary) on examples labelled in other languages: their WER says nothing of the implementation.",
         "",
     ]
     return "\n".join(parts)

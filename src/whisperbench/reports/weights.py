@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..languages import english_only_model, other_than_english
 from ..runinfo import RunInfo
+from ..store import StoredRun
 
 #: adapter settings that choose the precision weights run in
 PRECISION_SETTINGS = ("compute_type", "quantization", "precision", "dtype")
@@ -74,3 +76,29 @@ def weights_relation(reference: RunInfo, candidate: RunInfo) -> str:
     if pa and not pb:
         return f"same weights{where}, the reference in {pa} compute"
     return f"same weights{where}"
+
+
+def english_only_on(info: RunInfo, languages: list[str]) -> list[str]:
+    """The non-English ``languages`` (a run's labels) that the run's English-only model met, or [] (a multilingual
+    model, or English labels only). English-only: the weights' vocabulary says so, else a name ending in ``.en``.
+
+    >>> english_only_on(RunInfo(model="tiny.en"), ["de", "en"]), english_only_on(RunInfo(model="base"), ["de"])
+    (['de'], [])
+    """
+    multilingual = info.weights.get("multilingual")
+    if not english_only_model(info.model, multilingual if isinstance(multilingual, bool) else None):
+        return []
+    return other_than_english(languages)
+
+
+def english_only_note(languages: list[str]) -> str:
+    """The table's mark for an English-only model on labels in ``languages`` ("" when there are none)."""
+    return f"⚠ English-only model, labels in {', '.join(languages)}" if languages else ""
+
+
+def english_only_languages(run: StoredRun) -> list[str]:
+    """The languages other than English among ``run``'s labels, when its model is English-only (else [])."""
+    import pyarrow.compute as pc
+
+    labels = pc.unique(run.score_table()["language"]).to_pylist()
+    return english_only_on(run.meta, [name for name in labels if name])

@@ -191,6 +191,16 @@ def by_language(scored: list[Prediction]) -> dict[str, Any]:
             "unlabelled_examples": sum(not p.language for p in scored)}
 
 
+def _identified_by_language(labelled: list[Prediction]) -> dict[str, dict[str, Any]]:
+    """Per label: examples, those whose language the implementation identified right, and that accuracy in %."""
+    counts: dict[str, list[int]] = {}
+    for pred in labelled:
+        right = pred.status == "ok" and pred.extra.get("language") == pred.language
+        counts.setdefault(str(pred.language), [0, 0])[right] += 1
+    return {language: {"labelled": wrong + right, "correct": right, "accuracy": 100.0 * right / (wrong + right)}
+            for language, (wrong, right) in sorted(counts.items())}
+
+
 def language_identification(scored: list[Prediction]) -> dict[str, Any]:
     """How often the language the model chose (``extra["language"]``) is the example's label; a failed
     example, or one without a reported language, counts as not identified. An implementation that reports
@@ -208,7 +218,8 @@ def language_identification(scored: list[Prediction]) -> dict[str, Any]:
             confusions[key] = confusions.get(key, 0) + 1
     result = {"labelled": len(labelled), "reported": reported, "correct": correct,
               "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
-              "confusions": confusions if reported else {}}
+              "confusions": confusions if reported else {},
+              "by_language": _identified_by_language(labelled) if reported else {}}
     for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
         sure = [p.extra["language_probability"] for p in labelled if p.status == "ok"
                 and p.extra.get("language_probability") is not None and (p.extra.get("language") == p.language) == right]
