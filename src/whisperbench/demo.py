@@ -90,6 +90,7 @@ def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
 
 
 def run_demo(args) -> int:
+    """``whisperbench demo``: every installed implementation on the bundled sets, then the leaderboard; the exit code."""
     bundled = bundled_datasets()
     names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
     if not names:

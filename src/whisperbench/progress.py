@@ -27,6 +27,7 @@ class LogProgress:
         return self
 
     def update(self, count: int = 1) -> None:
+        """Count ``count`` more examples done; log a line when enough time has passed."""
         self.done += count
         if self.done == count:
             self._say(f"first result after {time.monotonic() - self.start:.0f} s")

@@ -39,11 +39,13 @@ class DatasetInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The dataset part of run.json."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         return data | self.extra
 
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> "DatasetInfo":
+        """Read run.json's dataset part (None or missing keys: defaults)."""
         known, extra = _split(cls, data or {})
         known["columns"] = known.get("columns") or {}
         return cls(**known, extra=extra)
@@ -86,6 +88,7 @@ class RunInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """run.json as written (with the fields of this version, unknown ones kept)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         data["dataset"] = self.dataset.to_dict()
         if data["backend_info"] is None:
@@ -94,6 +97,7 @@ class RunInfo:
 
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> "RunInfo":
+        """Read run.json (any version this one wrote or reads; missing keys take their defaults)."""
         known, extra = _split(cls, data or {})
         known["dataset"] = DatasetInfo.from_dict(known.get("dataset"))
         for key in ("decoding", "execution", "machine", "versions", "adapter_info", "machine_load"):

@@ -100,10 +100,12 @@ class WordCounts:
 
     @property
     def errors(self) -> int:
+        """Substitutions + deletions + insertions."""
         return self.substitutions + self.deletions + self.insertions
 
     @property
     def ref_words(self) -> int:
+        """Reference words (hits + substitutions + deletions): WER's denominator."""
         return self.hits + self.substitutions + self.deletions
 
     def __add__(self, other: "WordCounts") -> "WordCounts":
@@ -147,6 +149,7 @@ class Prediction:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """One line of ``predictions.jsonl`` (fields left None are left out)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -179,6 +182,7 @@ class Prediction:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Prediction":
+        """A prediction from one ``predictions.jsonl`` line (fields it lacks take their defaults)."""
         names = _PREDICTION_FIELDS
         if data.keys() <= names:  # the common case, without copying (stores hold a million lines)
             return cls(**data)

@@ -37,6 +37,7 @@ def registry() -> dict[str, type[Adapter]]:
 
 
 def adapter_names() -> list[str]:
+    """Every registered adapter's name (built in, entry points, imported), sorted."""
     return sorted(registry())
 
 

@@ -49,6 +49,7 @@ def keys_for(role: str, columns: ColumnMap) -> tuple[str, ...]:
 
 
 def option_of(role: str) -> str:
+    """The command-line option that maps ``role`` (``audio`` -> ``--audio-column``)."""
     return f"--{role}-column"
 
 

@@ -29,6 +29,7 @@ LAYERS = {
 
 
 def module_name(path: Path) -> str:
+    """The dotted module name of a file under ``src/``."""
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -100,6 +101,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def layer_of(module: str) -> int:
+    """The layer of a whisperbench module (ARCHITECTURE.md's numbers: higher layers may import lower ones)."""
     parts = module.split(".")
     name = parts[1] if len(parts) > 1 else "__init__"
     if name not in LAYERS:
@@ -129,6 +131,7 @@ def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
 
 
 def main() -> int:
+    """Check every import of the package; print the problems and return 1 when there is one, else 0."""
     graph = import_graph()
     problems = [f"cycle: {' <-> '.join(c)}" for c in cycles(graph)]
     problems += [f"upward import: {v}" for v in layer_violations(graph)]

@@ -67,6 +67,7 @@ def machine_load(before: dict, after: dict, threads: int = 0) -> dict:
 
 
 def machine_info() -> dict:
+    """Facts about this machine for run.json: OS, Python, CPU model and flags, cores, memory, accelerators."""
     usable = usable_cpus()
     try:
         import psutil

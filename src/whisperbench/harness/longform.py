@@ -71,6 +71,7 @@ class LongFormConfig:
         return self
 
     def to_json(self) -> dict[str, Any]:
+        """The configuration as run.json records it."""
         if self.strategy == "native":
             return {"strategy": "native"}
         data = asdict(self)
@@ -231,6 +232,7 @@ class Strategy:
         self.config = config
 
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
+        """Transcribe one example with this strategy: its transcript, or the error that failed it."""
         raise NotImplementedError
 
 
@@ -254,6 +256,7 @@ class WindowedStrategy(Strategy):
     name = "windowed"
 
     def batch(self, adapter: Adapter) -> int:
+        """How many 30 s windows go to the adapter at once: its batch size when chunked, one when sequential."""
         return max(1, adapter.batch_size) if self.config.strategy == "chunked" else 1
 
     @staticmethod

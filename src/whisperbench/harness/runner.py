@@ -85,6 +85,7 @@ def default_label(adapter: str, decoding: DecodingOptions) -> str:
 
 
 def default_run_name(adapter: str, model: str, dataset: str) -> str:
+    """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, made safe for a folder name."""
     return safe_run_name(f"{adapter}_{Path(model).name or model}_{dataset}")
 
 

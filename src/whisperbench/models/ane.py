@@ -109,12 +109,14 @@ class TorchStepModel:
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
     def encode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the encoder on its inputs (the mel) and return its outputs by name."""
         with self.torch.inference_mode():
             features = self.model.encoder(self._tensor(inputs["melspectrogram_features"]))
             outputs = (features, *self.model.decoder.cross_kv(features))
         return {name: out.cpu().numpy() for name, out in zip(ENCODER_OUTPUTS, outputs)}
 
     def decode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run one decoder step on its inputs (tokens, caches, encoder output) and return its outputs by name."""
         with self.torch.inference_mode():
             outputs = self.model.decoder(*(self._tensor(inputs[name]) for name in DECODER_INPUTS))
         return {name: out.cpu().numpy() for name, out in zip(DECODER_OUTPUTS, outputs)}

@@ -33,6 +33,7 @@ class ChannelLayerNorm(nn.Module):
 
 
 def conv1x1(n_in: int, n_out: int, bias: bool = True):
+    """A 1x1 ``Conv2d`` standing in for a linear layer (the ANE's preferred layout: channels first, B x C x 1 x T)."""
     return nn.Conv2d(n_in, n_out, kernel_size=1, bias=bias)
 
 

@@ -75,6 +75,7 @@ class Checkpoint:
 
     @property
     def multilingual(self) -> bool:
+        """Whether the vocabulary is the multilingual one (51,865 tokens and more)."""
         return is_multilingual(self.dims["n_vocab"])
 
 

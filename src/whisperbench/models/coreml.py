@@ -213,7 +213,9 @@ class CoreMLStepModel:
         self.load_s["decoder"] = time.perf_counter() - start
 
     def encode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the Core ML encoder on its inputs and return its outputs by name."""
         return self.encoder.predict(inputs)
 
     def decode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run one Core ML decoder step on its inputs and return its outputs by name."""
         return self.decoder.predict(inputs)

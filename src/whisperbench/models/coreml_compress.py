@@ -47,6 +47,7 @@ class Compression(NamedTuple):
 
     @property
     def granularity(self) -> str:
+        """Per tensor or grouped (``pal4g16``: groups of 16 channels), as run.json records it."""
         if self.group_size:
             return "per_grouped_channel"
         return "per_tensor" if self.kind == "palettize" else "per_channel"
@@ -217,6 +218,7 @@ class Package(NamedTuple):
 
 
 def read_package(package: Path) -> Package:
+    """Read an ``.mlpackage``'s weights and their compression as this module writes them."""
     operations = load_program(package).functions["main"].operations
     weights = _dense_constants(operations)
     compressed = [op for op in operations if op.op_type in _COMPRESSED_OPS]

@@ -43,6 +43,7 @@ class ModelLayout:
 
     @property
     def size_bytes(self) -> int:
+        """Total size of the weight files on disk, in bytes."""
         return sum(f.stat().st_size for f in self.weight_files)
 
 

@@ -58,6 +58,7 @@ class GgmlHeader:
 
     @property
     def quantized(self) -> bool:
+        """Whether the file's weights are a quantized type (not f32 or f16)."""
         return self.weight_type not in (F32, F16)
 
 

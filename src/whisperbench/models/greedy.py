@@ -39,9 +39,11 @@ class StepModel(Protocol):
     def float_dtype(self) -> type:
         """dtype of the float inputs the model takes (np.float32 or np.float16)."""
 
-    def encode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    def encode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the encoder on ``inputs`` (the mel) and return its outputs by name."""
 
-    def decode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    def decode(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run one decoder step on ``inputs`` and return its outputs (logits, caches) by name."""
 
 
 @dataclass
@@ -118,6 +120,7 @@ class GreedyDecoder:
         return window.numpy(), pad_or_trim(mel, N_FRAMES).numpy()
 
     def encode(self, mel: np.ndarray) -> dict[str, np.ndarray]:
+        """Encode one 30 s log-mel window (the encoder's outputs, reused by every decoder step)."""
         return self.model.encode({"melspectrogram_features": mel[None, :, None, :].astype(self.model.float_dtype)})
 
     # --- decoding -------------------------------------------------------------------------------
@@ -143,6 +146,7 @@ class GreedyDecoder:
         return np.asarray(out["logits"], dtype=np.float32).reshape(-1)
 
     def detect_language(self, encoded: dict) -> str:
+        """The language Whisper's language token says (the most likely one after start-of-transcript)."""
         tok = self.tokenizer
         logits = self._step(tok.sot, 0, self._new_cache(), encoded)
         languages = np.array(tok.all_language_tokens)

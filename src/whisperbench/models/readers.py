@@ -164,6 +164,7 @@ def read_checkpoint(source: SourceModel) -> Checkpoint:
 
 
 def expected_names(dims: dict) -> set[str]:
+    """The openai-whisper parameter names a checkpoint of ``dims`` must hold."""
     names = {"encoder.conv1.weight", "encoder.conv1.bias", "encoder.conv2.weight", "encoder.conv2.bias",
              "encoder.positional_embedding", "encoder.ln_post.weight", "encoder.ln_post.bias",
              "decoder.token_embedding.weight", "decoder.positional_embedding", "decoder.ln.weight",

@@ -33,6 +33,7 @@ class KnownModel:
     locate: Callable[[], Path]
 
     def installed(self) -> bool:
+        """Whether the package that ships these weights is installed."""
         return all(importlib.util.find_spec(m) is not None for m in self.modules)
 
 

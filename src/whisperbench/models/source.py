@@ -42,6 +42,7 @@ class SourceModel:
 
     @property
     def folder(self) -> Path:
+        """The folder holding the weights (the file's parent for a one-file format)."""
         return self.path if self.path.is_dir() else self.path.parent
 
     @property
@@ -51,6 +52,7 @@ class SourceModel:
 
     @property
     def key(self) -> str:
+        """The cache key of conversions from this model: its name and the first 12 hex digits of its sha256."""
         return f"{self.name.replace('/', '_')}-{self.sha256[:12]}"
 
     def describe(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ class Comparison:
         return self.result.qoi
 
     def to_json(self, with_examples: bool = False) -> dict:
+        """The comparison as JSON (``compare --json``): WERs, QoI, weights relation, significance, examples."""
         return {
             "reference": self.reference.name,
             "candidate": self.candidate.name,
@@ -127,6 +128,7 @@ def _labels(ids: list[str], groups: Mapping[str, Any], column: str) -> list[Any]
 
 
 def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
+    """One row per comparison: WERs, QoI with counts, weights relation, and the paired tests when computed."""
     rows = []
     for c in comparisons:
         r = c.result

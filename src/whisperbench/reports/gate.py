@@ -52,6 +52,7 @@ class GateResult:
 
     @property
     def code(self) -> int:
+        """The exit code: 0 pass, 1 regression, 2 cannot judge."""
         failed = [c.blocking for c in self.checks if not c.passed]
         return max(failed) if failed else PASS
 
@@ -342,6 +343,7 @@ def _pct(value: Optional[float]) -> str:
 
 
 def format_gate(result: GateResult, worst: int = 5) -> str:
+    """The gate's verdict, each check, and the ``worst`` regressed examples, as printed by ``whisperbench gate``."""
     c = result.comparison
     lines = [f"gate: {result.verdict}",
              f"  reference {one_line(c.reference.name)}  candidate {one_line(c.candidate.name)}",

@@ -44,6 +44,7 @@ class HallucinationDiff:
         return 100.0 * len(self.nonspeech_with_output) / self.nonspeech if self.nonspeech else None
 
     def to_json(self) -> dict:
+        """The new loops and bursts as JSON (``compare --json``)."""
         return {"new": self.new, "nonspeech_examples": self.nonspeech,
                 "nonspeech_with_output": self.nonspeech_with_output, "nonspeech_output_rate": self.nonspeech_output_rate}
 

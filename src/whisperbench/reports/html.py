@@ -253,5 +253,6 @@ def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str
 
 def write_html(path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun],
                title: Optional[str] = None) -> None:
+    """Write the HTML report (:func:`render_html`) to ``path``."""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(render_html(frame, runs, references, title or "Whisper leaderboard"))

@@ -80,6 +80,7 @@ def recorded_references(runs_dir: str | Path) -> list[str]:
 
 
 def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
+    """Record ``names`` as the reference runs of ``runs_dir`` (the demo's choice, read back by ``report``)."""
     from ..files import write_json_atomic
 
     write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})

@@ -33,9 +33,11 @@ class NoiseReport:
 
     @property
     def deterministic(self) -> bool:
+        """Whether every repeat wrote the same text for every example."""
         return self.identical_outputs == 100.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values (``noise --json``)."""
         return asdict(self) | {"deterministic": self.deterministic}
 
 
@@ -72,6 +74,7 @@ def run_noise(runs: list[StoredRun]) -> NoiseReport:
 
 
 def format_noise(report: NoiseReport) -> str:
+    """The noise report as printed by ``whisperbench noise``."""
     wers = ", ".join("n/a" if w is None else f"{w:.2f}%" for w in report.wer)
     lines = [f"run-to-run noise over {len(report.runs)} runs ({', '.join(report.runs)}), {report.examples} examples "
              f"judged in all: {'deterministic' if report.deterministic else 'NOT deterministic'}",

@@ -39,6 +39,7 @@ class RunRow:
         return f"{self.stored} of {self.expected}"
 
     def to_json(self) -> dict:
+        """The row as JSON (``runs --json``)."""
         return asdict(self) | {"coverage": self.coverage}
 
 

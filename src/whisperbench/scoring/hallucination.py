@@ -73,6 +73,7 @@ class Repeat:
 
     @property
     def words(self) -> int:
+        """How many words the run covers (the phrase's length times its copies)."""
         return len(self.phrase) * self.copies
 
 

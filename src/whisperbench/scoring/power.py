@@ -47,6 +47,7 @@ class Plan:
     examples_for_qoi_drop: Optional[int] = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready values (``whisperbench plan --json``)."""
         return asdict(self)
 
 

@@ -37,10 +37,12 @@ class ExampleComparison:
 
     @property
     def delta_errors(self) -> int:
+        """Candidate errors minus reference errors on this example (negative: improved)."""
         return self.candidate_errors - self.reference_errors
 
     @property
     def regressed(self) -> bool:
+        """Whether the candidate made more errors than the reference here (QoI's only question)."""
         return self.candidate_errors > self.reference_errors
 
 
@@ -51,10 +53,14 @@ class ExampleRows(Protocol):
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[ExampleComparison]: ...
     def __getitem__(self, index: int) -> ExampleComparison: ...
-    def regressed_examples(self) -> list[ExampleComparison]: ...
-    def regressed_count(self) -> int: ...
-    def where_language(self, language: str) -> "ExampleRows": ...
-    def by_language(self) -> dict[str, dict[str, Any]]: ...
+    def regressed_examples(self) -> list[ExampleComparison]:
+        """The regressed examples only."""
+    def regressed_count(self) -> int:
+        """How many examples regressed."""
+    def where_language(self, language: str) -> "ExampleRows":
+        """The examples labelled ``language``."""
+    def by_language(self) -> dict[str, dict[str, Any]]:
+        """QoI per language label: joined, regressed, QoI %."""
 
 
 class ExampleList(list[ExampleComparison]):
@@ -109,6 +115,7 @@ class QoiResult:
         return self.examples.by_language()
 
     def to_json(self, with_examples: bool = False) -> dict[str, Any]:
+        """The result as JSON (``compare --json``): counts, QoI, id lists, per language; each example when asked."""
         data = {k: v for k, v in self.__dict__.items() if k != "examples"}
         data["by_language"] = self.by_language()
         if with_examples:

@@ -65,6 +65,7 @@ class SignTest:
     p_value: float
 
     def to_dict(self) -> dict[str, Any]:
+        """The test as JSON-ready values."""
         return asdict(self)
 
 
@@ -84,6 +85,7 @@ class Mapsswe:
     p_value: float
 
     def to_dict(self) -> dict[str, Any]:
+        """The test as JSON-ready values."""
         return asdict(self) | {"z": self.z if math.isfinite(self.z) else None}
 
 
@@ -98,12 +100,14 @@ class Resampling:
     block_by: Optional[str] = None
 
     def describe(self) -> str:
+        """How examples were resampled, in words (printed beside every interval)."""
         if self.method == "blocks":
             return (f"blocked bootstrap by {self.block_by} ({self.units} blocks, {self.resamples} resamples, "
                     f"seed {self.seed})")
         return f"bootstrap over {self.units} examples ({self.resamples} resamples, seed {self.seed})"
 
     def to_dict(self) -> dict[str, Any]:
+        """The resampling as JSON-ready values."""
         return asdict(self) | {"description": self.describe()}
 
 
@@ -126,6 +130,7 @@ class BootstrapInterval:
         return f"{self.estimate:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
 
     def to_dict(self) -> dict[str, Any]:
+        """The interval as JSON-ready values."""
         return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence,
                 "p_value": self.p_value, "resampling": self.resampling.to_dict()}
 
@@ -142,6 +147,7 @@ class PairedSignificance:
     resampling: Resampling
 
     def to_dict(self) -> dict[str, Any]:
+        """Every test and interval as JSON-ready values (``compare --json``)."""
         return {"sign_test": self.sign_test.to_dict(),
                 "mapsswe": self.mapsswe.to_dict() if self.mapsswe else None,
                 "wer_difference": self.wer_difference.to_dict() if self.wer_difference else None,

@@ -82,8 +82,10 @@ class WordErrorRate:
         self.counts = WordCounts()
 
     def update(self, references: Iterable[str], hypotheses: Iterable[str]) -> None:
+        """Add pairs of raw transcripts and hypotheses (normalized and aligned here)."""
         for ref, hyp in zip(references, hypotheses, strict=True):
             self.counts = self.counts + align(normalize(ref, self.normalizer), normalize(hyp, self.normalizer))
 
     def compute(self) -> Optional[float]:
+        """Corpus WER in percent over every pair added so far; None before any reference word."""
         return corpus_wer(self.counts)
