@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Optional
 
@@ -39,21 +38,17 @@ import numpy as np
 
 from ..audio import SAMPLE_RATE
 from ..errors import OptionError
-from ..models.checkpoint import MAX_INITIAL_TIMESTAMP_INDEX
-from ..models.timestamps import TimestampRules as WhisperTimestampRules
 from ..types import Example, Transcript
 from . import register
-from .base import FROM_DATASET, Adapter, DecodingOptions, window_transcript
+from .base import Adapter, DecodingOptions, window_transcript
+from .jax_compile import N_FRAMES, Program, ProgramBuilder
 from .options import Option
 
 N_FFT = 400
 HOP_LENGTH = 160
 CHUNK_S = 30
 N_SAMPLES = CHUNK_S * SAMPLE_RATE
-N_FRAMES = N_SAMPLES // HOP_LENGTH  # 3000 log-mel frames in a window
 DTYPES = ("float32", "bfloat16")
-_SPECIAL_SUPPRESSED = ("<|transcribe|>", "<|translate|>", "<|startoftranscript|>", "<|startofprev|>",
-                       "<|startoflm|>", "<|nospeech|>", "<|nocaptions|>")
 
 
 def log_mel_like_openai_whisper(audio: np.ndarray, filters: np.ndarray) -> np.ndarray:
@@ -83,35 +78,6 @@ def _limit_xla_threads(threads: int) -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
-
-
-@dataclass
-class _Program:
-    """One compiled program and the initial tokens it was compiled for."""
-
-    key: str  # b<batch>_l<max length>[_timestamps], as in compile_s
-    compiled: Any
-    prompt: np.ndarray
-    language_index: Optional[int]
-    max_length: int
-
-
-class TimestampRules:
-    """openai-whisper's ``ApplyTimestampRules`` (:mod:`whisperbench.models.timestamps`) as a Flax logits
-    processor (``generate``'s interface).
-
-    transformers' ``FlaxWhisperTimeStampLogitsProcessor`` differs (its first-timestamp index comes
-    from ``len(decoder_input_ids)``, the batch size, and it lets timestamps decrease), so the rules
-    are applied as openai-whisper applies them. ``sample_begin`` is the prompt length.
-    """
-
-    def __init__(self, sample_begin: int, timestamp_begin: int, eot: int, max_initial_index: int):
-        self.rules = WhisperTimestampRules(sample_begin, timestamp_begin, eot, max_initial_index)
-
-    def __call__(self, input_ids: Any, scores: Any, cur_len: Any) -> Any:
-        import jax.numpy as jnp
-
-        return self.rules.apply(jnp, input_ids, scores, cur_len)
 
 
 @register
@@ -156,7 +122,7 @@ class JaxAdapter(Adapter):
             names = ", ".join(k for k, bad in refused.items() if bad)
             raise OptionError(f"adapter jax: greedy decoding of single windows only; unsupported: {names}")
         self.compile_s: dict[str, float] = {}
-        self._programs: dict[bool, _Program] = {}  # timestamps -> compiled program
+        self._programs: dict[bool, Program] = {}  # timestamps -> compiled program
 
     @property
     def batch_size(self) -> int:
@@ -185,91 +151,13 @@ class JaxAdapter(Adapter):
         self.params = jax.device_put(params)
         self.tokenizer = WhisperTokenizerFast.from_pretrained(folder, local_files_only=True)
         self.mel_filters = np.asarray(WhisperFeatureExtractor.from_pretrained(folder).mel_filters, dtype=np.float64).T
-        self.eot = self.net.generation_config.eos_token_id
-        self.timestamp_begin = self._token("<|notimestamps|>") + 1
+        self.builder = ProgramBuilder(self.net, self.tokenizer, self.decoding, self.model, self.multilingual,
+                                      self._batch_size, self.max_new_tokens)
+        self.eot, self.timestamp_begin = self.builder.eot, self.builder.timestamp_begin
         for timestamps in (False, True):
-            self._programs[timestamps] = self._compile(timestamps)
+            program, seconds = self.builder.compile(self.params, timestamps)
+            self._programs[timestamps], self.compile_s[program.key] = program, seconds
 
-    def _token(self, token: str) -> int:
-        return self.tokenizer.convert_tokens_to_ids(token)
-
-    def _initial_tokens(self, timestamps: bool) -> tuple[np.ndarray, Optional[int]]:
-        """openai-whisper's initial tokens and the language token's index (None for English-only models).
-
-        A multilingual model without ``language`` gets -1 there, filled in by detection.
-        """
-        d = self.decoding
-        prefix: list[int] = []
-        if d.initial_prompt:
-            prompt_ids = self.tokenizer.encode(" " + d.initial_prompt.strip(), add_special_tokens=False)
-            prefix = [self._token("<|startofprev|>")] + prompt_ids[-(self.net.config.max_target_positions // 2 - 1):]
-        tokens = [self._token("<|startoftranscript|>")]
-        language_index = None
-        if self.multilingual:
-            language = d.language_for(True)
-            language_index = len(prefix) + 1
-            tokens += [self._language_token(language) if language else -1, self._token(f"<|{d.task}|>")]
-        elif d.language not in (None, "en", FROM_DATASET):
-            raise OptionError(f"adapter jax: {self.model} is English-only; language={d.language!r}")
-        if not timestamps:
-            tokens.append(self._token("<|notimestamps|>"))
-        return np.array(prefix + tokens, dtype=np.int32), language_index
-
-    def _language_token(self, language: str) -> int:
-        lang_to_id = self.net.generation_config.lang_to_id
-        if f"<|{language}|>" not in lang_to_id:
-            raise OptionError(f"adapter jax: model {self.model} has no language {language!r}")
-        return lang_to_id[f"<|{language}|>"]
-
-    def _generation_config(self, max_length: int):
-        """Greedy, up to ``max_length``, openai-whisper's suppressed tokens; the prompt is passed in."""
-        import copy
-
-        config = copy.deepcopy(self.net.generation_config)
-        vocab = self.tokenizer.get_vocab()
-        specials = [vocab[t] for t in _SPECIAL_SUPPRESSED if t in vocab]
-        config.suppress_tokens = sorted(set(config.suppress_tokens or []) | set(specials))
-        config.update(max_length=max_length, max_new_tokens=None, num_beams=1, do_sample=False,
-                      return_timestamps=False, forced_decoder_ids=None, is_multilingual=False)
-        return config
-
-    def _compile(self, timestamps: bool) -> "_Program":
-        """Compile encoder + [language detection] + greedy ``generate`` for (``batch_size``, max length)."""
-        import jax
-        import jax.numpy as jnp
-        from transformers.generation.flax_logits_process import FlaxLogitsProcessorList
-
-        prompt, language_index = self._initial_tokens(timestamps)
-        max_length = len(prompt) + self.max_new_tokens
-        if max_length > (n_ctx := self.net.config.max_target_positions):
-            raise OptionError(f"adapter jax: {len(prompt)} prompt + {self.max_new_tokens} new tokens "
-                              f"exceed the decoder's {n_ctx} positions")
-        net, config = self.net, self._generation_config(max_length)
-        rules = FlaxLogitsProcessorList(
-            [TimestampRules(len(prompt), self.timestamp_begin, self.eot, MAX_INITIAL_TIMESTAMP_INDEX)]
-            if timestamps else [])
-        detect = self.multilingual and prompt[language_index] < 0
-        sot = self._token("<|startoftranscript|>")
-        languages = jnp.array(sorted(getattr(net.generation_config, "lang_to_id", {}).values()), dtype=jnp.int32)
-
-        def transcribe(params, features, prompts):
-            encoded = net.encode(features, params=params)
-            if detect:  # openai-whisper's detect_language: argmax over the language tokens after <|sot|>
-                start = jnp.full((features.shape[0], 1), sot, dtype=jnp.int32)
-                logits = net.decode(start, encoded, params=params).logits[:, -1].astype(jnp.float32)
-                prompts = prompts.at[:, language_index].set(languages[jnp.argmax(logits[:, languages], axis=-1)])
-            out = net.generate(features, generation_config=config, params=params, decoder_input_ids=prompts,
-                               encoder_outputs=encoded, logits_processor=rules)
-            return out.sequences, prompts
-
-        batch, n_mels = self._batch_size, net.config.num_mel_bins
-        start = time.perf_counter()
-        compiled = jax.jit(transcribe).lower(
-            self.params, jax.ShapeDtypeStruct((batch, n_mels, N_FRAMES), jnp.float32),
-            jax.ShapeDtypeStruct((batch, len(prompt)), jnp.int32)).compile()
-        key = f"b{batch}_l{max_length}" + ("_timestamps" if timestamps else "")
-        self.compile_s[key] = round(time.perf_counter() - start, 3)
-        return _Program(key, compiled, prompt, language_index, max_length)
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         if long_form:
@@ -296,7 +184,7 @@ class JaxAdapter(Adapter):
             transcripts += self._run_batch(program, audios[part], examples[part], timestamps)
         return transcripts
 
-    def _run_batch(self, program: "_Program", audios: list[np.ndarray], examples: list[Example],
+    def _run_batch(self, program: Program, audios: list[np.ndarray], examples: list[Example],
                    timestamps: bool) -> list[Transcript]:
         features = np.stack([log_mel_like_openai_whisper(audio, self.mel_filters) for audio in audios])
         fill = self._batch_size - len(audios)  # copies of the last clip: they finish when it does
@@ -306,13 +194,13 @@ class JaxAdapter(Adapter):
             for row, example in enumerate(examples):
                 language = self.decoding.language_for(True, example)
                 if language is not None:
-                    prompts[row, program.language_index] = self._language_token(language)
+                    prompts[row, program.language_index] = self.builder.language_token(language)
         sequences, prompts = program.compiled(self.params, features, prompts)
         sequences, prompts = np.asarray(sequences), np.asarray(prompts)
         return [self._transcript(sequences[i, len(program.prompt):].tolist(), prompts[i], program, timestamps)
                 for i in range(len(audios))]
 
-    def _transcript(self, tokens: list[int], prompt: np.ndarray, program: "_Program", timestamps: bool) -> Transcript:
+    def _transcript(self, tokens: list[int], prompt: np.ndarray, program: Program, timestamps: bool) -> Transcript:
         """The sampled tokens up to EOT, decoded as openai-whisper does (timestamp tokens left out of the text).
 
         With timestamps, segments and ``resume_s`` come from the tokens as for openai-whisper's windows.
