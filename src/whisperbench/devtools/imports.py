@@ -130,14 +130,61 @@ def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
     return found
 
 
+#: the most lines a class may have (one concept; a bigger one is split)
+MAX_CLASS_LINES = 160
+
+
+def long_classes(limit: int = MAX_CLASS_LINES) -> list[str]:
+    """'module.Class: N lines' for every class over ``limit``."""
+    found = []
+    for module, path in sorted(_modules().items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and (lines := node.end_lineno - node.lineno + 1) > limit:  # type: ignore[operator]
+                found.append(f"{module}.{node.name}: {lines} lines")
+    return found
+
+
+def undocumented() -> list[str]:
+    """Every public function, class and method of the package without a docstring (imported and read with
+    ``inspect.getdoc``, so an override documented by the method it overrides counts as documented)."""
+    import importlib
+    import inspect
+
+    found = []
+    for module in sorted(_modules()):
+        if module.endswith("__main__"):
+            continue
+        namespace = importlib.import_module(module)
+        for name, obj in vars(namespace).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module:
+                continue
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and not inspect.getdoc(obj):
+                found.append(f"{module}.{name}")
+            if inspect.isclass(obj):
+                found += [f"{module}.{name}.{attr}" for attr, value in vars(obj).items()
+                          if not attr.startswith("_") and _callable_or_property(value)
+                          and not inspect.getdoc(value if isinstance(value, property) else getattr(obj, attr))]
+    return found
+
+
+def _callable_or_property(value: object) -> bool:
+    import inspect
+
+    return inspect.isfunction(value) or isinstance(value, (classmethod, staticmethod, property))
+
+
 def main() -> int:
-    """Check every import of the package; print the problems and return 1 when there is one, else 0."""
+    """Check every import of the package, function and class sizes and docstrings; print the problems and return
+    1 when there is one, else 0."""
     graph = import_graph()
     problems = [f"cycle: {' <-> '.join(c)}" for c in cycles(graph)]
     problems += [f"upward import: {v}" for v in layer_violations(graph)]
     problems += [f"function over {MAX_FUNCTION_LINES} lines: {f}" for f in long_functions()]
-    print("\n".join(problems) or f"{len(graph)} modules: no import cycles, no upward imports, "
-                                  f"no function over {MAX_FUNCTION_LINES} lines")
+    problems += [f"class over {MAX_CLASS_LINES} lines: {c}" for c in long_classes()]
+    problems += [f"no docstring: {name}" for name in undocumented()]
+    print("\n".join(problems) or f"{len(graph)} modules: no import cycles, no upward imports, no function over "
+                                  f"{MAX_FUNCTION_LINES} lines, no class over {MAX_CLASS_LINES}, every public "
+                                  "function documented")
     return 1 if problems else 0
 
 
