@@ -38,7 +38,7 @@ def _expected(runs_dir: Path, name: str) -> dict:
     run = open_run(name, runs_dir)
     refs = [p.reference_norm for p in run.predictions]
     hyps = [p.hypothesis_norm for p in run.predictions]
-    return {"wer": 100 * jiwer.wer(refs, hyps), "summary": run.summary, "key": run_key(run)}
+    return {"wer": 100 * jiwer.wer(refs, hyps), "summary": run.summary.to_dict(), "key": run_key(run)}
 
 
 @pytest.mark.parametrize("store", ["file", "sqlite"])

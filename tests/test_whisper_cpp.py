@@ -160,9 +160,9 @@ def test_f16_transcribes_bundled_shortform(runs_dir, tiny_short):
     _require()
     result, predictions = _run(str(tiny_short), runs_dir, "f16")
     s, info = result.summary, result.info["adapter_info"]
-    assert s["num_failed"] == 0 and s["num_examples"] == 6
+    assert s.num_failed == 0 and s.num_examples == 6
     assert predictions["jfk"].wer == 0.0, predictions["jfk"].hypothesis
-    assert s["wer"] < 25.0 and s["rtfx"] > 0
+    assert s.wer < 25.0 and s.rtfx > 0
     assert info["versions"]["whisper.cpp"].startswith("1.8.") and info["backend"] == "pywhispercpp"
     assert info["whisper_params"]["temperature"] == 0.0 and info["whisper_params"]["greedy"] == {"best_of": 1}
     assert info["worker_peak_rss_mb"] > 100  # measured in the worker, which holds the model
