@@ -208,3 +208,29 @@ def test_mapsswe_with_identical_differences_stays_valid_json():
 
     result = mapsswe([1, 2, 3], [2, 3, 4])
     assert result.z == float("inf") and json.loads(json.dumps(result.to_dict(), allow_nan=False))["z"] is None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wilcoxon_exact_p_equals_an_enumeration_of_sign_patterns(seed):
+    """Without tied sizes and below 50 changed examples the p-value is exact: the share of the 2^n sign patterns
+    of the ranks whose positive rank sum is at least as extreme as the one observed (counted here by brute force)."""
+    import itertools
+
+    from whisperbench.scoring.significance import wilcoxon
+
+    rng = np.random.default_rng(seed)
+    n = 9
+    sizes = rng.permutation(np.arange(1, n + 1))  # distinct sizes: no ties
+    signs = rng.choice([-1, 1], size=n)
+    ref = rng.integers(10, 20, size=n + 3)
+    cand = ref.copy()
+    cand[:n] += signs * sizes  # 3 unchanged examples at the end are left out
+    result = wilcoxon(ref, cand)
+    ranks = np.argsort(np.argsort(sizes)) + 1
+    observed = ranks[signs > 0].sum()
+    mean = n * (n + 1) / 4
+    extreme = sum(abs(sum(r for r, s in zip(ranks, pattern) if s) - mean) >= abs(observed - mean) - 1e-9
+                  for pattern in itertools.product([0, 1], repeat=n))
+    assert result.changed == n and result.statistic == min(observed, n * (n + 1) / 2 - observed)
+    assert result.p_value == pytest.approx(extreme / 2 ** n, rel=1e-9)
+    assert wilcoxon([1, 2], [1, 2]) is None

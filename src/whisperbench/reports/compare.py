@@ -87,6 +87,7 @@ def adjust_holm(comparisons: list[Comparison]) -> None:
         return
     tests = {"sign_test": lambda s: s.sign_test.p_value,
              "mapsswe": lambda s: s.mapsswe.p_value if s.mapsswe else None,
+             "wilcoxon": lambda s: s.wilcoxon.p_value if s.wilcoxon else None,
              "wer_difference": lambda s: s.wer_difference.p_value if s.wer_difference else None}
     adjusted = {name: holm([get(c.significance) if c.significance else None for c in comparisons])
                 for name, get in tests.items()}
@@ -160,4 +161,5 @@ def _significance_columns(sig: PairedSignificance) -> dict[str, Any]:
     share = f"{wer.confidence:.0%}" if wer else ""
     return {f"ΔWER [{share} CI]": str(wer) if wer else None,
             "sign test p": sig.sign_test.p_value,
-            "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None}
+            "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None,
+            "Wilcoxon p": sig.wilcoxon.p_value if sig.wilcoxon else None}

@@ -378,6 +378,9 @@ def format_significance(sig: PairedSignificance) -> list[str]:
         m = sig.mapsswe
         lines.append(f"paired: MAPSSWE (utterances as segments) mean error difference {m.mean_difference:+.3f} per "
                      f"utterance, z = {m.z:.2f}, p = {m.p_value:.3g}")
+    if sig.wilcoxon:
+        lines.append(f"paired: Wilcoxon signed-rank over the {sig.wilcoxon.changed} changed examples, "
+                     f"p = {sig.wilcoxon.p_value:.3g}")
     if sig.wer_difference and sig.qoi_drop:
         w, d = sig.wer_difference, sig.qoi_drop
         lines.append(f"paired: WER difference {w.estimate:+.2f} points, {w.confidence:.0%} CI [{w.low:+.2f}, "

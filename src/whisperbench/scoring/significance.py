@@ -9,6 +9,10 @@ and the candidate's errors and the reference's words (characters where CER is th
   segments: ``Z_i`` = candidate errors − reference errors of example i, ``W = mean(Z) / (sd(Z) / √n)`` with
   the sample standard deviation, two-sided p from the standard normal. A normal approximation: trust it from
   some tens of examples on.
+- **Wilcoxon signed-rank** (sc_stats' third test): the error differences of the changed examples ranked by size,
+  the sum of the ranks of improvements against regressions (``scipy.stats.wilcoxon``: exact below 50 changed
+  examples without tied sizes, else the normal approximation); it weighs how much an example changed, which the
+  sign test ignores, without MAPSSWE's reliance on the mean.
 - **paired bootstrap** (Bisani & Ney): the examples (or, with ``groups``, whole blocks such as a speaker's
   utterances) are resampled with replacement, and the pooled WER difference and the share of regressed
   examples recomputed on each draw; percentile intervals. Draws are made a bounded number of indices at a
@@ -90,6 +94,21 @@ class Mapsswe:
 
 
 @dataclass(frozen=True)
+class Wilcoxon:
+    """Wilcoxon signed-rank test on the non-zero per-example error differences (zero differences left out).
+
+    ``statistic``: the smaller of the rank sums of improvements and regressions; ``p_value``: two-sided."""
+
+    changed: int
+    statistic: float
+    p_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The test as JSON-ready values."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Resampling:
     """How a bootstrap resampled: whole examples, or blocks of examples sharing a value of ``block_by``."""
 
@@ -145,11 +164,13 @@ class PairedSignificance:
     wer_difference: Optional[BootstrapInterval]
     qoi_drop: Optional[BootstrapInterval]
     resampling: Resampling
+    wilcoxon: Optional[Wilcoxon] = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every test and interval as JSON-ready values (``compare --json``)."""
         return {"sign_test": self.sign_test.to_dict(),
                 "mapsswe": self.mapsswe.to_dict() if self.mapsswe else None,
+                "wilcoxon": self.wilcoxon.to_dict() if self.wilcoxon else None,
                 "wer_difference": self.wer_difference.to_dict() if self.wer_difference else None,
                 "qoi_drop": self.qoi_drop.to_dict() if self.qoi_drop else None,
                 "resampling": self.resampling.to_dict()}
@@ -181,6 +202,21 @@ def mapsswe(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Optiona
     else:
         z = mean / (std / math.sqrt(n))
     return Mapsswe(n, mean, std, z, float(2.0 * stats.norm.sf(abs(z))))
+
+
+def wilcoxon(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Optional[Wilcoxon]:
+    """Wilcoxon signed-rank test of candidate − reference errors per example; None when nothing changed.
+
+    >>> w = wilcoxon([3, 2, 5, 9, 4], [1, 3, 1, 1, 4])  # changes -2, +1, -4, -8: ranks 2, 1, 3, 4
+    >>> w.changed, w.statistic, w.p_value  # W+ = 1; 2 of the 16 sign patterns have W+ <= 1, twice for two sides
+    (4, 1.0, 0.25)
+    """
+    diff = _counts(candidate_errors) - _counts(reference_errors)
+    diff = diff[diff != 0]
+    if len(diff) == 0:
+        return None
+    result = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
+    return Wilcoxon(len(diff), float(result.statistic), float(result.pvalue))
 
 
 def block_columns(columns: np.ndarray, groups: Sequence[Any]) -> np.ndarray:
@@ -232,7 +268,7 @@ def paired_significance(reference_errors: ArrayLike, candidate_errors: ArrayLike
         sums = resampled_sums(columns, resamples, seed, chunk)
         wer = _interval(_ratio(columns.sum(axis=0), 0, 1), _ratio(sums, 0, 1), confidence, resampling)
         drop = _interval(_ratio(columns.sum(axis=0), 2, 3), _ratio(sums, 2, 3), confidence, resampling, None)
-    return PairedSignificance(sign_test(ref, cand), mapsswe(ref, cand), wer, drop, resampling)
+    return PairedSignificance(sign_test(ref, cand), mapsswe(ref, cand), wer, drop, resampling, wilcoxon(ref, cand))
 
 
 def non_inferiority(interval: BootstrapInterval, margin: float) -> str:
