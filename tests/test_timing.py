@@ -293,8 +293,35 @@ def test_per_utterance_wer_assigns_words_by_time():
                        words=[dict(w, start=w["start"] + 29.0, end=w["end"] + 29.0) for w in words])
     later.extra["reference_segments"] = [dict(s, start=s["start"] + 29.0, end=s["end"] + 29.0) for s in truth]
     split = summarize([later], MetricContext("english"))["utterance_wer"]
-    assert split["at_30s_marks"] == {"utterances": 1, "wer": pytest.approx(100 / 3, abs=0.01)}
-    assert split["away_from_marks"] == {"utterances": 1, "wer": 50.0}
+    assert split["at_seams"] == {"utterances": 1, "wer": pytest.approx(100 / 3, abs=0.01)}
+    assert split["away_from_seams"] == {"utterances": 1, "wer": 50.0} and split["seams"] == "30 s marks"
+    # seams the harness recorded replace the 30 s marks: one at 31.5 s lies inside u2 (31.0-32.9 s), not u1
+    later.extra["seams_s"] = [31.5]
+    moved = summarize([later], MetricContext("english"))["utterance_wer"]
+    assert moved["seams"] == "recorded" and moved["at_seams"] == {"utterances": 1, "wer": 50.0}
+
+
+def test_windowed_strategies_record_their_seams(tiny_long):
+    """The harness's sequential windows record each later window's start, the chunked ones the middle of each
+    overlap (where the central parts meet): known from the configuration, checked on the bundled 84 s file."""
+    from whisperbench.adapters import get_adapter
+    from whisperbench.datasets import load_dataset
+    from whisperbench.harness.longform import LongFormConfig, strategy_for
+
+    pytest.importorskip("faster_whisper")
+    example = load_dataset(str(tiny_long)).dataset.examples[0]
+    adapter = get_adapter("faster-whisper")("tiny.en")
+    adapter.load()
+    config = LongFormConfig("chunked")
+    try:
+        chunked = strategy_for(config, True).run(adapter, example, True).transcript.extra["seams_s"]
+        sequential = strategy_for(LongFormConfig("sequential"), True).run(adapter, example, True).transcript.extra[
+            "seams_s"]
+    finally:
+        adapter.close()
+    assert chunked == [round(i * config.step_s + config.stride_s, 3) for i in range(1, len(chunked) + 1)]
+    assert len(chunked) == 3 and 0 < sequential[0] <= 30.0 and sequential == sorted(sequential)
+    assert all(b - a <= 30.0 for a, b in zip([0.0] + sequential, sequential))
 
 
 def test_explorer_shows_word_times_and_the_words_that_moved(timed_runs, tiny_rows, tmp_path):

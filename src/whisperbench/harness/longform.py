@@ -289,8 +289,16 @@ class WindowedStrategy(Strategy):
             timed = [_central(part, self.config.stride_s, index == 0, index >= len(lengths) - 1)
                      for index, part in enumerate(timed)]
         segments, words = stitch_timing(timed)
-        return Outcome(Transcript(text=text, segments=segments, words=words,
-                                  extra={"windows": len(texts), "window_texts": texts}), audio_s, infer_s)
+        extra = {"windows": len(texts), "window_texts": texts, "seams_s": self._seams(timed)}
+        return Outcome(Transcript(text=text, segments=segments, words=words, extra=extra), audio_s, infer_s)
+
+    def _seams(self, timed: list["TimedPart"]) -> list[float]:
+        """Where one window's text gives way to the next, in seconds into the file: each later window's start
+        (sequential), or the middle of each overlap, where the central parts meet (chunked)."""
+        starts = [round(part.offset_s, 3) for part in timed[1:]]
+        if self.config.strategy == "sequential":
+            return starts
+        return [round(start + self.config.stride_s, 3) for start in starts]
 
     @staticmethod
     def _sequential(windows, transcribe) -> tuple[list[str], float, list["TimedPart"]]:

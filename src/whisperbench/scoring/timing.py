@@ -198,6 +198,16 @@ def utterance_counts(pred: Prediction, normalizer: str) -> list[tuple[str, WordC
             for i, (s, t) in enumerate(zip(truth, texts))]
 
 
+def crosses_seam(segment: dict[str, Any], seams_s: Sequence[float]) -> bool:
+    """Whether a true utterance spans a seam (a point where one decoding window's text gives way to the next).
+
+    >>> crosses_seam({"start": 28.0, "end": 31.0}, [29.5]), crosses_seam({"start": 31.0, "end": 40.0}, [29.5])
+    (True, False)
+    """
+    start, end = float(segment["start"]), float(segment["end"])
+    return any(start < seam < end for seam in seams_s)
+
+
 def crosses_window_mark(segment: dict[str, Any], window_s: float = 30.0) -> bool:
     """Whether a true utterance spans a multiple of ``window_s`` (where 30 s windows that start at 0 meet).
 
@@ -214,21 +224,29 @@ def _wer_of(rows: list[tuple[str, WordCounts]]) -> Optional[float]:
 
 
 def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
-    """Pooled WER (%) of the utterances inside long transcripts, split by whether the utterance spans a 30 s mark
-    (a window seam of sequential 30 s decoding), and the three worst utterances."""
-    rows, seam = [], []
+    """Pooled WER (%) of the utterances inside long transcripts, split by whether the utterance spans a seam of
+    the decoding windows (``at_seams``): where the harness's windowed strategies recorded them (``seams_s``),
+    else the 30 s marks where sequential 30 s windows that start at 0 would meet (``seams``: which were used);
+    and the three worst utterances."""
+    rows, seam, recorded, examples = [], [], 0, 0
     for pred in scored:
         counted = utterance_counts(pred, normalizer)
+        if not counted:
+            continue
         truth = [s for s in pred.extra.get("reference_segments") or [] if s.get("text")]
         rows += counted
-        seam += [row for row, segment in zip(counted, truth) if crosses_window_mark(segment)]
+        seams = pred.extra.get("seams_s")
+        recorded, examples = recorded + (seams is not None), examples + 1
+        crosses = (lambda s: crosses_seam(s, seams)) if seams is not None else crosses_window_mark
+        seam += [row for row, segment in zip(counted, truth) if crosses(segment)]
     if not rows or _wer_of(rows) is None:
         return None
     worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].ref_words, 1)))[:3]
     away = [row for row in rows if all(row is not other for other in seam)]
-    return {"wer": _wer_of(rows), "utterances": len(rows), "at_30s_marks": {"utterances": len(seam),
-                                                                         "wer": _wer_of(seam)},
-            "away_from_marks": {"utterances": len(away), "wer": _wer_of(away)},
+    source = "recorded" if recorded == examples else "30 s marks" if not recorded else "recorded where known"
+    return {"wer": _wer_of(rows), "utterances": len(rows), "seams": source,
+            "at_seams": {"utterances": len(seam), "wer": _wer_of(seam)},
+            "away_from_seams": {"utterances": len(away), "wer": _wer_of(away)},
             "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst]}
 
 
