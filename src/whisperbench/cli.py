@@ -15,6 +15,7 @@ from .errors import OptionError, WhisperbenchError
 from .harness.longform import STRATEGIES
 from .harness.runner import BACKENDS
 from .progress import progress
+from .redact import redact_text
 from .scoring.normalize import NORMALIZERS
 
 
@@ -785,12 +786,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     _configure_logging(args.log_level)
     try:
         return args.func(args)
-    except WhisperbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except WhisperbenchError as exc:  # every message redacted: a URL the user gave may carry a password
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a read-only folder, a full disk: one line and exit 2 ("cannot judge"), never 1
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc.strerror or exc))}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished examples are kept; run the same command again to resume", file=sys.stderr)
