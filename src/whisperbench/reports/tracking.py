@@ -21,8 +21,8 @@ user has set win: ``MLFLOW_HTTP_REQUEST_TIMEOUT`` and friends).
 
 >>> NETWORK.worst_case_s() < 30
 True
->>> safe_line("MLflow at http://u:pw@h:1/: refused\n  while retrying")
-'MLflow at http://h:1/: refused while retrying'
+>>> safe_line("MLflow at http://u:pw@h:1/: refused,    while retrying")
+'MLflow at http://h:1/: refused, while retrying'
 
 >>> flatten({"decoding": {"beam_size": 5, "language": None}, "model": "tiny.en"})
 {'decoding.beam_size': '5', 'decoding.language': 'None', 'model': 'tiny.en'}
