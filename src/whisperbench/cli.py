@@ -156,6 +156,10 @@ def cmd_report(args) -> int:
     runs = list_runs(args.runs_dir)
     if not runs:
         raise WhisperbenchError(f"no runs found in {args.runs_dir}")
+    unknown = sorted(set(args.reference or ()) - {run.name for run in runs})
+    if unknown:  # a reference that is not there would quietly leave its dataset without QoI
+        raise WhisperbenchError(f"--reference {', '.join(unknown)}: no such run in {args.runs_dir} (runs there: "
+                                f"{', '.join(sorted(run.name for run in runs)[:10])})")
     references = (pick_references(runs, args.reference, args.reference_adapter) if args.reference
                   else default_references(runs, args.runs_dir, args.reference_adapter))
     for line in describe_references(references):

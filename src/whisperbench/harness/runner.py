@@ -60,6 +60,14 @@ class RunRequest:
     backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
     address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
 
+    def __post_init__(self) -> None:
+        """Counts and limits a run cannot mean: refused before anything is stored."""
+        bad = [f"{name} {value} (at least {least})" for name, value, least in
+               (("workers", self.workers, 1), ("limit", self.limit, 1), ("timeout_s", self.timeout_s, 0.001))
+               if value is not None and value < least]
+        if bad:
+            raise OptionError(f"run: {', '.join(bad)}")
+
 
 @dataclass
 class RunResult:

@@ -21,6 +21,7 @@ from typing import Callable, Optional, Sequence
 
 from ..adapters import get_adapter
 from ..errors import OptionError
+from ..models.registry import resolve_source
 from ..store import RunStore
 from .runner import RunRequest, default_run_name, run_evaluation
 from .spec import AdapterSpec
@@ -140,7 +141,11 @@ def run_variant(request: RunRequest) -> tuple[str, dict]:
 
 def run_sweep(plan: list[Variant], base: RunRequest, dataset_name: str,
               report: Optional[Callable[[SweepEntry, int, int], object]] = None) -> list[SweepEntry]:
-    """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends."""
+    """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends.
+
+    A model that cannot be found stops the sweep before any variant starts (`ModelError`): every variant
+    would fail the same way, each after starting its own process."""
+    resolve_source(base.model)
     entries = []
     for number, variant in enumerate(plan, start=1):
         entry = SweepEntry(variant)
