@@ -13,6 +13,7 @@ from typing import Any, Optional
 from . import __version__
 from .errors import OptionError, WhisperbenchError
 from .harness.longform import STRATEGIES
+from .harness.retry import DEFAULT_ATTEMPTS
 from .harness.runner import BACKENDS
 from .progress import progress
 from .redact import redact_text
@@ -82,7 +83,7 @@ def cmd_run(args) -> int:
         label=args.label, refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate, timeout_s=args.timeout_s,
-        backend=args.backend, address=args.address,
+        backend=args.backend, address=args.address, attempts=args.attempts,
     )
     return _execute(request, args.json)
 
@@ -537,6 +538,10 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--timeout-s", type=float,
                    help="per-call limit in seconds; a child that does not answer in time is killed and the example "
                         "fails (implies --isolate)")
+    p.add_argument("--attempts", type=int, default=DEFAULT_ATTEMPTS,
+                   help="tries per example when the process transcribing it dies (a native crash, with --isolate, "
+                        "a process pool or Ray), the same on every backend; recorded in run.json "
+                        "(default %(default)s)")
     p.add_argument("--chunk-s", type=float, default=30.0, help="window length of sequential/chunked (default 30)")
     p.add_argument("--stride-s", type=float, default=5.0,
                    help="chunked: overlap kept on each side of a window (default 5; windows advance chunk-2*stride)")

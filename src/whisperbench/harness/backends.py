@@ -131,6 +131,9 @@ class _PoolState:
             return False
         except Exception as exc:  # the batch could not even be sent or returned: its examples fail
             preds = [self.job.failed(example, f"worker failed: {error_text(exc)}") for example in batch]
+        for pred in preds:
+            if self.crashes[pred.id]:  # tried again after its worker died
+                pred.extra["attempts"] = self.crashes[pred.id] + pred.extra.get("attempts", 1)
         self._emit(preds)
         return True
 
@@ -140,7 +143,8 @@ class _PoolState:
             self.progress(len(preds))
 
     def broke(self, in_flight: set[str]) -> None:
-        """A worker died: examples in flight are suspects (failed on their second crash), the rest wait."""
+        """A worker died: examples in flight are suspects, tried again one at a time while the job's retry
+        policy allows (then failed, saying so); the rest wait."""
         culprits = [e for e in self.suspects if e.id in in_flight]
         culprits += [e for batch in self.queue for e in batch if e.id in in_flight]
         self.blank_breaks += not culprits
@@ -148,12 +152,11 @@ class _PoolState:
         self.queue = [kept for kept in ([e for e in b if e.id not in in_flight] for b in self.queue) if kept]
         for example in culprits:
             self.crashes[example.id] += 1
-            if self.crashes[example.id] < 2:
+            if self.job.retry.again(self.crashes[example.id]):
                 self.suspects.append(example)
             else:
-                self._emit([self.job.failed(example, "the worker process died while transcribing this example, "
-                                                     "twice (a native crash?); the other examples went on in a "
-                                                     "new pool")])
+                cause = "its process-pool worker died (a native crash?); the other examples went on in a new pool"
+                self._emit([self.job.failed(example, self.job.retry.gave_up(self.crashes[example.id], cause))])
         if self.blank_breaks >= 2:  # the workers cannot even start: fail what is left, once
             self._emit([self.job.failed(example, "worker failed: the process pool broke twice with no example in "
                                                  "flight (the model cannot load in a worker?)")
@@ -164,7 +167,7 @@ class _PoolState:
 class ProcessPool:
     """Examples on ``job.workers`` processes, each holding a model. A worker that dies (a native crash)
     breaks the pool: a new one goes on; the examples in flight are retried one at a time, and an example
-    that kills its worker twice is recorded as failed, naming the cause."""
+    whose worker died on each of ``job.retry.attempts`` tries is recorded as failed, naming the cause."""
 
     def __init__(self, job: Job):
         self.job = job
