@@ -35,7 +35,7 @@ RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
 SUMMARY_JSON = "summary.json"
 LOCK = ".lock"  # held (flock) by the one process writing the run; the kernel releases it when that process dies
-OWNER = ".owner.json"  # who holds the lock: pid, host and since when (for the refusal message)
+OWNER = ".owner.json"  # who holds the lock: pid, host, start time, since when (refusals; a dead writer's is taken over)
 
 
 def safe_run_name(text: str) -> str:
@@ -197,36 +197,81 @@ class RunStore:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the run's writer lock: a second writer (same or another configuration) is refused with a
-        clear error naming the holder; a lock left by a dead process is free again (an OS file lock)."""
+        clear error naming the holder. A lock whose recorded writer is no longer running is taken over, saying
+        so: the OS releases a dead writer's lock, and one still held after its writer died is held by a
+        process that inherited it (an orphaned child), not by a writer of this run."""
         from filelock import FileLock, Timeout
 
         self.path.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.path / LOCK), timeout=0)
+        owner = self.owner()
+        gone = owner is not None and not owner_alive(owner)
         try:
             lock.acquire()
         except Timeout:
-            raise RunStoreError(f"run {self.path} is being written by {self._owner()}: one writer per run; wait "
-                                "for it to finish or pass --name for another run") from None
+            if not gone:
+                raise RunStoreError(f"run {self.path} is being written by {_describe(owner)}: one writer per "
+                                    "run; wait for it to finish or pass --name for another run") from None
+            (self.path / LOCK).unlink(missing_ok=True)  # the holder keeps a lock on a file no writer opens again
+            lock = FileLock(str(self.path / LOCK), timeout=0)
+            lock.acquire()
+            logger.warning("run %s: took over its lock from %s, which is no longer running (a process it left "
+                           "behind still held the lock)", self.path, _describe(owner))
+        else:
+            if gone:
+                logger.warning("run %s: took over its lock from %s, which stopped without releasing it",
+                               self.path, _describe(owner))
         try:
-            owner = {"pid": os.getpid(), "host": socket.gethostname(),
-                     "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-            write_json_atomic(self.path / OWNER, owner)
+            write_json_atomic(self.path / OWNER, this_process())
             yield
         finally:
             (self.path / OWNER).unlink(missing_ok=True)
             lock.release()
 
-    def _owner(self) -> str:
+    def owner(self) -> Optional[dict]:
+        """The lock owner's record (`this_process` of the writer), None when no writer left one."""
         try:
             owner = json.loads((self.path / OWNER).read_text(encoding="utf-8"))
-            return f"pid {owner['pid']} on {owner['host']} (since {owner['since']})"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "another process"
+        except (OSError, ValueError):
+            return None
+        return owner if isinstance(owner, dict) else None
 
     def open_for_append(self) -> "PredictionWriter":
         self.path.mkdir(parents=True, exist_ok=True)
         self._cut_partial_line()
         return PredictionWriter(self.predictions_path)
+
+
+def this_process() -> dict:
+    """The lock owner's record: pid, host, since when, and the process's start time (a pid can be reused)."""
+    import psutil
+
+    return {"pid": os.getpid(), "host": socket.gethostname(), "started": psutil.Process().create_time(),
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def owner_alive(owner: dict) -> bool:
+    """Whether the process an owner record names still runs (the same process: same pid and start time).
+    A writer on another host is taken to be alive (its processes cannot be seen from here)."""
+    import psutil
+
+    if owner.get("host") != socket.gethostname():
+        return True
+    try:
+        process = psutil.Process(int(owner["pid"]))
+        started = owner.get("started")
+        return process.status() != psutil.STATUS_ZOMBIE and (
+            started is None or abs(process.create_time() - float(started)) < 1.0)
+    except (psutil.NoSuchProcess, KeyError, TypeError, ValueError):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def _describe(owner: Optional[dict]) -> str:
+    if not owner:
+        return "another process"
+    return f"pid {owner.get('pid')} on {owner.get('host')} (since {owner.get('since')})"
 
 
 @dataclass
@@ -341,7 +386,8 @@ class StoredRun:
         ok = int(pc.sum(pc.equal(table["status"], "ok")).as_py() or 0) if table is not None and stored else 0
         status = self.meta.status
         if status == "running":  # run.json says running: a live writer holds the lock, else it was stopped
-            status = "running" if (self.store.path / OWNER).exists() else "stopped"
+            owner = self.store.owner()
+            status = "running" if owner is not None and owner_alive(owner) else "stopped"
         return Coverage(status, stored, ok, int(expected) if expected is not None else stored)
 
     def predictions_digest(self) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from ..machine import peak_rss_mb
+from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
 from .job import BackendReport, Job, Progress
@@ -89,8 +90,9 @@ _worker: Optional[ExampleRunner] = None
 _marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
 
 
-def _worker_init(job: Job, marks: str) -> None:
+def _worker_init(job: Job, marks: str, parent_pid: int, by_signal: bool) -> None:
     global _worker, _marks
+    die_with_parent(parent_pid, by_signal)  # a run killed with SIGKILL leaves no worker behind
     _marks = Path(marks)
     adapter = job.spec.build()
     _worker = job.runner(adapter)
@@ -183,7 +185,8 @@ class ProcessPool:
         with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
             while state.queue or state.suspects:
                 with cf.ProcessPoolExecutor(job.workers, mp_context=context, initializer=_worker_init,
-                                            initargs=(job.portable(), marks)) as pool:
+                                            initargs=(job.portable(), marks, os.getpid(),
+                                                      started_from_main_thread())) as pool:
                     self._round(state, pool, Path(marks))
         return BackendReport.from_workers(list(state.workers.values()), loop_wall_s=time.perf_counter() - start)
 
