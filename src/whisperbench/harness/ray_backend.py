@@ -38,6 +38,7 @@ from typing import Any, Optional
 
 from ..errors import WhisperbenchError
 from ..machine import peak_rss_mb
+from ..models.formats import parse_model_format
 from ..types import Example, Prediction
 from .job import BackendReport, Job, Progress
 from .examples import batches
@@ -144,9 +145,9 @@ def _driver_omp_threads() -> str:
 def absolute_model(spec: Any) -> Any:
     """``spec`` with a relative model path made absolute (workers resolve paths against their own folder);
     a model name (``tiny.en``) or an absolute path is left as it is."""
-    model = spec.model
+    fmt, model = parse_model_format(spec.model or "")  # ``transformers:DIR`` keeps its format
     if model and not Path(model).is_absolute() and "://" not in model and Path(model).exists():
-        return dataclasses.replace(spec, model=str(Path(model).resolve()))
+        return dataclasses.replace(spec, model=(f"{fmt}:" if fmt else "") + str(Path(model).resolve()))
     return spec
 
 
