@@ -17,6 +17,8 @@ from whisperbench.store import open_run
 from .wandb_records import records
 
 SECRET = "sk-SECRET0123456789"
+MLFLOW_EXTRA = "MLflow is an optional extra: pip install 'whisperbench[mlflow]'"
+WANDB_EXTRA = "W&B is an optional extra: pip install 'whisperbench[wandb]'"
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def _expected(runs_dir: Path, name: str) -> dict:
 
 @pytest.mark.parametrize("store", ["file", "sqlite"])
 def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, monkeypatch, capsys, store):
-    from mlflow import MlflowClient
+    MlflowClient = pytest.importorskip("mlflow", reason=MLFLOW_EXTRA).MlflowClient
 
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this switch
     monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts in ./mlruns
@@ -93,6 +95,7 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
 @pytest.fixture
 def wandb_offline(tmp_path, monkeypatch):
     """W&B in offline mode, every folder it writes inside the test's tmp_path."""
+    pytest.importorskip("wandb", reason=WANDB_EXTRA)
     for name, folder in (("WANDB_DIR", "wandb-runs"), ("WANDB_DATA_DIR", "wandb-data"),
                          ("WANDB_CACHE_DIR", "wandb-cache"), ("WANDB_CONFIG_DIR", "wandb-config")):
         (tmp_path / folder).mkdir()
@@ -168,6 +171,7 @@ def test_report_as_a_hugging_face_model_card_parsed_by_huggingface_hub(runs, tmp
 def test_wandb_online_without_a_key_says_what_to_set(runs, tmp_path):
     """No API key and no offline mode (a CI job missing its secret): one line naming both ways out, exit 2.
     In a fresh process: wandb keeps its settings (offline mode) per process once set up."""
+    pytest.importorskip("wandb", reason=WANDB_EXTRA)
     import os
     import subprocess
 
@@ -208,6 +212,7 @@ def _one_redacted_line(done) -> None:
 
 
 def test_mlflow_to_a_refused_port_gives_up_quickly_without_the_password(runs, tmp_path):
+    pytest.importorskip("mlflow", reason=MLFLOW_EXTRA)
     done = _export_in_a_fresh_process(runs, tmp_path, "--to", "mlflow",
                                       "--tracking-uri", f"http://user:{PASSWORD}@127.0.0.1:1/")
     _one_redacted_line(done)
@@ -216,6 +221,7 @@ def test_mlflow_to_a_refused_port_gives_up_quickly_without_the_password(runs, tm
 def test_mlflow_to_a_server_that_never_answers_gives_up_within_the_limit(runs, tmp_path):
     """A socket that takes connections and never replies: each request times out (5 s, 3 tries), where
     MLflow's own defaults wait 120 s a try, 8 tries."""
+    pytest.importorskip("mlflow", reason=MLFLOW_EXTRA)
     import socket
 
     from whisperbench.reports.tracking import NETWORK
@@ -231,7 +237,7 @@ def test_mlflow_to_a_server_that_never_answers_gives_up_within_the_limit(runs, t
 
 
 def test_wandb_to_a_refused_port_gives_up_quickly_without_the_password(runs, tmp_path):
-    pytest.importorskip("wandb", reason="W&B is an optional extra: pip install 'whisperbench[wandb]'")
+    pytest.importorskip("wandb", reason=WANDB_EXTRA)
     done = _export_in_a_fresh_process(runs, tmp_path, "--to", "wandb", env_add={
         "WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": f"http://user:{PASSWORD}@127.0.0.1:1"})
     _one_redacted_line(done)
