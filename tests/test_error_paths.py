@@ -69,3 +69,21 @@ def test_a_bad_input_is_one_line_and_exit_2(line, said, recorded_runs, tmp_path,
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith(("error:", "gate: CANNOT JUDGE:", "whisperbench")) and said in err, err
+
+
+def test_a_demo_with_nothing_installed_is_an_error_not_an_empty_leaderboard(tmp_path, monkeypatch, capsys):
+    import whisperbench.demo as demo
+
+    class NotHere:
+        extra = "local"
+
+        @staticmethod
+        def missing():
+            return ["its-package"]
+
+    monkeypatch.setattr(demo, "get_adapter", lambda name: NotHere)
+    monkeypatch.setattr(demo, "resolve_source", lambda model: None)  # the model is there
+    assert main(["demo", "--short-only", "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert "no implementation can run here" in err and "Traceback" not in err
+    assert not (tmp_path / "runs" / "leaderboard.md").exists()
