@@ -36,8 +36,8 @@ def _run_steps(steps: list[dict], env: dict, cwd: Path) -> list[tuple[str, int, 
             continue
         if failed and step.get("if") != "always()":
             continue
-        done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd, env=os.environ | _THIS_CHECKOUT | env, text=True,
-                              capture_output=True, timeout=600)
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd, env=os.environ | _THIS_CHECKOUT | env,
+                              text=True, capture_output=True, timeout=600)
         results.append((step["name"], done.returncode, done.stdout + done.stderr))
         failed = failed or done.returncode != 0
     return results
