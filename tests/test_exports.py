@@ -218,10 +218,11 @@ def test_mlflow_to_a_refused_port_gives_up_quickly_without_the_password(runs, tm
     _one_redacted_line(done)
 
 
-def test_mlflow_to_a_server_that_never_answers_gives_up_within_the_limit(runs, tmp_path):
-    """A socket that takes connections and never replies: each request times out (5 s, 3 tries), where
-    MLflow's own defaults wait 120 s a try, 8 tries."""
-    pytest.importorskip("mlflow", reason=MLFLOW_EXTRA)
+@pytest.mark.parametrize("tracker", ["mlflow", "wandb"])
+def test_a_tracker_server_that_never_answers_is_given_up_within_the_limit(runs, tmp_path, tracker):
+    """A socket that takes connections and never replies: each request times out (5 s, 3 tries), where the
+    trackers' own defaults wait minutes (MLflow 120 s a try, 8 tries; W&B 90 s for its init alone)."""
+    pytest.importorskip(tracker, reason=MLFLOW_EXTRA if tracker == "mlflow" else WANDB_EXTRA)
     import socket
 
     from whisperbench.reports.tracking import NETWORK
@@ -230,9 +231,10 @@ def test_mlflow_to_a_server_that_never_answers_gives_up_within_the_limit(runs, t
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)  # connections queue in the kernel; nothing ever reads or answers them
-        port = silent.getsockname()[1]
-        done = _export_in_a_fresh_process(runs, tmp_path, "--to", "mlflow",
-                                          "--tracking-uri", f"http://user:{PASSWORD}@127.0.0.1:{port}/")
+        url = f"http://user:{PASSWORD}@127.0.0.1:{silent.getsockname()[1]}"
+        where = (["--tracking-uri", url + "/"], {}) if tracker == "mlflow" else (
+            [], {"WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": url})
+        done = _export_in_a_fresh_process(runs, tmp_path, "--to", tracker, *where[0], env_add=where[1])
     _one_redacted_line(done)
 
 

@@ -9,8 +9,8 @@ again adds no version. The config holds the params and the tags (nested as in ru
 
 Every request runs under `tracking.NETWORK` (W&B's ``WANDB_HTTP_TIMEOUT``, ``WANDB__GRAPHQL_RETRY_MAX``,
 ``WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS`` and ``WANDB_INIT_TIMEOUT``, unless the user set them); W&B's own
-terminal output is off (``WANDB_SILENT``: it prints the server URL as given, password and all), and a failure
-is one redacted line.
+terminal output is off (``WANDB_SILENT``: it prints the server URL as given, password and all), so is its
+error telemetry (``WANDB_ERROR_REPORTING``: its exporter waits 10 s at exit), and a failure is one redacted line.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ NETWORK_ENV = {"WANDB_HTTP_TIMEOUT": str(NETWORK.request_timeout_s),
                "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": str(max(NETWORK.pauses_s() + [1.0])),
                "WANDB__FILE_STREAM_RETRY_MAX": str(NETWORK.retries),
                "WANDB__FILE_STREAM_TIMEOUT_SECONDS": str(NETWORK.request_timeout_s),
-               "WANDB_INIT_TIMEOUT": str(NETWORK.worst_case_s() + NETWORK.request_timeout_s),
-               "WANDB_SILENT": "true"}
+               "WANDB_INIT_TIMEOUT": str(NETWORK.worst_case_s()),  # wandb.init as a whole
+               "WANDB_SILENT": "true",
+               # W&B's own error telemetry: its exporter waits 10 s at exit for a server that may not answer
+               "WANDB_ERROR_REPORTING": "false"}
 
 
 def _wandb():
