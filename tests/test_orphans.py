@@ -151,3 +151,35 @@ def test_a_lock_whose_writer_is_gone_is_taken_over_and_a_live_one_refused(tmp_pa
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX file locks")
+def test_two_writers_finding_an_orphaned_lock_at_once_take_it_over_once(tmp_path):
+    """Both see a lock held by an orphan whose writer is gone: one takes it over, the other is refused (it
+    finds the first alive), never two writers."""
+    from whisperbench.store import this_process
+
+    store = RunStore(tmp_path / "run")
+    store.path.mkdir()
+    release = tmp_path / "release"
+    release.touch()
+    script = ("import sys, time\nfrom pathlib import Path\nfrom whisperbench.store import RunStore\n"
+              "from whisperbench.errors import RunStoreError\n"
+              "try:\n    with RunStore(Path(sys.argv[1])).lock():\n        print('writer', flush=True)\n"
+              "        while Path(sys.argv[2]).exists(): time.sleep(0.1)\n"
+              "except RunStoreError as exc:\n    print('refused', exc, flush=True)\n")
+    holder = _hold_lock(store.path / ".lock")
+    (store.path / OWNER).write_text(json.dumps({**this_process(), "pid": _dead_pid()}))
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(store.path), str(release)], env=ENV,
+                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        _wait_for(lambda: any(w.poll() is not None for w in writers), "one of the two writers being refused")
+        release.unlink()
+        outputs = [w.communicate(timeout=60)[0] for w in writers]
+    finally:
+        for process in [holder, *writers]:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert sorted(out.split()[0] for out in outputs) == ["refused", "writer"], outputs
+    assert "being written by pid" in next(out for out in outputs if out.startswith("refused"))

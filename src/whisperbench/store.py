@@ -18,7 +18,7 @@ from functools import cached_property
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import pyarrow.compute as pc
 
@@ -35,6 +35,7 @@ RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
 SUMMARY_JSON = "summary.json"
 LOCK = ".lock"  # held (flock) by the one process writing the run; the kernel releases it when that process dies
+TAKEOVER = ".lock.takeover"  # held while one process decides whether a lock whose writer is gone is taken over
 OWNER = ".owner.json"  # who holds the lock: pid, host, start time, since when (refusals; a dead writer's is taken over)
 
 
@@ -205,20 +206,12 @@ class RunStore:
         self.path.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.path / LOCK), timeout=0)
         owner = self.owner()
-        gone = owner is not None and not owner_alive(owner)
         try:
             lock.acquire()
         except Timeout:
-            if not gone:
-                raise RunStoreError(f"run {self.path} is being written by {_describe(owner)}: one writer per "
-                                    "run; wait for it to finish or pass --name for another run") from None
-            (self.path / LOCK).unlink(missing_ok=True)  # the holder keeps a lock on a file no writer opens again
-            lock = FileLock(str(self.path / LOCK), timeout=0)
-            lock.acquire()
-            logger.warning("run %s: took over its lock from %s, which is no longer running (a process it left "
-                           "behind still held the lock)", self.path, _describe(owner))
+            lock = self._take_over()
         else:
-            if gone:
+            if owner is not None and not owner_alive(owner):
                 logger.warning("run %s: took over its lock from %s, which stopped without releasing it",
                                self.path, _describe(owner))
         try:
@@ -227,6 +220,30 @@ class RunStore:
         finally:
             (self.path / OWNER).unlink(missing_ok=True)
             lock.release()
+
+    def _take_over(self) -> Any:
+        """The run's lock when the process holding it is not its recorded writer (that writer is gone: an
+        orphan that inherited the lock holds it), else RunStoreError naming the writer. One process at a time
+        decides (a second lock file): the first takes over and records itself, the next finds it alive."""
+        from filelock import FileLock, Timeout
+
+        with FileLock(str(self.path / TAKEOVER), timeout=30):
+            owner = self.owner()
+            lock = FileLock(str(self.path / LOCK), timeout=0)
+            try:
+                lock.acquire()  # released meanwhile
+                return lock
+            except Timeout:
+                if owner is None or owner_alive(owner):
+                    raise RunStoreError(f"run {self.path} is being written by {_describe(owner)}: one writer per "
+                                        "run; wait for it to finish or pass --name for another run") from None
+            (self.path / LOCK).unlink(missing_ok=True)  # the holder keeps a lock on a file no writer opens again
+            lock = FileLock(str(self.path / LOCK), timeout=0)
+            lock.acquire()
+            write_json_atomic(self.path / OWNER, this_process())  # before the next one may decide
+            logger.warning("run %s: took over its lock from %s, which is no longer running (a process it left "
+                           "behind still held the lock)", self.path, _describe(owner))
+            return lock
 
     def owner(self) -> Optional[dict]:
         """The lock owner's record (`this_process` of the writer), None when no writer left one."""
