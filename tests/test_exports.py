@@ -17,6 +17,8 @@ from whisperbench.store import open_run
 from .wandb_records import records
 
 SECRET = "sk-SECRET0123456789"
+MLFLOW_EXTRA = "MLflow is an optional extra: pip install 'whisperbench[mlflow]'"
+WANDB_EXTRA = "W&B is an optional extra: pip install 'whisperbench[wandb]'"
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def _expected(runs_dir: Path, name: str) -> dict:
 
 @pytest.mark.parametrize("store", ["file", "sqlite"])
 def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, monkeypatch, capsys, store):
-    from mlflow import MlflowClient
+    MlflowClient = pytest.importorskip("mlflow", reason=MLFLOW_EXTRA).MlflowClient
 
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this switch
     monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts in ./mlruns
@@ -93,6 +95,7 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
 @pytest.fixture
 def wandb_offline(tmp_path, monkeypatch):
     """W&B in offline mode, every folder it writes inside the test's tmp_path."""
+    pytest.importorskip("wandb", reason=WANDB_EXTRA)
     for name, folder in (("WANDB_DIR", "wandb-runs"), ("WANDB_DATA_DIR", "wandb-data"),
                          ("WANDB_CACHE_DIR", "wandb-cache"), ("WANDB_CONFIG_DIR", "wandb-config")):
         (tmp_path / folder).mkdir()
@@ -168,6 +171,7 @@ def test_report_as_a_hugging_face_model_card_parsed_by_huggingface_hub(runs, tmp
 def test_wandb_online_without_a_key_says_what_to_set(runs, tmp_path):
     """No API key and no offline mode (a CI job missing its secret): one line naming both ways out, exit 2.
     In a fresh process: wandb keeps its settings (offline mode) per process once set up."""
+    pytest.importorskip("wandb", reason=WANDB_EXTRA)
     import os
     import subprocess
 
@@ -177,3 +181,82 @@ def test_wandb_online_without_a_key_says_what_to_set(runs, tmp_path):
                            str(runs)], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "WANDB_API_KEY" in done.stderr and "WANDB_MODE=offline" in done.stderr and "Traceback" not in done.stderr
+
+
+PASSWORD = "pw-SECRET4242"
+_SOURCE = str(Path(__import__("whisperbench").__file__).resolve().parents[1])
+
+
+def _export_in_a_fresh_process(runs: Path, tmp_path: Path, *args: str, env_add: dict | None = None):
+    """``whisperbench export bad ARGS`` in a fresh process (a tracker keeps settings per process), the
+    trackers' own network settings cleared so the harness' limits are the ones in force."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "MLFLOW_"))}
+    env |= {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"), "WANDB_DIR": str(tmp_path),
+            "PYTHONPATH": _SOURCE}  # this checkout's package, whatever the working folder
+    env |= env_add or {}
+    # a limit the old code broke (MLflow waited 256 s on a refused port, W&B 100 s): a hang fails the test
+    return subprocess.run([sys.executable, "-m", "whisperbench", "export", "bad", "--runs-dir", str(runs), *args],
+                          env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=60)
+
+
+def _one_redacted_line(done) -> None:
+    assert done.returncode == 2, done.stderr
+    out = done.stdout + done.stderr
+    assert PASSWORD not in out and "Traceback" not in out
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "127.0.0.1" in errors[0], done.stderr
+
+
+def test_mlflow_to_a_refused_port_gives_up_quickly_without_the_password(runs, tmp_path):
+    pytest.importorskip("mlflow", reason=MLFLOW_EXTRA)
+    done = _export_in_a_fresh_process(runs, tmp_path, "--to", "mlflow",
+                                      "--tracking-uri", f"http://user:{PASSWORD}@127.0.0.1:1/")
+    _one_redacted_line(done)
+
+
+@pytest.mark.parametrize("tracker", ["mlflow", "wandb"])
+def test_a_tracker_server_that_never_answers_is_given_up_within_the_limit(runs, tmp_path, tracker):
+    """A socket that takes connections and never replies: each request times out (5 s, 3 tries), where the
+    trackers' own defaults wait minutes (MLflow 120 s a try, 8 tries; W&B 90 s for its init alone)."""
+    pytest.importorskip(tracker, reason=MLFLOW_EXTRA if tracker == "mlflow" else WANDB_EXTRA)
+    import socket
+
+    from whisperbench.reports.tracking import NETWORK
+
+    assert NETWORK.worst_case_s() < 30
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # connections queue in the kernel; nothing ever reads or answers them
+        url = f"http://user:{PASSWORD}@127.0.0.1:{silent.getsockname()[1]}"
+        where = (["--tracking-uri", url + "/"], {}) if tracker == "mlflow" else (
+            [], {"WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": url})
+        done = _export_in_a_fresh_process(runs, tmp_path, "--to", tracker, *where[0], env_add=where[1])
+    _one_redacted_line(done)
+
+
+def test_wandb_to_a_refused_port_gives_up_quickly_without_the_password(runs, tmp_path):
+    pytest.importorskip("wandb", reason=WANDB_EXTRA)
+    done = _export_in_a_fresh_process(runs, tmp_path, "--to", "wandb", env_add={
+        "WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": f"http://user:{PASSWORD}@127.0.0.1:1"})
+    _one_redacted_line(done)
+
+
+def test_a_tracker_package_missing_in_a_fresh_process_names_the_extra(runs, tmp_path):
+    """As a user without the extra sees it: the package cannot be imported at all (no module cached)."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\nclass _No:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('mlflow', 'wandb'):\n            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, _No())\n")
+    import os
+
+    path = os.pathsep.join([str(blocker), _SOURCE])
+    for tracker in ("mlflow", "wandb"):
+        done = _export_in_a_fresh_process(runs, tmp_path, "--to", tracker, env_add={"PYTHONPATH": path})
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"pip install 'whisperbench[{tracker}]'" in done.stderr

@@ -110,28 +110,42 @@ def test_a_busy_machine_flags_speed_as_unreliable_everywhere(tmp_path, tiny_shor
 
 
 def test_others_busy_cpus_counts_other_processes_not_this_one():
-    """A real busy loop in this process is not 'others'; a busy child process that is still running is."""
+    """This process's CPU time (and that of the children it has reaped) is its own; a child still running is
+    another process. Checked by CPU seconds actually received, never by wall time, so a busy machine (other
+    processes taking turns on the same cores) cannot make it fail; the arithmetic on readings made by hand."""
     import subprocess
     import sys
     import time
 
+    import pytest
+
     from whisperbench.machine import cpu_counters, others_busy_cpus
+
+    def burn(cpu_s: float) -> None:  # spend cpu_s of CPU time, however long the machine takes to give it
+        start = time.process_time()
+        while time.process_time() - start < cpu_s:
+            pass
 
     before = cpu_counters()
     if not before:
-        import pytest
-
         pytest.skip("no /proc/stat here")
-    end = time.monotonic() + 1.0
-    while time.monotonic() < end:  # this process: 1 CPU for 1 s
-        pass
-    assert others_busy_cpus(before, cpu_counters()) < 0.5
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    burn(0.3)
+    mine = cpu_counters()
+    assert mine["own_s"] - before["own_s"] >= 0.29  # os.times() counts in 10 ms ticks
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time\nstart = time.process_time()\n"
+                              "while time.process_time() - start < 0.3: pass\nprint('done', flush=True)\n"
+                              "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.3)
-        before = cpu_counters()
-        time.sleep(1.0)
-        assert others_busy_cpus(before, cpu_counters()) > 0.6  # a running child is not reaped: counted as others
+        assert child.stdout is not None and child.stdout.readline().strip() == "done"
+        running = cpu_counters()
+        assert running["own_s"] - mine["own_s"] < 0.2  # its 0.3 s are not ours while it runs
     finally:
-        spinner.kill()
-        spinner.wait()
+        child.kill()
+        child.wait()
+    reaped = cpu_counters()
+    assert reaped["own_s"] - running["own_s"] >= 0.29  # once reaped, its CPU time is ours
+    # others = (machine busy - ours) per wall second, never below 0, unknown without time passing
+    reading = {"wall": 10.0, "busy_s": 100.0, "own_s": 5.0}
+    assert others_busy_cpus(reading, {"wall": 12.0, "busy_s": 104.0, "own_s": 6.0}) == pytest.approx(1.5)
+    assert others_busy_cpus(reading, {"wall": 12.0, "busy_s": 101.0, "own_s": 7.0}) == 0.0
+    assert others_busy_cpus(reading, reading) is None and others_busy_cpus({}, reading) is None

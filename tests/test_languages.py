@@ -17,7 +17,7 @@ from whisperbench.languages import cer_text, language_code
 from whisperbench.scoring import normalize
 from whisperbench.store import open_run
 
-from .conftest import read_manifest_rows, shared_manifest, write_jsonl
+from .conftest import needs_adapter, read_manifest_rows, shared_manifest, write_jsonl
 
 
 @pytest.fixture
@@ -52,6 +52,7 @@ def test_a_bad_language_option_is_one_line_and_exit_2(capsys, tiny_short):
     assert DecodingOptions.from_pairs(["language=auto"]).language is None
     with pytest.raises(OptionError, match="Klingon"):
         DecodingOptions.from_pairs(["language=Klingon"])
+    needs_adapter("openai-whisper", "base")
     assert main(["run", "--adapter", "openai-whisper", "--model", "base", "--dataset", str(tiny_short),
                  "-o", "language=xx"]) == 2
     assert "option language" in capsys.readouterr().err
@@ -134,6 +135,7 @@ def test_qoi_and_the_gate_per_language(scored, capsys):
 def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, tmp_path):
     """base on a German, a Chinese and a Japanese clip with -o language=dataset: each is decoded in its own
     label's language (the implementation reports it), and run.json records the choice."""
+    needs_adapter(adapter, "base")
     rows = [r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "zh_fleurs_1883", "ja_fleurs_1837")]
     manifest = write_jsonl(tmp_path / "three.jsonl", [dict(r, audio=str(multilingual.parent / r["audio"])) for r in rows])
     assert main(["run", "--adapter", adapter, "--model", "base", "--dataset", str(manifest), "--runs-dir",
@@ -149,6 +151,7 @@ def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, 
 def test_detected_language_keeps_the_implementations_confidence(multilingual, tmp_path):
     """faster-whisper base detecting the language of three clips: each prediction keeps faster-whisper's
     probability, equal to what its own ``detect_language`` says for the clip; the summary averages it."""
+    needs_adapter("faster-whisper", "base")
     from faster_whisper import WhisperModel, decode_audio
 
     from whisperbench.models import converted

@@ -194,7 +194,7 @@ def _bad_inputs(own, tmp_path):
     folder = _hf_copy(own, tmp_path / "two")
     shutil.copy(own["pt"], folder / "model.bin")  # looks like nothing: a pickle is no CTranslate2 model.bin
     (folder / "coreml.json").write_text("{}")
-    cases["two formats"] = (folder, "more than one model format")
+    cases["two formats"] = (folder, "more than one model: a transformers model and a coreml model")
 
     # alignment heads of another model are no longer refused: see tests/test_timing_adapters.py (word timing only)
     return cases
@@ -458,3 +458,37 @@ def test_quantize_from_f16_is_whisper_cpps_route(own, tmp_path):
     assert converted(str(own["ggml-q5_0"]), "ggml", "q5_0+f16") == own["ggml-q5_0"]  # a q5_0 file runs as it is
     assert "whisper.cpp's convert + quantize route" in _route("q5_0+f16", True)
     assert "-o quantize_from=f16" in _route("q5_0", True)
+
+
+def test_a_folder_with_a_transformers_model_and_a_ggml_file_says_what_it_found(tmp_path):
+    """Detection alone (no extra needed): config.json of a transformers model and a file with ggml's magic."""
+    from whisperbench.models.formats import detect_format, parse_model_format
+
+    folder = tmp_path / "both"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "whisper", "d_model": 384}))
+    (folder / "ggml-tiny.bin").write_bytes(b"lmgg" + bytes(16))  # 0x67676d6c little-endian: ggml's magic
+    (folder / "pytorch_model.bin").write_bytes(b"PK\x03\x04")  # a transformers pickle is no ggml file
+    with pytest.raises(ModelError) as found:
+        detect_format(folder)
+    said = str(found.value)
+    assert "a transformers model and ggml-tiny.bin (ggml)" in said
+    assert f"--model {folder / 'ggml-tiny.bin'}" in said and f"--model transformers:{folder}" in said
+    assert detect_format(folder / "ggml-tiny.bin") == "ggml"
+    assert parse_model_format(f"transformers:{folder}") == ("transformers", str(folder))
+    (folder / "ggml-tiny.bin").unlink()
+    assert detect_format(folder) == "transformers"  # alone, it is what it was
+
+
+def test_an_ambiguous_model_folder_is_refused_and_either_model_can_be_named(own, tmp_path, capsys):
+    both = tmp_path / "both"
+    shutil.copytree(own["hf"], both)
+    shutil.copyfile(own["ggml-f16"], both / "ggml-tiny.bin")
+    assert main(["models", "info", str(both)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "transformers" in err and "ggml-tiny.bin (ggml)" in err, err
+    for model, fmt in ((f"transformers:{both}", "transformers"), (str(both / "ggml-tiny.bin"), "ggml")):
+        assert main(["models", "info", model, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["format"] == fmt
+    assert main(["models", "info", f"mlx:{both}"]) == 2
+    assert f"{both}: no mlx model" in capsys.readouterr().err

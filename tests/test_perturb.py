@@ -20,7 +20,12 @@ ARGS = ["--noise", "pink,babble", "--snr", "10,0", "--gain=-6", "--silence", "le
         "silence,noise_low,hum", "--nonspeech-s", "1", "--limit", "2"]
 
 
+def _needs_audiomentations() -> None:
+    pytest.importorskip("audiomentations", reason="perturb's signal work: pip install 'whisperbench[robustness]'")
+
+
 def _perturb(out: Path, capsys, *extra: str) -> Path:
+    _needs_audiomentations()
     capsys.readouterr()
     assert main(["perturb", "--dataset", SOURCE, "--out", str(out), *ARGS, *extra]) == 0
     return Path(capsys.readouterr().out.strip())
@@ -80,6 +85,7 @@ def test_bad_recipe_is_one_clear_error(tmp_path, capsys):
 
 
 def test_robustness_table_per_condition(tmp_path, capsys):
+    _needs_audiomentations()
     import jiwer
 
     from whisperbench.scoring import normalize

@@ -16,12 +16,14 @@ from whisperbench.adapters import DecodingOptions, register
 from whisperbench.adapters.base import Adapter
 from whisperbench.errors import OptionError, WhisperbenchError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
+from whisperbench.harness.retry import DEFAULT_ATTEMPTS
 from whisperbench.harness.runner import backend_of
 from whisperbench.scoring import qoi, summarize
 from whisperbench.types import Transcript
 
 from .conftest import REPO, write_jsonl
 
+_SOURCE = str(Path(__import__("whisperbench").__file__).resolve().parents[1])  # this checkout's package
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'whisperbench[ray]'")
 
 
@@ -81,7 +83,8 @@ def ray_cluster(tmp_path_factory):
     """A local Ray instance (2 CPUs); its workers import this module and share the weight cache."""
     cache = os.environ.get("WHISPERBENCH_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
     ray.init(num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "WHISPERBENCH_CACHE": cache}})
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(REPO), _SOURCE]),
+                                       "WHISPERBENCH_CACHE": cache}})
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -152,11 +155,14 @@ def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_clu
     preds = {p.id: p for p in open_run("crash", tmp_path / "r").predictions}
     assert len(preds) == 6 and result.summary.num_failed == 1
     poison = preds["jfk"]
-    assert poison.status == "error" and "died 3 times" in poison.error and poison.error.startswith("example jfk")
+    attempts = DEFAULT_ATTEMPTS  # the one retry policy, as in-process and in a process pool (tests/test_retry.py)
+    assert poison.status == "error" and f"on each of its {attempts} attempts" in poison.error
+    assert poison.error.startswith("example jfk")
     flaky = preds["LJ001-0003"]
     assert flaky.status == "ok" and flaky.hypothesis == flaky.reference and flaky.extra["attempts"] == 2
     backend = result.info["backend_info"]
-    assert len(backend["deaths"]) == 4 and len(backend["retried_examples"]["jfk"]) == 3
+    assert len(backend["deaths"]) == attempts + 1 and len(backend["retried_examples"]["jfk"]) == attempts
+    assert result.info["execution"]["retry"]["attempts"] == attempts == backend["max_attempts"]
     crashed_in = backend["retried_examples"]["LJ001-0003"]
     assert len(crashed_in) == 1 and flaky.extra["worker"]["pid"] != crashed_in[0]["pid"]  # retried elsewhere
     assert all(p.status == "ok" for i, p in preds.items() if i != "jfk")

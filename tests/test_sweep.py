@@ -47,6 +47,11 @@ def sweep(tmp_path_factory, tiny_short_module):
     it), whisper.cpp f16, a corrupted q8_0 and q4_k (that tiny.en's 384-wide rows cannot hold)."""
     from whisperbench.models import converted
 
+    from .conftest import needs_adapter
+
+    for adapter in ("openai-whisper", "faster-whisper", "whisper-cpp"):
+        needs_adapter(adapter, "tiny.en")
+
     runs = tmp_path_factory.mktemp("sweep-runs")
     q8 = converted("tiny.en", "ggml", "q8_0")
     corrupt = q8.read_bytes()

@@ -98,6 +98,9 @@ def test_chunked_windows_keep_the_times_outside_their_strides():
 
 
 def test_alignment_heads_of_a_pruned_model_refuse_only_word_timing(tmp_path, one_clip, caplog, capsys):
+    from .conftest import needs_adapter
+
+    needs_adapter("openai-whisper", "tiny.en")
     import torch
 
     from whisperbench.cli import main

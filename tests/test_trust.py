@@ -366,7 +366,7 @@ def test_a_crashing_example_in_a_process_pool_fails_alone_and_is_named(tmp_path,
     stored = _stored(runs, "pool")
     assert len(stored) == 6
     crashed = stored[CRASHES]
-    assert crashed.status == "error" and "died while transcribing this example, twice" in crashed.error, crashed.error
+    assert crashed.status == "error" and "died while transcribing this example on each of its 2 attempts" in crashed.error, crashed.error
     others = [p for i, p in stored.items() if i != CRASHES]
     assert all(p.status == "ok" for p in others), [(p.id, p.error) for p in others]
     assert not list(temp.iterdir())  # the pool's bookkeeping folder is gone

@@ -13,8 +13,10 @@ from typing import Any, Optional
 from . import __version__
 from .errors import OptionError, WhisperbenchError
 from .harness.longform import STRATEGIES
+from .harness.retry import DEFAULT_ATTEMPTS
 from .harness.runner import BACKENDS
 from .progress import progress
+from .redact import redact_text
 from .scoring.normalize import NORMALIZER_NAMES
 
 
@@ -101,7 +103,7 @@ def cmd_run(args) -> int:
         label=args.label, refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate, timeout_s=args.timeout_s,
-        backend=args.backend, address=args.address,
+        backend=args.backend, address=args.address, attempts=args.attempts,
     )
     return _execute(request, args.json)
 
@@ -234,6 +236,10 @@ def cmd_report(args) -> int:
     runs = list_runs(args.runs_dir)
     if not runs:
         raise WhisperbenchError(f"no runs found in {args.runs_dir}")
+    unknown = sorted(set(args.reference or ()) - {run.name for run in runs})
+    if unknown:  # a reference that is not there would quietly leave its dataset without QoI
+        raise WhisperbenchError(f"--reference {', '.join(unknown)}: no such run in {args.runs_dir} (runs there: "
+                                f"{', '.join(sorted(run.name for run in runs)[:10])})")
     references = (pick_references(runs, args.reference, args.reference_adapter) if args.reference
                   else default_references(runs, args.runs_dir, args.reference_adapter))
     for line in describe_references(references):
@@ -677,6 +683,10 @@ def _run_parser(sub: Any) -> None:
     p.add_argument("--timeout-s", type=float,
                    help="per-call limit in seconds; a child that does not answer in time is killed and the example "
                         "fails (implies --isolate)")
+    p.add_argument("--attempts", type=int, default=DEFAULT_ATTEMPTS,
+                   help="tries per example when the process transcribing it dies (a native crash, with --isolate, "
+                        "a process pool or Ray), the same on every backend; recorded in run.json "
+                        "(default %(default)s)")
     p.add_argument("--chunk-s", type=float, default=30.0, help="window length of sequential/chunked (default 30)")
     p.add_argument("--stride-s", type=float, default=5.0,
                    help="chunked: overlap kept on each side of a window (default 5; windows advance chunk-2*stride)")
@@ -1011,12 +1021,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     _configure_logging(args.log_level)
     try:
         return args.func(args)
-    except WhisperbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except WhisperbenchError as exc:  # every message redacted: a URL the user gave may carry a password
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a read-only folder, a full disk: one line and exit 2 ("cannot judge"), never 1
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc.strerror or exc))}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished examples are kept; run the same command again to resume", file=sys.stderr)

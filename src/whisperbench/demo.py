@@ -14,7 +14,8 @@ from typing import Callable, Optional
 
 from .adapters import DecodingOptions, get_adapter
 from .datasets import bundled_datasets, load_dataset
-from .errors import OptionError
+from .errors import OptionError, WhisperbenchError
+from .models.registry import resolve_source
 from .progress import progress
 from .harness import RunRequest, run_evaluation
 from .harness.longform import LongFormConfig
@@ -97,6 +98,7 @@ def run_demo(args) -> int:
         print("error: the bundled datasets are missing (expected datasets/tiny/*/manifest.jsonl)", file=sys.stderr)
         return 2
     contenders, reference_label = _contenders(args)
+    resolve_source(args.model)  # a model that is not there stops the demo before any row (ModelError, exit 2)
     available = []
     for contender, model in contenders:
         adapter = get_adapter(contender.adapter)
@@ -108,6 +110,9 @@ def run_demo(args) -> int:
             print(f"skip {contender.label}: not installed: pip install 'whisperbench[{adapter.extra}]'", file=sys.stderr)
         else:
             available.append((contender, model))
+    if not available:
+        raise WhisperbenchError("demo: no implementation can run here (see the skips above): "
+                                "pip install 'whisperbench[local]'")
     if not any(c.label == reference_label for c, _ in available):
         print(f"note: the reference ({reference_label}) is not installed, so QoI cannot be computed", file=sys.stderr)
     threads = [f"threads={args.threads}"] if args.threads else []

@@ -18,7 +18,7 @@ from functools import cached_property
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import pyarrow.compute as pc
 
@@ -36,7 +36,8 @@ RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
 SUMMARY_JSON = "summary.json"
 LOCK = ".lock"  # held (flock) by the one process writing the run; the kernel releases it when that process dies
-OWNER = ".owner.json"  # who holds the lock: pid, host and since when (for the refusal message)
+TAKEOVER = ".lock.takeover"  # held while one process decides whether a lock whose writer is gone is taken over
+OWNER = ".owner.json"  # who holds the lock: pid, host, start time, since when (refusals; a dead writer's is taken over)
 
 
 def safe_run_name(text: str) -> str:
@@ -204,41 +205,58 @@ class RunStore:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the run's writer lock: a second writer (same or another configuration) is refused with a
-        clear error naming the holder; a lock left by a dead process is free again (an OS file lock)."""
+        clear error naming the holder. A lock whose recorded writer is no longer running is taken over, saying
+        so: the OS releases a dead writer's lock, and one still held after its writer died is held by a
+        process that inherited it (an orphaned child), not by a writer of this run."""
         from filelock import FileLock, Timeout
 
         self.path.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.path / LOCK), timeout=0)
+        owner = self.owner()
         try:
             lock.acquire()
         except Timeout:
-            raise RunStoreError(f"run {self.path} is being written by {self._owner()}: one writer per run; wait "
-                                "for it to finish or pass --name for another run") from None
+            lock = self._take_over()
+        else:
+            if owner is not None and not owner_alive(owner):
+                logger.warning("run %s: took over its lock from %s, which stopped without releasing it",
+                               self.path, _describe(owner))
         try:
-            owner = {"pid": os.getpid(), "host": socket.gethostname(),
-                     "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-            write_json_atomic(self.path / OWNER, owner)
+            write_json_atomic(self.path / OWNER, this_process())
             yield
         finally:
             (self.path / OWNER).unlink(missing_ok=True)
             lock.release()
 
-    def live_writer(self) -> Optional[str]:
-        """Who writes this run now ("pid 12 on host (since …)"), or None: nobody holds its lock (a lock left by a
-        dead process is free). Creates nothing where no writer ever was."""
+    def _take_over(self) -> Any:
+        """The run's lock when the process holding it is not its recorded writer (that writer is gone: an
+        orphan that inherited the lock holds it), else RunStoreError naming the writer. One process at a time
+        decides (a second lock file): the first takes over and records itself, the next finds it alive."""
         from filelock import FileLock, Timeout
 
-        if not (self.path / LOCK).exists():
-            return None
-        lock = FileLock(str(self.path / LOCK), timeout=0)
-        try:
+        with FileLock(str(self.path / TAKEOVER), timeout=30):
+            owner = self.owner()
+            lock = FileLock(str(self.path / LOCK), timeout=0)
+            try:
+                lock.acquire()  # released meanwhile
+                return lock
+            except Timeout:
+                if owner is None or owner_alive(owner):
+                    raise RunStoreError(f"run {self.path} is being written by {_describe(owner)}: one writer per "
+                                        "run; wait for it to finish or pass --name for another run") from None
+            (self.path / LOCK).unlink(missing_ok=True)  # the holder keeps a lock on a file no writer opens again
+            lock = FileLock(str(self.path / LOCK), timeout=0)
             lock.acquire()
-        except Timeout:
-            return self._owner()
-        except OSError:  # a folder this user cannot write: nobody can be writing it through this lock
-            return None
-        lock.release()
-        return None
+            write_json_atomic(self.path / OWNER, this_process())  # before the next one may decide
+            logger.warning("run %s: took over its lock from %s, which is no longer running (a process it left "
+                           "behind still held the lock)", self.path, _describe(owner))
+            return lock
+
+    def live_writer(self) -> Optional[str]:
+        """Who writes this run now ("pid 12 on host (since …)"), or None: no running process is its recorded
+        writer (a lock left by a dead writer, or held by an orphan it left behind, is free). Creates nothing."""
+        owner = self.owner()
+        return _describe(owner) if owner is not None and owner_alive(owner) else None
 
     def size_bytes(self) -> int:
         """Bytes the run's folder holds on disk (every file in it)."""
@@ -257,24 +275,60 @@ class RunStore:
         try:
             lock.acquire()
         except Timeout:
-            raise RunStoreError(f"run {self.name} is being written by {self._owner()}: not removed; stop it "
-                                "first (Ctrl-C) or wait for it to finish") from None
+            try:
+                lock = self._take_over()  # an orphan holds it: taken over; a live writer: refused
+            except RunStoreError:
+                raise RunStoreError(f"run {self.name} is being written by {_describe(self.owner())}: not "
+                                    "removed; stop it first (Ctrl-C) or wait for it to finish") from None
         try:
             shutil.rmtree(self.path)
         finally:
             lock.release()
 
-    def _owner(self) -> str:
+    def owner(self) -> Optional[dict]:
+        """The lock owner's record (`this_process` of the writer), None when no writer left one."""
         try:
             owner = json.loads((self.path / OWNER).read_text(encoding="utf-8"))
-            return f"pid {owner['pid']} on {owner['host']} (since {owner['since']})"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "another process"
+        except (OSError, ValueError):
+            return None
+        return owner if isinstance(owner, dict) else None
 
     def open_for_append(self) -> "PredictionWriter":
         self.path.mkdir(parents=True, exist_ok=True)
         self._cut_partial_line()
         return PredictionWriter(self.predictions_path)
+
+
+def this_process() -> dict:
+    """The lock owner's record: pid, host, since when, and the process's start time (a pid can be reused)."""
+    import psutil
+
+    return {"pid": os.getpid(), "host": socket.gethostname(), "started": psutil.Process().create_time(),
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def owner_alive(owner: dict) -> bool:
+    """Whether the process an owner record names still runs (the same process: same pid and start time).
+    A writer on another host is taken to be alive (its processes cannot be seen from here)."""
+    import psutil
+
+    if owner.get("host") != socket.gethostname():
+        return True
+    try:
+        process = psutil.Process(int(owner["pid"]))
+        started = owner.get("started")
+        return process.status() != psutil.STATUS_ZOMBIE and (
+            started is None or abs(process.create_time() - float(started)) < 1.0)
+    except (psutil.NoSuchProcess, KeyError, TypeError, ValueError):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def _describe(owner: Optional[dict]) -> str:
+    if not owner:
+        return "another process"
+    return f"pid {owner.get('pid')} on {owner.get('host')} (since {owner.get('since')})"
 
 
 @dataclass
@@ -389,7 +443,8 @@ class StoredRun:
         ok = int(pc.sum(pc.equal(table["status"], "ok")).as_py() or 0) if table is not None and stored else 0
         status = self.meta.status
         if status == "running":  # run.json says running: a live writer holds the lock, else it was stopped
-            status = "running" if (self.store.path / OWNER).exists() and self.store.live_writer() else "stopped"
+            owner = self.store.owner()
+            status = "running" if owner is not None and owner_alive(owner) else "stopped"
         return Coverage(status, stored, ok, int(expected) if expected is not None else stored)
 
     def predictions_digest(self) -> str:

@@ -5,16 +5,23 @@ caller's main module), builds one object there with ``factory(config)`` and answ
 it over a socket pair. The child's stdout/stderr, where native libraries log, go to a file whose
 last lines are quoted when the child dies. Every reply carries the child's peak RSS. Used by
 ``--isolate`` (:mod:`whisperbench.harness.isolation`) and by whisper.cpp's worker.
+
+:func:`die_with_parent` makes every process the harness starts (this child, a process-pool worker, a sweep's
+variant process) end when the process that started it does, even one killed with SIGKILL: an orphan would go
+on writing its run and holding the run's lock, and the resume would be refused.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Optional
@@ -22,6 +29,38 @@ from typing import Any, Optional
 from .machine import peak_rss_mb
 
 _LOG_TAIL_LINES = 6
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_CHECK_S = 0.5  # how often a child looks whether its parent is still there
+
+
+def die_with_parent(parent_pid: int, by_signal: bool = True) -> None:
+    """End this process when ``parent_pid`` (the process that started it) ends, however it ends.
+
+    On Linux the kernel sends SIGKILL at once (``prctl(PR_SET_PDEATHSIG)``; only when ``by_signal``: the
+    kernel ties it to the parent's *thread* that started the child, so a child started from a short-lived
+    thread must not ask for it); everywhere a daemon thread checks every ``PARENT_CHECK_S`` whether this
+    process's parent is still ``parent_pid`` and exits when it is not (its parent died and it was re-parented).
+    """
+    if by_signal and sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl here: the check below still holds
+            pass
+    if os.getppid() != parent_pid:  # it died before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="whisperbench-parent-watch",
+                     daemon=True).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
+
+
+def started_from_main_thread() -> bool:
+    """Whether a child started now may ask for the kernel's parent-death signal (see `die_with_parent`)."""
+    return threading.current_thread() is threading.main_thread()
 
 
 class WorkerCrashed(RuntimeError):
@@ -59,7 +98,8 @@ class ChildProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()}, {factory!r})"],
+                [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()}, {factory!r}, "
+                                       f"{os.getpid()}, {started_from_main_thread()})"],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
         theirs.close()
         self.conn = Connection(ours.detach())
@@ -115,8 +155,11 @@ class ChildProcess:
         self.conn.close()
 
 
-def serve(fd: int, factory: str) -> None:
-    """Child main loop: build the object, then answer calls until ``close`` or a closed socket."""
+def serve(fd: int, factory: str, parent_pid: Optional[int] = None, by_signal: bool = True) -> None:
+    """Child main loop: build the object, then answer calls until ``close`` or a closed socket (or until the
+    parent is gone)."""
+    if parent_pid is not None:
+        die_with_parent(parent_pid, by_signal)
     conn = Connection(fd)
     _, config = conn.recv()
     module, _, name = factory.partition(":")

@@ -141,7 +141,7 @@ class WhisperCppAdapter(Adapter):
                 note = "a new worker was started for the next example"
             except Exception as exc:  # reported again by the next example's call
                 note = f"restarting the worker failed: {exc}"
-            raise WorkerCrashed(f"{crash}; {note}") from None
+            raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
         words = None if reply.get("words") is None else [Word(*word) for word in reply["words"]]
         return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from ..machine import peak_rss_mb
+from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
 from .job import BackendReport, Job, Progress
@@ -89,8 +90,9 @@ _worker: Optional[ExampleRunner] = None
 _marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
 
 
-def _worker_init(job: Job, marks: str) -> None:
+def _worker_init(job: Job, marks: str, parent_pid: int, by_signal: bool) -> None:
     global _worker, _marks
+    die_with_parent(parent_pid, by_signal)  # a run killed with SIGKILL leaves no worker behind
     _marks = Path(marks)
     adapter = job.spec.build()
     _worker = job.runner(adapter)
@@ -131,6 +133,9 @@ class _PoolState:
             return False
         except Exception as exc:  # the batch could not even be sent or returned: its examples fail
             preds = [self.job.failed(example, f"worker failed: {error_text(exc)}") for example in batch]
+        for pred in preds:
+            if self.crashes[pred.id]:  # tried again after its worker died
+                pred.extra["attempts"] = self.crashes[pred.id] + pred.extra.get("attempts", 1)
         self._emit(preds)
         return True
 
@@ -140,7 +145,8 @@ class _PoolState:
             self.progress(len(preds))
 
     def broke(self, in_flight: set[str]) -> None:
-        """A worker died: examples in flight are suspects (failed on their second crash), the rest wait."""
+        """A worker died: examples in flight are suspects, tried again one at a time while the job's retry
+        policy allows (then failed, saying so); the rest wait."""
         culprits = [e for e in self.suspects if e.id in in_flight]
         culprits += [e for batch in self.queue for e in batch if e.id in in_flight]
         self.blank_breaks += not culprits
@@ -148,12 +154,11 @@ class _PoolState:
         self.queue = [kept for kept in ([e for e in b if e.id not in in_flight] for b in self.queue) if kept]
         for example in culprits:
             self.crashes[example.id] += 1
-            if self.crashes[example.id] < 2:
+            if self.job.retry.again(self.crashes[example.id]):
                 self.suspects.append(example)
             else:
-                self._emit([self.job.failed(example, "the worker process died while transcribing this example, "
-                                                     "twice (a native crash?); the other examples went on in a "
-                                                     "new pool")])
+                cause = "its process-pool worker died (a native crash?); the other examples went on in a new pool"
+                self._emit([self.job.failed(example, self.job.retry.gave_up(self.crashes[example.id], cause))])
         if self.blank_breaks >= 2:  # the workers cannot even start: fail what is left, once
             self._emit([self.job.failed(example, "worker failed: the process pool broke twice with no example in "
                                                  "flight (the model cannot load in a worker?)")
@@ -164,7 +169,7 @@ class _PoolState:
 class ProcessPool:
     """Examples on ``job.workers`` processes, each holding a model. A worker that dies (a native crash)
     breaks the pool: a new one goes on; the examples in flight are retried one at a time, and an example
-    that kills its worker twice is recorded as failed, naming the cause."""
+    whose worker died on each of ``job.retry.attempts`` tries is recorded as failed, naming the cause."""
 
     def __init__(self, job: Job):
         self.job = job
@@ -180,7 +185,8 @@ class ProcessPool:
         with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
             while state.queue or state.suspects:
                 with cf.ProcessPoolExecutor(job.workers, mp_context=context, initializer=_worker_init,
-                                            initargs=(job.portable(), marks)) as pool:
+                                            initargs=(job.portable(), marks, os.getpid(),
+                                                      started_from_main_thread())) as pool:
                     self._round(state, pool, Path(marks))
         return BackendReport.from_workers(list(state.workers.values()), loop_wall_s=time.perf_counter() - start)
 

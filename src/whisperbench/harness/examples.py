@@ -14,6 +14,7 @@ from ..audio import SAMPLE_RATE, load_audio
 from ..scoring import score_prediction
 from ..types import Example, Prediction
 from .longform import LongFormConfig, Outcome, strategy_for
+from .retry import RetryPolicy
 
 WARMUP_AUDIO_S = 2.0
 
@@ -25,8 +26,10 @@ class ExampleRunner:
     """Holds one loaded adapter and turns examples into scored predictions."""
 
     def __init__(self, adapter: Adapter, long_form: bool, normalizer: str,
-                 long_form_config: Optional[LongFormConfig] = None, one_language_per_batch: bool = False):
+                 long_form_config: Optional[LongFormConfig] = None, one_language_per_batch: bool = False,
+                 retry: Optional[RetryPolicy] = None):
         self.adapter = adapter
+        self.retry = retry or RetryPolicy()  # an isolated adapter's dead child: the example is tried again
         self.one_language_per_batch = one_language_per_batch  # -o language=dataset: a batch decodes one language
         self.long_form = long_form
         self.normalizer = normalizer
@@ -63,12 +66,20 @@ class ExampleRunner:
         return max(1, self.adapter.batch_size)
 
     def run(self, example: Example) -> Prediction:
-        pred = Prediction.for_example(example)
-        try:
-            _fill(pred, self.strategy.run(self.adapter, example, self.long_form), self.timed)
-        except Exception as exc:  # recorded as a failed example, never dropped
-            _fail(pred, exc)
-        return score_prediction(pred, self.normalizer)
+        """One example, tried again while its (isolated) worker dies and the retry policy allows."""
+        tries = 0
+        while True:
+            tries += 1
+            pred = Prediction.for_example(example)
+            try:
+                _fill(pred, self.strategy.run(self.adapter, example, self.long_form), self.timed)
+            except Exception as exc:  # recorded as a failed example, never dropped
+                if self.retry.retried(exc) and self.retry.again(tries):
+                    continue
+                _fail(pred, exc, self.retry.gave_up(tries, str(exc)) if self.retry.retried(exc) else None)
+            if tries > 1:
+                pred.extra["attempts"] = tries
+            return score_prediction(pred, self.normalizer)
 
     def run_batch(self, examples: list[Example]) -> list[Prediction]:
         """Short-form examples in one ``transcribe_batch`` call.
@@ -132,9 +143,9 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
         pred.extra["timings"] = transcript.timings
 
 
-def _fail(pred: Prediction, exc: BaseException) -> None:
+def _fail(pred: Prediction, exc: BaseException, why: Optional[str] = None) -> None:
     pred.status = "error"
-    pred.error = f"example {pred.id}: {error_text(exc)}"
+    pred.error = f"example {pred.id}: {why or error_text(exc)}"
     pred.extra["traceback"] = traceback.format_exc(limit=5)
 
 

@@ -73,7 +73,7 @@ class IsolatedAdapter(Adapter):
                 note = "a new worker was started for the next example"
             except Exception as exc:  # reported again by the next call
                 note = f"restarting the worker failed: {exc}"
-            raise WorkerCrashed(f"{crash}; {note}") from None
+            raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         return self._call("transcribe", audio, example, long_form=long_form)

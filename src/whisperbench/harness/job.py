@@ -15,6 +15,7 @@ from ..scoring import score_prediction
 from ..types import Example, Prediction
 from .examples import ExampleRunner
 from .longform import LongFormConfig
+from .retry import RetryPolicy
 from .spec import AdapterSpec
 
 Progress = Optional[Callable[[int], object]]
@@ -32,6 +33,7 @@ class Job:
     warmup: bool = True
     workers: int = 1
     address: Optional[str] = None  # ray: the cluster to join
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # the same on every backend (harness/retry.py)
 
     def portable(self) -> "Job":
         """This job without its built adapter, to send to another process (which builds its own)."""
@@ -39,7 +41,7 @@ class Job:
 
     def runner(self, adapter: Adapter) -> ExampleRunner:
         return ExampleRunner(adapter, self.long_form, self.normalizer, self.long_form_config,
-                             one_language_per_batch=self.spec.decoding.language == FROM_DATASET)
+                             one_language_per_batch=self.spec.decoding.language == FROM_DATASET, retry=self.retry)
 
     def failed(self, example: Example, error: str) -> Prediction:
         return score_prediction(Prediction.failed(example, error), self.normalizer)

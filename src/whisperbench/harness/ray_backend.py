@@ -10,7 +10,8 @@ store has one writer, and resume works as for every backend.
 A dying actor (a native crash, a killed process, a lost node) does not lose examples: its queued
 batches are resubmitted one example at a time, each to an actor with nothing else queued, so that a
 later death is charged to the example that caused it; the actor is replaced while the restart budget
-lasts. An example whose worker died ``max_attempts`` times is stored as failed, naming the cause.
+lasts. An example whose worker died on each of its tries (the run's retry policy, `harness/retry.py`: the
+same on every backend) is stored as failed, naming the cause.
 
 Ray is imported lazily (``pip install 'whisperbench[ray]'``). Without ``--address`` a local Ray
 instance is started for the run (or the current one is used when Ray is already initialized);
@@ -37,13 +38,13 @@ from typing import Any, Optional
 
 from ..errors import WhisperbenchError
 from ..machine import peak_rss_mb
+from ..models.formats import parse_model_format
 from ..types import Example, Prediction
 from .job import BackendReport, Job, Progress
 from .examples import batches
 
 logger = logging.getLogger(__name__)
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
-MAX_ATTEMPTS = 3  # times an example may be in a worker that dies before it is stored as failed
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -144,9 +145,9 @@ def _driver_omp_threads() -> str:
 def absolute_model(spec: Any) -> Any:
     """``spec`` with a relative model path made absolute (workers resolve paths against their own folder);
     a model name (``tiny.en``) or an absolute path is left as it is."""
-    model = spec.model
+    fmt, model = parse_model_format(spec.model or "")  # ``transformers:DIR`` keeps its format
     if model and not Path(model).is_absolute() and "://" not in model and Path(model).exists():
-        return dataclasses.replace(spec, model=str(Path(model).resolve()))
+        return dataclasses.replace(spec, model=(f"{fmt}:" if fmt else "") + str(Path(model).resolve()))
     return spec
 
 
@@ -183,13 +184,14 @@ def _absolute(example: Example) -> Example:
 class RayBackend:
     """Run examples on ``job.workers`` Ray actors, appending predictions to the writer as they finish.
 
-    ``max_restarts`` bounds how many replacement actors are started (default: ``workers * max_attempts``).
+    ``max_restarts`` bounds how many replacement actors are started (default: ``workers * attempts`` of the
+    job's retry policy).
     The report's load/warm-up time and peak memory are measured in the actors (the largest over
     actors); its ``backend_info`` holds the cluster, actors, deaths and retries.
     """
 
-    def __init__(self, job: Job, *, max_attempts: int = MAX_ATTEMPTS, max_restarts: Optional[int] = None):
-        self.job, self.max_attempts = job, max_attempts
+    def __init__(self, job: Job, *, max_restarts: Optional[int] = None):
+        self.job, max_attempts = job, job.retry.attempts
         self.workers = max(1, job.workers)
         self.restarts_left = self.workers * max_attempts if max_restarts is None else max_restarts
         self.actors: list[_Actor] = []
@@ -328,7 +330,7 @@ class RayBackend:
 
     def _bury(self, actor: _Actor, cause: str, lost: list[_Work]) -> None:
         """Mark ``actor`` dead; give its queued examples (``lost`` and the rest of its queue) another
-        attempt, or store them as failed once they have been in ``max_attempts`` dead workers."""
+        attempt, or store them as failed once the retry policy gives up on them."""
         actor.status, actor.error = "died", cause
         where = {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")}
         self.deaths.append(f"actor {actor.number} ({where['host'] or '?'} pid {where['pid'] or '?'}): {cause}")
@@ -339,9 +341,9 @@ class RayBackend:
         for example in (example for work in lost for example in work.examples):
             self.attempts[example.id] = self.attempts.get(example.id, 0) + 1
             self.lost_in.setdefault(example.id, []).append(where)
-            if self.attempts[example.id] >= self.max_attempts:
-                self._emit([self.job.failed(example, f"the Ray worker running it died {self.attempts[example.id]} "
-                                                     f"times (last: {cause})")])
+            if not self.job.retry.again(self.attempts[example.id]):
+                self._emit([self.job.failed(example, self.job.retry.gave_up(self.attempts[example.id],
+                                                                            f"its Ray worker: {cause}"))])
             else:
                 retries.append(_Work([example], retry=True))
         self.pending.extendleft(reversed(retries))
@@ -371,11 +373,11 @@ class RayBackend:
         loaded = [a.facts for a in self.actors if "load_s" in a.facts]
         info = {
             "ray_version": self.ray.__version__, "address": self.job.address, "cluster_cpus": cluster_cpus,
-            "actors_requested": self.workers, "batch_size": self.batch_size, "max_attempts": self.max_attempts,
+            "actors_requested": self.workers, "batch_size": self.batch_size, "max_attempts": self.job.retry.attempts,
             "actors": [_actor_record(a) for a in self.actors],
             "deaths": self.deaths,
             "retried_examples": dict(sorted(self.lost_in.items())),  # id -> workers that died with it queued
-            "failed_after_retries": sorted(i for i, n in self.attempts.items() if n >= self.max_attempts),
+            "failed_after_retries": sorted(i for i, n in self.attempts.items() if not self.job.retry.again(n)),
             "worker_env": worker_env, "actor_cpus": self.actor_cpus, "model": self.job.spec.model,
             "weights_fingerprint": self.expected_fingerprint,
         }

@@ -31,6 +31,7 @@ from .backends import BACKENDS
 from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from .longform import LongFormConfig
+from .retry import DEFAULT_ATTEMPTS, RetryPolicy
 from .spec import AdapterSpec
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,16 @@ class RunRequest:
     timeout_s: Optional[float] = None  # per adapter call; a child that does not answer in time is killed
     backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
     address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
+    attempts: int = DEFAULT_ATTEMPTS  # tries per example whose worker dies, on every backend (harness/retry.py)
+
+    def __post_init__(self) -> None:
+        """Counts and limits a run cannot mean: refused before anything is stored."""
+        bad = [f"{name} {value} (at least {least})" for name, value, least in
+               (("workers", self.workers, 1), ("limit", self.limit, 1), ("timeout_s", self.timeout_s, 0.001),
+                ("attempts", self.attempts, 1))
+               if value is not None and value < least]
+        if bad:
+            raise OptionError(f"run: {', '.join(bad)}")
 
 
 @dataclass
@@ -261,7 +272,7 @@ def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], sta
         threads_per_worker=request.decoding.threads,
         execution={"backend": backend_of(request), "workers": request.workers, "threads": request.decoding.threads,
                    "isolate": request.isolate, "timeout_s": request.timeout_s, "warmup": request.warmup,
-                   "refresh": request.refresh},
+                   "refresh": request.refresh, "retry": RetryPolicy(request.attempts).to_json()},
         machine=machine_info(),
         versions=package_versions(CORE_PACKAGES + tuple(run.adapter_cls.requires)),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -291,7 +302,7 @@ def _stored_report(old: Optional[RunInfo]) -> BackendReport:
 
 def _job(run: _Resolved, request: RunRequest) -> Job:
     return Job(run.spec, run.adapter, run.dataset.form == "long", run.normalizer, request.long_form,
-               request.warmup, request.workers, request.address)
+               request.warmup, request.workers, request.address, RetryPolicy(request.attempts))
 
 
 def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, report: BackendReport,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,8 +22,10 @@ from typing import Callable, Optional, Sequence
 
 from ..adapters import get_adapter
 from ..errors import OptionError
+from ..models.registry import resolve_source
 from ..scoring.record import Summary
 from ..store import RunStore
+from ..supervise import die_with_parent, started_from_main_thread
 from .runner import RunRequest, default_run_name, run_evaluation
 from .spec import AdapterSpec
 
@@ -114,8 +117,11 @@ def _run_in_child(request: RunRequest) -> dict:
 
 
 def _in_fresh_process(function: Callable[[RunRequest], dict], request: RunRequest) -> dict:
+    """``function(request)`` in a new process that ends with this one (a sweep killed with SIGKILL leaves no
+    variant running on, holding its run's lock)."""
     context = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(1, mp_context=context) as pool:
+    with cf.ProcessPoolExecutor(1, mp_context=context, initializer=die_with_parent,
+                                initargs=(os.getpid(), started_from_main_thread())) as pool:
         try:
             return pool.submit(function, request).result()
         except cf.process.BrokenProcessPool as exc:
@@ -141,7 +147,11 @@ def run_variant(request: RunRequest) -> tuple[str, Summary]:
 
 def run_sweep(plan: list[Variant], base: RunRequest, dataset_name: str,
               report: Optional[Callable[[SweepEntry, int, int], object]] = None) -> list[SweepEntry]:
-    """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends."""
+    """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends.
+
+    A model that cannot be found stops the sweep before any variant starts (`ModelError`): every variant
+    would fail the same way, each after starting its own process."""
+    resolve_source(base.model)
     entries = []
     for number, variant in enumerate(plan, start=1):
         entry = SweepEntry(variant)

@@ -311,25 +311,51 @@ def _is_pickle(path: Path) -> bool:
     return head[:2] == b"PK" or head[:1] == b"\x80"
 
 
-def detect_format(path: Path) -> str:
-    """The format of a file or folder, from its contents; ModelError when none or several match."""
-    if path.is_file():
+def _file_format(path: Path) -> Optional[str]:
+    """``ggml`` or ``openai-whisper`` when the file's first bytes say so, else None."""
+    try:
         with open(path, "rb") as fh:
             head = fh.read(4)
-        if len(head) == 4 and struct.unpack("<I", head)[0] == 0x67676D6C:
-            return "ggml"
-        if head[:2] == b"PK" or head[:1] == b"\x80":
-            return "openai-whisper"
-        raise ModelError(f"{path}: not a Whisper model file (not a ggml .bin, magic {head.hex() or 'empty'}, "
-                         "and not a torch .pt)")
-    if not path.is_dir():
-        raise ModelError(f"{path}: no such file or folder")
+    except OSError:
+        return None
+    if len(head) == 4 and struct.unpack("<I", head)[0] == 0x67676D6C:
+        return "ggml"
+    if path.suffix == ".pt" and (head[:2] == b"PK" or head[:1] == b"\x80"):
+        return "openai-whisper"
+    return None
+
+
+def _model_files(folder: Path) -> list[tuple[Path, str]]:
+    """Single-file models lying in ``folder`` (a ggml ``.bin``, an openai-whisper ``.pt``), by content."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".bin", ".pt"))
+    return [(p, fmt) for p, fmt in ((p, _file_format(p)) for p in files) if fmt is not None]
+
+
+def folder_formats(path: Path) -> list[str]:
+    """The folder formats ``path`` looks like, from its contents."""
     found = [fmt for fmt, (looks, _) in _FOLDER_FORMATS.items() if looks(path)]
     if (path / "model.bin").is_file() and "transformers" in found and "ctranslate2" in found:
         found.remove("transformers")  # a CTranslate2 folder keeps the transformers config.json beside model.bin
-    if len(found) > 1:
-        raise ModelError(f"{path}: holds more than one model format ({' and '.join(found)}): "
-                         "point --model at one of them")
+    return found
+
+
+def detect_format(path: Path) -> str:
+    """The format of a file or folder, from its contents; ModelError when none or several match (a folder
+    holding a folder model and a ggml .bin or .pt file beside it is several: it says what it found and how
+    to choose, ``--model DIR/FILE`` or ``--model FORMAT:DIR``)."""
+    if path.is_file():
+        fmt = _file_format(path) or ("openai-whisper" if _is_pickle(path) else None)
+        if fmt is None:
+            with open(path, "rb") as fh:
+                head = fh.read(4)
+            raise ModelError(f"{path}: not a Whisper model file (not a ggml .bin, magic {head.hex() or 'empty'}, "
+                             "and not a torch .pt)")
+        return fmt
+    if not path.is_dir():
+        raise ModelError(f"{path}: no such file or folder")
+    found, files = folder_formats(path), _model_files(path)
+    if len(found) + len(files) > 1 or (files and not found):
+        raise ModelError(f"{path}: {_what_is_there(path, found, files)}")
     if not found:
         listed = ", ".join(sorted(p.name for p in path.iterdir())[:8]) or "nothing"
         raise ModelError(f"{path}: no Whisper model format recognised (it holds {listed}); expected a "
@@ -337,10 +363,48 @@ def detect_format(path: Path) -> str:
     return found[0]
 
 
+def _what_is_there(path: Path, found: list[str], files: list[tuple[Path, str]]) -> str:
+    """What a folder holding several models (or only model files) holds, and how to pick one."""
+    seen = [f"a {fmt} model" for fmt in found] + [f"{file.name} ({fmt})" for file, fmt in files]
+    ways = [f"--model {file}" for file, _ in files[:3]] + [f"--model {fmt}:{path}" for fmt in found]
+    head = (f"holds more than one model: {' and '.join(seen)}" if len(seen) > 1
+            else f"holds only the model file {seen[0]}")
+    return f"{head}; say which to use: {' or '.join(ways)}"
+
+
+def parse_model_format(model: str) -> tuple[Optional[str], str]:
+    """``("transformers", "DIR")`` for ``--model transformers:DIR`` (a format named before a path), else
+    ``(None, model)``. Only the format names themselves qualify (``hf:`` and ``openai:`` mean downloads).
+
+    >>> parse_model_format("ggml:/models/tiny"), parse_model_format("hf:openai/whisper-tiny")
+    (('ggml', '/models/tiny'), (None, 'hf:openai/whisper-tiny'))
+    """
+    fmt, sep, rest = model.partition(":")
+    if sep and fmt in FORMATS and rest:
+        return fmt, rest
+    return None, model
+
+
+def check_format(path: Path, fmt: str) -> None:
+    """ModelError unless ``path`` (named with ``--model FORMAT:PATH``) is a model of ``fmt``."""
+    if path.is_file():
+        if _file_format(path) != fmt and not (fmt == "openai-whisper" and _is_pickle(path)):
+            raise ModelError(f"{path}: not a {fmt} model file")
+        return
+    if fmt in _FOLDER_FORMATS and fmt in folder_formats(path):
+        return
+    files = [file for file, kind in _model_files(path) if kind == fmt] if path.is_dir() else []
+    hint = f" (it holds {files[0].name}: --model {files[0]})" if files else ""
+    raise ModelError(f"{path}: no {fmt} model in this folder{hint}")
+
+
 def inspect_model(path: str | Path, fmt: Optional[str] = None) -> ModelLayout:
     """Detect (unless ``fmt`` is given) and describe the model at ``path``, reading headers only."""
     path = Path(path)
-    fmt = fmt or detect_format(path)
+    if fmt is None:
+        fmt = detect_format(path)
+    else:
+        check_format(path, fmt)
     inspectors = {name: inspect for name, (_, inspect) in _FOLDER_FORMATS.items()}
     inspectors |= {"ggml": _inspect_ggml, "openai-whisper": _inspect_openai}
     layout = inspectors[fmt](path)

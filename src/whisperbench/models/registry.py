@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import ModelError
-from .formats import FORMAT_ALIASES, inspect_model
+from .formats import FORMAT_ALIASES, inspect_model, parse_model_format
 from .source import SourceModel, _sha256_file, cache_dir
 
 
@@ -142,7 +142,7 @@ def _locate(model: str) -> tuple[Path, str, str]:
         return _hub_download(model[3:]), name, f"hf:{repo}" + (f"/{file}" if file else "") + f"@{revision or 'main'}"
     if model.startswith("openai:"):
         return _openai_download(model[7:]), model[7:], model
-    path = Path(model).expanduser()
+    path = Path(parse_model_format(model)[1]).expanduser()
     if path.exists():
         resolved = path.resolve()
         return path, resolved.stem if resolved.is_file() else resolved.name, "path"
@@ -162,8 +162,10 @@ def _weights_sha256(files: list[Path]) -> str:
 
 
 def resolve_source(model: str) -> SourceModel:
-    """Find and describe the model behind a ``--model`` value (memoized per path and modification time)."""
-    path = Path(model).expanduser()
+    """Find and describe the model behind a ``--model`` value (memoized per path and modification time).
+    ``FORMAT:PATH`` (e.g. ``transformers:DIR``) reads PATH as that format: how a folder holding several
+    models is told which one is meant."""
+    path = Path(parse_model_format(model)[1]).expanduser()
     stamp = path.stat().st_mtime_ns if path.exists() else 0
     return _resolve(model, stamp)
 
@@ -171,7 +173,7 @@ def resolve_source(model: str) -> SourceModel:
 @lru_cache(maxsize=64)
 def _resolve(model: str, stamp: int) -> SourceModel:
     path, name, origin = _locate(model)
-    layout = inspect_model(path)
+    layout = inspect_model(path, parse_model_format(model)[0])
     return SourceModel(name=name, path=layout.path, format=layout.format, sha256=_weights_sha256(layout.weight_files),
                        dims=layout.dims, dtype=layout.dtype, quantized=layout.quantized,
                        weight_files=tuple(layout.weight_files), size_bytes=layout.size_bytes, origin=origin)

@@ -6,6 +6,10 @@ run shows the latest), the params are the same by construction. The tracking URI
 MLflow's own (``MLFLOW_TRACKING_URI``, else its default). Artifacts: ``examples.csv``, ``examples.json``
 (one object per example), ``report/leaderboard.md``, ``report/report.html``, ``run/run.json``,
 ``run/summary.json``.
+
+Every request to a tracking server runs under `tracking.NETWORK` (MLflow's own ``MLFLOW_HTTP_REQUEST_TIMEOUT``,
+``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR`` and ``..._BACKOFF_JITTER``, unless
+the user set them), and a failure is one redacted line.
 """
 
 from __future__ import annotations
@@ -16,11 +20,16 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import WhisperbenchError
-from .tracking import TrackedRun
+from .tracking import NETWORK, TrackedRun, environment_defaults, safe_line
 
 KEY_TAG = "whisperbench.key"
 DEFAULT_EXPERIMENT = "whisperbench"
 _BATCH = 100  # MLflow's log_batch takes at most 100 params per call
+#: MLflow's HTTP settings (read at each request) from the one network policy
+NETWORK_ENV = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(NETWORK.request_timeout_s),
+               "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(NETWORK.retries),
+               "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(NETWORK.backoff_s),
+               "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0"}
 
 
 def _client(tracking_uri: Optional[str]):
@@ -31,7 +40,8 @@ def _client(tracking_uri: Optional[str]):
     try:
         return MlflowClient(tracking_uri=tracking_uri)
     except Exception as exc:  # MLflow refuses a store (e.g. a file store without MLFLOW_ALLOW_FILE_STORE)
-        raise WhisperbenchError(f"MLflow tracking URI {tracking_uri or '(MLflow default)'}: {exc}") from exc
+        raise WhisperbenchError(safe_line(f"MLflow tracking URI {tracking_uri or '(MLflow default)'}: {exc}")) \
+            from exc
 
 
 def _experiment_id(client, name: str) -> str:
@@ -81,16 +91,18 @@ def _log_files(client, run_id: str, tracked: TrackedRun) -> None:
 
 def publish(tracked: TrackedRun, tracking_uri: Optional[str] = None, experiment: Optional[str] = None) -> str:
     """Create or update the MLflow run of ``tracked``; returns a line saying which."""
+    client = _client(tracking_uri)  # first: it names the extra when MLflow is not installed
     from mlflow.exceptions import MlflowException
 
-    client = _client(tracking_uri)
-    try:
-        experiment_id = _experiment_id(client, experiment or DEFAULT_EXPERIMENT)
-        run_id, created = _find_or_create(client, experiment_id, tracked)
-        _log_values(client, run_id, tracked)
-        _log_files(client, run_id, tracked)
-        client.set_terminated(run_id, "FINISHED")
-    except MlflowException as exc:  # an unreachable server, a store MLflow refuses, no permission
-        raise WhisperbenchError(f"MLflow at {tracking_uri or client.tracking_uri}: {exc.message}") from exc
-    return (f"MLflow: {'created' if created else 'updated'} run {run_id} ({tracked.name}) in experiment "
-            f"{experiment or DEFAULT_EXPERIMENT!r} at {tracking_uri or client.tracking_uri}")
+    where = tracking_uri or client.tracking_uri
+    with environment_defaults(NETWORK_ENV):
+        try:
+            experiment_id = _experiment_id(client, experiment or DEFAULT_EXPERIMENT)
+            run_id, created = _find_or_create(client, experiment_id, tracked)
+            _log_values(client, run_id, tracked)
+            _log_files(client, run_id, tracked)
+            client.set_terminated(run_id, "FINISHED")
+        except MlflowException as exc:  # an unreachable server, a store MLflow refuses, no permission
+            raise WhisperbenchError(safe_line(f"MLflow at {where}: {exc.message}")) from exc
+    return safe_line(f"MLflow: {'created' if created else 'updated'} run {run_id} ({tracked.name}) in "
+                        f"experiment {experiment or DEFAULT_EXPERIMENT!r} at {where}")

@@ -11,7 +11,18 @@ what goes in it is decided here, once, so MLflow and W&B carry the same figures.
 - **metrics**: the summary's numbers (WER, CER, RTFx, latency, memory, size, counts), WER's bootstrap CI,
   per-language error rates, and with a reference QoI with its CI and the improved/unchanged/regressed counts.
 
-Every string passes `redact.redact` (an endpoint's key in a URL never leaves the machine).
+Every string passes `redact.redact` (an endpoint's key in a URL never leaves the machine), and so does every
+message of a failed export (`safe_line`: one line, no user:password, no secret query value).
+
+**The network is bounded** (`NETWORK`): each request waits at most 5 s, is retried twice, with short pauses
+between tries, so an export to a server that never answers gives up in about 20 s (`worst_case_s`) instead of
+MLflow's or W&B's minutes. The tracker modules hand these limits to their client (environment variables the
+user has set win: ``MLFLOW_HTTP_REQUEST_TIMEOUT`` and friends).
+
+>>> NETWORK.worst_case_s() < 30
+True
+>>> safe_line("MLflow at http://u:pw@h:1/: refused,    while retrying")
+'MLflow at http://h:1/: refused, while retrying'
 
 >>> flatten({"decoding": {"beam_size": 5, "language": None}, "model": "tiny.en"})
 {'decoding.beam_size': '5', 'decoding.language': 'None', 'model': 'tiny.en'}
@@ -22,12 +33,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pandas as pd
 
-from ..redact import redact
+from ..redact import redact, redact_text
 from ..scoring import counts_of, qoi_interval, rescored, wer_interval
 from ..store import StoredRun
 from .compare import compare_runs
@@ -41,6 +55,45 @@ SUMMARY_METRICS = ("wer", "cer", "num_examples", "num_ok", "num_failed", "substi
                    "latency_p50_s", "latency_p90_s", "latency_p99_s", "load_s", "warmup_s", "peak_rss_mb",
                    "model_size_mb", "wall_s", "harness_overhead_pct", "macro_error_rate")
 PARAM_MAX_CHARS = 500  # MLflow's historical limit for a param value; longer values are cut, marked with …
+
+
+@dataclass(frozen=True)
+class NetworkLimits:
+    """How long an export may wait on a tracker's server: one request, the retries after a failed one, and the
+    pause before the n-th retry (``backoff_s * 2 ** (n - 1)``, the first retry at once)."""
+
+    request_timeout_s: int = 5
+    retries: int = 2
+    backoff_s: int = 1
+
+    def pauses_s(self) -> list[float]:
+        """The pause before each retry (urllib3's schedule: none before the first, then doubling)."""
+        return [0.0 if n == 1 else float(self.backoff_s * 2 ** (n - 1)) for n in range(1, self.retries + 1)]
+
+    def worst_case_s(self) -> float:
+        """A request to a server that never answers: every try times out, every pause is taken."""
+        return self.request_timeout_s * (self.retries + 1) + sum(self.pauses_s())
+
+
+#: the limits every tracker export runs under (the same for MLflow and W&B)
+NETWORK = NetworkLimits()
+
+
+@contextmanager
+def environment_defaults(values: Mapping[str, str]) -> Iterator[None]:
+    """``values`` in ``os.environ`` for the block, except those the user set already; put back after it."""
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+def safe_line(text: object) -> str:
+    """A tracker's message (an error, or where the run went) as one line, every URL in it redacted."""
+    return redact_text(" ".join(str(text).split()))
 
 
 @dataclass

@@ -6,6 +6,11 @@ export writes a ``wandb/offline-run-*-KEY`` folder carrying that id, and ``wandb
 one run. The per-example table, the reports, run.json and summary.json go into one artifact
 ``whisperbench-KEY`` (type ``evaluation``): W&B versions artifacts by content, so exporting unchanged results
 again adds no version. The config holds the params and the tags (nested as in run.json), the summary the metrics.
+
+Every request runs under `tracking.NETWORK` (W&B's ``WANDB_HTTP_TIMEOUT``, ``WANDB__GRAPHQL_RETRY_MAX``,
+``WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS`` and ``WANDB_INIT_TIMEOUT``, unless the user set them); W&B's own
+terminal output is off (``WANDB_SILENT``: it prints the server URL as given, password and all), so is its
+error telemetry (``WANDB_ERROR_REPORTING``: its exporter waits 10 s at exit), and a failure is one redacted line.
 """
 
 from __future__ import annotations
@@ -16,9 +21,20 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import WhisperbenchError
-from .tracking import TrackedRun
+from .tracking import NETWORK, TrackedRun, environment_defaults, safe_line
 
 DEFAULT_PROJECT = "whisperbench"
+#: W&B's settings (read when it starts in this process) from the one network policy
+NETWORK_ENV = {"WANDB_HTTP_TIMEOUT": str(NETWORK.request_timeout_s),
+               "WANDB__GRAPHQL_RETRY_MAX": str(NETWORK.retries),
+               "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": str(NETWORK.backoff_s),
+               "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": str(max(NETWORK.pauses_s() + [1.0])),
+               "WANDB__FILE_STREAM_RETRY_MAX": str(NETWORK.retries),
+               "WANDB__FILE_STREAM_TIMEOUT_SECONDS": str(NETWORK.request_timeout_s),
+               "WANDB_INIT_TIMEOUT": str(NETWORK.worst_case_s()),  # wandb.init as a whole
+               "WANDB_SILENT": "true",
+               # W&B's own error telemetry: its exporter waits 10 s at exit for a server that may not answer
+               "WANDB_ERROR_REPORTING": "false"}
 
 
 def _wandb():
@@ -46,14 +62,24 @@ def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional
             directory: Optional[str] = None) -> str:
     """Create or update the W&B run of ``tracked``; returns a line saying where it went."""
     wandb = _wandb()
+    with environment_defaults(NETWORK_ENV):
+        run = _init(wandb, tracked, project, entity, directory)
+        return _log(wandb, run, tracked, project)
+
+
+def _init(wandb, tracked: TrackedRun, project: Optional[str], entity: Optional[str], directory: Optional[str]):
     config = {"params": tracked.params, "tags": tracked.tags}
     try:
-        run = wandb.init(project=project or DEFAULT_PROJECT, entity=entity, id=tracked.key, name=tracked.name,
-                         resume="allow", job_type="evaluation", config=config, dir=directory, reinit="create_new",
-                         tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]])
-    except wandb.errors.Error as exc:  # not logged in, no network, a project one may not write to
-        raise WhisperbenchError(f"W&B: {exc} (set WANDB_API_KEY, or WANDB_MODE=offline to write the run locally "
-                                "and `wandb sync` it later)") from exc
+        return wandb.init(project=project or DEFAULT_PROJECT, entity=entity, id=tracked.key, name=tracked.name,
+                          resume="allow", job_type="evaluation", config=config, dir=directory, reinit="create_new",
+                          tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]])
+    except (wandb.errors.Error, TimeoutError) as exc:  # not logged in, no network, a project one may not write to
+        raise WhisperbenchError(safe_line(f"W&B: {exc} (set WANDB_API_KEY, or WANDB_MODE=offline to write the run "
+                                          "locally and `wandb sync` it later)")) from exc
+
+
+def _log(wandb, run, tracked: TrackedRun, project: Optional[str]) -> str:
+    config = {"params": tracked.params, "tags": tracked.tags}
     try:
         run.config.update(config, allow_val_change=True)  # a resumed run takes the new tags
         run.summary.update(tracked.metrics)
@@ -64,4 +90,5 @@ def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional
         wandb.teardown()  # flushes the run's files: finish() can return before an offline log is written
     mode = os.environ.get("WANDB_MODE", "online")
     where = Path(run.dir).parent if mode in ("offline", "dryrun") else (run.url or run.dir)
-    return f"W&B ({mode}): run {tracked.key} ({tracked.name}) in project {project or DEFAULT_PROJECT!r}: {where}"
+    return safe_line(f"W&B ({mode}): run {tracked.key} ({tracked.name}) in project {project or DEFAULT_PROJECT!r}: "
+                     f"{where}")
