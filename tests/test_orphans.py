@@ -104,7 +104,7 @@ def test_a_sweep_killed_with_sigkill_leaves_no_child_holding_the_run(tmp_path, l
     assert open_run("slow", runs).coverage.status == "stopped"  # run.json says running; its writer is gone
     with caplog.at_level("WARNING", logger="whisperbench"):
         result = run_evaluation(_request(manifest, runs))  # the resume
-    assert result.summary["num_examples"] == 6 and result.summary["num_failed"] == 0
+    assert result.summary.num_examples == 6 and result.summary.num_failed == 0
     assert f"took over its lock from pid {child}" in caplog.text
 
 

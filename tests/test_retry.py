@@ -80,7 +80,7 @@ def test_a_crashing_example_is_tried_the_same_number_of_times_everywhere(where, 
     others = [i for i in preds if i not in (ALWAYS, ONCE)]
     assert all(preds[i].status == "ok" and _tries(marks, i) == 1 and "attempts" not in preds[i].extra
                for i in others)
-    assert result.summary["num_failed"] == 1
+    assert result.summary.num_failed == 1
     assert result.info["execution"]["retry"] == RetryPolicy(attempts).to_json()
 
 
