@@ -28,6 +28,37 @@ def test_no_function_is_over_80_lines():
     assert long_functions(limit=40), "the checker reads every function (some are over 40 lines)"
 
 
+def test_no_class_is_over_the_limit_and_every_public_function_is_documented():
+    from whisperbench.devtools.imports import MAX_CLASS_LINES, long_classes, undocumented
+
+    assert long_classes() == []
+    assert long_classes(limit=MAX_CLASS_LINES // 2), "the checker reads every class (some are over half the limit)"
+    assert undocumented() == []
+
+
+def test_the_docstring_checker_finds_a_missing_docstring(tmp_path, monkeypatch):
+    import sys
+
+    from whisperbench.devtools import imports
+
+    package = tmp_path / "whisperbench_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text(
+        'class Base:\n    def run(self):\n        """Documented once."""\n\n\n'
+        "class Child(Base):\n    def run(self):\n        return 1\n\n    def fresh(self):\n        return 2\n\n\n"
+        "def helper():\n    return 3\n\n\ndef _private():\n    return 4\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(imports, "_modules", lambda: {"whisperbench_probe.mod": package / "mod.py"})
+    try:
+        found = imports.undocumented()
+    finally:
+        sys.modules.pop("whisperbench_probe.mod", None)
+        sys.modules.pop("whisperbench_probe", None)
+    assert found == ["whisperbench_probe.mod.Base", "whisperbench_probe.mod.Child",
+                     "whisperbench_probe.mod.Child.fresh", "whisperbench_probe.mod.helper"]
+
+
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     from whisperbench.devtools.imports import cycles, layer_violations
 

@@ -90,6 +90,7 @@ def _execute(request, as_json: bool) -> int:
 
 
 def cmd_run(args) -> int:
+    """``whisperbench run``: evaluate an implementation on a dataset (api.execute); 0, or 2 on bad input."""
     from .adapters import DecodingOptions
     from .harness import RunRequest
     from .harness.longform import LongFormConfig
@@ -109,6 +110,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_score(args) -> int:
+    """``whisperbench score``: store given hypotheses as a run and score them."""
     from .api import score_request
 
     request = score_request(args.hypotheses, args.dataset, runs_dir=args.runs_dir, name=args.name, limit=args.limit,
@@ -119,6 +121,7 @@ def cmd_score(args) -> int:
 
 
 def cmd_rescore(args) -> int:
+    """``whisperbench rescore``: recompute a run's summary from its stored raw outputs."""
     from .harness import rescore
     from .store import open_run
 
@@ -131,6 +134,7 @@ def cmd_rescore(args) -> int:
 
 # --- compare / report / gate ---------------------------------------------------------------------
 def cmd_compare(args) -> int:
+    """``whisperbench compare``: WER, QoI and paired tests of candidates against a reference (table or JSON)."""
     from .api import compare_all, load_run
     from .reports import comparison_table
 
@@ -229,6 +233,7 @@ def _hallucination_notes(reference, candidate) -> list[str]:
 
 
 def cmd_report(args) -> int:
+    """``whisperbench report``: the leaderboard of the runs of a folder (markdown, HTML, CSV or a model card)."""
     from .store import list_runs
     from .reports import leaderboard_frame, pick_references
     from .reports.leaderboard import default_references, describe_references
@@ -296,6 +301,7 @@ _REPORT_WRITERS = {"md": _markdown_report, "html": _html_report, "csv": _csv_rep
 
 
 def cmd_gate(args) -> int:
+    """``whisperbench gate``: the release gate; exit 0 pass, 1 regression, 2 cannot judge."""
     from .api import gate, load_run
     from .reports import format_gate, junit_xml
     from .reports.gate import cannot_judge_xml
@@ -325,6 +331,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_plan(args) -> int:
+    """``whisperbench plan``: the smallest detectable WER increase and QoI drop, or the examples needed."""
     from .api import plan
     from .reports.gate import format_plan
 
@@ -343,6 +350,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_noise(args) -> int:
+    """``whisperbench noise``: run-to-run noise of repeated runs of one configuration."""
     from .api import noise
     from .reports.noise import format_noise
 
@@ -359,6 +367,7 @@ def _write_junit(path: str, xml: str) -> None:
 
 
 def cmd_subtitles(args) -> int:
+    """``whisperbench subtitles``: SRT or WebVTT files of a run's segments, one per example."""
     from .store import open_run
     from .reports.timing import write_subtitles
 
@@ -382,6 +391,7 @@ def _subtitles_parser(sub: Any) -> None:
 
 
 def cmd_export(args) -> int:
+    """``whisperbench export``: a run's per-example rows (CSV/JSON) or the run to MLflow or W&B."""
     from .store import list_runs, open_run
 
     reference = open_run(args.reference, args.runs_dir) if args.reference else None
@@ -430,6 +440,7 @@ def _export_to_tracker(args, runs, reference) -> int:
 
 # --- listings ------------------------------------------------------------------------------------
 def cmd_runs(args) -> int:
+    """``whisperbench runs`` / ``runs remove``: list the runs of a folder, or remove some."""
     from .api import remove_runs, runs
     from .reports.runs import human_size, render_runs
 
@@ -465,6 +476,7 @@ def _confirm(question: str) -> bool:
 
 
 def cmd_adapters(args) -> int:
+    """``whisperbench adapters``: the implementations, whether installed, their options and variants."""
     from .adapters import get_adapter, registry
     from .adapters.options import describe_options
     from .errors import AdapterUnavailable
@@ -505,6 +517,7 @@ def cmd_adapters(args) -> int:
 
 
 def cmd_models(args) -> int:
+    """``whisperbench models``: the known models, a model's facts (``info``) or a conversion (``convert``)."""
     if args.action == "info":
         return _models_info(args)
     if args.action == "convert":
@@ -558,6 +571,7 @@ def _models_convert(args) -> int:
 
 
 def cmd_datasets(args) -> int:
+    """``whisperbench datasets``: the bundled sets, or a dataset's validation (invalid rows named)."""
     from .datasets import bundled_datasets, load_dataset
 
     if not args.spec:
@@ -575,6 +589,7 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_perturb(args) -> int:
+    """``whisperbench perturb``: write a robustness set derived from a dataset; prints its manifest."""
     from .datasets import load_dataset
     from .datasets.perturb import perturb, recipe_from_text
 
@@ -586,6 +601,7 @@ def cmd_perturb(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    """``whisperbench sweep``: every compressed variant of a model against one reference, and the size table."""
     from .adapters import DecodingOptions
     from .datasets import load_dataset
     from .harness.sweep import DEFAULT_IMPLEMENTATIONS, plan_sweep, reference_variant, run_sweep
@@ -650,6 +666,7 @@ def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_nam
 
 
 def cmd_demo(args) -> int:
+    """``whisperbench demo``: the default evaluation on the bundled sets."""
     from .demo import run_demo
 
     return run_demo(args)
@@ -975,6 +992,7 @@ _COMMANDS = (_run_parser, _score_parser, _rescore_parser, _compare_parser, _repo
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: every command, its options and help (docs/usage.md lists them)."""
     parser = argparse.ArgumentParser(
         prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights.")
     parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
@@ -1017,6 +1035,7 @@ def _configure_logging(level: int) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """Run the command line on ``argv`` (default ``sys.argv``); the exit code (bad input: one line and 2)."""
     args = build_parser().parse_args(argv)
     _configure_logging(args.log_level)
     try:

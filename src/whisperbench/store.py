@@ -12,13 +12,10 @@ import json
 import logging
 import os
 import re
-import socket
-from contextlib import contextmanager
 from functools import cached_property
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, ContextManager, Iterable, Iterator, Optional
 
 import pyarrow.compute as pc
 
@@ -27,6 +24,8 @@ from .errors import RunStoreError
 from .files import write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo
+from .scorefile import read_table, write_table
+from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
 from .scoring.record import Summary, SummaryError
 from .types import Prediction
 
@@ -35,9 +34,6 @@ logger = logging.getLogger(__name__)
 RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
 SUMMARY_JSON = "summary.json"
-LOCK = ".lock"  # held (flock) by the one process writing the run; the kernel releases it when that process dies
-TAKEOVER = ".lock.takeover"  # held while one process decides whether a lock whose writer is gone is taken over
-OWNER = ".owner.json"  # who holds the lock: pid, host, start time, since when (refusals; a dead writer's is taken over)
 
 
 def safe_run_name(text: str) -> str:
@@ -68,22 +64,28 @@ class RunStore:
 
     @property
     def name(self) -> str:
+        """The run's name (its folder's name)."""
         return self.path.name
 
     @property
     def predictions_path(self) -> Path:
+        """Where the run's raw outputs are: predictions.jsonl, one line per example."""
         return self.path / PREDICTIONS
 
     def exists(self) -> bool:
+        """Whether the folder holds a run (a run.json)."""
         return (self.path / RUN_JSON).exists()
 
     def read_info(self) -> dict:
+        """run.json as stored (credentials redacted, also in runs stored before redaction covered every field)."""
         return redact(_read_json(self.path / RUN_JSON))  # runs stored before redaction covered every field
 
     def read_run_info(self) -> RunInfo:
+        """run.json as the typed record :class:`~whisperbench.runinfo.RunInfo`."""
         return RunInfo.from_dict(self.read_info())
 
     def write_info(self, info: RunInfo | dict) -> None:
+        """Write run.json atomically, redacted."""
         write_json_atomic(self.path / RUN_JSON, redact(info.to_dict() if isinstance(info, RunInfo) else info))
 
     def read_summary(self) -> Optional[Summary]:
@@ -97,6 +99,7 @@ class RunStore:
             raise RunStoreError(f"{path}: {exc}") from exc
 
     def write_summary(self, summary: Summary) -> None:
+        """Write summary.json atomically, redacted (:meth:`Summary.to_dict`)."""
         write_json_atomic(self.path / SUMMARY_JSON, redact(summary.to_dict()))
 
     def prediction_chunks(self, size: int = 50_000) -> Iterator[list[Prediction]]:
@@ -151,46 +154,15 @@ class RunStore:
             return "absent"
         return f"{stat.st_size}:{stat.st_mtime_ns}"
 
-    def read_score_table(self, normalizer: str):
-        """The stored score table with ``normalizer``, memory-mapped; None when it is missing, unreadable,
-        of another table version or normalizer, or older than predictions.jsonl (stale)."""
-        import pyarrow as pa
+    def read_score_table(self, normalizer: str) -> Any:
+        """The stored score table with ``normalizer`` (:func:`whisperbench.scorefile.read_table`); None when
+        it is missing, unreadable, of another version or normalizer, or stale."""
+        return read_table(self.scores_path(normalizer), normalizer, self.predictions_stamp())
 
-        from .scoring.table import TABLE_VERSION
-
-        path = self.scores_path(normalizer)
-        if not path.exists():
-            return None
-        try:
-            table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
-        except (OSError, pa.ArrowInvalid) as exc:
-            logger.warning("score table %s unreadable (%s): rebuilding it", path, exc)
-            return None
-        meta = table.schema.metadata or {}
-        wanted = {b"version": TABLE_VERSION.encode(), b"normalizer": normalizer.encode(),
-                  b"predictions": self.predictions_stamp().encode()}
-        if any(meta.get(key) != value for key, value in wanted.items()):
-            logger.info("score table %s is stale: rebuilding it from %s", path, PREDICTIONS)
-            return None
-        return table
-
-    def write_score_table(self, table, normalizer: str, stamp: str) -> None:
-        """Store ``table`` (scored with ``normalizer`` from predictions.jsonl as it was at ``stamp``),
-        atomically; a run folder that cannot be written keeps no table (it is rebuilt next time)."""
-        import pyarrow as pa
-
-        from .scoring.table import TABLE_VERSION
-
-        path = self.scores_path(normalizer)
-        table = table.replace_schema_metadata({"version": TABLE_VERSION, "normalizer": normalizer, "predictions": stamp})
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        try:
-            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1 << 17)
-            os.replace(tmp, path)
-        except OSError as exc:
-            logger.warning("cannot write the score table %s (%s): it will be rebuilt next time", path, exc)
-            tmp.unlink(missing_ok=True)
+    def write_score_table(self, table: Any, normalizer: str, stamp: str) -> None:
+        """Store ``table`` (scored with ``normalizer`` from predictions.jsonl as it was at ``stamp``), atomically
+        (:func:`whisperbench.scorefile.write_table`)."""
+        write_table(self.scores_path(normalizer), table, normalizer, stamp)
 
     def _cut_partial_line(self) -> None:
         path = self.predictions_path
@@ -202,61 +174,16 @@ class RunStore:
             if end != len(data):
                 fh.truncate(end)
 
-    @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the run's writer lock: a second writer (same or another configuration) is refused with a
-        clear error naming the holder. A lock whose recorded writer is no longer running is taken over, saying
-        so: the OS releases a dead writer's lock, and one still held after its writer died is held by a
-        process that inherited it (an orphaned child), not by a writer of this run."""
-        from filelock import FileLock, Timeout
-
-        self.path.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.path / LOCK), timeout=0)
-        owner = self.owner()
-        try:
-            lock.acquire()
-        except Timeout:
-            lock = self._take_over()
-        else:
-            if owner is not None and not owner_alive(owner):
-                logger.warning("run %s: took over its lock from %s, which stopped without releasing it",
-                               self.path, _describe(owner))
-        try:
-            write_json_atomic(self.path / OWNER, this_process())
-            yield
-        finally:
-            (self.path / OWNER).unlink(missing_ok=True)
-            lock.release()
-
-    def _take_over(self) -> Any:
-        """The run's lock when the process holding it is not its recorded writer (that writer is gone: an
-        orphan that inherited the lock holds it), else RunStoreError naming the writer. One process at a time
-        decides (a second lock file): the first takes over and records itself, the next finds it alive."""
-        from filelock import FileLock, Timeout
-
-        with FileLock(str(self.path / TAKEOVER), timeout=30):
-            owner = self.owner()
-            lock = FileLock(str(self.path / LOCK), timeout=0)
-            try:
-                lock.acquire()  # released meanwhile
-                return lock
-            except Timeout:
-                if owner is None or owner_alive(owner):
-                    raise RunStoreError(f"run {self.path} is being written by {_describe(owner)}: one writer per "
-                                        "run; wait for it to finish or pass --name for another run") from None
-            (self.path / LOCK).unlink(missing_ok=True)  # the holder keeps a lock on a file no writer opens again
-            lock = FileLock(str(self.path / LOCK), timeout=0)
-            lock.acquire()
-            write_json_atomic(self.path / OWNER, this_process())  # before the next one may decide
-            logger.warning("run %s: took over its lock from %s, which is no longer running (a process it left "
-                           "behind still held the lock)", self.path, _describe(owner))
-            return lock
+    def lock(self) -> ContextManager[None]:
+        """Hold the run's writer lock (:meth:`whisperbench.runlock.RunLock.hold`): one writer per run, a dead
+        writer's lock taken over, saying so."""
+        return RunLock(self.path).hold()
 
     def live_writer(self) -> Optional[str]:
         """Who writes this run now ("pid 12 on host (since …)"), or None: no running process is its recorded
         writer (a lock left by a dead writer, or held by an orphan it left behind, is free). Creates nothing."""
         owner = self.owner()
-        return _describe(owner) if owner is not None and owner_alive(owner) else None
+        return describe_owner(owner) if owner is not None and owner_alive(owner) else None
 
     def size_bytes(self) -> int:
         """Bytes the run's folder holds on disk (every file in it)."""
@@ -267,68 +194,30 @@ class RunStore:
         is writing is refused (RunStoreError naming it), as is a folder that holds no run."""
         import shutil
 
-        from filelock import FileLock, Timeout
-
         if not (self.path / RUN_JSON).exists() and not self.predictions_path.exists():
             raise RunStoreError(f"{self.path} holds no run (no {RUN_JSON}): not removed")
-        lock = FileLock(str(self.path / LOCK), timeout=0)
         try:
-            lock.acquire()
-        except Timeout:
-            try:
-                lock = self._take_over()  # an orphan holds it: taken over; a live writer: refused
-            except RunStoreError:
-                raise RunStoreError(f"run {self.name} is being written by {_describe(self.owner())}: not "
-                                    "removed; stop it first (Ctrl-C) or wait for it to finish") from None
+            lock = RunLock(self.path).acquire()
+        except RunStoreError:
+            raise RunStoreError(f"run {self.name} is being written by {describe_owner(self.owner())}: not "
+                                "removed; stop it first (Ctrl-C) or wait for it to finish") from None
         try:
             shutil.rmtree(self.path)
         finally:
             lock.release()
 
     def owner(self) -> Optional[dict]:
-        """The lock owner's record (`this_process` of the writer), None when no writer left one."""
-        try:
-            owner = json.loads((self.path / OWNER).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return owner if isinstance(owner, dict) else None
+        """The lock owner's record (``runlock.this_process`` of the writer), None when no writer left one."""
+        return RunLock(self.path).owner()
 
     def open_for_append(self) -> "PredictionWriter":
+        """A writer appending predictions to predictions.jsonl (a partial last line left by a crash is cut first)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._cut_partial_line()
         return PredictionWriter(self.predictions_path)
 
 
-def this_process() -> dict:
-    """The lock owner's record: pid, host, since when, and the process's start time (a pid can be reused)."""
-    import psutil
 
-    return {"pid": os.getpid(), "host": socket.gethostname(), "started": psutil.Process().create_time(),
-            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-
-
-def owner_alive(owner: dict) -> bool:
-    """Whether the process an owner record names still runs (the same process: same pid and start time).
-    A writer on another host is taken to be alive (its processes cannot be seen from here)."""
-    import psutil
-
-    if owner.get("host") != socket.gethostname():
-        return True
-    try:
-        process = psutil.Process(int(owner["pid"]))
-        started = owner.get("started")
-        return process.status() != psutil.STATUS_ZOMBIE and (
-            started is None or abs(process.create_time() - float(started)) < 1.0)
-    except (psutil.NoSuchProcess, KeyError, TypeError, ValueError):
-        return False
-    except psutil.AccessDenied:
-        return True
-
-
-def _describe(owner: Optional[dict]) -> str:
-    if not owner:
-        return "another process"
-    return f"pid {owner.get('pid')} on {owner.get('host')} (since {owner.get('since')})"
 
 
 @dataclass
@@ -342,6 +231,7 @@ class PredictionWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def append(self, pred: Prediction) -> None:
+        """Append one prediction as a line and flush it to disk (a finished result is never lost)."""
         data = pred.to_json()
         if data.get("error"):  # an endpoint's error (and its traceback) can quote its URL
             data["error"] = redact_text(data["error"])
@@ -351,10 +241,12 @@ class PredictionWriter:
         os.fsync(self._fd)
 
     def append_all(self, preds: Iterable[Prediction]) -> None:
+        """Append several predictions (each as :meth:`append`)."""
         for pred in preds:
             self.append(pred)
 
     def close(self) -> None:
+        """Close the file."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -418,18 +310,22 @@ class StoredRun:
 
     @property
     def name(self) -> str:
+        """The run's name (its folder's name)."""
         return self.store.name
 
     @property
     def dataset_hash(self) -> str:
+        """The content hash of the dataset the run ran on (runs on the same data are compared)."""
         return self.meta.dataset.content_hash
 
     @property
     def form(self) -> str:
+        """``short`` or ``long``: the run's dataset form."""
         return self.meta.dataset.form
 
     @property
     def normalizer(self) -> str:
+        """The normalizer the run was scored with (run.json)."""
         return self.meta.normalizer
 
 

@@ -146,6 +146,7 @@ class ChildProcess:
         return "; it logged: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
 
     def stop(self) -> None:
+        """Stop the child: ask it to close, and kill it if it has not ended 10 s later."""
         try:
             self.conn.send(("close", (), {}))
             self.process.wait(timeout=10)

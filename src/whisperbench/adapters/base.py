@@ -225,6 +225,7 @@ class Adapter(ABC):
 
     @classmethod
     def ensure_available(cls) -> None:
+        """Raise AdapterUnavailable (naming what to install) when the implementation's packages are missing."""
         missing = cls.missing()
         if missing:
             hint = f"pip install 'whisperbench[{cls.extra}]'" if cls.extra else f"pip install {' '.join(missing)}"

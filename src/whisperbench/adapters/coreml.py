@@ -61,6 +61,7 @@ class CoreMLAdapter(Adapter):
 
     @classmethod
     def ensure_available(cls) -> None:
+        """The package check, then a refusal with the reason off macOS (Core ML predictions run only there)."""
         super().ensure_available()
         if sys.platform != "darwin":
             raise AdapterUnavailable(f"adapter coreml: {NOT_MACOS.format(platform=sys.platform)}")

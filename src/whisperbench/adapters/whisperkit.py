@@ -98,6 +98,7 @@ class WhisperKitAdapter(Adapter):
 
     @classmethod
     def ensure_available(cls) -> None:
+        """Refuse with the reason off macOS (WhisperKit runs only there; ``load`` then looks for whisperkit-cli)."""
         if sys.platform != "darwin":
             raise AdapterUnavailable(f"adapter whisperkit: WhisperKit runs only on macOS (this is {sys.platform})")
 

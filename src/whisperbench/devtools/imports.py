@@ -17,8 +17,9 @@ from pathlib import Path
 PACKAGE = "whisperbench"
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
+    "scorefile": 1,
     **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "gcpause",
-                            "supervise", "files", "runinfo", "languages")},
+                            "supervise", "files", "runinfo", "languages", "runlock")},
     "models": 1, "scoring": 1, "store": 1,
     "adapters": 2, "datasets": 2,
     "harness": 3,

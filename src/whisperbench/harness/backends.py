@@ -32,8 +32,12 @@ from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
 from .job import BackendReport, Job, Progress
 
+
 class Backend(Protocol):
-    def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport: ...
+    """Where a run's examples are transcribed (registered in ``BACKENDS``, built from a ``Job``)."""
+
+    def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
+        """Run ``todo``, appending each prediction to ``writer`` as it finishes; the load, memory and timing report."""
 
 
 class InProcess:
@@ -43,6 +47,7 @@ class InProcess:
         self.job = job
 
     def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
+        """Load the adapter here and transcribe ``todo`` in order (batched where the adapter batches)."""
         adapter = self.job.adapter
         assert adapter is not None
         runner = self.job.runner(adapter)
@@ -175,6 +180,7 @@ class ProcessPool:
         self.job = job
 
     def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
+        """Transcribe ``todo`` on the worker processes, storing each result as it arrives."""
         job = self.job
         context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
         # the main process's adapter is never loaded here: it only tells the batch size

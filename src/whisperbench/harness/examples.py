@@ -19,6 +19,7 @@ from .retry import RetryPolicy
 WARMUP_AUDIO_S = 2.0
 
 def error_text(exc: BaseException) -> str:
+    """One line naming an exception (its type and message), as a failed prediction records it."""
     return f"{type(exc).__name__}: {exc}".strip()
 
 
@@ -40,6 +41,7 @@ class ExampleRunner:
         self.warmup_s = 0.0
 
     def load(self, warmup: bool) -> None:
+        """Load the adapter's model (and warm it up when asked); the load and warm-up seconds are recorded."""
         self.adapter.refuse_word_timing()
         start = time.perf_counter()
         self.adapter.load()

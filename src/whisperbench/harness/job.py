@@ -40,10 +40,12 @@ class Job:
         return dataclasses.replace(self, adapter=None)
 
     def runner(self, adapter: Adapter) -> ExampleRunner:
+        """An ExampleRunner for this job's adapter (the one way every backend transcribes examples)."""
         return ExampleRunner(adapter, self.long_form, self.normalizer, self.long_form_config,
                              one_language_per_batch=self.spec.decoding.language == FROM_DATASET, retry=self.retry)
 
     def failed(self, example: Example, error: str) -> Prediction:
+        """The failed prediction of ``example`` with ``error`` (Prediction.failed, the one constructor of failures)."""
         return score_prediction(Prediction.failed(example, error), self.normalizer)
 
 
@@ -59,6 +61,7 @@ class BackendReport:
     backend_info: Optional[dict] = None  # Ray: cluster, actors, deaths and retries
 
     def to_dict(self) -> dict:
+        """The report as run.json records it."""
         return asdict(self)
 
     @classmethod

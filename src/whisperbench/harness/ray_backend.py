@@ -66,6 +66,7 @@ class ExampleWorker:
                     adapter_info=self.runner.adapter.describe())
 
     def run(self, examples: list[Example]) -> tuple[list[Prediction], dict[str, Any]]:
+        """Transcribe a batch of examples on this actor; their predictions and the actor's current facts."""
         preds = self.runner.run_batch(examples)
         facts = self._facts()
         for pred in preds:
@@ -74,6 +75,7 @@ class ExampleWorker:
         return preds, dict(facts, peak_rss_mb=peak_rss_mb())
 
     def close(self) -> None:
+        """Close the actor's adapter (its helper processes stop)."""
         self.runner.adapter.close()
 
     @staticmethod
@@ -181,73 +183,34 @@ def _absolute(example: Example) -> Example:
     return example
 
 
-class RayBackend:
-    """Run examples on ``job.workers`` Ray actors, appending predictions to the writer as they finish.
+class _ActorPool:
+    """The Ray actors of one run: started, loaded, refused when their weights differ, replaced while restarts
+    are left, killed and closed; ``deaths`` says what happened to each that is gone."""
 
-    ``max_restarts`` bounds how many replacement actors are started (default: ``workers * attempts`` of the
-    job's retry policy).
-    The report's load/warm-up time and peak memory are measured in the actors (the largest over
-    actors); its ``backend_info`` holds the cluster, actors, deaths and retries.
-    """
-
-    def __init__(self, job: Job, *, max_restarts: Optional[int] = None):
-        self.job, max_attempts = job, job.retry.attempts
-        self.workers = max(1, job.workers)
-        self.restarts_left = self.workers * max_attempts if max_restarts is None else max_restarts
+    def __init__(self, ray: Any, job: Job, remote_cls: Any, restarts: int):
+        self.ray, self.job, self.remote_cls, self.restarts_left = ray, job, remote_cls, restarts
         self.actors: list[_Actor] = []
-        self.owner: dict[Any, tuple[_Actor, _Work]] = {}  # in-flight object ref -> (actor, work)
-        self.pending: deque[_Work] = deque()
-        self.attempts: dict[str, int] = {}
         self.deaths: list[str] = []
-        self.lost_in: dict[str, list[dict]] = {}  # example id -> the workers that died while it was queued on them
-        self.batch_size = 1
+        self.expected_fingerprint = driver_fingerprint(job)
 
-    def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
-        self.ray = ray = _import_ray()
-        self.writer, self.progress = writer, progress
-        self.job = dataclasses.replace(self.job, spec=absolute_model(self.job.spec))
-        self.expected_fingerprint = driver_fingerprint(self.job)
-        started_here = connect(self.job.address)
-        cluster_cpus = ray.cluster_resources().get("CPU", 0)
-        if cluster_cpus < self.workers:
-            if started_here:
-                ray.shutdown()
-            raise WhisperbenchError(f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
-                                    f"the cluster has {cluster_cpus:g}")
-        self.actor_cpus = actor_cpus(self.job.spec.decoding.threads, self.workers, cluster_cpus)
-        worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
-        self.remote_cls = ray.remote(num_cpus=self.actor_cpus, max_restarts=0)(ExampleWorker).options(
-            runtime_env={"env_vars": worker_env})
-        loop_wall = 0.0
-        try:
-            for _ in range(self.workers):
-                self._start_actor()
-            self._await_first_live()
-            self.batch_size = next(a for a in self.actors if a.status == "live").facts["batch_size"]
-            self.pending.extend(_Work(batch) for batch in batches([_absolute(ex) for ex in todo], self.batch_size))
-            start = time.perf_counter()
-            try:
-                self._loop()
-            finally:
-                loop_wall = time.perf_counter() - start
-        finally:
-            self._close_actors()
-            if started_here:
-                ray.shutdown()
-        return self._report(loop_wall, cluster_cpus, worker_env)
-
-    def _start_actor(self) -> None:
+    def start(self) -> None:
+        """Start one more actor (it loads its model; ``ready_ref`` resolves when it has)."""
         handle = self.remote_cls.remote(self.job.portable())
         actor = _Actor(handle, len(self.actors))
         actor.ready_ref = handle.ready.remote()
         self.actors.append(actor)
 
-    def _emit(self, preds: list[Prediction]) -> None:
-        self.writer.append_all(preds)
-        if self.progress and preds:
-            self.progress(len(preds))
+    def replace(self, work_left: bool) -> None:
+        """Start a replacement actor while restarts are left and there is work for it."""
+        if self.restarts_left > 0 and work_left:
+            self.restarts_left -= 1
+            self.start()
 
-    def _await_first_live(self) -> None:
+    def starting_refs(self) -> list[Any]:
+        """The readiness refs of the actors still loading their model."""
+        return [a.ready_ref for a in self.actors if a.status == "starting"]
+
+    def await_first_live(self) -> None:
         """Wait until one actor has loaded its model: only then is the batch size known and work sent."""
         first_error: Optional[str] = None
         while not any(a.status == "live" for a in self.actors):
@@ -264,35 +227,22 @@ class RayBackend:
                 actor.status, actor.error = "died", _cause(exc)
                 self.deaths.append(f"actor {actor.number} failed to start: {_cause(exc)}")
                 continue
-            refused = self._refused(actor)
-            first_error = first_error or refused
+            first_error = first_error or self.refuse_foreign(actor, work_left=False)  # no work queued yet
 
-    def _loop(self) -> None:
-        """Keep work queued on the live actors and store results as they finish, until nothing is left."""
-        while self.pending or self.owner:
-            _dispatch(self.pending, self.actors, self.owner)
-            waiting = list(self.owner) + [a.ready_ref for a in self.actors if a.status == "starting"]
-            if not waiting:  # every actor is gone and no restarts are left
-                cause = self.deaths[-1] if self.deaths else "no Ray workers"
-                while self.pending:
-                    self._emit([self.job.failed(ex, f"no live Ray workers left ({cause})")
-                                for ex in self.pending.popleft().examples])
-                return
-            done, _ = self.ray.wait(waiting, num_returns=1)
-            if done[0] in self.owner:
-                self._finished(done[0])
-            else:
-                self._loaded(done[0])
-
-    def _loaded(self, ref: Any) -> None:
+    def loaded(self, ref: Any, work_left: bool) -> None:
+        """An actor's model finished loading (``ref`` its readiness): live, or dead with the reason."""
         actor = next(a for a in self.actors if a.status == "starting" and a.ready_ref == ref)
         try:
             actor.facts, actor.status = self.ray.get(ref), "live"
         except Exception as exc:
-            return self._bury(actor, f"failed to start: {_cause(exc)}", [])
-        self._refused(actor)
+            actor.status, actor.error = "died", f"failed to start: {_cause(exc)}"
+            self.deaths.append(f"actor {actor.number} (? pid ?): failed to start: {_cause(exc)}")
+            self.kill(actor)
+            self.replace(work_left)
+            return
+        self.refuse_foreign(actor, work_left)
 
-    def _refused(self, actor: _Actor) -> Optional[str]:
+    def refuse_foreign(self, actor: _Actor, work_left: bool) -> Optional[str]:
         """Refuse (kill, say why) a freshly loaded actor whose weights fingerprint is not the driver's (or, when
         the driver cannot read the model, not the first live actor's): it would give other transcripts."""
         found = ((actor.facts.get("adapter_info") or {}).get("weights") or {}).get("fingerprint")
@@ -305,11 +255,106 @@ class RayBackend:
         logger.warning("backend ray: actor %d %s", actor.number, cause)
         actor.status, actor.error = "refused", cause
         self.deaths.append(f"actor {actor.number} {cause}")
-        self._kill(actor)
-        if self.restarts_left > 0 and (self.pending or self.owner):
-            self.restarts_left -= 1
-            self._start_actor()
+        self.kill(actor)
+        self.replace(work_left)
         return cause
+
+    def kill(self, actor: _Actor) -> None:
+        """Kill ``actor`` for good (no Ray restart); one already gone is left alone."""
+        try:
+            self.ray.kill(actor.handle, no_restart=True)
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        """Close every live actor (its adapter stops its own helper processes) and kill them all."""
+        for actor in self.actors:
+            if actor.status == "live":
+                try:  # lets adapters stop their own helper processes (whisper.cpp)
+                    self.ray.get(actor.handle.close.remote(), timeout=10)
+                except Exception:
+                    pass
+                actor.status = "closed"
+            elif actor.status == "starting":
+                actor.status = "not needed"  # the work was done before its model was loaded
+            self.kill(actor)
+
+
+class RayBackend:
+    """Run examples on ``job.workers`` Ray actors, appending predictions to the writer as they finish.
+
+    ``max_restarts`` bounds how many replacement actors are started (default: ``workers * attempts`` of the
+    job's retry policy).
+    The report's load/warm-up time and peak memory are measured in the actors (the largest over
+    actors); its ``backend_info`` holds the cluster, actors, deaths and retries.
+    """
+
+    def __init__(self, job: Job, *, max_restarts: Optional[int] = None):
+        self.job, max_attempts = job, job.retry.attempts
+        self.workers = max(1, job.workers)
+        self.restarts = self.workers * max_attempts if max_restarts is None else max_restarts
+        self.owner: dict[Any, tuple[_Actor, _Work]] = {}  # in-flight object ref -> (actor, work)
+        self.pending: deque[_Work] = deque()
+        self.attempts: dict[str, int] = {}
+        self.lost_in: dict[str, list[dict]] = {}  # example id -> the workers that died while it was queued on them
+        self.batch_size = 1
+
+    def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
+        """Run ``todo`` on the actors; every example ends stored (transcribed, or failed with its reason)."""
+        self.ray = ray = _import_ray()
+        self.writer, self.progress = writer, progress
+        self.job = dataclasses.replace(self.job, spec=absolute_model(self.job.spec))
+        started_here = connect(self.job.address)
+        cluster_cpus = ray.cluster_resources().get("CPU", 0)
+        if cluster_cpus < self.workers:
+            if started_here:
+                ray.shutdown()
+            raise WhisperbenchError(f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
+                                    f"the cluster has {cluster_cpus:g}")
+        self.actor_cpus = actor_cpus(self.job.spec.decoding.threads, self.workers, cluster_cpus)
+        worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
+        remote_cls = ray.remote(num_cpus=self.actor_cpus, max_restarts=0)(ExampleWorker).options(
+            runtime_env={"env_vars": worker_env})
+        self.pool = _ActorPool(ray, self.job, remote_cls, self.restarts)
+        loop_wall = 0.0
+        try:
+            for _ in range(self.workers):
+                self.pool.start()
+            self.pool.await_first_live()
+            self.batch_size = next(a for a in self.pool.actors if a.status == "live").facts["batch_size"]
+            self.pending.extend(_Work(batch) for batch in batches([_absolute(ex) for ex in todo], self.batch_size))
+            start = time.perf_counter()
+            try:
+                self._loop()
+            finally:
+                loop_wall = time.perf_counter() - start
+        finally:
+            self.pool.close()
+            if started_here:
+                ray.shutdown()
+        return self._report(loop_wall, cluster_cpus, worker_env)
+
+    def _emit(self, preds: list[Prediction]) -> None:
+        self.writer.append_all(preds)
+        if self.progress and preds:
+            self.progress(len(preds))
+
+    def _loop(self) -> None:
+        """Keep work queued on the live actors and store results as they finish, until nothing is left."""
+        while self.pending or self.owner:
+            _dispatch(self.pending, self.pool.actors, self.owner)
+            waiting = list(self.owner) + self.pool.starting_refs()
+            if not waiting:  # every actor is gone and no restarts are left
+                cause = self.pool.deaths[-1] if self.pool.deaths else "no Ray workers"
+                while self.pending:
+                    self._emit([self.job.failed(ex, f"no live Ray workers left ({cause})")
+                                for ex in self.pending.popleft().examples])
+                return
+            done, _ = self.ray.wait(waiting, num_returns=1)
+            if done[0] in self.owner:
+                self._finished(done[0])
+            else:
+                self.pool.loaded(done[0], bool(self.pending or self.owner))
 
     def _finished(self, ref: Any) -> None:
         actor, work = self.owner.pop(ref)
@@ -333,10 +378,10 @@ class RayBackend:
         attempt, or store them as failed once the retry policy gives up on them."""
         actor.status, actor.error = "died", cause
         where = {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")}
-        self.deaths.append(f"actor {actor.number} ({where['host'] or '?'} pid {where['pid'] or '?'}): {cause}")
+        self.pool.deaths.append(f"actor {actor.number} ({where['host'] or '?'} pid {where['pid'] or '?'}): {cause}")
         lost = lost + [self.owner.pop(ref)[1] for ref in actor.in_flight]
         actor.in_flight.clear()
-        self._kill(actor)
+        self.pool.kill(actor)
         retries = []
         for example in (example for work in lost for example in work.examples):
             self.attempts[example.id] = self.attempts.get(example.id, 0) + 1
@@ -347,39 +392,19 @@ class RayBackend:
             else:
                 retries.append(_Work([example], retry=True))
         self.pending.extendleft(reversed(retries))
-        if self.restarts_left > 0 and (self.pending or self.owner):
-            self.restarts_left -= 1
-            self._start_actor()
-
-    def _kill(self, actor: _Actor) -> None:
-        try:
-            self.ray.kill(actor.handle, no_restart=True)
-        except Exception:
-            pass
-
-    def _close_actors(self) -> None:
-        for actor in self.actors:
-            if actor.status == "live":
-                try:  # lets adapters stop their own helper processes (whisper.cpp)
-                    self.ray.get(actor.handle.close.remote(), timeout=10)
-                except Exception:
-                    pass
-                actor.status = "closed"
-            elif actor.status == "starting":
-                actor.status = "not needed"  # the work was done before its model was loaded
-            self._kill(actor)
+        self.pool.replace(bool(self.pending or self.owner))
 
     def _report(self, loop_wall: float, cluster_cpus: float, worker_env: dict) -> BackendReport:
-        loaded = [a.facts for a in self.actors if "load_s" in a.facts]
+        loaded = [a.facts for a in self.pool.actors if "load_s" in a.facts]
         info = {
             "ray_version": self.ray.__version__, "address": self.job.address, "cluster_cpus": cluster_cpus,
             "actors_requested": self.workers, "batch_size": self.batch_size, "max_attempts": self.job.retry.attempts,
-            "actors": [_actor_record(a) for a in self.actors],
-            "deaths": self.deaths,
+            "actors": [_actor_record(a) for a in self.pool.actors],
+            "deaths": self.pool.deaths,
             "retried_examples": dict(sorted(self.lost_in.items())),  # id -> workers that died with it queued
             "failed_after_retries": sorted(i for i, n in self.attempts.items() if not self.job.retry.again(n)),
             "worker_env": worker_env, "actor_cpus": self.actor_cpus, "model": self.job.spec.model,
-            "weights_fingerprint": self.expected_fingerprint,
+            "weights_fingerprint": self.pool.expected_fingerprint,
         }
         return BackendReport.from_workers(loaded, loop_wall_s=loop_wall, backend_info=info,
                                           adapter_info=loaded[0]["adapter_info"] if loaded else None)

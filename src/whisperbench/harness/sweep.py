@@ -44,6 +44,7 @@ class Variant:
 
     @property
     def label(self) -> str:
+        """The variant's name in tables: the implementation and its variant (``whisper.cpp-q5_0``)."""
         return f"{self.adapter}-{self.name}" if self.name else self.adapter
 
 
@@ -59,6 +60,7 @@ class SweepEntry:
     summary: Optional[Summary] = None
 
     def to_dict(self) -> dict:
+        """The entry as the sweep's record file keeps it (its summary is in the run's own folder)."""
         return {"implementation": self.variant.adapter, "variant": self.variant.name, "label": self.variant.label,
                 "run": self.run, "status": self.status, "error": self.error, "wall_s": self.wall_s}
 
@@ -178,5 +180,6 @@ def _one_line(exc: BaseException) -> str:
 
 
 def reference_variant() -> Variant:
+    """The reference of a sweep: openai-whisper with no variant (the plainest run of the same weights)."""
     return Variant(REFERENCE_ADAPTER, "")
 
