@@ -190,3 +190,39 @@ def test_loop_shortcut_misses_no_loop():
         assert (found is None) == (not full)
         if full:
             assert found.words == max(r.words for r in full)
+
+
+def test_thresholds_from_the_command_line_are_kept_and_used_by_the_gate(tmp_path, tiny_rows, capsys):
+    """``--threshold hallucination.burst_words=4`` flags a planted 4-word burst the default (5) does not; the
+    summary keeps the thresholds, a rescore without ``--threshold`` keeps them, and the gate judges new bursts with
+    the reference run's thresholds. A bad threshold is one line and exit 2."""
+    from whisperbench.cli import main
+    from whisperbench.store import open_run
+
+    from .conftest import BUNDLED, record_run, write_jsonl
+
+    rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"])) for r in tiny_rows]
+    manifest = write_jsonl(tmp_path / "m.jsonl", rows)
+    runs = tmp_path / "runs"
+    burst = lambda r: r["text"] + " and then some more" if r["id"] == "jfk" else r["text"]  # noqa: E731
+    record_run(runs, manifest, rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, rows, "cand", burst)
+    assert open_run("cand", runs).summary.metrics["hallucination"]["bursts"] == 0  # 4 < 5 words
+    gate = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "0",
+            "--max-new-bursts", "0"]
+    assert main(gate) == 0
+    for name in ("ref", "cand"):
+        assert main(["rescore", name, "--runs-dir", str(runs), "--threshold", "hallucination.burst_words=4"]) == 0
+    cand = open_run("cand", runs).summary.metrics["hallucination"]
+    assert cand["bursts"] == 1 and cand["thresholds"]["burst_words"] == 4
+    assert main(["rescore", "cand", "--runs-dir", str(runs)]) == 0  # no --threshold: the stored ones are kept
+    assert open_run("cand", runs).summary.metrics["hallucination"]["thresholds"]["burst_words"] == 4
+    capsys.readouterr()
+    assert main(gate) == 1 and "new bursts: 1 example(s)" in capsys.readouterr().out
+    for bad, said in (("hallucination.burst=4", "unknown hallucination threshold(s) ['burst']"),
+                      ("hallucination.burst_words=many", "burst_words='many': expected int"),
+                      ("timing.collar=1", "metric 'timing' takes no options"),
+                      ("burst_words=4", "expected METRIC.NAME=VALUE")):
+        assert main(["rescore", "cand", "--runs-dir", str(runs), "--threshold", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and err.count("\n") == 0, err

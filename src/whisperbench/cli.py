@@ -38,9 +38,22 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
     _add_column_args(p)
+    _add_threshold_arg(p)
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _add_threshold_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", action="append", metavar="METRIC.NAME=VALUE",
+                   help="a metric's threshold, e.g. hallucination.burst_words=4 (repeatable; defaults and names: "
+                        "docs/robustness.md); kept with the run's summary and used by compare and gate")
+
+
+def _metric_options(args: argparse.Namespace) -> dict:
+    from .scoring.metrics import parse_metric_options
+
+    return parse_metric_options(args.threshold or [])
 
 
 def _add_column_args(p: argparse.ArgumentParser) -> None:
@@ -104,7 +117,7 @@ def cmd_run(args) -> int:
         label=args.label, refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate, timeout_s=args.timeout_s,
-        backend=args.backend, address=args.address, attempts=args.attempts,
+        backend=args.backend, address=args.address, attempts=args.attempts, metric_options=_metric_options(args),
     )
     return _execute(request, args.json)
 
@@ -116,7 +129,7 @@ def cmd_score(args) -> int:
     request = score_request(args.hypotheses, args.dataset, runs_dir=args.runs_dir, name=args.name, limit=args.limit,
                             skip_invalid=args.skip_invalid, normalizer=args.normalizer, form=args.form,
                             dataset_name=args.dataset_name, columns=_columns(args), overwrite=args.overwrite,
-                            label=args.label)
+                            label=args.label, metric_options=_metric_options(args))
     return _execute(request, args.json)
 
 
@@ -126,7 +139,7 @@ def cmd_rescore(args) -> int:
     from .store import open_run
 
     run = open_run(args.run, args.runs_dir)
-    summary = rescore(run.store, args.normalizer)
+    summary = rescore(run.store, args.normalizer, _metric_options(args) or None)
     _print_json(summary.to_dict()) if args.json else print(
         f"run {run.name}: WER {_fmt(summary.wer)}% with normalizer {summary.normalizer}")
     return 0
@@ -726,6 +739,7 @@ def _rescore_parser(sub: Any) -> None:
     p.add_argument("--runs-dir", default="runs", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--normalizer", choices=NORMALIZER_NAMES,
                    help="score with this normalizer instead of the run's own (recorded in summary.json)")
+    _add_threshold_arg(p)
     p.add_argument("--json", action="store_true", help="print the new summary as JSON")
     p.set_defaults(func=cmd_rescore)
 

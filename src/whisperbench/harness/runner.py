@@ -24,6 +24,7 @@ from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions
 from ..scoring import choose_normalizer, score_prediction, summarize
+from ..scoring.metrics import checked_options, stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store import RunStore, safe_run_name
 from ..types import ColumnMap, Dataset, Example, Prediction
@@ -67,6 +68,8 @@ class RunRequest:
     backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
     address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
     attempts: int = DEFAULT_ATTEMPTS  # tries per example whose worker dies, on every backend (harness/retry.py)
+    #: options of the registered metrics, e.g. {"hallucination": {"burst_words": 4}} (``--threshold``)
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Counts and limits a run cannot mean: refused before anything is stored."""
@@ -76,6 +79,7 @@ class RunRequest:
                if value is not None and value < least]
         if bad:
             raise OptionError(f"run: {', '.join(bad)}")
+        self.metric_options = checked_options(self.metric_options)  # typed, unknown names refused
 
 
 @dataclass
@@ -325,6 +329,7 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
     predictions = [stored[i] for i in ids]
     summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer,
+                        metric_options=request.metric_options,
                         language_detected=request.decoding.language is None)
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
     loop_wall = report.loop_wall_s
@@ -348,13 +353,16 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     return summary
 
 
-def rescore(store: RunStore, normalizer: Optional[str] = None) -> Summary:
-    """Recompute summary.json from stored raw predictions (e.g. with another normalizer)."""
+def rescore(store: RunStore, normalizer: Optional[str] = None,
+            metric_options: Optional[dict[str, dict[str, Any]]] = None) -> Summary:
+    """Recompute summary.json from stored raw predictions (e.g. with another normalizer, or other thresholds:
+    ``metric_options``; without them, the thresholds the run was scored with are kept)."""
     with store.lock():
-        info = store.read_run_info()
+        info, old = store.read_run_info(), store.read_summary()
         normalizer = normalizer or info.normalizer
+        options = stored_options(old.metrics if old else {}) | (metric_options or {})
         scored = summarize(store.read_predictions(), normalizer, info.dataset.form,
-                           language_detected=info.decoding.get("language") is None)
-        summary = scored.with_measurements(store.read_summary())  # every figure not about scoring kept as it was
+                           language_detected=info.decoding.get("language") is None, metric_options=options)
+        summary = scored.with_measurements(old)  # every figure not about scoring kept as it was
         store.write_summary(summary)
     return summary

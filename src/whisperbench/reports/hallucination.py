@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..scoring import rescored, score_prediction
 from ..scoring.hallucination import KINDS, Thresholds, example_hallucination
+from ..scoring.metrics import stored_options
 from ..store import StoredRun
 from ..types import Prediction
 from .escape import md_cell
@@ -49,10 +50,18 @@ class HallucinationDiff:
                 "nonspeech_with_output": self.nonspeech_with_output, "nonspeech_output_rate": self.nonspeech_output_rate}
 
 
+def run_thresholds(run: StoredRun) -> Thresholds:
+    """The hallucination thresholds ``run`` was scored with (``--threshold``, kept in its summary), else the
+    defaults."""
+    stored = stored_options(run.summary.metrics if run.summary else {})
+    return Thresholds.from_options(stored.get("hallucination", {}))
+
+
 def hallucination_diff(reference: StoredRun, candidate: StoredRun) -> HallucinationDiff:
-    """The candidate's hallucinations that the reference does not have on the same example (by id)."""
-    normalizer = reference.normalizer
-    ref, cand = flagged(reference, normalizer), flagged(candidate, normalizer)
+    """The candidate's hallucinations that the reference does not have on the same example (by id), both judged
+    with the reference run's thresholds."""
+    normalizer, thresholds = reference.normalizer, run_thresholds(reference)
+    ref, cand = flagged(reference, normalizer, thresholds), flagged(candidate, normalizer, thresholds)
     new = {kind: sorted(cand[kind] - ref[kind]) for kind in KINDS}
     return HallucinationDiff(new, len(cand["nonspeech"]), sorted(cand["nonspeech_with_output"]))
 

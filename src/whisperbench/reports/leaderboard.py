@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
-from ..scoring.metrics import MetricContext, run_metrics
+from ..scoring.metrics import MetricContext, run_metrics, stored_options
 from ..scoring.summary import rescored
 from ..scoring.table import table_summary, word_errors
 from .compare import compare_runs
@@ -67,7 +67,8 @@ def _metric_values(run: StoredRun, normalizer: str) -> dict:
     if normalizer == run.normalizer and run.summary is not None:
         return dict(run.summary.metrics)
     scored = [rescored(p, normalizer, run.normalizer) for p in run.predictions]
-    return run_metrics(scored, MetricContext(normalizer, run.form))
+    options = stored_options(run.summary.metrics if run.summary else {})  # the thresholds it was scored with
+    return run_metrics(scored, MetricContext(normalizer, run.form, options))
 
 
 def recorded_references(runs_dir: str | Path) -> list[str]:

@@ -60,8 +60,15 @@ class Thresholds:
         unknown = sorted(set(options) - set(names))
         if unknown:
             raise ValueError(f"unknown hallucination threshold(s) {unknown}; known: {sorted(names)}")
-        defaults = cls()
-        return cls(**{k: type(getattr(defaults, k))(v) for k, v in options.items()})
+        defaults, typed = cls(), {}
+        for key, value in options.items():
+            kind = type(getattr(defaults, key))
+            try:
+                typed[key] = kind(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"hallucination threshold {key}={value!r}: expected {kind.__name__} "
+                                 f"(default {getattr(defaults, key)})") from None
+        return cls(**typed)
 
 
 @dataclass(frozen=True)
@@ -227,5 +234,9 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     }
 
 
+def _options(values: dict[str, Any]) -> dict[str, Any]:
+    return dataclasses.asdict(Thresholds.from_options(values))
+
+
 METRIC = Metric("hallucination", "repetition loops, insertion bursts, output on non-speech audio, catastrophic "
-                                 "examples (scoring/hallucination.py)", summarize)
+                                 "examples (scoring/hallucination.py)", summarize, options=_options)
