@@ -130,6 +130,14 @@ def plan(reference_errors: ArrayLike, reference_words: ArrayLike, *, candidate_e
 
     ``baseline_regressed``: % of examples regressed with no real change (run-to-run noise).
     """
+    bad = [f"{name} {value:g} (between 0 and 1, exclusive)" for name, value in (("alpha", alpha), ("power", power))
+           if not 0.0 < value < 1.0]
+    bad += [f"{name} {value:g} (above 0)" for name, value in (("wer_increase", wer_increase), ("qoi_drop", qoi_drop),
+                                                              ("examples", examples))
+            if value is not None and value <= 0]
+    bad += [f"baseline_regressed {baseline_regressed:g} (0 to 100 %)"] if not 0.0 <= baseline_regressed < 100.0 else []
+    if bad:
+        raise ValueError(f"cannot plan with {', '.join(bad)}")
     words = np.asarray(reference_words, dtype=float)
     if len(words) == 0 or words.sum() == 0:
         raise ValueError("the reference has no example with reference words")
