@@ -207,7 +207,7 @@ def step(name: str, folder: Path) -> dict:
         text += str(language_frame([ref, cand], references).shape)
         row["chars"] = len(text)
     elif name == "objects":  # the per-object path (summarize + qoi over Prediction objects), to check figures
-        row.update(wer=summarize(cand.predictions, NORMALIZER, "short", scored_with=NORMALIZER)["wer"],
+        row.update(wer=summarize(cand.predictions, NORMALIZER, "short", scored_with=NORMALIZER).wer,
                    qoi=qoi(ref.predictions, cand.predictions, NORMALIZER, reference_scored_with=NORMALIZER,
                            candidate_scored_with=NORMALIZER).qoi)
     row.update(seconds=time.perf_counter() - t0, peak_mb=peak_rss_mb())

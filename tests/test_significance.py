@@ -234,3 +234,23 @@ def test_wilcoxon_exact_p_equals_an_enumeration_of_sign_patterns(seed):
     assert result.changed == n and result.statistic == min(observed, n * (n + 1) / 2 - observed)
     assert result.p_value == pytest.approx(extreme / 2 ** n, rel=1e-9)
     assert wilcoxon([1, 2], [1, 2]) is None
+
+
+def test_normal_limit_gives_the_bootstraps_intervals():
+    """Above the limit the resampled sums come from their normal limit: the WER difference's and the regressed
+    share's percentile intervals agree with drawing indices on the same data (within Monte-Carlo error), and the
+    description says which was used."""
+    from whisperbench.scoring.significance import Resampling, normal_limit_sums
+
+    ref, cand, words = _pairs(seed=5, n=20_000, effect=0.01)
+    columns = np.column_stack([cand - ref, words, (cand > ref).astype(float), np.ones(len(ref))]).astype(float)
+    exact = resampled_sums(columns, 2000, 0, exact_up_to=10 ** 9)
+    limit = resampled_sums(columns, 2000, 0, exact_up_to=10_000)
+    assert np.array_equal(limit, normal_limit_sums(columns, 2000, 0))
+    for top, bottom in ((0, 1), (2, 3)):
+        a, b = exact[:, top] / exact[:, bottom], limit[:, top] / limit[:, bottom]
+        width = np.quantile(a, 0.975) - np.quantile(a, 0.025)
+        for q in (0.025, 0.5, 0.975):
+            assert abs(np.quantile(a, q) - np.quantile(b, q)) < 0.1 * width, (top, q)
+    assert "normal limit" in Resampling("examples", 300_000, 2000, 0).describe()
+    assert "normal limit" not in Resampling("examples", 1000, 2000, 0).describe()
