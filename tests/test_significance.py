@@ -242,7 +242,7 @@ def test_normal_limit_gives_the_bootstraps_intervals():
     description says which was used."""
     from whisperbench.scoring.significance import Resampling, normal_limit_sums
 
-    ref, cand, words = _pairs(seed=5, n=20_000, effect=0.01)
+    ref, cand, words = _pairs(seed=5, n=20_000, effect=0.01)  # below the limit: both paths can run
     columns = np.column_stack([cand - ref, words, (cand > ref).astype(float), np.ones(len(ref))]).astype(float)
     exact = resampled_sums(columns, 2000, 0, exact_up_to=10 ** 9)
     limit = resampled_sums(columns, 2000, 0, exact_up_to=10_000)

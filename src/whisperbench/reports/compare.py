@@ -11,7 +11,7 @@ import pandas as pd
 from ..errors import WhisperbenchError
 from ..store import StoredRun
 from ..scoring import QoiResult
-from ..scoring.qoi_table import ExampleColumns, qoi_tables
+from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.table import table_wer
 from .timing import timing_columns
@@ -97,13 +97,7 @@ def adjust_holm(comparisons: list[Comparison]) -> None:
 
 def paired_counts(result: QoiResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """The joined examples' ids, reference errors, candidate errors and reference words (or characters)."""
-    examples = result.examples
-    if isinstance(examples, ExampleColumns):
-        return (examples.ids.to_pylist(), examples.reference_errors, examples.candidate_errors,
-                examples.reference_words)
-    return ([e.id for e in examples], np.array([e.reference_errors for e in examples], dtype=float),
-            np.array([e.candidate_errors for e in examples], dtype=float),
-            np.array([e.reference_words for e in examples], dtype=float))
+    return result.examples.paired_counts()
 
 
 def significance_of(result: QoiResult, settings: SignificanceSettings,

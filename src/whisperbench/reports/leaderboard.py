@@ -193,7 +193,7 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
-        "seed 0; above 200,000 examples the resampled sums are drawn from their normal limit). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
+        "seed 0; above 50,000 examples the resampled sums are drawn from their normal limit). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
         "Status: examples stored of the dataset's, and whether the run finished (a stopped run's figures cover "
         "only what it stored). "
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "

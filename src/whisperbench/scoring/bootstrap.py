@@ -65,9 +65,10 @@ def wer_interval(errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.
 def qoi_interval(result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> Optional[Interval]:
     """CI of QoI (percent) by resampling the joined examples."""
-    if not result.examples:
+    if not len(result.examples):
         return None
-    ok = np.array([not e.regressed for e in result.examples], dtype=float)
+    _, ref, cand, _ = result.examples.paired_counts()
+    ok = (cand <= ref).astype(float)
     return _quantiles(100.0 * _sums(resamples, seed, ok)[:, 0] / len(ok), confidence)
 
 
@@ -78,12 +79,9 @@ def paired_wer_test(result: QoiResult, confidence: float = 0.95, resamples: int 
     Both WERs are recomputed on the same drawn examples; the p-value is twice the smaller share of
     resampled differences on either side of zero (capped at 1).
     """
-    examples = result.examples
-    words = np.array([e.reference_words for e in examples], dtype=float)
-    if not examples or words.sum() == 0:
+    _, ref, cand, words = result.examples.paired_counts()
+    if not len(words) or words.sum() == 0:
         return None
-    ref = np.array([e.reference_errors for e in examples], dtype=float)
-    cand = np.array([e.candidate_errors for e in examples], dtype=float)
     delta = 100.0 * (cand.sum() - ref.sum()) / words.sum()
     sums = _sums(resamples, seed, cand - ref, words)
     drawn_words = sums[:, 1]

@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Protocol
 
+import numpy as np
+
 from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
@@ -62,6 +64,10 @@ class ExampleRows(Protocol):
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label: joined, regressed, QoI %."""
 
+    def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Ids, reference errors, candidate errors and reference words (characters where CER is the headline),
+        in order, as arrays (what the paired tests and intervals take)."""
+
 
 class ExampleList(list[ExampleComparison]):
     """The joined examples as records (predictions compared one by one)."""
@@ -73,6 +79,12 @@ class ExampleList(list[ExampleComparison]):
     def regressed_count(self) -> int:
         """How many examples regressed."""
         return sum(e.regressed for e in self)
+
+    def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Ids, reference errors, candidate errors and reference words, in order, as arrays."""
+        return ([e.id for e in self], np.array([e.reference_errors for e in self], dtype=float),
+                np.array([e.candidate_errors for e in self], dtype=float),
+                np.array([e.reference_words for e in self], dtype=float))
 
     def where_language(self, language: str) -> "ExampleList":
         """The examples labelled ``language``."""

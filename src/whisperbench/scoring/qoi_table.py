@@ -88,6 +88,11 @@ class ExampleColumns:
                                  value.take(pa.array(rows)) if isinstance(value, pa.Array) else value[rows]
                                  for name, value in self.__dict__.items()})
 
+    def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Ids, reference errors, candidate errors and reference words, in order, as arrays (no records built)."""
+        return (self.ids.to_pylist(), self.reference_errors.astype(float), self.candidate_errors.astype(float),
+                self.reference_words.astype(float))
+
     def regressed_count(self) -> int:
         """How many examples regressed."""
         return int((self.candidate_errors > self.reference_errors).sum())

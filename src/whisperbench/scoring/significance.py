@@ -36,7 +36,7 @@ DEFAULT_RESAMPLES = 2000
 DEFAULT_CHUNK = 1 << 22  # resampled indices held at once (32 MB of int64)
 #: above this many units (examples or blocks) the resampled sums are drawn from their normal limit, not by index:
 #: the same intervals to within Monte-Carlo error, in O(n) instead of O(n x resamples) time
-NORMAL_LIMIT_UNITS = 200_000
+NORMAL_LIMIT_UNITS = 50_000
 
 NON_INFERIOR = "non-inferior"
 INCONCLUSIVE = "inconclusive (set too small)"
