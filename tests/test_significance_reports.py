@@ -222,3 +222,29 @@ def test_noise_of_repeated_runs_and_a_gate_that_must_hold_in_every_repeat(runs, 
     assert "close: PASS — non-inferior" in out and "bad: FAIL (regression) — regression shown" in out
     code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", "3", "--repeat", "close")
     assert code == 0
+
+
+def test_the_report_flags_a_configuration_whose_repeats_disagree(tmp_path, tiny_rows, tiny_short):
+    """Two runs of one configuration (the same recorded model path, so the same identity) whose outputs differ are
+    one row of the report's run-to-run noise section, marked not deterministic; an identical third repeat of
+    another configuration is deterministic; without repeats the section is absent."""
+    from whisperbench.reports.noise import noise_frame, render_noise_markdown
+    from whisperbench.store import list_runs
+
+    from .conftest import write_jsonl
+
+    runs_dir = tmp_path / "runs"
+    hyp = tmp_path / "model.jsonl"
+    for name, edit in (("monday", lambda t: t), ("tuesday", lambda t: t.replace("the", "a", 1))):
+        write_jsonl(hyp, [{"id": r["id"], "hypothesis": edit(r["text"])} for r in tiny_rows])
+        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
+                     "--runs-dir", str(runs_dir)]) == 0
+    assert render_noise_markdown(noise_frame(list_runs(runs_dir)[:1])) == ""
+    record_run(runs_dir, tiny_short, tiny_rows, "other-a", lambda r: r["text"].upper())
+    frame = noise_frame(list_runs(runs_dir))
+    assert len(frame) == 1 and not frame.iloc[0]["Deterministic"]  # other-a has no repeat
+    changed = sum("the" in r["text"] for r in tiny_rows)  # the outputs the edit changed
+    assert frame.iloc[0]["Identical outputs %"] == pytest.approx(100.0 * (len(tiny_rows) - changed) / len(tiny_rows))
+    assert main(["report", "--runs-dir", str(runs_dir), "--quiet"]) == 0
+    text = (runs_dir / "leaderboard.md").read_text()
+    assert "## Run-to-run noise" in text and "**NO**" in text and "monday, tuesday" in text

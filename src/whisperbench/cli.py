@@ -283,12 +283,14 @@ def _markdown_report(frame, runs, references, args) -> str:
     from .reports.languages import language_frame, render_language_markdown
 
     from .reports.hallucination import render_hallucination_markdown
+    from .reports.noise import noise_frame, render_noise_markdown
     from .reports.robustness import render_robustness_markdown, robustness_frame
     from .reports.timing import render_timing_markdown, timing_frame
 
     return render_markdown(frame, references, title=args.title) + render_language_markdown(
         language_frame(runs, references)) + render_hallucination_markdown(frame) + render_robustness_markdown(
-        robustness_frame(runs, references)) + render_timing_markdown(timing_frame(runs))
+        robustness_frame(runs, references)) + render_timing_markdown(timing_frame(runs)) + render_noise_markdown(
+        noise_frame(runs))
 
 
 def _html_report(frame, runs, references, args) -> None:

@@ -20,6 +20,7 @@ from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags, hallucination_html
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
+from .noise import noise_frame, noise_html
 from .timing import timed_predictions, timing_frame, timing_html, words_html
 
 STYLE = """
@@ -237,7 +238,7 @@ def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str
     if not languages.empty:
         sections += ["<h2>By language</h2>", _language_table(languages)]
     sections += [hallucination_html(frame), robustness_html(robustness_frame(runs, references))]
-    sections.append(timing_html(timing_frame(runs)))
+    sections += [timing_html(timing_frame(runs)), noise_html(noise_frame(runs))]
     sections.append('<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
                     '<span class="sub">substitution</span><span class="del">deletion</span>'
                     '<span class="ins">insertion</span>. Click a column to sort.</p>' + FILTER_HTML)

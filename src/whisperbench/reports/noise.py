@@ -10,13 +10,18 @@ agree is deterministic.
 
 from __future__ import annotations
 
+import html
+import json
 import statistics
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Any, Optional
 
+import pandas as pd
+
 from ..store import StoredRun
 from .compare import compare_runs
+from .escape import md_cell
 
 
 @dataclass(frozen=True)
@@ -88,3 +93,66 @@ def format_noise(report: NoiseReport) -> str:
     if report.different_ids:
         lines.append(f"  outputs differ on e.g.: {', '.join(report.different_ids)}")
     return "\n".join(lines)
+
+
+def repeat_groups(runs: list[StoredRun]) -> list[list[StoredRun]]:
+    """The finished runs that repeat one configuration on one dataset (same identity: adapter, model, decoding,
+    normalizer, long-form; same dataset content), two or more each, in the order given."""
+    groups: dict[str, list[StoredRun]] = {}
+    for run in runs:
+        if run.coverage.finished:
+            key = json.dumps([run.meta.identity(), run.dataset_hash], sort_keys=True, default=str)
+            groups.setdefault(key, []).append(run)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def noise_frame(runs: list[StoredRun]) -> pd.DataFrame:
+    """One row per repeated configuration among ``runs``: how far its repeats agree (empty without repeats)."""
+    rows = []
+    for group in repeat_groups(runs):
+        report = run_noise(group)
+        rows.append({"Implementation": group[0].meta.label or group[0].meta.adapter,
+                     "Dataset": group[0].meta.dataset.name, "Runs": ", ".join(report.runs),
+                     "Examples": report.examples, "Identical outputs %": report.identical_outputs,
+                     "WER spread": report.wer_spread, "Regressed between repeats %": report.regressed_between_repeats,
+                     "Deterministic": report.deterministic})
+    return pd.DataFrame(rows)
+
+
+NOISE_NOTE = ("Runs of one configuration on one dataset (the same implementation, model, decoding and normalizer): "
+              "a non-deterministic one can pass a gate on one run and fail it on the next; `whisperbench plan "
+              "--baseline-regressed` and `gate --repeat` take that into account (docs/statistics.md).")
+
+
+def render_noise_markdown(frame: pd.DataFrame) -> str:
+    """The run-to-run noise section (markdown), or "" when no configuration was run twice."""
+    if frame.empty:
+        return ""
+    shown = frame.assign(**{
+        "Implementation": frame["Implementation"].map(md_cell), "Dataset": frame["Dataset"].map(md_cell),
+        "Runs": frame["Runs"].map(md_cell),
+        "Identical outputs %": frame["Identical outputs %"].map(lambda v: f"{v:.1f}"),
+        "WER spread": frame["WER spread"].map(lambda v: "–" if v is None or pd.isna(v) else f"{v:.2f}"),
+        "Regressed between repeats %": frame["Regressed between repeats %"].map(lambda v: f"{v:.1f}"),
+        "Deterministic": frame["Deterministic"].map(lambda v: "yes" if v else "**NO**")})
+    return ("\n## Run-to-run noise\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n\n"
+            + NOISE_NOTE + "\n")
+
+
+def noise_html(frame: pd.DataFrame) -> str:
+    """The run-to-run noise section (HTML), or "" when no configuration was run twice."""
+    if frame.empty:
+        return ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+                   for row in frame.itertuples(index=False))
+    return (f'<h2>Run-to-run noise</h2><table class="sortable noise"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table><p class="muted">{html.escape(NOISE_NOTE)}</p>')
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, float):
+        return "–" if pd.isna(value) else f"{value:.2f}"
+    return "–" if value is None else str(value)
