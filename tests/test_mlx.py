@@ -175,7 +175,7 @@ def _agree_on_shared_shortform(runs_dir, shared_runs, options, label):
     return comparison
 
 
-@pytest.mark.slow
+@pytest.mark.long_running  # 2.6 min on 2 cores; test_openblas_run_matches_openai_whisper_on_bundled_set is CI's
 @needs_openblas
 def test_float32_on_openblas_agrees_on_shared_shortform(runs_dir, shared_runs, offline_hub):
     """The 81 utterances with MLX's matmuls in OpenBLAS: about 3 min here (7x the bundled BLAS)."""

@@ -215,7 +215,7 @@ def _distinct_per_table(weight: np.ndarray, blocks: tuple[int, ...]) -> int:
     return max(len(np.unique(row)) for row in grouped)  # float32: numpy's float16 sort can leave duplicates
 
 
-@pytest.mark.slow  # an iOS 18 float16 Core ML export (~20 s), its grouped palettization (~1 min) and two clips
+@pytest.mark.long_running  # an iOS 18 float16 Core ML export (~20 s), its grouped palettization (~1 min), two clips
 def test_coreml_grouped_palettization_has_a_table_per_16_channels(tiny_short, tmp_path, shared_runs):
     """pal4g16 of tiny.en: made from an iOS 18 export; each weight has a table of at most 16 values for every
     16 output channels (8 rows for the 51864-token embedding, channels for the encoder's positional
