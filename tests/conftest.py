@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked for."""
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return
-    skip = pytest.mark.skip(reason=f"runs for tens of minutes on a 2-core CPU; set {LONG_TESTS_ENV}=1 to run it")
+    skip = pytest.mark.skip(reason=f"runs for minutes (up to tens of minutes) on a 2-core CPU, beyond the CI budget; set {LONG_TESTS_ENV}=1 to run it")
     for item in items:
         if "long_running" in item.keywords:
             item.add_marker(skip)
