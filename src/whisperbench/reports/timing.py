@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
-from ..scoring.timing import PARITY_TOLERANCE_S, hit_starts, parity, summarize
+from ..scoring.timing import PARITY_TOLERANCE_S, parity, start_shifts, summarize
 from ..types import Prediction
 from ..store import StoredRun
 from .escape import md_cell
@@ -55,20 +55,13 @@ def words_html(reference: Optional[Prediction], candidate: Optional[Prediction],
     lines = [f"<div>{label}: {_word_line(pred.words) if pred is not None and pred.words else '–'}</div>"
              for label, pred in (("reference run", reference), ("candidate", candidate))]
     if reference is not None and candidate is not None and reference.words and candidate.words:
-        ours = hit_starts(reference.reference, reference.words, normalizer)
-        theirs = hit_starts(reference.reference, candidate.words, normalizer)
-        both = sorted(set(ours) & set(theirs))
-        words = normalize_words(reference.reference, normalizer)
-        moved = [f"{html.escape(words[i])} ({1000 * (theirs[i] - ours[i]):+.0f} ms)" for i in both
-                 if abs(theirs[i] - ours[i]) > PARITY_TOLERANCE_S]
-        lines.append(f'<div class="moved">{len(moved)} of {len(both)} words both got right start more than '
+        shifts = start_shifts(reference, candidate, normalizer, candidate_transcript=reference.reference)
+        words = normalize(reference.reference, normalizer).split()
+        moved = [f"{html.escape(words[i])} ({1000 * shift:+.0f} ms)" for i, shift in sorted(shifts.items())
+                 if abs(shift) > PARITY_TOLERANCE_S]
+        lines.append(f'<div class="moved">{len(moved)} of {len(shifts)} words both got right start more than '
                      f'{PARITY_TOLERANCE_S * 1000:.0f} ms apart{": " + ", ".join(moved) if moved else ""}</div>')
     return f'<details class="words"><summary>word times</summary>{"".join(lines)}</details>'
-
-
-def normalize_words(text: str, normalizer: str) -> list[str]:
-    """The normalized words of ``text`` (the indices :func:`~whisperbench.scoring.timing.hit_starts` returns)."""
-    return normalize(text, normalizer).split()
 
 
 def timing_frame(runs: list[StoredRun]) -> pd.DataFrame:

@@ -105,14 +105,23 @@ def hit_starts(reference_text: str, words: Sequence[dict[str, Any]], normalizer:
     return {t: hypothesis[h].start for t, h in matched_pairs(truth, hypothesis)}
 
 
+def start_shifts(reference: Prediction, candidate: Prediction, normalizer: str,
+                 candidate_transcript: Optional[str] = None) -> dict[int, float]:
+    """{index of a normalized transcript word both runs got right (a hit in each): the candidate's start minus the
+    reference's (s)}; empty when either lacks word times. The candidate's words are aligned to its own transcript
+    unless ``candidate_transcript`` is given."""
+    if reference.words is None or candidate.words is None:
+        return {}
+    ours = hit_starts(reference.reference, reference.words, normalizer)
+    theirs = hit_starts(candidate.reference if candidate_transcript is None else candidate_transcript,
+                        candidate.words, normalizer)
+    return {index: theirs[index] - start for index, start in ours.items() if index in theirs}
+
+
 def parity_pairs(reference: Prediction, candidate: Prediction, normalizer: str) -> list[float]:
     """Start differences (s) between two runs over the transcript words both got right (the same word of the
     transcript, a hit in each); empty when either lacks word times."""
-    if reference.words is None or candidate.words is None:
-        return []
-    ours = hit_starts(reference.reference, reference.words, normalizer)
-    theirs = hit_starts(candidate.reference, candidate.words, normalizer)
-    return [abs(theirs[index] - start) for index, start in ours.items() if index in theirs]
+    return [abs(shift) for shift in start_shifts(reference, candidate, normalizer).values()]
 
 
 def distribution_ms(errors_s: Sequence[float], collars_s: Sequence[float]) -> Optional[dict[str, Any]]:
