@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union, cast
 
@@ -37,26 +38,29 @@ from .adapters import DecodingOptions
 from .adapters.recorded import read_hypotheses
 from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
+from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness.runner import RunResult
 from .progress import progress as progress_bar
-from .reports import Comparison, GateResult, compare_runs, evaluate_gate
-from .reports.escape import one_line
+from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
 from .reports.compare import adjust_holm, paired_counts
-from .reports.gate import evaluate_repeats
-from .reports.noise import NoiseReport, run_noise
+from .reports.document import DOCUMENTS, document_format
+from .reports.escape import one_line
 from .reports.export import example_frame
+from .reports.gate import evaluate_repeats
+from .reports.leaderboard import default_references, describe_references
+from .reports.noise import NoiseReport, run_noise
+from .reports.runs import RunRow, run_rows
+from .reports.runs import remove_runs as _remove_runs
 from .scoring.power import Plan
 from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
-from .errors import WhisperbenchError
-from .reports.runs import RunRow, run_rows
-from .reports.runs import remove_runs as _remove_runs
-from .store import StoredRun, open_run, same_run_reason
+from .store import StoredRun, list_runs, open_run, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "runs", "remove_runs", "RECORDED"]
+           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "runs", "remove_runs", "report", "Report",
+           "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -325,3 +329,52 @@ def plan(reference: RunLike, *, candidate: Optional[RunLike] = None, runs_dir: P
                           baseline_regressed=baseline_regressed)
     except ValueError as exc:
         raise WhisperbenchError(f"plan: {exc}") from None
+
+
+@dataclass
+class Report:
+    """A leaderboard written by :func:`report`: where, in which format, its text (None for HTML and CSV), the
+    reference run of each dataset (by dataset hash) and how each was chosen."""
+
+    path: Path
+    format: str
+    text: Optional[str]
+    references: dict[str, StoredRun] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def report(runs_dir: PathLike = "runs", *, out: Optional[PathLike] = None, format: Optional[str] = None,
+           references: Optional[list[str]] = None, reference_adapter: str = "openai-whisper",
+           title: str = "Whisper leaderboard") -> Report:
+    """The leaderboard of every run in ``runs_dir`` (``whisperbench report``), written to ``out`` (default
+    ``leaderboard.md`` there, ``model-card.md`` for ``format="hf"``). ``format``: md, html, csv or hf (default:
+    ``out``'s extension). ``references``: run names, one per dataset; default: the references the demo recorded,
+    else ``reference_adapter``'s plainest run. A named reference that is not there is an error, never a dataset
+    left without QoI.
+
+    >>> import tempfile
+    >>> runs = tempfile.mkdtemp()
+    >>> _ = score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=runs, name="base")
+    >>> _ = score(RECORDED / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="tiny")
+    >>> board = report(runs, references=["base"])
+    >>> board.path.name, board.format, "| tiny" in board.text
+    ('leaderboard.md', 'md', True)
+    """
+    stored = list_runs(runs_dir)
+    if not stored:
+        raise WhisperbenchError(f"no runs found in {runs_dir}")
+    unknown = sorted(set(references or ()) - {run.name for run in stored})
+    if unknown:
+        raise WhisperbenchError(f"--reference {', '.join(unknown)}: no such run in {runs_dir} (runs there: "
+                                f"{', '.join(sorted(run.name for run in stored)[:10])})")
+    chosen = (pick_references(stored, references, reference_adapter) if references
+              else default_references(stored, runs_dir, reference_adapter))
+    default = "model-card.md" if format == "hf" else f"leaderboard.{format or 'md'}"
+    path = Path(out or Path(runs_dir) / default)
+    fmt = document_format(path, format)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = DOCUMENTS[fmt](leaderboard_frame(stored, chosen), stored, chosen, path, title)
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    log.debug("wrote %s", path)
+    return Report(path, fmt, text, chosen, describe_references(chosen))

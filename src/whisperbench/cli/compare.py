@@ -1,0 +1,119 @@
+"""``whisperbench compare``: WER, QoI and paired tests of candidates against a reference (``api.compare_all``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .common import add_runs_dir, fmt, print_json, significance_args, significance_options
+
+
+def command(args) -> int:
+    """``whisperbench compare``: WER, QoI and paired tests of candidates against a reference (table or JSON)."""
+    from ..api import compare_all, load_run
+    from ..reports import comparison_table
+
+    reference = load_run(args.reference, args.runs_dir)
+    comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=args.confidence / 100.0,
+                              **significance_args(args))
+    if args.json:
+        from ..reports.hallucination import hallucination_diff
+
+        print_json([dict(c.to_json(with_examples=args.examples is not None),
+                          hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
+        return 0
+    print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
+    _print_compare_notes(reference, comparisons)
+    _print_languages(reference, comparisons)
+    if args.examples:
+        _print_regressions(comparisons, args.examples)
+    return 0
+
+
+def _print_languages(reference, comparisons) -> None:
+    from ..reports.languages import language_frame, render_language_markdown
+
+    runs = [reference] + [c.candidate for c in comparisons if c.candidate is not reference]
+    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}))
+    if text:
+        print("\n" + text.rstrip())
+
+
+def _print_regressions(comparisons, n: int) -> None:
+    import os
+
+    from ..reports.terminal import render_regressions
+
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    for c in comparisons:
+        print("\n" + render_regressions(c, n, colour=colour))
+
+
+def _print_compare_notes(reference, comparisons) -> None:
+    from ..reports.escape import one_line
+    from ..reports.gate import format_significance
+
+    for c in comparisons:
+        r = c.result
+        notes = []
+        notes.append(f"weights: {c.weights}")
+        if not c.same_dataset:
+            notes.append("datasets differ (content hashes)")
+        for label, ids in (("only in reference", r.only_in_reference), ("only in candidate", r.only_in_candidate),
+                           ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
+            if ids:
+                notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
+        notes += _hallucination_notes(reference, c.candidate)
+        notes += format_significance(c.significance) if c.significance else []
+        if c.holm:
+            notes.append(f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
+                         f"{fmt(c.holm['sign_test'], 3)}, MAPSSWE p = {fmt(c.holm['mapsswe'], 3)}, bootstrap WER p = "
+                         f"{fmt(c.holm['wer_difference'], 3)}")
+        notes += _english_only_notes(reference, c.candidate)
+        notes += _setting_notes(reference, c.candidate)
+        for note in notes:
+            print(f"  {c.candidate.name}: {note}")
+
+
+def _setting_notes(reference, candidate) -> list[str]:
+    from ..runinfo import identity_differences
+
+    said = identity_differences(reference.meta, candidate.meta, "the reference", ("decoding", "normalizer", "long_form"))
+    return [f"settings that differ from the reference: {'; '.join(said)}"] if said else []
+
+
+def _english_only_notes(reference, candidate) -> list[str]:
+    from ..reports.weights import english_only_languages
+
+    return [f"{side} {run.meta.model} is English-only, yet examples are labelled {', '.join(languages)}: its WER "
+            "there measures a model that cannot transcribe them"
+            for side, run in (("the reference's model", reference), ("the candidate's model", candidate))
+            if (languages := english_only_languages(run))]
+
+
+def _hallucination_notes(reference, candidate) -> list[str]:
+    from ..reports.hallucination import describe_ids, hallucination_diff
+
+    diff = hallucination_diff(reference, candidate)
+    notes = [f"new {kind} vs the reference: {len(ids)} ({describe_ids(ids)})" for kind, ids in diff.new.items()]
+    if diff.nonspeech:
+        notes.append(f"output on {len(diff.nonspeech_with_output)} of {diff.nonspeech} non-speech examples")
+    return notes
+
+
+def register(sub: Any) -> None:
+    """Add ``whisperbench compare`` and its options to the sub-command parsers ``sub``."""
+    p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run, with paired tests "
+                                       "(sign test, MAPSSWE, bootstrap interval of the WER difference)")
+    p.add_argument("--reference", required=True, help="run name (under --runs-dir) or run folder")
+    p.add_argument("--candidate", required=True, action="append",
+                   help="run compared with the reference (repeat --candidate for several)")
+    add_runs_dir(p)
+    p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
+    p.add_argument("--examples", nargs="?", type=int, const=10, metavar="N",
+                   help="the N worst regressions (default 10) as an aligned, coloured word diff of the transcript, "
+                        "the reference run and the candidate; with --json: every example's comparison")
+    p.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+                   help="confidence of the bootstrap intervals (default %(default)g)")
+    significance_options(p)
+    p.set_defaults(func=command)
