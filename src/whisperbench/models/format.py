@@ -254,3 +254,37 @@ def check_layers(where: Path, fmt: str, tensors: dict, dims: dict, enc: str, dec
 def coreml_weights(folder: Path) -> list[Path]:
     """The weight files of a Core ML folder (every ``weight.bin`` under it)."""
     return sorted(folder.rglob("weight.bin"))
+
+
+# ------------------------------------------------------------------------------------- help text
+
+
+def _either(words: list[str]) -> str:
+    return f"{', '.join(words[:-1])} or {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _typed(fmt: Format) -> str:
+    return f"{fmt.name} ({', '.join(fmt.aliases)})" if fmt.aliases else fmt.name
+
+
+def format_table() -> list[dict[str, Any]]:
+    """One row per format for ``models formats``: names, what it is, what can be done with it, who runs it."""
+    return [{"format": f.name, "aliases": list(f.aliases), "description": f.description,
+             "detected": f.detectable, "read_back": f.read is not None, "convert_to": f.converter is not None,
+             "one_file": f.output_file or ("yes" if f.file else ""), "default_variant": f.default_variant,
+             "variants": f.variants, "fingerprint": f.embedding is not None,
+             "native_adapters": list(f.native_adapters)} for f in all_formats()]
+
+
+def help_texts() -> dict[str, str]:
+    """The CLI's words about formats, from the formats: ``to`` (``--to``), ``variant``, ``out``, ``paths``
+    (what ``--model PATH`` may be).
+
+    >>> help_texts()["to"]
+    'ctranslate2 (ct2), transformers (hf), openai-whisper (openai), ggml (whisper.cpp), mlx, coreml or flax'
+    """
+    targets = [f for f in all_formats() if f.converter]
+    return {"to": _either([_typed(f) for f in targets]),
+            "variant": ", ".join(f"{f.name} {f.variants}" for f in targets if f.variants),
+            "out": _either([f.name for f in targets if f.output_file]),
+            "paths": ", ".join(f.title for f in all_formats() if f.detectable)}

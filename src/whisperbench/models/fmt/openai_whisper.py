@@ -46,7 +46,7 @@ def _embedding(source: SourceModel) -> np.ndarray:
 
 
 FORMAT = Format(
-    name="openai-whisper", title=".pt", rank=30, aliases=("openai",),
+    name="openai-whisper", title="torch .pt", rank=30, aliases=("openai",),
     description="openai-whisper checkpoint: one torch .pt file (dims + model_state_dict)",
     file=lambda path, head: path.suffix == ".pt" and is_pickle_head(head), file_fallback=is_pickle_head,
     inspect=_inspect, check_dims=True, read=_read, embedding=_embedding,
