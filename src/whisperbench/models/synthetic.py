@@ -11,7 +11,7 @@ import numpy as np
 from whisper.model import sinusoids
 
 from whisperbench.models.checkpoint import Checkpoint, default_alignment_heads
-from whisperbench.models.readers import _with_vocabulary, expected_names
+from whisperbench.models.readers import expected_names, with_vocabulary
 
 
 def random_checkpoint(dims: dict, seed: int = 0) -> Checkpoint:
@@ -31,7 +31,7 @@ def random_checkpoint(dims: dict, seed: int = 0) -> Checkpoint:
     # special and timestamp tokens (from end-of-text, 50257, on) get zero logits: the random model writes text
     state["decoder.token_embedding.weight"][50257:] = 0.0
     state["encoder.positional_embedding"] = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"]).numpy()
-    return _with_vocabulary(Checkpoint(dims=dims, state_dict=state, source_dir="synthetic",
+    return with_vocabulary(Checkpoint(dims=dims, state_dict=state, source_dir="synthetic",
                                        alignment_heads=default_alignment_heads(dims)))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..languages import english_only_model, other_than_english
+from ..models.format import find_format
 from ..runinfo import RunInfo
 from ..store import StoredRun
 
@@ -52,10 +53,22 @@ def size_mb(info: RunInfo) -> Optional[float]:
     return weights.get("loaded_size_mb", weights.get("size_mb"))
 
 
+def fingerprinted(fmt: Optional[str]) -> bool:
+    """Whether weights of format ``fmt`` get a fingerprint (its :class:`~whisperbench.models.format.Format` says;
+    True for an unrecorded or unknown format: then two different fingerprints mean different weights).
+
+    >>> fingerprinted("ggml"), fingerprinted("coreml"), fingerprinted(None)
+    (True, False, True)
+    """
+    known = find_format(fmt) if fmt else None
+    return known is None or known.embedding is not None
+
+
 def weights_relation(reference: RunInfo, candidate: RunInfo) -> str:
     """'same weights', 'same weights (another format)', '… in another precision', '…, int8 compute' (one side's
     compute type, the other's unrecorded), 'different weights',
-    'cannot tell' (a quantized model: its values are not the original's) or 'unknown' (runs recorded
+    'cannot tell' (a quantized model, or a format without a fingerprint such as Core ML: its values are not
+    the original's) or 'unknown' (runs recorded
     before weights were described, or adapters without weights)."""
     a, b = reference.weights, candidate.weights
     if not a.get("source_sha256") or not b.get("source_sha256"):
@@ -66,6 +79,9 @@ def weights_relation(reference: RunInfo, candidate: RunInfo) -> str:
         quantized = [w["dtype"] for w in (a, b) if w.get("quantized")]
         if quantized:
             return f"cannot tell: {'/'.join(quantized)}-quantized weights have no fingerprint"
+        unprinted = [w["format"] for w in (a, b) if not fingerprinted(w.get("format"))]
+        if unprinted:  # Core ML packages: their weights are not the originals' values
+            return f"cannot tell: {'/'.join(unprinted)} weights have no fingerprint"
         return "different weights"
     where = "" if same_file else " (another format)"
     pa, pb = precision_of(reference), precision_of(candidate)
