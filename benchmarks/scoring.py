@@ -96,7 +96,7 @@ def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
             fh.write(json.dumps(dict(rows[rng.randrange(len(rows))], id=f"utt{i:07d}"), ensure_ascii=False) + "\n")
     # a finished run's summary, as the runner writes it when the run ends (its registered metrics included): paid
     # once per run, not by compare/gate/report, and not timed here
-    store.write_summary(summarize(store.read_predictions(), NORMALIZER, "short", scored_with=NORMALIZER))
+    store.write_summary(summarize(store.read_predictions(), NORMALIZER, "short"))
 
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "shortform" / "manifest.jsonl"
@@ -211,9 +211,8 @@ def step(name: str, folder: Path) -> dict:
         text += str(language_frame([ref, cand], references).shape)
         row["chars"] = len(text)
     elif name == "objects":  # the per-object path (summarize + qoi over Prediction objects), to check figures
-        row.update(wer=summarize(cand.predictions, NORMALIZER, "short", scored_with=NORMALIZER).wer,
-                   qoi=qoi(ref.predictions, cand.predictions, NORMALIZER, reference_scored_with=NORMALIZER,
-                           candidate_scored_with=NORMALIZER).qoi)
+        row.update(wer=summarize(cand.predictions, NORMALIZER, "short").wer,
+                   qoi=qoi(ref.predictions, cand.predictions, NORMALIZER).qoi)
     row.update(seconds=time.perf_counter() - t0, peak_mb=peak_rss_mb())
     return row
 

@@ -4,6 +4,8 @@ Runs are real run stores written by the runner (``recorded`` hypotheses: random 
 ids as failures, an empty transcript, one transcript changed in the candidate's dataset).
 """
 
+import dataclasses
+import json
 import random
 
 import pytest
@@ -16,6 +18,11 @@ from whisperbench.reports.export import example_frame
 from whisperbench.scoring import qoi, rescored, score_prediction, summarize
 
 from .conftest import BUNDLED, SHARED_DATA, read_manifest_rows, write_jsonl
+
+
+def _unscored(predictions):
+    """The predictions with their stored scores disowned: scoring them is scoring from text."""
+    return [dataclasses.replace(p, scored_with=None) for p in predictions]
 
 
 def _rows():
@@ -67,20 +74,20 @@ def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
     ref, cand = stored_runs
     assert any(p.status == "error" for p in cand.predictions)
     for run in (ref, cand):
-        fast = summarize(run.predictions, run.normalizer, run.form, scored_with=run.normalizer)
-        assert fast == summarize(run.predictions, run.normalizer, run.form)
+        assert {p.scored_with for p in run.predictions} == {run.normalizer}  # the runner keyed each score
+        fast = summarize(run.predictions, run.normalizer, run.form)
+        assert fast == summarize(_unscored(run.predictions), run.normalizer, run.form)
         assert fast.num_failed > 0 and fast.empty_references == 1
         scores = {k: v for k, v in fast.to_dict().items() if k not in MEASURED}
         assert {k: run.summary.to_dict()[k] for k in scores} == scores  # what the runner wrote
-    slow = qoi(ref.predictions, cand.predictions, "english")
-    fast = qoi(ref.predictions, cand.predictions, "english", reference_scored_with="english",
-               candidate_scored_with="english")
+    slow = qoi(_unscored(ref.predictions), _unscored(cand.predictions), "english")
+    fast = qoi(ref.predictions, cand.predictions, "english")
     assert fast.to_json(with_examples=True) == slow.to_json(with_examples=True)
     assert len(fast.text_mismatch) == 1 and fast.regressed > 0 and fast.improved > 0
     # the reports read stored counts: their numbers are those of the re-scoring path
     comparison = compare_runs(ref, cand)
     assert comparison.result.to_json(True) == slow.to_json(True)
-    assert comparison.candidate_wer == summarize(cand.predictions, "english", "short").wer
+    assert comparison.candidate_wer == summarize(_unscored(cand.predictions), "english", "short").wer
     frame = example_frame(cand, reference=ref).set_index("id")
     for example in slow.examples:
         assert frame.loc[example.id, "errors"] == example.candidate_errors
@@ -90,15 +97,33 @@ def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
 def test_stored_counts_are_not_used_for_another_normalizer(stored_runs):
     ref, cand = stored_runs
     basic = [score_prediction(p, "basic") for p in cand.predictions]
-    by_text = summarize(basic, "basic", "short", scored_with="basic")
+    by_text = summarize(basic, "basic", "short")
     assert by_text.reference_words == sum(p.hits + p.substitutions + p.deletions for p in basic)
-    assert summarize(cand.predictions, "basic", "short", scored_with="english") == by_text
+    assert summarize(cand.predictions, "basic", "short") == by_text  # scored with english: scored afresh
     english = summarize(cand.predictions, "english", "short")
     assert (by_text.reference_words, by_text.wer) != (english.reference_words, english.wer)
     pred = next(p for p, b in zip(cand.predictions, basic) if p.status == "ok" and (p.hits, p.substitutions) != (
         b.hits, b.substitutions))  # an example the two normalizers score differently
-    assert rescored(pred, "english", "english") is pred
-    assert rescored(pred, "basic", "english") == score_prediction(pred, "basic") != pred
+    assert rescored(pred, "english") is pred
+    assert rescored(pred, "basic") == score_prediction(pred, "basic") != pred
     unscored = type(pred)(id=pred.id, reference=pred.reference, hypothesis=pred.hypothesis)
-    assert rescored(unscored, "english", "english") == score_prediction(unscored, "english")
+    assert rescored(unscored, "english") == score_prediction(unscored, "english")
+    # a score whose key is not the normalizer asked for is never read, whatever its fields hold
+    planted = dataclasses.replace(pred, hits=0, substitutions=0, deletions=0, insertions=999, scored_with="basic")
+    assert rescored(planted, "english") == score_prediction(pred, "english")
     assert rescore(cand.store, "basic").wer == by_text.wer
+
+
+def test_lines_stored_before_scores_named_their_normalizer_read_as_run_jsons(stored_runs):
+    """A predictions.jsonl written before ``scored_with`` existed: its scores are the run's normalizer's."""
+    ref, _ = stored_runs
+    path = ref.store.predictions_path
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert all(line["scored_with"] == "english" for line in lines)
+    path.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "scored_with"}) + "\n"
+                            for line in lines), encoding="utf-8")
+    again = open_run(ref.store.path)
+    assert {p.scored_with for p in again.predictions} == {"english"}
+    assert {p.scored_with for chunk in again.store.prediction_chunks(size=3) for p in chunk} == {"english"}
+    assert summarize(again.predictions, "english", "short") == summarize(_unscored(again.predictions), "english",
+                                                                          "short")

@@ -49,11 +49,23 @@ def _read_json(path: Path) -> dict:
         raise RunStoreError(f"cannot read {path}: {exc}") from exc
 
 
-def _parse_line(raw: bytes, path: Path, number: int) -> Prediction:
+def _parse_line(raw: bytes, path: Path, number: int, legacy_normalizer: Optional[str]) -> Prediction:
     try:
-        return Prediction.from_json(json.loads(raw))
+        pred = Prediction.from_json(json.loads(raw))
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError) as exc:
         raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
+    if pred.scored_with is None and pred.reference_norm is not None:
+        pred.scored_with = legacy_normalizer  # written before a prediction named its normalizer: run.json's
+    return pred
+
+
+def _legacy_normalizer(folder: Path) -> Optional[str]:
+    """The normalizer of scoring fields stored before each prediction named its own (``scored_with``): run.json's,
+    which the runner scored them with; None without a run.json (they are then scored afresh)."""
+    if not (folder / RUN_JSON).exists():
+        return None
+    normalizer = _read_json(folder / RUN_JSON).get("normalizer")
+    return normalizer if isinstance(normalizer, str) else None
 
 
 @dataclass
@@ -109,12 +121,13 @@ class RunStore:
         if not path.exists():
             return
         chunk: list[Prediction] = []
+        legacy = _legacy_normalizer(self.path)
         with open(path, "rb") as fh, paused_gc():
             for number, raw in enumerate(fh, start=1):
                 if not raw.endswith(b"\n"):
                     break  # a write cut short
                 if raw.strip():
-                    chunk.append(_parse_line(raw, path, number))
+                    chunk.append(_parse_line(raw, path, number, legacy))
                 if len(chunk) >= size:
                     yield chunk
                     chunk = []
@@ -134,11 +147,12 @@ class RunStore:
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
         by_id: dict[str, Prediction] = {}
+        legacy = _legacy_normalizer(self.path)
         with paused_gc():  # a million lines: see whisperbench.gcpause
             for number, raw in enumerate(complete.splitlines(), start=1):
                 if not raw.strip():
                     continue
-                pred = _parse_line(raw, path, number)
+                pred = _parse_line(raw, path, number, legacy)
                 by_id[pred.id] = pred
         return list(by_id.values())
 
@@ -297,7 +311,7 @@ class StoredRun:
 
                 stamp = self.store.predictions_stamp()
                 chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()
-                table = score_table_of_chunks(chunks, normalizer, scored_with=self.normalizer)
+                table = score_table_of_chunks(chunks, normalizer)
                 self.store.write_score_table(table, normalizer, stamp)
                 table = self.store.read_score_table(normalizer) or table  # memory-mapped: the built copy is freed
             self._tables[normalizer] = table

@@ -119,7 +119,12 @@ class WordCounts:
 
 @dataclass
 class Prediction:
-    """One line of ``predictions.jsonl``: raw output plus per-example scoring fields."""
+    """One line of ``predictions.jsonl``: the raw output (what the implementation said, its status, timing) and
+    its score with one normalizer (normalized texts, word and character counts), keyed by ``scored_with``.
+
+    Scoring never changes the raw fields: :func:`~whisperbench.scoring.summary.score_prediction` returns a copy
+    with the score filled in, and a score is used only for the normalizer it names (else it is computed afresh).
+    """
 
     id: str
     reference: str
@@ -143,6 +148,8 @@ class Prediction:
     char_substitutions: Optional[int] = None
     char_deletions: Optional[int] = None
     char_insertions: Optional[int] = None
+    #: the normalizer the scoring fields above were computed with (None: not scored); a score is used only with it
+    scored_with: Optional[str] = None
     #: the implementation's timing, ``[{start, end, text}]`` / ``[{word, start, end}]`` in seconds; None: absent
     segments: Optional[list[dict[str, Any]]] = None
     words: Optional[list[dict[str, Any]]] = None

@@ -328,7 +328,7 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     if run.long_form:
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
     predictions = [stored[i] for i in ids]
-    summary = summarize(predictions, run.normalizer, run.dataset.form, scored_with=run.normalizer,
+    summary = summarize(predictions, run.normalizer, run.dataset.form,
                         metric_options=request.metric_options,
                         language_detected=request.decoding.language is None)
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}

@@ -16,13 +16,11 @@ COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm",
 def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.DataFrame:
     """One row per example, scored with the run's (or the reference's) normalizer."""
     normalizer = reference.normalizer if reference else run.normalizer
-    rows = [rescored(p, normalizer, run.normalizer).to_json() for p in run.predictions]
+    rows = [rescored(p, normalizer).to_json() for p in run.predictions]
     frame = pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
     frame.insert(0, "run", run.name)
     if reference is not None:
-        joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer,
-                                       reference_scored_with=reference.normalizer,
-                                       candidate_scored_with=run.normalizer).examples}
+        joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer).examples}
         frame["reference_run_hypothesis"] = frame["id"].map(lambda i: joined[i].reference_hypothesis if i in joined else None)
         frame["reference_run_errors"] = frame["id"].map(lambda i: joined[i].reference_errors if i in joined else None)
         frame["errors"] = frame["id"].map(lambda i: joined[i].candidate_errors if i in joined else None)

@@ -25,7 +25,7 @@ COLUMNS = {"Loops": "loops", "Bursts": "bursts", "Non-speech examples": "nonspee
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
     """Example ids of ``run`` per kind (``loops``, ``bursts``, ``nonspeech_with_output``, ``catastrophic``),
     scored with ``normalizer``; also ``nonspeech`` (every example whose normalized transcript is empty)."""
-    found = [example_hallucination(rescored(p, normalizer, run.normalizer), thresholds) for p in run.predictions]
+    found = [example_hallucination(rescored(p, normalizer), thresholds) for p in run.predictions]
     ids = {kind: {h.id for h in found if getattr(h, attr)} for kind, attr in KINDS.items()}
     ids["nonspeech"] = {h.id for h in found if h.nonspeech}
     return ids

@@ -66,7 +66,7 @@ def _metric_values(run: StoredRun, normalizer: str) -> dict:
     ``normalizer``, else computed afresh from its predictions."""
     if normalizer == run.normalizer and run.summary is not None:
         return dict(run.summary.metrics)
-    scored = [rescored(p, normalizer, run.normalizer) for p in run.predictions]
+    scored = [rescored(p, normalizer) for p in run.predictions]
     options = stored_options(run.summary.metrics if run.summary else {})  # the thresholds it was scored with
     return run_metrics(scored, MetricContext(normalizer, run.form, options))
 

@@ -45,7 +45,7 @@ def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) ->
         for pred in run.predictions:
             groups.setdefault(condition_of(pred.id), []).append(pred)
         for condition in sorted(groups, key=condition_order):
-            summary = summarize(groups[condition], normalizer, run.form, scored_with=run.normalizer)
+            summary = summarize(groups[condition], normalizer, run.form)
             counts = summary.metrics.get("hallucination", {})
             rows.append({"Implementation": run.meta.label or run.meta.adapter, "Reference": reference is run,
                          "Condition": condition, "Noise": noise_of(condition), "SNR dB": snr_of(condition),

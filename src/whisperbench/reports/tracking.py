@@ -157,7 +157,7 @@ def _number(value: Any) -> Optional[float]:
 def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]:
     summary = run.summary.to_dict() if run.summary else {}
     metrics = {name: summary.get(name) for name in SUMMARY_METRICS}
-    scored = [counts_of(rescored(p, run.normalizer, run.normalizer)) for p in run.predictions]
+    scored = [counts_of(rescored(p, run.normalizer)) for p in run.predictions]
     interval = wer_interval([c.errors for c in scored], [c.ref_words for c in scored])
     if interval is not None:
         metrics |= {"wer_ci_low": interval.low, "wer_ci_high": interval.high}

@@ -150,22 +150,20 @@ def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Pre
                                                                      normalizer)
 
 
-def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english", *,
-        reference_scored_with: Optional[str] = None, candidate_scored_with: Optional[str] = None) -> QoiResult:
+def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english") -> QoiResult:
     """Compare a candidate run with the reference run, example by example (see module doc).
 
     A failed candidate example is a regression. A failed reference example cannot be judged and is
     listed in ``reference_failed``, not joined. Both runs are scored against the reference run's
-    transcript; ids whose transcripts differ between runs are listed in ``text_mismatch``.
-    ``*_scored_with`` name the normalizer each run's stored scoring fields were computed with: when
-    it is ``normalizer`` they are used as stored (see :func:`~whisperbench.scoring.summary.rescored`).
+    transcript; ids whose transcripts differ between runs are listed in ``text_mismatch``. Stored scoring
+    fields are used where a prediction was scored with ``normalizer`` (see
+    :func:`~whisperbench.scoring.summary.rescored`).
     """
     with paused_gc():
-        return _qoi(reference, candidate, normalizer, reference_scored_with, candidate_scored_with)
+        return _qoi(reference, candidate, normalizer)
 
 
-def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str,
-         reference_scored_with: Optional[str], candidate_scored_with: Optional[str]) -> QoiResult:
+def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str) -> QoiResult:
     ref_by_id = _by_id(reference, "reference")
     cand_by_id = _by_id(candidate, "candidate")
     result = QoiResult(None, 0, 0, 0, 0, 0, 0)
@@ -174,8 +172,7 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
     examples = ExampleList()
     result.examples = examples
     for ex_id in sorted(set(ref_by_id) & set(cand_by_id)):
-        comparison = _compare_one(ref_by_id[ex_id], cand_by_id[ex_id], normalizer, reference_scored_with,
-                                  candidate_scored_with, result)
+        comparison = _compare_one(ref_by_id[ex_id], cand_by_id[ex_id], normalizer, result)
         if comparison is None:
             continue
         examples.append(comparison)
@@ -192,20 +189,18 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
     return result
 
 
-def _compare_one(ref_pred: Prediction, cand_pred: Prediction, normalizer: str, reference_scored_with: Optional[str],
-                 candidate_scored_with: Optional[str], result: QoiResult) -> Optional[ExampleComparison]:
+def _compare_one(ref_pred: Prediction, cand_pred: Prediction, normalizer: str,
+                 result: QoiResult) -> Optional[ExampleComparison]:
     """One joined example (None, and listed in ``reference_failed``, when the reference failed on it)."""
     ex_id = ref_pred.id
     if ref_pred.status != "ok":
         result.reference_failed.append(ex_id)
         return None
-    cand_scored_with = candidate_scored_with
-    if cand_pred.reference != ref_pred.reference:
+    if cand_pred.reference != ref_pred.reference:  # its stored fields were scored against another transcript
         result.text_mismatch.append(ex_id)
-        cand_pred = Prediction(**{**cand_pred.__dict__, "reference": ref_pred.reference})
-        cand_scored_with = None  # its stored fields were scored against another transcript
-    ref_scored = rescored(ref_pred, normalizer, reference_scored_with)
-    cand_scored = rescored(cand_pred, normalizer, cand_scored_with)
+        cand_pred = dataclasses.replace(cand_pred, reference=ref_pred.reference, scored_with=None)
+    ref_scored = rescored(ref_pred, normalizer)
+    cand_scored = rescored(cand_pred, normalizer)
     language = ref_pred.language or cand_pred.language  # the reference run's label decides the units
     ref_scored, cand_scored = _labelled(ref_scored, language, normalizer), _labelled(cand_scored, language, normalizer)
     ref_counts, cand_counts = headline_counts(ref_scored), headline_counts(cand_scored)

@@ -189,7 +189,7 @@ def _compare_special(ref: pa.Table, cand: pa.Table, columns: ExampleColumns, nor
     for i in np.flatnonzero(special):
         one = _compare_one(_prediction(columns.reference_table, int(columns.reference_rows[i])),
                            _prediction(columns.candidate_table, int(columns.candidate_rows[i])),
-                           normalizer, None, None, result)
+                           normalizer, result)
         assert one is not None  # the joined rows are the reference's successes
         columns.reference_errors[i], columns.candidate_errors[i] = one.reference_errors, one.candidate_errors
         columns.reference_words[i] = one.reference_words

@@ -33,7 +33,14 @@ def score_prediction(pred: Prediction, normalizer: str, characters: bool = True)
     """
     values = _scores(pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer,
                      characters)
-    return dataclasses.replace(pred, **dict(zip(SCORE_FIELDS if characters else WORD_FIELDS, values)))
+    return _with_scores(pred, values, normalizer, characters)
+
+
+def _with_scores(pred: Prediction, values: Sequence[Any], normalizer: str, characters: bool) -> Prediction:
+    """A copy of ``pred`` holding ``values`` (of ``SCORE_FIELDS``, or ``WORD_FIELDS`` without characters), keyed
+    by ``normalizer`` (``scored_with``); the raw output is left as it was."""
+    return dataclasses.replace(pred, scored_with=normalizer,
+                               **dict(zip(SCORE_FIELDS if characters else WORD_FIELDS, values)))
 
 
 #: the fields scoring fills, in the order ``_scores`` gives them
@@ -73,8 +80,7 @@ def score_predictions(predictions: Sequence[Prediction], normalizer: str, charac
     chunks = [(texts[i:i + size], normalizer, characters) for i in range(0, len(texts), size)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
         values = [row for part in pool.map(_score_chunk, chunks) for row in part]
-    names = SCORE_FIELDS if characters else WORD_FIELDS
-    return [dataclasses.replace(pred, **dict(zip(names, row))) for pred, row in zip(predictions, values)]
+    return [_with_scores(pred, row, normalizer, characters) for pred, row in zip(predictions, values)]
 
 
 class UnscoredError(ValueError):
@@ -101,29 +107,32 @@ def headline_counts(pred: Prediction) -> WordCounts:
     return char_counts_of(pred) if headline_metric(pred.language) == "cer" else counts_of(pred)
 
 
-def rescored(pred: Prediction, normalizer: str, scored_with: Optional[str] = None) -> Prediction:
+def rescored(pred: Prediction, normalizer: str) -> Prediction:
     """``pred`` scored with ``normalizer``, reusing its stored scoring fields when they fit.
 
-    ``scored_with`` names the normalizer the stored fields were computed with (a run's
-    ``run.json`` ``normalizer``). When it equals ``normalizer`` and every field is present, ``pred``
-    is returned as it is (no normalizing, no alignment); otherwise it is scored afresh.
+    A prediction names the normalizer its scoring fields were computed with (``scored_with``). When it is
+    ``normalizer`` and every field is present, ``pred`` is returned as it is (no normalizing, no alignment);
+    otherwise it is scored afresh: a score is never read for another normalizer.
+
+    >>> pred = score_prediction(Prediction("a", "Hello, world.", "hello world"), "basic")
+    >>> rescored(pred, "basic") is pred, rescored(pred, "english").scored_with
+    (True, 'english')
     """
-    return pred if _fits(pred, normalizer, scored_with) else score_prediction(pred, normalizer)
+    return pred if _fits(pred, normalizer) else score_prediction(pred, normalizer)
 
 
-def _fits(pred: Prediction, normalizer: str, scored_with: Optional[str]) -> bool:
+def _fits(pred: Prediction, normalizer: str) -> bool:
     """Whether ``pred``'s stored scoring fields were computed with ``normalizer`` and are all there."""
-    return (scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
+    return (pred.scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
             and pred.hits is not None and pred.substitutions is not None and pred.deletions is not None
             and pred.insertions is not None and pred.char_hits is not None)  # runs before CER: rescored
 
 
-def rescored_all(predictions: Iterable[Prediction], normalizer: str,
-                 scored_with: Optional[str] = None) -> list[Prediction]:
+def rescored_all(predictions: Iterable[Prediction], normalizer: str) -> list[Prediction]:
     """:func:`rescored` over many predictions, in order; those scored afresh go through
     :func:`score_predictions` (all cores for large sets)."""
     preds = list(predictions)
-    stale = [i for i, pred in enumerate(preds) if not _fits(pred, normalizer, scored_with)]
+    stale = [i for i, pred in enumerate(preds) if not _fits(pred, normalizer)]
     if stale:
         for i, pred in zip(stale, score_predictions([preds[i] for i in stale], normalizer)):
             preds[i] = pred
@@ -134,13 +143,12 @@ def _percentile(values: list[float], q: float) -> Optional[float]:
     return float(np.percentile(values, q)) if values else None
 
 
-def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
-              scored_with: Optional[str] = None, language_detected: bool = False,
+def summarize(predictions: Iterable[Prediction], normalizer: str, form: str, language_detected: bool = False,
               metric_options: Optional[dict[str, Any]] = None) -> Summary:
     """Dataset-level figures from predictions scored with ``normalizer``.
 
-    Predictions are scored here from raw text unless ``scored_with`` says their stored fields were
-    computed with the same normalizer (see :func:`rescored`); the figures are the same either way.
+    Predictions are scored here from raw text unless their stored fields were computed with the same
+    normalizer (their ``scored_with``; see :func:`rescored`); the figures are the same either way.
     ``wer`` (and ``cer``) count failed examples as empty hypotheses; ``wer_ok`` is over successful examples
     only. ``rtfx`` = Σ audio_s / Σ infer_s over successful examples. With language labels, ``languages``
     breaks WER, CER and the headline metric down per language (``macro_error_rate``: their mean); with
@@ -148,7 +156,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str,
     Every registered metric (:mod:`whisperbench.scoring.metrics`) adds its own key; ``metric_options`` are
     their thresholds.
     """
-    scored = rescored_all(predictions, normalizer, scored_with)
+    scored = rescored_all(predictions, normalizer)
     ok = [p for p in scored if p.status == "ok"]
     total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
     audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)

@@ -30,19 +30,18 @@ SCHEMA = pa.schema(
     + [("timed", pa.bool_())])  # the prediction stored segment or word times (the timing reports read them)
 
 
-def score_table(predictions: Iterable[Prediction], normalizer: str, scored_with: Optional[str] = None) -> pa.Table:
-    """The predictions scored with ``normalizer`` (stored counts reused when ``scored_with`` is it), as columns."""
-    scored = rescored_all(predictions, normalizer, scored_with)
+def score_table(predictions: Iterable[Prediction], normalizer: str) -> pa.Table:
+    """The predictions scored with ``normalizer`` (stored counts reused where they were scored with it), as columns."""
+    scored = rescored_all(predictions, normalizer)
     columns = {name: [getattr(p, name) for p in scored] for name in SCHEMA.names if name != "timed"}
     columns["timed"] = [p.segments is not None or p.words is not None for p in scored]
     return pa.table(columns, schema=SCHEMA)
 
 
-def score_table_of_chunks(chunks: Iterable[list[Prediction]], normalizer: str,
-                          scored_with: Optional[str] = None) -> pa.Table:
+def score_table_of_chunks(chunks: Iterable[list[Prediction]], normalizer: str) -> pa.Table:
     """:func:`score_table` over predictions given a chunk at a time (bounded memory), one row per id: where an
     id comes again, its last prediction (the run store's rule), in the order of first appearance."""
-    tables = [score_table(chunk, normalizer, scored_with) for chunk in chunks]
+    tables = [score_table(chunk, normalizer) for chunk in chunks]
     table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
     return _last_per_id(table)
 
