@@ -131,8 +131,9 @@ def fast_counts(pairs: list[tuple[str, str]], characters: bool, cold: bool) -> l
         if cold:
             _cached(NORMALIZER).cache_clear()
         p = score_prediction(Prediction(id=str(i), reference=ref, hypothesis=hyp), NORMALIZER, characters=characters)
-        row = (p.hits, p.substitutions, p.deletions, p.insertions)
-        out.append(row + (p.char_hits, p.char_substitutions, p.char_deletions, p.char_insertions) if characters else row)
+        w, c = p.scored().words, p.scored().chars
+        row = (w.hits, w.substitutions, w.deletions, w.insertions)
+        out.append(row + (c.hits, c.substitutions, c.deletions, c.insertions) if c is not None else row)
     return out
 
 

@@ -90,9 +90,9 @@ def test_scorer_equals_naive_loop_on_shared_data():
     for normalizer in ("english", "basic"):
         for pred in preds:
             ours, theirs = score_prediction(pred, normalizer), naive_score(pred, normalizer)
-            assert (ours.hits, ours.substitutions, ours.deletions, ours.insertions) == theirs["words"], pred.id
-            assert (ours.char_hits, ours.char_substitutions, ours.char_deletions,
-                    ours.char_insertions) == theirs["chars"], pred.id
+            words, chars = ours.scored().words, ours.scored().chars
+            assert (words.hits, words.substitutions, words.deletions, words.insertions) == theirs["words"], pred.id
+            assert (chars.hits, chars.substitutions, chars.deletions, chars.insertions) == theirs["chars"], pred.id
 
 
 def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
@@ -119,7 +119,8 @@ def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
 def test_words_only_scoring_skips_characters():
     pred = score_prediction(Prediction(id="a", reference="the cat sat", hypothesis="the bat sat"), "english",
                             characters=False)
-    assert (pred.substitutions, pred.hits) == (1, 2) and pred.char_hits is None and pred.cer is None
+    words = pred.scored().words
+    assert (words.substitutions, words.hits) == (1, 2) and pred.scored().chars is None and pred.cer is None
 
 
 def test_several_cores_give_the_same_predictions(monkeypatch):

@@ -95,7 +95,7 @@ def test_empty_reference_scoring_as_documented():
     """Empty reference: example WER/CER undefined, every output word an insertion that adds to the corpus WER's
     errors and nothing to its reference words; QoI compares errors, so any output against none regresses."""
     speech, silent = _scored("ask not what", "ask not what"), _scored("", "Thank you.")
-    assert (silent.wer, silent.cer, silent.insertions, silent.char_insertions) == (None, None, 2, len("thank you"))
+    assert (silent.wer, silent.cer, silent.scored().words.insertions, silent.scored().chars.insertions) == (None, None, 2, len("thank you"))
     run = summarize([Prediction("a", "ask not what", "ask not what"), Prediction("b", "", "Thank you.")], "english",
                     "short")
     assert run.wer == pytest.approx(100.0 * 2 / 3) and run.empty_references == 1

@@ -11,6 +11,7 @@ import random
 import pytest
 
 from whisperbench.scoring.record import MEASURED
+from whisperbench.types import WordCounts
 
 from whisperbench.harness import RunRequest, open_run, rescore, run_evaluation
 from whisperbench.reports import compare_runs
@@ -22,7 +23,7 @@ from .conftest import BUNDLED, SHARED_DATA, read_manifest_rows, write_jsonl
 
 def _unscored(predictions):
     """The predictions with their stored scores disowned: scoring them is scoring from text."""
-    return [dataclasses.replace(p, scored_with=None) for p in predictions]
+    return [dataclasses.replace(p, score=None) for p in predictions]
 
 
 def _rows():
@@ -74,7 +75,7 @@ def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
     ref, cand = stored_runs
     assert any(p.status == "error" for p in cand.predictions)
     for run in (ref, cand):
-        assert {p.scored_with for p in run.predictions} == {run.normalizer}  # the runner keyed each score
+        assert {p.scored().normalizer for p in run.predictions} == {run.normalizer}  # the runner keyed each score
         fast = summarize(run.predictions, run.normalizer, run.form)
         assert fast == summarize(_unscored(run.predictions), run.normalizer, run.form)
         assert fast.num_failed > 0 and fast.empty_references == 1
@@ -98,18 +99,18 @@ def test_stored_counts_are_not_used_for_another_normalizer(stored_runs):
     ref, cand = stored_runs
     basic = [score_prediction(p, "basic") for p in cand.predictions]
     by_text = summarize(basic, "basic", "short")
-    assert by_text.reference_words == sum(p.hits + p.substitutions + p.deletions for p in basic)
+    assert by_text.reference_words == sum(p.scored().words.ref_words for p in basic)
     assert summarize(cand.predictions, "basic", "short") == by_text  # scored with english: scored afresh
     english = summarize(cand.predictions, "english", "short")
     assert (by_text.reference_words, by_text.wer) != (english.reference_words, english.wer)
-    pred = next(p for p, b in zip(cand.predictions, basic) if p.status == "ok" and (p.hits, p.substitutions) != (
-        b.hits, b.substitutions))  # an example the two normalizers score differently
+    pred = next(p for p, b in zip(cand.predictions, basic) if p.status == "ok" and p.scored().words != b.scored().words)  # an example the two normalizers score differently
     assert rescored(pred, "english") is pred
     assert rescored(pred, "basic") == score_prediction(pred, "basic") != pred
     unscored = type(pred)(id=pred.id, reference=pred.reference, hypothesis=pred.hypothesis)
     assert rescored(unscored, "english") == score_prediction(unscored, "english")
     # a score whose key is not the normalizer asked for is never read, whatever its fields hold
-    planted = dataclasses.replace(pred, hits=0, substitutions=0, deletions=0, insertions=999, scored_with="basic")
+    planted = dataclasses.replace(pred, score=dataclasses.replace(pred.scored(), normalizer="basic",
+                                                                  words=WordCounts(0, 0, 0, 999)))
     assert rescored(planted, "english") == score_prediction(pred, "english")
     assert rescore(cand.store, "basic").wer == by_text.wer
 
@@ -123,7 +124,8 @@ def test_lines_stored_before_scores_named_their_normalizer_read_as_run_jsons(sto
     path.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "scored_with"}) + "\n"
                             for line in lines), encoding="utf-8")
     again = open_run(ref.store.path)
-    assert {p.scored_with for p in again.predictions} == {"english"}
-    assert {p.scored_with for chunk in again.store.prediction_chunks(size=3) for p in chunk} == {"english"}
+    assert {p.scored().normalizer for p in again.predictions} == {"english"}
+    assert {p.scored().normalizer for chunk in again.store.prediction_chunks(size=3) for p in chunk} == {"english"}
+    assert [p.score for p in again.predictions] == [p.score for p in ref.predictions]  # the same scores, read back
     assert summarize(again.predictions, "english", "short") == summarize(_unscored(again.predictions), "english",
                                                                           "short")

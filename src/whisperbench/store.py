@@ -51,12 +51,10 @@ def _read_json(path: Path) -> dict:
 
 def _parse_line(raw: bytes, path: Path, number: int, legacy_normalizer: Optional[str]) -> Prediction:
     try:
-        pred = Prediction.from_json(json.loads(raw))
-    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError) as exc:
+        # a score stored before lines named their normalizer (scored_with) is run.json's normalizer's
+        return Prediction.from_json(json.loads(raw), legacy_normalizer)
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError, KeyError) as exc:
         raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
-    if pred.scored_with is None and pred.reference_norm is not None:
-        pred.scored_with = legacy_normalizer  # written before a prediction named its normalizer: run.json's
-    return pred
 
 
 def _legacy_normalizer(folder: Path) -> Optional[str]:

@@ -108,6 +108,14 @@ class WordCounts:
         """Reference words (hits + substitutions + deletions): WER's denominator."""
         return self.hits + self.substitutions + self.deletions
 
+    def error_rate(self) -> Optional[float]:
+        """Errors per reference word in percent (WER, or CER over characters); None without reference words.
+
+        >>> WordCounts(3, 1, 0, 1).error_rate()
+        50.0
+        """
+        return None if self.ref_words == 0 else 100.0 * self.errors / self.ref_words
+
     def __add__(self, other: "WordCounts") -> "WordCounts":
         return WordCounts(
             self.hits + other.hits,
@@ -117,13 +125,71 @@ class WordCounts:
         )
 
 
+class UnscoredError(ValueError):
+    """A score asked of a prediction that was never scored (a bug in the caller, never read as zeros)."""
+
+
+@dataclass(frozen=True)
+class ExampleScore:
+    """One example's score with one normalizer: the normalized texts, word counts and, where asked for,
+    character counts (CER's; no spaces for languages written without them). ``normalizer`` is its key: a score
+    is never read for another normalizer.
+
+    >>> s = ExampleScore("english", "a b c", "a x c", WordCounts(2, 1, 0, 0))
+    >>> round(s.wer, 2), s.cer, s.to_fields()["hits"]
+    (33.33, None, 2)
+    """
+
+    normalizer: str
+    reference_norm: str
+    hypothesis_norm: str
+    words: WordCounts
+    chars: Optional[WordCounts] = None
+
+    @property
+    def wer(self) -> Optional[float]:
+        """The example's WER in percent; None when its normalized reference is empty."""
+        return self.words.error_rate()
+
+    @property
+    def cer(self) -> Optional[float]:
+        """The example's CER in percent; None without character counts or characters."""
+        return self.chars.error_rate() if self.chars is not None else None
+
+    def to_fields(self) -> dict[str, Any]:
+        """The flat fields a ``predictions.jsonl`` line stores (``scored_with`` names the normalizer)."""
+        chars = self.chars
+        return {"reference_norm": self.reference_norm, "hypothesis_norm": self.hypothesis_norm, "wer": self.wer,
+                **dataclasses.asdict(self.words), "cer": self.cer,
+                **{f"char_{k}": (getattr(chars, k) if chars else None) for k in _COUNT_NAMES},
+                "scored_with": self.normalizer}
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], normalizer: Optional[str]) -> Optional["ExampleScore"]:
+        """The score in a stored line's flat fields (:meth:`to_fields`); None when it has none, or no
+        normalizer says what it was scored with (``normalizer``: the run's, for lines stored before the key)."""
+        key = data.get("scored_with") or normalizer
+        if key is None or data.get("reference_norm") is None or data.get("hits") is None:
+            return None
+        words = WordCounts(*(data[k] for k in _COUNT_NAMES))
+        has_chars = data.get("char_hits") is not None
+        chars = WordCounts(*(data[f"char_{k}"] for k in _COUNT_NAMES)) if has_chars else None
+        return cls(key, data["reference_norm"], data.get("hypothesis_norm") or "", words, chars)
+
+
+_COUNT_NAMES = ("hits", "substitutions", "deletions", "insertions")
+#: a stored line's score fields (:meth:`ExampleScore.to_fields`), apart from the raw output's
+SCORE_FIELDS = frozenset(("reference_norm", "hypothesis_norm", "wer", "cer", "scored_with", *_COUNT_NAMES,
+                          *(f"char_{k}" for k in _COUNT_NAMES)))
+
+
 @dataclass
 class Prediction:
-    """One line of ``predictions.jsonl``: the raw output (what the implementation said, its status, timing) and
-    its score with one normalizer (normalized texts, word and character counts), keyed by ``scored_with``.
+    """One line of ``predictions.jsonl``: the raw output (what the implementation said, its status, timing) and,
+    apart from it, its :class:`ExampleScore` with one normalizer (``score``; None: not scored).
 
     Scoring never changes the raw fields: :func:`~whisperbench.scoring.summary.score_prediction` returns a copy
-    with the score filled in, and a score is used only for the normalizer it names (else it is computed afresh).
+    with a new ``score``, and a score is used only for the normalizer it names (else it is computed afresh).
     """
 
     id: str
@@ -133,31 +199,34 @@ class Prediction:
     error: Optional[str] = None
     audio_s: float = 0.0
     infer_s: float = 0.0
-    # scoring fields, filled by whisperbench.scoring
-    reference_norm: Optional[str] = None
-    hypothesis_norm: Optional[str] = None
-    wer: Optional[float] = None
-    hits: Optional[int] = None
-    substitutions: Optional[int] = None
-    deletions: Optional[int] = None
-    insertions: Optional[int] = None
     language: Optional[str] = None  # the example's language (the dataset's label, as Whisper's code)
-    # character error rate and its counts (characters of the normalized texts; no spaces for zh/ja/ko/th/...)
-    cer: Optional[float] = None
-    char_hits: Optional[int] = None
-    char_substitutions: Optional[int] = None
-    char_deletions: Optional[int] = None
-    char_insertions: Optional[int] = None
-    #: the normalizer the scoring fields above were computed with (None: not scored); a score is used only with it
-    scored_with: Optional[str] = None
     #: the implementation's timing, ``[{start, end, text}]`` / ``[{word, start, end}]`` in seconds; None: absent
     segments: Optional[list[dict[str, Any]]] = None
     words: Optional[list[dict[str, Any]]] = None
     extra: dict[str, Any] = field(default_factory=dict)
+    score: Optional[ExampleScore] = None
+
+    @property
+    def wer(self) -> Optional[float]:
+        """The scored WER in percent (None: not scored, or an empty normalized reference)."""
+        return self.score.wer if self.score is not None else None
+
+    @property
+    def cer(self) -> Optional[float]:
+        """The scored CER in percent (None: not scored with characters, or no characters)."""
+        return self.score.cer if self.score is not None else None
+
+    def scored(self) -> ExampleScore:
+        """The prediction's score; UnscoredError when it has none (never zeros in its place)."""
+        if self.score is None:
+            raise UnscoredError(f"example {self.id!r} is not scored: score it first (score_prediction/rescored)")
+        return self.score
 
     def to_json(self) -> dict[str, Any]:
-        """One line of ``predictions.jsonl`` (fields left None are left out)."""
-        return dataclasses.asdict(self)
+        """One line of ``predictions.jsonl``: the raw fields, then the score's flat fields when scored."""
+        raw = {f: getattr(self, f) for f in _RAW_ORDER}
+        raw["extra"] = dict(self.extra)
+        return raw | self.score.to_fields() if self.score is not None else raw
 
     @classmethod
     def for_example(cls, example: Example) -> "Prediction":
@@ -188,19 +257,18 @@ class Prediction:
         return pred
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Prediction":
-        """A prediction from one ``predictions.jsonl`` line (fields it lacks take their defaults)."""
-        names = _PREDICTION_FIELDS
-        if data.keys() <= names:  # the common case, without copying (stores hold a million lines)
-            return cls(**data)
-        known = {k: v for k, v in data.items() if k in names}
-        unknown = {k: v for k, v in data.items() if k not in names}
-        pred = cls(**known)
-        pred.extra.update(unknown)
-        return pred
+    def from_json(cls, data: dict[str, Any], normalizer: Optional[str] = None) -> "Prediction":
+        """A prediction from one ``predictions.jsonl`` line (fields it lacks take their defaults; unknown ones go
+        to ``extra``). ``normalizer``: what a score stored without ``scored_with`` (older lines) was scored with."""
+        raw = {k: v for k, v in data.items() if k not in SCORE_FIELDS}
+        if not raw.keys() <= _RAW_FIELDS:
+            unknown = {k: raw.pop(k) for k in list(raw) if k not in _RAW_FIELDS}
+            raw["extra"] = {**raw.get("extra", {}), **unknown}
+        return cls(**raw, score=ExampleScore.from_fields(data, normalizer))
 
 
-_PREDICTION_FIELDS = frozenset(f.name for f in dataclasses.fields(Prediction))
+_RAW_ORDER = tuple(f.name for f in dataclasses.fields(Prediction) if f.name != "score")
+_RAW_FIELDS = frozenset(_RAW_ORDER)
 
 
 #: the roles a dataset column can play (``--audio-column`` …); audio and text are required, id and language optional

@@ -196,10 +196,12 @@ class ExampleHallucination:
 
 
 def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds()) -> ExampleHallucination:
-    """The measures of one prediction already scored (``reference_norm``, ``hypothesis_norm``, ``wer`` filled)."""
-    ref, hyp = pred.reference_norm or "", pred.hypothesis_norm or ""
+    """The measures of one prediction already scored (its normalized texts and WER; unscored: UnscoredError)."""
+    score = pred.scored()
+    ref, hyp = score.reference_norm, score.hypothesis_norm
     ok = pred.status == "ok"
-    burst = 0 if not ok else pred.insertions if pred.insertions is not None and pred.insertions < 2 else \
+    insertions = score.words.insertions
+    burst = 0 if not ok else insertions if insertions < 2 else \
         insertion_burst(ref, hyp)  # fewer than two insertions: the longest run is their number
     return ExampleHallucination(
         id=pred.id,
@@ -209,7 +211,7 @@ def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds(
         burst=burst >= thresholds.burst_words,
         nonspeech=not ref.split(),
         nonspeech_output=ok and not ref.split() and bool(hyp.split()),
-        catastrophic=ok and pred.wer is not None and pred.wer >= thresholds.catastrophic_wer,
+        catastrophic=ok and score.wer is not None and score.wer >= thresholds.catastrophic_wer,
     )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Callable, Iterable, Optional, cast
+from typing import Callable, Iterable, Optional
 
 NORMALIZERS = ("english", "basic", "none")
 #: script folds (``NAME+FOLD``): the OpenCC configuration each applies

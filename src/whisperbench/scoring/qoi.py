@@ -198,7 +198,7 @@ def _compare_one(ref_pred: Prediction, cand_pred: Prediction, normalizer: str,
         return None
     if cand_pred.reference != ref_pred.reference:  # its stored fields were scored against another transcript
         result.text_mismatch.append(ex_id)
-        cand_pred = dataclasses.replace(cand_pred, reference=ref_pred.reference, scored_with=None)
+        cand_pred = dataclasses.replace(cand_pred, reference=ref_pred.reference, score=None)
     ref_scored = rescored(ref_pred, normalizer)
     cand_scored = rescored(cand_pred, normalizer)
     language = ref_pred.language or cand_pred.language  # the reference run's label decides the units

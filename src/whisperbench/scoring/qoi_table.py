@@ -11,7 +11,7 @@ other one from the stored counts, vectorized. The per-example records are built 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from ..languages import headline_metric
 from ..types import Prediction
 from .qoi import ExampleComparison, QoiResult, _compare_one
-from .table import CHAR_COUNTS, SCHEMA, WORD_COUNTS, column
+from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
 
 CHUNK = 65_536  # examples built at a time when iterating
 
@@ -217,5 +217,4 @@ def _differs(labels: pa.ChunkedArray, language: pa.Array) -> pa.Array:
 
 
 def _prediction(table: pa.Table, row: int) -> Prediction:
-    values = {name: table[name][row].as_py() for name in SCHEMA.names if name != "timed"}
-    return Prediction(**values)
+    return Prediction(**{name: table[name][row].as_py() for name in RAW_COLUMNS})  # raw output: scored afresh

@@ -11,11 +11,11 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from ..languages import cer_text, headline_metric
-from ..types import Prediction, WordCounts
+from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
 from .metrics import MetricContext, run_metrics
 from .normalize import normalize
 from .record import Summary
-from .wer import align, align_characters, corpus_wer, example_wer
+from .wer import align, align_characters, corpus_wer
 
 #: fewest predictions scored afresh on several cores (below it a pool costs more than it saves)
 PARALLEL_MIN = 20_000
@@ -24,45 +24,38 @@ _START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else
 
 
 def score_prediction(pred: Prediction, normalizer: str, characters: bool = True) -> Prediction:
-    """Return a copy of ``pred`` with normalized texts, S/D/I/hits and WER over words, the same over
-    characters (CER; spaces left out for languages written without them), filled in.
+    """Return a copy of ``pred`` with its :class:`~whisperbench.types.ExampleScore` with ``normalizer``: the
+    normalized texts, S/D/I/hits and WER over words, the same over characters (CER; spaces left out for languages
+    written without them). The raw output is not changed.
 
     A failed example is scored as an empty hypothesis (every reference word deleted), so a failure
     can never lower a run's WER or CER. With ``characters=False`` the character alignment is skipped
-    (its fields stay None: the caller asks for WER only).
+    (the score's ``chars`` stay None: the caller asks for WER only).
     """
-    values = _scores(pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer,
-                     characters)
-    return _with_scores(pred, values, normalizer, characters)
+    return dataclasses.replace(pred, score=score_example(pred, normalizer, characters))
 
 
-def _with_scores(pred: Prediction, values: Sequence[Any], normalizer: str, characters: bool) -> Prediction:
-    """A copy of ``pred`` holding ``values`` (of ``SCORE_FIELDS``, or ``WORD_FIELDS`` without characters), keyed
-    by ``normalizer`` (``scored_with``); the raw output is left as it was."""
-    return dataclasses.replace(pred, scored_with=normalizer,
-                               **dict(zip(SCORE_FIELDS if characters else WORD_FIELDS, values)))
+def score_example(pred: Prediction, normalizer: str, characters: bool = True) -> ExampleScore:
+    """The score of ``pred``'s raw output with ``normalizer`` (a pure function of its texts and language).
 
-
-#: the fields scoring fills, in the order ``_scores`` gives them
-WORD_FIELDS = ("reference_norm", "hypothesis_norm", "wer", "hits", "substitutions", "deletions", "insertions")
-SCORE_FIELDS = WORD_FIELDS + ("cer", "char_hits", "char_substitutions", "char_deletions", "char_insertions")
+    >>> score = score_example(Prediction("a", "Hello, world!", "hello word"), "basic")
+    >>> score.words, round(score.wer, 1), score.normalizer
+    (WordCounts(hits=1, substitutions=1, deletions=0, insertions=0), 50.0, 'basic')
+    """
+    return _scores(pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer,
+                   characters)
 
 
 def _scores(reference: str, hypothesis: Optional[str], language: Optional[str], normalizer: str,
-            characters: bool) -> tuple[Any, ...]:
-    """The values of ``SCORE_FIELDS`` (``WORD_FIELDS`` without ``characters``); ``hypothesis`` None: failed."""
+            characters: bool) -> ExampleScore:
+    """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis)."""
     ref_norm = normalize(reference, normalizer)
     hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
-    counts = align(ref_norm, hyp_norm)
-    words = (ref_norm, hyp_norm, example_wer(counts), counts.hits, counts.substitutions, counts.deletions,
-             counts.insertions)
-    if not characters:
-        return words
-    chars = align_characters(cer_text(ref_norm, language), cer_text(hyp_norm, language))
-    return words + (example_wer(chars), chars.hits, chars.substitutions, chars.deletions, chars.insertions)
+    chars = align_characters(cer_text(ref_norm, language), cer_text(hyp_norm, language)) if characters else None
+    return ExampleScore(normalizer, ref_norm, hyp_norm, align(ref_norm, hyp_norm), chars)
 
 
-def _score_chunk(args: tuple[list[tuple[Any, ...]], str, bool]) -> list[tuple[Any, ...]]:
+def _score_chunk(args: tuple[list[tuple[Any, ...]], str, bool]) -> list[ExampleScore]:
     chunk, normalizer, characters = args
     return [_scores(ref, hyp, language, normalizer, characters) for ref, hyp, language in chunk]
 
@@ -71,7 +64,7 @@ def score_predictions(predictions: Sequence[Prediction], normalizer: str, charac
                       workers: Optional[int] = None) -> list[Prediction]:
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
     machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (workers get
-    and give back only texts and counts)."""
+    texts and give back scores)."""
     workers = workers or os.cpu_count() or 1
     if workers < 2 or len(predictions) < PARALLEL_MIN:
         return [score_prediction(pred, normalizer, characters) for pred in predictions]
@@ -79,27 +72,20 @@ def score_predictions(predictions: Sequence[Prediction], normalizer: str, charac
     size = -(-len(texts) // (workers * 4))
     chunks = [(texts[i:i + size], normalizer, characters) for i in range(0, len(texts), size)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
-        values = [row for part in pool.map(_score_chunk, chunks) for row in part]
-    return [_with_scores(pred, row, normalizer, characters) for pred, row in zip(predictions, values)]
-
-
-class UnscoredError(ValueError):
-    """Counts asked of a prediction that was never scored (a bug in the caller, never read as zeros)."""
+        scores = [score for part in pool.map(_score_chunk, chunks) for score in part]
+    return [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
 
 
 def counts_of(pred: Prediction) -> WordCounts:
     """Word counts of an already-scored prediction (:func:`score_prediction`); unscored: UnscoredError."""
-    if pred.hits is None or pred.substitutions is None or pred.deletions is None or pred.insertions is None:
-        raise UnscoredError(f"example {pred.id!r} has no word counts: score it first (score_prediction/rescored)")
-    return WordCounts(pred.hits, pred.substitutions, pred.deletions, pred.insertions)
+    return pred.scored().words
 
 
 def char_counts_of(pred: Prediction) -> WordCounts:
     """Character counts of an already-scored prediction (scored with ``characters=True``); else UnscoredError."""
-    if pred.char_hits is None or pred.char_substitutions is None or pred.char_deletions is None \
-            or pred.char_insertions is None:
+    if pred.score is None or pred.score.chars is None:
         raise UnscoredError(f"example {pred.id!r} has no character counts: score it with characters=True")
-    return WordCounts(pred.char_hits, pred.char_substitutions, pred.char_deletions, pred.char_insertions)
+    return pred.score.chars
 
 
 def headline_counts(pred: Prediction) -> WordCounts:
@@ -108,24 +94,22 @@ def headline_counts(pred: Prediction) -> WordCounts:
 
 
 def rescored(pred: Prediction, normalizer: str) -> Prediction:
-    """``pred`` scored with ``normalizer``, reusing its stored scoring fields when they fit.
+    """``pred`` scored with ``normalizer``, reusing its stored score when it fits.
 
-    A prediction names the normalizer its scoring fields were computed with (``scored_with``). When it is
-    ``normalizer`` and every field is present, ``pred`` is returned as it is (no normalizing, no alignment);
-    otherwise it is scored afresh: a score is never read for another normalizer.
+    A score names the normalizer it was computed with. When it is ``normalizer`` and holds character counts too,
+    ``pred`` is returned as it is (no normalizing, no alignment); otherwise it is scored afresh: a score is never
+    read for another normalizer.
 
     >>> pred = score_prediction(Prediction("a", "Hello, world.", "hello world"), "basic")
-    >>> rescored(pred, "basic") is pred, rescored(pred, "english").scored_with
+    >>> rescored(pred, "basic") is pred, rescored(pred, "english").score.normalizer
     (True, 'english')
     """
     return pred if _fits(pred, normalizer) else score_prediction(pred, normalizer)
 
 
 def _fits(pred: Prediction, normalizer: str) -> bool:
-    """Whether ``pred``'s stored scoring fields were computed with ``normalizer`` and are all there."""
-    return (pred.scored_with == normalizer and pred.reference_norm is not None and pred.hypothesis_norm is not None
-            and pred.hits is not None and pred.substitutions is not None and pred.deletions is not None
-            and pred.insertions is not None and pred.char_hits is not None)  # runs before CER: rescored
+    """Whether ``pred``'s stored score was computed with ``normalizer`` and is whole (runs before CER: not)."""
+    return pred.score is not None and pred.score.normalizer == normalizer and pred.score.chars is not None
 
 
 def rescored_all(predictions: Iterable[Prediction], normalizer: str) -> list[Prediction]:
@@ -166,7 +150,7 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str, lan
         num_examples=len(scored), num_ok=len(ok), num_failed=len(scored) - len(ok),
         substitutions=total.substitutions, deletions=total.deletions, insertions=total.insertions, hits=total.hits,
         reference_words=total.ref_words, reference_characters=chars.ref_words, char_errors=chars.errors,
-        empty_references=sum(not p.reference_norm for p in scored),
+        empty_references=sum(not p.scored().reference_norm for p in scored),
         audio_s=audio_s, infer_s=infer_s, rtfx=audio_s / infer_s if infer_s > 0 else None,
         latency_p50_s=_percentile(latencies, 50), latency_p90_s=_percentile(latencies, 90),
         latency_p99_s=_percentile(latencies, 99), form=form, normalizer=normalizer,

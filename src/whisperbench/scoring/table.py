@@ -23,6 +23,8 @@ from .wer import corpus_wer
 TABLE_VERSION = "2"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
+#: the columns of the raw output (the rest are the score's counts and ``timed``)
+RAW_COLUMNS = ("id", "reference", "hypothesis", "status", "language", "audio_s", "infer_s")
 SCHEMA = pa.schema(
     [("id", pa.string()), ("reference", pa.string()), ("hypothesis", pa.string()), ("status", pa.string()),
      ("language", pa.string()), ("audio_s", pa.float64()), ("infer_s", pa.float64())]
@@ -33,7 +35,11 @@ SCHEMA = pa.schema(
 def score_table(predictions: Iterable[Prediction], normalizer: str) -> pa.Table:
     """The predictions scored with ``normalizer`` (stored counts reused where they were scored with it), as columns."""
     scored = rescored_all(predictions, normalizer)
-    columns = {name: [getattr(p, name) for p in scored] for name in SCHEMA.names if name != "timed"}
+    columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in scored] for name in RAW_COLUMNS}
+    scores = [p.scored() for p in scored]
+    for name, char_name in zip(WORD_COUNTS, CHAR_COUNTS):
+        columns[name] = [getattr(s.words, name) for s in scores]
+        columns[char_name] = [getattr(s.chars, name) if s.chars is not None else None for s in scores]
     columns["timed"] = [p.segments is not None or p.words is not None for p in scored]
     return pa.table(columns, schema=SCHEMA)
 

@@ -66,7 +66,7 @@ def align_characters(reference: str, hypothesis: str) -> WordCounts:
 
 def example_wer(counts: WordCounts) -> Optional[float]:
     """Per-example WER in percent; None when the normalized reference is empty (undefined)."""
-    return None if counts.ref_words == 0 else 100.0 * counts.errors / counts.ref_words
+    return counts.error_rate()
 
 
 def corpus_wer(counts: WordCounts) -> Optional[float]:
