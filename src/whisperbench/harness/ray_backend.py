@@ -505,12 +505,10 @@ def where(actor: _Actor) -> str:
 
 def _say_death(actor: _Actor, cause: str, retried: list[str], failed: list[str], attempts: int) -> None:
     """Say on the console that a worker died, where, and what becomes of the examples it held."""
-    fate = [f"{len(retried)} example(s) it held go to other workers: {', '.join(retried)}"] if retried else [
-        "it held no example"]
-    if failed:
-        fate.append(f"{len(failed)} stored as failed after {attempts} attempts: {', '.join(failed)}")
-    logger.warning("backend ray: worker %d on %s died (%s); %s; nothing is lost", actor.number, where(actor), cause,
-                   "; ".join(fate))
+    fate = ([f"retried on other workers: {', '.join(retried)}"] if retried else []) + (
+        [f"stored as failed after {attempts} attempts: {', '.join(failed)}"] if failed else [])
+    logger.warning("backend ray: worker %d on %s died (%s); it held %d example(s): %s; nothing is lost",
+                   actor.number, where(actor), cause, len(retried) + len(failed), "; ".join(fate) or "none")
 
 
 def _dispatch(pending: deque, actors: list[_Actor], owner: dict) -> None:
