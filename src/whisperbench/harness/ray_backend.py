@@ -73,7 +73,7 @@ class ExampleWorker:
         preds = self.runner.run_batch(examples)
         facts = self._facts()
         for pred in preds:
-            pred.extra["worker"] = {"host": facts["host"], "pid": facts["pid"]}
+            pred.extra["worker"] = {"host": facts["host"], "pid": facts["pid"], "node": facts.get("node_id")}
         self.ran += len(examples)
         return preds, dict(facts, peak_rss_mb=peak_rss_mb())
 
