@@ -42,11 +42,11 @@ def test_bad_runtime_env_and_names_are_refused_without_showing_values(tmp_path):
     assert SECRET not in str(err.value)
 
 
-def test_worker_runtime_env_merges_forwarded_values_last(monkeypatch):
-    monkeypatch.setenv("WB_FORWARDED", SECRET)
-    env = ray_env.worker_runtime_env({"env_vars": {"OMP_NUM_THREADS": "4", "X": "1"}, "pip": ["p"]}, ["WB_FORWARDED"],
-                                     {"OMP_NUM_THREADS": "2"})
-    assert env == {"env_vars": {"OMP_NUM_THREADS": "4", "X": "1", "WB_FORWARDED": SECRET}, "pip": ["p"]}
+def test_worker_runtime_env_keeps_the_users_variables_over_the_harness_own(monkeypatch):
+    env = ray_env.worker_runtime_env({"env_vars": {"OMP_NUM_THREADS": "4", "X": "1"}, "pip": ["p"]},
+                                     {"OMP_NUM_THREADS": "2", "Y": "2"})
+    assert env == {"env_vars": {"OMP_NUM_THREADS": "4", "Y": "2", "X": "1"}, "pip": ["p"]}
+    assert ray_env.worker_runtime_env(None, {"Y": "2"}) == {"env_vars": {"Y": "2"}}
 
 
 def test_ray_env_options_are_for_the_ray_backend():

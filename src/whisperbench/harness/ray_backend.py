@@ -54,7 +54,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class ExampleWorker:
     """The Ray actor's class: one loaded adapter behind an :class:`ExampleRunner`."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, env: Optional[dict[str, str]] = None):
+        # the --ray-env values: set here, in memory, not through Ray's runtime_env (whose agent logs its contents)
+        os.environ.update(env or {})
         adapter = job.spec.build()  # the run's AdapterSpec: --refresh, --isolate and --timeout-s as everywhere
         self.runner = job.runner(adapter)
         self.runner.load(job.warmup)
@@ -218,6 +220,7 @@ class _ActorPool:
     def __init__(self, ray: Any, job: Job, remote_cls: Any, restarts: int, cpus: int = 1):
         self.ray, self.job, self.remote_cls, self.restarts_left = ray, job, remote_cls, restarts
         self.cpus = cpus  # reserved by each actor
+        self.env = ray_env.forwarded(job.ray_env)  # --ray-env values, handed to each actor as it starts
         self.actors: list[_Actor] = []
         self.deaths: list[str] = []
         self.expected_fingerprint = driver_fingerprint(job)
@@ -255,7 +258,7 @@ class _ActorPool:
 
     def start(self) -> None:
         """Start one more actor (it loads its model; ``ready_ref`` resolves when it has)."""
-        handle = self.remote_cls.remote(self.job.portable())
+        handle = self.remote_cls.remote(self.job.portable(), self.env)
         actor = _Actor(handle, len(self.actors))
         actor.ready_ref = handle.ready.remote()
         self.actors.append(actor)
@@ -389,7 +392,8 @@ class RayBackend:
                     self.cluster["node_count"], [n["cpus"] for n in self.cluster["nodes"]])
         worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}  # recorded: no secret in it
         try:
-            runtime_env = ray_env.worker_runtime_env(self.job.runtime_env, self.job.ray_env, worker_env)
+            runtime_env = ray_env.worker_runtime_env(self.job.runtime_env, worker_env)
+            ray_env.forwarded(self.job.ray_env)  # every name set here, before any actor starts
         except WhisperbenchError:
             if started_here:
                 ray.shutdown()

@@ -1,7 +1,9 @@
 """The environment a Ray run's workers get: ``--runtime-env`` (Ray's runtime_env as JSON, or a JSON/YAML file)
-and ``--ray-env NAME`` (the driver's value of NAME forwarded), merged into each actor's runtime_env.
+and ``--ray-env NAME`` (the driver's value of NAME forwarded).
 
-Values never leave memory: run.json records the runtime_env with its ``env_vars`` reduced to their names, and
+``--ray-env`` values never leave memory: each actor gets them as it starts and sets them before it builds the
+adapter (not through the runtime_env, whose contents Ray's runtime_env agent writes to its session logs on
+every node, so secrets belong in ``--ray-env``). run.json records the runtime_env with its ``env_vars`` reduced to their names, and
 the names of the forwarded variables (:func:`describe`). Ray itself is not imported here.
 
 >>> load_runtime_env('{"env_vars": {"A": "1"}, "pip": ["x"]}')
@@ -72,12 +74,12 @@ def forwarded(names: Iterable[str], environ: Mapping[str, str] = os.environ) -> 
     return {n: environ[n] for n in names}
 
 
-def worker_runtime_env(runtime_env: Optional[dict[str, Any]], names: Iterable[str],
-                       base_vars: Mapping[str, str]) -> dict[str, Any]:
-    """Each actor's runtime_env: ``runtime_env`` with ``base_vars`` (the harness's own, e.g. OMP_NUM_THREADS),
-    then its own ``env_vars``, then the forwarded variables (the last wins)."""
+def worker_runtime_env(runtime_env: Optional[dict[str, Any]], base_vars: Mapping[str, str]) -> dict[str, Any]:
+    """Each actor's runtime_env: ``runtime_env`` with ``base_vars`` (the harness's own, e.g. OMP_NUM_THREADS)
+    under its own ``env_vars`` (which win). The ``--ray-env`` values are not in it: Ray's runtime_env agent
+    writes a runtime_env's contents to its session logs, so they reach each actor as it starts (in memory)."""
     env = dict(runtime_env or {})
-    env["env_vars"] = {**base_vars, **(env.get("env_vars") or {}), **forwarded(names)}
+    env["env_vars"] = {**base_vars, **(env.get("env_vars") or {})}
     return env
 
 
