@@ -20,7 +20,12 @@ workers, and an actor whose weights fingerprint differs from the driver's (or, w
 read the model, from the first live actor's) is refused: killed, logged and recorded, its work done
 elsewhere. Audio paths are sent as absolute paths: on a cluster of
 several machines they must be readable on every node (a shared file system), or the examples fail
-with the path named.
+with the path named. ``--ray-env`` values reach each actor as a constructor argument, ``--runtime-env`` is its
+Ray runtime_env (:mod:`.ray_env`); ``backend_info`` records the address joined and the nodes, never a value.
+
+The console (the module's logger) says where each actor went live, when one dies (its node, the examples
+it held: retried elsewhere or stored as failed) and, after ``SAY_WAITING_S`` with nothing finished, what the
+run waits for (CPUs the cluster does not have free, models loading, examples running). docs/cluster.md.
 """
 
 from __future__ import annotations
