@@ -79,6 +79,26 @@ class OtherWeightsAdapter(Adapter):
         return Transcript(text=example.text)
 
 
+@register
+class EnvEchoAdapter(Adapter):
+    """Echoes the transcript when its worker has ``var`` set to a value whose sha256 is ``sha`` (and ``var2`` to
+    ``sha2``), else says ``missing``: the values themselves never reach a transcript."""
+
+    name = "test-ray-env"
+    options = {"var": "", "sha": "", "var2": "", "sha2": ""}
+    uses_weights = False
+
+    def load(self):
+        pass
+
+    def transcribe(self, audio, example, *, long_form):
+        import hashlib
+
+        ok = all(hashlib.sha256(os.environ.get(self.settings[v], "").encode()).hexdigest() == self.settings[h]
+                 for v, h in (("var", "sha"), ("var2", "sha2")))
+        return Transcript(text=example.text if ok else "missing")
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory):
     """A local Ray instance (2 CPUs); its workers import this module and share the weight cache."""
@@ -147,10 +167,11 @@ def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster,
         unscored(local_run), unscored(ray_run), "english").to_json(True)
 
 
-def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_cluster, tmp_path, local_manifest):
+def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_cluster, tmp_path, local_manifest, caplog):
     marks = tmp_path / "marks"
     marks.mkdir()
     decoding = DecodingOptions(extra={"crash": "jfk", "crash_once": "LJ001-0003", "marks": str(marks)})
+    caplog.set_level("INFO", logger="whisperbench")
     result = run_evaluation(RunRequest("test-ray-crash", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
                                        name="crash", backend="ray", workers=2, warmup=False, decoding=decoding))
     preds = {p.id: p for p in open_run("crash", tmp_path / "r").predictions}
@@ -168,6 +189,11 @@ def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_clu
     assert len(crashed_in) == 1 and flaky.extra["worker"]["pid"] != crashed_in[0]["pid"]  # retried elsewhere
     assert all(p.status == "ok" for i, p in preds.items() if i != "jfk")
     assert result.info["backend_info"]["failed_after_retries"] == ["jfk"]
+    deaths = [r.getMessage() for r in caplog.records if "died" in r.getMessage()]
+    assert len(deaths) == attempts + 1 and all(r.levelname == "WARNING" for r in caplog.records if "died" in r.getMessage())
+    assert all("nothing is lost" in d and "on node " in d for d in deaths)
+    assert sum("retried on other workers: " in d and "jfk" in d for d in deaths) == attempts - 1
+    assert any(f"stored as failed after {attempts} attempts: jfk" in d for d in deaths), deaths
 
 
 def test_a_run_started_in_process_resumes_on_ray(ray_cluster, tmp_path, local_manifest):
@@ -243,3 +269,67 @@ def test_a_relative_model_path_reaches_the_workers_absolute(ray_cluster, tmp_pat
     assert result.summary.num_failed == 0 and result.summary.wer == 0.0
     assert result.info["backend_info"]["model"] == str(tmp_path / "hyp.jsonl")
     assert result.info["backend_info"]["actor_cpus"] == 1
+
+
+def test_chosen_variables_reach_the_workers_and_their_values_no_file_or_log(ray_cluster, tmp_path, local_manifest,
+                                                                          monkeypatch, caplog):
+    """--ray-env NAME forwards the driver's value, --runtime-env (a YAML file) sets others; run.json names them,
+    and neither value is anywhere in the run folder or the log."""
+    import hashlib
+    import logging
+    import uuid
+
+    secret, other = f"sk-{uuid.uuid4().hex}", f"rt-{uuid.uuid4().hex}"
+    monkeypatch.setenv("WB_TEST_SECRET", secret)
+    (tmp_path / "env.yaml").write_text(f"env_vars:\n  WB_VIA_RUNTIME_ENV: {other}\n")
+    sha = {"sha": hashlib.sha256(secret.encode()).hexdigest(), "sha2": hashlib.sha256(other.encode()).hexdigest()}
+    decoding = DecodingOptions(threads=1, extra={"var": "WB_TEST_SECRET", "var2": "WB_VIA_RUNTIME_ENV", **sha})
+    caplog.set_level(logging.INFO, logger="whisperbench")
+    result = run_evaluation(RunRequest("test-ray-env", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
+                                       name="env", backend="ray", workers=2, warmup=False, decoding=decoding,
+                                       ray_env=("WB_TEST_SECRET",), runtime_env=str(tmp_path / "env.yaml")))
+    assert result.summary.num_failed == 0 and result.summary.wer == 0.0  # every worker had both values
+    backend, execution = result.info["backend_info"], result.info["execution"]
+    assert backend["forwarded_env"] == execution["forwarded_env"] == ["WB_TEST_SECRET"]
+    assert backend["runtime_env"] == execution["runtime_env"] == {"env_vars": ["WB_VIA_RUNTIME_ENV"]}
+    assert backend["joined_address"] == ray_cluster and backend["node_count"] == 1
+    assert backend["nodes"][0]["cpus"] == 2.0
+    for path in (tmp_path / "r").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert secret.encode() not in data and other.encode() not in data, path
+    assert secret not in caplog.text and other not in caplog.text
+    assert "worker 0 live on node" in caplog.text or "worker 1 live on node" in caplog.text
+    monkeypatch.delenv("WB_TEST_SECRET")
+    with pytest.raises(OptionError, match="not set in this environment: WB_TEST_SECRET"):
+        run_evaluation(RunRequest("test-ray-env", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
+                                  name="env2", backend="ray", ray_env=("WB_TEST_SECRET",)))
+
+
+def test_waiting_for_cpus_is_said(ray_cluster, tmp_path, local_manifest, monkeypatch, caplog):
+    """With one of the two CPUs held by another job, the second worker waits: the console says for how many CPUs
+    and how many the cluster has free; the run finishes on the first worker."""
+    import logging
+
+    from whisperbench.harness import ray_backend
+
+    @ray.remote(num_cpus=1)
+    class Holder:
+        def ping(self):
+            return 1
+
+    holder = Holder.remote()
+    ray.get(holder.ping.remote())
+    monkeypatch.setattr(ray_backend, "SAY_WAITING_S", 0.2)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    caplog.set_level(logging.INFO, logger="whisperbench")
+    try:
+        result = run_evaluation(RunRequest("test-ray-weights", "m", str(local_manifest()), warmup=False,
+                                           runs_dir=str(tmp_path / "r"), name="wait", backend="ray", workers=2,
+                                           decoding=DecodingOptions(threads=1, extra={"marks": str(marks)})))
+    finally:
+        ray.kill(holder)
+    assert result.summary.num_failed == 0
+    assert "backend ray: waiting for 1 CPUs (1 worker(s) of 1 CPUs not started" in caplog.text
+    assert "the cluster has 0 of 2 CPUs free" in caplog.text

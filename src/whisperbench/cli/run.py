@@ -26,6 +26,7 @@ def command(args) -> int:
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate, timeout_s=args.timeout_s,
         backend=args.backend, address=args.address, attempts=args.attempts, metric_options=metric_options(args),
+        runtime_env=args.runtime_env, ray_env=tuple(args.ray_env or ()),
     )
     return execute(request, args.json)
 
@@ -43,6 +44,12 @@ def register(sub: Any) -> None:
                         "or Ray actors (pip install 'whisperbench[ray]')")
     p.add_argument("--address", help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "
                                      "(default: RAY_ADDRESS, else a local Ray started for the run)")
+    p.add_argument("--runtime-env", metavar="JSON|FILE",
+                   help="--backend ray: the workers' Ray runtime_env, as JSON or a .json/.yaml file (env_vars, "
+                        "working_dir, pip …); run.json records env_vars by name only (docs/cluster.md)")
+    p.add_argument("--ray-env", action="append", metavar="NAME",
+                   help="--backend ray: forward this variable's value from here to every worker, e.g. "
+                        "WHISPERBENCH_CACHE or OPENAI_API_KEY; repeat for several; run.json records the name only")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …); "
                         "repeat -o for several")

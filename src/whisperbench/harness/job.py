@@ -34,10 +34,13 @@ class Job:
     workers: int = 1
     address: Optional[str] = None  # ray: the cluster to join
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # the same on every backend (harness/retry.py)
+    runtime_env: Optional[dict] = None  # ray: the workers' runtime_env (--runtime-env); kept on the driver
+    ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers
 
     def portable(self) -> "Job":
-        """This job without its built adapter, to send to another process (which builds its own)."""
-        return dataclasses.replace(self, adapter=None)
+        """This job without its built adapter, to send to another process (which builds its own); the
+        runtime_env (which may hold secrets) stays here: the workers already run inside it."""
+        return dataclasses.replace(self, adapter=None, runtime_env=None)
 
     def runner(self, adapter: Adapter) -> ExampleRunner:
         """An ExampleRunner for this job's adapter (the one way every backend transcribes examples)."""

@@ -20,7 +20,12 @@ workers, and an actor whose weights fingerprint differs from the driver's (or, w
 read the model, from the first live actor's) is refused: killed, logged and recorded, its work done
 elsewhere. Audio paths are sent as absolute paths: on a cluster of
 several machines they must be readable on every node (a shared file system), or the examples fail
-with the path named.
+with the path named. ``--ray-env`` values reach each actor as a constructor argument, ``--runtime-env`` is its
+Ray runtime_env (:mod:`.ray_env`); ``backend_info`` records the address joined and the nodes, never a value.
+
+The console (the module's logger) says where each actor went live, when one dies (its node, the examples
+it held: retried elsewhere or stored as failed) and, after ``SAY_WAITING_S`` with nothing finished, what the
+run waits for (CPUs the cluster does not have free, models loading, examples running). docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -39,19 +44,24 @@ from typing import Any, Optional
 from ..errors import WhisperbenchError
 from ..machine import peak_rss_mb
 from ..models.formats import parse_model_format
+from ..redact import redact_text
+from . import ray_env
 from ..types import Example, Prediction
 from .job import BackendReport, Job, Progress
 from .examples import batches
 
 logger = logging.getLogger(__name__)
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
+SAY_WAITING_S = 15.0  # with nothing finished for this long, say what the run waits for (again every as long)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ExampleWorker:
     """The Ray actor's class: one loaded adapter behind an :class:`ExampleRunner`."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, env: Optional[dict[str, str]] = None):
+        # the --ray-env values: set here, in memory, not through Ray's runtime_env (whose agent logs its contents)
+        os.environ.update(env or {})
         adapter = job.spec.build()  # the run's AdapterSpec: --refresh, --isolate and --timeout-s as everywhere
         self.runner = job.runner(adapter)
         self.runner.load(job.warmup)
@@ -70,7 +80,7 @@ class ExampleWorker:
         preds = self.runner.run_batch(examples)
         facts = self._facts()
         for pred in preds:
-            pred.extra["worker"] = {"host": facts["host"], "pid": facts["pid"]}
+            pred.extra["worker"] = {"host": facts["host"], "pid": facts["pid"], "node": facts.get("node_id")}
         self.ran += len(examples)
         return preds, dict(facts, peak_rss_mb=peak_rss_mb())
 
@@ -80,7 +90,14 @@ class ExampleWorker:
 
     @staticmethod
     def _facts() -> dict[str, Any]:
-        return {"host": socket.gethostname(), "pid": os.getpid()}
+        facts: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+        try:  # two raylets on one machine share a host name: the node id tells them apart
+            import ray
+
+            facts.update(node_id=ray.get_runtime_context().get_node_id(), node_ip=ray.util.get_node_ip_address())
+        except Exception:  # not in a Ray worker
+            pass
+        return facts
 
 
 @dataclass
@@ -177,6 +194,24 @@ def actor_cpus(threads: int, workers: int, cluster_cpus: float) -> int:
     return max(1, min(int(threads or 1), int(cluster_cpus // max(1, workers))))
 
 
+def cluster_facts(ray: Any, address: Optional[str]) -> dict[str, Any]:
+    """The cluster this driver joined: the address given (``--address``, else RAY_ADDRESS; None: a local Ray),
+    the address actually joined (the GCS address; a ``ray://`` client address as given) and the live nodes
+    with their CPUs."""
+    given = address or os.environ.get("RAY_ADDRESS") or None
+    joined = given if given and given.startswith("ray://") else None
+    if joined is None:
+        try:
+            joined = ray.get_runtime_context().gcs_address
+        except Exception:  # an older Ray, or a client connection without it
+            joined = given
+    nodes = [{"node_id": n.get("NodeID"), "address": n.get("NodeManagerAddress"),
+              "host": n.get("NodeManagerHostname"), "cpus": (n.get("Resources") or {}).get("CPU", 0.0)}
+             for n in ray.nodes() if n.get("Alive")]
+    return {"address": redact_text(given) if given else None, "joined_address": redact_text(joined) if joined else None,
+            "node_count": len(nodes), "nodes": nodes}
+
+
 def _absolute(example: Example) -> Example:
     if isinstance(example.audio, str) and "://" not in example.audio:
         return dataclasses.replace(example, audio=str(Path(example.audio).resolve()))
@@ -187,15 +222,48 @@ class _ActorPool:
     """The Ray actors of one run: started, loaded, refused when their weights differ, replaced while restarts
     are left, killed and closed; ``deaths`` says what happened to each that is gone."""
 
-    def __init__(self, ray: Any, job: Job, remote_cls: Any, restarts: int):
+    def __init__(self, ray: Any, job: Job, remote_cls: Any, restarts: int, cpus: int = 1):
         self.ray, self.job, self.remote_cls, self.restarts_left = ray, job, remote_cls, restarts
+        self.cpus = cpus  # reserved by each actor
+        self.env = ray_env.forwarded(job.ray_env)  # --ray-env values, handed to each actor as it starts
         self.actors: list[_Actor] = []
         self.deaths: list[str] = []
         self.expected_fingerprint = driver_fingerprint(job)
 
+    def wait_one(self, refs: list[Any]) -> Any:
+        """The first of ``refs`` to finish; while none does, say every ``SAY_WAITING_S`` what the run waits for."""
+        waited = 0.0
+        while True:
+            done, _ = self.ray.wait(refs, num_returns=1, timeout=SAY_WAITING_S)
+            if done:
+                return done[0]
+            waited += SAY_WAITING_S
+            self.say_waiting(waited)
+
+    def say_waiting(self, waited: float) -> None:
+        """Log what nothing has finished for ``waited`` seconds: workers not started (CPUs short, or a model
+        still loading) or examples still running."""
+        starting = [a for a in self.actors if a.status == "starting"]
+        live = [a for a in self.actors if a.status == "live"]
+        try:
+            free = self.ray.available_resources().get("CPU", 0.0)
+            total = self.ray.cluster_resources().get("CPU", 0.0)
+        except Exception:  # the cluster does not answer: say what is known
+            free = total = float("nan")
+        if starting and not free >= self.cpus:
+            logger.warning("backend ray: waiting for %d CPUs (%d worker(s) of %d CPUs not started after %.0f s): "
+                           "the cluster has %g of %g CPUs free; %d worker(s) live", len(starting) * self.cpus,
+                           len(starting), self.cpus, waited, free, total, len(live))
+        elif starting:
+            logger.info("backend ray: %d worker(s) still loading the model after %.0f s (the cluster has %g of %g "
+                        "CPUs free); %d live", len(starting), waited, free, total, len(live))
+        else:
+            logger.info("backend ray: no result for %.0f s; %d batch(es) running on %d worker(s)", waited,
+                        sum(len(a.in_flight) for a in live), len(live))
+
     def start(self) -> None:
         """Start one more actor (it loads its model; ``ready_ref`` resolves when it has)."""
-        handle = self.remote_cls.remote(self.job.portable())
+        handle = self.remote_cls.remote(self.job.portable(), self.env)
         actor = _Actor(handle, len(self.actors))
         actor.ready_ref = handle.ready.remote()
         self.actors.append(actor)
@@ -204,6 +272,7 @@ class _ActorPool:
         """Start a replacement actor while restarts are left and there is work for it."""
         if self.restarts_left > 0 and work_left:
             self.restarts_left -= 1
+            logger.info("backend ray: starting a replacement worker (%d more allowed)", self.restarts_left)
             self.start()
 
     def starting_refs(self) -> list[Any]:
@@ -218,16 +287,18 @@ class _ActorPool:
             if not starting:
                 raise WhisperbenchError(f"backend ray: no worker could load adapter {self.job.spec.adapter}: "
                                         f"{first_error}")
-            done, _ = self.ray.wait([a.ready_ref for a in starting], num_returns=1)
-            actor = next(a for a in starting if a.ready_ref == done[0])
+            done = self.wait_one([a.ready_ref for a in starting])
+            actor = next(a for a in starting if a.ready_ref == done)
             try:
-                actor.facts, actor.status = self.ray.get(done[0]), "live"
+                actor.facts, actor.status = self.ray.get(done), "live"
             except Exception as exc:
                 first_error = first_error or _cause(exc)
                 actor.status, actor.error = "died", _cause(exc)
                 self.deaths.append(f"actor {actor.number} failed to start: {_cause(exc)}")
+                logger.warning("backend ray: worker %d failed to start: %s", actor.number, _cause(exc))
                 continue
             first_error = first_error or self.refuse_foreign(actor, work_left=False)  # no work queued yet
+            self.say_live(actor)
 
     def loaded(self, ref: Any, work_left: bool) -> None:
         """An actor's model finished loading (``ref`` its readiness): live, or dead with the reason."""
@@ -237,10 +308,19 @@ class _ActorPool:
         except Exception as exc:
             actor.status, actor.error = "died", f"failed to start: {_cause(exc)}"
             self.deaths.append(f"actor {actor.number} (? pid ?): failed to start: {_cause(exc)}")
+            logger.warning("backend ray: worker %d failed to start: %s", actor.number, _cause(exc))
             self.kill(actor)
             self.replace(work_left)
             return
         self.refuse_foreign(actor, work_left)
+        self.say_live(actor)
+
+    @staticmethod
+    def say_live(actor: _Actor) -> None:
+        """Log where a worker that loaded its model (and was not refused) runs."""
+        if actor.status == "live":
+            logger.info("backend ray: worker %d live on %s (model loaded in %.1f s)", actor.number, where(actor),
+                        actor.facts.get("load_s") or 0.0)
 
     def refuse_foreign(self, actor: _Actor, work_left: bool) -> Optional[str]:
         """Refuse (kill, say why) a freshly loaded actor whose weights fingerprint is not the driver's (or, when
@@ -312,10 +392,20 @@ class RayBackend:
             raise WhisperbenchError(f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
                                     f"the cluster has {cluster_cpus:g}")
         self.actor_cpus = actor_cpus(self.job.spec.decoding.threads, self.workers, cluster_cpus)
-        worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}
+        self.cluster = cluster_facts(ray, self.job.address)
+        logger.info("backend ray: joined %s: %d node(s), CPUs %s", self.cluster["joined_address"],
+                    self.cluster["node_count"], [n["cpus"] for n in self.cluster["nodes"]])
+        worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}  # recorded: no secret in it
+        try:
+            runtime_env = ray_env.worker_runtime_env(self.job.runtime_env, worker_env)
+            ray_env.forwarded(self.job.ray_env)  # every name set here, before any actor starts
+        except WhisperbenchError:
+            if started_here:
+                ray.shutdown()
+            raise
         remote_cls = ray.remote(num_cpus=self.actor_cpus, max_restarts=0)(ExampleWorker).options(
-            runtime_env={"env_vars": worker_env})
-        self.pool = _ActorPool(ray, self.job, remote_cls, self.restarts)
+            runtime_env=runtime_env)
+        self.pool = _ActorPool(ray, self.job, remote_cls, self.restarts, self.actor_cpus)
         loop_wall = 0.0
         try:
             for _ in range(self.workers):
@@ -346,15 +436,17 @@ class RayBackend:
             waiting = list(self.owner) + self.pool.starting_refs()
             if not waiting:  # every actor is gone and no restarts are left
                 cause = self.pool.deaths[-1] if self.pool.deaths else "no Ray workers"
+                logger.warning("backend ray: no live workers left and no restarts allowed: %d example(s) stored "
+                               "as failed (%s)", sum(len(w.examples) for w in self.pending), cause)
                 while self.pending:
                     self._emit([self.job.failed(ex, f"no live Ray workers left ({cause})")
                                 for ex in self.pending.popleft().examples])
                 return
-            done, _ = self.ray.wait(waiting, num_returns=1)
-            if done[0] in self.owner:
-                self._finished(done[0])
+            done = self.pool.wait_one(waiting)
+            if done in self.owner:
+                self._finished(done)
             else:
-                self.pool.loaded(done[0], bool(self.pending or self.owner))
+                self.pool.loaded(done, bool(self.pending or self.owner))
 
     def _finished(self, ref: Any) -> None:
         actor, work = self.owner.pop(ref)
@@ -377,27 +469,30 @@ class RayBackend:
         """Mark ``actor`` dead; give its queued examples (``lost`` and the rest of its queue) another
         attempt, or store them as failed once the retry policy gives up on them."""
         actor.status, actor.error = "died", cause
-        where = {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")}
-        self.pool.deaths.append(f"actor {actor.number} ({where['host'] or '?'} pid {where['pid'] or '?'}): {cause}")
+        where_ = {"host": actor.facts.get("host"), "pid": actor.facts.get("pid")}
+        self.pool.deaths.append(f"actor {actor.number} ({where_['host'] or '?'} pid {where_['pid'] or '?'}): {cause}")
         lost = lost + [self.owner.pop(ref)[1] for ref in actor.in_flight]
         actor.in_flight.clear()
         self.pool.kill(actor)
-        retries = []
+        retries, failed = [], []
         for example in (example for work in lost for example in work.examples):
             self.attempts[example.id] = self.attempts.get(example.id, 0) + 1
-            self.lost_in.setdefault(example.id, []).append(where)
+            self.lost_in.setdefault(example.id, []).append(where_)
             if not self.job.retry.again(self.attempts[example.id]):
+                failed.append(example.id)
                 self._emit([self.job.failed(example, self.job.retry.gave_up(self.attempts[example.id],
                                                                             f"its Ray worker: {cause}"))])
             else:
                 retries.append(_Work([example], retry=True))
         self.pending.extendleft(reversed(retries))
+        _say_death(actor, cause, [w.examples[0].id for w in retries], failed, self.job.retry.attempts)
         self.pool.replace(bool(self.pending or self.owner))
 
     def _report(self, loop_wall: float, cluster_cpus: float, worker_env: dict) -> BackendReport:
         loaded = [a.facts for a in self.pool.actors if "load_s" in a.facts]
         info = {
-            "ray_version": self.ray.__version__, "address": self.job.address, "cluster_cpus": cluster_cpus,
+            "ray_version": self.ray.__version__, **self.cluster, "cluster_cpus": cluster_cpus,
+            **ray_env.describe(self.job.runtime_env, self.job.ray_env),  # names, never values
             "actors_requested": self.workers, "batch_size": self.batch_size, "max_attempts": self.job.retry.attempts,
             "actors": [_actor_record(a) for a in self.pool.actors],
             "deaths": self.pool.deaths,
@@ -408,6 +503,21 @@ class RayBackend:
         }
         return BackendReport.from_workers(loaded, loop_wall_s=loop_wall, backend_info=info,
                                           adapter_info=loaded[0]["adapter_info"] if loaded else None)
+
+
+def where(actor: _Actor) -> str:
+    """Where ``actor`` runs, for the console: node (id prefix and IP), host and pid, as far as known."""
+    facts = actor.facts
+    node = f"node {str(facts['node_id'])[:8]} ({facts.get('node_ip')})" if facts.get("node_id") else "node ?"
+    return f"{node}, host {facts.get('host') or '?'}, pid {facts.get('pid') or '?'}"
+
+
+def _say_death(actor: _Actor, cause: str, retried: list[str], failed: list[str], attempts: int) -> None:
+    """Say on the console that a worker died, where, and what becomes of the examples it held."""
+    fate = ([f"retried on other workers: {', '.join(retried)}"] if retried else []) + (
+        [f"stored as failed after {attempts} attempts: {', '.join(failed)}"] if failed else [])
+    logger.warning("backend ray: worker %d on %s died (%s); it held %d example(s): %s; nothing is lost",
+                   actor.number, where(actor), cause, len(retried) + len(failed), "; ".join(fate) or "none")
 
 
 def _dispatch(pending: deque, actors: list[_Actor], owner: dict) -> None:
@@ -439,6 +549,7 @@ def _cause(exc: BaseException) -> str:
 def _actor_record(actor: _Actor) -> dict:
     facts, machine = actor.facts, actor.facts.get("machine") or {}
     return {"number": actor.number, "status": actor.status, "host": facts.get("host"), "pid": facts.get("pid"),
+            "node_id": facts.get("node_id"), "node_ip": facts.get("node_ip"),
             "cpu": machine.get("cpu"), "thread_env": machine.get("thread_env"), "load_s": facts.get("load_s"),
             "warmup_s": facts.get("warmup_s"), "peak_rss_mb": facts.get("peak_rss_mb"),
             "examples": actor.examples, "error": actor.error}

@@ -31,6 +31,7 @@ from ..types import ColumnMap, Dataset, Example, Prediction
 from .backends import BACKENDS
 from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
+from . import ray_env
 from .longform import LongFormConfig
 from .retry import DEFAULT_ATTEMPTS, RetryPolicy
 from .spec import AdapterSpec
@@ -67,6 +68,8 @@ class RunRequest:
     timeout_s: Optional[float] = None  # per adapter call; a child that does not answer in time is killed
     backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
     address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
+    runtime_env: Optional[str] = None  # ray: the workers' runtime_env, JSON or a JSON/YAML file (harness/ray_env.py)
+    ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers (values never stored)
     attempts: int = DEFAULT_ATTEMPTS  # tries per example whose worker dies, on every backend (harness/retry.py)
     #: options of the registered metrics, e.g. {"hallucination": {"burst_words": 4}} (``--threshold``)
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -112,6 +115,8 @@ def backend_of(request: RunRequest) -> str:
         raise OptionError(f"unknown backend {request.backend!r}; choose one of {', '.join(BACKENDS)}")
     if request.address and request.backend != "ray":
         raise OptionError(f"an address ({request.address}) is for --backend ray, not {request.backend}")
+    if (request.runtime_env or request.ray_env) and request.backend != "ray":
+        raise OptionError(f"--runtime-env and --ray-env are for --backend ray, not {request.backend}")
     if request.backend == "in-process" and request.workers > 1:
         return "process-pool"
     return request.backend
@@ -276,7 +281,8 @@ def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], sta
         threads_per_worker=request.decoding.threads,
         execution={"backend": backend_of(request), "workers": request.workers, "threads": request.decoding.threads,
                    "isolate": request.isolate, "timeout_s": request.timeout_s, "warmup": request.warmup,
-                   "refresh": request.refresh, "retry": RetryPolicy(request.attempts).to_json()},
+                   "refresh": request.refresh, "retry": RetryPolicy(request.attempts).to_json(),
+                   **_ray_environment(request)},
         machine=machine_info(),
         versions=package_versions(CORE_PACKAGES + tuple(run.adapter_cls.requires)),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -285,6 +291,15 @@ def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], sta
     )
     if old is not None:
         run.info.first_started_at = old.first_started_at or old.started_at
+
+
+def _ray_environment(request: RunRequest) -> dict[str, Any]:
+    """run.json's record of a Ray run's worker environment: names only, never a value (harness/ray_env.py);
+    a bad --runtime-env, or a --ray-env name this process lacks, is refused here, before the run starts."""
+    if request.backend != "ray":
+        return {}
+    ray_env.forwarded(request.ray_env)  # every name is set here: refused before anything runs
+    return ray_env.describe(ray_env.load_runtime_env(request.runtime_env), request.ray_env)
 
 
 def _execution_changes(old: RunInfo, info: RunInfo) -> list[str]:
@@ -306,7 +321,8 @@ def _stored_report(old: Optional[RunInfo]) -> BackendReport:
 
 def _job(run: _Resolved, request: RunRequest) -> Job:
     return Job(run.spec, run.adapter, run.dataset.form == "long", run.normalizer, request.long_form,
-               request.warmup, request.workers, request.address, RetryPolicy(request.attempts))
+               request.warmup, request.workers, request.address, RetryPolicy(request.attempts),
+               ray_env.load_runtime_env(request.runtime_env), ray_env.check_names(request.ray_env))
 
 
 def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, report: BackendReport,
