@@ -101,3 +101,25 @@ def test_a_datasets_dataset_in_memory_is_the_same_data_as_its_manifest():
     in_memory, from_file = wb.load_dataset(table, name="tiny"), wb.load_dataset(root / "manifest.jsonl")
     assert [e.id for e in in_memory.examples] == [r["id"] for r in rows]
     assert in_memory.content_hash == from_file.content_hash  # same audio bytes and transcripts
+
+
+def test_report_and_export_write_what_the_cli_writes(runs, capsys):
+    """The CLI's report and export are the API's: the same files, byte for byte."""
+    board = wb.report(runs, references=["base"], out=runs / "api.md")
+    assert main(["report", "--runs-dir", str(runs), "--reference", "base", "--out", str(runs / "cli.md")]) == 0
+    assert (runs / "cli.md").read_text() == board.text == (runs / "api.md").read_text()
+    assert {run.name for run in board.references.values()} == {"base"}
+    frame = wb.export("tiny", runs / "api.jsonl", reference="base", runs_dir=runs)
+    assert main(["export", "tiny", "--reference", "base", "--runs-dir", str(runs), "--out", str(runs / "cli.jsonl")]) == 0
+    assert (runs / "cli.jsonl").read_text() == (runs / "api.jsonl").read_text()
+    assert int(frame["regressed"].sum()) == wb.compare(runs / "base", runs / "tiny").result.regressed
+    with pytest.raises(wb.api.WhisperbenchError, match="export to .csv, .jsonl or .json"):
+        wb.export("tiny", runs / "tiny.xlsx", runs_dir=runs)
+    with pytest.raises(wb.api.WhisperbenchError, match="no such run"):
+        wb.report(runs, references=["nope"])
+
+
+def test_the_clis_trackers_are_the_apis():
+    from whisperbench.cli.export import _TRACKERS
+
+    assert sorted(_TRACKERS) == sorted(wb.api.TRACKERS)

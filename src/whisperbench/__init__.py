@@ -1,8 +1,8 @@
 """whisperbench: WER and QoI across Whisper implementations, on the same weights.
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
-:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`runs` and :func:`remove_runs`, and for the
-statistics :func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`. They are imported on
+:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
+:func:`runs` and :func:`remove_runs`, and for the statistics :func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 
@@ -18,11 +18,11 @@ except PackageNotFoundError:  # running from a source tree
 
 if TYPE_CHECKING:
     from . import api
-    from .api import (compare, compare_all, evaluate, gate, load_dataset, load_run, noise, plan, remove_runs, report,
-                      runs, score, to_frame)
+    from .api import (compare, compare_all, evaluate, export, gate, load_dataset, load_run, noise, plan, publish,
+                      remove_runs, report, runs, score, to_frame)
 
 __all__ = ["__version__", "api", "evaluate", "score", "compare", "compare_all", "gate", "plan", "noise", "load_run",
-           "load_dataset", "to_frame", "runs", "remove_runs", "report"]
+           "load_dataset", "to_frame", "runs", "remove_runs", "report", "export", "publish"]
 
 
 def __getattr__(name: str) -> Any:

@@ -60,7 +60,7 @@ from .types import ColumnMap, Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
            "unknown_ids", "block_labels", "plan", "compare_all", "noise", "runs", "remove_runs", "report", "Report",
-           "RECORDED"]
+           "export", "publish", "TRACKERS", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -378,3 +378,48 @@ def report(runs_dir: PathLike = "runs", *, out: Optional[PathLike] = None, forma
         path.write_text(text, encoding="utf-8")
     log.debug("wrote %s", path)
     return Report(path, fmt, text, chosen, describe_references(chosen))
+
+
+#: experiment trackers :func:`publish` reaches: each is the module ``whisperbench.reports.<name>_export``
+TRACKERS = ("mlflow", "wandb")
+
+
+def export(run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None,
+           runs_dir: PathLike = "runs") -> pd.DataFrame:
+    """Write a run's per-example table (:func:`to_frame`, joined to ``reference`` when given) to ``out``: a
+    ``.csv``, ``.jsonl`` or ``.json`` file (``whisperbench export --out``); return the frame written.
+
+    >>> import tempfile
+    >>> runs = tempfile.mkdtemp()
+    >>> tiny = score(RECORDED / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="tiny")
+    >>> len(export(tiny, f"{runs}/tiny.csv")), sorted(p.name for p in Path(runs).glob("*.csv"))
+    (6, ['tiny.csv'])
+    """
+    path = Path(out)
+    writers = {".csv": lambda f: f.to_csv(path, index=False),
+               ".jsonl": lambda f: f.to_json(path, orient="records", lines=True, force_ascii=False),
+               ".json": lambda f: f.to_json(path, orient="records", force_ascii=False)}
+    if path.suffix.lower() not in writers:
+        raise WhisperbenchError(f"{path}: export to .csv, .jsonl or .json")
+    frame = to_frame(run, reference, runs_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writers[path.suffix.lower()](frame)
+    log.debug("wrote %d examples to %s", len(frame), path)
+    return frame
+
+
+def publish(run: RunLike, to: str, *, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs",
+            **options: Any) -> str:
+    """Publish a run to an experiment tracker (``to``: one of :data:`TRACKERS`; ``whisperbench export --to``):
+    params, metrics, the per-example table and the reports; ``options`` are the tracker's (``tracking_uri``,
+    ``experiment`` for MLflow; ``project``, ``entity`` for W&B). Returns where it went, redacted."""
+    import importlib
+
+    from .redact import redact_text
+    from .reports.tracking import tracked_run
+
+    if to not in TRACKERS:
+        raise WhisperbenchError(f"unknown tracker {to!r} (trackers: {', '.join(TRACKERS)})")
+    module = importlib.import_module(f"whisperbench.reports.{to}_export")
+    ref = load_run(reference, runs_dir) if reference is not None else None
+    return redact_text(module.publish(tracked_run(load_run(run, runs_dir), ref), **options))

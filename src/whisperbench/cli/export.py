@@ -3,59 +3,39 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..errors import WhisperbenchError
-from ..redact import redact_text
 from .common import add_runs_dir
 
 
 def command(args) -> int:
-    """``whisperbench export``: a run's per-example rows (CSV/JSON) or the run to MLflow or W&B."""
-    from ..store import list_runs, open_run
+    """``whisperbench export``: a run's per-example rows (CSV/JSON; ``api.export``) or runs to MLflow or W&B
+    (``api.publish``)."""
+    from ..api import export, load_run, publish
+    from ..store import list_runs
 
-    reference = open_run(args.reference, args.runs_dir) if args.reference else None
+    reference = load_run(args.reference, args.runs_dir) if args.reference else None
     if args.to:
-        runs = list_runs(args.runs_dir) if args.all else [open_run(name, args.runs_dir) for name in args.run]
+        runs = list_runs(args.runs_dir) if args.all else [load_run(name, args.runs_dir) for name in args.run]
         if not runs:
             raise WhisperbenchError(f"export: no runs named, and none in {args.runs_dir}" if args.all else
                                     "export: name a run (or --all)")
-        return _export_to_tracker(args, runs, reference)
+        for run in runs:  # each publishes on its own: a failure names its run, those done stay done
+            print(publish(run, args.to, reference=reference, **_TRACKERS[args.to](args)))
+        return 0
     if args.all or len(args.run) != 1:
         raise WhisperbenchError("export --out writes one run: name exactly one (--all goes with --to)")
-    run = open_run(args.run[0], args.runs_dir)
-    from ..reports.export import example_frame
-
-    frame = example_frame(run, reference)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix.lower() == ".csv":
-        frame.to_csv(out, index=False)
-    elif out.suffix.lower() in (".jsonl", ".json"):
-        frame.to_json(out, orient="records", lines=out.suffix.lower() == ".jsonl", force_ascii=False)
-    else:
-        raise WhisperbenchError(f"{out}: export to .csv, .jsonl or .json")
-    print(f"wrote {len(frame)} examples to {out}", file=sys.stderr)
+    frame = export(args.run[0], args.out, reference=reference, runs_dir=args.runs_dir)
+    print(f"wrote {len(frame)} examples to {args.out}", file=sys.stderr)
     return 0
 
 
-#: experiment trackers: the module in reports/ that publishes (``<name>_export``) and its options from the CLI
+#: each tracker's options from the command line (the trackers: ``api.TRACKERS``)
 _TRACKERS = {
     "mlflow": lambda a: {"tracking_uri": a.tracking_uri, "experiment": a.experiment},
     "wandb": lambda a: {"project": a.project, "entity": a.entity},
 }
-
-
-def _export_to_tracker(args, runs, reference) -> int:
-    import importlib
-
-    from ..reports.tracking import tracked_run
-
-    module = importlib.import_module(f"whisperbench.reports.{args.to}_export")
-    for run in runs:  # each publishes on its own: a failure names its run, those done stay done
-        print(redact_text(module.publish(tracked_run(run, reference), **_TRACKERS[args.to](args))))
-    return 0
 
 
 def register(sub: Any) -> None:
