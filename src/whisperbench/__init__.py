@@ -1,7 +1,7 @@
 """whisperbench: WER and QoI across Whisper implementations, on the same weights.
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
-:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`runs` and :func:`remove_runs`, and for the
+:func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`runs`, :func:`remove_runs` and :func:`sweep`, and for the
 statistics :func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
@@ -19,10 +19,10 @@ except PackageNotFoundError:  # running from a source tree
 if TYPE_CHECKING:
     from . import api
     from .api import (compare, compare_all, evaluate, gate, load_dataset, load_run, noise, plan, remove_runs, runs,
-                      score, to_frame)
+                      score, sweep, to_frame)
 
 __all__ = ["__version__", "api", "evaluate", "score", "compare", "compare_all", "gate", "plan", "noise", "load_run",
-           "load_dataset", "to_frame", "runs", "remove_runs"]
+           "load_dataset", "to_frame", "runs", "remove_runs", "sweep"]
 
 
 def __getattr__(name: str) -> Any:
