@@ -53,7 +53,7 @@ def test_parallel_sweep_equals_sequential_and_a_failure_stays_alone(tmp_path, ti
     with caplog.at_level(logging.INFO, logger="whisperbench"):
         parallel = _sweep(tmp_path / "parallel", tiny_short, parallel=3)
     cores = usable_cpus()
-    at_once = min(3, 2, cores)  # two variants to run (the planted one fails in its child, not before)
+    at_once = min(3, len(PLAN), cores)  # all three start (the planted one fails in its child, not before)
     assert f"{at_once} variant(s) at once, each in its own process with 1 thread(s), on {cores} core(s)" in caplog.text
 
     for entries in (sequential, parallel):
