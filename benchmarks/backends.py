@@ -9,8 +9,15 @@ what parallelism buys), the overhead (wall − Σ inference) as a % of Σ infere
 load time and peak RSS of the model-holding process, and the end-to-end time of the command
 (process start, Ray start, model load included). Then the ratios.
 
+Then a sweep (``--sweep-variants``, default faster-whisper's float32 and int8 against a reference run made
+first) one variant after another and with ``--parallel N`` (N = --workers), one thread per variant both
+times, each into its own runs folder: the transcripts and summary figures are checked equal, and the
+parallel efficiency is printed: the wall time the variants' own times in the parallel sweep allow (the
+longest, or their sum / N if larger) over the parallel sweep's wall time, beside the plain speed-up and how
+much running side by side slowed each variant (CPU sharing, not the harness).
+
     python benchmarks/backends.py [--dataset PATH] [--limit 40] [--workers 2] \
-        [--adapter faster-whisper -o compute_type=int8]
+        [--adapter faster-whisper -o compute_type=int8] [--sweep-only | --skip-sweep]
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,6 +72,73 @@ def ratio(a: Optional[float], b: Optional[float]) -> str:
     return f"{a / b:.2f}x" if a and b else "n/a"
 
 
+def _quiet_run(cmd: list[str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"failed: {' '.join(cmd)}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return proc
+
+
+def sweep(args: argparse.Namespace, parallel: int, runs_dir: Path) -> Optional[dict]:
+    """One ``whisperbench sweep`` (its record, and every finished variant's transcripts and summary)."""
+    cmd = [sys.executable, "-m", "whisperbench", "sweep", "--model", args.model, "--dataset", args.dataset,
+           "--implementations", args.adapter, "--variants", args.sweep_variants, "--reference", "reference",
+           "--runs-dir", str(runs_dir), "-o", "threads=1", "--parallel", str(parallel), "--json"]
+    proc = _quiet_run(cmd + (["--limit", str(args.limit)] if args.limit else []))
+    if proc.returncode != 0:
+        return None
+    record = json.loads(proc.stdout)
+    runs = {}
+    for entry in record["variants"]:
+        if entry["status"] != "finished":
+            print(f"  {entry['label']}: {entry['status']}: {entry['error']}")
+            continue
+        folder = runs_dir / entry["run"]
+        summary = json.loads((folder / "summary.json").read_text())
+        lines = (folder / "predictions.jsonl").read_text().splitlines()
+        runs[entry["label"]] = {"wall_s": entry["wall_s"], "infer_s": summary["infer_s"],
+                                "figures": {k: summary.get(k) for k in ("wer", "cer", "substitutions", "deletions",
+                                                                         "insertions", "num_failed", "model_size_mb")},
+                                "hypotheses": {p["id"]: p["hypothesis"] for p in map(json.loads, lines)}}
+    return {"wall_s": record["wall_s"], "runs": runs}
+
+
+def sweep_efficiency(args: argparse.Namespace, n: int, tmp: Path) -> None:
+    """A sweep one variant at a time against the same sweep with ``--parallel n``: equal results, efficiency."""
+    print(f"\nsweep of {args.adapter} {args.sweep_variants}: one variant at a time vs --parallel {n} "
+          f"(1 thread per variant both times)", flush=True)
+    template = tmp / "reference"
+    cmd = [sys.executable, "-m", "whisperbench", "run", "--adapter", args.adapter, "--model", args.model,
+           "--dataset", args.dataset, "--runs-dir", str(template), "--name", "reference", "-o", "threads=1"]
+    if _quiet_run(cmd + (["--limit", str(args.limit)] if args.limit else [])).returncode != 0:
+        return
+    results = {}
+    for parallel in (1, n):
+        runs_dir = tmp / f"sweep-{parallel}"
+        shutil.copytree(template, runs_dir)
+        results[parallel] = sweep(args, parallel, runs_dir)
+    one, many = results[1], results[n]
+    if not one or not many or not many["runs"]:
+        return
+    for label, run in many["runs"].items():
+        alone = one["runs"].get(label, {}).get("wall_s")
+        print(f"  {label:<28} alone {fmt(alone, '6.1f')} s, side by side {run['wall_s']:6.1f} s "
+              f"(Σinfer {fmt(one['runs'].get(label, {}).get('infer_s'), '.1f')} → {run['infer_s']:.1f} s)")
+    same = all(one["runs"].get(label, {}).get(key) == run[key]
+               for label, run in many["runs"].items() for key in ("hypotheses", "figures"))
+    same = same and one["runs"].keys() == many["runs"].keys()
+    times = [run["wall_s"] for run in many["runs"].values()]
+    allowed = max(max(times), sum(times) / n)
+    sharing = (sum(r["infer_s"] for r in many["runs"].values()) / sum(r["infer_s"] for r in one["runs"].values())
+               if one["runs"] else None)
+    print(f"  identical transcripts and summary figures, sequential vs parallel: {'yes' if same else 'NO'}")
+    print(f"  sweep wall: one at a time {one['wall_s']:.1f} s, --parallel {n} {many['wall_s']:.1f} s "
+          f"(speed-up {ratio(one['wall_s'], many['wall_s'])}; side by side each variant's Σinfer was "
+          f"{fmt(sharing)}x its time alone: CPU sharing)")
+    print(f"  parallel efficiency: {100 * allowed / many['wall_s']:.1f} % of what the variants' own times allow "
+          f"({allowed:.1f} s: the longest, or their sum / {n}) (target >= 95 %)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default=str(SHARED) if SHARED.exists() else "tiny-shortform")
@@ -74,6 +149,10 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=max(2, len(os.sched_getaffinity(0))))
     parser.add_argument("--threads", type=int, help="threads per worker (default: cores / workers, at least 1)")
     parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--sweep-variants", default="float32,int8", help="--adapter's variants the sweep runs")
+    parts = parser.add_mutually_exclusive_group()
+    parts.add_argument("--skip-sweep", action="store_true", help="only the backends")
+    parts.add_argument("--sweep-only", action="store_true", help="only the sweep, one at a time vs --parallel")
     args = parser.parse_args(argv)
     args.option = args.option if args.option is not None else ["compute_type=int8"]
     cores = len(os.sched_getaffinity(0))
@@ -86,6 +165,10 @@ def main(argv=None) -> int:
                     (f"ray-{n}", ["--backend", "ray", "--workers", str(n)])]
     print(f"{args.adapter} {' '.join(args.option)} {args.model} on {args.dataset} (limit {args.limit}), "
           f"{threads} thread(s) per worker, {cores} cores, load average {os.getloadavg()[0]:.1f}\n")
+    if args.sweep_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            sweep_efficiency(args, n, Path(tmp))
+        return 0
     results = {}
     with tempfile.TemporaryDirectory() as runs_dir:
         for label, extra in configs:
@@ -122,6 +205,9 @@ def main(argv=None) -> int:
           f"{fmt(base.get('harness_overhead_pct'))} % of wall)")
     if ray_one:
         print(f"  overhead on Ray, 1 actor: {fmt(ray_one['overhead_pct_of_infer'])} % of Σinfer")
+    if not args.skip_sweep:
+        with tempfile.TemporaryDirectory() as tmp:
+            sweep_efficiency(args, n, Path(tmp))
     return 0
 
 

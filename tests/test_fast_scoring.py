@@ -5,6 +5,7 @@ pair. Counts must be equal to the last digit, figures to 1e-9."""
 import random
 
 import jiwer
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -289,3 +290,23 @@ def test_html_explorer_shows_the_worst_rows_of_a_large_comparison(tmp_path):
     assert f"{n} regressed of {n} (the {EXPLORER_ROWS} worst shown)" in html
     assert html.count('<tr class="regressed"') == EXPLORER_ROWS
     assert html.count('data-value="3"') == n // 2 and html.index('data-value="3"') < html.index('data-value="1"')
+
+
+def test_worst_regressions_from_columns_equal_the_sorted_records(tmp_path):
+    """``worst(n)`` picks its rows from the columns (ties broken by id, ids stored out of order): the same
+    examples, in the same order, as sorting every regressed record."""
+    from whisperbench.reports import compare_runs
+    from whisperbench.store import open_run
+
+    rng = np.random.default_rng(3)
+    ids = [f"u{i:04d}" for i in rng.permutation(300)]
+    hyps = ["a b c d", "a b c", "a b", "a", "x b c d", "x y c d", ""]
+    _write_run(tmp_path / "ref", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 3)])
+                                  for i in ids])
+    _write_run(tmp_path / "cand", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 7)])
+                                   for i in ids])
+    result = compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result
+    everything = sorted((e for e in result.examples if e.regressed), key=lambda e: (-e.delta_errors, e.id))
+    assert len(everything) > 50 and len({e.delta_errors for e in everything}) > 2
+    for n in (0, 1, 7, 50, len(everything), len(everything) + 5):
+        assert result.worst(n) == everything[:n], n

@@ -72,6 +72,14 @@ def test_gate_refuses_byte_identical_predictions_of_the_same_model_and_settings(
     capsys.readouterr()
     assert _gate(runs, "first", "second") == 2
     assert "byte-identical predictions from the same model and settings" in capsys.readouterr().out
+    # the same size, one byte apart (hashed in blocks, not read whole): two results, judged
+    path = runs / "second" / "predictions.jsonl"
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"hypothesis": "') + len(b'"hypothesis": "')
+    data[at] = ord("Q") if data[at] != ord("Q") else ord("Z")
+    path.write_bytes(bytes(data))
+    assert _gate(runs, "first", "second") in (0, 1)
+    assert "[ok] different runs" in capsys.readouterr().out
 
 
 def _labelled(local_manifest, tiny_rows):

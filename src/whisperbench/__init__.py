@@ -2,7 +2,8 @@
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
 :func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
-:func:`runs` and :func:`remove_runs`, and for the statistics :func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`. They are imported on
+:func:`runs`, :func:`remove_runs` and :func:`sweep`, and for the statistics :func:`compare_all`, :func:`plan` and
+:func:`noise`, from :mod:`whisperbench.api`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 
@@ -19,10 +20,10 @@ except PackageNotFoundError:  # running from a source tree
 if TYPE_CHECKING:
     from . import api
     from .api import (compare, compare_all, evaluate, export, gate, load_dataset, load_run, noise, plan, publish,
-                      remove_runs, report, runs, score, to_frame)
+                      remove_runs, report, runs, score, sweep, to_frame)
 
 __all__ = ["__version__", "api", "evaluate", "score", "compare", "compare_all", "gate", "plan", "noise", "load_run",
-           "load_dataset", "to_frame", "runs", "remove_runs", "report", "export", "publish"]
+           "load_dataset", "to_frame", "runs", "remove_runs", "report", "export", "publish", "sweep"]
 
 
 def __getattr__(name: str) -> Any:

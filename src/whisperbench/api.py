@@ -27,6 +27,7 @@ into run stores, then compare them; ``.qoi`` is the QoI ``whisperbench compare``
 from __future__ import annotations
 
 import logging
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness.runner import RunResult
+from .harness.sweep import (DEFAULT_IMPLEMENTATIONS, SweepEntry, SweepResult, plan_sweep, reference_variant,
+                            run_sweep)
 from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
 from .reports.compare import adjust_holm, paired_counts
@@ -60,7 +63,7 @@ from .types import ColumnMap, Dataset, Form
 
 __all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
            "unknown_ids", "block_labels", "plan", "compare_all", "noise", "runs", "remove_runs", "report", "Report",
-           "export", "publish", "TRACKERS", "RECORDED"]
+           "export", "publish", "TRACKERS", "sweep", "RECORDED"]
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +162,41 @@ def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike 
     request = RunRequest(adapter=adapter, model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
                          decoding=DecodingOptions.from_pairs(pairs), columns=ColumnMap.of(columns), **settings)
     return _stored(execute(request, show_progress))
+
+
+def sweep(model: str, dataset: PathLike, *, implementations: Optional[list[str]] = None,
+          variants: Optional[list[str]] = None, reference: Optional[str] = None, runs_dir: PathLike = "runs",
+          options: Union[dict[str, Any], list[str], None] = None, parallel: int = 1, columns: Columns = None,
+          report: Optional[Callable[[SweepEntry, int, int], object]] = None, **settings: Any) -> SweepResult:
+    """Every compressed variant of ``model`` on ``dataset`` (``whisperbench sweep``), each an ordinary run under
+    ``runs_dir`` made in a fresh process; first the reference (openai-whisper on the same model) unless
+    ``reference`` names an existing run. ``implementations``: the adapters whose variants run (default: every
+    one that has variants); ``variants``: only these (``"int8"``, ``"whisper-cpp-q5_0"``); ``options``: decoding
+    options for every variant (``{"threads": 2}``, or ``["threads=2"]`` as ``-o`` takes them); ``parallel``: variants at once (each still in its own
+    process; threads per variant lowered so that ``parallel`` × threads <= cores); ``report(entry, n, total)``
+    hears of each variant as it ends; ``settings``: the other :class:`~whisperbench.harness.RunRequest` fields
+    (``limit``, ``timeout_s``). ``.entries`` keep the plan's order, a failed variant among them with its reason.
+
+    >>> result = wb.sweep("tiny.en", "tiny-shortform", implementations=["faster-whisper"],
+    ...                   variants=["float32", "int8"], parallel=2, limit=2)  # doctest: +SKIP
+    >>> [(e.variant.label, e.status) for e in result.entries]  # doctest: +SKIP
+    [('openai-whisper', 'finished'), ('faster-whisper-float32', 'finished'), ('faster-whisper-int8', 'finished')]
+    """
+    if parallel < 1:
+        raise WhisperbenchError(f"sweep: parallel must be at least 1, not {parallel}")
+    start = time.perf_counter()
+    plan = plan_sweep(implementations or list(DEFAULT_IMPLEMENTATIONS), variants)
+    limit = settings.get("limit")
+    name = _load_checked(str(dataset), limit=limit, columns=ColumnMap.of(columns)).dataset.name
+    pairs = options if isinstance(options, list) else [f"{key}={value}" for key, value in (options or {}).items()]
+    base = RunRequest(adapter="", model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
+                      decoding=DecodingOptions.from_pairs(pairs), columns=ColumnMap.of(columns), **settings)
+    if not reference:
+        plan = [reference_variant()] + plan
+    entries = run_sweep(plan, base, name, report=report, parallel=parallel)
+    if not reference and entries[0].status == "finished":
+        reference = entries[0].run
+    return SweepResult(entries, name, reference or None, time.perf_counter() - start)
 
 
 def unknown_ids(hypotheses: dict[str, str], dataset: Dataset) -> list[str]:

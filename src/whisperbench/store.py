@@ -7,7 +7,6 @@ cuts off. JSON files are replaced atomically (write to a temp file, then rename)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -19,6 +18,7 @@ from typing import Any, ContextManager, Iterable, Iterator, Optional
 
 import pyarrow.compute as pc
 
+from .digest import sha256_of
 from .gcpause import paused_gc
 from .errors import RunStoreError
 from .files import write_json_atomic
@@ -358,7 +358,7 @@ class StoredRun:
     def predictions_digest(self) -> str:
         """sha256 of predictions.jsonl as stored (byte for byte), or "" when there is none."""
         path = self.store.predictions_path
-        return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+        return sha256_of(path) if path.exists() else ""  # read in blocks: a 1M-prediction file is ~1 GB
 
 
 @dataclass(frozen=True)
@@ -404,11 +404,16 @@ def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]
         return f"both read the predictions file {pa.resolve()}"
     if reference.meta.run_id and reference.meta.run_id == candidate.meta.run_id:
         return f"both carry run id {reference.meta.run_id} (a copied run folder?): {a} and {b}"
-    if reference.meta.identity() == candidate.meta.identity() and \
+    if reference.meta.identity() == candidate.meta.identity() and _same_size(pa, pb) and \
             reference.predictions_digest() == candidate.predictions_digest() != "":
         return (f"{a} and {b} hold byte-identical predictions from the same model and settings "
                 f"({reference.meta.adapter} {reference.meta.model})")
     return None
+
+
+def _same_size(a: Path, b: Path) -> bool:
+    """Whether two files exist with the same size (byte-identical files do; the others need no hashing)."""
+    return a.exists() and b.exists() and a.stat().st_size == b.stat().st_size
 
 
 def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:

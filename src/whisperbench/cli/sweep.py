@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +11,9 @@ from .common import add_column_args, add_runs_dir, columns, fmt, names, print_js
 
 
 def command(args) -> int:
-    """``whisperbench sweep``: every compressed variant of a model against one reference, and the size table."""
-    from ..adapters import DecodingOptions
-    from ..datasets import load_dataset
-    from ..harness.runner import RunRequest
-    from ..harness.sweep import DEFAULT_IMPLEMENTATIONS, plan_sweep, reference_variant, run_sweep
-
-    implementations = names(args.implementations) or list(DEFAULT_IMPLEMENTATIONS)
-    plan = plan_sweep(implementations, names(args.variants))
-    dataset = load_dataset(args.dataset, limit=args.limit, columns=columns(args)).dataset
-    base = RunRequest(adapter="", model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, limit=args.limit,
-                      decoding=DecodingOptions.from_pairs(args.option or []), timeout_s=args.timeout_s,
-                      columns=columns(args))
-    if not args.reference:
-        plan = [reference_variant()] + plan
-    start = time.perf_counter()
+    """``whisperbench sweep``: every compressed variant of a model against one reference (``api.sweep``), and the
+    size table."""
+    from ..api import sweep
 
     def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary
@@ -35,18 +22,24 @@ def command(args) -> int:
         took = f" ({entry.wall_s:.0f} s)" if entry.wall_s is not None else ""
         print(f"[{number}/{total}] {entry.variant.label}: {result}{took}", file=sys.stderr, flush=True)
 
-    entries = run_sweep(plan, base, dataset.name, report=report_entry)
-    wall_s = time.perf_counter() - start
-    reference = args.reference or (entries[0].run if entries[0].status == "finished" else None)
-    if reference is None:
-        print(f"error: the reference ({entries[0].variant.label}) did not run: {entries[0].error}", file=sys.stderr)
+    result = sweep(args.model, args.dataset, implementations=names(args.implementations),
+                   variants=names(args.variants), reference=args.reference, runs_dir=args.runs_dir,
+                   options=args.option or [], parallel=args.parallel, columns=columns(args), report=report_entry,
+                   limit=args.limit, timeout_s=args.timeout_s)
+    if result.reference is None:
+        first = result.entries[0]
+        print(f"error: the reference ({first.variant.label}) did not run: {first.error}", file=sys.stderr)
         return 2
-    return _sweep_report(args, entries, reference, wall_s, dataset.name)
+    return _sweep_report(args, result.entries, result.reference, result.wall_s, result.dataset)
 
 
 def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_name: str) -> int:
     from ..files import write_json_atomic
-    from ..reports.tradeoff import render_tradeoff_html, render_tradeoff_markdown, tradeoff_frame
+    from ..reports.tradeoff import (
+        render_tradeoff_html,
+        render_tradeoff_markdown,
+        tradeoff_frame,
+    )
     from ..store import open_run
 
     reference = open_run(reference_name, args.runs_dir)
@@ -89,6 +82,9 @@ def register(sub: Any) -> None:
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="decoding option for every variant (threads, language, …); repeat -o for several")
     p.add_argument("--timeout-s", type=float, help="per-call limit in seconds (see `run --timeout-s`)")
+    p.add_argument("--parallel", "--jobs", type=int, default=1, metavar="N",
+                   help="run up to N variants at once, each in its own process, with threads per variant lowered so "
+                        "that N x threads <= cores (default 1: one after another; the same runs and scores)")
     p.add_argument("--min-qoi", type=float, help="also give each variant the release gate's verdict at this QoI")
     p.add_argument("--max-wer-increase", type=float, help="with --min-qoi: the gate's maximum WER increase in points")
     p.add_argument("--out", help="markdown table (default: tradeoff_MODEL_DATASET.md in --runs-dir)")

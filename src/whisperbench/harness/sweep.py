@@ -6,13 +6,22 @@ in a fresh process, so its peak memory is its own, a native crash or a refused c
 variant alone, and the sweep goes on. The reference (openai-whisper on the same weights unless another
 run is named) is run first, the same way.
 
+With ``parallel`` N > 1, up to N variants run at once, each still in its own fresh process (a thread here
+waits on each), with the threads per variant lowered so that variants × threads never exceed the cores: the
+runs, their transcripts and scores are those of a sequential sweep, and the entries keep the plan's order.
+
 >>> [v.label for v in plan_sweep(["jax"])]
 ['jax-float32', 'jax-bfloat16']
+>>> share_cores(parallel=2, threads=4, variants=5, cores=2)  # two variants at once, one thread each
+(2, 1)
+>>> share_cores(parallel=8, threads=2, variants=3, cores=16)  # no more at once than there are variants
+(3, 2)
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import multiprocessing
 import os
 import time
@@ -22,6 +31,7 @@ from typing import Callable, Optional, Sequence
 
 from ..adapters import get_adapter
 from ..errors import OptionError
+from ..machine import usable_cpus
 from ..models.registry import resolve_source
 from ..scoring.record import Summary
 from ..store import RunStore
@@ -32,6 +42,8 @@ from .spec import AdapterSpec
 #: implementations a sweep covers unless told otherwise (each with variants; openai-whisper is the reference)
 DEFAULT_IMPLEMENTATIONS = ("faster-whisper", "whisper-cpp", "mlx", "jax", "ane-pytorch", "transformers")
 REFERENCE_ADAPTER = "openai-whisper"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,16 @@ class SweepEntry:
         """The entry as the sweep's record file keeps it (its summary is in the run's own folder)."""
         return {"implementation": self.variant.adapter, "variant": self.variant.name, "label": self.variant.label,
                 "run": self.run, "status": self.status, "error": self.error, "wall_s": self.wall_s}
+
+
+@dataclass
+class SweepResult:
+    """A whole sweep: its entries in the plan's order, the dataset's name, the reference run and the wall time."""
+
+    entries: list[SweepEntry]
+    dataset: str  # the dataset's name (in every variant's run name and the trade-off files' names)
+    reference: Optional[str]  # the reference run's name; None when the reference variant did not finish
+    wall_s: float
 
 
 def plan_sweep(implementations: Sequence[str] = DEFAULT_IMPLEMENTATIONS,
@@ -147,30 +169,71 @@ def run_variant(request: RunRequest) -> tuple[str, Summary]:
     return out["run"], out["summary"]
 
 
+def share_cores(parallel: int, threads: int, variants: int, cores: int) -> tuple[int, int]:
+    """(variants at once, threads per variant): at most ``parallel``, ``variants`` and ``cores`` at once, and the
+    ``threads`` asked for lowered so that variants at once × threads per variant <= ``cores``."""
+    at_once = max(1, min(parallel, variants, cores))
+    return at_once, max(1, min(threads, cores // at_once))
+
+
+def _shared(base: RunRequest, parallel: int, variants: int) -> tuple[int, RunRequest]:
+    """The variants at once and the base request with its threads per variant (unchanged when one at a time)."""
+    if parallel <= 1:
+        return 1, base
+    cores, asked = usable_cpus(), base.decoding.threads
+    at_once, threads = share_cores(parallel, asked, variants, cores)
+    lowered = f" (threads={asked} asked: lowered so that {at_once} × threads <= {cores})" if threads < asked else ""
+    log.info("sweep: %d variant(s) at once, each in its own process with %d thread(s), on %d core(s)%s",
+             at_once, threads, cores, lowered)
+    return at_once, replace(base, decoding=replace(base.decoding, threads=threads))
+
+
+def _run_entry(entry: SweepEntry, base: RunRequest, dataset_name: str) -> SweepEntry:
+    """Run ``entry``'s variant into ``entry`` (a failure is recorded in it, never raised)."""
+    request = request_for(entry.variant, base, dataset_name)
+    start = time.perf_counter()
+    try:
+        entry.run, entry.summary = run_variant(request)
+        entry.status = "finished"
+    except Exception as exc:  # a refused conversion, a crash: this variant fails, the sweep goes on
+        entry.status, entry.error = "failed", _one_line(exc)
+        entry.run = request.name if (Path(base.runs_dir) / str(request.name)).exists() else None
+    entry.wall_s = time.perf_counter() - start
+    return entry
+
+
 def run_sweep(plan: list[Variant], base: RunRequest, dataset_name: str,
-              report: Optional[Callable[[SweepEntry, int, int], object]] = None) -> list[SweepEntry]:
+              report: Optional[Callable[[SweepEntry, int, int], object]] = None,
+              parallel: int = 1) -> list[SweepEntry]:
     """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends.
 
-    A model that cannot be found stops the sweep before any variant starts (`ModelError`): every variant
-    would fail the same way, each after starting its own process."""
+    ``parallel``: how many variants may run at once (see :func:`share_cores`); the entries keep ``plan``'s
+    order whatever the order they end in. A model that cannot be found stops the sweep before any variant
+    starts (`ModelError`): every variant would fail the same way, each after starting its own process."""
     resolve_source(base.model)
-    entries = []
-    for number, variant in enumerate(plan, start=1):
-        entry = SweepEntry(variant)
-        entry.status, entry.error = _why_not(variant)
-        if not entry.status:
-            request = request_for(variant, base, dataset_name)
-            start = time.perf_counter()
-            try:
-                entry.run, entry.summary = run_variant(request)
-                entry.status = "finished"
-            except Exception as exc:  # a refused conversion, a crash: this variant fails, the sweep goes on
-                entry.status, entry.error = "failed", _one_line(exc)
-                entry.run = request.name if (Path(base.runs_dir) / str(request.name)).exists() else None
-            entry.wall_s = time.perf_counter() - start
-        entries.append(entry)
+    entries = [SweepEntry(variant) for variant in plan]
+    for entry in entries:
+        entry.status, entry.error = _why_not(entry.variant)
+    todo = [entry for entry in entries if not entry.status]
+    at_once, base = _shared(base, parallel, len(todo))
+    ended = 0
+
+    def tell(entry: SweepEntry) -> None:
+        nonlocal ended
+        ended += 1
         if report:
-            report(entry, number, len(plan))
+            report(entry, ended, len(plan))
+
+    if at_once == 1:
+        for entry in entries:
+            tell(_run_entry(entry, base, dataset_name) if not entry.status else entry)
+        return entries
+    for entry in entries:
+        if entry.status:  # refused or unavailable: said at once
+            tell(entry)
+    with cf.ThreadPoolExecutor(at_once, thread_name_prefix="sweep") as pool:
+        for future in cf.as_completed([pool.submit(_run_entry, entry, base, dataset_name) for entry in todo]):
+            tell(future.result())
     return entries
 
 

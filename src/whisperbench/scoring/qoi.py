@@ -59,6 +59,8 @@ class ExampleRows(Protocol):
         """The regressed examples only."""
     def regressed_count(self) -> int:
         """How many examples regressed."""
+    def worst(self, n: int) -> list[ExampleComparison]:
+        """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
     def where_language(self, language: str) -> "ExampleRows":
         """The examples labelled ``language``."""
     def by_language(self) -> dict[str, dict[str, Any]]:
@@ -75,6 +77,10 @@ class ExampleList(list[ExampleComparison]):
     def regressed_examples(self) -> list[ExampleComparison]:
         """The regressed examples only."""
         return [e for e in self if e.regressed]
+
+    def worst(self, n: int) -> list[ExampleComparison]:
+        """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
+        return sorted(self.regressed_examples(), key=lambda e: (-e.delta_errors, e.id))[:max(n, 0)]
 
     def regressed_count(self) -> int:
         """How many examples regressed."""
@@ -120,7 +126,7 @@ class QoiResult:
 
     def worst(self, n: int = 5) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors."""
-        return sorted(self.examples.regressed_examples(), key=lambda e: (-e.delta_errors, e.id))[:n]
+        return self.examples.worst(n)
 
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""

@@ -80,6 +80,20 @@ class ExampleColumns:
         rows = np.flatnonzero(self.candidate_errors > self.reference_errors)
         return [self[int(i)] for i in rows]
 
+    def worst(self, n: int) -> list[ExampleComparison]:
+        """The ``n`` regressed examples with the largest increase in errors (ties: by id), ordered by Arrow and
+        built alone (building every regressed row first took minutes at a million examples)."""
+        delta = self.candidate_errors.astype(np.int64) - self.reference_errors.astype(np.int64)
+        rows = np.flatnonzero(delta > 0)
+        if n <= 0 or not len(rows):
+            return []
+        if len(rows) > n:  # only rows at least as worse as the n-th largest increase can be among the n
+            cut = np.partition(delta[rows], len(rows) - n)[len(rows) - n]
+            rows = rows[delta[rows] >= cut]
+        keys = pa.table({"minus_delta": -delta[rows], "id": self.ids.take(pa.array(rows))})
+        order = pc.sort_indices(keys, sort_keys=[("minus_delta", "ascending"), ("id", "ascending")])
+        return [self[int(rows[k])] for k in order.to_numpy()[:n]]
+
     def where_language(self, language: str) -> "ExampleColumns":
         """The examples labelled ``language``."""
         mask = pc.fill_null(pc.equal(self.language, language), False)
