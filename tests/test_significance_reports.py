@@ -134,6 +134,11 @@ def test_gate_confidence_uses_the_blocked_intervals(runs, capsys):
     code, out = _gate(runs_dir, "close", capsys, "--min-qoi", "50", "--max-wer-increase", "0", "--confidence", "95",
                       "--block-by", "speaker")
     assert code == 0 and "blocked bootstrap by speaker" in out and "paired 95% CI" in out
+    import whisperbench as wb
+
+    paired = wb.gate("ref", "close", runs_dir=runs_dir, block_by="speaker", min_qoi=50).comparison.significance.wer_difference
+    joined = wb.compare("ref", "close", runs_dir=runs_dir).result.joined
+    assert f"over the {joined} joined examples {paired.estimate:+.2f}, paired 95% CI [{paired.low:.2f}" in out
 
 
 def test_gate_needs_a_threshold(runs, capsys):

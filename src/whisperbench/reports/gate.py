@@ -186,12 +186,22 @@ def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Opti
     ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
     delta = "n/a" if ref_wer is None or cand_wer is None else f"{cand_wer - ref_wer:+.2f}"
     paired = comparison.significance.wer_difference if comparison.significance and confidence else None
-    if paired is not None:
+    if paired is not None:  # judged on the joined examples: its own estimate beside its interval
         ok = paired.low <= max_wer_increase
-        delta += f"; paired {confidence:.0%} CI [{paired.low:.2f}, {paired.high:.2f}], p = {paired.p_value:.3f}"
+        delta += (f"; over the {comparison.result.joined} joined examples {paired.estimate:+.2f}, paired "
+                  f"{confidence:.0%} CI [{paired.low:.2f}, {paired.high:.2f}], p = {paired.p_value:.3f}"
+                  + _unjoined_note(comparison.result))
     return GateCheck("WER increase", ok,
                      f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
                      REGRESSION)
+
+
+def _unjoined_note(r: QoiResult) -> str:
+    """Why the headline WERs may differ from the joined examples' (the paired interval's set), when they may."""
+    left = [f"{len(ids)} {what}" for ids, what in ((r.reference_failed, "the reference failed on"),
+                                                   (r.only_in_reference, "only in the reference"),
+                                                   (r.only_in_candidate, "only in the candidate")) if ids]
+    return f" (the headline WERs also count {', '.join(left)})" if left else ""
 
 
 def _non_inferiority_checks(sig: Optional[PairedSignificance], wer_margin: Optional[float],
