@@ -12,7 +12,7 @@ import importlib.util
 import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Iterable, Optional
 
 import numpy as np
 
@@ -149,14 +149,42 @@ def common_options() -> dict[str, Option]:
     return table
 
 
-def transcript_from_whisper_result(result: dict) -> Transcript:
+#: where a native long-form transcript's seams came from: the window offsets (``seek``) its segments carry
+SEAMS_FROM_DECODER = "decoder windows"
+#: … the chunk geometry of a chunking pipeline (transformers' ``chunk_length_s``/``stride_length_s``)
+SEAMS_FROM_PIPELINE = "pipeline chunks"
+
+
+def seams_from_seeks(seeks: Iterable[int], frames_per_second: int = 100) -> list[float]:
+    """Where one decoding window's text gives way to the next (s): the start of each window after the first, from
+    the window offsets (``seek``, in feature frames) of the segments it produced.
+
+    >>> seams_from_seeks([0, 0, 2896, 2896, 5604])
+    [28.96, 56.04]
+    """
+    starts = sorted({int(seek) for seek in seeks})
+    return [round(start / frames_per_second, 3) for start in starts[1:]]
+
+
+def seam_extra(seams_s: list[float], source: str) -> dict[str, Any]:
+    """What a native long-form transcript stores in its prediction's ``extra``: the seams and where they came from
+    (the harness's windowed strategies store theirs the same way)."""
+    return {"seams_s": seams_s, "seams_from": source}
+
+
+def transcript_from_whisper_result(result: dict, long_form: bool = False) -> Transcript:
     """A Transcript from the dict that openai-whisper's (or mlx-whisper's) ``transcribe`` returns; words where
-    its segments carry them (``word_timestamps=True``), else None."""
+    its segments carry them (``word_timestamps=True``), else None. Long-form: the seams of its decoding windows,
+    from the segments' ``seek`` (the window's start in 10 ms mel frames), over the segments with text."""
     segments = [Segment(float(s["start"]), float(s["end"]), s["text"]) for s in result["segments"]]
     timed = all("words" in s for s in result["segments"]) and bool(result["segments"])
     words = [Word(w["word"].strip(), float(w["start"]), float(w["end"]))
              for s in result["segments"] for w in s.get("words", [])] if timed else None
-    return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"), words=words)
+    seeks = [s["seek"] for s in result["segments"] if "seek" in s and s["text"].strip()]
+    known = long_form and all("seek" in s for s in result["segments"])
+    extra = seam_extra(seams_from_seeks(seeks), SEAMS_FROM_DECODER) if known else {}
+    return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"), words=words,
+                      extra=extra)
 
 
 def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) -> Transcript:
@@ -202,6 +230,10 @@ class Adapter(ABC):
     needs_audio: ClassVar[bool] = True
     distributions: ClassVar[tuple[str, ...]] = ()  # PyPI names whose versions go to run.json
     long_form_algorithm: ClassVar[str] = ""
+    #: where native long-form decoding's seams (the start of each window after the first) are read from:
+    #: ``SEAMS_FROM_DECODER`` (segments' ``seek``), ``SEAMS_FROM_PIPELINE``; None: the implementation does not
+    #: tell, so its transcripts carry none and the timing metric falls back to the 30 s marks
+    native_seams: ClassVar[Optional[str]] = None
     #: False for implementations that only transcribe 30 s: long-form audio then goes through the
     #: harness's chunked strategy (``--long-form native`` resolves to ``chunked``)
     native_long_form: ClassVar[bool] = True
@@ -267,7 +299,8 @@ class Adapter(ABC):
         from ..models.registry import loaded_weights
 
         info: dict[str, Any] = {"settings": self.settings, "versions": package_versions(self.distributions),
-                                "long_form_algorithm": self.long_form_algorithm}
+                                "long_form_algorithm": self.long_form_algorithm,
+                                "long_form_seams": self.native_seams or "not told (30 s marks)"}
         if self.uses_weights:
             info["weights"] = describe_source(self.model)
             if self.weights_path is not None:

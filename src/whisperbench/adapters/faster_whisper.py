@@ -8,12 +8,14 @@ import numpy as np
 
 from ..types import Example, Segment, Transcript, Word
 from . import register
-from .base import Adapter
+from .base import SEAMS_FROM_DECODER, Adapter, seam_extra, seams_from_seeks
 from .options import Option
 
 
 #: CTranslate2 compute types whose weights are stored as integers (a conversion in that quantization)
 INTEGER_TYPES = ("int8", "int8_float32", "int8_float16", "int16")
+#: faster-whisper's feature frames per second (FeatureExtractor: hop 160 at 16 kHz), the unit of Segment.seek
+FRAMES_PER_SECOND = 100
 
 
 @register
@@ -83,5 +85,14 @@ class FasterWhisperAdapter(Adapter):
         words = ([Word(w.word.strip(), w.start, w.end) for s in decoded for w in s.words or []]
                  if d.word_timestamps else None)
         detected = d.language_for(self.multilingual, example) is None  # faster-whisper reports 1.0 when forced
+        extra = {"language_probability": info.language_probability} if detected else {}
+        if long_form and self.native_seams:
+            extra |= seam_extra(seams_from_seeks((s.seek for s in decoded), FRAMES_PER_SECOND), self.native_seams)
         return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, words=words, language=info.language,
-                          extra={"language_probability": info.language_probability} if detected else {})
+                          extra=extra)
+
+    @property
+    def native_seams(self) -> Optional[str]:  # type: ignore[override]
+        """Each Segment's ``seek`` is its window's start in feature frames (hop 160 at 16 kHz: 100 a second); with
+        the VAD filter, frames of the audio with the silences cut out, which it does not map back: not told."""
+        return None if self.settings["vad_filter"] else SEAMS_FROM_DECODER

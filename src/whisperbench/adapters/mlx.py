@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import ModelError, OptionError
 from ..types import Example, Transcript
 from . import register
-from .base import Adapter, DecodingOptions, transcript_from_whisper_result
+from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, transcript_from_whisper_result
 from .options import Option
 
 
@@ -46,6 +46,7 @@ class MLXAdapter(Adapter):
     extra = "mlx"
     distributions = ("mlx-whisper", "mlx", "mlx-cpu", "mlx-metal")
     long_form_algorithm = "mlx-whisper: sequential 30 s windows, seek by timestamps (openai-whisper's loop)"
+    native_seams = SEAMS_FROM_DECODER  # its segments carry openai-whisper's ``seek``
     options = {"dtype": Option("float32", "MLX compute dtype (float16, float32)"),
                "quantization": Option("", "q4 or q8 (mlx.nn.quantize, groups of 64); empty: none"),
                "blas": Option("", "Linux: a system BLAS to load (openblas), in a child process")}
@@ -98,7 +99,7 @@ class MLXAdapter(Adapter):
         d = self.decoding
         result = mlx_whisper.transcribe(audio, path_or_hf_repo=self.path, verbose=None, fp16=self.fp16,
                                         **d.whisper_transcribe_kwargs(self.multilingual, long_form, example))
-        return transcript_from_whisper_result(result)
+        return transcript_from_whisper_result(result, long_form)
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import OptionError
 from ..types import Example, Transcript
 from . import register
-from .base import Adapter, transcript_from_whisper_result, window_transcript
+from .base import SEAMS_FROM_DECODER, Adapter, transcript_from_whisper_result, window_transcript
 from .options import Option
 
 
@@ -21,6 +21,7 @@ class OpenAIWhisperAdapter(Adapter):
     extra = "openai-whisper"
     distributions = ("openai-whisper", "torch")
     long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
+    native_seams = SEAMS_FROM_DECODER  # each segment's ``seek``: its window's start in mel frames
     options = {"device": Option("cpu", "torch device"),
                "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together"),
                "pad": Option("mel", "short clips: mel = the clip's log-mel zero-padded to 30 s (whisper.transcribe); "
@@ -52,7 +53,7 @@ class OpenAIWhisperAdapter(Adapter):
                 beam_size=d.beam_size if d.beam_size > 1 else None,
                 **d.whisper_transcribe_kwargs(self.multilingual, long_form, example),
             )
-        return transcript_from_whisper_result(result)
+        return transcript_from_whisper_result(result, long_form)
 
     @property
     def batch_size(self) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from ..audio import SAMPLE_RATE
 from ..types import Example, Segment, Transcript, Word
 from . import register
-from .base import Adapter
+from .base import SEAMS_FROM_PIPELINE, Adapter, seam_extra
 from .options import Option
 
 
@@ -82,7 +82,22 @@ class TransformersAdapter(Adapter):
             timed = self.pipe({"raw": audio, "sampling_rate": SAMPLE_RATE}, return_timestamps="word",
                               generate_kwargs=self._generate_kwargs(long_form, example), **kwargs)
             words = _timed(Word, timed.get("chunks", []), len(audio) / SAMPLE_RATE)
-        return Transcript(text=result["text"].strip(), segments=segments, words=words)
+        extra = seam_extra(self._chunk_seams(len(audio)), SEAMS_FROM_PIPELINE) if long_form and chunk > 0 else {}
+        return Transcript(text=result["text"].strip(), segments=segments, words=words, extra=extra)
+
+    def _chunk_seams(self, num_samples: int) -> list[float]:
+        """The pipeline's chunk geometry (its ``preprocess``: stride ``chunk_length_s / 6`` each side, aligned to the
+        model's ``inputs_to_logits_ratio``) turned into seams, as :func:`pipeline_chunk_seams` says."""
+        align = int(getattr(self.pipe.model.config, "inputs_to_logits_ratio", 1) or 1)
+        chunk_s = float(self.settings["chunk_length_s"])
+        chunk = int(round(chunk_s * SAMPLE_RATE / align) * align)
+        stride = int(round(chunk_s / 6 * SAMPLE_RATE / align) * align)
+        return pipeline_chunk_seams(num_samples, chunk, stride, stride)
+
+    @property
+    def native_seams(self) -> Optional[str]:  # type: ignore[override]
+        """Chunked: the pipeline's chunk geometry. Sequential generate keeps its window offsets to itself: not told."""
+        return SEAMS_FROM_PIPELINE if float(self.settings["chunk_length_s"]) > 0 else None
 
     @property
     def batch_size(self) -> int:
@@ -102,6 +117,24 @@ class TransformersAdapter(Adapter):
         if chunk > 0:
             return f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
         return "transformers: sequential long-form generate (pipeline, no chunking)"
+
+
+def pipeline_chunk_seams(num_samples: int, chunk: int, stride_left: int, stride_right: int) -> list[float]:
+    """Seams (s) of the ASR pipeline's chunking (``chunk_iter``): chunks of ``chunk`` samples start every
+    ``chunk - stride_left - stride_right``, the last one reaching the end; a chunk no longer than its left stride is
+    dropped. Consecutive chunks' texts are merged inside their overlap: the seam is its middle (as the harness's
+    chunked strategy records).
+
+    >>> pipeline_chunk_seams(84 * SAMPLE_RATE, 30 * SAMPLE_RATE, 5 * SAMPLE_RATE, 5 * SAMPLE_RATE)
+    [25.0, 45.0, 65.0]
+    """
+    step, starts = chunk - stride_left - stride_right, []
+    for start in range(0, num_samples, step):
+        if start == 0 or min(chunk, num_samples - start) > stride_left:
+            starts.append(start)
+        if start + chunk >= num_samples:
+            break
+    return [round((start + (stride_left + stride_right) / 2) / SAMPLE_RATE, 3) for start in starts[1:]]
 
 
 def _timed(kind, chunks: list[dict], audio_s: float) -> list:

@@ -38,6 +38,7 @@ class IsolatedAdapter(Adapter):
         self.model, self.decoding, self.settings = inner.model, inner.decoding, inner.settings
         self.needs_audio, self.long_form_algorithm = inner.needs_audio, inner.long_form_algorithm  # type: ignore[misc]
         self.native_long_form = inner.native_long_form  # type: ignore[misc]
+        self.native_seams = inner.native_seams  # type: ignore[misc]
         self._child: Optional[ChildProcess] = None
         self._logs: Optional[Path] = None
         self._restarts, self._peak_rss_mb, self._inner_info = 0, 0.0, None

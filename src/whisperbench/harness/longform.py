@@ -38,6 +38,8 @@ from ..errors import AudioError, OptionError
 from ..types import Example, Segment, Transcript, Word
 
 STRATEGIES = ("native", "sequential", "chunked")
+#: the seams of the harness's windowed strategies (``seams_from`` in a prediction's ``extra``)
+SEAMS_FROM_HARNESS = "harness windows"
 #: an unfinished last segment of the file's last window is transcribed again when it is this long
 TAIL_MIN_S = 1.0
 _READ_BLOCK_S = 10.0
@@ -78,6 +80,12 @@ class LongFormConfig:
         if self.strategy == "sequential":
             data.pop("stride_s")
         return data
+
+    def seams_source(self, adapter: Adapter) -> str:
+        """Where the run's seams come from, as run.json's ``adapter_info.long_form_seams`` records it."""
+        if self.strategy != "native":
+            return SEAMS_FROM_HARNESS
+        return adapter.native_seams or "not told (30 s marks)"
 
     def algorithm(self, adapter: Adapter) -> str:
         """The long-form algorithm as the leaderboard names it."""
@@ -289,7 +297,8 @@ class WindowedStrategy(Strategy):
             timed = [_central(part, self.config.stride_s, index == 0, index >= len(lengths) - 1)
                      for index, part in enumerate(timed)]
         segments, words = stitch_timing(timed)
-        extra = {"windows": len(texts), "window_texts": texts, "seams_s": self._seams(timed)}
+        extra = {"windows": len(texts), "window_texts": texts, "seams_s": self._seams(timed),
+                 "seams_from": SEAMS_FROM_HARNESS}
         return Outcome(Transcript(text=text, segments=segments, words=words, extra=extra), audio_s, infer_s)
 
     def _seams(self, timed: list["TimedPart"]) -> list[float]:

@@ -343,6 +343,7 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
     adapter_info = report.adapter_info or run.adapter.describe()
     if run.long_form:
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
+        adapter_info["long_form_seams"] = run.long_form.seams_source(run.adapter)
     predictions = [stored[i] for i in ids]
     summary = summarize(predictions, run.normalizer, run.dataset.form,
                         metric_options=request.metric_options,

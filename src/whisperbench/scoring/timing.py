@@ -234,29 +234,53 @@ def _wer_of(rows: list[tuple[str, WordCounts]]) -> Optional[float]:
 
 def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
     """Pooled WER (%) of the utterances inside long transcripts, split by whether the utterance spans a seam of
-    the decoding windows (``at_seams``): where the harness's windowed strategies recorded them (``seams_s``),
-    else the 30 s marks where sequential 30 s windows that start at 0 would meet (``seams``: which were used);
-    and the three worst utterances."""
-    rows, seam, recorded, examples = [], [], 0, 0
+    the decoding windows (``at_seams``): where the transcript recorded them (``seams_s``: the harness's windowed
+    strategies, a native decoder's window offsets, a pipeline's chunks; ``seams_from`` says which), else the 30 s
+    marks where sequential 30 s windows that start at 0 would meet (``seams``: which were used); where seams were
+    recorded, the same split at the 30 s marks (``at_30s_marks``) for comparison; and the three worst utterances."""
+    rows, seam, marks, sources, examples = [], [], [], [], 0
     for pred in scored:
         counted = utterance_counts(pred, normalizer)
         if not counted:
             continue
         truth = [s for s in pred.extra.get("reference_segments") or [] if s.get("text")]
         rows += counted
-        seams = pred.extra.get("seams_s")
-        recorded, examples = recorded + (seams is not None), examples + 1
+        seams, examples = pred.extra.get("seams_s"), examples + 1
+        if seams is not None:
+            sources.append(str(pred.extra.get("seams_from") or "recorded"))
         crosses = (lambda s: crosses_seam(s, seams)) if seams is not None else crosses_window_mark
         seam += [row for row, segment in zip(counted, truth) if crosses(segment)]
+        marks += [row for row, segment in zip(counted, truth) if crosses_window_mark(segment)]
     if not rows or _wer_of(rows) is None:
         return None
     worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].ref_words, 1)))[:3]
-    away = [row for row in rows if all(row is not other for other in seam)]
-    source = "recorded" if recorded == examples else "30 s marks" if not recorded else "recorded where known"
-    return {"wer": _wer_of(rows), "utterances": len(rows), "seams": source,
-            "at_seams": {"utterances": len(seam), "wer": _wer_of(seam)},
-            "away_from_seams": {"utterances": len(away), "wer": _wer_of(away)},
-            "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst]}
+    out = {"wer": _wer_of(rows), "utterances": len(rows), "seams": seams_label(sources, examples),
+           **_split(rows, seam, "at_seams", "away_from_seams"),
+           "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst]}
+    if sources:
+        out["at_30s_marks"] = _split(rows, marks, "at_seams", "away_from_seams")
+    return out
+
+
+Rows = list[tuple[str, WordCounts]]
+
+
+def _split(rows: Rows, at: Rows, at_key: str, away_key: str) -> dict[str, dict[str, Any]]:
+    away = [row for row in rows if all(row is not other for other in at)]
+    return {at_key: {"utterances": len(at), "wer": _wer_of(at)},
+            away_key: {"utterances": len(away), "wer": _wer_of(away)}}
+
+
+def seams_label(sources: Sequence[str], examples: int) -> str:
+    """Where a run's seams came from: the recorded sources, else the 30 s marks.
+
+    >>> seams_label([], 2), seams_label(["decoder windows"] * 2, 2), seams_label(["harness windows"], 2)
+    ('30 s marks', 'decoder windows', 'harness windows where recorded, else 30 s marks')
+    """
+    if not sources:
+        return "30 s marks"
+    named = ", ".join(sorted(set(sources)))
+    return named if len(sources) == examples else f"{named} where recorded, else 30 s marks"
 
 
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
