@@ -10,7 +10,26 @@ the OpenAI transcription route, which the ``openai-api`` adapter can call with `
 
 Decoding follows the harness's defaults: temperature 0 without fallback, the no-speech / log-prob /
 compression-ratio heuristics off unless set (WhisperKit's own defaults turn them on), timestamps
-off for short-form. Long-form audio goes to WhisperKit whole (its own windowing).
+off for short-form, ``--word-timestamps`` when the run asks for word timing. Long-form audio goes to
+WhisperKit whole (its own windowing).
+
+What is read from each clip's ``--report`` JSON, and why (read in argmaxinc/WhisperKit's source):
+
+- ``Sources/WhisperKit/Core/ResultWriter.swift`` (``WriteJSON``): the report is a ``TranscriptionResult``
+  encoded by a plain ``JSONEncoder`` (pretty-printed, no key strategy), so the keys are the Swift property names;
+- ``Sources/WhisperKit/Core/Models.swift``: ``TranscriptionResult`` {``text``, ``segments``, ``language``,
+  ``timings``, ``seekTime``?}; ``TranscriptionSegment`` {``id``, ``seek``, ``start``, ``end``, ``text``,
+  ``tokens``, ``tokenLogProbs``, ``temperature``, ``avgLogprob``, ``compressionRatio``, ``noSpeechProb``,
+  ``words``?}; ``WordTiming`` {``word``, ``tokens``, ``start``, ``end``, ``probability``}. ``words`` is optional
+  (nil, so left out of the JSON, unless word timestamps were asked for); ``start``/``end`` are Float seconds;
+- ``Sources/WhisperKit/Core/Text/SegmentSeeker.swift``: a segment's ``start`` is ``seek / sampleRate`` plus its
+  timestamp tokens (seconds from the start of the audio); ``seek`` counts *samples* at 16 kHz
+  (``WhisperKit.sampleRate``), not mel frames; with ``skipSpecialTokens`` a segment's ``text`` and each word
+  are decoded from the tokens below ``specialTokenBegin`` only (no ``<|...|>`` left in them); word times are
+  rounded to 0.01 s and carry Whisper's leading space. ``updateSegmentTimings`` (Utils) moves ``seek``,
+  ``start``, ``end`` and the words of a VAD chunk's segments by the chunk's offset, so all are file times;
+- ``Sources/WhisperKitCLI/TranscribeCLIArguments.swift``: the flags (``--word-timestamps``,
+  ``--skip-special-tokens``, ``--report``, ``--report-path``, ...).
 """
 
 from __future__ import annotations
@@ -22,15 +41,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from ..audio import SAMPLE_RATE
 from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
-from ..types import Example, Transcript
+from ..types import Example, Segment, Transcript, Word
 from . import register
-from .base import Adapter, DecodingOptions
+from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, seam_extra, seams_from_seeks
 from .options import Option
 
 COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
@@ -38,6 +57,8 @@ COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
 HEURISTICS_OFF = {"no_speech_threshold": 1.0, "logprob_threshold": -1e9, "compression_ratio_threshold": 1e9}
 CLI_FLAGS = {"no_speech_threshold": "--no-speech-threshold", "logprob_threshold": "--logprob-threshold",
              "compression_ratio_threshold": "--compression-ratio-threshold"}
+#: the unit of a report segment's ``seek``: audio samples (``WhisperKit.sampleRate``, SegmentSeeker.swift)
+SEEK_PER_SECOND = 16000
 
 
 def whisperkit_command(cli: str, audio_paths: list[str], report_dir: str, model: str, model_path: str,
@@ -55,6 +76,8 @@ def whisperkit_command(cli: str, audio_paths: list[str], report_dir: str, model:
         command += ["--language", decoding.language]
     if decoding.timestamps_off(long_form):
         command.append("--without-timestamps")
+    if decoding.word_timestamps:
+        command.append("--word-timestamps")
     for option, flag in CLI_FLAGS.items():
         value = getattr(decoding, option)
         command += [flag, str(HEURISTICS_OFF[option] if value is None else value)]
@@ -75,12 +98,32 @@ def read_report(report_dir: str, stem: str) -> dict:
     return report
 
 
+def transcript_from_report(report: dict, word_timing: bool, long_form: bool) -> Transcript:
+    """A Transcript from one clip's report (a TranscriptionResult): its segments as WhisperKit wrote them
+    (seconds), its words where word timing was asked and every segment carries ``words`` (else None: not
+    offered, never zeros; a word keeps WhisperKit's text less the leading space, as every adapter stores it),
+    and, long-form, the seams of its decoding windows from the segments' ``seek`` (samples at 16 kHz)."""
+    raw = report.get("segments") or []
+    segments = [Segment(float(s["start"]), float(s["end"]), s["text"]) for s in raw]
+    timed = word_timing and bool(raw) and all(isinstance(s.get("words"), list) for s in raw)
+    words = [Word(w["word"].strip(), float(w["start"]), float(w["end"])) for s in raw for w in s["words"]] \
+        if timed else None
+    extra: dict[str, Any] = {}
+    if long_form and raw and all("seek" in s for s in raw):
+        seeks = [s["seek"] for s in raw if s["text"].strip()]
+        extra = seam_extra(seams_from_seeks(seeks, SEEK_PER_SECOND), SEAMS_FROM_DECODER)
+    timings = {k: float(v) for k, v in (report.get("timings") or {}).items() if isinstance(v, (int, float))}
+    return Transcript(text=report["text"].strip(), segments=segments, words=words, language=report.get("language"),
+                      timings=timings, extra=extra)
+
+
 @register
 class WhisperKitAdapter(Adapter):
     name = "whisperkit"
     description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
     uses_weights = False
     long_form_algorithm = "WhisperKit: its own 30 s windowing"
+    native_seams = SEAMS_FROM_DECODER  # each report segment's ``seek``: its window's start in 16 kHz samples
     options = {"cli": Option("whisperkit-cli", "the WhisperKit command line"),
                "model_path": Option("", "a local WhisperKit model folder (else --model is downloaded by WhisperKit)"),
                "audio_encoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the encoder"),
@@ -130,9 +173,7 @@ class WhisperKitAdapter(Adapter):
             if done.returncode != 0:
                 raise WhisperbenchError(f"whisperkit-cli exited with {done.returncode}: {done.stderr.strip()[-500:]}")
             reports = [read_report(tmp, Path(path).stem) for path in paths]
-        return [Transcript(text=r["text"].strip(), language=r.get("language"),
-                           timings={k: float(v) for k, v in (r.get("timings") or {}).items()
-                                    if isinstance(v, (int, float))}) for r in reports]
+        return [transcript_from_report(r, self.decoding.word_timestamps, long_form) for r in reports]
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the runner passes the decoded clip
