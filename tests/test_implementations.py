@@ -143,3 +143,17 @@ def test_demo_writes_both_tables(tmp_path):
         assert s.num_failed == 0 and s.audio_s == pytest.approx(84.1, abs=0.2), run.name
         assert s.wer < 15.0, (run.name, s.wer)
         assert run.info["adapter_info"]["long_form_algorithm"], run.name
+
+
+def test_transformers_no_speech_guard_decodes(runs_dir, tiny_short):
+    """Whisper's skip rule (no_speech_threshold with logprob_threshold) on transformers: its generate took the
+    temperature as None and failed on every clip ('>' between None and float in _retrieve_avg_logprobs) unless the
+    adapter passes the greedy temperature; on speech the guard keeps the text (jfk, exact after normalization)."""
+    _require("transformers")
+    options = DecodingOptions.from_pairs(["no_speech_threshold=0.6", "logprob_threshold=-1.0"])
+    request = RunRequest("transformers", "tiny.en", str(tiny_short), runs_dir=str(runs_dir / "guard"),
+                         name="transformers-guard", decoding=options, limit=1)
+    result = stored(run_evaluation(request))
+    jfk = result.predictions[0]
+    assert result.summary.num_failed == 0, jfk.error
+    assert jfk.id == "jfk" and jfk.wer == 0.0, jfk.hypothesis

@@ -53,9 +53,11 @@ class TransformersAdapter(Adapter):
 
     def _generate_kwargs(self, long_form: bool, example: Optional[Example] = None) -> dict:
         d = self.decoding
-        generate: dict[str, Any] = {"num_beams": d.beam_size, "do_sample": False}
-        if d.temperature_fallback:
-            generate["temperature"] = d.temperatures()
+        # the temperature always goes in: with a logprob_threshold and no temperature, transformers' Whisper
+        # generate (4.57) fails on every clip (``_retrieve_avg_logprobs``: None > 0.0); 0.0 is its greedy default
+        temperatures = d.temperatures()
+        generate: dict[str, Any] = {"num_beams": d.beam_size, "do_sample": False,
+                                    "temperature": temperatures if d.temperature_fallback else temperatures[0]}
         if self.multilingual:
             generate.update(task=d.task, language=d.language_for(True, example))
         if long_form:

@@ -50,6 +50,7 @@ from ..types import Example
 log = logging.getLogger(__name__)
 
 RECIPE_VERSION = 1  # part of the cache key: bump when the same recipe would write other audio
+ROOM_VERSION = 2  # the same, in the keys of recipes with reverberation only (2: the room's ray tracing is seeded)
 NOISE_DECAY_DB = {"white": 0.0, "pink": -3.01, "brown": -6.02}  # AddColorNoise's f_decay per colour
 NOISES = tuple(NOISE_DECAY_DB) + ("babble",)
 SILENCE_PLACES = ("lead", "trail", "insert")
@@ -92,7 +93,7 @@ class Recipe:
         if self.reverbs_s:  # the room simulator's version matters only to recipes that use it
             import pyroomacoustics
 
-            versions.append(pyroomacoustics.__version__)
+            versions += [pyroomacoustics.__version__, ROOM_VERSION]
         else:  # recipes without reverberation keep the keys (and cached sets) they had before it existed
             del recipe["reverbs_s"]
         text = json.dumps([versions, content_hash, recipe], sort_keys=True)
@@ -107,9 +108,13 @@ class Derived:
     make: Callable[[], np.ndarray] = field(repr=False)
 
 
+def _seed_value(seed: int, *parts: str) -> int:
+    return int.from_bytes(hashlib.sha256(json.dumps([seed, *parts]).encode()).digest()[:4], "little")
+
+
 def _seeded(seed: int, *parts: str) -> None:
     """Seed the generators audiomentations draws from, from (seed, parts): order-independent, reproducible."""
-    value = int.from_bytes(hashlib.sha256(json.dumps([seed, *parts]).encode()).digest()[:4], "little")
+    value = _seed_value(seed, *parts)
     random.seed(value)
     np.random.seed(value)
 
@@ -230,6 +235,12 @@ def _gained(ex: Example, gain: float, seed: int, condition: str) -> np.ndarray:
 
 
 def _reverberant(ex: Example, rt60: float, seed: int, condition: str) -> np.ndarray:
+    import pyroomacoustics
+
+    # the room's ray tracing draws from pyroomacoustics' own generators (numpy's default_rng and libroom's C++
+    # one), which np.random.seed does not reach: unseeded, every write of the same set was different audio
+    value = _seed_value(seed, ex.id, condition)
+    pyroomacoustics.random.seed(numpy=value, libroom=value)
     return _below_full_scale(_apply(_room(rt60), _loaded(ex), seed, ex.id, condition))
 
 
