@@ -23,11 +23,12 @@ from .wer import corpus_wer
 TABLE_VERSION = "2"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
+_RAW = [("id", pa.string()), ("reference", pa.string()), ("hypothesis", pa.string()), ("status", pa.string()),
+        ("language", pa.string()), ("audio_s", pa.float64()), ("infer_s", pa.float64())]
 #: the columns of the raw output (the rest are the score's counts and ``timed``)
-RAW_COLUMNS = ("id", "reference", "hypothesis", "status", "language", "audio_s", "infer_s")
+RAW_COLUMNS = tuple(name for name, _ in _RAW)
 SCHEMA = pa.schema(
-    [("id", pa.string()), ("reference", pa.string()), ("hypothesis", pa.string()), ("status", pa.string()),
-     ("language", pa.string()), ("audio_s", pa.float64()), ("infer_s", pa.float64())]
+    _RAW
     + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS]
     + [("timed", pa.bool_())])  # the prediction stored segment or word times (the timing reports read them)
 
