@@ -22,6 +22,9 @@ SHARED_DATA = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "sha
 
 LONG_TESTS_ENV = "WHISPERBENCH_LONG_TESTS"
 
+# the process ends with pytest's status, without the native runtimes' exit-time destructors (exit_guard.py)
+pytest_plugins = ["tests.exit_guard"]
+
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked for."""

@@ -229,10 +229,13 @@ def test_differs_from_openai_whisper_only_by_input_padding(runs_dir, tiny_short)
         assert whisper.decode(model, mel, options).text.strip() == predictions[example.id].hypothesis, example.id
 
 
-def test_native_abort_on_load_is_reported():
+@pytest.mark.parametrize("fault_handler", ["", "1"])
+def test_native_abort_on_load_is_reported(fault_handler, monkeypatch):
     """A real native crash: whisper.cpp 1.4.1 hits a GGML_ASSERT on a format-2 quantized file (ftype 2007).
-    The worker dies, the harness process does not, and the error quotes the assertion."""
+    The worker dies, the harness process does not, and the error quotes the assertion, also when Python's
+    fault handler (PYTHONFAULTHANDLER=1) logs its stack after it."""
     _require("whisper-cpp-python")
+    monkeypatch.setenv("PYTHONFAULTHANDLER", fault_handler)
     from whisperbench.adapters.whisper_cpp import WorkerCrashed, _Worker, whisper_params
 
     config = {"backend": "whisper-cpp-python", "path": str(_ggml("q8_0")), "beam": False, "abort_on": "",

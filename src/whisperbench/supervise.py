@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,9 @@ from typing import Any, Optional
 from .machine import peak_rss_mb
 
 _LOG_TAIL_LINES = 6
+# a Python fault handler's dump (PYTHONFAULTHANDLER=1): its stack hides the native message above it
+_FAULT_DUMP = re.compile(r'(Fatal Python error|Current thread 0x|Thread 0x|File "|Extension modules:|<no Python frame>'
+                         r'|Python runtime state:|Stack \(most recent call first\))')
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_CHECK_S = 0.5  # how often a child looks whether its parent is still there
 
@@ -143,6 +147,7 @@ class ChildProcess:
                 lines = [line.strip() for line in fh.read().splitlines() if line.strip()]
         except OSError:
             return ""
+        lines = [line for line in lines if not _FAULT_DUMP.match(line)] or lines
         return "; it logged: " + " | ".join(lines[-_LOG_TAIL_LINES:]) if lines else ""
 
     def stop(self) -> None:
