@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.exit_guard import FULL_TEARDOWN_ENV
 
 # a module-level object whose finalizer aborts the process, as a native destructor that corrupts the heap does
 PLANTED = """
@@ -33,7 +34,7 @@ def test_may_fail():
 
 def run_planted(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_planted.py").write_text(PLANTED)
-    environment = {k: v for k, v in os.environ.items() if k != "WHISPERBENCH_TEST_FULL_TEARDOWN"}
+    environment = {k: v for k, v in os.environ.items() if k != FULL_TEARDOWN_ENV}
     environment.update(PYTHONPATH=str(REPO), **env)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.exit_guard", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), str(tmp_path / "test_planted.py")],
@@ -41,7 +42,7 @@ def run_planted(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_without_the_guard_the_planted_teardown_abort_fails_a_green_run(tmp_path):
-    done = run_planted(tmp_path, WHISPERBENCH_TEST_FULL_TEARDOWN="1")
+    done = run_planted(tmp_path, **{FULL_TEARDOWN_ENV: "1"})
     assert "2 passed" in done.stdout
     assert done.returncode == -signal.SIGABRT, done.stdout + done.stderr
 

@@ -30,7 +30,8 @@ from typing import Any, Optional
 from .machine import peak_rss_mb
 
 _LOG_TAIL_LINES = 6
-# a Python fault handler's dump (PYTHONFAULTHANDLER=1): its stack hides the native message above it
+# Python stack lines (a fault handler's dump under PYTHONFAULTHANDLER=1, a traceback's frames): left out of the
+# excerpt, where they would push out the native message (a GGML_ASSERT) or the exception's own line
 _FAULT_DUMP = re.compile(r'(Fatal Python error|Current thread 0x|Thread 0x|File "|Extension modules:|<no Python frame>'
                          r'|Python runtime state:|Stack \(most recent call first\))')
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
