@@ -204,15 +204,17 @@ def test_manifest_rows_carry_timing_and_bad_times_are_one_error(tmp_path, tiny_r
 
 
 def _timed_rows(rows, shift_s: float):
-    """Hypothesis rows whose one segment and words are the truth's, moved ``shift_s`` later."""
+    """Hypothesis rows whose one segment and words are the truth's, moved ``shift_s`` (< 0.5 s) later: the words
+    spread evenly over the clip less its last 0.5 s, so that every moved time still lies inside the audio."""
     out = []
     for row in rows:
         words = row["text"].split()
-        truth = [{"word": w, "start": 0.5 * i, "end": 0.5 * i + 0.4} for i, w in enumerate(words)]
+        step = round((row["duration_s"] - 0.5) / len(words), 2)  # whole 10 ms steps: stored times keep 1 ms
+        truth = [{"word": w, "start": step * i, "end": step * (i + 0.8)} for i, w in enumerate(words)]
         moved = [dict(w, start=w["start"] + shift_s, end=w["end"] + shift_s) for w in truth]
-        out.append((dict(row, words=truth, segments=[{"start": 0.0, "end": 0.5 * len(words), "text": row["text"]}]),
+        out.append((dict(row, words=truth, segments=[{"start": 0.0, "end": step * len(words), "text": row["text"]}]),
                     {"id": row["id"], "hypothesis": row["text"], "words": moved,
-                     "segments": [{"start": shift_s, "end": 0.5 * len(words) + shift_s, "text": row["text"]}]}))
+                     "segments": [{"start": shift_s, "end": step * len(words) + shift_s, "text": row["text"]}]}))
     return out
 
 

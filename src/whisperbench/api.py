@@ -151,16 +151,19 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
 
 def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike = "runs",
              options: Optional[dict[str, Any]] = None, show_progress: bool = False, columns: Columns = None,
-             **settings: Any) -> StoredRun:
+             word_timestamps: bool = False, **settings: Any) -> StoredRun:
     """Run ``adapter`` (e.g. ``"openai-whisper"``) with ``model`` (``"tiny.en"``, a path…) on ``dataset`` into a
     run store under ``runs_dir``; return the stored run. ``options`` are decoding options (``{"beam_size": 5}``
     or an adapter's own, as ``--option KEY=VALUE``); ``columns`` maps the dataset's columns (as in
     :func:`load_dataset`; recorded in run.json); ``settings`` are the other fields of
     :class:`~whisperbench.harness.RunRequest` (``name``, ``limit``, ``workers``, ``normalizer``, ``overwrite``…).
-    A stored run of the same configuration is resumed, not redone."""
+    ``word_timestamps`` stores word times as ``--word-timestamps`` does (the text stays the text without them; an
+    implementation that has none raises OptionError). A stored run of the same configuration is resumed, not redone."""
     pairs = [f"{key}={value}" for key, value in (options or {}).items()]
+    decoding = DecodingOptions.from_pairs(pairs)
+    decoding.word_timestamps = decoding.word_timestamps or word_timestamps
     request = RunRequest(adapter=adapter, model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
-                         decoding=DecodingOptions.from_pairs(pairs), columns=ColumnMap.of(columns), **settings)
+                         decoding=decoding, columns=ColumnMap.of(columns), **settings)
     return _stored(execute(request, show_progress))
 
 

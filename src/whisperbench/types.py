@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Sequence
 
 from .errors import DatasetError
 
@@ -13,6 +14,41 @@ Status = Literal["ok", "error"]
 
 #: Audio longer than this (seconds) does not fit one Whisper window: its dataset is long-form.
 WHISPER_WINDOW_S = 30.0
+#: a stored time may lie this far (s) past the audio's end: Whisper's timestamps step by 20 ms and an aligner's last
+#: step may round up to the next one; starts may step back by the 1 ms that stored times are rounded to
+TIME_TOLERANCE_S = 0.05
+
+
+def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "word") -> Optional[str]:
+    """Why these stored times cannot be right (None: they can): every start and end finite, ``0 <= start <= end <=
+    audio length`` (plus :data:`TIME_TOLERANCE_S`; no upper bound while the length is unknown, 0), starts in order.
+
+    >>> times_problem([{"word": "And", "start": -996.27, "end": -996.27}], 11.0)
+    "word 1 ('And') starts at -996.27 s, before the audio begins"
+    >>> times_problem([{"word": "a", "start": 0.5, "end": 0.9}, {"word": "b", "start": 0.4, "end": 1.0}], 2.0)
+    "word 2 ('b') starts at 0.4 s, before word 1 (0.5 s): not in order"
+    >>> times_problem([{"start": 0.0, "end": 2.1, "text": "hi"}], 2.0, "segment") is None
+    True
+    """
+    previous = -math.inf
+    for number, item in enumerate(items, 1):
+        name = f"{kind} {number} ({str(item.get('word', item.get('text', ''))).strip()[:30]!r})"
+        try:
+            start, end = float(item["start"]), float(item["end"])
+        except (KeyError, TypeError, ValueError):
+            return f"{name} has no numeric start and end"
+        if not (math.isfinite(start) and math.isfinite(end)):
+            return f"{name} has a time that is not a finite number ({start}, {end})"
+        if start < 0:
+            return f"{name} starts at {start:g} s, before the audio begins"
+        if end < start:
+            return f"{name} ends at {end:g} s, before it starts ({start:g} s)"
+        if audio_s > 0 and end > audio_s + TIME_TOLERANCE_S:
+            return f"{name} ends at {end:g} s, after the audio's end ({audio_s:g} s, tolerance {TIME_TOLERANCE_S:g} s)"
+        if start < previous - 0.001:
+            return f"{name} starts at {start:g} s, before {kind} {number - 1} ({previous:g} s): not in order"
+        previous = start
+    return None
 
 
 @dataclass
@@ -222,6 +258,27 @@ class Prediction:
             raise UnscoredError(f"example {self.id!r} is not scored: score it first (score_prediction/rescored)")
         return self.score
 
+    def refuse_bad_times(self) -> list[str]:
+        """Move stored times that cannot be right (:func:`times_problem`) out of ``segments`` / ``words`` into
+        ``extra["refused_segments"]`` / ``["refused_words"]``, with the reason in ``extra["timing_refused"]``, so that
+        no table, metric or gate reads them; the text is untouched. Returns the reasons given now.
+
+        >>> pred = Prediction("a", "", "and", audio_s=11.0, words=[{"word": "And", "start": -996.27, "end": -996.2}])
+        >>> pred.refuse_bad_times(), pred.words
+        (["example a: words refused: word 1 ('And') starts at -996.27 s, before the audio begins"], None)
+        """
+        reasons = []
+        for key in ("segments", "words"):
+            items = getattr(self, key)
+            problem = None if items is None else times_problem(items, self.audio_s, key[:-1])
+            if problem is not None:
+                reason = f"example {self.id}: {key} refused: {problem}"
+                self.extra.setdefault("timing_refused", {})[key] = reason
+                self.extra[f"refused_{key}"] = items
+                setattr(self, key, None)
+                reasons.append(reason)
+        return reasons
+
     def to_json(self) -> dict[str, Any]:
         """One line of ``predictions.jsonl``: the raw fields, then the score's flat fields when scored."""
         raw = {f: getattr(self, f) for f in _RAW_ORDER}
@@ -264,7 +321,9 @@ class Prediction:
         if not raw.keys() <= _RAW_FIELDS:
             unknown = {k: raw.pop(k) for k in list(raw) if k not in _RAW_FIELDS}
             raw["extra"] = {**raw.get("extra", {}), **unknown}
-        return cls(**raw, score=ExampleScore.from_fields(data, normalizer))
+        pred = cls(**raw, score=ExampleScore.from_fields(data, normalizer))
+        pred.refuse_bad_times()  # times stored before they were checked (or edited since) never reach a table
+        return pred
 
 
 _RAW_ORDER = tuple(f.name for f in dataclasses.fields(Prediction) if f.name != "score")

@@ -36,6 +36,7 @@ class AnePyTorchAdapter(Adapter):
     distributions = ("openai-whisper", "torch")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
+    no_word_timing = "the ANE-layout model returns no cross-attention weights to align words with"
     options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device"),
                "compression": Option("", "run the weights of this compressed Core ML export (palettized per tensor "
                                          "pal8/6/4/2, per 16 or 32 output channels pal8g16/pal6g16/pal4g16/pal4g32, "

@@ -64,7 +64,9 @@ class DecodingOptions:
     no_speech_threshold: Optional[float] = None
     logprob_threshold: Optional[float] = None
     compression_ratio_threshold: Optional[float] = None
-    #: word timing (``-o word_timestamps=true``): implementations that offer it return word times; it costs time
+    #: word timing (``--word-timestamps``, also ``-o word_timestamps=true``): the harness asks each implementation
+    #: for word times in the way that leaves its text as it is without them (see ``Adapter.word_timing``); an
+    #: implementation that cannot give them is refused (exit 2). It costs time.
     word_timestamps: bool = False
     threads: int = field(default_factory=default_threads)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -119,7 +121,7 @@ class DecodingOptions:
             condition_on_previous_text=self.condition_on_previous_text, initial_prompt=self.initial_prompt,
             without_timestamps=self.timestamps_off(long_form), no_speech_threshold=self.no_speech_threshold,
             logprob_threshold=self.logprob_threshold, compression_ratio_threshold=self.compression_ratio_threshold,
-            word_timestamps=self.word_timestamps,
+            word_timestamps=False,  # words are aligned after decoding (adapters/word_timing.py), never inside the loop
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -172,14 +174,14 @@ def seam_extra(seams_s: list[float], source: str) -> dict[str, Any]:
     return {"seams_s": seams_s, "seams_from": source}
 
 
-def transcript_from_whisper_result(result: dict, long_form: bool = False) -> Transcript:
-    """A Transcript from the dict that openai-whisper's (or mlx-whisper's) ``transcribe`` returns; words where
-    its segments carry them (``word_timestamps=True``), else None. Long-form: the seams of its decoding windows,
-    from the segments' ``seek`` (the window's start in 10 ms mel frames), over the segments with text."""
+def transcript_from_whisper_result(result: dict, long_form: bool = False, word_timing: bool = False) -> Transcript:
+    """A Transcript from the dict that openai-whisper's (or mlx-whisper's) ``transcribe`` returns; with
+    ``word_timing``, the words its segments carry (added by :mod:`.word_timing`; none for an empty transcript), else
+    None. Long-form: the seams of its decoding windows, from the segments' ``seek`` (the window's start in 10 ms mel
+    frames), over the segments with text."""
     segments = [Segment(float(s["start"]), float(s["end"]), s["text"]) for s in result["segments"]]
-    timed = all("words" in s for s in result["segments"]) and bool(result["segments"])
     words = [Word(w["word"].strip(), float(w["start"]), float(w["end"]))
-             for s in result["segments"] for w in s.get("words", [])] if timed else None
+             for s in result["segments"] for w in s.get("words") or []] if word_timing else None
     seeks = [s["seek"] for s in result["segments"] if "seek" in s and s["text"].strip()]
     known = long_form and all("seek" in s for s in result["segments"])
     extra = seam_extra(seams_from_seeks(seeks), SEAMS_FROM_DECODER) if known else {}
@@ -238,6 +240,11 @@ class Adapter(ABC):
     #: harness's chunked strategy (``--long-form native`` resolves to ``chunked``)
     native_long_form: ClassVar[bool] = True
     uses_weights: ClassVar[bool] = True  # weights come from whisperbench.models
+    #: how the implementation gives word times with ``--word-timestamps`` (run.json ``adapter_info.word_timing``),
+    #: decoded so that the text stays the text without them; None: it cannot, and word timing is refused (exit 2)
+    word_timing: ClassVar[Optional[str]] = None
+    #: why it cannot (the refusal's reason)
+    no_word_timing: ClassVar[str] = "it has no word alignment"
     weights_path: Optional[Any] = None  # set by load(): the file or folder the implementation loaded
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
     #: True for adapters that already run their native code in a child process (whisper-cpp): the
@@ -301,6 +308,8 @@ class Adapter(ABC):
         info: dict[str, Any] = {"settings": self.settings, "versions": package_versions(self.distributions),
                                 "long_form_algorithm": self.long_form_algorithm,
                                 "long_form_seams": self.native_seams or "not told (30 s marks)"}
+        if self.decoding.word_timestamps:
+            info["word_timing"] = self.word_timing
         if self.uses_weights:
             info["weights"] = describe_source(self.model)
             if self.weights_path is not None:
@@ -330,16 +339,22 @@ class Adapter(ABC):
         return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
 
     def refuse_word_timing(self) -> None:
-        """Word timing needs the checkpoint's alignment heads: an OptionError when they name decoder layers or
-        heads the weights lack (a pruned fine-tune that kept its parent's generation config). Transcription alone
-        goes on with openai-whisper's default heads."""
-        if not (self.decoding.word_timestamps and self.uses_weights):
+        """With word timing asked for, an OptionError (exit 2) when the implementation cannot give word times
+        (``word_timing`` is None), or when the checkpoint's alignment heads name decoder layers or heads the
+        weights lack (a pruned fine-tune that kept its parent's generation config; transcription alone goes on
+        with openai-whisper's default heads)."""
+        if not self.decoding.word_timestamps:
+            return
+        if self.word_timing is None:
+            raise OptionError(f"word timing refused: adapter {self.name} cannot give word times "
+                              f"({self.no_word_timing}); run it without --word-timestamps")
+        if not self.uses_weights:
             return
         from ..models.registry import heads_problem
 
         problem = heads_problem(self.model)
         if problem is not None:
-            raise OptionError(f"word timing refused: {problem} (transcribe without -o word_timestamps=true)")
+            raise OptionError(f"word timing refused: {problem} (transcribe without --word-timestamps)")
 
     def segments_timed(self, long_form: bool) -> bool:
         """Whether this input's segment times are predicted (decoded with timestamps), so worth storing: a clip

@@ -41,6 +41,7 @@ class CoreMLAdapter(Adapter):
     distributions = ("coremltools", "openai-whisper", "torch")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
+    no_word_timing = "the Core ML packages export no cross-attention weights to align words with"
     options = {"compute_units": Option("CPU_AND_NE", "Core ML compute units"),
                "precision": Option("float16", "precision of the exported ML Programs, or a compression of the float16 "
                                               "export (pal8, pal6, pal4, pal2: palettized per tensor; pal8g16, "

@@ -10,12 +10,15 @@ from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, seam_extra, seams_from_seeks
 from .options import Option
+from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 
 
 #: CTranslate2 compute types whose weights are stored as integers (a conversion in that quantization)
 INTEGER_TYPES = ("int8", "int8_float32", "int8_float16", "int16")
 #: faster-whisper's feature frames per second (FeatureExtractor: hop 160 at 16 kHz), the unit of Segment.seek
 FRAMES_PER_SECOND = 100
+WORD_TIMING = ("WhisperModel.add_word_timestamps (DTW over the alignment heads, CTranslate2's align) on each decoding "
+               "window's tokens, after decoding as without word timing")
 
 
 @register
@@ -26,6 +29,7 @@ class FasterWhisperAdapter(Adapter):
     extra = "faster-whisper"
     distributions = ("faster-whisper", "ctranslate2")
     long_form_algorithm = "faster-whisper: sequential 30 s windows, seek by timestamps"
+    no_word_timing = "with -o vad_filter=true its windows' offsets count the audio with the silences cut out"
     options = {"compute_type": Option("float32", "CTranslate2 compute type (int8, int8_float32, int16, float16, "
                                                  "default = as stored …)"),
                "device": Option("cpu", "cpu or cuda"),
@@ -78,18 +82,44 @@ class FasterWhisperAdapter(Adapter):
             condition_on_previous_text=d.condition_on_previous_text, initial_prompt=d.initial_prompt,
             without_timestamps=d.timestamps_off(long_form), vad_filter=self.settings["vad_filter"],
             no_speech_threshold=d.no_speech_threshold, log_prob_threshold=d.logprob_threshold,
-            compression_ratio_threshold=d.compression_ratio_threshold, word_timestamps=d.word_timestamps,
+            compression_ratio_threshold=d.compression_ratio_threshold, word_timestamps=False,
         )
         decoded = list(segments)  # the generator decodes here
         segs = [Segment(s.start, s.end, s.text) for s in decoded]
-        words = ([Word(w.word.strip(), w.start, w.end) for s in decoded for w in s.words or []]
-                 if d.word_timestamps else None)
+        words = self._words(decoded, audio, info.language) if d.word_timestamps and audio is not None else None
         detected = d.language_for(self.multilingual, example) is None  # faster-whisper reports 1.0 when forced
         extra = {"language_probability": info.language_probability} if detected else {}
         if long_form and self.native_seams:
             extra |= seam_extra(seams_from_seeks((s.seek for s in decoded), FRAMES_PER_SECOND), self.native_seams)
         return Transcript(text="".join(s.text for s in segs).strip(), segments=segs, words=words, language=info.language,
                           extra=extra)
+
+    def _words(self, decoded: list, audio: np.ndarray, language: str) -> list[Word]:
+        """faster-whisper's own word alignment on each decoding window's tokens (see adapters/word_timing.py)."""
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+
+        net = self.net
+        features = net.feature_extractor(audio)
+        tokenizer = Tokenizer(net.hf_tokenizer, net.model.is_multilingual, task=self.decoding.task, language=language)
+        segments = [{"seek": s.seek, "start": s.start, "end": s.end, "tokens": s.tokens} for s in decoded]
+
+        def align(window: list[dict], seek: int, frames: int, last_speech_s: float) -> float:
+            encoded = net.encode(pad_or_trim(features[:, seek:seek + frames]))
+            net.add_word_timestamps([window], tokenizer, encoded, frames, PREPEND_PUNCTUATIONS, APPEND_PUNCTUATIONS,
+                                    last_speech_s)
+            return last_word_end(window, last_speech_s)
+
+        window_frames = net.feature_extractor.nb_max_frames
+        align_windows(segments, features.shape[-1] - 1, window_frames, align)
+        return [Word(w["word"].strip(), float(w["start"]), float(w["end"]))
+                for s in segments for w in s.get("words") or []]
+
+    @property
+    def word_timing(self) -> Optional[str]:  # type: ignore[override]
+        """None with the VAD filter: the windows' offsets (``seek``) count frames of the cut audio."""
+        return None if self.settings["vad_filter"] else WORD_TIMING
+
 
     @property
     def native_seams(self) -> Optional[str]:  # type: ignore[override]

@@ -89,6 +89,7 @@ class JaxAdapter(Adapter):
     distributions = ("jax", "jaxlib", "flax", "transformers")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's chunked strategy (Whisper JAX's batched 30 s windows)"
+    no_word_timing = "the Flax model's jit-compiled batched greedy loop keeps no cross-attention to align words with"
     options = {"batch_size": Option(8, "clips per compiled batch"),
                "dtype": Option("float32", "Flax compute dtype"),
                "max_new_tokens": Option(224, "decode length of the compiled loop")}

@@ -35,6 +35,7 @@ from ..errors import ModelError, OptionError
 from ..types import Example, Transcript
 from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, transcript_from_whisper_result
+from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 from .options import Option
 
 
@@ -47,6 +48,8 @@ class MLXAdapter(Adapter):
     distributions = ("mlx-whisper", "mlx", "mlx-cpu", "mlx-metal")
     long_form_algorithm = "mlx-whisper: sequential 30 s windows, seek by timestamps (openai-whisper's loop)"
     native_seams = SEAMS_FROM_DECODER  # its segments carry openai-whisper's ``seek``
+    word_timing = ("mlx_whisper.timing.add_word_timestamps (DTW over the alignment heads) on each decoding window's "
+                   "tokens, after decoding as without word timing")
     options = {"dtype": Option("float32", "MLX compute dtype (float16, float32)"),
                "quantization": Option("", "q4 or q8 (mlx.nn.quantize, groups of 64); empty: none"),
                "blas": Option("", "Linux: a system BLAS to load (openblas), in a child process")}
@@ -99,7 +102,33 @@ class MLXAdapter(Adapter):
         d = self.decoding
         result = mlx_whisper.transcribe(audio, path_or_hf_repo=self.path, verbose=None, fp16=self.fp16,
                                         **d.whisper_transcribe_kwargs(self.multilingual, long_form, example))
-        return transcript_from_whisper_result(result, long_form)
+        if d.word_timestamps:
+            assert audio is not None  # needs_audio: the harness decodes it
+            self._add_words(result, audio)
+        return transcript_from_whisper_result(result, long_form, d.word_timestamps)
+
+    def _add_words(self, result: dict, audio: np.ndarray) -> None:
+        """mlx-whisper's own word alignment on each decoding window's tokens (see adapters/word_timing.py)."""
+        import mlx.core as mx
+        from mlx_whisper.audio import N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
+        from mlx_whisper.timing import add_word_timestamps
+        from mlx_whisper.tokenizer import get_tokenizer
+        from mlx_whisper.transcribe import ModelHolder
+
+        dtype = mx.float16 if self.fp16 else mx.float32
+        model = ModelHolder.get_model(self.path, dtype)
+        mel = log_mel_spectrogram(audio, n_mels=model.dims.n_mels, padding=N_SAMPLES)  # (frames, mels)
+        tokenizer = get_tokenizer(model.is_multilingual, num_languages=model.num_languages,
+                                  language=result.get("language"), task=self.decoding.task)
+
+        def align(window: list[dict], seek: int, frames: int, last_speech_s: float) -> float:
+            segment = pad_or_trim(mel[seek:seek + frames], N_FRAMES, axis=-2).astype(dtype)
+            add_word_timestamps(segments=window, model=model, tokenizer=tokenizer, mel=segment, num_frames=frames,
+                                prepend_punctuations=PREPEND_PUNCTUATIONS, append_punctuations=APPEND_PUNCTUATIONS,
+                                last_speech_timestamp=last_speech_s)
+            return last_word_end(window, last_speech_s)
+
+        align_windows(result["segments"], mel.shape[-2] - N_FRAMES, N_FRAMES, align)
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()

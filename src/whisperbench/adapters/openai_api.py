@@ -88,6 +88,8 @@ class OpenAIAPIAdapter(Adapter):
     distributions = ("openai",)
     uses_weights = False
     long_form_algorithm = "the endpoint's own (server side); parts over the upload limit split on silence"
+    word_timing = ("the endpoint's verbose_json words (timestamp_granularities=['segment', 'word']); whether its "
+                   "text is the text without word timing is the server's to keep")
     options = {
         "base_url": Option("", "endpoint URL; empty: OPENAI_BASE_URL, else the OpenAI API"),
         "response_format": Option("json", "what the endpoint is asked for", ("json", "verbose_json", "text")),

@@ -11,6 +11,7 @@ from ..types import Example, Transcript
 from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, transcript_from_whisper_result, window_transcript
 from .options import Option
+from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 
 
 @register
@@ -22,6 +23,8 @@ class OpenAIWhisperAdapter(Adapter):
     distributions = ("openai-whisper", "torch")
     long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
     native_seams = SEAMS_FROM_DECODER  # each segment's ``seek``: its window's start in mel frames
+    word_timing = ("whisper.timing.add_word_timestamps (DTW over the checkpoint's alignment heads) on each decoding "
+                   "window's tokens, after decoding as without word timing")
     options = {"device": Option("cpu", "torch device"),
                "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together"),
                "pad": Option("mel", "short clips: mel = the clip's log-mel zero-padded to 30 s (whisper.transcribe); "
@@ -53,7 +56,31 @@ class OpenAIWhisperAdapter(Adapter):
                 beam_size=d.beam_size if d.beam_size > 1 else None,
                 **d.whisper_transcribe_kwargs(self.multilingual, long_form, example),
             )
-        return transcript_from_whisper_result(result, long_form)
+        if d.word_timestamps:
+            assert audio is not None  # needs_audio: the harness decodes it
+            self._add_words(result, audio)
+        return transcript_from_whisper_result(result, long_form, d.word_timestamps)
+
+    def _add_words(self, result: dict, audio: np.ndarray) -> None:
+        """openai-whisper's own word alignment on each decoding window's tokens (see adapters/word_timing.py)."""
+        import torch
+        from whisper.audio import N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
+        from whisper.timing import add_word_timestamps
+        from whisper.tokenizer import get_tokenizer
+
+        mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES).to(self.net.device)
+        tokenizer = get_tokenizer(self.net.is_multilingual, num_languages=self.net.num_languages,
+                                  language=result.get("language"), task=self.decoding.task)
+
+        def align(window: list[dict], seek: int, frames: int, last_speech_s: float) -> float:
+            with torch.inference_mode():
+                add_word_timestamps(segments=window, model=self.net, tokenizer=tokenizer,
+                                    mel=pad_or_trim(mel[:, seek:seek + frames], N_FRAMES), num_frames=frames,
+                                    prepend_punctuations=PREPEND_PUNCTUATIONS, append_punctuations=APPEND_PUNCTUATIONS,
+                                    last_speech_timestamp=last_speech_s)
+            return last_word_end(window, last_speech_s)
+
+        align_windows(result["segments"], mel.shape[-1] - N_FRAMES, N_FRAMES, align)
 
     @property
     def batch_size(self) -> int:
@@ -63,13 +90,13 @@ class OpenAIWhisperAdapter(Adapter):
                          timestamps: bool = False) -> list[Transcript]:
         """``whisper.decode`` on a batch of log-mels prepared exactly as ``transcribe`` prepares a
         single window of <= 30 s (log-mel of the audio, then zero-padded to 3000 frames). Windows with word
-        timing go one by one through ``whisper.transcribe`` (its word alignment pass)."""
+        timing go one by one through ``transcribe`` (and its word alignment pass)."""
         import torch
         import whisper
         from whisper.audio import N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
 
         d = self.decoding
-        if timestamps and d.word_timestamps:  # word times need whisper.transcribe's alignment pass, window by window
+        if d.word_timestamps:  # word times need the alignment pass, window by window
             return [self.transcribe(audio, example, long_form=True) for audio, example in zip(audios, examples)]
         if d.temperature_fallback:
             raise OptionError("openai-whisper batch_size > 1 decodes once per window: turn temperature_fallback off")

@@ -83,6 +83,7 @@ def _language(label, path: str, number: int) -> Optional[str]:
 class RecordedAdapter(Adapter):
     name = "recorded"
     description = "hypotheses from a JSONL file (id, hypothesis): results made on a device or elsewhere"
+    word_timing = "the words of the hypotheses file's lines, as recorded"
     needs_audio = False
     uses_weights = False
     options = {"label": Option(None, "the implementation's name in reports")}

@@ -15,6 +15,11 @@ from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import SEAMS_FROM_PIPELINE, Adapter, seam_extra
 from .options import Option
+from .word_timing import words_from_tokens
+
+#: mel frames of a 30 s window (hop 160 at 16 kHz); the encoder's output has half as many positions
+_WINDOW_FRAMES = 3000
+_SECONDS_PER_POSITION = 0.02
 
 
 @register
@@ -29,6 +34,10 @@ class TransformersAdapter(Adapter):
                "chunk_length_s": Option(0.0, "long-form: 0 = sequential generation, 30 = the pipeline's chunking"),
                "batch_size": Option(1, "clips or chunks per forward pass")}
     variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
+    word_timing = ("short-form: DTW over the generation config's alignment heads on the decoded text's tokens (one "
+                   "forward pass, transformers' own DTW and median filter, rows as openai-whisper's find_alignment "
+                   "takes them); long-form: the pipeline's return_timestamps='word' pass, which decodes with "
+                   "timestamps as long-form does anyway")
 
     def load(self) -> None:
         import torch
@@ -80,12 +89,53 @@ class TransformersAdapter(Adapter):
         )
         segments = _timed(Segment, result.get("chunks", []), len(audio) / SAMPLE_RATE)
         words = None
-        if self.decoding.word_timestamps:  # a second pass: the pipeline returns either segments or words
+        if self.decoding.word_timestamps and not segment_times:
+            # the pipeline's word mode decodes with timestamp tokens, which changes the text of a clip decoded
+            # without them: align the decoded text instead
+            words = self._aligned_words(audio, result["text"].strip(), example)
+        elif self.decoding.word_timestamps:  # a second pass: the pipeline returns either segments or words
             timed = self.pipe({"raw": audio, "sampling_rate": SAMPLE_RATE}, return_timestamps="word",
                               generate_kwargs=self._generate_kwargs(long_form, example), **kwargs)
             words = _timed(Word, timed.get("chunks", []), len(audio) / SAMPLE_RATE)
         extra = seam_extra(self._chunk_seams(len(audio)), SEAMS_FROM_PIPELINE) if long_form and chunk > 0 else {}
         return Transcript(text=result["text"].strip(), segments=segments, words=words, extra=extra)
+
+    def _aligned_words(self, audio: np.ndarray, text: str, example: Optional[Example]) -> list[Word]:
+        """Word times of ``text`` on a clip of <= 30 s: the decoder run once on the prompt, the text's tokens and
+        end-of-text; the alignment heads' cross-attention over the clip's frames, normalized per frame and
+        median-filtered as transformers' ``_extract_token_timestamps`` does; DTW; token k spans the steps where the
+        path enters the row that predicts it and the row that predicts the next token (openai-whisper's rows)."""
+        import torch
+        from transformers.models.whisper.generation_whisper import _dynamic_time_warping, _median_filter
+
+        model, tokenizer = self.pipe.model, self.pipe.tokenizer
+        ids = tokenizer(" " + text, add_special_tokens=False).input_ids if text else []
+        if not ids:
+            return []
+        if self.multilingual:
+            language = self.decoding.language_for(True, example) or getattr(example, "language", None)
+            tokenizer.set_prefix_tokens(language=language, task=self.decoding.task, predict_timestamps=False)
+        prefix = list(tokenizer.prefix_tokens)
+        features = self.pipe.feature_extractor(audio, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
+        frames = min(_WINDOW_FRAMES, int(np.ceil(len(audio) / (SAMPLE_RATE * _SECONDS_PER_POSITION / 2))))
+        decoding_attention = model.config._attn_implementation
+        model.set_attn_implementation("eager")  # SDPA returns no attention weights; decoding keeps its own
+        try:
+            with torch.inference_mode():
+                out = model(input_features=features.to(model.device, model.dtype), output_attentions=True,
+                            decoder_input_ids=torch.tensor([prefix + ids + [tokenizer.eos_token_id]],
+                                                           device=model.device))
+        finally:
+            model.set_attn_implementation(decoding_attention)
+        weights = torch.stack([out.cross_attentions[layer][0, head]
+                               for layer, head in model.generation_config.alignment_heads])[:, :, : frames // 2].float()
+        std, mean = torch.std_mean(weights, dim=-2, keepdim=True, unbiased=False)
+        weights = _median_filter((weights - mean) / std, model.config.median_filter_width).mean(dim=0)
+        text_rows, time_steps = _dynamic_time_warping(-weights[len(prefix) - 1:-1].cpu().double().numpy())
+        jumps = np.pad(np.diff(text_rows), (1, 0), constant_values=1).astype(bool)
+        times = time_steps[jumps] * _SECONDS_PER_POSITION  # one per row: where the path enters it
+        return words_from_tokens((tokenizer.decode([token]), float(times[k]), float(times[k + 1]))
+                                 for k, token in enumerate(ids))
 
     def _chunk_seams(self, num_samples: int) -> list[float]:
         """The pipeline's chunk geometry (its ``preprocess``: stride ``chunk_length_s / 6`` each side, aligned to the

@@ -30,6 +30,7 @@ from ..types import Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
+from .word_timing import dtw_token_spans, words_from_tokens
 
 #: backend -> (import name, PyPI distribution, install hint)
 BACKENDS = {
@@ -44,6 +45,29 @@ LEGACY_QUANTIZATIONS = ("f16", "q8_0", "q5_0")
 #: whisper.cpp vendored by whisper-cpp-python releases (its library predates whisper_version())
 _VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
 _NEVER = 1e9  # a log-prob threshold no average log-prob crosses (finite, so run.json stays valid JSON)
+#: (n_text_layer, n_text_state) -> whisper.cpp's alignment-head preset (``WHISPER_AHEADS_*``, openai-whisper's heads
+#: of that size; ``_EN`` added for an English-only vocabulary of 51,864 tokens)
+_AHEADS = {(4, 384): "TINY", (6, 512): "BASE", (12, 768): "SMALL", (24, 1024): "MEDIUM", (32, 1280): "LARGE_V2",
+           (4, 1280): "LARGE_V3_TURBO"}
+_ENGLISH_VOCABULARY = 51864
+
+
+def dtw_preset(hparams: dict[str, int]) -> str:
+    """whisper.cpp's alignment-head preset for a model of this shape: openai-whisper's heads of the same size
+    (large with the 51,866-token vocabulary: v3), else ``N_TOP_MOST`` (whisper.cpp's fallback: every head of the
+    top layers), for an architecture no release has.
+
+    >>> dtw_preset({"n_text_layer": 4, "n_text_state": 384, "n_vocab": 51864}), dtw_preset({"n_text_layer": 3,
+    ...     "n_text_state": 384, "n_vocab": 51865})
+    ('TINY_EN', 'N_TOP_MOST')
+    """
+    name = _AHEADS.get((hparams["n_text_layer"], hparams["n_text_state"]))
+    if name is None:
+        return "N_TOP_MOST"
+    if name == "LARGE_V2" and hparams["n_vocab"] >= 51866:
+        return "LARGE_V3"
+    english = hparams["n_vocab"] == _ENGLISH_VOCABULARY and name in ("TINY", "BASE", "SMALL", "MEDIUM")
+    return name + "_EN" if english else name
 
 
 def _route(variant: str, converted: bool) -> str:
@@ -89,6 +113,7 @@ class WhisperCppAdapter(Adapter):
         legacy = "-qnt1" if backend == "whisper-cpp-python" else ""
         route = "+f16" if self.settings["quantize_from"] == "f16" else ""
         self.variant = "" if quantization == "f16" else quantization + legacy + route
+        self.dtw: Optional[str] = None  # the alignment-head preset of DTW word times (set by load)
         self._worker: Optional[_Worker] = None
         self._worker_info: dict[str, Any] = {}
         self._peak_rss_mb = 0.0
@@ -113,12 +138,14 @@ class WhisperCppAdapter(Adapter):
             raise ModelError(f"{self.ggml_path}: ggml quantization format {header.qnt_version} cannot be read by "
                              f"backend {self.backend} (it reads format {reads})")
         self.params = whisper_params(self.decoding, self.multilingual, self.backend, header.hparams["n_text_ctx"])
+        words = self.decoding.word_timestamps and self.backend == "pywhispercpp"
+        self.dtw = dtw_preset(header.hparams) if words else None
         self._logs = Path(tempfile.mkdtemp(prefix="whisperbench-whisper-cpp-"))
         self._start()
 
     def _start(self) -> None:
         config = {"backend": self.backend, "path": str(self.ggml_path), "params": self.params,
-                  "beam": self.decoding.beam_size > 1, "abort_on": self.settings["abort_on"]}
+                  "beam": self.decoding.beam_size > 1, "abort_on": self.settings["abort_on"], "dtw": self.dtw}
         self._worker = _Worker(config, self._logs / f"worker-{self._restarts}.log")
         self._worker_info = self._worker.info
 
@@ -143,9 +170,27 @@ class WhisperCppAdapter(Adapter):
                 note = f"restarting the worker failed: {exc}"
             raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
-        words = None if reply.get("words") is None else [Word(*word) for word in reply["words"]]
+        words = self._words(reply["tokens"]) if self.decoding.word_timestamps else None
         return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
                           language=reply["language"], words=words)
+
+    def _words(self, tokens: list[tuple[str, float, float, float]]) -> list[Word]:
+        """Words from the call's text tokens ``(text, t0, t1, t_dtw)`` in seconds: with DTW (pywhispercpp) a token
+        spans the previous token's DTW time to its own (``t_dtw`` is its end); whisper.cpp 1.4.1's token
+        timestamps (whisper-cpp-python, timestamp-token probabilities) are ``t0``..``t1``."""
+        if self.dtw is not None:
+            spans = dtw_token_spans([t_dtw for _, _, _, t_dtw in tokens])
+        else:
+            spans = [(t0, t1) for _, t0, t1, _ in tokens]
+        return words_from_tokens((text, start, end) for (text, *_), (start, end) in zip(tokens, spans))
+
+    @property
+    def word_timing(self) -> Optional[str]:  # type: ignore[override]
+        if self.backend == "pywhispercpp":
+            return ("whisper.cpp's DTW token timestamps (dtw_token_timestamps, the alignment-head preset of the "
+                    "model's size), inside whisper_full as decoded without word timing")
+        return ("whisper.cpp 1.4.1's token timestamps (timestamp-token probabilities; it has no DTW); short-form is "
+                "decoded with timestamps by this binding in any case")
 
     def describe(self) -> dict[str, Any]:
         from ..machine import package_versions
@@ -169,6 +214,8 @@ class WhisperCppAdapter(Adapter):
             info["whisper_params"] = self.params
             info["worker_peak_rss_mb"] = self._peak_rss_mb
             info["worker_restarts"] = self._restarts
+            if self.dtw is not None:
+                info["dtw_aheads_preset"] = self.dtw
         if self.backend == "whisper-cpp-python":
             info["deviations"] = ["whisper.cpp 1.4.1 has no no_timestamps: short-form is decoded with timestamps"]
         return info
@@ -220,8 +267,9 @@ def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -
         "print_special": False,
     }
     params["suppress_nst" if backend == "pywhispercpp" else "suppress_non_speech_tokens"] = True
-    if backend == "pywhispercpp":  # whisper.cpp's token timestamps (timestamp-token probabilities), per token
-        params["token_timestamps"] = d.word_timestamps
+    # word times: whisper.cpp 1.8's DTW is a context parameter (``dtw``, set when the worker loads); 1.4.1 has only
+    # token timestamps from the timestamp tokens' probabilities, which it always decodes (no no_timestamps)
+    params["token_timestamps"] = d.word_timestamps and backend != "pywhispercpp"
     return params
 
 
@@ -253,7 +301,7 @@ class _Engine:
             os.abort()  # a native-style crash
         segments, detected = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
                                                     language)
-        return {"segments": segments, "language": detected, "words": getattr(self.engine, "words", lambda: None)()}
+        return {"segments": segments, "language": detected, "tokens": self.engine.tokens()}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:
@@ -285,7 +333,11 @@ class _PyWhisperCpp:
                 errors.append(text.strip())
 
         pw.whisper_log_set(log)  # a failed load still returns a context object, around a null pointer
-        self.ctx = pw.whisper_init_from_file_with_params(config["path"], pw.whisper_context_default_params())
+        context = pw.whisper_context_default_params()
+        if config.get("dtw"):  # word times: DTW over the alignment heads (whisper.cpp runs it without flash attention)
+            context.dtw_token_timestamps, context.flash_attn = True, False
+            context.dtw_aheads_preset = getattr(pw, f"WHISPER_AHEADS_{config['dtw']}")
+        self.ctx = pw.whisper_init_from_file_with_params(config["path"], context)
         pw.whisper_log_set(None)
         if errors:
             raise ModelError(f"{config['path']}: whisper.cpp: {'; '.join(errors)}")
@@ -316,26 +368,11 @@ class _PyWhisperCpp:
                     for i in range(pw.whisper_full_n_segments(ctx))]
         return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(ctx))
 
-    def words(self) -> Optional[list[tuple[str, float, float]]]:
-        """The last call's words ``(word, start s, end s)`` from its token timestamps (None when they were off):
-        a token that starts with a space starts a word; special and timestamp tokens are skipped."""
-        if not self.params.token_timestamps:
-            return None
-        pw, ctx, eot = self.pw, self.ctx, self.pw.whisper_token_eot(self.ctx)
-        words: list[list] = []
-        for i in range(pw.whisper_full_n_segments(ctx)):
-            for j in range(pw.whisper_full_n_tokens(ctx, i)):
-                data = pw.whisper_full_get_token_data(ctx, i, j)
-                if data.id >= eot:
-                    continue
-                text = pw.whisper_full_get_token_text(ctx, i, j)
-                text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-                if not words or text.startswith(" "):
-                    words.append([text.strip(), data.t0 / 100, data.t1 / 100])
-                else:
-                    words[-1][0] += text
-                    words[-1][2] = data.t1 / 100
-        return [(word, start, end) for word, start, end in words if word]
+    def tokens(self) -> list[tuple[str, float, float, float]]:
+        """The last call's text tokens ``(text, t0 s, t1 s, t_dtw s)`` (special and timestamp tokens left out)."""
+        pw, ctx = self.pw, self.ctx
+        return _text_tokens(ctx, pw.whisper_token_eot(ctx), pw.whisper_full_n_segments, pw.whisper_full_n_tokens,
+                            pw.whisper_full_get_token_data, pw.whisper_full_get_token_text)
 
 
 class _WhisperCppPython:
@@ -386,3 +423,24 @@ class _WhisperCppPython:
                      wc.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"))
                     for i in range(wc.whisper_full_n_segments(ctx))]
         return segments, wc.whisper_lang_str(wc.whisper_full_lang_id(ctx)).decode()
+
+    def tokens(self) -> list[tuple[str, float, float, float]]:
+        """The last call's text tokens ``(text, t0 s, t1 s, -0.01)`` (whisper.cpp 1.4.1 has no DTW time)."""
+        wc, ctx = self.wc, self.ctx
+        return _text_tokens(ctx, wc.whisper_token_eot(ctx), wc.whisper_full_n_segments, wc.whisper_full_n_tokens,
+                            wc.whisper_full_get_token_data, wc.whisper_full_get_token_text)
+
+
+def _text_tokens(ctx, eot: int, n_segments, n_tokens, token_data, token_text) -> list[tuple[str, float, float, float]]:
+    """Every segment's text tokens ``(text, t0, t1, t_dtw)``, times in seconds (whisper.cpp counts 10 ms steps;
+    a binding without ``t_dtw`` gives -0.01)."""
+    tokens = []
+    for i in range(n_segments(ctx)):
+        for j in range(n_tokens(ctx, i)):
+            data = token_data(ctx, i, j)
+            if data.id >= eot:
+                continue
+            text = token_text(ctx, i, j)
+            text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+            tokens.append((text, data.t0 / 100, data.t1 / 100, getattr(data, "t_dtw", -1) / 100))
+    return tokens

@@ -123,6 +123,7 @@ class WhisperKitAdapter(Adapter):
     description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
     uses_weights = False
     long_form_algorithm = "WhisperKit: its own 30 s windowing"
+    word_timing = "WhisperKit's report words (--word-timestamps: its own DTW over the alignment heads)"
     native_seams = SEAMS_FROM_DECODER  # each report segment's ``seek``: its window's start in 16 kHz samples
     options = {"cli": Option("whisperkit-cli", "the WhisperKit command line"),
                "model_path": Option("", "a local WhisperKit model folder (else --model is downloaded by WhisperKit)"),

@@ -16,9 +16,11 @@ def command(args) -> int:
     from ..harness import RunRequest
     from ..harness.longform import LongFormConfig
 
+    decoding = DecodingOptions.from_pairs(args.option or [])
+    decoding.word_timestamps = decoding.word_timestamps or args.word_timestamps
     request = RunRequest(
         adapter=args.adapter, model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, name=args.name,
-        decoding=DecodingOptions.from_pairs(args.option or []), limit=args.limit, workers=args.workers,
+        decoding=decoding, limit=args.limit, workers=args.workers,
         skip_invalid=args.skip_invalid, retry_failed=args.retry_failed, normalizer=args.normalizer,
         form=args.form, dataset_name=args.dataset_name, columns=columns(args), warmup=not args.no_warmup,
         overwrite=args.overwrite,
@@ -53,6 +55,10 @@ def register(sub: Any) -> None:
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="decoding option (language, beam_size, threads, …) or adapter option (compute_type, …); "
                         "repeat -o for several")
+    p.add_argument("--word-timestamps", action="store_true",
+                   help="store word times: each implementation's own aligner on the text it decodes as without "
+                        "word timing (the text stays the same); an implementation that has none exits 2 "
+                        "(docs/timestamps.md)")
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
     p.add_argument("--refresh", action="store_true", help="bypass an adapter's result cache (openai-api)")

@@ -3,6 +3,7 @@ pool, Ray actor) runs, so timing, batching, long-form strategies and failure rec
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from typing import Optional
@@ -15,6 +16,8 @@ from ..scoring import score_prediction
 from ..types import Example, Prediction
 from .longform import LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy
+
+log = logging.getLogger(__name__)
 
 WARMUP_AUDIO_S = 2.0
 
@@ -125,14 +128,17 @@ class ExampleRunner:
 
 
 def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
-    """Copy an adapter's outcome into a prediction (its segment times only when ``timed``)."""
+    """Copy an adapter's outcome into a prediction (its segment times only when ``timed``); times that cannot be
+    right are refused, with the reason, and the text still scores (``Prediction.refuse_bad_times``)."""
     transcript = outcome.transcript
+    pred.audio_s = outcome.audio_s
     if timed and transcript.segments:
         pred.segments = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text}
                          for s in transcript.segments]
     if transcript.words is not None:
         pred.words = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in transcript.words]
-    pred.audio_s = outcome.audio_s
+    for reason in pred.refuse_bad_times():
+        log.warning("%s", reason)
     if outcome.infer_s is not None:
         pred.infer_s = outcome.infer_s
     pred.hypothesis = transcript.text.strip()

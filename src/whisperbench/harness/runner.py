@@ -244,6 +244,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     if warning:  # before the run: a 121 % "WER" said nothing of why
         log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
+    adapter.refuse_word_timing()  # before the store is opened: an implementation without word times exits 2
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
     info = RunInfo(  # the run spec (what a resume must share); nothing secret (a URL's credentials)

@@ -291,9 +291,13 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
         for key, errors in example_timing(pred, context.normalizer).items():
             pooled[key] += errors
     stored = {"segments": sum(p.segments is not None for p in ok), "words": sum(p.words is not None for p in ok)}
-    if not stored["segments"] and not stored["words"]:
+    refused = [p for p in ok if p.extra.get("timing_refused")]
+    if not stored["segments"] and not stored["words"] and not refused:
         return None
     out: dict[str, Any] = {"examples_with_segments": stored["segments"], "examples_with_words": stored["words"]}
+    if refused:  # times that cannot be right (Prediction.refuse_bad_times): counted and named, never scored
+        out["refused"] = {"examples": len(refused), "first": [reason for p in refused[:5]
+                                                              for reason in p.extra["timing_refused"].values()]}
     for key, errors, collars in (("utterance_start_error_ms", pooled["starts"], START_COLLARS_S),
                                  ("utterance_word_start_error_ms", pooled["starts_by_word"], START_COLLARS_S),
                                  ("word_start_error_ms", pooled["word_starts"], WORD_COLLARS_S),
