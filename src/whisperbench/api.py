@@ -167,6 +167,15 @@ def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike 
     return _stored(execute(request, show_progress))
 
 
+def align_words(dataset: PathLike, out: PathLike, *, model: str = "base", limit: Optional[int] = None) -> int:
+    """Write ``out``, a manifest of ``dataset``'s rows with word times from forced alignment of each transcript
+    (openai-whisper's DTW aligner, checkpoint ``model``): word-level ground truth where a short-form set has none,
+    with the caveats of :mod:`whisperbench.datasets.align`. Returns the rows written."""
+    from .datasets.align import align_manifest
+
+    return align_manifest(str(dataset), out, model=model, limit=limit)
+
+
 def sweep(model: str, dataset: PathLike, *, implementations: Optional[list[str]] = None,
           variants: Optional[list[str]] = None, reference: Optional[str] = None, runs_dir: PathLike = "runs",
           options: Union[dict[str, Any], list[str], None] = None, parallel: int = 1, columns: Columns = None,

@@ -19,7 +19,7 @@ from ..redact import redact_text
 
 #: the commands, one module each, in the order ``--help`` lists them
 COMMANDS = ("run", "score", "rescore", "compare", "report", "export", "gate", "plan", "noise", "perturb", "subtitles",
-            "sweep", "runs", "adapters", "models", "datasets", "demo")
+            "align", "sweep", "runs", "adapters", "models", "datasets", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

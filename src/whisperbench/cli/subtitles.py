@@ -1,7 +1,8 @@
-"""``whisperbench subtitles``: SRT or WebVTT files of a run's stored segments."""
+"""``whisperbench subtitles``: SRT or WebVTT files of a run's stored segments (else its words)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..errors import WhisperbenchError
@@ -14,11 +15,13 @@ def command(args) -> int:
     from ..store import open_run
 
     run = open_run(args.run, args.runs_dir)
-    written, untimed = write_subtitles(run, args.out, args.format)
+    out = args.out or str(Path("subtitles") / run.name)
+    written, untimed = write_subtitles(run, out, args.format)
     if not written:
-        raise WhisperbenchError(f"run {run.name} stored no segment times (run it with -o without_timestamps=false, "
-                                "or long-form)")
-    print(f"wrote {len(written)} {args.format} file(s) to {args.out}"
+        raise WhisperbenchError(f"run {run.name} stored no segment or word times: run it with --word-timestamps "
+                                "(short-form is decoded without timestamp tokens, so it stores no segments; "
+                                "long-form always does)")
+    print(f"wrote {len(written)} {args.format} file(s) to {out}"
           + (f"; {len(untimed)} example(s) without times: {', '.join(untimed[:5])}" if untimed else ""))
     return 0
 
@@ -28,6 +31,6 @@ def register(sub: Any) -> None:
     p = sub.add_parser("subtitles", help="SRT or WebVTT subtitles (one file per example) of a run's stored segments")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
     p.add_argument("--format", choices=("srt", "vtt"), default="srt", help="subtitle format (default: srt)")
-    p.add_argument("--out", required=True, help="folder to write <id>.srt / <id>.vtt into")
+    p.add_argument("--out", help="folder to write <id>.srt / <id>.vtt into (default: subtitles/RUN)")
     add_runs_dir(p)
     p.set_defaults(func=command)

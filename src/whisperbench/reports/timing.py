@@ -185,16 +185,47 @@ def subtitles(segments: list[dict[str, Any]], fmt: str) -> str:
     return ("" if fmt == "srt" else "WEBVTT\n\n") + "\n".join(cues)
 
 
+#: a cue made from word times ends after a sentence mark, or at this many words or seconds
+CUE_MAX_WORDS = 12
+CUE_MAX_S = 6.0
+
+
+def cues_from_words(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Subtitle cues ``{start, end, text}`` from word times (a run decoded without timestamp tokens stores words but
+    no segments): a cue ends after a word that ends a sentence, or at :data:`CUE_MAX_WORDS` words or
+    :data:`CUE_MAX_S` seconds.
+
+    >>> cues_from_words([{"word": "Hi.", "start": 0.0, "end": 0.4}, {"word": "Bye", "start": 1.0, "end": 1.3}])
+    [{'start': 0.0, 'end': 0.4, 'text': 'Hi.'}, {'start': 1.0, 'end': 1.3, 'text': 'Bye'}]
+    """
+    cues: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    for word in words:
+        if current and (len(current) >= CUE_MAX_WORDS or float(word["end"]) - float(current[0]["start"]) > CUE_MAX_S):
+            cues.append(current)
+            current = []
+        current.append(word)
+        if str(word["word"]).rstrip().endswith((".", "?", "!")):
+            cues.append(current)
+            current = []
+    if current:
+        cues.append(current)
+    return [{"start": float(c[0]["start"]), "end": float(c[-1]["end"]), "text": " ".join(str(w["word"]) for w in c)}
+            for c in cues]
+
+
 def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list[Path], list[str]]:
-    """One ``<id>.<fmt>`` per example that stored segments; returns the files and the ids without times."""
+    """One ``<id>.<fmt>`` per example that stored segments (else words, grouped into cues by
+    :func:`cues_from_words`); returns the files and the ids without times."""
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     written, untimed = [], []
     for pred in run.predictions:
-        if not pred.segments:
+        cues = pred.segments or (cues_from_words(pred.words) if pred.words else None)
+        if not cues:
             untimed.append(pred.id)
             continue
         path = folder / (pred.id.replace("/", "_").replace("\\", "_") + "." + fmt)
-        path.write_text(subtitles(pred.segments, fmt), encoding="utf-8")
+        path.write_text(subtitles(cues, fmt), encoding="utf-8")
         written.append(path)
     return written, untimed
