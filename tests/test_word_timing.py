@@ -156,3 +156,46 @@ def test_times_edited_into_a_stored_run_never_reach_the_gate(tmp_path, tiny_shor
     gate = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(tmp_path / "runs"),
             "--min-qoi", "100", "--max-timing-error-ms", "50"]
     assert main(gate) == 0, capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the README's recipe, as written
+
+
+def _readme_block(heading: str) -> list[str]:
+    from tests.conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading):]
+    block = section[section.index("```bash\n") + len("```bash\n"):]
+    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_the_readme_timestamps_recipe_works_as_written(tmp_path):
+    """Each line of README's Timestamps block, pasted in a fresh folder: align, two timed runs, the gate judging
+    timing, subtitles in the default folder."""
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.conftest import needs_adapter
+    from whisperbench.datasets.timing import read_subtitles
+
+    needs_adapter("whisper-cpp", "tiny.en")
+    needs_adapter("openai-whisper", "base")
+    lines = _readme_block("## Timestamps\n")
+    assert [shlex.split(line)[1] for line in lines] == ["align", "run", "run", "gate", "subtitles"]
+    outputs = []
+    for line in lines:
+        argv = shlex.split(line)
+        proc = subprocess.run([sys.executable, "-m", "whisperbench", *argv[1:]], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=900)
+        expected = (0, 1) if argv[1] == "gate" else (0,)  # the gate may find a regression; it must judge
+        assert proc.returncode in expected, (line, proc.stdout[-2000:], proc.stderr[-2000:])
+        outputs.append(proc.stdout)
+    assert "timing" in outputs[3] and "cannot judge" not in outputs[3], outputs[3]
+    files = sorted((tmp_path / "subtitles" / "port").glob("*.srt"))
+    assert len(files) == 6
+    for path in files:
+        cues = read_subtitles(path.read_text(encoding="utf-8"))
+        assert cues and all(0.0 <= c["start"] <= c["end"] for c in cues)

@@ -186,6 +186,7 @@ class WhisperCppAdapter(Adapter):
 
     @property
     def word_timing(self) -> Optional[str]:  # type: ignore[override]
+        """whisper.cpp 1.8 (pywhispercpp): its DTW; 1.4.1 (whisper-cpp-python): its token timestamps."""
         if self.backend == "pywhispercpp":
             return ("whisper.cpp's DTW token timestamps (dtw_token_timestamps, the alignment-head preset of the "
                     "model's size), inside whisper_full as decoded without word timing")
