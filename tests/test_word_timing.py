@@ -199,3 +199,42 @@ def test_the_readme_timestamps_recipe_works_as_written(tmp_path):
     for path in files:
         cues = read_subtitles(path.read_text(encoding="utf-8"))
         assert cues and all(0.0 <= c["start"] <= c["end"] for c in cues)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapter", ["openai-whisper", "whisper-cpp"])
+def test_long_form_word_timing_keeps_the_text_and_file_times(shared_runs, tiny_long, adapter):
+    """The bundled 84 s file, decoded in several windows: the same text with word timing, every word inside the
+    file and in order, and whisper.cpp's DTW starts (file times across windows) at openai-whisper's."""
+    plain = shared_runs.get(adapter, tiny_long, *OFF)
+    timed = shared_runs.get(adapter, tiny_long, *ON)
+    assert timed.predictions[0].hypothesis == plain.predictions[0].hypothesis
+    pred = timed.predictions[0]
+    _check_inside(pred)
+    assert pred.words[-1]["start"] > 60.0  # later windows' words are in file time
+    reference = shared_runs.get("openai-whisper", tiny_long, *ON)
+    result = parity(reference.predictions, timed.predictions, "english")
+    assert result["words"] >= 200 and result["within_tolerance"] >= 95.0, result
+
+
+# ------------------------------------------------------------------ ground truth that cannot be right
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("segments", "0-2", "segments: expected a list of {start, end, text} records"),
+    ("segments", [{"start": 100.0, "end": 200.0, "text": "late"}], "true segments: segment 1 ('late') ends at 200 s, after the audio's end"),
+    ("words", [{"word": "and", "start": 0.0, "end": 0.5}, {"word": "so", "start": 12.0, "end": 12.4}], "true words: word 2 ('so') ends at 12.4 s, after the audio's end"),
+])
+def test_true_times_that_cannot_be_right_are_refused_at_load_naming_the_row(tmp_path, tiny_rows, field, value, says):
+    from tests.conftest import BUNDLED, write_jsonl
+    from whisperbench.datasets import load_dataset
+    from whisperbench.errors import DatasetError
+
+    rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"])) for r in tiny_rows]
+    rows[0] = dict(rows[0], **{field: value})  # jfk, 11 s
+    manifest = write_jsonl(tmp_path / "manifest.jsonl", rows)
+    with pytest.raises(DatasetError) as refused:
+        load_dataset(str(manifest))
+    assert any("id jfk" in problem and says in problem for problem in refused.value.problems), refused.value.problems
+    kept = load_dataset(str(manifest), skip_invalid=True)  # --skip-invalid: that one example fails, the rest run
+    assert [bad.id for bad in kept.invalid] == ["jfk"] and len(kept.dataset) == len(rows) - 1

@@ -296,8 +296,9 @@ class Prediction:
         digest = example.extra.get("audio_sha256")
         extra = {"audio_sha256": digest} if digest else {}
         for key in ("segments", "words"):  # ground-truth timing (seconds), for the timing metrics
-            if example.extra.get(key):
-                extra[f"reference_{key}"] = example.extra[key]
+            value = example.extra.get(key)
+            if value and isinstance(value, list) and all(isinstance(item, dict) for item in value):
+                extra[f"reference_{key}"] = value  # (a "words" column of plain strings is someone else's data)
         return cls(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0,
                    language=example.language, extra=extra)
 

@@ -12,7 +12,7 @@ from ..audio import audio_info
 from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
-from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form
+from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, times_problem
 from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
 from .timing import attach_timing
 
@@ -123,6 +123,10 @@ def _check_example(example: Example, origin: str) -> Optional[str]:
     if info.duration_s <= 0:
         return f"{origin} (id {example.id}): audio {example.audio_label} has no samples"
     example.duration_s = info.duration_s
+    for key in ("segments", "words"):  # ground-truth times past the audio's end cannot be right
+        problem = times_problem(example.extra.get(key) or [], info.duration_s, key[:-1])
+        if problem:
+            return f"{origin} (id {example.id}): true {key}: {problem}"
     return None
 
 

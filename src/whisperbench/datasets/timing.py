@@ -39,7 +39,11 @@ def attach_timing(extra: dict[str, Any], base_dir: Optional[str], origin: str, e
         for key, value in read.items():
             extra.setdefault(key, value)
     for key, label in (("segments", "text"), ("words", "word")):
-        if _looks_timed(extra.get(key)):
+        value = extra.get(key)
+        if key == "segments" and value not in (None, "", []) and not _looks_timed(value):
+            raise DatasetError(f"{where}: segments: expected a list of {{start, end, text}} records in seconds (the "
+                               f"true utterance times), got {type(value).__name__} {str(value)[:40]!r}")
+        if _looks_timed(value):
             try:
                 extra[key] = checked(extra[key], label)
             except ValueError as exc:
