@@ -40,6 +40,29 @@ CASES = [
     ("rescore ref --threshold hallucination.nope=1 --runs-dir {runs}", "nope"),
     ("gate --reference ref --candidate nope --min-qoi 99 --runs-dir {runs}", "not found"),
     ("subtitles nope --out {tmp}/subs --runs-dir {runs}", "not found"),
+    ("align --dataset {tmp}/nope.jsonl --out {tmp}/words.jsonl", "not found"),
+    # nonsense limits: every numeric option is a finite number in its documented range (whisperbench.limits)
+    ("gate --reference ref --candidate bad --min-qoi nan --runs-dir {runs}", "expected a finite number"),
+    ("gate --reference ref --candidate bad --min-qoi 150 --runs-dir {runs}", "--min-qoi must be a finite number from 0"),
+    ("gate --reference ref --candidate bad --non-inferiority-margin nan --inconclusive pass --runs-dir {runs}",
+     "expected a finite number"),
+    ("gate --reference ref --candidate bad --non-inferiority-margin -1 --runs-dir {runs}",
+     "--non-inferiority-margin must be"),
+    ("gate --reference ref --candidate bad --max-wer-increase inf --runs-dir {runs}", "expected a finite number"),
+    ("gate --reference ref --candidate bad --min-qoi 95 --confidence 0.95 --runs-dir {runs}",
+     "--confidence must be a finite number from 50 to 99.9 %"),
+    ("gate --reference ref --candidate bad --min-qoi 95 --max-new-loops -1 --runs-dir {runs}", "whole number"),
+    ("compare --reference ref --candidate bad --confidence 150 --runs-dir {runs}", "--confidence must be"),
+    ("rescore ref --threshold hallucination.burst_words=-5 --runs-dir {runs}", "burst_words must be"),
+    ("rescore ref --threshold hallucination.catastrophic_wer=-1 --runs-dir {runs}", "catastrophic_wer must be"),
+    ("rescore ref --threshold hallucination.compression_ratio=nan --runs-dir {runs}", "compression_ratio must be"),
+    ("rescore ref --threshold hallucination.loop_repeats=0 --runs-dir {runs}", "loop_repeats must be"),
+    ("perturb --dataset {dataset} --noise white --snr nan --out {tmp}/p", "--snr must be"),
+    ("perturb --dataset {dataset} --noise white --snr 1e9 --out {tmp}/p", "--snr must be"),
+    ("perturb --dataset {dataset} --gain 1e9 --out {tmp}/p", "--gain must be"),
+    ("perturb --dataset {dataset} --silence insert:1e9 --out {tmp}/p", "--silence must be"),
+    ("perturb --dataset {dataset} --nonspeech all --nonspeech-s -1 --out {tmp}/p", "--nonspeech-s must be"),
+    ("perturb --dataset {dataset} --nonspeech all --nonspeech-s 0 --out {tmp}/p", "--nonspeech-s must be"),
     ("adapters nope", "unknown adapter"),
     ("models info {tmp}/no-model", "unknown model"),
     ("models info no-such-model-name", "unknown model"),
@@ -93,3 +116,42 @@ def test_a_demo_with_nothing_installed_is_an_error_not_an_empty_leaderboard(tmp_
     err = capsys.readouterr().err
     assert "no implementation can run here" in err and "Traceback" not in err
     assert not (tmp_path / "runs" / "leaderboard.md").exists()
+
+
+def test_random_numbers_at_every_gate_limit_judge_or_refuse_never_crash(recorded_runs, capsys):
+    """Property: any number (finite, NaN, infinite, huge, negative) given to any numeric gate option ends in a
+    verdict (exit 0 or 1) only when it lies in that option's documented range, else in one refusal line, exit 2."""
+    import math
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from whisperbench.limits import CONFIDENCE_PERCENT, GATE_LIMITS
+
+    options = {key.replace("_", "-"): limit for key, limit in GATE_LIMITS.items() if key not in ("resamples", "seed")}
+    options["confidence"] = CONFIDENCE_PERCENT
+    numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
+                        st.sampled_from([0, 50, 99.9, 100, 150, -1e-9, 1e300]))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(option=st.sampled_from(sorted(options)), value=numbers)
+    def check(option, value):
+        base = ["gate", "--reference", "ref", "--candidate", "good", "--runs-dir", str(recorded_runs)]
+        quality = [] if option in ("min-qoi", "max-wer-increase", "non-inferiority-margin",
+                                   "non-inferiority-qoi-margin") else ["--min-qoi", "50"]
+        try:
+            code = main(base + quality + [f"--{option}", repr(value) if isinstance(value, float) else str(value)])
+        except SystemExit as exc:  # argparse: not a number of the option's kind
+            code = exc.code
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        limit = options[option]
+        inside = isinstance(value, (int, float)) and math.isfinite(value) and limit.low <= value <= limit.high \
+            and (not limit.integer or float(value).is_integer() and not isinstance(value, float))
+        if inside:
+            assert code in (0, 1, 2), err  # 2 only for a reason other than the limit (e.g. the set is too small)
+            assert "must be" not in err and "expected a" not in err, err
+        else:
+            assert code == 2, (option, value, err)
+
+    check()

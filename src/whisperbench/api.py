@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional, Union, cast
 import pandas as pd
 
 from .adapters import DecodingOptions
+from .limits import GATE_LIMITS, check_limits
 from .adapters.recorded import read_hypotheses
 from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
@@ -332,6 +333,9 @@ def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = N
     ``.non_inferiority`` is "non-inferior", "inconclusive (set too small)" or "regression shown" with a margin.
     ``repeats``: further runs of the candidate's configuration: the verdict must hold in each (the worst is
     returned, ``.repeats`` lists every one)."""
+    limits = check_limits(dict(thresholds, min_qoi=min_qoi, resamples=resamples, seed=seed), GATE_LIMITS)
+    min_qoi, resamples, seed = limits.pop("min_qoi"), limits.pop("resamples"), limits.pop("seed")
+    thresholds = limits  # every limit a finite number in its documented range (whisperbench.limits), else exit 2
     quality = (min_qoi, thresholds.get("max_wer_increase"), thresholds.get("non_inferiority_margin"),
                thresholds.get("non_inferiority_qoi_margin"))
     if all(value is None for value in quality):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .common import whole
+
 
 def command(args) -> int:
     """``whisperbench align``: a manifest with each row's forced-aligned transcript words."""
@@ -22,5 +24,5 @@ def register(sub: Any) -> None:
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
     p.add_argument("--out", required=True, help="manifest to write (JSONL: the rows with `words`, audio paths absolute)")
     p.add_argument("--model", default="base", help="the aligning checkpoint (default: base; any --model form)")
-    p.add_argument("--limit", type=int, help="the first N rows only")
+    p.add_argument("--limit", type=whole, help="the first N rows only")
     p.set_defaults(func=command)

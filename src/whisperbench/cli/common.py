@@ -4,9 +4,40 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any, Optional
 
+from ..limits import CONFIDENCE_PERCENT
 from ..scoring.normalize import NORMALIZER_NAMES
+
+
+def finite(text: str) -> float:
+    """The type of every number option: a finite float (``nan`` and ``inf`` are refused by argparse, exit 2).
+
+    >>> finite("2.5")
+    2.5
+    """
+    value = float(text)  # a ValueError: argparse says "invalid finite value"
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
+    return value
+
+
+def whole(text: str) -> int:
+    """The type of every count option: an integer, 0 or more (a negative count is refused, exit 2).
+
+    >>> whole("3")
+    3
+    """
+    value = int(text)  # a ValueError: argparse says "invalid whole value"
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text}")
+    return value
+
+
+def confidence_fraction(percent: Optional[float]) -> Optional[float]:
+    """``--confidence`` (a percentage, e.g. 95) as the fraction the API takes; refused outside 50 to 99.9 %."""
+    return None if percent is None else round(CONFIDENCE_PERCENT.check("--confidence", percent) / 100.0, 9)
 
 
 def print_json(data) -> None:
@@ -23,7 +54,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     """The options ``run`` and ``score`` share: where the run goes, which examples, scoring, columns."""
     p.add_argument("--runs-dir", default="runs", help="where run folders go (default: runs/)")
     p.add_argument("--name", help="run name (default: ADAPTER_MODEL_DATASET)")
-    p.add_argument("--limit", type=int, help="only the first N examples")
+    p.add_argument("--limit", type=whole, help="only the first N examples")
     p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
     p.add_argument("--normalizer", choices=NORMALIZER_NAMES, help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
@@ -117,8 +148,8 @@ def significance_options(p: Any) -> None:
                         "every interval then resamples blocks (read from the reference run's dataset)")
     p.add_argument("--block-dataset", metavar="SPEC",
                    help="with --block-by: read the column from this dataset instead of the run's own")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s): same seed, same interval")
+    p.add_argument("--resamples", type=whole, default=2000, help="bootstrap resamples (default %(default)s)")
+    p.add_argument("--seed", type=whole, default=0, help="bootstrap seed (default %(default)s): same seed, same interval")
 
 
 def names(text: Optional[str]) -> Optional[list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import add_runs_dir, fmt, print_json, significance_args, significance_options
+from .common import add_runs_dir, confidence_fraction, finite, fmt, print_json, significance_args, significance_options, whole
 
 
 def command(args) -> int:
@@ -14,7 +14,7 @@ def command(args) -> int:
     from ..reports import comparison_table
 
     reference = load_run(args.reference, args.runs_dir)
-    comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=args.confidence / 100.0,
+    comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=confidence_fraction(args.confidence),
                               **significance_args(args))
     if args.json:
         from ..reports.hallucination import hallucination_diff
@@ -110,10 +110,10 @@ def register(sub: Any) -> None:
                    help="run compared with the reference (repeat --candidate for several)")
     add_runs_dir(p)
     p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
-    p.add_argument("--examples", nargs="?", type=int, const=10, metavar="N",
+    p.add_argument("--examples", nargs="?", type=whole, const=10, metavar="N",
                    help="the N worst regressions (default 10) as an aligned, coloured word diff of the transcript, "
                         "the reference run and the candidate; with --json: every example's comparison")
-    p.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+    p.add_argument("--confidence", type=finite, default=95.0, metavar="PCT",
                    help="confidence of the bootstrap intervals (default %(default)g)")
     significance_options(p)
     p.set_defaults(func=command)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .common import whole
+
 
 def command(args) -> int:
     """``whisperbench demo``: the default evaluation on the bundled sets."""
@@ -19,8 +21,8 @@ def register(sub: Any) -> None:
     p.add_argument("--runs-dir", default="runs/demo", help="folder holding the runs (default: %(default)s)")
     p.add_argument("--out", help="leaderboard file (default: leaderboard.md in --runs-dir; the repository's "
                                  "reports/leaderboard.md is a published copy, rewritten only when named here)")
-    p.add_argument("--threads", type=int, help="threads per implementation (default: all cores)")
-    p.add_argument("--limit", type=int, help="only the first N examples of each dataset")
+    p.add_argument("--threads", type=whole, help="threads per implementation (default: all cores)")
+    p.add_argument("--limit", type=whole, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
     p.add_argument("--implementations", metavar="LABEL,...",
                    help="only these rows, by label (e.g. openai-whisper,faster-whisper-int8; the reference is always "

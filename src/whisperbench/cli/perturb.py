@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import add_column_args, columns
+from .common import add_column_args, columns, finite, whole
 
 
 def command(args) -> int:
@@ -35,9 +35,9 @@ def register(sub: Any) -> None:
                                                             "e.g. lead:5,insert:10")
     p.add_argument("--nonspeech", metavar="KIND,...", help="non-speech clips with empty transcripts: all, or of "
                                                            "silence, noise_low, noise_loud, hum, tone, clipped_noise")
-    p.add_argument("--nonspeech-s", type=float, default=5.0, help="length of each non-speech clip (default 5 s)")
+    p.add_argument("--nonspeech-s", type=finite, default=5.0, help="length of each non-speech clip (default 5 s)")
     p.add_argument("--no-clean", action="store_true", help="leave out the clean copies (PARENT~clean)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0): same seed, same bytes")
-    p.add_argument("--limit", type=int, help="only the first N examples of the source")
+    p.add_argument("--seed", type=whole, default=0, help="seed of every random draw (default 0): same seed, same bytes")
+    p.add_argument("--limit", type=whole, help="only the first N examples of the source")
     add_column_args(p)
     p.set_defaults(func=command)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import add_runs_dir, print_json
+from .common import add_runs_dir, finite, print_json, whole
 
 
 def command(args) -> int:
@@ -34,12 +34,12 @@ def register(sub: Any) -> None:
     p.add_argument("--candidate", help="a candidate run (e.g. an earlier one): use the observed paired spread "
                                        "instead of the reference's Poisson noise")
     add_runs_dir(p)
-    p.add_argument("--examples", type=int, metavar="N", help="plan for N examples (default: the reference's)")
-    p.add_argument("--wer-increase", type=float, metavar="POINTS", help="also: examples needed to detect this")
-    p.add_argument("--qoi-drop", type=float, metavar="POINTS", help="also: examples needed to detect this")
-    p.add_argument("--alpha", type=float, default=0.05, help="the test's level (default %(default)s)")
-    p.add_argument("--power", type=float, default=80.0, metavar="PCT", help="the power (default %(default)g)")
-    p.add_argument("--baseline-regressed", type=float, default=0.0, metavar="PCT",
+    p.add_argument("--examples", type=whole, metavar="N", help="plan for N examples (default: the reference's)")
+    p.add_argument("--wer-increase", type=finite, metavar="POINTS", help="also: examples needed to detect this")
+    p.add_argument("--qoi-drop", type=finite, metavar="POINTS", help="also: examples needed to detect this")
+    p.add_argument("--alpha", type=finite, default=0.05, help="the test's level (default %(default)s)")
+    p.add_argument("--power", type=finite, default=80.0, metavar="PCT", help="the power (default %(default)g)")
+    p.add_argument("--baseline-regressed", type=finite, default=0.0, metavar="PCT",
                    help="%% of examples that regress between two runs of one configuration (default 0: deterministic)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=command)

@@ -7,7 +7,7 @@ from typing import Any
 from ..harness.longform import STRATEGIES
 from ..harness.retry import DEFAULT_ATTEMPTS
 from ..harness.runner import BACKENDS
-from .common import add_run_args, columns, execute, metric_options
+from .common import add_run_args, columns, execute, finite, metric_options, whole
 
 
 def command(args) -> int:
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     p.add_argument("--adapter", required=True, help="see `whisperbench adapters`")
     p.add_argument("--model", required=True, help="see `whisperbench models`")
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=whole, default=1,
                    help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)")
     p.add_argument("--backend", choices=tuple(BACKENDS), default="in-process",
                    help="where examples run: this process (a process pool when --workers > 1), a process pool, "
@@ -68,15 +68,15 @@ def register(sub: Any) -> None:
     p.add_argument("--isolate", action="store_true",
                    help="run the adapter in a child process: a native crash fails that example, a new child goes on "
                         "(whisper-cpp always does)")
-    p.add_argument("--timeout-s", type=float,
+    p.add_argument("--timeout-s", type=finite,
                    help="per-call limit in seconds; a child that does not answer in time is killed and the example "
                         "fails (implies --isolate)")
-    p.add_argument("--attempts", type=int, default=DEFAULT_ATTEMPTS,
+    p.add_argument("--attempts", type=whole, default=DEFAULT_ATTEMPTS,
                    help="tries per example when the process transcribing it dies (a native crash, with --isolate, "
                         "a process pool or Ray), the same on every backend; recorded in run.json "
                         "(default %(default)s)")
-    p.add_argument("--chunk-s", type=float, default=30.0, help="window length of sequential/chunked (default 30)")
-    p.add_argument("--stride-s", type=float, default=5.0,
+    p.add_argument("--chunk-s", type=finite, default=30.0, help="window length of sequential/chunked (default 30)")
+    p.add_argument("--stride-s", type=finite, default=5.0,
                    help="chunked: overlap kept on each side of a window (default 5; windows advance chunk-2*stride)")
     add_run_args(p)
     p.set_defaults(func=command)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import add_column_args, add_runs_dir, columns, fmt, names, print_json
+from .common import add_column_args, add_runs_dir, columns, finite, fmt, names, print_json, whole
 
 
 def command(args) -> int:
@@ -78,15 +78,15 @@ def register(sub: Any) -> None:
     p.add_argument("--reference", help="an existing run to compare against (default: openai-whisper on the same "
                                        "model, run first)")
     add_runs_dir(p)
-    p.add_argument("--limit", type=int, help="only the first N examples")
+    p.add_argument("--limit", type=whole, help="only the first N examples")
     p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                    help="decoding option for every variant (threads, language, …); repeat -o for several")
-    p.add_argument("--timeout-s", type=float, help="per-call limit in seconds (see `run --timeout-s`)")
-    p.add_argument("--parallel", "--jobs", type=int, default=1, metavar="N",
+    p.add_argument("--timeout-s", type=finite, help="per-call limit in seconds (see `run --timeout-s`)")
+    p.add_argument("--parallel", "--jobs", type=whole, default=1, metavar="N",
                    help="run up to N variants at once, each in its own process, with threads per variant lowered so "
                         "that N x threads <= cores (default 1: one after another; the same runs and scores)")
-    p.add_argument("--min-qoi", type=float, help="also give each variant the release gate's verdict at this QoI")
-    p.add_argument("--max-wer-increase", type=float, help="with --min-qoi: the gate's maximum WER increase in points")
+    p.add_argument("--min-qoi", type=finite, help="also give each variant the release gate's verdict at this QoI")
+    p.add_argument("--max-wer-increase", type=finite, help="with --min-qoi: the gate's maximum WER increase in points")
     p.add_argument("--out", help="markdown table (default: tradeoff_MODEL_DATASET.md in --runs-dir)")
     p.add_argument("--html", help="HTML page with the plots (default: tradeoff_MODEL_DATASET.html in --runs-dir)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")

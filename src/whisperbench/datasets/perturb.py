@@ -43,7 +43,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..audio import SAMPLE_RATE, load_audio
-from ..errors import DatasetError
+from ..errors import DatasetError, OptionError
+from ..limits import Range
 from ..scoring.conditions import SEPARATOR
 from ..types import Example
 
@@ -55,6 +56,13 @@ NOISE_DECAY_DB = {"white": 0.0, "pink": -3.01, "brown": -6.02}  # AddColorNoise'
 NOISES = tuple(NOISE_DECAY_DB) + ("babble",)
 SILENCE_PLACES = ("lead", "trail", "insert")
 NONSPEECH_KINDS = ("silence", "noise_low", "noise_loud", "hum", "tone", "clipped_noise")
+
+
+#: the ranges a perturbation's numbers must lie in: an SNR of 1e9 dB is clean audio, a gain of 1e9 dB a full-scale
+#: square wave, a pause of 1e9 s a file no disk holds
+SNR_DB = Range(-30, 60, unit="dB")
+GAIN_DB = Range(-60, 40, unit="dB")
+PAUSE_S = Range(0, 600, open_low=True, unit="s")
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,14 @@ class Recipe:
                                "0.05 and 3 seconds (a living room is about 0.4 s, a hall 1.5 to 2 s)")
         if bool(self.noises) != bool(self.snrs_db):
             raise DatasetError("noise needs both a noise kind (--noise) and at least one SNR (--snr)")
+        for name, values, limit in (("--snr", self.snrs_db, SNR_DB), ("--gain", self.gains_db, GAIN_DB),
+                                    ("--silence", [seconds for _, seconds in self.silences], PAUSE_S),
+                                    ("--nonspeech-s", [self.nonspeech_s], PAUSE_S)):
+            for value in values:
+                try:
+                    limit.check(name, value)
+                except OptionError as exc:  # one line naming the option, before any audio is written
+                    raise DatasetError(str(exc)) from None
 
     def key(self, content_hash: str) -> str:
         """The cache key: the source's content, this recipe (seed included), the recipe version and the versions

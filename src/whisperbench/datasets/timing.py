@@ -36,8 +36,8 @@ def attach_timing(extra: dict[str, Any], base_dir: Optional[str], origin: str, e
             read = read_timing_file(path, example_id)
         except (OSError, ValueError) as exc:
             raise DatasetError(f"{where}: timing file {path}: {exc}") from None
-        for key, value in read.items():
-            extra.setdefault(key, value)
+        for key, items in read.items():
+            extra.setdefault(key, items)
     for key, label in (("segments", "text"), ("words", "word")):
         value = extra.get(key)
         if key == "segments" and value not in (None, "", []) and not _looks_timed(value):

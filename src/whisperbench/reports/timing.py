@@ -198,7 +198,7 @@ def cues_from_words(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
     >>> cues_from_words([{"word": "Hi.", "start": 0.0, "end": 0.4}, {"word": "Bye", "start": 1.0, "end": 1.3}])
     [{'start': 0.0, 'end': 0.4, 'text': 'Hi.'}, {'start': 1.0, 'end': 1.3, 'text': 'Bye'}]
     """
-    cues: list[dict[str, Any]] = []
+    cues: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] = []
     for word in words:
         if current and (len(current) >= CUE_MAX_WORDS or float(word["end"]) - float(current[0]["start"]) > CUE_MAX_S):

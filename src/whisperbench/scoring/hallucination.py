@@ -38,8 +38,15 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
+from ..limits import Range
 from ..types import Prediction
 from .metrics import Metric, MetricContext
+
+
+#: each threshold's range: a loop needs two copies; a burst, a loop, an n-gram at least one word
+THRESHOLD_LIMITS = {"loop_repeats": Range(2, 1000, integer=True), "loop_words": Range(1, 10_000, integer=True),
+                    "max_ngram": Range(1, 1000, integer=True), "burst_words": Range(1, 10_000, integer=True),
+                    "compression_ratio": Range(0, 100, open_low=True), "catastrophic_wer": Range(0, 10_000, unit="%")}
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,10 @@ class Thresholds:
     burst_words: int = 5  # this many consecutive inserted words
     compression_ratio: float = 2.4  # openai-whisper's compression_ratio_threshold
     catastrophic_wer: float = 100.0  # example WER in percent
+
+    def __post_init__(self) -> None:
+        for name, limit in THRESHOLD_LIMITS.items():  # a NaN or out-of-range threshold would flag every example
+            limit.check(f"hallucination threshold {name}", getattr(self, name))
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "Thresholds":
