@@ -49,7 +49,7 @@ from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
 from .reports.compare import adjust_holm, paired_counts
 from .reports.document import DOCUMENTS, document_format
-from .reports.escape import one_line
+from .reports.escape import one_line, spreadsheet_safe
 from .reports.export import example_frame
 from .reports.gate import evaluate_repeats
 from .reports.leaderboard import default_references, describe_references
@@ -450,7 +450,7 @@ def export(run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None,
     (6, ['tiny.csv'])
     """
     path = Path(out)
-    writers = {".csv": lambda f: f.to_csv(path, index=False),
+    writers = {".csv": lambda f: spreadsheet_safe(f).to_csv(path, index=False),  # no cell runs as a formula
                ".jsonl": lambda f: f.to_json(path, orient="records", lines=True, force_ascii=False),
                ".json": lambda f: f.to_json(path, orient="records", force_ascii=False)}
     if path.suffix.lower() not in writers:

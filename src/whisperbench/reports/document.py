@@ -49,8 +49,9 @@ def csv_document(frame: pd.DataFrame, runs: list[StoredRun], references: Referen
                  title: str) -> None:
     """The leaderboard as one flat CSV table, written to ``out``."""
     from . import flat_frame
+    from .escape import spreadsheet_safe
 
-    flat_frame(frame).to_csv(out, index=False)
+    spreadsheet_safe(flat_frame(frame)).to_csv(out, index=False)
 
 
 def model_card_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path,

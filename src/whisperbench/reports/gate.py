@@ -414,12 +414,12 @@ def junit_xml(result: GateResult) -> str:
     both transcripts) and an example the candidate failed on as an error — so a CI's test view lists them."""
     checks = _suite("whisperbench-gate")
     for check in result.checks:
-        case = ET.SubElement(checks, "testcase", classname="whisperbench.gate", name=check.name)
+        case = ET.SubElement(checks, "testcase", classname="whisperbench.gate", name=one_line(check.name))
         if not check.passed:
             _fail(case, "failure", check.detail, VERDICTS[check.blocking])
     examples = _suite("whisperbench-examples")
     for example in result.comparison.result.examples:
-        case = ET.SubElement(examples, "testcase", classname="whisperbench.examples", name=example.id)
+        case = ET.SubElement(examples, "testcase", classname="whisperbench.examples", name=one_line(example.id))
         if example.candidate_failed:
             _fail(case, "error", f"{example.id}: the candidate failed on this example", "candidate failed")
         elif example.regressed:

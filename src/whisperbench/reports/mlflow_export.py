@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import WhisperbenchError
+from .escape import spreadsheet_safe
 from .tracking import NETWORK, TrackedRun, environment_defaults, safe_line
 
 KEY_TAG = "whisperbench.key"
@@ -81,7 +82,7 @@ def _log_values(client, run_id: str, tracked: TrackedRun) -> None:
 def _log_files(client, run_id: str, tracked: TrackedRun) -> None:
     with tempfile.TemporaryDirectory(prefix="whisperbench-mlflow-") as tmp:
         root = Path(tmp)
-        tracked.examples.to_csv(root / "examples.csv", index=False)
+        spreadsheet_safe(tracked.examples).to_csv(root / "examples.csv", index=False)
         tracked.examples.to_json(root / "examples.json", orient="records", force_ascii=False, indent=1)
         for name, text in tracked.files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)

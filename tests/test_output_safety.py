@@ -1,0 +1,47 @@
+"""Outputs stay valid and harmless whatever a manifest's ids and a run's texts hold: JUnit XML with control
+characters in an id still parses, and no CSV cell can run as a spreadsheet formula."""
+
+from __future__ import annotations
+
+import csv
+import xml.etree.ElementTree as ET
+
+from tests.conftest import record_run, write_jsonl
+
+
+def _rows(tiny_rows, ids):
+    from tests.conftest import BUNDLED
+
+    return [dict(r, id=new, audio=str(BUNDLED / "shortform" / r["audio"])) for r, new in zip(tiny_rows, ids)]
+
+
+def test_junit_stays_valid_xml_with_control_characters_in_ids(tmp_path, tiny_rows):
+    from whisperbench.cli import main
+
+    rows = _rows(tiny_rows, ["esc\x1bid", "bell\x07id", *[r["id"] for r in tiny_rows[2:]]])
+    manifest = write_jsonl(tmp_path / "manifest.jsonl", rows)
+    runs = tmp_path / "runs"
+    record_run(runs, manifest, rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, rows, "cut", lambda r: " ".join(r["text"].split()[:2]))
+    junit = tmp_path / "gate.xml"
+    assert main(["gate", "--reference", "ref", "--candidate", "cut", "--min-qoi", "95", "--runs-dir", str(runs),
+                 "--junit", str(junit)]) == 1
+    names = {case.get("name") for case in ET.parse(junit).getroot().iter("testcase")}  # parses: valid XML 1.0
+    assert "esc\\x1bid" in names and "bell\\x07id" in names
+
+
+def test_csv_exports_neutralize_formulas(tmp_path, tiny_rows):
+    from whisperbench.cli import main
+
+    rows = _rows(tiny_rows, ["=cmd|' /C calc'!A0", "+SUM(1,2)", "@x", "-2", *[r["id"] for r in tiny_rows[4:]]])
+    manifest = write_jsonl(tmp_path / "manifest.jsonl", rows)
+    runs = tmp_path / "runs"
+    record_run(runs, manifest, rows, "ref", lambda r: "=HYPERLINK(\"http://x\")" if r["id"] == "@x" else r["text"])
+    out = tmp_path / "rows.csv"
+    assert main(["export", "ref", "--out", str(out), "--runs-dir", str(runs)]) == 0
+    cells = [cell for row in csv.reader(out.open(encoding="utf-8")) for cell in row]
+    assert not any(cell.startswith(("=", "+", "@")) for cell in cells), cells
+    assert "'=cmd|' /C calc'!A0" in cells and "'+SUM(1,2)" in cells and "'=HYPERLINK(\"http://x\")" in cells
+    board = tmp_path / "board.csv"
+    assert main(["report", "--runs-dir", str(runs), "--out", str(board), "--quiet"]) == 0
+    assert not any(cell.startswith(("=", "+", "@")) for row in csv.reader(board.open()) for cell in row)
