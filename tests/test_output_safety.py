@@ -4,6 +4,7 @@ characters in an id still parses, and no CSV cell can run as a spreadsheet formu
 from __future__ import annotations
 
 import csv
+import json
 import xml.etree.ElementTree as ET
 
 from tests.conftest import record_run, write_jsonl
@@ -45,3 +46,28 @@ def test_csv_exports_neutralize_formulas(tmp_path, tiny_rows):
     board = tmp_path / "board.csv"
     assert main(["report", "--runs-dir", str(runs), "--out", str(board), "--quiet"]) == 0
     assert not any(cell.startswith(("=", "+", "@")) for row in csv.reader(board.open()) for cell in row)
+
+
+def test_a_lone_surrogate_is_stored_as_a_replacement_character_not_a_crash(tmp_path, tiny_rows, tiny_short):
+    """Valid JSON, no character: "\\ud83d" in a hypotheses file (or from an OpenAI-compatible server) once stopped the
+    store mid-line and left the run empty for good; in a manifest's transcript it stopped the load."""
+    from whisperbench.cli import main
+    from whisperbench.store import open_run
+
+    def ascii_jsonl(path, rows):  # JSON's own escapes: the file is valid UTF-8 holding "\ud83d"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        return path
+
+    hyp = ascii_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"] + (" \ud83d" if i == 0 else "")}
+                                             for i, r in enumerate(tiny_rows)])
+    runs = tmp_path / "runs"
+    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "s",
+                 "--runs-dir", str(runs)]) == 0
+    run = open_run("s", runs)
+    assert run.info.get("status", "finished") != "empty" and len(run.predictions) == len(tiny_rows)
+    assert run.predictions[0].hypothesis.endswith("\ufffd")
+    rows = _rows(tiny_rows, [r["id"] for r in tiny_rows])
+    rows[0] = dict(rows[0], text=rows[0]["text"] + " \ud83d")
+    manifest = ascii_jsonl(tmp_path / "manifest.jsonl", rows)
+    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "m",
+                 "--runs-dir", str(runs)]) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Sequence
 
@@ -17,6 +18,19 @@ WHISPER_WINDOW_S = 30.0
 #: a stored time may lie this far (s) past the audio's end: Whisper's timestamps step by 20 ms and an aligner's last
 #: step may round up to the next one; starts may step back by the 1 ms that stored times are rounded to
 TIME_TOLERANCE_S = 0.05
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a lone surrogate (valid JSON such as ``"\\ud83d"``, from a file or a server,
+    but no character) becomes U+FFFD, as a decoder shows an unreadable byte; everything else is kept.
+
+    >>> storable_text("hello \ud83d world")
+    'hello \ufffd world'
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "word") -> Optional[str]:
@@ -299,7 +313,7 @@ class Prediction:
             value = example.extra.get(key)
             if value and isinstance(value, list) and all(isinstance(item, dict) for item in value):
                 extra[f"reference_{key}"] = value  # (a "words" column of plain strings is someone else's data)
-        return cls(id=example.id, reference=example.text, hypothesis="", audio_s=example.duration_s or 0.0,
+        return cls(id=example.id, reference=storable_text(example.text), hypothesis="", audio_s=example.duration_s or 0.0,
                    language=example.language, extra=extra)
 
     @classmethod

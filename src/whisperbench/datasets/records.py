@@ -12,7 +12,7 @@ from ..audio import audio_info
 from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
-from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, times_problem
+from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
 from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
 from .timing import attach_timing
 
@@ -93,7 +93,7 @@ def record_to_example(record: RawRecord, base_dir: Optional[str], columns: Colum
     return Example(
         id=str(ex_id),
         audio=audio,
-        text="" if text is None else str(text),
+        text="" if text is None else storable_text(str(text)),
         duration_s=float(duration) if duration not in (None, "") else None,
         language=language,
         extra=extra | ({"language_label": label} if label is not None and str(label) != language else {}),

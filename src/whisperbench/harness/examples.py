@@ -13,7 +13,7 @@ import numpy as np
 from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
 from ..scoring import score_prediction
-from ..types import Example, Prediction
+from ..types import Example, Prediction, storable_text
 from .longform import LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy
 
@@ -133,15 +133,16 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
     transcript = outcome.transcript
     pred.audio_s = outcome.audio_s
     if timed and transcript.segments:
-        pred.segments = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text}
+        pred.segments = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": storable_text(s.text)}
                          for s in transcript.segments]
     if transcript.words is not None:
-        pred.words = [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in transcript.words]
+        pred.words = [{"word": storable_text(w.word), "start": round(w.start, 3), "end": round(w.end, 3)}
+                      for w in transcript.words]
     for reason in pred.refuse_bad_times():
         log.warning("%s", reason)
     if outcome.infer_s is not None:
         pred.infer_s = outcome.infer_s
-    pred.hypothesis = transcript.text.strip()
+    pred.hypothesis = storable_text(transcript.text.strip())  # a lone surrogate would stop the store mid-line
     pred.extra.update(transcript.extra)
     if transcript.cached:
         pred.extra["cached"] = True
