@@ -8,11 +8,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from ..audio import audio_info
-from ..digest import sha256_of
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
+from .audio_facts import audio_facts
 from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
 from .timing import attach_timing
 
@@ -117,7 +116,7 @@ def _check_example(example: Example, origin: str) -> Optional[str]:
     if isinstance(example.audio, str) and not os.path.exists(example.audio):
         return f"{origin} (id {example.id}): audio file not found: {example.audio}"
     try:
-        info = audio_info(example.audio)
+        info = audio_facts(example.audio).info  # once per distinct file (datasets/audio_facts.py)
     except AudioError as exc:
         return f"{origin} (id {example.id}): unreadable audio: {exc}"
     if info.duration_s <= 0:
@@ -131,7 +130,7 @@ def _check_example(example: Example, origin: str) -> Optional[str]:
 
 
 def _audio_digest(audio: str | bytes) -> str:
-    return sha256_of(audio)
+    return audio_facts(audio).sha256
 
 
 AUDIO_DIGEST = "audio_sha256"  # per example, in ``Example.extra``: what a resume re-checks each stored result against

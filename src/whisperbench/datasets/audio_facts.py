@@ -1,0 +1,114 @@
+"""What a dataset needs to know of each audio file — duration, sample rate, channels, sha256 — computed once per
+file: per distinct file within a process, and across processes by (path, size, modification time in ns) in a
+small SQLite table beside the converted weights (``$WHISPERBENCH_CACHE/audio-facts.sqlite``).
+
+A 10,000-row QA set that points at one file opens and hashes it once, and a second command on the same set
+reads the facts back instead of hashing every file again. A file rewritten in place changes its modification
+time (and usually its size): its facts are computed afresh. Encoded bytes (a Hugging Face dataset's audio) have no
+path: they are read and hashed each time. The cache is an optimisation only: when it cannot be opened or written,
+the facts are computed as if it were empty.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..audio import AudioInfo, audio_info
+from ..digest import sha256_of
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS facts (path TEXT, size INTEGER, mtime_ns INTEGER, duration_s REAL, "
+           "sample_rate INTEGER, channels INTEGER, sha256 TEXT, PRIMARY KEY (path, size, mtime_ns))")
+
+
+@dataclass(frozen=True)
+class AudioFacts:
+    """One audio file's header facts and content digest."""
+
+    info: AudioInfo
+    sha256: str
+
+
+_memo: dict[tuple[str, int, int], AudioFacts] = {}
+_lock = threading.Lock()
+
+
+def audio_facts(source: str | bytes) -> AudioFacts:
+    """The facts of a file path (memoized, then cached on disk) or of encoded bytes (computed).
+
+    >>> from whisperbench.datasets import bundled_datasets
+    >>> facts = audio_facts(str(bundled_datasets()["tiny-shortform"].parent / "audio" / "jfk.flac"))
+    >>> round(facts.info.duration_s, 1), facts.sha256[:12]
+    (11.0, '59dfb9a4acb3')
+    """
+    if not isinstance(source, str):
+        return AudioFacts(audio_info(source), sha256_of(source))
+    stat = os.stat(source)
+    key = (os.path.abspath(source), stat.st_size, stat.st_mtime_ns)
+    with _lock:
+        found = _memo.get(key)
+    if found is None:
+        found = _read(key)
+        if found is None:
+            found = AudioFacts(audio_info(source), sha256_of(source))
+            _write(key, found)
+        with _lock:
+            _memo[key] = found
+    return found
+
+
+_connection: Optional[sqlite3.Connection] = None
+_unavailable = False
+
+
+def _database() -> Optional[sqlite3.Connection]:
+    """The process's one connection to the cache (opened on first use; None when it cannot be)."""
+    global _connection, _unavailable
+    if _connection is None and not _unavailable:
+        from ..models.source import cache_dir
+
+        try:
+            folder = cache_dir()
+            folder.mkdir(parents=True, exist_ok=True)
+            _connection = sqlite3.connect(Path(folder) / "audio-facts.sqlite", timeout=5.0, check_same_thread=False)
+            _connection.execute("PRAGMA journal_mode=WAL")  # no fsync per insert: a cache, not a record
+            _connection.execute("PRAGMA synchronous=NORMAL")
+            _connection.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            log.debug("audio facts cache unavailable: %s", exc)
+            _connection, _unavailable = None, True
+    return _connection
+
+
+def _read(key: tuple[str, int, int]) -> Optional[AudioFacts]:
+    with _lock:
+        connection = _database()
+        if connection is None:
+            return None
+        try:
+            row = connection.execute("SELECT duration_s, sample_rate, channels, sha256 FROM facts WHERE path = ? "
+                                     "AND size = ? AND mtime_ns = ?", key).fetchone()
+        except sqlite3.Error:
+            row = None
+    return None if row is None else AudioFacts(AudioInfo(float(row[0]), int(row[1]), int(row[2])), str(row[3]))
+
+
+def _write(key: tuple[str, int, int], facts: AudioFacts) -> None:
+    with _lock:
+        connection = _database()
+        if connection is None:
+            return
+        try:
+            with connection:
+                connection.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   (*key, facts.info.duration_s, facts.info.sample_rate, facts.info.channels,
+                                    facts.sha256))
+        except sqlite3.Error as exc:
+            log.debug("audio facts cache not written: %s", exc)

@@ -1,0 +1,88 @@
+"""The cold path a CI job runs: audio facts computed once per distinct file (and reused by the next command),
+predictions made durable in groups rather than one fsync a line, the dataset of `score` read once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture
+def one_file_manifest(tmp_path, tiny_rows):
+    from tests.conftest import BUNDLED
+
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    rows = [{"id": f"u{i}", "audio": audio, "text": tiny_rows[1]["text"]} for i in range(2000)]
+    path = tmp_path / "manifest.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path, rows
+
+
+def test_a_manifest_pointing_at_one_file_opens_and_hashes_it_once(one_file_manifest, monkeypatch, tmp_path):
+    from whisperbench.datasets import audio_facts as facts_module
+    from whisperbench.datasets import load_dataset
+
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(facts_module, "_memo", {})
+    monkeypatch.setattr(facts_module, "_connection", None)
+    calls = {"info": 0, "hash": 0}
+    real_info, real_hash = facts_module.audio_info, facts_module.sha256_of
+
+    def counted_info(source):
+        calls["info"] += 1
+        return real_info(source)
+
+    def counted_hash(source):
+        calls["hash"] += 1
+        return real_hash(source)
+
+    monkeypatch.setattr(facts_module, "audio_info", counted_info)
+    monkeypatch.setattr(facts_module, "sha256_of", counted_hash)
+    path, rows = one_file_manifest
+    checked = load_dataset(str(path))
+    assert len(checked.dataset) == len(rows) and calls == {"info": 1, "hash": 1}
+    digests = {ex.extra["audio_sha256"] for ex in checked.dataset.examples}
+    assert digests == {real_hash(rows[0]["audio"])}  # the digest is the file's, computed here
+    # another process (a fresh memo) reads the facts from the cache instead of opening the file again
+    monkeypatch.setattr(facts_module, "_memo", {})
+    load_dataset(str(path))
+    assert calls == {"info": 1, "hash": 1}
+
+
+def test_a_rewritten_file_gets_fresh_facts(tmp_path, tiny_rows, monkeypatch):
+    import os
+    import shutil
+
+    from tests.conftest import BUNDLED
+    from whisperbench.datasets.audio_facts import audio_facts
+    from whisperbench.digest import sha256_of
+
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "clip.flac"
+    shutil.copy(BUNDLED / "shortform" / tiny_rows[0]["audio"], path)
+    first = audio_facts(str(path))
+    shutil.copy(BUNDLED / "shortform" / tiny_rows[1]["audio"], path)
+    os.utime(path, ns=(1, 1))  # another time even on a coarse clock
+    second = audio_facts(str(path))
+    assert first.sha256 != second.sha256 == sha256_of(path)
+    assert second.info.duration_s != first.info.duration_s
+
+
+def test_predictions_are_synced_in_groups_and_on_close(tmp_path, monkeypatch):
+    import os
+
+    from whisperbench import store
+    from whisperbench.types import Prediction
+
+    synced = []
+    monkeypatch.setattr(store.os, "fsync", lambda fd: synced.append(fd))
+    monkeypatch.setattr(store, "SYNC_EVERY_S", 3600.0)
+    path = tmp_path / "predictions.jsonl"
+    with store.PredictionWriter(path) as writer:
+        for i in range(store.SYNC_EVERY_LINES * 2 + 5):
+            writer.append(Prediction(f"u{i}", "a", "a"))
+        assert len(synced) == 2  # one per full group, not one per line
+        assert len(path.read_text().splitlines()) == store.SYNC_EVERY_LINES * 2 + 5  # every line already written
+    assert len(synced) == 3  # the rest on close
+    assert os.path.getsize(path) > 0
