@@ -86,3 +86,23 @@ def test_predictions_are_synced_in_groups_and_on_close(tmp_path, monkeypatch):
         assert len(path.read_text().splitlines()) == store.SYNC_EVERY_LINES * 2 + 5  # every line already written
     assert len(synced) == 3  # the rest on close
     assert os.path.getsize(path) > 0
+
+
+@pytest.mark.parametrize("command", ["compare", "gate", "report", "export", "runs", "plan", "noise"])
+def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_harness(command):
+    import subprocess
+    import sys
+
+    probe = ("import sys, io, contextlib\n"
+             "from whisperbench.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    try:\n"
+             f"        main([{command!r}, '--help'])\n"
+             "    except SystemExit:\n"
+             "        pass\n"
+             "heavy = ('torch', 'ctranslate2', 'whisperbench.harness.runner', 'ray', 'jax', 'mlx', 'transformers',\n"
+             "         'pandas', 'scipy', 'pyarrow')\n"
+             "print(','.join(m for m in heavy if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"{command} --help imported {out.stdout.strip()}"

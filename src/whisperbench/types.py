@@ -24,11 +24,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def storable_text(text: str) -> str:
-    """``text`` as UTF-8 can hold it: a lone surrogate (valid JSON such as ``"\\ud83d"``, from a file or a server,
+    r"""``text`` as UTF-8 can hold it: a lone surrogate (valid JSON such as ``"\ud83d"``, from a file or a server,
     but no character) becomes U+FFFD, as a decoder shows an unreadable byte; everything else is kept.
 
-    >>> storable_text("hello \ud83d world")
-    'hello \ufffd world'
+    >>> storable_text("hello \ud83d world") == "hello \ufffd world"
+    True
     """
     return _LONE_SURROGATE.sub("\ufffd", text)
 

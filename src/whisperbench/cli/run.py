@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..harness.longform import STRATEGIES
-from ..harness.retry import DEFAULT_ATTEMPTS
-from ..harness.runner import BACKENDS
+from ..harness.choices import BACKEND_NAMES, DEFAULT_ATTEMPTS, STRATEGIES
 from .common import add_run_args, columns, execute, finite, metric_options, whole
 
 
@@ -41,7 +39,7 @@ def register(sub: Any) -> None:
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
     p.add_argument("--workers", type=whole, default=1,
                    help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)")
-    p.add_argument("--backend", choices=tuple(BACKENDS), default="in-process",
+    p.add_argument("--backend", choices=BACKEND_NAMES, default="in-process",
                    help="where examples run: this process (a process pool when --workers > 1), a process pool, "
                         "or Ray actors (pip install 'whisperbench[ray]')")
     p.add_argument("--address", help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "

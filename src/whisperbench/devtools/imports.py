@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
     "scorefile": 1,
     **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "gcpause",
-                            "supervise", "files", "runinfo", "languages", "runlock")},
+                            "supervise", "files", "runinfo", "languages", "runlock", "limits", "lazy")},
     "models": 1, "scoring": 1, "store": 1,
     "adapters": 2, "datasets": 2,
     "harness": 3,

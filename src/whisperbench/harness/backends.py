@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
+from .choices import BACKEND_NAMES
 from ..machine import peak_rss_mb
 from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
@@ -228,3 +229,4 @@ def _ray(job: Job) -> Backend:
 
 #: backend name -> how to make it for a job
 BACKENDS: dict[str, Callable[[Job], Backend]] = {"in-process": InProcess, "process-pool": ProcessPool, "ray": _ray}
+assert tuple(BACKENDS) == BACKEND_NAMES  # the names the CLI lists (harness/choices.py)

@@ -36,8 +36,8 @@ from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
 from ..errors import AudioError, OptionError
 from ..types import Example, Segment, Transcript, Word
+from .choices import STRATEGIES
 
-STRATEGIES = ("native", "sequential", "chunked")
 #: the seams of the harness's windowed strategies (``seams_from`` in a prediction's ``extra``)
 SEAMS_FROM_HARNESS = "harness windows"
 #: an unfinished last segment of the file's last window is transcribed again when it is this long

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 from ..errors import OptionError
 from ..supervise import WorkerCrashed, WorkerTimeout
+from .choices import DEFAULT_ATTEMPTS
 
 #: tries per example when its worker dies, unless the run asks for another number (``--attempts``)
-DEFAULT_ATTEMPTS = 2
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ noise; a new section is one more call in :func:`markdown_document`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, TypeAlias
 
-import pandas as pd
+if TYPE_CHECKING:  # the writers import what they use when they run: the CLI lists DOCUMENTS in --help
+    import pandas as pd
 
-from ..store import StoredRun
+    from ..store import StoredRun
 
-References = dict[str, StoredRun]
-Writer = Callable[[pd.DataFrame, list[StoredRun], References, Path, str], Optional[str]]
+References: TypeAlias = "dict[str, StoredRun]"
+Writer: TypeAlias = "Callable[[pd.DataFrame, list[StoredRun], References, Path, str], Optional[str]]"
 
 
 def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path,
