@@ -226,12 +226,7 @@ def score_request(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike
     """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
     ids the dataset lacks. Missing ids become failed examples, counted."""
     settings["columns"] = ColumnMap.of(settings.get("columns"))
-    checked = _checked(str(dataset), settings.get("dataset_name"), settings.get("form"), settings.get("limit"),
-                       settings.get("skip_invalid", False), settings["columns"])
-    unknown = unknown_ids(read_hypotheses(str(hypotheses)), checked.dataset)
-    if unknown:
-        log.warning("%d id(s) in %s are not in the dataset and are ignored: %s%s", len(unknown), hypotheses,
-                    ", ".join(unknown[:10]), " …" if len(unknown) > 10 else "")
+    read_hypotheses(str(hypotheses))  # a bad file is refused before the dataset is read (its ids: the runner warns)
     settings["label"] = settings.get("label") or f"recorded {Path(hypotheses).stem}"
     return RunRequest(adapter="recorded", model=str(Path(hypotheses).resolve()), dataset=str(dataset),
                       runs_dir=str(runs_dir), decoding=DecodingOptions(), retry_failed=True, warmup=False,

@@ -294,6 +294,11 @@ class Adapter(ABC):
         predictions), so the runner names no implementation: e.g. JAX's compile time, the API's cost."""
         return {}
 
+    def dataset_warnings(self, ids: set[str]) -> list[str]:
+        """What to tell the user before the run about the dataset's example ``ids`` (a recorded file's ids that the
+        dataset lacks); none by default."""
+        return []
+
     def source_digest(self) -> Optional[str]:
         """A digest of inputs outside the dataset and the run's options that decide this adapter's outputs
         (a hypotheses file): when it changes, every stored result of a resumed run is redone."""

@@ -88,6 +88,14 @@ class RecordedAdapter(Adapter):
     uses_weights = False
     options = {"label": Option(None, "the implementation's name in reports")}
 
+    def dataset_warnings(self, ids: set[str]) -> list[str]:
+        """The hypotheses file's ids that the dataset lacks: they are ignored (missing ones fail, counted)."""
+        unknown = sorted(set(read_rows(self.model)) - ids)
+        if not unknown:
+            return []
+        return [f"{len(unknown)} id(s) in {self.model} are not in the dataset and are ignored: "
+                f"{', '.join(unknown[:10])}{' …' if len(unknown) > 10 else ''}"]
+
     def load(self) -> None:
         self.rows = read_rows(self.model)
         self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}

@@ -245,6 +245,8 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
         log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
     adapter.refuse_word_timing()  # before the store is opened: an implementation without word times exits 2
+    for note in adapter.dataset_warnings({example.id for example in dataset.examples}):
+        log.warning("%s", note)
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
     info = RunInfo(  # the run spec (what a resume must share); nothing secret (a URL's credentials)
