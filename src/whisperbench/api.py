@@ -296,6 +296,8 @@ def compare(reference: RunLike, candidate: RunLike, runs_dir: PathLike = "runs",
     >>> compare(base, tiny, block_by="speaker").significance.resampling.describe()
     'blocked bootstrap by speaker (6 blocks, 2000 resamples, seed 0)'
     """
+    limits = check_limits({"confidence": confidence, "resamples": resamples, "seed": seed}, GATE_LIMITS)
+    confidence, resamples, seed = limits["confidence"], limits["resamples"], limits["seed"]
     ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
     reason = same_run_reason(ref, cand)
     if reason:
