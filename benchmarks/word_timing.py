@@ -25,10 +25,14 @@ from common import run_implementation
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data")) / "shortform"
 
-#: label, adapter, options: every implementation here that aligns words
-IMPLEMENTATIONS = [("openai-whisper", "openai-whisper", []), ("faster-whisper", "faster-whisper", []),
-                   ("transformers", "transformers", []), ("whisper-cpp", "whisper-cpp", []),
-                   ("whisper-cpp-python", "whisper-cpp", ["backend=whisper-cpp-python"]), ("mlx", "mlx", [])]
+#: label, adapter, options, options of the run without word timing only: every implementation here that aligns
+#: words. whisper.cpp's DTW runs without flash attention, so its text is compared with a run that has it off too;
+#: the row "whisper-cpp, flash attention on" shows what that choice alone changes.
+IMPLEMENTATIONS = [("openai-whisper", "openai-whisper", [], []), ("faster-whisper", "faster-whisper", [], []),
+                   ("transformers", "transformers", [], []),
+                   ("whisper-cpp", "whisper-cpp", [], ["flash_attn=false"]),
+                   ("whisper-cpp, flash attention on", "whisper-cpp", [], []),
+                   ("whisper-cpp-python", "whisper-cpp", ["backend=whisper-cpp-python"], []), ("mlx", "mlx", [], [])]
 
 
 def _predictions(runs_dir: str, name: str) -> list:
@@ -37,10 +41,10 @@ def _predictions(runs_dir: str, name: str) -> list:
     return open_run(name, runs_dir).predictions
 
 
-def _row(label: str, runs_dir: str, off: dict, on: dict, reference: Optional[list]) -> str:
+def _row(label: str, name: str, runs_dir: str, off: dict, on: dict, reference: Optional[list]) -> str:
     from whisperbench.scoring.timing import parity
 
-    plain, timed = _predictions(runs_dir, f"{label}-off"), _predictions(runs_dir, f"{label}-on")
+    plain, timed = _predictions(runs_dir, f"{name}-off"), _predictions(runs_dir, f"{name}-on")
     same = sum(a.hypothesis == b.hypothesis for a, b in zip(plain, timed))
     timing = on.get("timing") or {}
     truth = timing.get("word_start_error_ms") or {}
@@ -62,6 +66,8 @@ def main() -> None:
     parser.add_argument("--mlx-limit", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--keep", help="runs folder to keep (default: a temporary one)")
+    parser.add_argument("--only", help="comma-separated labels of IMPLEMENTATIONS to run (openai-whisper, the "
+                                       "parity reference, always runs first; a kept run is resumed, not redone)")
     args = parser.parse_args()
     runs_dir = args.keep or tempfile.mkdtemp(prefix="whisperbench-word-timing-")
     Path(runs_dir).mkdir(parents=True, exist_ok=True)
@@ -75,16 +81,20 @@ def main() -> None:
           "p90 / % ≤ 100 ms |")
     print("|---|---|---|---|---|---|---|---|")
     reference = None
-    for label, adapter, options in IMPLEMENTATIONS:
+    chosen = set(args.only.split(",")) | {"openai-whisper"} if args.only else None
+    for label, adapter, options, off_only in IMPLEMENTATIONS:
+        if chosen is not None and label not in chosen:
+            continue
         limit = args.mlx_limit if adapter == "mlx" else args.limit
         common = dict(model=args.model, dataset=words, threads=args.threads, runs_dir=runs_dir, limit=limit)
-        off = run_implementation(f"{label}-off", adapter, options, **common)
-        on = run_implementation(f"{label}-on", adapter, options, **common, args=("--word-timestamps",))
+        name = label.replace(", ", "-").replace(" ", "-")
+        off = run_implementation(f"{name}-off", adapter, options + off_only, **common)
+        on = run_implementation(f"{name}-on", adapter, options, **common, args=("--word-timestamps",))
         if off is None or on is None:
             continue
-        print(_row(label, runs_dir, off, on, reference), flush=True)
+        print(_row(label, name, runs_dir, off, on, reference), flush=True)
         if reference is None:
-            reference = _predictions(runs_dir, f"{label}-on")
+            reference = _predictions(runs_dir, f"{name}-on")
     print(f"\nruns: {runs_dir}" + ("" if args.keep else " (temporary)"))
 
 

@@ -93,6 +93,9 @@ class WhisperCppAdapter(Adapter):
                "quantize_from": Option("f32", "what a quantized type is made from: the float32 weights (f32), or "
                                               "them rounded to float16 first (f16: whisper.cpp's convert-then-"
                                               "quantize route, its bytes)", choices=("f32", "f16")),
+               "flash_attn": Option(True, "pywhispercpp: whisper.cpp's flash attention (its default: on); word timing "
+                                          "turns it off, as whisper.cpp's DTW needs, which can change the text: "
+                                          "compare with -o flash_attn=false"),
                "abort_on": Option("", "fault injection: abort the native worker on this example id")}
     variants = {name: {"quantization": name} for name in QUANTIZATIONS}
 
@@ -109,11 +112,16 @@ class WhisperCppAdapter(Adapter):
         if importlib.util.find_spec(module) is None:
             raise AdapterUnavailable(f"adapter whisper-cpp: backend {backend} is not installed: {hint}")
         self.backend = backend
+        if self.decoding.word_timestamps and backend == "pywhispercpp" and self.options_set_by_user("flash_attn") \
+                and self.settings["flash_attn"]:
+            raise OptionError("adapter whisper-cpp: word timing uses whisper.cpp's DTW, which runs without flash "
+                              "attention: drop -o flash_attn=true (or --word-timestamps)")
         # whisper.cpp 1.4 reads ggml quantization format 1, later releases format 2
         legacy = "-qnt1" if backend == "whisper-cpp-python" else ""
         route = "+f16" if self.settings["quantize_from"] == "f16" else ""
         self.variant = "" if quantization == "f16" else quantization + legacy + route
         self.dtw: Optional[str] = None  # the alignment-head preset of DTW word times (set by load)
+        self.flash_attn = bool(self.settings["flash_attn"])
         self._worker: Optional[_Worker] = None
         self._worker_info: dict[str, Any] = {}
         self._peak_rss_mb = 0.0
@@ -140,12 +148,14 @@ class WhisperCppAdapter(Adapter):
         self.params = whisper_params(self.decoding, self.multilingual, self.backend, header.hparams["n_text_ctx"])
         words = self.decoding.word_timestamps and self.backend == "pywhispercpp"
         self.dtw = dtw_preset(header.hparams) if words else None
+        self.flash_attn = bool(self.settings["flash_attn"]) and self.dtw is None
         self._logs = Path(tempfile.mkdtemp(prefix="whisperbench-whisper-cpp-"))
         self._start()
 
     def _start(self) -> None:
         config = {"backend": self.backend, "path": str(self.ggml_path), "params": self.params,
-                  "beam": self.decoding.beam_size > 1, "abort_on": self.settings["abort_on"], "dtw": self.dtw}
+                  "beam": self.decoding.beam_size > 1, "abort_on": self.settings["abort_on"], "dtw": self.dtw,
+                  "flash_attn": self.flash_attn}
         self._worker = _Worker(config, self._logs / f"worker-{self._restarts}.log")
         self._worker_info = self._worker.info
 
@@ -217,6 +227,10 @@ class WhisperCppAdapter(Adapter):
             info["worker_restarts"] = self._restarts
             if self.dtw is not None:
                 info["dtw_aheads_preset"] = self.dtw
+            if self.backend == "pywhispercpp" and not self.flash_attn and self.settings["flash_attn"]:
+                info.setdefault("deviations", []).append(
+                    "flash attention off for word timing (whisper.cpp's DTW needs it): the text is that of "
+                    "-o flash_attn=false, which can differ from a run with flash attention")
         if self.backend == "whisper-cpp-python":
             info["deviations"] = ["whisper.cpp 1.4.1 has no no_timestamps: short-form is decoded with timestamps"]
         return info
@@ -335,10 +349,12 @@ class _PyWhisperCpp:
 
         pw.whisper_log_set(log)  # a failed load still returns a context object, around a null pointer
         context = pw.whisper_context_default_params()
+        context.flash_attn = config.get("flash_attn", context.flash_attn)
         if config.get("dtw"):  # word times: DTW over the alignment heads (whisper.cpp runs it without flash attention)
-            context.dtw_token_timestamps, context.flash_attn = True, False
+            context.dtw_token_timestamps = True
             context.dtw_aheads_preset = getattr(pw, f"WHISPER_AHEADS_{config['dtw']}")
         self.ctx = pw.whisper_init_from_file_with_params(config["path"], context)
+        self.flash_attn = bool(context.flash_attn)
         pw.whisper_log_set(None)
         if errors:
             raise ModelError(f"{config['path']}: whisper.cpp: {'; '.join(errors)}")
@@ -354,7 +370,7 @@ class _PyWhisperCpp:
         return {"backend": "pywhispercpp", "pywhispercpp": version("pywhispercpp"),
                 "whisper_cpp": _loaded_library_version("libwhisper") or "unknown",
                 "system_info": self.pw.whisper_print_system_info().strip(),
-                "flash_attn": self.pw.whisper_context_default_params().flash_attn}
+                "flash_attn": self.flash_attn}
 
     def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
         pw = self.pw
