@@ -27,11 +27,11 @@ SHARED = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" 
 
 #: label, adapter, options, options of the run without word timing only: every implementation here that aligns
 #: words. whisper.cpp's DTW runs without flash attention, so its text is compared with a run that has it off too;
-#: the row "whisper-cpp, flash attention on" shows what that choice alone changes.
+#: the row "whisper-cpp flash-attention" (its default, on, without word timing) shows what that choice alone changes.
 IMPLEMENTATIONS = [("openai-whisper", "openai-whisper", [], []), ("faster-whisper", "faster-whisper", [], []),
                    ("transformers", "transformers", [], []),
                    ("whisper-cpp", "whisper-cpp", [], ["flash_attn=false"]),
-                   ("whisper-cpp, flash attention on", "whisper-cpp", [], []),
+                   ("whisper-cpp flash-attention", "whisper-cpp", [], []),
                    ("whisper-cpp-python", "whisper-cpp", ["backend=whisper-cpp-python"], []), ("mlx", "mlx", [], [])]
 
 
