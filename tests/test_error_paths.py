@@ -17,7 +17,7 @@ CASES = [
     ("run --adapter recorded --model {tmp}/nope.jsonl --dataset {tmp}/nope.jsonl --runs-dir {runs}", "not found"),
     ("run --adapter recorded --model {tmp}/nope.jsonl --dataset {dataset} -o nope=1 --runs-dir {runs}", "nope"),
     ("run --adapter recorded --model {tmp}/h.jsonl --dataset {dataset} --workers 0 --runs-dir {runs}", "workers"),
-    ("score --dataset {tmp}/nope.jsonl --hypotheses {tmp}/nope.jsonl --runs-dir {runs}", "not found"),
+    ("score --dataset {tmp}/nope.jsonl --hypotheses {tmp}/nope.jsonl --runs-dir {runs}", "nope.jsonl"),
     ("score --dataset {dataset} --hypotheses {tmp}/nope.jsonl --runs-dir {runs}", "nope.jsonl"),
     ("score --dataset {dataset} --hypotheses {tmp}/junk.jsonl --runs-dir {runs}", "junk.jsonl"),
     ("rescore nope --runs-dir {runs}", "not found"),
