@@ -180,7 +180,7 @@ class WhisperCppAdapter(Adapter):
                 note = f"restarting the worker failed: {exc}"
             raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
-        words = self._words(reply["tokens"]) if self.decoding.word_timestamps else None
+        words = self._words(reply["tokens"]) if reply.get("tokens") is not None else None
         return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
                           language=reply["language"], words=words)
 
@@ -192,7 +192,9 @@ class WhisperCppAdapter(Adapter):
             spans = dtw_token_spans([t_dtw for _, _, _, t_dtw in tokens])
         else:
             spans = [(t0, t1) for _, t0, t1, _ in tokens]
-        return words_from_tokens((text, start, end) for (text, *_), (start, end) in zip(tokens, spans))
+        words = words_from_tokens((text, start, end) for (text, *_), (start, end) in zip(tokens, spans))
+        return [Word(w.word.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), w.start, w.end)
+                for w in words]  # a word's bytes, whole characters once its tokens are joined
 
     @property
     def word_timing(self) -> Optional[str]:  # type: ignore[override]
@@ -307,6 +309,7 @@ class _Engine:
     def __init__(self, config: dict):
         self.engine = (_PyWhisperCpp if config["backend"] == "pywhispercpp" else _WhisperCppPython)(config)
         self.abort_on = config["abort_on"]
+        self.timed = bool(config.get("dtw") or config["params"].get("token_timestamps"))  # word timing asked for
 
     def info(self) -> dict:
         return self.engine.info()
@@ -316,7 +319,7 @@ class _Engine:
             os.abort()  # a native-style crash
         segments, detected = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
                                                     language)
-        return {"segments": segments, "language": detected, "tokens": self.engine.tokens()}
+        return {"segments": segments, "language": detected, "tokens": self.engine.tokens() if self.timed else None}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:
@@ -388,8 +391,12 @@ class _PyWhisperCpp:
     def tokens(self) -> list[tuple[str, float, float, float]]:
         """The last call's text tokens ``(text, t0 s, t1 s, t_dtw s)`` (special and timestamp tokens left out)."""
         pw, ctx = self.pw, self.ctx
+
+        def token_bytes(context, i: int, j: int) -> bytes:  # its get_token_text decodes, and fails mid-character
+            return pw.whisper_token_to_bytes(context, pw.whisper_full_get_token_id(context, i, j))
+
         return _text_tokens(ctx, pw.whisper_token_eot(ctx), pw.whisper_full_n_segments, pw.whisper_full_n_tokens,
-                            pw.whisper_full_get_token_data, pw.whisper_full_get_token_text)
+                            pw.whisper_full_get_token_data, token_bytes)
 
 
 class _WhisperCppPython:
@@ -450,7 +457,8 @@ class _WhisperCppPython:
 
 def _text_tokens(ctx, eot: int, n_segments, n_tokens, token_data, token_text) -> list[tuple[str, float, float, float]]:
     """Every segment's text tokens ``(text, t0, t1, t_dtw)``, times in seconds (whisper.cpp counts 10 ms steps;
-    a binding without ``t_dtw`` gives -0.01)."""
+    a binding without ``t_dtw`` gives -0.01). A token may hold part of a character (CJK): its bytes are kept as
+    surrogate escapes, which the adapter turns back into bytes once a word's tokens are joined."""
     tokens = []
     for i in range(n_segments(ctx)):
         for j in range(n_tokens(ctx, i)):
@@ -458,6 +466,6 @@ def _text_tokens(ctx, eot: int, n_segments, n_tokens, token_data, token_text) ->
             if data.id >= eot:
                 continue
             text = token_text(ctx, i, j)
-            text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+            text = text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else text
             tokens.append((text, data.t0 / 100, data.t1 / 100, getattr(data, "t_dtw", -1) / 100))
     return tokens
