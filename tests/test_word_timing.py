@@ -242,3 +242,23 @@ def test_true_times_that_cannot_be_right_are_refused_at_load_naming_the_row(tmp_
     assert any("id jfk" in problem and says in problem for problem in refused.value.problems), refused.value.problems
     kept = load_dataset(str(manifest), skip_invalid=True)  # --skip-invalid: that one example fails, the rest run
     assert [bad.id for bad in kept.invalid] == ["jfk"] and len(kept.dataset) == len(rows) - 1
+
+
+def test_whisper_cpp_words_of_a_chinese_clip_keep_whole_characters(tmp_path):
+    """A whisper.cpp token may hold part of a CJK character: the word's bytes are joined before they are decoded, so
+    the words spell the text (pywhispercpp's own token text raised UnicodeDecodeError and failed the example)."""
+    from tests.conftest import needs_adapter, read_manifest_rows, shared_manifest, write_jsonl
+    from whisperbench.cli import main
+    from whisperbench.store import open_run
+
+    needs_adapter("whisper-cpp", "base")
+    manifest = shared_manifest("multilingual")
+    rows = [dict(r, audio=str(manifest.parent / r["audio"])) for r in read_manifest_rows(manifest)
+            if r["id"] == "zh_fleurs_1883"]
+    path = write_jsonl(tmp_path / "zh.jsonl", rows)
+    assert main(["run", "--adapter", "whisper-cpp", "--model", "base", "--dataset", str(path), "--runs-dir",
+                 str(tmp_path / "runs"), "--name", "zh", "-o", "language=zh", "--word-timestamps", "--no-warmup"]) == 0
+    pred = open_run("zh", tmp_path / "runs").predictions[0]
+    assert pred.status == "ok", pred.error
+    assert "".join(w["word"] for w in pred.words).replace(" ", "") == pred.hypothesis.replace(" ", "")
+    assert "\ufffd" not in pred.hypothesis + "".join(w["word"] for w in pred.words)
