@@ -180,30 +180,14 @@ class WhisperCppAdapter(Adapter):
                 note = f"restarting the worker failed: {exc}"
             raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
-        words = self._words(reply["tokens"]) if reply.get("tokens") is not None else None
+        words = token_words(reply["tokens"], self.dtw is not None) if reply.get("tokens") is not None else None
         return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
                           language=reply["language"], words=words)
-
-    def _words(self, tokens: list[tuple[str, float, float, float]]) -> list[Word]:
-        """Words from the call's text tokens ``(text, t0, t1, t_dtw)`` in seconds: with DTW (pywhispercpp) a token
-        spans the previous token's DTW time to its own (``t_dtw`` is its end); whisper.cpp 1.4.1's token
-        timestamps (whisper-cpp-python, timestamp-token probabilities) are ``t0``..``t1``."""
-        if self.dtw is not None:
-            spans = dtw_token_spans([t_dtw for _, _, _, t_dtw in tokens])
-        else:
-            spans = [(t0, t1) for _, t0, t1, _ in tokens]
-        words = words_from_tokens((text, start, end) for (text, *_), (start, end) in zip(tokens, spans))
-        return [Word(w.word.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), w.start, w.end)
-                for w in words]  # a word's bytes, whole characters once its tokens are joined
 
     @property
     def word_timing(self) -> Optional[str]:  # type: ignore[override]
         """whisper.cpp 1.8 (pywhispercpp): its DTW; 1.4.1 (whisper-cpp-python): its token timestamps."""
-        if self.backend == "pywhispercpp":
-            return ("whisper.cpp's DTW token timestamps (dtw_token_timestamps, the alignment-head preset of the "
-                    "model's size), inside whisper_full as decoded without word timing")
-        return ("whisper.cpp 1.4.1's token timestamps (timestamp-token probabilities; it has no DTW); short-form is "
-                "decoded with timestamps by this binding in any case")
+        return WORD_TIMING[self.backend]
 
     def describe(self) -> dict[str, Any]:
         from ..machine import package_versions
@@ -243,6 +227,30 @@ class WhisperCppAdapter(Adapter):
             self._worker = None
         if getattr(self, "_logs", None):
             shutil.rmtree(self._logs, ignore_errors=True)
+
+
+#: how each binding gives word times (run.json ``adapter_info.word_timing``)
+WORD_TIMING = {
+    "pywhispercpp": "whisper.cpp's DTW token timestamps (dtw_token_timestamps, the alignment-head preset of the "
+                    "model's size), inside whisper_full as decoded without word timing (flash attention off)",
+    "whisper-cpp-python": "whisper.cpp 1.4.1's token timestamps (timestamp-token probabilities; it has no DTW); "
+                          "short-form is decoded with timestamps by this binding in any case",
+}
+
+
+def token_words(tokens: list[tuple[str, float, float, float]], dtw: bool) -> list[Word]:
+    """Words from a call's text tokens ``(text, t0, t1, t_dtw)`` in seconds: with DTW (pywhispercpp) a token spans
+    the previous token's DTW time to its own (``t_dtw`` is its end); whisper.cpp 1.4.1's token timestamps
+    (whisper-cpp-python, timestamp-token probabilities) are ``t0``..``t1``. A word's bytes (kept as surrogate
+    escapes per token) are decoded once its tokens are joined: whole characters.
+
+    >>> token_words([(" And", -1.0, -1.0, 0.76), (" so", -1.0, -1.0, 1.06)], dtw=True)
+    [Word(word='And', start=0.0, end=0.76), Word(word='so', start=0.76, end=1.06)]
+    """
+    spans = dtw_token_spans([t_dtw for *_, t_dtw in tokens]) if dtw else [(t0, t1) for _, t0, t1, _ in tokens]
+    words = words_from_tokens((text, start, end) for (text, *_), (start, end) in zip(tokens, spans))
+    return [Word(w.word.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), w.start, w.end)
+            for w in words]
 
 
 def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -> dict[str, Any]:
