@@ -161,8 +161,7 @@ def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike 
     ``word_timestamps`` stores word times as ``--word-timestamps`` does (the text stays the text without them; an
     implementation that has none raises OptionError). A stored run of the same configuration is resumed, not redone."""
     pairs = [f"{key}={value}" for key, value in (options or {}).items()]
-    decoding = DecodingOptions.from_pairs(pairs)
-    decoding.word_timestamps = decoding.word_timestamps or word_timestamps
+    decoding = DecodingOptions.from_pairs(pairs, word_timestamps=word_timestamps)
     request = RunRequest(adapter=adapter, model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
                          decoding=decoding, columns=ColumnMap.of(columns), **settings)
     return _stored(execute(request, show_progress))

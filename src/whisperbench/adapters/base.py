@@ -72,8 +72,9 @@ class DecodingOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_pairs(cls, pairs: list[str]) -> "DecodingOptions":
-        """Parse ``KEY=VALUE`` strings; known keys are typed, the rest go to ``extra`` as strings."""
+    def from_pairs(cls, pairs: list[str], word_timestamps: bool = False) -> "DecodingOptions":
+        """Parse ``KEY=VALUE`` strings; known keys are typed, the rest go to ``extra`` as strings.
+        ``word_timestamps`` (``--word-timestamps``) turns word timing on as ``word_timestamps=true`` does."""
         opts = cls()
         common = common_options()
         for pair in pairs:
@@ -84,6 +85,7 @@ class DecodingOptions:
                 setattr(opts, key, common[key].parse("decoding", key, value))
             else:  # the adapter's own option: typed by the adapter's declared options (parse_options)
                 opts.extra[key] = value
+        opts.word_timestamps = opts.word_timestamps or word_timestamps
         opts.language = _language_option(opts.language)
         if opts.beam_size < 1 or opts.threads < 1:
             raise OptionError("beam_size and threads must be >= 1")

@@ -120,7 +120,6 @@ class FasterWhisperAdapter(Adapter):
         """None with the VAD filter: the windows' offsets (``seek``) count frames of the cut audio."""
         return None if self.settings["vad_filter"] else WORD_TIMING
 
-
     @property
     def native_seams(self) -> Optional[str]:  # type: ignore[override]
         """Each Segment's ``seek`` is its window's start in feature frames (hop 160 at 16 kHz: 100 a second); with

@@ -121,7 +121,6 @@ class WhisperCppAdapter(Adapter):
         route = "+f16" if self.settings["quantize_from"] == "f16" else ""
         self.variant = "" if quantization == "f16" else quantization + legacy + route
         self.dtw: Optional[str] = None  # the alignment-head preset of DTW word times (set by load)
-        self.flash_attn = bool(self.settings["flash_attn"])
         self._worker: Optional[_Worker] = None
         self._worker_info: dict[str, Any] = {}
         self._peak_rss_mb = 0.0
@@ -148,7 +147,6 @@ class WhisperCppAdapter(Adapter):
         self.params = whisper_params(self.decoding, self.multilingual, self.backend, header.hparams["n_text_ctx"])
         words = self.decoding.word_timestamps and self.backend == "pywhispercpp"
         self.dtw = dtw_preset(header.hparams) if words else None
-        self.flash_attn = bool(self.settings["flash_attn"]) and self.dtw is None
         self._logs = Path(tempfile.mkdtemp(prefix="whisperbench-whisper-cpp-"))
         self._start()
 
@@ -185,6 +183,11 @@ class WhisperCppAdapter(Adapter):
                           language=reply["language"], words=words)
 
     @property
+    def flash_attn(self) -> bool:
+        """Whether whisper.cpp runs with flash attention: as asked (its default: on), off under DTW word timing."""
+        return bool(self.settings["flash_attn"]) and self.dtw is None
+
+    @property
     def word_timing(self) -> Optional[str]:  # type: ignore[override]
         """whisper.cpp 1.8 (pywhispercpp): its DTW; 1.4.1 (whisper-cpp-python): its token timestamps."""
         return WORD_TIMING[self.backend]
@@ -213,7 +216,7 @@ class WhisperCppAdapter(Adapter):
             info["worker_restarts"] = self._restarts
             if self.dtw is not None:
                 info["dtw_aheads_preset"] = self.dtw
-            if self.backend == "pywhispercpp" and not self.flash_attn and self.settings["flash_attn"]:
+            if self.dtw is not None and self.settings["flash_attn"]:
                 info.setdefault("deviations", []).append(
                     "flash attention off for word timing (whisper.cpp's DTW needs it): the text is that of "
                     "-o flash_attn=false, which can differ from a run with flash attention")

@@ -14,8 +14,7 @@ def command(args) -> int:
     from ..harness import RunRequest
     from ..harness.longform import LongFormConfig
 
-    decoding = DecodingOptions.from_pairs(args.option or [])
-    decoding.word_timestamps = decoding.word_timestamps or args.word_timestamps
+    decoding = DecodingOptions.from_pairs(args.option or [], word_timestamps=args.word_timestamps)
     request = RunRequest(
         adapter=args.adapter, model=args.model, dataset=args.dataset, runs_dir=args.runs_dir, name=args.name,
         decoding=decoding, limit=args.limit, workers=args.workers,
