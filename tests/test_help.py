@@ -149,3 +149,19 @@ def test_others_busy_cpus_counts_other_processes_not_this_one():
     assert others_busy_cpus(reading, {"wall": 12.0, "busy_s": 104.0, "own_s": 6.0}) == pytest.approx(1.5)
     assert others_busy_cpus(reading, {"wall": 12.0, "busy_s": 101.0, "own_s": 7.0}) == 0.0
     assert others_busy_cpus(reading, reading) is None and others_busy_cpus({}, reading) is None
+
+
+def test_the_gate_thresholds_table_in_the_usage_page_is_generated_from_the_record():
+    """One definition of the gate's limits: docs/usage.md's table is ``markdown_table()`` verbatim, and every field
+    is a flag of ``whisperbench gate``."""
+    from pathlib import Path
+
+    import dataclasses
+
+    from whisperbench.reports.gate_thresholds import GateThresholds, flag, markdown_table
+
+    usage = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text(encoding="utf-8")
+    assert markdown_table() in usage
+    gate = _subcommands(build_parser())["gate"]
+    options = {option for action in gate._actions for option in action.option_strings}
+    assert {flag(f.name) for f in dataclasses.fields(GateThresholds)} <= options

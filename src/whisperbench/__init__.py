@@ -3,7 +3,8 @@
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
 :func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
 :func:`runs`, :func:`remove_runs` and :func:`sweep`, and for the statistics :func:`compare_all`, :func:`plan` and
-:func:`noise`, from :mod:`whisperbench.api`. They are imported on
+:func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and :class:`ScoredExample`, the metric protocol
+(docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 
@@ -21,9 +22,13 @@ if TYPE_CHECKING:
     from . import api
     from .api import (compare, compare_all, evaluate, export, gate, load_dataset, load_run, noise, plan, publish,
                       remove_runs, report, runs, score, sweep, to_frame)
+    from .scoring.metrics import Metric, ScoredExample
 
 __all__ = ["__version__", "api", "evaluate", "score", "compare", "compare_all", "gate", "plan", "noise", "load_run",
-           "load_dataset", "to_frame", "runs", "remove_runs", "report", "export", "publish", "sweep"]
+           "load_dataset", "to_frame", "runs", "remove_runs", "report", "export", "publish", "sweep", "Metric",
+           "ScoredExample"]
+#: records of the metric protocol (docs/metrics.md), importable without loading the API
+_RECORDS = {"Metric": "scoring.metrics", "ScoredExample": "scoring.metrics"}
 
 
 def __getattr__(name: str) -> Any:
@@ -32,5 +37,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'whisperbench' has no attribute {name!r}")
     import importlib
 
+    if name in _RECORDS:
+        return getattr(importlib.import_module(f"{__name__}.{_RECORDS[name]}"), name)
     api = importlib.import_module(f"{__name__}.api")  # not `from . import api`: that would call __getattr__ again
     return api if name == "api" else getattr(api, name)

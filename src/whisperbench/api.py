@@ -26,6 +26,7 @@ into run stores, then compare them; ``.qoi`` is the QoI ``whisperbench compare``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from contextlib import nullcontext
@@ -52,6 +53,7 @@ from .reports.document import DOCUMENTS, document_format
 from .reports.escape import one_line, spreadsheet_safe
 from .reports.export import example_frame
 from .reports.gate import evaluate_repeats
+from .reports.gate_thresholds import GateThresholds
 from .reports.leaderboard import default_references, describe_references
 from .reports.noise import NoiseReport, run_noise
 from .reports.runs import RunRow, run_rows
@@ -318,32 +320,29 @@ def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLik
     return comparisons
 
 
-def gate(reference: RunLike, candidate: RunLike, *, min_qoi: Optional[float] = None,
+def gate(reference: RunLike, candidate: RunLike, *, thresholds: Optional[GateThresholds] = None,
          runs_dir: PathLike = "runs", block_by: Optional[str] = None, block_dataset: Optional[PathLike] = None,
          resamples: int = DEFAULT_RESAMPLES, seed: int = 0, repeats: Optional[list[RunLike]] = None,
-         **thresholds: Any) -> GateResult:
+         **limits: Any) -> GateResult:
     """The release gate (``whisperbench gate``): ``.code`` 0 pass, 1 regression, 2 cannot judge; ``.verdict``,
-    ``.checks``. ``thresholds``: ``max_wer_increase``, ``min_coverage``, ``max_failed_pct``, ``confidence``
-    (e.g. 0.95), ``min_qoi_per_language``, ``non_inferiority_margin`` (WER points), ``non_inferiority_qoi_margin``
-    (QoI points), ``inconclusive`` ("fail" or "pass")…; ``block_by``: resample whole blocks (see :func:`compare`).
-    ``.non_inferiority`` is "non-inferior", "inconclusive (set too small)" or "regression shown" with a margin.
-    ``repeats``: further runs of the candidate's configuration: the verdict must hold in each (the worst is
-    returned, ``.repeats`` lists every one)."""
-    limits = check_limits(dict(thresholds, min_qoi=min_qoi, resamples=resamples, seed=seed), GATE_LIMITS)
-    min_qoi, resamples, seed = limits.pop("min_qoi"), limits.pop("resamples"), limits.pop("seed")
-    thresholds = limits  # every limit a finite number in its documented range (whisperbench.limits), else exit 2
-    quality = (min_qoi, thresholds.get("max_wer_increase"), thresholds.get("non_inferiority_margin"),
-               thresholds.get("non_inferiority_qoi_margin"))
-    if all(value is None for value in quality):
-        raise WhisperbenchError("the gate needs a quality criterion: --min-qoi, --max-wer-increase, "
-                                "--non-inferiority-margin or --non-inferiority-qoi-margin")
+    ``.checks``. ``thresholds``: a :class:`~whisperbench.reports.gate_thresholds.GateThresholds` (every limit, the
+    command's flags one to one: ``min_qoi``, ``max_wer_increase``, ``confidence`` as a fraction, e.g. 0.95,
+    ``max_increase={"METRIC.COLUMN": N}``…); ``limits``: the same as keywords (they override ``thresholds``). Each
+    is checked (a number in its documented range, a registered metric), and at least one quality criterion is needed.
+    ``block_by``: resample whole blocks (see :func:`compare`). ``.non_inferiority`` is "non-inferior",
+    "inconclusive (set too small)" or "regression shown" with a margin. ``repeats``: further runs of the
+    candidate's configuration: the verdict must hold in each (the worst is returned, ``.repeats`` lists every one).
+    """
+    checked = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
+    checked.require_quality()
+    sampling = check_limits({"resamples": resamples, "seed": seed}, GATE_LIMITS)
     ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
-    settings = significance_settings(block_by, thresholds.get("confidence") or 0.95, resamples, seed)
+    settings = significance_settings(block_by, checked.confidence or 0.95, sampling["resamples"], sampling["seed"])
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
     if repeats:
         candidates = [cand] + [load_run(run, runs_dir) for run in repeats]
-        return evaluate_repeats(ref, candidates, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
-    return evaluate_gate(ref, cand, min_qoi=min_qoi, significance=settings, groups=groups, **thresholds)
+        return evaluate_repeats(ref, candidates, checked, significance=settings, groups=groups)
+    return evaluate_gate(ref, cand, checked, significance=settings, groups=groups)
 
 
 def noise(runs: list[RunLike], runs_dir: PathLike = "runs") -> NoiseReport:

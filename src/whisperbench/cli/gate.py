@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,16 +20,8 @@ def command(args) -> int:
     try:
         reference = load_run(args.reference, args.runs_dir)
         candidate = load_run(args.candidate, args.runs_dir)
-        result = gate(reference, candidate, min_qoi=args.min_qoi, max_wer_increase=args.max_wer_increase,
-                      min_coverage=args.min_coverage, max_failed_pct=args.max_failed_pct,
-                      confidence=confidence_fraction(args.confidence),
-                      min_qoi_per_language=args.min_qoi_per_language,
-                      allow_self_comparison=args.allow_self_comparison, max_new_loops=args.max_new_loops,
-                      max_new_bursts=args.max_new_bursts, max_nonspeech_output_rate=args.max_nonspeech_output_rate,
-                      max_timing_error_ms=args.max_timing_error_ms,
-                      non_inferiority_margin=args.non_inferiority_margin,
-                      non_inferiority_qoi_margin=args.non_inferiority_qoi_margin, inconclusive=args.inconclusive,
-                      repeats=args.repeat, runs_dir=args.runs_dir, **significance_args(args))
+        result = gate(reference, candidate, thresholds=thresholds_of(args), repeats=args.repeat,
+                      runs_dir=args.runs_dir, **significance_args(args))
     except WhisperbenchError as exc:
         if args.junit:  # CI shows why it could not judge, not a missing report
             _write_junit(args.junit, cannot_judge_xml(str(exc)))
@@ -38,6 +31,31 @@ def command(args) -> int:
         _write_junit(args.junit, junit_xml(result))
     print(format_gate(result))
     return result.code
+
+
+def thresholds_of(args) -> Any:
+    """The ``GateThresholds`` the flags give (``--confidence`` in %, the record's a fraction), checked."""
+    from ..reports.gate_thresholds import GateThresholds
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(GateThresholds)}
+    values["confidence"] = confidence_fraction(values["confidence"])
+    return GateThresholds.of(values)
+
+
+def add_threshold_flags(p: Any) -> None:
+    """One flag per ``GateThresholds`` field, its help and kind from the field (the one definition)."""
+    from ..reports.gate_thresholds import INCONCLUSIVE_POLICIES, GateThresholds, flag
+
+    for f in dataclasses.fields(GateThresholds):
+        meta = f.metadata
+        kind, default = meta["kind"], f.default
+        shown = f" (default {default:g}%%)" if isinstance(default, float) else ""
+        kinds: dict[str, dict[str, Any]] = {"flag": {"action": "store_true"},
+                                            "choice": {"choices": INCONCLUSIVE_POLICIES, "default": default},
+                                            "metric": {"action": "append", "metavar": meta["metavar"]},
+                                            "count": {"type": whole, "metavar": meta["metavar"]}}
+        extra = kinds.get(kind, {"type": finite, "metavar": meta["metavar"], "default": default})
+        p.add_argument(flag(f.name), help=meta["help"].replace("%", "%%") + shown, **extra)
 
 
 def _write_junit(path: str, xml: str) -> None:
@@ -53,43 +71,10 @@ def register(sub: Any) -> None:
     p.add_argument("--reference", required=True, help="the run users get today (name under --runs-dir or folder)")
     p.add_argument("--candidate", required=True, help="the run to release (name under --runs-dir or folder)")
     add_runs_dir(p)
-    p.add_argument("--min-qoi", type=finite, help="minimum QoI in percent (the gate needs it, --max-wer-increase or a "
-                                                 "non-inferiority margin)")
-    p.add_argument("--max-wer-increase", type=finite, help="maximum WER increase in points")
-    p.add_argument("--min-qoi-per-language", type=finite, metavar="PCT",
-                   help="also require this QoI within every labelled language (a release that holds English but "
-                        "regresses German fails)")
-    p.add_argument("--min-coverage", type=finite, default=100.0,
-                   help="%% of reference examples the candidate must share (default 100)")
-    p.add_argument("--max-failed-pct", type=finite, default=0.0,
-                   help="%% of candidate examples allowed to fail before the gate refuses to judge (default 0)")
-    p.add_argument("--confidence", type=finite, metavar="PCT",
-                   help="fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs")
-    p.add_argument("--max-new-loops", type=whole, metavar="N",
-                   help="fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond "
-                        "the transcript) in the candidate but not in the reference")
-    p.add_argument("--max-new-bursts", type=whole, metavar="N",
-                   help="fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference "
-                        "does not")
-    p.add_argument("--max-nonspeech-output-rate", type=finite, metavar="PCT",
-                   help="fail when the candidate writes text on more than PCT %% of the non-speech examples "
-                        "(empty transcript; see `whisperbench perturb --nonspeech`)")
-    p.add_argument("--max-timing-error-ms", type=finite, metavar="MS",
-                   help="also fail when the candidate's median utterance-start error (dataset times), else its median "
-                        "word-start difference from the reference run, exceeds MS")
-    p.add_argument("--non-inferiority-margin", type=finite, metavar="POINTS",
-                   help="non-inferiority: pass only if the upper bound of the WER increase's CI (--confidence, default "
-                        "95) is below POINTS; verdict non-inferior, inconclusive (set too small) or regression shown")
-    p.add_argument("--non-inferiority-qoi-margin", type=finite, metavar="POINTS",
-                   help="non-inferiority on QoI: the upper bound of the QoI drop (%% of examples regressed) below POINTS")
-    p.add_argument("--inconclusive", choices=("fail", "pass"), default="fail",
-                   help="exit code of an inconclusive non-inferiority verdict: fail (1, default) or pass (0)")
+    add_threshold_flags(p)
     significance_options(p)
     p.add_argument("--repeat", action="append", metavar="RUN",
                    help="another run of the candidate's configuration (repeat --repeat for several): the verdict "
                         "must hold in each; the worst is reported (see `whisperbench noise`)")
     p.add_argument("--junit", help="write JUnit XML here")
-    p.add_argument("--allow-self-comparison", action="store_true",
-                   help="judge even when both sides are one run (same folder, run id or predictions); without it "
-                        "that is refused (exit 2): a run compared with itself always passes")
     p.set_defaults(func=command)

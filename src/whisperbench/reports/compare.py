@@ -13,7 +13,8 @@ from ..store import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
-from ..scoring.table import table_wer
+from ..scoring.metrics import metric_named, per_example_metrics
+from ..scoring.table import metric_values, table_wer
 from .timing import timing_columns
 from .weights import weights_relation
 
@@ -32,6 +33,15 @@ class Comparison:
     significance: Optional[PairedSignificance] = None
     #: with several candidates against one reference: Holm-adjusted p-values over them (see :func:`adjust_holm`)
     holm: dict = field(default_factory=dict)
+    #: every per-example metric's run value on each side: ``{metric: {"reference": {...}, "candidate": {...}}}``
+    metrics: dict = field(default_factory=dict)
+
+    def metric_increase(self, metric: str, column: str) -> Optional[float]:
+        """How much the candidate's value of ``metric``'s ``column`` exceeds the reference's (None when either
+        lacks it)."""
+        sides = self.metrics.get(metric, {})
+        ref, cand = ((sides.get(side) or {}).get(column) for side in ("reference", "candidate"))
+        return None if ref is None or cand is None else cand - ref
 
     @property
     def qoi(self) -> Optional[float]:
@@ -51,6 +61,7 @@ class Comparison:
             "normalizer": self.reference.normalizer,
             **(self.significance.to_dict() if self.significance else {}),
             **({"holm": self.holm} if self.holm else {}),
+            **({"metrics": self.metrics} if self.metrics else {}),
             **self.result.to_json(with_examples),
         }
 
@@ -77,7 +88,21 @@ def compare_runs(reference: StoredRun, candidate: StoredRun, significance: Optio
         weights=weights_relation(reference.meta, candidate.meta),
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
+        metrics=paired_metric_values(ref_table, cand_table),
     )
+
+
+def paired_metric_values(ref_table: Any, cand_table: Any) -> dict[str, dict[str, Any]]:
+    """Each per-example metric's run value on both sides (computed from the score tables), with its headline
+    column and which way is better."""
+    ref, cand = metric_values(ref_table), metric_values(cand_table)
+    out = {}
+    for metric in per_example_metrics():
+        if metric.name in ref or metric.name in cand:
+            value = cand.get(metric.name) or ref.get(metric.name)
+            out[metric.name] = {"reference": ref.get(metric.name), "candidate": cand.get(metric.name),
+                                "headline": metric.headline_column(value), "better": metric.better}
+    return out
 
 
 def adjust_holm(comparisons: list[Comparison]) -> None:
@@ -143,6 +168,7 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "weights": c.weights,
             "cand status": str(c.candidate.coverage),
             **c.timing,
+            **{name: metric_named(name).headline_of(sides["candidate"]) for name, sides in c.metrics.items()},
             **(_significance_columns(c.significance) if c.significance else {}),
             **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
         })

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi, rescored
+from ..scoring.metrics import per_example_metrics
 
 COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm", "hypothesis_norm", "wer", "hits",
            "substitutions", "deletions", "insertions", "audio_s", "infer_s"]
@@ -19,6 +20,7 @@ def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.D
     rows = [rescored(p, normalizer).to_json() for p in run.predictions]
     frame = pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
     frame.insert(0, "run", run.name)
+    _add_metric_columns(frame, run.score_table(normalizer))
     if reference is not None:
         joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer).examples}
         frame["reference_run_hypothesis"] = frame["id"].map(lambda i: joined[i].reference_hypothesis if i in joined else None)
@@ -26,3 +28,17 @@ def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.D
         frame["errors"] = frame["id"].map(lambda i: joined[i].candidate_errors if i in joined else None)
         frame["regressed"] = frame["id"].map(lambda i: joined[i].regressed if i in joined else None)
     return frame
+
+
+def _add_metric_columns(frame: pd.DataFrame, table) -> None:
+    """Each per-example metric's columns (``METRIC.COLUMN`` in the score table), joined by id, under the column's
+    own name unless the frame already has one of that name (then ``METRIC.COLUMN``)."""
+    prefixes = tuple(f"{metric.name}." for metric in per_example_metrics())
+    names = [name for name in table.column_names if name.startswith(prefixes)] if prefixes else []
+    if not names:
+        return
+    ids = table["id"].to_pylist()
+    for name in names:
+        by_id = dict(zip(ids, table[name].to_pylist()))
+        short = name.split(".", 1)[1]
+        frame[short if short not in frame.columns else name] = frame["id"].map(by_id)

@@ -21,13 +21,13 @@ from ..scoring.significance import (INCONCLUSIVE, NON_INFERIOR, REGRESSION_SHOWN
 from ..scoring.timing import parity
 from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
+from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids, hallucination_diff
 from .timing import run_timing
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
 VERDICTS = {PASS: "PASS", REGRESSION: "FAIL (regression)", CANNOT_JUDGE: "CANNOT JUDGE"}
 #: what an inconclusive non-inferiority check does to the exit code (``gate --inconclusive``)
-INCONCLUSIVE_POLICIES = ("fail", "pass")
 NI_ORDER = (NON_INFERIOR, INCONCLUSIVE, REGRESSION_SHOWN)  # best to worst
 
 
@@ -65,85 +65,86 @@ class GateResult:
         return VERDICTS[code]
 
 
-def evaluate_gate(
-    reference: StoredRun,
-    candidate: StoredRun,
-    *,
-    min_qoi: Optional[float] = None,
-    max_wer_increase: Optional[float] = None,
-    min_coverage: float = 100.0,
-    max_failed_pct: float = 0.0,
-    confidence: Optional[float] = None,
-    min_qoi_per_language: Optional[float] = None,
-    allow_self_comparison: bool = False,
-    max_new_loops: Optional[int] = None,
-    max_new_bursts: Optional[int] = None,
-    max_nonspeech_output_rate: Optional[float] = None,
-    max_timing_error_ms: Optional[float] = None,
-    non_inferiority_margin: Optional[float] = None,
-    non_inferiority_qoi_margin: Optional[float] = None,
-    inconclusive: str = "fail",
-    significance: Optional[SignificanceSettings] = None,
-    groups: Optional[Mapping[str, Any]] = None,
-) -> GateResult:
-    """Run the gate's checks; the comparability checks come first and outrank the quality ones.
+def evaluate_gate(reference: StoredRun, candidate: StoredRun, thresholds: Optional[GateThresholds] = None, *,
+                  significance: Optional[SignificanceSettings] = None, groups: Optional[Mapping[str, Any]] = None,
+                  **limits: Any) -> GateResult:
+    """Run the gate's checks with ``thresholds`` (:class:`GateThresholds`; ``limits`` as keywords set or
+    override its fields); the comparability checks come first and outrank the quality ones.
 
     With ``confidence`` (e.g. 0.95) a quality check fails only when the regression is significant:
     QoI's bootstrap CI lies wholly below ``min_qoi``, or the paired-bootstrap CI of the WER increase
     lies wholly above ``max_wer_increase``. One run on both sides (see :func:`same_run_reason`) cannot be
-    judged unless ``allow_self_comparison`` (a deliberate self-check). ``max_new_loops`` / ``max_new_bursts``: how many examples may loop
-    or burst in the candidate but not in the reference; ``max_nonspeech_output_rate``: the % of non-speech examples
-    (empty transcript) the candidate may write on (see :mod:`whisperbench.scoring.hallucination`).
+    judged unless ``allow_self_comparison`` (a deliberate self-check). ``max_new_loops`` / ``max_new_bursts``: how
+    many examples may loop or burst in the candidate but not in the reference; ``max_nonspeech_output_rate``: the %
+    of non-speech examples (empty transcript) the candidate may write on (see
+    :mod:`whisperbench.scoring.hallucination`).
 
     The paired significance (sign test, MAPSSWE, bootstrap intervals; ``significance`` settings, blocks from
     ``groups`` with ``significance.block_by``) is always reported, and every interval comes from it.
     ``non_inferiority_margin`` (WER points) / ``non_inferiority_qoi_margin`` (QoI points, i.e. % of examples
     regressed): the non-inferiority checks (:func:`~whisperbench.scoring.significance.non_inferiority`); an
-    inconclusive one fails unless ``inconclusive="pass"``.
+    inconclusive one fails unless ``inconclusive="pass"``. ``max_increase`` / ``max_decrease``:
+    ``{"METRIC.COLUMN": N}`` for any per-example metric (docs/metrics.md): the candidate's run value of that column
+    may exceed (fall below) the reference's by at most N.
     """
-    if inconclusive not in INCONCLUSIVE_POLICIES:
-        raise ValueError(f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, not {inconclusive!r}")
-    settings = significance or SignificanceSettings(confidence=confidence or 0.95)
-    if confidence and settings.confidence != confidence:
-        settings = dataclasses.replace(settings, confidence=confidence)
+    t = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
+    settings = significance or SignificanceSettings(confidence=t.confidence or 0.95)
+    if t.confidence and settings.confidence != t.confidence:
+        settings = dataclasses.replace(settings, confidence=t.confidence)
     comparison = compare_runs(reference, candidate, settings, groups)
-    r = comparison.result
     result = GateResult(comparison)
+    result.checks += _comparability_checks(comparison, t)
+    result.checks += _quality_checks(comparison, t, settings, groups, result)
+    result.plan = _plan(comparison.result, settings.confidence)
+    return result
+
+
+def _comparability_checks(comparison: Comparison, t: GateThresholds) -> list[GateCheck]:
+    """Whether the two runs can be judged at all (each fails with exit 2): different, finished runs of one dataset,
+    enough examples judged in both, few enough candidate failures."""
+    reference, candidate, r = comparison.reference, comparison.candidate, comparison.result
     expected = _dataset_size(reference)
     coverage = 100.0 * r.joined / expected if expected else 0.0
     failed_pct = 100.0 * r.candidate_failed / r.joined if r.joined else 0.0
-    result.checks.append(_different_runs(reference, candidate, allow_self_comparison))
-    result.checks.append(GateCheck("finished runs", *_finished(reference, candidate), CANNOT_JUDGE))
-    result.checks.append(GateCheck(
-        "same dataset", comparison.same_dataset,
-        f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}", CANNOT_JUDGE))
-    result.checks.append(GateCheck(
-        "common examples", r.joined > 0 and coverage >= min_coverage,
-        f"{r.joined} of the dataset's {expected} examples judged in both runs ({coverage:.1f}%, need ≥ "
-        f"{min_coverage:g}%; {len(r.reference_failed)} failed in the reference, {len(r.only_in_reference)} missing "
-        f"from the candidate)", CANNOT_JUDGE))
-    result.checks.append(GateCheck(
-        "candidate failures", failed_pct <= max_failed_pct,
-        f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ {max_failed_pct:g}%)",
-        CANNOT_JUDGE))
-    sig = comparison.significance
-    if min_qoi is not None:
-        result.checks.append(_qoi_check(r, min_qoi, confidence, sig))
-    if min_qoi_per_language is not None:
-        result.checks.extend(_per_language(r, min_qoi_per_language, confidence, _languages(reference, candidate),
-                                           settings, groups))
-    if max_wer_increase is not None:
-        result.checks.append(_wer_check(comparison, max_wer_increase, confidence))
-    if non_inferiority_margin is not None or non_inferiority_qoi_margin is not None:
-        result.checks += _non_inferiority_checks(sig, non_inferiority_margin, non_inferiority_qoi_margin,
-                                                 inconclusive, result)
-    if (max_new_loops, max_new_bursts, max_nonspeech_output_rate) != (None, None, None):
-        result.checks += _hallucination_checks(reference, candidate, max_new_loops, max_new_bursts,
-                                               max_nonspeech_output_rate)
-    if max_timing_error_ms is not None:
-        result.checks.append(_timing_check(comparison, max_timing_error_ms))
-    result.plan = _plan(r, settings.confidence)
-    return result
+    return [
+        _different_runs(reference, candidate, t.allow_self_comparison),
+        GateCheck("finished runs", *_finished(reference, candidate), CANNOT_JUDGE),
+        GateCheck("same dataset", comparison.same_dataset,
+                  f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}",
+                  CANNOT_JUDGE),
+        GateCheck("common examples", r.joined > 0 and coverage >= t.min_coverage,
+                  f"{r.joined} of the dataset's {expected} examples judged in both runs ({coverage:.1f}%, need ≥ "
+                  f"{t.min_coverage:g}%; {len(r.reference_failed)} failed in the reference, "
+                  f"{len(r.only_in_reference)} missing from the candidate)", CANNOT_JUDGE),
+        GateCheck("candidate failures", failed_pct <= t.max_failed_pct,
+                  f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ "
+                  f"{t.max_failed_pct:g}%)", CANNOT_JUDGE)]
+
+
+def _quality_checks(comparison: Comparison, t: GateThresholds, settings: SignificanceSettings,
+                    groups: Optional[Mapping[str, Any]], result: GateResult) -> list[GateCheck]:
+    """One check per quality threshold set (QoI, per language, WER, non-inferiority, hallucinations, timing, each
+    per-example metric's limit)."""
+    reference, candidate, r, sig = comparison.reference, comparison.candidate, comparison.result, comparison.significance
+    checks = []
+    if t.min_qoi is not None:
+        checks.append(_qoi_check(r, t.min_qoi, t.confidence, sig))
+    if t.min_qoi_per_language is not None:
+        checks += _per_language(r, t.min_qoi_per_language, t.confidence, _languages(reference, candidate), settings,
+                                groups)
+    if t.max_wer_increase is not None:
+        checks.append(_wer_check(comparison, t.max_wer_increase, t.confidence))
+    if t.non_inferiority_margin is not None or t.non_inferiority_qoi_margin is not None:
+        checks += _non_inferiority_checks(sig, t.non_inferiority_margin, t.non_inferiority_qoi_margin,
+                                          t.inconclusive, result)
+    if (t.max_new_loops, t.max_new_bursts, t.max_nonspeech_output_rate) != (None, None, None):
+        checks += _hallucination_checks(reference, candidate, t.max_new_loops, t.max_new_bursts,
+                                        t.max_nonspeech_output_rate)
+    if t.max_timing_error_ms is not None:
+        checks.append(_timing_check(comparison, t.max_timing_error_ms))
+    for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
+        checks += [_metric_check(comparison, key, limit, sign) for key, limit in (limits or {}).items()]
+    return checks
 
 
 def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
@@ -154,10 +155,11 @@ def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
     return plan(ref, words, candidate_errors=cand, alpha=1.0 - confidence)
 
 
-def evaluate_repeats(reference: StoredRun, candidates: list[StoredRun], **options: Any) -> GateResult:
+def evaluate_repeats(reference: StoredRun, candidates: list[StoredRun], thresholds: Optional[GateThresholds] = None,
+                     **options: Any) -> GateResult:
     """The gate on each repeated run of the candidate (same settings, ``options`` as :func:`evaluate_gate`): the
     verdict must hold in every repeat, so the result is the worst repeat's (its ``repeats`` lists them all)."""
-    results = [evaluate_gate(reference, candidate, **options) for candidate in candidates]
+    results = [evaluate_gate(reference, candidate, thresholds, **options) for candidate in candidates]
     worst = max(results, key=lambda r: (r.code, NI_ORDER.index(r.non_inferiority) if r.non_inferiority else 0))
     worst.repeats = [(r.comparison.candidate.name, r.verdict) for r in results]
     return worst
@@ -253,6 +255,22 @@ def _hallucination_checks(reference: StoredRun, candidate: StoredRun, max_loops:
                                     f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
                                     f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}", REGRESSION))
     return checks
+
+
+def _metric_check(comparison: Comparison, key: str, limit: float, sign: int) -> GateCheck:
+    """A per-example metric's column (``METRIC.COLUMN``): the candidate's run value may move past the reference's
+    by at most ``limit`` (``sign`` 1: up, -1: down); a side without the value cannot be judged."""
+    metric, _, column = key.partition(".")
+    word = "increase" if sign > 0 else "decrease"
+    sides = comparison.metrics.get(metric, {})
+    ref, cand = ((sides.get(side) or {}).get(column) for side in ("reference", "candidate"))
+    if ref is None or cand is None:
+        missing = " and ".join(side for side, value in (("the reference", ref), ("the candidate", cand)) if value is None)
+        return GateCheck(f"{key} {word}", False, f"{key}: no value for {missing} (is the metric {metric!r} installed, "
+                                                 f"and does it give {column!r} on these examples?)", CANNOT_JUDGE)
+    moved = sign * (cand - ref)
+    return GateCheck(f"{key} {word}", moved <= limit,
+                     f"{key} {ref:g} → {cand:g} ({word} {moved:+g}, allowed ≤ {limit:g})", REGRESSION)
 
 
 def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -> GateCheck:

@@ -16,8 +16,10 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import normalize
+from ..scoring.metrics import per_example_metrics
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags, hallucination_html
+from .leaderboard import metric_columns
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
@@ -80,10 +82,13 @@ def _ci(interval) -> str:
 
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
+    metrics = {m.name: m for m in per_example_metrics() if m.name in metric_columns(frame)}
+    metric_heads = "".join(f'<th title="{_e(m.description)} ({m.better} is better)">{_e(m.name)}</th>'
+                           for m in metrics.values())
     head = ("<tr><th>Implementation</th><th>Model</th><th title=\"the weights as the implementation loaded them (its "
             "file or folder on disk)\">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
             "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th>"
-            "<th>Run</th></tr>")
+            f"{metric_heads}<th>Run</th></tr>")
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
@@ -93,7 +98,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f'{_num(r["QoI %"], 1)}'
             f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
-            f"<td><code>{_e(r['Run'])}</code></td></tr>")
+            + "".join(_num(r.get(name), 2) for name in metrics) + f"<td><code>{_e(r['Run'])}</code></td></tr>")
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 

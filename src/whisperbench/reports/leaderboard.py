@@ -11,9 +11,9 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
-from ..scoring.metrics import MetricContext, run_metrics, stored_options
+from ..scoring.metrics import MetricContext, per_example_metrics, run_metrics, stored_options
 from ..scoring.summary import rescored
-from ..scoring.table import table_summary, word_errors
+from ..scoring.table import metric_values, table_summary, word_errors
 from .compare import compare_runs
 from .escape import md_cell
 from .weights import english_only_languages, english_only_note, model_label, size_mb
@@ -122,12 +122,24 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "Finished": run.coverage.finished,
             "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
             "Hallucination": summary.get("hallucination"),
+            **metric_cells(run.score_table(normalizer)),
             "Run": run.name,
         })
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.sort_values(["Form", "Dataset", "WER %", "Implementation"], na_position="last")
     return frame.reset_index(drop=True)
+
+
+def metric_cells(table) -> dict[str, Optional[float]]:
+    """Each per-example metric's headline value for one run (a column named after the metric)."""
+    values = metric_values(table)
+    return {metric.name: metric.headline_of(values.get(metric.name)) for metric in per_example_metrics()}
+
+
+def metric_columns(frame: pd.DataFrame) -> list[str]:
+    """The per-example metrics' columns of a leaderboard frame that some run has a value of, in registry order."""
+    return [m.name for m in per_example_metrics() if m.name in frame and frame[m.name].notna().any()]
 
 
 def model_cell(frame: pd.DataFrame) -> list[str]:
@@ -168,6 +180,8 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     for column in ("Model", "Dataset", "Long-form algorithm", "Status"):  # text from manifests and command lines
         if column in shown:
             shown[column] = shown[column].map(md_cell)
+    for column in metric_columns(frame):
+        shown[column] = shown[column].map(lambda v: _fmt(v, 2))
     shown["Run"] = shown["Run"].map(lambda v: f"`{md_cell(v)}`")
     shown["Implementation"] = [f"**{md_cell(name)}** (reference)" if ref else md_cell(name)
                                for name, ref in zip(frame["Implementation"], frame["Reference"])]
@@ -187,7 +201,8 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         if part.empty:
             parts += ["_No runs._", ""]
             continue
-        columns = COLUMNS[:-1] + (["Long-form algorithm"] if form == "long" else []) + ["Run"]
+        columns = (COLUMNS[:-1] + metric_columns(part) + (["Long-form algorithm"] if form == "long" else [])
+                   + ["Run"])
         parts += [_table(part, columns), ""]
     parts += [
         "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "

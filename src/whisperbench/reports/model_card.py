@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from .escape import md_cell
-from .leaderboard import _fmt
+from .leaderboard import _fmt, metric_columns
 
 PROJECT_URL = "https://github.com/whisperbench/whisperbench"
 QOI_NOTE = ("QoI: the share of examples on which the implementation makes no more errors than the reference "
@@ -25,7 +25,7 @@ QOI_NOTE = ("QoI: the share of examples on which the implementation makes no mor
             "dataset's; only finished runs go into the model-index.")
 
 
-def _eval_results(rows: list[dict]) -> list:
+def _eval_results(rows: list[dict], metrics: list[str]) -> list:
     from huggingface_hub import EvalResult
 
     results = []
@@ -41,15 +41,19 @@ def _eval_results(rows: list[dict]) -> list:
         if not row["Reference"] and row["QoI %"] is not None:
             results.append(EvalResult(metric_type="qoi", metric_name=f"QoI {name}",
                                       metric_value=round(row["QoI %"], 1), **common))
+        results += [EvalResult(metric_type=metric, metric_name=f"{metric} {name}", metric_value=round(row[metric], 4),
+                               **common) for metric in metrics if row.get(metric) is not None]
     return results
 
 
-def _dataset_table(part: pd.DataFrame) -> str:
-    lines = ["| | Model | WER | QoI (%) | File Size (MB) | Status |", "|---|---|---|---|---|---|"]
+def _dataset_table(part: pd.DataFrame, metrics: list[str]) -> str:
+    heads = "".join(f" {md_cell(m)} |" for m in metrics)
+    lines = [f"| | Model | WER | QoI (%) | File Size (MB) | Status |{heads}", "|---|---|---|---|---|---|" + "---|" * len(metrics)]
     for _, row in part.iterrows():
         name = md_cell(row["Implementation"]) + (" (reference)" if row["Reference"] else "")
+        cells = "".join(f" {_fmt(row[m], 2)} |" for m in metrics)
         lines.append(f"| {name} | {md_cell(row['Model'])} | {_fmt(row['WER %'], 2)} | {_fmt(row['QoI %'], 1)} | "
-                     f"{_fmt(row['Size MB'], 0)} | {md_cell(row['Status'])} |")
+                     f"{_fmt(row['Size MB'], 0)} | {md_cell(row['Status'])} |{cells}")
     return "\n".join(lines)
 
 
@@ -58,12 +62,13 @@ def render_model_card(frame: pd.DataFrame, title: str = "Evaluation results", mo
     from huggingface_hub import ModelCardData
 
     records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    metrics = metric_columns(frame)
     data = ModelCardData(model_name=model_name or title, pipeline_tag="automatic-speech-recognition",
                          tags=["whisper", "whisperbench", "automatic-speech-recognition"], metrics=["wer"],
-                         eval_results=_eval_results(records) or None)
+                         eval_results=_eval_results(records, metrics) or None)
     parts = ["---", data.to_yaml(), "---", "", f"# {md_cell(title)}", ""]
     for dataset, part in frame.groupby("Dataset", sort=False):  # the reference first, then by QoI and WER
         part = part.sort_values(["Reference", "QoI %", "WER %"], ascending=[False, False, True], na_position="last")
-        parts += [f"Dataset: {md_cell(dataset)}", "", _dataset_table(part), ""]
+        parts += [f"Dataset: {md_cell(dataset)}", "", _dataset_table(part, metrics), ""]
     parts += [QOI_NOTE, "", f"Measured with [whisperbench]({PROJECT_URL}).", ""]
     return "\n".join(parts)

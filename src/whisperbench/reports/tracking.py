@@ -42,6 +42,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from ..redact import redact, redact_text
+from ..scoring.table import metric_values
 from ..scoring import counts_of, qoi_interval, rescored, wer_interval
 from ..store import StoredRun
 from .compare import compare_runs
@@ -167,6 +168,8 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     hallucination = summary.get("hallucination") or {}  # scoring/hallucination.py: counts of each kind
     metrics |= {f"hallucination.{k}": hallucination.get(k) for k in ("loops", "bursts", "nonspeech_with_output",
                                                                      "catastrophic", "nonspeech_output_rate")}
+    for name, value in metric_values(run.score_table(run.normalizer)).items():  # the per-example metrics
+        metrics |= {f"{name}.{column}": number for column, number in value.items()}
     if reference is not None:
         result = compare_runs(reference, run).result
         qoi_ci = qoi_interval(result)

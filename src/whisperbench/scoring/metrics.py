@@ -1,37 +1,106 @@
-"""The registry of run-level metrics: one module per measure, read by the summary (and from it the tables,
-the gate and the exports).
+"""The registry of metrics: one module per measure, read by the summary, the score table and from them every
+report (the leaderboard, ``compare``, the per-example export, the trackers and the gate).
 
-A metric is a pure function of a run's scored predictions (the raw output plus the normalized texts and
-alignment counts of :func:`~whisperbench.scoring.summary.score_prediction`) that returns a JSON-ready
-``dict`` stored under its name in ``summary.json``, or ``None`` when it does not apply to the run (no
-timing, no labels): then its key is left out, never filled with zeros.
+A metric is one of two kinds:
 
-A new measure is one module in ``scoring/`` with its per-example functions and one ``Metric``, listed in
-:data:`METRIC_MODULES`; nothing else changes for it to reach ``summary.json``.
+- **per example** (``per_example``): a pure function of one :class:`ScoredExample` (the raw output, the human
+  transcript, their normalized texts and word counts) returning named numbers. Each name is a column of the
+  run's score table (``METRIC.COLUMN``), and the run's value is each column's ``aggregate`` (sum, mean,
+  median, max or min) over the examples, stored under the metric's name in ``summary.json``. Its ``headline``
+  column is what a table shows, ``better`` which way is better, and the gate's ``--max-increase
+  METRIC.COLUMN=N`` bounds any column. A kernel that raises on one example leaves that example's values
+  empty, counted in the value's ``errors`` with the metric's name; the run goes on.
+- **run level** (``summarize``): a function of all the run's scored predictions that returns a JSON-ready
+  ``dict`` (hallucination, timing), or ``None`` when it does not apply (no timing, no labels): then its key
+  is left out, never filled with zeros.
 
->>> sorted(m.name for m in registered()) == sorted(m.name for m in registered())  # imported once, stable
-True
+Metrics come from the modules of :data:`METRIC_MODULES` and from any installed package through the entry-point
+group ``whisperbench.metrics`` (docs/metrics.md): nothing else changes for a new one to show everywhere.
+
+>>> toy = Metric("toy", "letters z", per_example=lambda e: {"z": float(e.hypothesis.count("z"))}, aggregate="sum")
+>>> example = ScoredExample("a", "ok", "jazz", "jazz", "jazz", "jazz", WordCounts(1, 0, 0, 0))
+>>> toy.value_of(toy.columns_of([example, example]))
+{'z': 4.0}
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
+import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Optional, Sequence
+from importlib.metadata import entry_points
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
 
 from ..errors import OptionError
-from ..types import Prediction
+from ..types import Prediction, WordCounts
+
+logger = logging.getLogger(__name__)
 
 #: the modules (under ``whisperbench.scoring``) that each define ``METRIC: Metric``
 METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing")
+#: the entry-point group through which an installed package adds metrics (``name = "module:METRIC"``)
+ENTRY_POINT_GROUP = "whisperbench.metrics"
+#: how a per-example column becomes the run's value (empty values left out)
+AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
+    "sum": np.sum, "mean": np.mean, "median": np.median, "max": np.max, "min": np.min}
+BETTER = ("lower", "higher")
+#: the column (and key of the run's value) counting the examples on which a per-example kernel raised
+ERRORS = "errors"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], Optional[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
+class ScoredExample:
+    """What a per-example metric sees of one example: its id and status, the human ``transcript`` and the
+    implementation's ``hypothesis`` (raw, as written; empty for a failed example), both normalized with the run's
+    normalizer, the word (and character) alignment counts, the language label and the durations.
+
+    >>> e = ScoredExample("a", "ok", "Hi there.", "hi there", "hi there", "hi there", WordCounts(2, 0, 0, 0))
+    >>> e.wer, e.transcript_words
+    (0.0, 2)
+    """
+
+    id: str
+    status: str
+    transcript: str
+    hypothesis: str
+    transcript_norm: str
+    hypothesis_norm: str
+    words: WordCounts
+    chars: Optional[WordCounts] = None
+    language: Optional[str] = None
+    audio_s: float = 0.0
+    infer_s: float = 0.0
+
+    @property
+    def wer(self) -> Optional[float]:
+        """The example's WER in percent; None when its normalized transcript is empty."""
+        return self.words.error_rate()
+
+    @property
+    def transcript_words(self) -> int:
+        """Words of the normalized transcript (WER's denominator)."""
+        return self.words.ref_words
+
+    @classmethod
+    def from_prediction(cls, pred: Prediction) -> "ScoredExample":
+        """The example of a scored prediction (``scoring.summary.score_prediction``)."""
+        score = pred.scored()
+        return cls(pred.id, pred.status, pred.reference, pred.hypothesis if pred.status == "ok" else "",
+                   score.reference_norm, score.hypothesis_norm, score.words, score.chars, pred.language,
+                   pred.audio_s, pred.infer_s)
+
+
+@dataclass(frozen=True)
 class MetricContext:
-    """What a metric may know about the run besides its predictions."""
+    """What a run-level metric may know about the run besides its predictions."""
 
     normalizer: str
     form: str = "short"
@@ -40,25 +109,174 @@ class MetricContext:
 
 @dataclass(frozen=True)
 class Metric:
-    """One run-level measure: ``summarize(scored predictions, context)`` -> ``summary.json[name]`` or None."""
+    """One measure: ``name`` (its key in summary.json, the prefix of its score-table columns), a one-line
+    ``description``, and either ``per_example`` (one example -> ``{column: number}``) with ``aggregate``,
+    ``headline`` (the column tables show; default the first) and ``better`` ("lower" or "higher"), or
+    ``summarize`` (the run's scored predictions -> its value, run level). ``options``: checks the metric's
+    ``--threshold`` options and returns them typed (run-level metrics)."""
 
     name: str
     description: str
-    summarize: SummarizeFn
-    #: checks this metric's options (``{name: value}``) and returns them typed; raises ValueError naming a bad one
+    summarize: Optional[SummarizeFn] = None
     options: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None
+    per_example: Optional[Callable[[ScoredExample], Mapping[str, float]]] = None
+    aggregate: str = "mean"
+    headline: Optional[str] = None
+    better: str = "lower"
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"metric name {self.name!r}: letters, digits, _ and - only (it names columns)")
+        if (self.summarize is None) == (self.per_example is None):
+            raise ValueError(f"metric {self.name!r}: give per_example or summarize (one of them)")
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"metric {self.name!r}: aggregate {self.aggregate!r} is not one of {', '.join(AGGREGATES)}")
+        if self.better not in BETTER:
+            raise ValueError(f"metric {self.name!r}: better must be 'lower' or 'higher', not {self.better!r}")
+
+    @property
+    def columnar(self) -> bool:
+        """Whether it is computed per example (its columns live in the score table)."""
+        return self.per_example is not None
+
+    def columns_of(self, examples: Iterable[ScoredExample]) -> dict[str, list[Optional[float]]]:
+        """``{column: one value per example}`` (None where the example gave no value or the kernel raised; the
+        failures are logged with the metric's and the example's names and kept under the column ``"errors"``)."""
+        assert self.per_example is not None, f"metric {self.name!r} is run level"
+        rows: list[dict[str, Optional[float]]] = []
+        failed: list[int] = []
+        for example in examples:
+            try:
+                rows.append({str(k): _finite(v) for k, v in dict(self.per_example(example)).items()})
+            except Exception as exc:  # a plug-in's bug fails this example's value, never the run
+                if not failed:
+                    logger.warning("metric %s failed on example %s: %s: %s", self.name, example.id,
+                                   type(exc).__name__, exc)
+                failed.append(len(rows))
+                rows.append({})
+        names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
+        columns: dict[str, list[Optional[float]]] = {name: [row.get(name) for row in rows] for name in names}
+        if failed:
+            logger.warning("metric %s failed on %d of %d examples (their values left empty)", self.name,
+                           len(failed), len(rows))
+            flags: list[Optional[float]] = [0.0] * len(rows)
+            for i in failed:
+                flags[i] = 1.0
+            columns[ERRORS] = flags
+        return columns
+
+    def value_of(self, columns: Mapping[str, Sequence[Optional[float]]]) -> dict[str, Any]:
+        """The run's value: each column aggregated over the examples that have it (None when none has)."""
+        reduce = AGGREGATES[self.aggregate]
+        value: dict[str, Any] = {}
+        for name, values in columns.items():
+            if name == ERRORS:
+                value[ERRORS] = int(sum(v or 0 for v in values))
+                continue
+            present = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+            value[name] = float(reduce(present)) if present.size else None
+        if value.get(ERRORS) == 0:
+            value.pop(ERRORS)
+        return value
+
+    def headline_column(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
+        """The column a table shows of a stored value: ``headline``, else the value's first numeric one."""
+        if self.headline or not isinstance(value, Mapping):
+            return self.headline
+        return next((k for k, v in value.items() if k != ERRORS and _is_number(v)), None)
+
+    def headline_of(self, value: Optional[Mapping[str, Any]]) -> Optional[float]:
+        """The headline number of a stored value (None without one)."""
+        name = self.headline_column(value)
+        number = value.get(name) if isinstance(value, Mapping) and name else None
+        return float(number) if number is not None and _is_number(number) else None
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _finite(value: Any) -> Optional[float]:
+    """A kernel's number as a float; None for None or NaN; anything else (a string, infinity) is its bug."""
+    if value is None:
+        return None
+    number = float(value)
+    if math.isnan(number):
+        return None
+    if math.isinf(number):
+        raise ValueError(f"value {value!r} is not finite")
+    return number
 
 
 @lru_cache(maxsize=None)
 def registered() -> tuple[Metric, ...]:
-    """Every metric of :data:`METRIC_MODULES`, in that order."""
-    metrics = []
-    for module in METRIC_MODULES:
-        metrics.append(importlib.import_module(f"{__package__}.{module}").METRIC)
+    """Every metric: those of :data:`METRIC_MODULES`, in that order, then those of installed packages (the
+    entry-point group ``whisperbench.metrics``, by entry-point name). One that cannot be loaded is left out
+    with a warning naming it (every other command still works); two metrics of one name: ValueError."""
+    metrics = [importlib.import_module(f"{__package__}.{module}").METRIC for module in METRIC_MODULES]
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            metric = ep.load()
+        except Exception as exc:  # a broken plug-in must not stop every command
+            logger.warning("metric entry point %s = %s cannot be loaded (%s: %s): left out", ep.name, ep.value,
+                           type(exc).__name__, exc)
+            continue
+        if not isinstance(metric, Metric):
+            logger.warning("metric entry point %s = %s is a %s, not a whisperbench Metric: left out", ep.name,
+                           ep.value, type(metric).__name__)
+            continue
+        metrics.append(metric)
     names = [m.name for m in metrics]
     if len(set(names)) != len(names):
         raise ValueError(f"two metrics share a name: {names}")
     return tuple(metrics)
+
+
+def per_example_metrics() -> tuple[Metric, ...]:
+    """The registered metrics computed per example (their columns are in every score table)."""
+    return tuple(m for m in registered() if m.columnar)
+
+
+def metric_named(name: str) -> Metric:
+    """The registered metric ``name``; an OptionError listing the known ones otherwise."""
+    for metric in registered():
+        if metric.name == name:
+            return metric
+    raise OptionError(f"unknown metric {name!r}; registered metrics: {', '.join(m.name for m in registered())}")
+
+
+def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[str, float]]:
+    """The gate's per-metric limits as ``{"METRIC.COLUMN": N}``, from ``["METRIC.COLUMN=N", …]`` (the command line)
+    or a mapping; the metric must be a registered per-example metric and N a finite number, else an OptionError
+    naming ``option``. None or empty: None.
+
+    >>> metric_limits(None) is None
+    True
+    """
+    if not values:
+        return None
+    pairs = values.items() if isinstance(values, Mapping) else (str(v).partition("=")[::2] for v in values)
+    out = {}
+    for key, number in pairs:
+        metric, dot, column = str(key).partition(".")
+        if not (dot and column and str(number).strip()):
+            raise OptionError(f"{option} {key}={number}: expected METRIC.COLUMN=N, e.g. zcount.z_letters=0")
+        if not metric_named(metric).columnar:
+            raise OptionError(f"{option} {key}: {metric!r} is a run-level metric; this limit takes a per-example "
+                              f"one ({', '.join(m.name for m in per_example_metrics()) or 'none installed'})")
+        try:
+            limit = float(number)
+        except (TypeError, ValueError):
+            raise OptionError(f"{option} {key}={number}: {number!r} is not a number") from None
+        if not math.isfinite(limit):
+            raise OptionError(f"{option} {key}={number}: the limit must be a finite number")
+        out[f"{metric}.{column}"] = limit
+    return out
+
+
+def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[Optional[float]]]:
+    """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's)."""
+    return {f"{metric.name}.{name}": values for metric in per_example_metrics()
+            for name, values in metric.columns_of(examples).items()}
 
 
 def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -103,10 +321,16 @@ def stored_options(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def run_metrics(scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any]:
-    """``{metric name: its value}`` for every registered metric that applies to the run."""
-    values = {}
+    """``{metric name: its value}`` for every registered metric that applies to the run (a per-example metric
+    applies to every run with examples)."""
+    values: dict[str, Any] = {}
+    examples = [ScoredExample.from_prediction(p) for p in scored] if per_example_metrics() and scored else []
     for metric in registered():
-        value = metric.summarize(scored, context)
+        if metric.columnar:
+            value = metric.value_of(metric.columns_of(examples)) if examples else None
+        else:
+            assert metric.summarize is not None
+            value = metric.summarize(scored, context)
         if value is not None:
             values[metric.name] = value
     return values

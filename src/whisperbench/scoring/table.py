@@ -3,8 +3,10 @@
 
 The table holds each prediction's id, raw texts, status, language, durations and its word and character
 counts scored with one normalizer (the stored counts where the run was scored with it, else scored afresh:
-the same counts :func:`~whisperbench.scoring.summary.summarize` uses). The run store keeps it beside
-``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale.
+the same counts :func:`~whisperbench.scoring.summary.summarize` uses), then one float column
+``METRIC.COLUMN`` per column of each per-example metric (:mod:`whisperbench.scoring.metrics`). The run store
+keeps it beside ``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale (another
+set of metrics installed included: :func:`metrics_key`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
+from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
 from .summary import rescored_all
 from .wer import corpus_wer
 
@@ -42,14 +45,38 @@ def score_table(predictions: Iterable[Prediction], normalizer: str) -> pa.Table:
         columns[name] = [getattr(s.words, name) for s in scores]
         columns[char_name] = [getattr(s.chars, name) if s.chars is not None else None for s in scores]
     columns["timed"] = [p.segments is not None or p.words is not None for p in scored]
-    return pa.table(columns, schema=SCHEMA)
+    metric_columns = example_columns([ScoredExample.from_prediction(p) for p in scored]) if scored else {}
+    schema = pa.schema(list(SCHEMA) + [pa.field(name, pa.float64()) for name in metric_columns])
+    return pa.table(columns | metric_columns, schema=schema)
+
+
+def metrics_key() -> str:
+    """The per-example metrics a table is built with (its metadata ``metrics``): a table built with another set
+    is stale."""
+    return ",".join(sorted(metric.name for metric in per_example_metrics()))
+
+
+def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
+    """``metric``'s run value from its columns in ``table`` (as ``summary.json`` holds it); None when the table has
+    none of its columns (no example, or built before it was installed)."""
+    prefix = f"{metric.name}."
+    names = [name for name in table.column_names if name.startswith(prefix)]
+    if not names or table.num_rows == 0:
+        return None
+    return metric.value_of({name[len(prefix):]: table[name].to_pylist() for name in names})
+
+
+def metric_values(table: pa.Table) -> dict[str, dict[str, Any]]:
+    """Every per-example metric's run value from ``table``: ``{metric name: {column: value}}``."""
+    values = {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def score_table_of_chunks(chunks: Iterable[list[Prediction]], normalizer: str) -> pa.Table:
     """:func:`score_table` over predictions given a chunk at a time (bounded memory), one row per id: where an
     id comes again, its last prediction (the run store's rule), in the order of first appearance."""
     tables = [score_table(chunk, normalizer) for chunk in chunks]
-    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    table = pa.concat_tables(tables, promote_options="default") if tables else SCHEMA.empty_table()
     return _last_per_id(table)
 
 

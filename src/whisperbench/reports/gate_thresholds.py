@@ -1,0 +1,120 @@
+"""Every limit the release gate checks, defined once: ``GateThresholds``. The command's flags (``cli/gate.py``
+builds them from the fields), the Python API's keywords (``api.gate(..., **thresholds)``) and the table in
+docs/usage.md (:func:`markdown_table`; a test compares them) all come from it. Imports nothing heavy: the
+command line builds its parser from it.
+
+>>> GateThresholds(min_qoi=90).quality_criteria()
+['min_qoi']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from ..errors import OptionError, WhisperbenchError
+from ..limits import GATE_LIMITS, check_limits
+
+#: the thresholds that judge quality: the gate needs at least one
+QUALITY = ("min_qoi", "max_wer_increase", "non_inferiority_margin", "non_inferiority_qoi_margin", "max_increase",
+           "max_decrease")
+INCONCLUSIVE_POLICIES = ("fail", "pass")
+
+
+def _limit(default: Any, help: str, metavar: Optional[str] = None, kind: str = "number") -> Any:
+    """A field with what its command-line flag needs: ``kind`` is number (a finite float), count (0 or more),
+    percent (the flag in %, the field a fraction), choice, flag (on/off) or metric (``METRIC.COLUMN=N``, repeatable)."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "kind": kind})
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """The gate's limits; None: that check is not made. The help of each field is its flag's help."""
+
+    min_qoi: Optional[float] = _limit(None, "minimum QoI in percent", "PCT")
+    max_wer_increase: Optional[float] = _limit(None, "maximum WER increase in points", "POINTS")
+    min_qoi_per_language: Optional[float] = _limit(
+        None, "also require this QoI within every labelled language (a release that holds English but regresses "
+              "German fails)", "PCT")
+    min_coverage: float = _limit(100.0, "% of the dataset's examples judged in both runs, or cannot judge", "PCT")
+    max_failed_pct: float = _limit(0.0, "% of candidate examples allowed to fail before the gate refuses to judge",
+                                   "PCT")
+    confidence: Optional[float] = _limit(
+        None, "fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs (the API takes the "
+              "fraction, 0.95)", "PCT", "percent")
+    max_new_loops: Optional[int] = _limit(
+        None, "fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond the "
+              "transcript) in the candidate but not in the reference", "N", "count")
+    max_new_bursts: Optional[int] = _limit(
+        None, "fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference does not",
+        "N", "count")
+    max_nonspeech_output_rate: Optional[float] = _limit(
+        None, "fail when the candidate writes text on more than PCT % of the non-speech examples (empty transcript; "
+              "see `whisperbench perturb --nonspeech`)", "PCT")
+    max_timing_error_ms: Optional[float] = _limit(
+        None, "fail when the candidate's median utterance-start error (dataset times), else its median word-start "
+              "difference from the reference run, exceeds MS", "MS")
+    non_inferiority_margin: Optional[float] = _limit(
+        None, "non-inferiority: pass only if the upper bound of the WER increase's CI (--confidence, default 95) is "
+              "below POINTS; verdict non-inferior, inconclusive (set too small) or regression shown", "POINTS")
+    non_inferiority_qoi_margin: Optional[float] = _limit(
+        None, "non-inferiority on QoI: the upper bound of the QoI drop (% of examples regressed) below POINTS",
+        "POINTS")
+    inconclusive: str = _limit("fail", "exit code of an inconclusive non-inferiority verdict: fail (1) or pass (0)",
+                               kind="choice")
+    max_increase: Optional[Mapping[str, float]] = _limit(
+        None, "any per-example metric (docs/metrics.md; repeatable): fail when the candidate's run value of COLUMN "
+              "exceeds the reference's by more than N, e.g. zcount.z_letters=0", "METRIC.COLUMN=N", "metric")
+    max_decrease: Optional[Mapping[str, float]] = _limit(
+        None, "the same for a metric where higher is better (repeatable): fail when the candidate's value falls more "
+              "than N below the reference's", "METRIC.COLUMN=N", "metric")
+    allow_self_comparison: bool = _limit(
+        False, "judge even when both sides are one run (same folder, run id or predictions); without it that is "
+               "refused (exit 2): a run compared with itself always passes", kind="flag")
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> "GateThresholds":
+        """Thresholds from keywords (the API's), each checked: a number in its documented range
+        (:mod:`whisperbench.limits`), a per-metric limit of a registered metric, a known policy; an unknown
+        keyword or a bad value is an OptionError naming it as its flag."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise OptionError(f"unknown gate threshold(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        from ..scoring.metrics import metric_limits
+
+        checked = check_limits(values, GATE_LIMITS)
+        for key in ("max_increase", "max_decrease"):
+            if key in checked:
+                checked[key] = metric_limits(checked[key], flag(key))
+        if checked.get("inconclusive", "fail") not in INCONCLUSIVE_POLICIES:
+            raise OptionError(f"--inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, not "
+                              f"{checked['inconclusive']!r}")
+        return cls(**checked)
+
+    def quality_criteria(self) -> list[str]:
+        """The quality thresholds set (the gate needs one)."""
+        return [name for name in QUALITY if getattr(self, name) not in (None, {})]
+
+    def require_quality(self) -> None:
+        """A WhisperbenchError naming the quality flags when none is set."""
+        if not self.quality_criteria():
+            raise WhisperbenchError("the gate needs a quality criterion: " + ", ".join(flag(n) for n in QUALITY))
+
+
+def flag(name: str) -> str:
+    """A field's command-line flag: ``min_qoi`` -> ``--min-qoi``."""
+    return "--" + name.replace("_", "-")
+
+
+def markdown_table() -> str:
+    """The thresholds as docs/usage.md shows them: flag, default, what it does (generated, compared by a test)."""
+    lines = ["| flag | default | what it checks |", "|---|---|---|"]
+    for f in dataclasses.fields(GateThresholds):
+        meta = f.metadata
+        shown = flag(f.name) + (f" {meta['metavar']}" if meta["metavar"] else "")
+        default = f"{f.default:g} %" if isinstance(f.default, float) else \
+            "off" if f.default is None or f.default is False else str(f.default)
+        lines.append(f"| `{shown}` | {default} | {meta['help'].replace('|', '/')} |")
+    return "\n".join(lines)

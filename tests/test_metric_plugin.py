@@ -1,0 +1,221 @@
+"""A metric from another installed package (the entry-point group ``whisperbench.metrics``) shows everywhere a
+built-in figure does: summary.json, compare (terminal and JSON), report (markdown, HTML, CSV), the per-example
+export, the trackers and the gate. The package is docs/metrics.md's own example, installed as a separate
+distribution (a ``.dist-info`` with ``entry_points.txt`` on the path); every figure is checked against a count
+of the letter z made here from the hypotheses files, without whisperbench."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import BUNDLED, REPO
+
+RECORDED = BUNDLED / "recorded" / "openai-whisper-base.jsonl"
+
+
+def _docs_example() -> str:
+    """The toy metric's code as docs/metrics.md gives it (the test runs the documented contract)."""
+    text = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(# toy_metric\.py.*?)```", text, re.S)
+    assert block, "docs/metrics.md lost its toy_metric.py example"
+    return block.group(1)
+
+
+@pytest.fixture
+def toy_site(tmp_path, monkeypatch):
+    """A folder on sys.path holding the package ``toy_metric`` and its distribution's entry point."""
+    site = tmp_path / "site"
+    dist = site / "toy_metric-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (site / "toy_metric.py").write_text(_docs_example(), encoding="utf-8")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-metric\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nzcount = toy_metric:METRIC\n", encoding="utf-8")
+    from whisperbench.scoring.metrics import registered
+
+    monkeypatch.syspath_prepend(str(site))
+    registered.cache_clear()
+    yield site
+    sys.modules.pop("toy_metric", None)
+    registered.cache_clear()
+
+
+def _hypotheses(tmp_path: Path) -> tuple[Path, Path, dict[str, int], dict[str, int]]:
+    """The reference's hypotheses (the recorded base run, one z added to its first line) and the candidate's
+    (every s of the first three lines made z), with their z counts per id, counted here."""
+    rows = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
+    ref_rows = [dict(r, hypothesis=r["hypothesis"] + (" Oz." if i == 0 else "")) for i, r in enumerate(rows)]
+    cand_rows = [dict(r, hypothesis=r["hypothesis"].replace("s", "z") if i < 3 else r["hypothesis"])
+                 for i, r in enumerate(rows)]
+    paths = []
+    for name, data in (("ref", ref_rows), ("cand", cand_rows)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
+        paths.append(path)
+    counts = [{r["id"]: r["hypothesis"].count("z") for r in data} for data in (ref_rows, cand_rows)]
+    return paths[0], paths[1], counts[0], counts[1]
+
+
+def _cli(args: list[str], site: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "whisperbench", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_an_installed_metric_shows_in_every_output_and_gates(toy_site, tmp_path):
+    ref_path, cand_path, ref_z, cand_z = _hypotheses(tmp_path)
+    runs = tmp_path / "runs"
+    for name, path in (("ref", ref_path), ("cand", cand_path)):
+        done = _cli(["score", "--dataset", str(BUNDLED / "shortform" / "manifest.jsonl"), "--hypotheses", str(path),
+                     "--name", name, "--runs-dir", str(runs)], toy_site, tmp_path)
+        assert done.returncode == 0, done.stderr
+    ref_sum, cand_sum = sum(ref_z.values()), sum(cand_z.values())
+    assert cand_sum > ref_sum > 0  # the check below can fail both ways
+
+    summary = json.loads((runs / "cand" / "summary.json").read_text(encoding="utf-8"))
+    value = summary.get("zcount") or summary.get("metrics", {}).get("zcount")
+    assert value == {"z_letters": float(cand_sum)}
+
+    compared = _cli(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"],
+                    toy_site, tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    zcount = json.loads(compared.stdout)[0]["metrics"]["zcount"]
+    assert zcount["candidate"] == {"z_letters": cand_sum} and zcount["reference"] == {"z_letters": ref_sum}
+    terminal = _cli(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)], toy_site,
+                    tmp_path)
+    header = next(line for line in terminal.stdout.splitlines() if "QoI" in line)
+    assert "zcount" in header
+    row = next(line for line in terminal.stdout.splitlines() if line.startswith("| cand "))
+    assert f"{cand_sum:.2f}" in row
+
+    for fmt, out in (("md", "board.md"), ("html", "board.html"), ("csv", "board.csv")):
+        done = _cli(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--out", out,
+                     "--quiet"], toy_site, tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "zcount" in (tmp_path / out).read_text(encoding="utf-8"), fmt
+    with open(tmp_path / "board.csv", encoding="utf-8") as f:
+        board = {row["Run"]: row for row in csv.DictReader(f)}
+    assert float(board["cand"]["zcount"]) == cand_sum and float(board["ref"]["zcount"]) == ref_sum
+
+    done = _cli(["export", "cand", "--reference", "ref", "--out", "rows.csv", "--runs-dir", str(runs)], toy_site,
+                tmp_path)
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "rows.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert {row["id"]: float(row["z_letters"]) for row in rows} == {i: float(n) for i, n in cand_z.items()}
+
+    gate = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--max-failed-pct", "100"]
+    exceeded = _cli(gate + ["--max-increase", f"zcount.z_letters={cand_sum - ref_sum - 1}"], toy_site, tmp_path)
+    assert exceeded.returncode == 1, exceeded.stdout + exceeded.stderr
+    assert "zcount.z_letters" in exceeded.stdout
+    held = _cli(gate + ["--max-increase", f"zcount.z_letters={cand_sum - ref_sum}"], toy_site, tmp_path)
+    assert held.returncode == 0, held.stdout + held.stderr
+    unknown = _cli(gate + ["--max-increase", "nosuch.x=1"], toy_site, tmp_path)
+    assert unknown.returncode == 2 and "unknown metric 'nosuch'" in unknown.stderr
+
+    from whisperbench import load_run
+    from whisperbench.reports.tracking import tracked_run
+
+    tracked = tracked_run(load_run(runs / "cand"), load_run(runs / "ref"))  # what MLflow and W&B are given
+    assert tracked.metrics["zcount.z_letters"] == cand_sum
+    assert dict(zip(tracked.examples["id"], tracked.examples["z_letters"])) == cand_z
+
+
+def test_a_metric_installed_after_the_run_shows_for_it(toy_site, tmp_path):
+    """The score table records its metrics: one built before the plug-in is rebuilt with its columns."""
+    from whisperbench import load_run, score
+    from whisperbench.scoring.metrics import registered
+    from whisperbench.scoring.table import metric_values
+
+    ref_path, _, ref_z, _ = _hypotheses(tmp_path)
+    sys.path.remove(str(toy_site))
+    registered.cache_clear()
+    assert "zcount" not in [m.name for m in registered()]
+    run = score(ref_path, BUNDLED / "shortform" / "manifest.jsonl", runs_dir=tmp_path / "runs", name="before")
+    assert "zcount" not in metric_values(run.score_table())
+    sys.path.insert(0, str(toy_site))
+    registered.cache_clear()
+    assert metric_values(load_run(run.store.path).score_table()) == {"zcount": {"z_letters": sum(ref_z.values())}}
+
+
+def test_a_kernel_that_raises_fails_that_example_value_not_the_run(caplog):
+    from whisperbench import Metric, ScoredExample
+    from whisperbench.types import WordCounts
+
+    def fragile(example: ScoredExample) -> dict[str, float]:
+        if example.id == "b":
+            raise RuntimeError("cannot read this one")
+        return {"words": float(example.transcript_words)}
+
+    metric = Metric("fragile", "raises on b", per_example=fragile, aggregate="sum")
+    examples = [ScoredExample(i, "ok", "a b", "a b", "a b", "a b", WordCounts(2, 0, 0, 0)) for i in "abc"]
+    columns = metric.columns_of(examples)
+    assert columns == {"words": [2.0, None, 2.0], "errors": [0.0, 1.0, 0.0]}
+    assert metric.value_of(columns) == {"words": 4.0, "errors": 1}
+    assert "fragile" in caplog.text and "b" in caplog.text and "cannot read this one" in caplog.text
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"per_example": None}, "give per_example or summarize"),
+    ({"aggregate": "mode"}, "aggregate 'mode'"),
+    ({"better": "up"}, "better must be"),
+    ({"name": "z.count"}, "letters, digits"),
+])
+def test_a_malformed_metric_is_refused_naming_it(kwargs, message):
+    from whisperbench import Metric
+
+    settings = dict(name="zcount", description="z", per_example=lambda e: {}, aggregate="sum") | kwargs
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Metric(**settings)
+
+
+def test_a_broken_entry_point_is_left_out_with_a_warning(tmp_path, monkeypatch, caplog):
+    from whisperbench.scoring.metrics import registered
+
+    dist = tmp_path / "broken-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nbroken = no_such_module:METRIC\n",
+                                           encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registered.cache_clear()
+    try:
+        names = [m.name for m in registered()]
+    finally:
+        registered.cache_clear()
+    assert "hallucination" in names and "broken" not in names
+    assert "broken = no_such_module:METRIC" in caplog.text
+
+
+def test_gate_thresholds_as_a_record_or_as_keywords_judge_alike(tmp_path):
+    """``GateThresholds`` is the gate's one definition: the record and the keywords give the same checks, an unknown
+    keyword or an out-of-range value is refused naming it, and a per-metric limit alone is a quality criterion."""
+    from whisperbench import gate, score
+    from whisperbench.errors import OptionError, WhisperbenchError
+    from whisperbench.reports.gate_thresholds import GateThresholds
+
+    ref_path, cand_path, _, _ = _hypotheses(tmp_path)
+    manifest = BUNDLED / "shortform" / "manifest.jsonl"
+    ref = score(ref_path, manifest, runs_dir=tmp_path / "runs", name="ref")
+    cand = score(cand_path, manifest, runs_dir=tmp_path / "runs", name="cand")
+    by_record = gate(ref, cand, thresholds=GateThresholds(min_qoi=50.0, max_wer_increase=0.0, confidence=0.9))
+    by_keywords = gate(ref, cand, min_qoi=50.0, max_wer_increase=0.0, confidence=0.9)
+    assert [(c.name, c.passed, c.detail) for c in by_record.checks] == \
+        [(c.name, c.passed, c.detail) for c in by_keywords.checks]
+    with pytest.raises(OptionError, match="unknown gate threshold.*min_qio"):
+        gate(ref, cand, min_qio=50.0)
+    with pytest.raises(OptionError, match="--min-qoi"):
+        gate(ref, cand, min_qoi=150.0)
+    with pytest.raises(WhisperbenchError, match="needs a quality criterion"):
+        gate(ref, cand, min_coverage=50.0)
+    wer_delta = by_record.comparison.candidate_wer - by_record.comparison.reference_wer
+    assert by_record.code == by_keywords.code == 0  # six examples: not significant at 90 %
+    assert wer_delta > 0 and gate(ref, cand, thresholds=GateThresholds(max_wer_increase=0.0)).code == 1
+
