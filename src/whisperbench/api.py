@@ -43,6 +43,7 @@ from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
+from .harness import rescore as rescore_run
 from .harness.runner import RunResult
 from .harness.sweep import (DEFAULT_IMPLEMENTATIONS, SweepEntry, SweepResult, plan_sweep, reference_variant,
                             run_sweep)
@@ -56,9 +57,12 @@ from .reports.gate import evaluate_repeats
 from .reports.gate_thresholds import GateThresholds
 from .reports.leaderboard import default_references, describe_references
 from .reports.noise import NoiseReport, run_noise
+from .reports.notes import comparison_notes
 from .reports.runs import RunRow, run_rows
 from .reports.runs import remove_runs as _remove_runs
+from .scoring.metrics import checked_options, parse_metric_options
 from .scoring.power import Plan
+from .scoring.record import Summary
 from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
 from .store import StoredRun, list_runs, open_run, same_run_reason
@@ -244,6 +248,25 @@ def _stored(result: RunResult) -> StoredRun:
     return open_run(str(result.store.path))
 
 
+def rescore(run: RunLike, *, normalizer: Optional[str] = None, thresholds: Any = None,
+            runs_dir: PathLike = "runs") -> Summary:
+    """A run's summary.json recomputed from its stored raw outputs (``whisperbench rescore``) and written back:
+    with another ``normalizer``, or other metric ``thresholds`` (``["hallucination.burst_words=4", …]`` or
+    ``{"hallucination": {"burst_words": 4}}``; the run's own are kept otherwise). Every figure not about scoring
+    (timings, memory, the machine) is kept as it was.
+
+    >>> import tempfile
+    >>> base = score(RECORDED / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=tempfile.mkdtemp())
+    >>> rescore(base, normalizer="basic").normalizer, load_run(base.store.path).summary.normalizer
+    ('basic', 'basic')
+    """
+    options = None
+    if thresholds:
+        options = checked_options(dict(thresholds)) if isinstance(thresholds, dict) \
+            else parse_metric_options(list(thresholds))
+    return rescore_run(load_run(run, runs_dir).store, normalizer, options)
+
+
 def block_labels(run: RunLike, column: str, *, dataset: Optional[PathLike] = None,
                  runs_dir: PathLike = "runs") -> dict[str, Any]:
     """Example id -> its value of ``column`` (e.g. ``"speaker"``): the blocks of a blocked bootstrap
@@ -304,10 +327,17 @@ def compare(reference: RunLike, candidate: RunLike, runs_dir: PathLike = "runs",
     if reason:
         log.warning("%s is the reference run itself (%s): QoI 100 %% proves nothing", cand.name, one_line(reason))
     if not significance:
-        return compare_runs(ref, cand)
+        return _noted([compare_runs(ref, cand)])[0]
     settings = significance_settings(block_by, confidence, resamples, seed)
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
-    return compare_runs(ref, cand, settings, groups)
+    return _noted([compare_runs(ref, cand, settings, groups)])[0]
+
+
+def _noted(comparisons: list[Comparison]) -> list[Comparison]:
+    """``comparisons`` with their ``.notes`` (what ``compare`` prints under its table) set."""
+    for comparison in comparisons:
+        comparison.notes = comparison_notes(comparison)
+    return comparisons
 
 
 def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLike = "runs",
@@ -317,7 +347,7 @@ def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLik
     ref = load_run(reference, runs_dir)
     comparisons = [compare(ref, candidate, runs_dir, **options) for candidate in candidates]
     adjust_holm(comparisons)
-    return comparisons
+    return _noted(comparisons) if len(comparisons) > 1 else comparisons  # the Holm note, once adjusted
 
 
 def gate(reference: RunLike, candidate: RunLike, *, thresholds: Optional[GateThresholds] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import add_runs_dir, confidence_fraction, finite, fmt, print_json, significance_args, significance_options, whole
+from .common import add_runs_dir, confidence_fraction, finite, print_json, significance_args, significance_options, whole
 
 
 def command(args) -> int:
@@ -23,7 +23,7 @@ def command(args) -> int:
                           hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
         return 0
     print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
-    _print_compare_notes(reference, comparisons)
+    _print_compare_notes(comparisons)
     _print_languages(reference, comparisons)
     if args.examples:
         _print_regressions(comparisons, args.examples)
@@ -49,56 +49,10 @@ def _print_regressions(comparisons, n: int) -> None:
         print("\n" + render_regressions(c, n, colour=colour))
 
 
-def _print_compare_notes(reference, comparisons) -> None:
-    from ..reports.escape import one_line
-    from ..reports.gate import format_significance
-
+def _print_compare_notes(comparisons) -> None:
     for c in comparisons:
-        r = c.result
-        notes = []
-        notes.append(f"weights: {c.weights}")
-        if not c.same_dataset:
-            notes.append("datasets differ (content hashes)")
-        for label, ids in (("only in reference", r.only_in_reference), ("only in candidate", r.only_in_candidate),
-                           ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
-            if ids:
-                notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
-        notes += _hallucination_notes(reference, c.candidate)
-        notes += format_significance(c.significance) if c.significance else []
-        if c.holm:
-            notes.append(f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
-                         f"{fmt(c.holm['sign_test'], 3)}, MAPSSWE p = {fmt(c.holm['mapsswe'], 3)}, bootstrap WER p = "
-                         f"{fmt(c.holm['wer_difference'], 3)}")
-        notes += _english_only_notes(reference, c.candidate)
-        notes += _setting_notes(reference, c.candidate)
-        for note in notes:
+        for note in c.notes:
             print(f"  {c.candidate.name}: {note}")
-
-
-def _setting_notes(reference, candidate) -> list[str]:
-    from ..runinfo import identity_differences
-
-    said = identity_differences(reference.meta, candidate.meta, "the reference", ("decoding", "normalizer", "long_form"))
-    return [f"settings that differ from the reference: {'; '.join(said)}"] if said else []
-
-
-def _english_only_notes(reference, candidate) -> list[str]:
-    from ..reports.weights import english_only_languages
-
-    return [f"{side} {run.meta.model} is English-only, yet examples are labelled {', '.join(languages)}: its WER "
-            "there measures a model that cannot transcribe them"
-            for side, run in (("the reference's model", reference), ("the candidate's model", candidate))
-            if (languages := english_only_languages(run))]
-
-
-def _hallucination_notes(reference, candidate) -> list[str]:
-    from ..reports.hallucination import describe_ids, hallucination_diff
-
-    diff = hallucination_diff(reference, candidate)
-    notes = [f"new {kind} vs the reference: {len(ids)} ({describe_ids(ids)})" for kind, ids in diff.new.items()]
-    if diff.nonspeech:
-        notes.append(f"output on {len(diff.nonspeech_with_output)} of {diff.nonspeech} non-speech examples")
-    return notes
 
 
 def register(sub: Any) -> None:

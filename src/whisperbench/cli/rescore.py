@@ -10,11 +10,10 @@ from .common import add_runs_dir, add_threshold_arg, fmt, metric_options, print_
 
 def command(args) -> int:
     """``whisperbench rescore``: recompute a run's summary from its stored raw outputs."""
-    from ..harness import rescore
-    from ..store import open_run
+    from ..api import load_run, rescore
 
-    run = open_run(args.run, args.runs_dir)
-    summary = rescore(run.store, args.normalizer, metric_options(args) or None)
+    run = load_run(args.run, args.runs_dir)
+    summary = rescore(run, normalizer=args.normalizer, thresholds=metric_options(args) or None)
     print_json(summary.to_dict()) if args.json else print(
         f"run {run.name}: WER {fmt(summary.wer)}% with normalizer {summary.normalizer}")
     return 0

@@ -35,6 +35,9 @@ class Comparison:
     holm: dict = field(default_factory=dict)
     #: every per-example metric's run value on each side: ``{metric: {"reference": {...}, "candidate": {...}}}``
     metrics: dict = field(default_factory=dict)
+    #: what ``compare`` prints under its table for this candidate (weights, unjoined examples, new hallucinations,
+    #: paired tests, English-only models, differing settings); filled by the API (:mod:`whisperbench.reports.notes`)
+    notes: list = field(default_factory=list)
 
     def metric_increase(self, metric: str, column: str) -> Optional[float]:
         """How much the candidate's value of ``metric``'s ``column`` exceeds the reference's (None when either
@@ -62,6 +65,7 @@ class Comparison:
             **(self.significance.to_dict() if self.significance else {}),
             **({"holm": self.holm} if self.holm else {}),
             **({"metrics": self.metrics} if self.metrics else {}),
+            **({"notes": self.notes} if self.notes else {}),
             **self.result.to_json(with_examples),
         }
 
