@@ -142,7 +142,7 @@ def test_a_metric_installed_after_the_run_shows_for_it(toy_site, tmp_path):
     assert "zcount" not in metric_values(run.score_table())
     sys.path.insert(0, str(toy_site))
     registered.cache_clear()
-    assert metric_values(load_run(run.store.path).score_table()) == {"zcount": {"z_letters": sum(ref_z.values())}}
+    assert metric_values(load_run(run.store.path).score_table())["zcount"] == {"z_letters": sum(ref_z.values())}
 
 
 def test_a_kernel_that_raises_fails_that_example_value_not_the_run(caplog):

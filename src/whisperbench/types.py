@@ -313,6 +313,8 @@ class Prediction:
             value = example.extra.get(key)
             if value and isinstance(value, list) and all(isinstance(item, dict) for item in value):
                 extra[f"reference_{key}"] = value  # (a "words" column of plain strings is someone else's data)
+        if isinstance(example.extra.get("formatted"), (bool, str)):  # the manifest says whether the text is formatted
+            extra["formatted"] = example.extra["formatted"]
         return cls(id=example.id, reference=storable_text(example.text), hypothesis="", audio_s=example.duration_s or 0.0,
                    language=example.language, extra=extra)
 

@@ -13,6 +13,7 @@ from ..store import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
+from ..scoring.formatting import formatting_parity
 from ..scoring.metrics import metric_named, per_example_metrics
 from ..scoring.table import metric_values, table_wer
 from .timing import timing_columns
@@ -38,6 +39,8 @@ class Comparison:
     #: what ``compare`` prints under its table for this candidate (weights, unjoined examples, new hallucinations,
     #: paired tests, English-only models, differing settings); filled by the API (:mod:`whisperbench.reports.notes`)
     notes: list = field(default_factory=list)
+    #: the candidate's formatting against the reference run's output (scoring.formatting.formatting_parity)
+    formatting_parity: Optional[dict] = None
 
     def metric_increase(self, metric: str, column: str) -> Optional[float]:
         """How much the candidate's value of ``metric``'s ``column`` exceeds the reference's (None when either
@@ -66,6 +69,7 @@ class Comparison:
             **({"holm": self.holm} if self.holm else {}),
             **({"metrics": self.metrics} if self.metrics else {}),
             **({"notes": self.notes} if self.notes else {}),
+            **({"formatting_parity": self.formatting_parity} if self.formatting_parity else {}),
             **self.result.to_json(with_examples),
         }
 
@@ -93,6 +97,8 @@ def compare_runs(reference: StoredRun, candidate: StoredRun, significance: Optio
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
         metrics=paired_metric_values(ref_table, cand_table),
+        formatting_parity=formatting_parity(((e.reference_hypothesis, e.candidate_hypothesis) for e in result.examples
+                                             if not e.candidate_failed), normalizer),
     )
 
 
@@ -172,6 +178,7 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
             "weights": c.weights,
             "cand status": str(c.candidate.coverage),
             **c.timing,
+            "format drift %": (c.formatting_parity or {}).get("drift_pct"),
             **{name: metric_named(name).headline_of(sides["candidate"]) for name, sides in c.metrics.items()},
             **(_significance_columns(c.significance) if c.significance else {}),
             **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),

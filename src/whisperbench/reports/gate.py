@@ -142,6 +142,8 @@ def _quality_checks(comparison: Comparison, t: GateThresholds, settings: Signifi
                                         t.max_nonspeech_output_rate)
     if t.max_timing_error_ms is not None:
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
+    if t.max_formatting_drift is not None:
+        checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
         checks += [_metric_check(comparison, key, limit, sign) for key, limit in (limits or {}).items()]
     return checks
@@ -255,6 +257,21 @@ def _hallucination_checks(reference: StoredRun, candidate: StoredRun, max_loops:
                                     f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
                                     f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}", REGRESSION))
     return checks
+
+
+def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:
+    """The share of joined examples whose output differs from the reference run's in formatting only (normalized
+    words equal) must not exceed ``limit`` %; without joined examples it cannot be judged."""
+    parity = comparison.formatting_parity
+    if parity is None:
+        return GateCheck("formatting drift", False, "no example transcribed by both runs: formatting parity cannot "
+                                                    "be judged", CANNOT_JUDGE)
+    per = "n/a" if parity["per"] is None else f"{parity['per']:.1f}%"
+    return GateCheck("formatting drift", parity["drift_pct"] <= limit,
+                     f"formatting differs from the reference run on {parity['drift_examples']} of {parity['examples']} "
+                     f"examples whose normalized words agree ({parity['drift_pct']:.1f}%, allowed ≤ {limit:g}%; "
+                     f"{parity['number_drift_examples']} in numbers only; PER against the reference run {per})",
+                     REGRESSION)
 
 
 def _metric_check(comparison: Comparison, key: str, limit: float, sign: int) -> GateCheck:

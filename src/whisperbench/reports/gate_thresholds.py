@@ -18,7 +18,7 @@ from ..limits import GATE_LIMITS, check_limits
 
 #: the thresholds that judge quality: the gate needs at least one
 QUALITY = ("min_qoi", "max_wer_increase", "non_inferiority_margin", "non_inferiority_qoi_margin", "max_increase",
-           "max_decrease")
+           "max_decrease", "max_formatting_drift")
 INCONCLUSIVE_POLICIES = ("fail", "pass")
 
 
@@ -69,6 +69,9 @@ class GateThresholds:
     max_decrease: Optional[Mapping[str, float]] = _limit(
         None, "the same for a metric where higher is better (repeatable): fail when the candidate's value falls more "
               "than N below the reference's", "METRIC.COLUMN=N", "metric")
+    max_formatting_drift: Optional[float] = _limit(
+        None, "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
+              "on more than PCT % of the examples whose normalized words agree (docs/measuring.md)", "PCT")
     allow_self_comparison: bool = _limit(
         False, "judge even when both sides are one run (same folder, run id or predictions); without it that is "
                "refused (exit 2): a run compared with itself always passes", kind="flag")

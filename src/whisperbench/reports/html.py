@@ -87,8 +87,9 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
                            for m in metrics.values())
     head = ("<tr><th>Implementation</th><th>Model</th><th title=\"the weights as the implementation loaded them (its "
             "file or folder on disk)\">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
-            "<th>QoI %</th><th>QoI 95% CI</th><th>RTFx</th><th>Examples</th><th>Failed</th><th>Status</th>"
-            f"{metric_heads}<th>Run</th></tr>")
+            "<th>QoI %</th><th>QoI 95% CI</th><th title=\"% of examples whose output differs from the reference "
+            "run's in punctuation, casing or numbers only\">Format drift %</th><th>RTFx</th><th>Examples</th>"
+            f"<th>Failed</th><th>Status</th>{metric_heads}<th>Run</th></tr>")
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
@@ -96,7 +97,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}{_warning(r)}</td>'
             f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}'
             f'{_num(r["QoI %"], 1)}'
-            f'{_ci(r["QoI CI"])}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
+            f'{_ci(r["QoI CI"])}{_num(r.get("Format drift %"), 1)}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
             + "".join(_num(r.get(name), 2) for name in metrics) + f"<td><code>{_e(r['Run'])}</code></td></tr>")
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'

@@ -97,10 +97,12 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
         normalizer = reference.normalizer if reference else run.normalizer
         summary = table_summary(run.score_table(normalizer)) | _metric_values(run, normalizer)
         wer_ci = wer_interval(*word_errors(run.score_table(normalizer)), confidence)
-        qoi_value = qoi_ci = None
+        qoi_value = qoi_ci = drift = None
         if reference is not None:
-            result = compare_runs(reference, run).result
+            comparison = compare_runs(reference, run)
+            result = comparison.result
             qoi_value, qoi_ci = result.qoi, qoi_interval(result, confidence)
+            drift = None if reference is run else (comparison.formatting_parity or {}).get("drift_pct")
         stored = run.summary
         rows.append({
             "Form": run.form,
@@ -114,6 +116,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             "WER CI": wer_ci,
             "QoI %": qoi_value,
             "QoI CI": qoi_ci,
+            "Format drift %": drift,
             "RTFx": stored.rtfx if stored is not None else summary["rtfx"],
             "RTFx reliable": stored is None or stored.rtfx_reliable is not False,
             "Examples": summary["num_examples"],
@@ -180,7 +183,7 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     for column in ("Model", "Dataset", "Long-form algorithm", "Status"):  # text from manifests and command lines
         if column in shown:
             shown[column] = shown[column].map(md_cell)
-    for column in metric_columns(frame):
+    for column in metric_columns(frame) + (["Format drift %"] if "Format drift %" in shown else []):
         shown[column] = shown[column].map(lambda v: _fmt(v, 2))
     shown["Run"] = shown["Run"].map(lambda v: f"`{md_cell(v)}`")
     shown["Implementation"] = [f"**{md_cell(name)}** (reference)" if ref else md_cell(name)
@@ -201,14 +204,18 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
         if part.empty:
             parts += ["_No runs._", ""]
             continue
-        columns = (COLUMNS[:-1] + metric_columns(part) + (["Long-form algorithm"] if form == "long" else [])
+        drift = ["Format drift %"] if part["Format drift %"].notna().any() else []
+        columns = (COLUMNS[:-1] + drift + metric_columns(part) + (["Long-form algorithm"] if form == "long" else [])
                    + ["Run"])
         parts += [_table(part, columns), ""]
     parts += [
         "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
-        "seed 0; above 50,000 examples the resampled sums are drawn from their normal limit). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
+        "seed 0; above 50,000 examples the resampled sums are drawn from their normal limit). Format drift: % of "
+        "examples whose output differs from the reference run's in punctuation, casing or numbers only (the "
+        "normalized words agree). formatting: F-WER, unnormalized WER, on the examples with a formatted transcript "
+        "(mixed case or punctuation). RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; "
         "Status: examples stored of the dataset's, and whether the run finished (a stopped run's figures cover "
         "only what it stored). "
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its run.json): "

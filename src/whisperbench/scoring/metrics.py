@@ -42,7 +42,7 @@ from ..types import Prediction, WordCounts
 logger = logging.getLogger(__name__)
 
 #: the modules (under ``whisperbench.scoring``) that each define ``METRIC: Metric``
-METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing")
+METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing", "formatting")
 #: the entry-point group through which an installed package adds metrics (``name = "module:METRIC"``)
 ENTRY_POINT_GROUP = "whisperbench.metrics"
 #: how a per-example column becomes the run's value (empty values left out)
@@ -78,6 +78,8 @@ class ScoredExample:
     language: Optional[str] = None
     audio_s: float = 0.0
     infer_s: float = 0.0
+    #: what the dataset says of the example beyond its text (e.g. a manifest's ``formatted`` column)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def wer(self) -> Optional[float]:
@@ -95,7 +97,7 @@ class ScoredExample:
         score = pred.scored()
         return cls(pred.id, pred.status, pred.reference, pred.hypothesis if pred.status == "ok" else "",
                    score.reference_norm, score.hypothesis_norm, score.words, score.chars, pred.language,
-                   pred.audio_s, pred.infer_s)
+                   pred.audio_s, pred.infer_s, pred.extra)
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ class MetricContext:
 class Metric:
     """One measure: ``name`` (its key in summary.json, the prefix of its score-table columns), a one-line
     ``description``, and either ``per_example`` (one example -> ``{column: number}``) with ``aggregate``,
-    ``headline`` (the column tables show; default the first) and ``better`` ("lower" or "higher"), or
+    ``headline`` (the column tables show; default the first), ``better`` ("lower" or "higher") and ``finish`` (the
+    run's value from the aggregated columns, e.g. rates from summed counts), or
     ``summarize`` (the run's scored predictions -> its value, run level). ``options``: checks the metric's
     ``--threshold`` options and returns them typed (run-level metrics)."""
 
@@ -123,6 +126,8 @@ class Metric:
     aggregate: str = "mean"
     headline: Optional[str] = None
     better: str = "lower"
+    #: the run's value from the aggregated columns (e.g. rates from summed counts); None: the run has no value
+    finish: Optional[Callable[[dict[str, Any]], Optional[dict[str, Any]]]] = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -165,8 +170,9 @@ class Metric:
             columns[ERRORS] = flags
         return columns
 
-    def value_of(self, columns: Mapping[str, Sequence[Optional[float]]]) -> dict[str, Any]:
-        """The run's value: each column aggregated over the examples that have it (None when none has)."""
+    def value_of(self, columns: Mapping[str, Sequence[Optional[float]]]) -> Optional[dict[str, Any]]:
+        """The run's value: each column aggregated over the examples that have it (None when none has), then
+        ``finish`` when the metric has one (it may say the run has no value: None)."""
         reduce = AGGREGATES[self.aggregate]
         value: dict[str, Any] = {}
         for name, values in columns.items():
@@ -175,9 +181,11 @@ class Metric:
                 continue
             present = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
             value[name] = float(reduce(present)) if present.size else None
-        if value.get(ERRORS) == 0:
-            value.pop(ERRORS)
-        return value
+        errors = value.pop(ERRORS, 0)
+        finished = self.finish(value) if self.finish is not None else value
+        if finished is not None and errors:
+            finished[ERRORS] = errors
+        return finished
 
     def headline_column(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
         """The column a table shows of a stored value: ``headline``, else the value's first numeric one."""
@@ -326,11 +334,12 @@ def run_metrics(scored: Sequence[Prediction], context: MetricContext) -> dict[st
     values: dict[str, Any] = {}
     examples = [ScoredExample.from_prediction(p) for p in scored] if per_example_metrics() and scored else []
     for metric in registered():
-        if metric.columnar:
-            value = metric.value_of(metric.columns_of(examples)) if examples else None
-        else:
-            assert metric.summarize is not None
-            value = metric.summarize(scored, context)
+        if metric.columnar:  # a run with examples gets the key, null when the metric gives it no value
+            if examples:
+                values[metric.name] = metric.value_of(metric.columns_of(examples))
+            continue
+        assert metric.summarize is not None
+        value = metric.summarize(scored, context)
         if value is not None:
             values[metric.name] = value
     return values

@@ -1,0 +1,208 @@
+"""Formatted text: punctuation, casing and the way numbers are written, which Whisper's normalizer erases before
+WER and QoI. A per-example metric (``summary.json["formatting"]``) over the examples whose transcript is
+formatted, and the formatting parity of a candidate's output against the reference run's (no formatted
+transcript needed).
+
+The figures, every rate in percent like WER:
+
+- ``f_wer``: WER on the raw texts split on whitespace only (case and attached punctuation count; AssemblyAI's
+  unnormalized "F-WER");
+- ``wer_c``: case-sensitive, punctuation removed; ``wer_pc``: case-sensitive, each punctuation mark a token of
+  its own (NeMo-Skills' WER_C and WER_PC);
+- ``per``: punctuation error rate, (substituted + deleted + inserted marks) / marks in the transcripts, the marks
+  aligned within the alignment of words and marks (NVIDIA NeMo's ``punct_er.py`` definition: a mark against
+  another mark is a substitution, a transcript mark against a word or nothing a deletion, a hypothesis mark
+  against a word or nothing an insertion), also per mark (``per_by_mark``);
+- ``casing_error_rate``: of the words the hypothesis gets right ignoring case, the share whose casing differs;
+- ``itn_examples``: examples whose words agree after the normalizer yet differ before it only in tokens holding
+  digits ("2020" against "twenty twenty"): the inverse-text-normalization part of ``f_wer``.
+
+A transcript is formatted when it has both upper- and lower-case letters or any of ``. , ? ! ; :`` (LibriSpeech's
+upper-case, unpunctuated transcripts are not); a manifest column ``formatted`` (true/false) overrides that.
+
+>>> tokens("Hello, world! It's 5 p.m.")
+['Hello', ',', 'world', '!', "It's", '5', 'p.m', '.']
+>>> counts = punctuation_counts(tokens("Yes, sir."), tokens("Yes sir?"))
+>>> counts["errors"], counts["marks"], counts[","], counts["?"]
+(2, 2, (1, 1), (0, 0))
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Iterable, Mapping, Optional
+
+from rapidfuzz.distance import Levenshtein
+
+from ..types import WordCounts
+from .metrics import Metric, ScoredExample
+from .normalize import normalize
+from .wer import count_edits
+
+#: the marks reported one by one (every punctuation character counts in ``per``)
+MARKS = (".", ",", "?", "!")
+_FORMATTING_MARKS = set(".,?!;:")
+#: a punctuation character, except an apostrophe, hyphen or full stop inside a word ("it's", "well-known", "p.m")
+_MARK = re.compile(r"(?:(?<=\w)['’\-.](?=\w))|([^\w\s])")
+
+
+def is_formatted(transcript: str, override: Any = None) -> bool:
+    """Whether ``transcript`` is written formatted (mixed case or sentence punctuation); ``override`` (the
+    manifest's ``formatted`` column, a bool or "true"/"false") decides when given.
+
+    >>> is_formatted("HE SAID NO"), is_formatted("He said no."), is_formatted("he said no", override="true")
+    (False, True, True)
+    """
+    if isinstance(override, bool):
+        return override
+    if isinstance(override, str) and override.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return override.strip().lower() in ("true", "1", "yes")
+    letters = [c for c in transcript if c.isalpha() and c.lower() != c.upper()]
+    mixed = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
+    return mixed or any(c in _FORMATTING_MARKS for c in transcript)
+
+
+def _is_mark(token: str) -> bool:
+    """A punctuation mark (Unicode category P*); a symbol such as $ or % is a word here."""
+    return len(token) == 1 and unicodedata.category(token).startswith("P")
+
+
+def tokens(text: str) -> list[str]:
+    """Words and punctuation marks, each mark a token of its own (a mark inside a word stays in it)."""
+    spaced = _MARK.sub(lambda m: f" {m.group(1)} " if m.group(1) else m.group(0), unicodedata.normalize("NFC", text))
+    return spaced.split()
+
+
+def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str, Any]:
+    """The marks of ``reference`` and their errors against ``hypothesis`` (tokens), aligned with the words
+    (compared without case): ``errors``, ``marks``, and per mark of :data:`MARKS` a pair (errors, marks)."""
+    ref_l, hyp_l = [t.lower() for t in reference], [t.lower() for t in hypothesis]
+    per_mark = {mark: [0, sum(t == mark for t in reference)] for mark in MARKS}
+    errors = 0
+
+    def err(mark: str) -> None:
+        nonlocal errors
+        errors += 1
+        if mark in per_mark:
+            per_mark[mark][0] += 1
+
+    for op in Levenshtein.opcodes(ref_l, hyp_l):
+        ref_part, hyp_part = reference[op.src_start:op.src_end], hypothesis[op.dest_start:op.dest_end]
+        if op.tag == "replace" and len(ref_part) == len(hyp_part):
+            for r, h in zip(ref_part, hyp_part):
+                if _is_mark(r):
+                    err(r)  # against another mark (substitution) or a word (deletion)
+                elif _is_mark(h):
+                    err(h)  # a mark where the transcript has a word (insertion)
+        elif op.tag != "equal":
+            for token in (t for t in ref_part + hyp_part if _is_mark(t)):
+                err(token)
+    return {"errors": errors, "marks": sum(_is_mark(t) for t in reference),
+            **{mark: tuple(counts) for mark, counts in per_mark.items()}}
+
+
+def casing_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int]:
+    """(words right ignoring case whose casing differs, words right ignoring case), marks left out."""
+    ref = [t for t in reference if not _is_mark(t)]
+    hyp = [t for t in hypothesis if not _is_mark(t)]
+    differ = same = 0
+    for op in Levenshtein.opcodes([t.lower() for t in ref], [t.lower() for t in hyp]):
+        if op.tag == "equal":
+            pairs = zip(ref[op.src_start:op.src_end], hyp[op.dest_start:op.dest_end])
+            for r, h in pairs:
+                same += 1
+                differ += r != h
+    return differ, same
+
+
+def _words(counts: WordCounts) -> tuple[float, float]:
+    return float(counts.errors), float(counts.ref_words)
+
+
+def numbers_only_difference(reference: list[str], hypothesis: list[str]) -> bool:
+    """Whether the two token lists (marks and case left out) differ, and only in tokens that hold a digit."""
+    ref = [t.lower() for t in reference if not _is_mark(t)]
+    hyp = [t.lower() for t in hypothesis if not _is_mark(t)]
+    if ref == hyp:
+        return False
+    changed = [t for op in Levenshtein.opcodes(ref, hyp) if op.tag != "equal"
+               for t in ref[op.src_start:op.src_end] + hyp[op.dest_start:op.dest_end]]
+    return any(any(c.isdigit() for c in t) for t in changed)
+
+
+def formatting_columns(example: ScoredExample) -> dict[str, float]:
+    """One example's counts (summed over the run, then made rates by :func:`formatting_value`); {} (no value) when
+    its transcript is not formatted."""
+    if not is_formatted(example.transcript, example.extra.get("formatted")):
+        return {}
+    ref, hyp = tokens(example.transcript), tokens(example.hypothesis)
+    f_errors, f_words = _words(count_edits(example.transcript.split(), example.hypothesis.split()))
+    c_errors, c_words = _words(count_edits([t for t in ref if not _is_mark(t)], [t for t in hyp if not _is_mark(t)]))
+    pc_errors, pc_words = _words(count_edits(ref, hyp))
+    punct = punctuation_counts(ref, hyp)
+    case_differ, case_same = casing_counts(ref, hyp)
+    normalized_same = example.words.errors == 0 and example.status == "ok"
+    columns = {"examples": 1.0, "f_errors": f_errors, "f_words": f_words, "c_errors": c_errors, "c_words": c_words,
+               "pc_errors": pc_errors, "pc_words": pc_words, "punct_errors": float(punct["errors"]),
+               "punct_marks": float(punct["marks"]), "case_errors": float(case_differ), "case_words": float(case_same),
+               "itn": float(normalized_same and numbers_only_difference(ref, hyp))}
+    for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
+        columns[f"{name}_errors"], columns[f"{name}_marks"] = (float(n) for n in punct[mark])
+    return columns
+
+
+def _rate(errors: Optional[float], total: Optional[float]) -> Optional[float]:
+    return 100.0 * errors / total if errors is not None and total else None
+
+
+def formatting_value(sums: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """The run's figures from the summed counts; None (``formatting: null``) without a formatted transcript."""
+    if not sums.get("examples"):
+        return None
+    by_mark = {mark: _rate(sums.get(f"{name}_errors"), sums.get(f"{name}_marks"))
+               for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation"))}
+    return {"examples": int(sums["examples"]), "f_wer": _rate(sums.get("f_errors"), sums.get("f_words")),
+            "wer_c": _rate(sums.get("c_errors"), sums.get("c_words")),
+            "wer_pc": _rate(sums.get("pc_errors"), sums.get("pc_words")),
+            "per": _rate(sums.get("punct_errors"), sums.get("punct_marks")), "per_by_mark": by_mark,
+            "casing_error_rate": _rate(sums.get("case_errors"), sums.get("case_words")),
+            "itn_examples": int(sums.get("itn") or 0)}
+
+
+def formatting_parity(pairs: Iterable[tuple[str, str]], normalizer: str) -> Optional[dict[str, Any]]:
+    """The candidate's formatting against the reference run's output on the same examples (``pairs``: the reference
+    run's and the candidate's raw output of each joined example both transcribed): the reference's output stands
+    for the transcript, so no formatted transcript is needed. ``drift_examples`` / ``drift_pct``: examples whose
+    output differs while the normalized words agree (formatting only), ``number_drift_examples`` those of them that
+    differ only in tokens with digits; ``per`` and ``casing_error_rate`` as in the metric. None without examples.
+
+    >>> formatting_parity([("Hello, world.", "hello world"), ("Yes.", "Yes.")], "english")["drift_examples"]
+    1
+    """
+    n = drift = numbers = punct_errors = marks = case_errors = case_words = 0
+    for ref, cand in pairs:
+        n += 1
+        ref_tokens = tokens(ref)
+        if ref == cand:
+            marks += sum(_is_mark(t) for t in ref_tokens)
+            case_words += sum(not _is_mark(t) for t in ref_tokens)
+            continue
+        cand_tokens = tokens(cand)
+        punct = punctuation_counts(ref_tokens, cand_tokens)
+        punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
+        differ, same = casing_counts(ref_tokens, cand_tokens)
+        case_errors, case_words = case_errors + differ, case_words + same
+        if normalize(ref, normalizer) == normalize(cand, normalizer):
+            drift += 1
+            numbers += numbers_only_difference(ref_tokens, cand_tokens)
+    if not n:
+        return None
+    return {"examples": n, "drift_examples": drift, "drift_pct": 100.0 * drift / n, "number_drift_examples": numbers,
+            "per": _rate(punct_errors, marks), "casing_error_rate": _rate(case_errors, case_words)}
+
+
+METRIC = Metric("formatting", "punctuation, casing and number formatting against formatted transcripts (F-WER, "
+                              "WER_C, WER_PC, PER, casing; docs/measuring.md)",
+                per_example=formatting_columns, aggregate="sum", headline="f_wer", better="lower",
+                finish=formatting_value)

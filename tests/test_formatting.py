@@ -1,0 +1,152 @@
+"""The formatting metric (punctuation, casing, numbers): each figure against an independent computation (jiwer on
+the raw texts, a PER worked by hand), and planted formatting changes that leave normalized WER and QoI as they
+are while every formatting figure moves by exactly what was planted, and the gate catches them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jiwer
+import pytest
+
+from .conftest import BUNDLED
+
+TRANSCRIPTS = {
+    "a": "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.",
+    "b": "The lady who had spoken English approached the table, as if looking for something.",
+    "c": "He was born in nineteen ninety, not two thousand.",
+    "d": "FOR A FULL HOUR HE HAD PACED UP AND DOWN",  # LibriSpeech style: not formatted
+}
+PLANTED = {  # a: punctuation stripped; b: case folded; c: numbers written as digits; d: untouched
+    "a": "And so my fellow Americans ask not what your country can do for you ask what you can do for your country",
+    "b": "the lady who had spoken english approached the table, as if looking for something.",
+    "c": "He was born in 1990, not 2000.",
+    "d": "FOR A FULL HOUR HE HAD PACED UP AND DOWN",
+}
+
+
+def _write(tmp_path, name: str, rows: dict[str, str]):
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "hypothesis": text}) + "\n" for i, text in rows.items()),
+                    encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """A manifest of the transcripts above (the bundled jfk audio: these runs score hypotheses, no model runs),
+    the reference run writing them exactly, the planted candidate and an untouched copy of the reference."""
+    from whisperbench import score
+
+    audio = BUNDLED / "shortform" / "audio"
+    clip = next(p for p in audio.iterdir() if p.stem == "jfk")
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps({"id": i, "audio": str(clip), "text": t}) + "\n"
+                                for i, t in TRANSCRIPTS.items()), encoding="utf-8")
+    store = tmp_path / "runs"
+    made = {name: score(_write(tmp_path, name, rows), manifest, runs_dir=store, name=name)
+            for name, rows in (("ref", TRANSCRIPTS), ("planted", PLANTED), ("copy", dict(TRANSCRIPTS)))}
+    return store, made
+
+
+def test_planted_formatting_moves_each_figure_by_what_was_planted_and_nothing_else(runs):
+    from whisperbench import compare
+
+    store, made = runs
+    ref, planted = made["ref"].summary, made["planted"].summary
+    assert ref.wer == planted.wer == 0.0  # the normalizer erases all three changes
+    assert compare(made["ref"], made["planted"]).qoi == 100.0
+    formatted = [i for i in TRANSCRIPTS if i != "d"]
+    assert ref.metrics["formatting"] == {
+        "examples": 3, "f_wer": 0.0, "wer_c": 0.0, "wer_pc": 0.0, "per": 0.0,
+        "per_by_mark": {".": 0.0, ",": 0.0, "?": None, "!": None}, "casing_error_rate": 0.0, "itn_examples": 0}
+    got = planted.metrics["formatting"]
+    refs, hyps = [TRANSCRIPTS[i] for i in formatted], [PLANTED[i] for i in formatted]
+    assert got["f_wer"] == pytest.approx(100 * jiwer.wer(refs, hyps))  # jiwer on the raw texts, whitespace split
+    no_punct = jiwer.Compose([jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
+                              jiwer.ReduceToListOfListOfWords()])
+    assert got["wer_c"] == pytest.approx(100 * jiwer.wer(refs, hyps, reference_transform=no_punct,
+                                                         hypothesis_transform=no_punct))
+
+    def spaced(texts):  # every mark its own token (these texts hold no mark inside a word)
+        return [re.sub(r"([.,])", r" \1 ", t) for t in texts]
+
+    assert got["wer_pc"] == pytest.approx(100 * jiwer.wer(spaced(refs), spaced(hyps)))
+    marks = sum(t.count(",") + t.count(".") for t in refs)  # 7 marks; the 3 of "a" stripped
+    assert got["per"] == pytest.approx(100 * 3 / marks)
+    assert got["per_by_mark"]["."] == pytest.approx(100 * 1 / 3) and got["per_by_mark"][","] == pytest.approx(50.0)
+    words_right = len(TRANSCRIPTS["a"].split()) + len(TRANSCRIPTS["b"].split()) + 5  # c: its 9 words but the 4 number words
+    assert got["casing_error_rate"] == pytest.approx(100 * 2 / words_right)  # "The", "English" folded
+    assert got["itn_examples"] == 1 and got["examples"] == 3
+
+
+def test_the_gate_fails_on_planted_formatting_and_passes_an_untouched_copy(runs):
+    from whisperbench import gate
+
+    store, made = runs
+    limits = {"max_increase": {"formatting.per": 0.0, "formatting.casing_error_rate": 0.0}}
+    planted = gate(made["ref"], made["planted"], min_qoi=100.0, allow_self_comparison=True, **limits)
+    assert planted.code == 1
+    failed = {c.name for c in planted.checks if not c.passed}
+    assert failed == {"formatting.per increase", "formatting.casing_error_rate increase"}
+    assert gate(made["ref"], made["copy"], min_qoi=100.0, allow_self_comparison=True, **limits).code == 0
+
+
+def test_per_worked_by_hand():
+    """NeMo's PER: marks aligned inside the word alignment; mark for mark a substitution, a transcript mark against
+    a word or nothing a deletion, a hypothesis mark where the transcript has none an insertion."""
+    from whisperbench.scoring.formatting import punctuation_counts, tokens
+
+    # transcript marks: "," "?" (2). Hypothesis: "," -> "." (substitution), "?" dropped (deletion), "!" added after
+    # "yes" (insertion): 3 errors over 2 marks
+    counts = punctuation_counts(tokens("Well, is it? Yes"), tokens("Well. is it Yes!"))
+    assert (counts["errors"], counts["marks"]) == (3, 2)
+    assert counts[","] == (1, 1) and counts["?"] == (1, 1) and counts["!"] == (1, 0)
+
+
+@pytest.mark.parametrize("text, formatted", [
+    ("FOR A FULL HOUR HE HAD PACED", False),  # LibriSpeech
+    ("you know montreal forced aligner", False),  # lower case, no punctuation
+    ("For although the Chinese took impressions", True),  # mixed case
+    ("it was late; we left", True),  # punctuation
+])
+def test_which_transcripts_count_as_formatted(text, formatted):
+    from whisperbench.scoring.formatting import is_formatted
+
+    assert is_formatted(text) is formatted
+    assert is_formatted(text, override=not formatted) is (not formatted)  # the manifest's column decides
+
+
+def test_a_run_without_formatted_transcripts_has_formatting_null(tmp_path):
+    from whisperbench import score
+
+    run = score(BUNDLED / "recorded" / "openai-whisper-base.jsonl", _librispeech_only(tmp_path),
+                runs_dir=tmp_path / "runs")
+    assert "formatting" in run.summary.metrics and run.summary.metrics["formatting"] is None
+
+
+def _librispeech_only(tmp_path):
+    rows = [json.loads(line) for line in (BUNDLED / "shortform" / "manifest.jsonl").read_text().splitlines()]
+    kept = [dict(r, audio=str((BUNDLED / "shortform" / r["audio"]).resolve())) for r in rows if r["text"].isupper()]
+    path = tmp_path / "librispeech.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    return path
+
+
+def test_formatting_parity_against_the_reference_run_needs_no_formatted_transcript(runs):
+    """The reference run's output stands for the transcript: the planted changes are drift on 3 of 4 examples (the
+    normalized words agree on all), one of them in numbers only; the gate's --max-formatting-drift reads it."""
+    from whisperbench import compare, gate
+
+    store, made = runs
+    parity = compare(made["ref"], made["planted"]).formatting_parity
+    marks = sum(t.count(",") + t.count(".") for t in TRANSCRIPTS.values())
+    words_right = len(TRANSCRIPTS["a"].split()) + len(TRANSCRIPTS["b"].split()) + 5 + len(TRANSCRIPTS["d"].split())
+    assert parity == pytest.approx({"examples": 4, "drift_examples": 3, "drift_pct": 75.0, "number_drift_examples": 1,
+                                    "per": 100 * 3 / marks, "casing_error_rate": 100 * 2 / words_right})
+    assert compare(made["ref"], made["copy"]).formatting_parity["drift_examples"] == 0
+    drifted = gate(made["ref"], made["planted"], max_formatting_drift=50.0, allow_self_comparison=True)
+    assert drifted.code == 1 and "3 of 4 examples" in next(c.detail for c in drifted.checks
+                                                           if c.name == "formatting drift")
+    assert gate(made["ref"], made["copy"], max_formatting_drift=0.0, allow_self_comparison=True).code == 0
