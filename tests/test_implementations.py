@@ -51,7 +51,7 @@ def test_bundled_shortform(label, runs_dir, tiny_short, shared_runs):
         result = stored(_run(label, str(tiny_short), runs_dir / "tiny"))
     s = result.summary
     assert s.num_failed == 0 and s.num_examples == 6
-    jfk = next(p for p in result.predictions if p.id == "jfk")
+    jfk = next(p for p in result.scored() if p.id == "jfk")
     assert jfk.wer == 0.0, jfk.hypothesis  # tiny.en transcribes jfk exactly (after normalization)
     assert s.wer < 25.0  # tiny.en on this mix (incl. spontaneous speech); the per-run figure is in the summary
     assert s.rtfx and s.rtfx > 0 and s.load_s > 0 and s.peak_rss_mb > 50
@@ -154,6 +154,6 @@ def test_transformers_no_speech_guard_decodes(runs_dir, tiny_short):
     request = RunRequest("transformers", "tiny.en", str(tiny_short), runs_dir=str(runs_dir / "guard"),
                          name="transformers-guard", decoding=options, limit=1)
     result = stored(run_evaluation(request))
-    jfk = result.predictions[0]
+    jfk = result.scored()[0]
     assert result.summary.num_failed == 0, jfk.error
     assert jfk.id == "jfk" and jfk.wer == 0.0, jfk.hypothesis

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from whisperbench.store import open_run
+
 from whisperbench.adapters import Adapter, DecodingOptions
 from whisperbench.adapters.openai_whisper import OpenAIWhisperAdapter
 from whisperbench.harness import RunRequest, run_evaluation
@@ -85,7 +87,7 @@ def test_a_crash_and_a_hang_fail_only_their_examples(tmp_path, tiny_rows, local_
     a one-thread tiny.en call on jfk (11 s of audio) takes on 2 cores)."""
     rows = [r for r in tiny_rows if r["id"] in (ABORTS, "jfk", HANGS)]
     result = _run(tmp_path, local_manifest(rows), timeout_s=6)
-    predictions = {p.id: p for p in result.store.read_predictions()}
+    predictions = {p.id: p for p in open_run(result.store.path).scored()}
     assert len(predictions) == 3
     crashed, hung = predictions[ABORTS], predictions[HANGS]
     assert crashed.status == "error" and "SIGABRT" in crashed.error and ABORTS in crashed.error, crashed.error

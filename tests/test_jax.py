@@ -216,7 +216,7 @@ def test_runner_records_compile_time_apart(tiny_short, runs_dir):
     assert result.summary.extra["compile_s"] == info["compile_s_total"]
     assert result.info["load_s"] >= info["compile_s_total"]  # load includes the compile; inference does not
     assert result.info["decoding"]["extra"] == {"batch_size": "2"}
-    jfk = next(p for p in open_run("jax-runner", runs_dir).predictions if p.id == "jfk")
+    jfk = next(p for p in open_run("jax-runner", runs_dir).scored() if p.id == "jfk")
     assert jfk.wer == 0.0, jfk.hypothesis
 
 

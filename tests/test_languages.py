@@ -215,7 +215,7 @@ def test_cjk_transcripts_punctuation_spaces_and_width_are_not_errors(tmp_path):
     refs = [cer_text(normalize(r["text"], "basic"), r["language"]) for r in rows]
     outs = [cer_text(normalize(hyps[r["id"]], "basic"), r["language"]) for r in rows]
     assert run.summary.char_errors == 1 and run.summary.cer == pytest.approx(100 * jiwer.cer(refs, outs))
-    assert {p.id for p in run.predictions if p.scored().chars.errors} == {edited}
+    assert {p.id for p in run.scored() if p.scored().chars.errors} == {edited}
 
 
 def test_chinese_script_fold_is_an_option_stated_in_the_table(tmp_path, tiny_rows, tiny_short):

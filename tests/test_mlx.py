@@ -147,10 +147,10 @@ def test_float32_on_the_wheel_blas_matches_openai_whisper_on_one_clip(tiny_rows,
     candidate = _run(runs_dir, str(local_manifest([row])), "mlx", ("dtype=float32",))
     s = candidate.summary
     assert s.num_failed == 0 and s.num_examples == 1
-    (clip,) = open_run(candidate.store.name, runs_dir).predictions
+    (clip,) = open_run(candidate.store.name, runs_dir).scored()
     assert candidate.info["adapter_info"]["settings"] == {"dtype": "float32", "quantization": "", "blas": ""}
     assert candidate.info["adapter_info"]["blas"] == {"library": "bundled"}
-    reference = {p.id: p for p in shared_runs.reference(tiny_short).predictions}[row["id"]]
+    reference = {p.id: p for p in shared_runs.reference(tiny_short).scored()}[row["id"]]
     assert clip.hypothesis == reference.hypothesis and clip.wer == reference.wer
     assert s.rtfx > 0 and s.peak_rss_mb > 50
 
@@ -159,7 +159,7 @@ def test_float32_on_the_wheel_blas_matches_openai_whisper_on_one_clip(tiny_rows,
 def test_float16_transcribes_jfk(tiny_short, runs_dir, offline_hub):
     """float16 on a CPU: another MLX code path (its matmuls bypass the BLAS), ~20 s for this clip."""
     result = _run(runs_dir, str(tiny_short), "mlx", ("dtype=float16",), limit=1)
-    (jfk,) = open_run(result.store.name, runs_dir).predictions
+    (jfk,) = open_run(result.store.name, runs_dir).scored()
     assert jfk.id == "jfk" and jfk.status == "ok" and jfk.wer == 0.0, jfk.hypothesis
 
 
@@ -195,7 +195,7 @@ def test_same_weights_agree_on_shared_shortform(dtype, runs_dir, shared_runs, of
 def test_quantized_q4_transcribes_jfk(tiny_short, runs_dir, offline_hub):
     """q4 on float32 weights: about 25 s for this 11 s clip on 2 cores (quantized float16 is ~30x slower)."""
     result = _run(runs_dir, str(tiny_short), "mlx", ("quantization=q4",), limit=1)
-    (jfk,) = open_run(result.store.name, runs_dir).predictions
+    (jfk,) = open_run(result.store.name, runs_dir).scored()
     assert jfk.status == "ok" and jfk.wer == 0.0, jfk.hypothesis
 
 

@@ -111,7 +111,7 @@ def ray_cluster(tmp_path_factory):
 
 
 def _same_results(a, b):
-    left, right = {p.id: p for p in a.predictions}, {p.id: p for p in b.predictions}
+    left, right = {p.id: p for p in a.scored()}, {p.id: p for p in b.scored()}
     assert left.keys() == right.keys()
     for ex_id, pred in left.items():
         other = right[ex_id]

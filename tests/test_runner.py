@@ -172,7 +172,7 @@ def test_process_pool_gives_the_same_results_as_in_process(tmp_path, tiny_rows, 
     assert pooled.info["backend"] == "process-pool" and pooled.computed == 6
     keys = ("wer", "num_failed", "substitutions", "deletions", "insertions", "hits")
     assert {k: getattr(pooled.summary, k) for k in keys} == {k: getattr(single.summary, k) for k in keys}
-    by_id = {p.id: p for p in open_run("two", tmp_path / "r").predictions}
+    by_id = {p.id: p for p in open_run("two", tmp_path / "r").scored()}
     assert by_id["jfk"].status == "error" and by_id["LJ001-0003"].scored().words.deletions > 0
 
 

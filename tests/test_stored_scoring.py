@@ -1,4 +1,5 @@
-"""Scoring from stored counts (the path that makes a million predictions fast) equals re-scoring from text.
+"""The raw output is the only record: predictions.jsonl holds no score, every figure is derived from it once (the
+score table, rebuilt when missing, stale or corrupt), and the figures equal scoring from text.
 
 Runs are real run stores written by the runner (``recorded`` hypotheses: random word edits, missing
 ids as failures, an empty transcript, one transcript changed in the candidate's dataset).
@@ -11,7 +12,7 @@ import random
 import pytest
 
 from whisperbench.scoring.record import MEASURED
-from whisperbench.types import WordCounts
+from whisperbench.types import SCORE_FIELDS, WordCounts
 
 from whisperbench.harness import RunRequest, open_run, rescore, run_evaluation
 from whisperbench.reports import compare_runs
@@ -75,8 +76,10 @@ def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
     ref, cand = stored_runs
     assert any(p.status == "error" for p in cand.predictions)
     for run in (ref, cand):
-        assert {p.scored().normalizer for p in run.predictions} == {run.normalizer}  # the runner keyed each score
-        fast = summarize(run.predictions, run.normalizer, run.form)
+        lines = [json.loads(line) for line in run.store.predictions_path.read_text(encoding="utf-8").splitlines()]
+        assert lines and not any(SCORE_FIELDS & line.keys() for line in lines)  # the raw output only
+        assert all(p.score is None for p in run.predictions)
+        fast = summarize(run.scored(), run.normalizer, run.form)
         assert fast == summarize(_unscored(run.predictions), run.normalizer, run.form)
         assert fast.num_failed > 0 and fast.empty_references == 1
         scores = {k: v for k, v in fast.to_dict().items() if k not in MEASURED}
@@ -95,15 +98,17 @@ def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
         assert frame.loc[example.id, "reference_run_errors"] == example.reference_errors
 
 
-def test_stored_counts_are_not_used_for_another_normalizer(stored_runs):
+def test_a_score_is_never_read_for_another_normalizer(stored_runs):
     ref, cand = stored_runs
     basic = [score_prediction(p, "basic") for p in cand.predictions]
     by_text = summarize(basic, "basic", "short")
     assert by_text.reference_words == sum(p.scored().words.ref_words for p in basic)
-    assert summarize(cand.predictions, "basic", "short") == by_text  # scored with english: scored afresh
-    english = summarize(cand.predictions, "english", "short")
+    english_scored = cand.scored("english")
+    assert summarize(english_scored, "basic", "short") == by_text  # scored with english: scored afresh
+    english = summarize(english_scored, "english", "short")
     assert (by_text.reference_words, by_text.wer) != (english.reference_words, english.wer)
-    pred = next(p for p, b in zip(cand.predictions, basic) if p.status == "ok" and p.scored().words != b.scored().words)  # an example the two normalizers score differently
+    pred = next(p for p, b in zip(english_scored, basic)
+                if p.status == "ok" and p.scored().words != b.scored().words)  # the two normalizers differ on it
     assert rescored(pred, "english") is pred
     assert rescored(pred, "basic") == score_prediction(pred, "basic") != pred
     unscored = type(pred)(id=pred.id, reference=pred.reference, hypothesis=pred.hypothesis)
@@ -115,17 +120,36 @@ def test_stored_counts_are_not_used_for_another_normalizer(stored_runs):
     assert rescore(cand.store, "basic").wer == by_text.wer
 
 
-def test_lines_stored_before_scores_named_their_normalizer_read_as_run_jsons(stored_runs):
-    """A predictions.jsonl written before ``scored_with`` existed: its scores are the run's normalizer's."""
-    ref, _ = stored_runs
+def test_scores_stored_by_earlier_versions_are_never_trusted(stored_runs):
+    """Lines written before scores left predictions.jsonl carry flat score fields: they are read as raw output, a
+    planted wrong count changes nothing, and the run reads, reports and rescores as before."""
+    ref, cand = stored_runs
+    before = compare_runs(ref, cand).to_json(with_examples=True)
     path = ref.store.predictions_path
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    assert all(line["scored_with"] == "english" for line in lines)
-    path.write_text("".join(json.dumps({k: v for k, v in line.items() if k != "scored_with"}) + "\n"
-                            for line in lines), encoding="utf-8")
+    planted = [dict(line, reference_norm="x", hypothesis_norm="y", hits=0, substitutions=999, deletions=0,
+                    insertions=0, wer=99900.0, scored_with="english") for line in lines]
+    path.write_text("".join(json.dumps(line) + "\n" for line in planted), encoding="utf-8")
     again = open_run(ref.store.path)
-    assert {p.scored().normalizer for p in again.predictions} == {"english"}
-    assert {p.scored().normalizer for chunk in again.store.prediction_chunks(size=3) for p in chunk} == {"english"}
-    assert [p.score for p in again.predictions] == [p.score for p in ref.predictions]  # the same scores, read back
-    assert summarize(again.predictions, "english", "short") == summarize(_unscored(again.predictions), "english",
-                                                                          "short")
+    assert all(p.score is None for p in again.predictions)
+    assert {k: v for k, v in compare_runs(again, open_run(cand.store.path)).to_json(True).items()} == before
+    assert rescore(again.store).wer == ref.summary.wer
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "garbage", "stale"])
+def test_a_missing_corrupt_or_stale_score_table_is_rebuilt_with_the_same_figures(stored_runs, damage):
+    ref, cand = stored_runs
+    before = compare_runs(ref, cand).to_json(with_examples=True)
+    table = cand.store.scores_path(cand.normalizer)
+    assert table.exists()
+    if damage == "delete":
+        table.unlink()
+    elif damage == "truncate":
+        table.write_bytes(table.read_bytes()[:200])
+    elif damage == "garbage":
+        table.write_bytes(b"ARROW1" + bytes(range(256)) * 8)
+    else:  # predictions.jsonl touched after the table was written: its stamp no longer matches
+        path = cand.store.predictions_path
+        path.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert compare_runs(open_run(ref.store.path), open_run(cand.store.path)).to_json(with_examples=True) == before
+    assert open_run(cand.store.path).store.read_score_table(cand.normalizer) is not None  # rebuilt and stored

@@ -7,7 +7,7 @@ import pytest
 
 from whisperbench.errors import RunStoreError
 from whisperbench.harness import rescore
-from whisperbench.scoring.record import SCHEMA_VERSION, Summary
+from whisperbench.scoring.record import MEASURED, SCHEMA_VERSION, Summary
 from whisperbench.store import open_run
 
 from .conftest import BUNDLED, REPO
@@ -61,3 +61,44 @@ def test_a_newer_schema_is_refused_with_the_file_named(old_runs):
     path.write_text(json.dumps(dict(json.loads(path.read_text()), schema_version=SCHEMA_VERSION + 1)))
     with pytest.raises(RunStoreError, match=r"summary.json: schema version 3 is newer than this whisperbench reads"):
         open_run("old-tiny", old_runs)
+
+
+STORE_A758 = REPO / "tests" / "data" / "store-a758ad9"  # written by commit a758ad9 (scores inside predictions.jsonl)
+
+
+def _close(old, new, path=""):
+    """Every number of ``old`` equal in ``new`` to 1e-9 (recursively; keys ``new`` adds are allowed)."""
+    if isinstance(old, dict):
+        assert isinstance(new, dict), path
+        for key, value in old.items():
+            assert key in new, f"{path}.{key} missing"
+            _close(value, new[key], f"{path}.{key}")
+    elif isinstance(old, list):
+        assert isinstance(new, list) and len(new) == len(old), path
+        for i, (a, b) in enumerate(zip(old, new)):
+            _close(a, b, f"{path}[{i}]")
+    elif isinstance(old, float):
+        assert new == pytest.approx(old, abs=1e-9, rel=0), path
+    else:
+        assert new == old, path
+
+
+def test_a_store_written_by_a758ad9_rescores_to_the_same_figures(tmp_path, capsys):
+    """81 shared short-form utterances (openai-whisper tiny.en's outputs as the reference, an edited copy with
+    dropped words, loops and failures as the candidate), stored and compared by a758ad9: read today (the score
+    fields in its lines dropped, every score derived again), every figure — WER, CER, counts, hallucination, QoI,
+    paired tests and intervals — equals what a758ad9 wrote, to 1e-9."""
+    from whisperbench.cli import main
+
+    runs = tmp_path / "runs"
+    shutil.copytree(STORE_A758, runs)
+    for name in ("ref", "cand"):
+        old = json.loads((runs / name / "summary.json").read_text())
+        new = rescore(open_run(name, runs).store).to_dict()
+        _close({k: v for k, v in old.items() if k not in MEASURED}, new, name)
+    capsys.readouterr()
+    assert main(["compare", "--runs-dir", str(runs), "--reference", "ref", "--candidate", "cand", "--json"]) == 0
+    now = json.loads(capsys.readouterr().out)[0]
+    then = json.loads((runs / "compare.json").read_text())[0]
+    assert then["qoi"] < 100 and then["regressed"] > 0
+    _close(then, now, "compare")

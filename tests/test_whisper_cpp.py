@@ -50,7 +50,7 @@ def _run(dataset: str, runs_dir, name: str, options=(), limit=None, workers=1):
     request = RunRequest("whisper-cpp", "tiny.en", dataset, runs_dir=str(runs_dir), name=name, limit=limit,
                          decoding=DecodingOptions.from_pairs([threads, *options]), workers=workers)
     result = run_evaluation(request)
-    return result, {p.id: p for p in open_run(result.store.name, runs_dir).predictions}
+    return result, {p.id: p for p in open_run(result.store.name, runs_dir).scored()}
 
 
 @pytest.fixture(scope="module")

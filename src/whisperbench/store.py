@@ -50,21 +50,11 @@ def _read_json(path: Path) -> dict:
         raise RunStoreError(f"cannot read {path}: {exc}") from exc
 
 
-def _parse_line(raw: bytes, path: Path, number: int, legacy_normalizer: Optional[str]) -> Prediction:
+def _parse_line(raw: bytes, path: Path, number: int) -> Prediction:
     try:
-        # a score stored before lines named their normalizer (scored_with) is run.json's normalizer's
-        return Prediction.from_json(json.loads(raw), legacy_normalizer)
+        return Prediction.from_json(json.loads(raw))
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError, KeyError) as exc:
         raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
-
-
-def _legacy_normalizer(folder: Path) -> Optional[str]:
-    """The normalizer of scoring fields stored before each prediction named its own (``scored_with``): run.json's,
-    which the runner scored them with; None without a run.json (they are then scored afresh)."""
-    if not (folder / RUN_JSON).exists():
-        return None
-    normalizer = _read_json(folder / RUN_JSON).get("normalizer")
-    return normalizer if isinstance(normalizer, str) else None
 
 
 @dataclass
@@ -120,13 +110,12 @@ class RunStore:
         if not path.exists():
             return
         chunk: list[Prediction] = []
-        legacy = _legacy_normalizer(self.path)
         with open(path, "rb") as fh, paused_gc():
             for number, raw in enumerate(fh, start=1):
                 if not raw.endswith(b"\n"):
                     break  # a write cut short
                 if raw.strip():
-                    chunk.append(_parse_line(raw, path, number, legacy))
+                    chunk.append(_parse_line(raw, path, number))
                 if len(chunk) >= size:
                     yield chunk
                     chunk = []
@@ -146,12 +135,11 @@ class RunStore:
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
         by_id: dict[str, Prediction] = {}
-        legacy = _legacy_normalizer(self.path)
         with paused_gc():  # a million lines: see whisperbench.gcpause
             for number, raw in enumerate(complete.splitlines(), start=1):
                 if not raw.strip():
                     continue
-                pred = _parse_line(raw, path, number, legacy)
+                pred = _parse_line(raw, path, number)
                 by_id[pred.id] = pred
         return list(by_id.values())
 
@@ -310,6 +298,12 @@ class StoredRun:
         if self._predictions is None:
             self._predictions = self.store.read_predictions()
         return self._predictions
+
+    def scored(self, normalizer: Optional[str] = None) -> list[Prediction]:
+        """Every stored prediction scored with ``normalizer`` (default the run's): the raw output holds no score."""
+        from .scoring.summary import rescored_all
+
+        return rescored_all(self.predictions, normalizer or self.normalizer)
 
     @property
     def num_predictions(self) -> int:

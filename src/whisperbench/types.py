@@ -294,10 +294,14 @@ class Prediction:
         return reasons
 
     def to_json(self) -> dict[str, Any]:
-        """One line of ``predictions.jsonl``: the raw fields, then the score's flat fields when scored."""
+        """One line of ``predictions.jsonl``: the raw output only (scores are derived, never stored with it)."""
         raw = {f: getattr(self, f) for f in _RAW_ORDER}
         raw["extra"] = dict(self.extra)
-        return raw | self.score.to_fields() if self.score is not None else raw
+        return raw
+
+    def to_row(self) -> dict[str, Any]:
+        """The raw fields, then the score's flat fields when scored (a per-example export's row)."""
+        return self.to_json() | (self.score.to_fields() if self.score is not None else {})
 
     @classmethod
     def for_example(cls, example: Example) -> "Prediction":
@@ -331,14 +335,15 @@ class Prediction:
         return pred
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], normalizer: Optional[str] = None) -> "Prediction":
+    def from_json(cls, data: dict[str, Any]) -> "Prediction":
         """A prediction from one ``predictions.jsonl`` line (fields it lacks take their defaults; unknown ones go
-        to ``extra``). ``normalizer``: what a score stored without ``scored_with`` (older lines) was scored with."""
+        to ``extra``), unscored: the score fields that lines stored by earlier versions carry are dropped, never
+        trusted (every score is computed afresh from the raw output)."""
         raw = {k: v for k, v in data.items() if k not in SCORE_FIELDS}
         if not raw.keys() <= _RAW_FIELDS:
             unknown = {k: raw.pop(k) for k in list(raw) if k not in _RAW_FIELDS}
             raw["extra"] = {**raw.get("extra", {}), **unknown}
-        pred = cls(**raw, score=ExampleScore.from_fields(data, normalizer))
+        pred = cls(**raw)
         pred.refuse_bad_times()  # times stored before they were checked (or edited since) never reach a table
         return pred
 

@@ -1,4 +1,4 @@
-"""One loaded adapter turning examples into scored predictions: what every backend (in-process, process
+"""One loaded adapter turning examples into predictions (the raw output; scoring comes after the run): what every backend (in-process, process
 pool, Ray actor) runs, so timing, batching, long-form strategies and failure records are the same everywhere."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import numpy as np
 
 from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
-from ..scoring import score_prediction
 from ..types import Example, Prediction, storable_text
 from .longform import LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy
@@ -27,16 +26,15 @@ def error_text(exc: BaseException) -> str:
 
 
 class ExampleRunner:
-    """Holds one loaded adapter and turns examples into scored predictions."""
+    """Holds one loaded adapter and turns examples into predictions (raw output, unscored)."""
 
-    def __init__(self, adapter: Adapter, long_form: bool, normalizer: str,
+    def __init__(self, adapter: Adapter, long_form: bool,
                  long_form_config: Optional[LongFormConfig] = None, one_language_per_batch: bool = False,
                  retry: Optional[RetryPolicy] = None):
         self.adapter = adapter
         self.retry = retry or RetryPolicy()  # an isolated adapter's dead child: the example is tried again
         self.one_language_per_batch = one_language_per_batch  # -o language=dataset: a batch decodes one language
         self.long_form = long_form
-        self.normalizer = normalizer
         self.strategy = strategy_for((long_form_config or LongFormConfig()).resolved_for(adapter), long_form)
         #: segment times are stored when the windows were decoded with timestamps (else they only span the clip)
         self.timed = adapter.segments_timed(long_form)
@@ -84,7 +82,7 @@ class ExampleRunner:
                 _fail(pred, exc, self.retry.gave_up(tries, str(exc)) if self.retry.retried(exc) else None)
             if tries > 1:
                 pred.extra["attempts"] = tries
-            return score_prediction(pred, self.normalizer)
+            return pred
 
     def run_batch(self, examples: list[Example]) -> list[Prediction]:
         """Short-form examples in one ``transcribe_batch`` call.
@@ -124,7 +122,7 @@ class ExampleRunner:
                 _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s),
                       self.timed)
                 pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
-        return [score_prediction(pred, self.normalizer) for pred in preds]
+        return preds
 
 
 def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
 from ..adapters.base import FROM_DATASET, Adapter
-from ..scoring import score_prediction
 from ..types import Example, Prediction
 from .examples import ExampleRunner
 from .longform import LongFormConfig
@@ -28,7 +27,6 @@ class Job:
     spec: AdapterSpec  # builds the adapter (in this process, a pool worker or a Ray actor)
     adapter: Optional[Adapter]  # built from the spec in this process, wrapped for isolation, not loaded
     long_form: bool  # the dataset's audio is long-form (one example at a time, windowed by the config)
-    normalizer: str
     long_form_config: LongFormConfig = field(default_factory=LongFormConfig)
     warmup: bool = True
     workers: int = 1
@@ -44,12 +42,12 @@ class Job:
 
     def runner(self, adapter: Adapter) -> ExampleRunner:
         """An ExampleRunner for this job's adapter (the one way every backend transcribes examples)."""
-        return ExampleRunner(adapter, self.long_form, self.normalizer, self.long_form_config,
+        return ExampleRunner(adapter, self.long_form, self.long_form_config,
                              one_language_per_batch=self.spec.decoding.language == FROM_DATASET, retry=self.retry)
 
     def failed(self, example: Example, error: str) -> Prediction:
         """The failed prediction of ``example`` with ``error`` (Prediction.failed, the one constructor of failures)."""
-        return score_prediction(Prediction.failed(example, error), self.normalizer)
+        return Prediction.failed(example, error)
 
 
 @dataclass

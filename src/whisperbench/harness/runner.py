@@ -23,7 +23,7 @@ from ..languages import english_only_warning
 from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions
-from ..scoring import choose_normalizer, score_prediction, summarize
+from ..scoring import choose_normalizer, summarize
 from ..scoring.metrics import checked_options, stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store import RunStore, safe_run_name
@@ -197,7 +197,7 @@ def run_evaluation(
             for bad in run.checked.invalid:
                 if bad.id not in done:
                     invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                    writer.append(score_prediction(Prediction.failed(invalid, f"invalid: {bad.reason}"), run.normalizer))
+                    writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
             if todo:
                 report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
@@ -323,7 +323,7 @@ def _stored_report(old: Optional[RunInfo]) -> BackendReport:
 
 
 def _job(run: _Resolved, request: RunRequest) -> Job:
-    return Job(run.spec, run.adapter, run.dataset.form == "long", run.normalizer, request.long_form,
+    return Job(run.spec, run.adapter, run.dataset.form == "long", request.long_form,
                request.warmup, request.workers, request.address, RetryPolicy(request.attempts),
                ray_env.load_runtime_env(request.runtime_env), ray_env.check_names(request.ray_env))
 

@@ -7,7 +7,8 @@ from typing import Optional
 import pandas as pd
 
 from ..store import StoredRun
-from ..scoring import qoi, rescored
+from ..scoring.qoi_table import qoi_tables
+from ..scoring.summary import rescored_all
 from ..scoring.metrics import per_example_metrics
 
 COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm", "hypothesis_norm", "wer", "hits",
@@ -17,12 +18,13 @@ COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm",
 def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.DataFrame:
     """One row per example, scored with the run's (or the reference's) normalizer."""
     normalizer = reference.normalizer if reference else run.normalizer
-    rows = [rescored(p, normalizer).to_json() for p in run.predictions]
+    rows = [p.to_row() for p in rescored_all(run.predictions, normalizer)]
     frame = pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
     frame.insert(0, "run", run.name)
     _add_metric_columns(frame, run.score_table(normalizer))
     if reference is not None:
-        joined = {e.id: e for e in qoi(reference.predictions, run.predictions, normalizer).examples}
+        joined = {e.id: e for e in qoi_tables(reference.score_table(normalizer), run.score_table(normalizer),
+                                              normalizer).examples}
         frame["reference_run_hypothesis"] = frame["id"].map(lambda i: joined[i].reference_hypothesis if i in joined else None)
         frame["reference_run_errors"] = frame["id"].map(lambda i: joined[i].reference_errors if i in joined else None)
         frame["errors"] = frame["id"].map(lambda i: joined[i].candidate_errors if i in joined else None)

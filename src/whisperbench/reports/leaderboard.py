@@ -13,7 +13,8 @@ from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
 from ..scoring.metrics import MetricContext, per_example_metrics, run_metrics, stored_options
 from ..scoring.summary import rescored
-from ..scoring.table import metric_values, table_summary, word_errors
+from ..scoring.figures import table_figures
+from ..scoring.table import metric_values, word_errors
 from .compare import compare_runs
 from .escape import md_cell
 from .weights import english_only_languages, english_only_note, model_label, size_mb
@@ -95,7 +96,7 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
     for run in runs:
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
-        summary = table_summary(run.score_table(normalizer)) | _metric_values(run, normalizer)
+        summary = table_figures(run.score_table(normalizer)) | _metric_values(run, normalizer)
         wer_ci = wer_interval(*word_errors(run.score_table(normalizer)), confidence)
         qoi_value = qoi_ci = drift = None
         if reference is not None:

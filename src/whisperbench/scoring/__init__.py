@@ -19,8 +19,9 @@ if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ impo
     from .significance import (PairedSignificance as PairedSignificance,
         SignificanceSettings as SignificanceSettings, mapsswe as mapsswe, non_inferiority as non_inferiority,
         paired_significance as paired_significance, sign_test as sign_test)
+    from .figures import summarize as summarize
     from .summary import (counts_of as counts_of, rescored as rescored, score_prediction as score_prediction,
-        score_predictions as score_predictions, summarize as summarize)
+        score_predictions as score_predictions)
     from .wer import (WordErrorRate as WordErrorRate, align as align, corpus_wer as corpus_wer,
         example_wer as example_wer)
 
@@ -29,7 +30,8 @@ _MODULES = {
     ".record": ("Summary",),
     ".significance": ("PairedSignificance", "SignificanceSettings", "mapsswe", "non_inferiority",
                       "paired_significance", "sign_test"),
-    ".summary": ("counts_of", "rescored", "score_prediction", "score_predictions", "summarize"),
+    ".figures": ("summarize",),
+    ".summary": ("counts_of", "rescored", "score_prediction", "score_predictions"),
     ".wer": ("WordErrorRate", "align", "corpus_wer", "example_wer"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}

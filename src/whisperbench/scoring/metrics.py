@@ -329,17 +329,12 @@ def stored_options(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def run_metrics(scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any]:
-    """``{metric name: its value}`` for every registered metric that applies to the run (a per-example metric
-    applies to every run with examples)."""
+    """``{metric name: its value}`` for every registered run-level metric that applies to the run (per-example
+    metrics come from the score table's columns: :func:`whisperbench.scoring.figures.summarize`)."""
     values: dict[str, Any] = {}
-    examples = [ScoredExample.from_prediction(p) for p in scored] if per_example_metrics() and scored else []
     for metric in registered():
-        if metric.columnar:  # a run with examples gets the key, null when the metric gives it no value
-            if examples:
-                values[metric.name] = metric.value_of(metric.columns_of(examples))
-            continue
-        assert metric.summarize is not None
-        value = metric.summarize(scored, context)
-        if value is not None:
-            values[metric.name] = value
+        if metric.summarize is not None:
+            value = metric.summarize(scored, context)
+            if value is not None:
+                values[metric.name] = value
     return values

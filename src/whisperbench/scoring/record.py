@@ -2,7 +2,7 @@
 
 On disk the summary stays one flat JSON object (scripts read ``summary.json["wer"]`` or
 ``summary.json["hallucination"]["loops"]``); in Python it is a record with one attribute per figure:
-the scores :func:`~whisperbench.scoring.summary.summarize` computes, what the harness measured while it ran
+the scores :func:`~whisperbench.scoring.figures.summarize` computes, what the harness measured while it ran
 (``load_s``, ``peak_rss_mb``, ``wall_s``…), each registered metric's value under ``metrics`` (see
 :mod:`whisperbench.scoring.metrics`) and an implementation's own figures under ``extra`` (``compile_s``,
 ``cost_estimate_usd``…).

@@ -1,4 +1,6 @@
-"""Score stored predictions: per-example fields and the run summary. Pure functions, no I/O."""
+"""Score stored predictions, one example at a time: the normalized texts and the word and character alignment
+counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I/O; the run's figures are
+:mod:`whisperbench.scoring.figures`'."""
 
 from __future__ import annotations
 
@@ -8,14 +10,10 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-import numpy as np
-
 from ..languages import cer_text, headline_metric
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
-from .metrics import MetricContext, run_metrics
 from .normalize import normalize
-from .record import Summary
-from .wer import align, align_characters, corpus_wer
+from .wer import align, align_characters
 
 #: fewest predictions scored afresh on several cores (below it a pool costs more than it saves)
 PARALLEL_MIN = 20_000
@@ -121,100 +119,3 @@ def rescored_all(predictions: Iterable[Prediction], normalizer: str) -> list[Pre
         for i, pred in zip(stale, score_predictions([preds[i] for i in stale], normalizer)):
             preds[i] = pred
     return preds
-
-
-def _percentile(values: list[float], q: float) -> Optional[float]:
-    return float(np.percentile(values, q)) if values else None
-
-
-def summarize(predictions: Iterable[Prediction], normalizer: str, form: str, language_detected: bool = False,
-              metric_options: Optional[dict[str, Any]] = None) -> Summary:
-    """Dataset-level figures from predictions scored with ``normalizer``.
-
-    Predictions are scored here from raw text unless their stored fields were computed with the same
-    normalizer (their ``scored_with``; see :func:`rescored`); the figures are the same either way.
-    ``wer`` (and ``cer``) count failed examples as empty hypotheses; ``wer_ok`` is over successful examples
-    only. ``rtfx`` = Σ audio_s / Σ infer_s over successful examples. With language labels, ``languages``
-    breaks WER, CER and the headline metric down per language (``macro_error_rate``: their mean); with
-    ``language_detected`` (the model chose the language), ``language_id`` scores its choice against the labels.
-    Every registered metric (:mod:`whisperbench.scoring.metrics`) adds its own key; ``metric_options`` are
-    their thresholds.
-    """
-    scored = rescored_all(predictions, normalizer)
-    ok = [p for p in scored if p.status == "ok"]
-    total, chars = _sum(counts_of, scored), _sum(char_counts_of, scored)
-    audio_s, infer_s = sum(p.audio_s for p in ok), sum(p.infer_s for p in ok)
-    latencies = [p.infer_s for p in ok]
-    return Summary(
-        wer=corpus_wer(total), wer_ok=corpus_wer(_sum(counts_of, ok)), cer=corpus_wer(chars),
-        num_examples=len(scored), num_ok=len(ok), num_failed=len(scored) - len(ok),
-        substitutions=total.substitutions, deletions=total.deletions, insertions=total.insertions, hits=total.hits,
-        reference_words=total.ref_words, reference_characters=chars.ref_words, char_errors=chars.errors,
-        empty_references=sum(not p.scored().reference_norm for p in scored),
-        audio_s=audio_s, infer_s=infer_s, rtfx=audio_s / infer_s if infer_s > 0 else None,
-        latency_p50_s=_percentile(latencies, 50), latency_p90_s=_percentile(latencies, 90),
-        latency_p99_s=_percentile(latencies, 99), form=form, normalizer=normalizer,
-        **by_language(scored),
-        language_id=language_identification(scored) if language_detected and any(p.language for p in scored) else None,
-        metrics=run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}))))
-
-
-def _sum(counts: Callable[[Prediction], WordCounts], predictions: Iterable[Prediction]) -> WordCounts:
-    return sum((counts(p) for p in predictions), WordCounts())
-
-
-def by_language(scored: list[Prediction]) -> dict[str, Any]:
-    """``languages`` (per labelled language: examples, failures, WER, CER, the headline metric and its value)
-    and ``macro_error_rate`` (the mean headline error rate over languages); empty without labels."""
-    groups: dict[str, list[Prediction]] = {}
-    for pred in scored:
-        if pred.language:
-            groups.setdefault(pred.language, []).append(pred)
-    if not groups:
-        return {}
-    table: dict[str, dict[str, Any]] = {}
-    for language, preds in sorted(groups.items()):
-        wer, cer = corpus_wer(_sum(counts_of, preds)), corpus_wer(_sum(char_counts_of, preds))
-        metric = headline_metric(language)
-        table[language] = {"num_examples": len(preds), "num_failed": sum(p.status != "ok" for p in preds),
-                           "wer": wer, "cer": cer, "metric": metric, "error_rate": cer if metric == "cer" else wer}
-    rates = [row["error_rate"] for row in table.values() if row["error_rate"] is not None]
-    return {"languages": table, "macro_error_rate": sum(rates) / len(rates) if rates else None,
-            "unlabelled_examples": sum(not p.language for p in scored)}
-
-
-def _identified_by_language(labelled: list[Prediction]) -> dict[str, dict[str, Any]]:
-    """Per label: examples, those whose language the implementation identified right, and that accuracy in %."""
-    counts: dict[str, list[int]] = {}
-    for pred in labelled:
-        right = pred.status == "ok" and pred.extra.get("language") == pred.language
-        counts.setdefault(str(pred.language), [0, 0])[right] += 1
-    return {language: {"labelled": wrong + right, "correct": right, "accuracy": 100.0 * right / (wrong + right)}
-            for language, (wrong, right) in sorted(counts.items())}
-
-
-def language_identification(scored: list[Prediction]) -> dict[str, Any]:
-    """How often the language the model chose (``extra["language"]``) is the example's label; a failed
-    example, or one without a reported language, counts as not identified. An implementation that reports
-    no language at all (the transformers pipeline) gets no accuracy (``reported`` 0). Where the implementation
-    gives its confidence (``extra["language_probability"]``: faster-whisper), the mean confidence of its right
-    and of its wrong choices (a well-calibrated model is sure when right, unsure when wrong)."""
-    labelled = [p for p in scored if p.language]
-    reported = sum(bool(p.extra.get("language")) for p in labelled)
-    correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
-    confusions: dict[str, int] = {}
-    for pred in labelled:
-        detected = pred.extra.get("language") if pred.status == "ok" else None
-        if detected != pred.language:
-            key = f"{pred.language}->{detected or 'none'}"
-            confusions[key] = confusions.get(key, 0) + 1
-    result = {"labelled": len(labelled), "reported": reported, "correct": correct,
-              "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
-              "confusions": confusions if reported else {},
-              "by_language": _identified_by_language(labelled) if reported else {}}
-    for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
-        sure = [p.extra["language_probability"] for p in labelled if p.status == "ok"
-                and p.extra.get("language_probability") is not None and (p.extra.get("language") == p.language) == right]
-        if sure:
-            result[name] = sum(sure) / len(sure)
-    return result

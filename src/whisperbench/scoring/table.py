@@ -3,7 +3,7 @@
 
 The table holds each prediction's id, raw texts, status, language, durations and its word and character
 counts scored with one normalizer (the stored counts where the run was scored with it, else scored afresh:
-the same counts :func:`~whisperbench.scoring.summary.summarize` uses), then one float column
+the counts every figure is computed from: :mod:`whisperbench.scoring.figures`), then one float column
 ``METRIC.COLUMN`` per column of each per-example metric (:mod:`whisperbench.scoring.metrics`). The run store
 keeps it beside ``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale (another
 set of metrics installed included: :func:`metrics_key`).
@@ -114,14 +114,3 @@ def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """Per example: word errors (S+D+I) and reference words (H+S+D), as the bootstrap takes them."""
     hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
     return subs + dels + ins, hits + subs + dels
-
-
-def table_summary(table: pa.Table) -> dict[str, Any]:
-    """The figures of ``summarize`` a leaderboard row shows (``wer``, ``rtfx``, ``num_examples``,
-    ``num_failed``), to the last digit (durations summed in order, as ``summarize`` does)."""
-    ok = pc.equal(table["status"], "ok")
-    audio_s = sum(pc.filter(table["audio_s"], ok).to_pylist())
-    infer_s = sum(pc.filter(table["infer_s"], ok).to_pylist())
-    num_ok = pc.sum(ok).as_py() or 0
-    return {"wer": table_wer(table), "num_examples": table.num_rows, "num_failed": table.num_rows - num_ok,
-            "rtfx": audio_s / infer_s if infer_s > 0 else None}

@@ -1,0 +1,137 @@
+"""A run's figures — summary.json's scores — computed once, from its score table (:mod:`whisperbench.scoring.table`):
+the table every report reads, so summary.json, ``report``, ``compare`` and ``gate`` cannot disagree. One row per
+example id (a line stored twice for one id counts once: the last one, as the run store reads it).
+
+>>> from whisperbench.types import Prediction
+>>> s = summarize([Prediction("a", "Hello world", "hello word", audio_s=2.0, infer_s=0.5)], "english", "short")
+>>> s.wer, s.substitutions, s.rtfx
+(50.0, 1, 4.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..languages import headline_metric
+from ..types import Prediction
+from .metrics import MetricContext, per_example_metrics, run_metrics
+from .record import Summary
+from .summary import rescored_all
+from .table import CHAR_COUNTS, counts, metric_value, score_table
+from .wer import corpus_wer
+
+
+def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
+    """One prediction per id: the last one given, where the id first appeared (the run store's rule)."""
+    by_id: dict[str, Prediction] = {}
+    for pred in predictions:
+        by_id[pred.id] = pred
+    return list(by_id.values())
+
+
+def summarize(predictions: Iterable[Prediction], normalizer: str, form: str, language_detected: bool = False,
+              metric_options: Optional[dict[str, Any]] = None) -> Summary:
+    """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
+    their score table, the language identification when the model chose the language (``language_detected``),
+    and every metric — per-example ones from the table's columns (null when they give the run no value),
+    run-level ones from the scored predictions (``metric_options``: their thresholds)."""
+    scored = rescored_all(unique_by_id(predictions), normalizer)
+    table = score_table(scored, normalizer)
+    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {})))
+    if table.num_rows:
+        metrics |= {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
+    return Summary(**table_figures(table), form=form, normalizer=normalizer,
+                   language_id=language_identification(scored) if language_detected and any(
+                       p.language for p in scored) else None, metrics=metrics)
+
+
+def table_figures(table: pa.Table) -> dict[str, Any]:
+    """Every figure of a run computed from its counts and durations: WER (failed examples as empty hypotheses),
+    ``wer_ok`` (successful examples only), CER, S/D/I/hits, examples and failures, empty references, audio and
+    inference seconds, RTFx (Σ audio_s / Σ infer_s over successful examples), latency percentiles, and per language
+    (:func:`by_language`)."""
+    ok = pc.equal(table["status"], "ok")
+    total, chars, ok_counts = counts(table), counts(table, CHAR_COUNTS), counts(table, mask=ok)
+    audio_s = sum(pc.filter(table["audio_s"], ok).to_pylist())  # summed in order, as Python sums
+    latencies = pc.filter(table["infer_s"], ok).to_pylist()
+    infer_s = sum(latencies)
+    num_ok = pc.sum(ok).as_py() or 0
+    return dict(
+        wer=corpus_wer(total), wer_ok=corpus_wer(ok_counts), cer=corpus_wer(chars), num_examples=table.num_rows,
+        num_ok=num_ok, num_failed=table.num_rows - num_ok, substitutions=total.substitutions,
+        deletions=total.deletions, insertions=total.insertions, hits=total.hits, reference_words=total.ref_words,
+        reference_characters=chars.ref_words, char_errors=chars.errors,
+        empty_references=int(np.sum(_reference_words(table) == 0)) if table.num_rows else 0,
+        audio_s=audio_s, infer_s=infer_s, rtfx=audio_s / infer_s if infer_s > 0 else None,
+        latency_p50_s=_percentile(latencies, 50), latency_p90_s=_percentile(latencies, 90),
+        latency_p99_s=_percentile(latencies, 99), **by_language(table))
+
+
+def _reference_words(table: pa.Table) -> np.ndarray:
+    hits, subs, dels = (np.asarray(table[name].to_numpy()) for name in ("hits", "substitutions", "deletions"))
+    return np.asarray(hits + subs + dels)
+
+
+def _percentile(values: list[float], q: float) -> Optional[float]:
+    return float(np.percentile(values, q)) if values else None
+
+
+def by_language(table: pa.Table) -> dict[str, Any]:
+    """``languages`` (per labelled language: examples, failures, WER, CER, the headline metric and its value)
+    and ``macro_error_rate`` (the mean headline error rate over languages); empty without labels."""
+    labels = table["language"].to_pylist()
+    if not any(labels):
+        return {}
+    rows: dict[str, dict[str, Any]] = {}
+    for language in sorted({label for label in labels if label}):
+        mask = pc.equal(table["language"], language)
+        part = table.filter(mask)
+        wer, cer = corpus_wer(counts(part)), corpus_wer(counts(part, CHAR_COUNTS))
+        metric = headline_metric(language)
+        rows[language] = {"num_examples": part.num_rows,
+                          "num_failed": part.num_rows - (pc.sum(pc.equal(part["status"], "ok")).as_py() or 0),
+                          "wer": wer, "cer": cer, "metric": metric, "error_rate": cer if metric == "cer" else wer}
+    rates = [row["error_rate"] for row in rows.values() if row["error_rate"] is not None]
+    return {"languages": rows, "macro_error_rate": sum(rates) / len(rates) if rates else None,
+            "unlabelled_examples": sum(not label for label in labels)}
+
+
+def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
+    """Per label: examples, those whose language the implementation identified right, and that accuracy in %."""
+    tally: dict[str, list[int]] = {}
+    for pred in labelled:
+        right = pred.status == "ok" and pred.extra.get("language") == pred.language
+        tally.setdefault(str(pred.language), [0, 0])[right] += 1
+    return {language: {"labelled": wrong + right, "correct": right, "accuracy": 100.0 * right / (wrong + right)}
+            for language, (wrong, right) in sorted(tally.items())}
+
+
+def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
+    """How often the language the model chose (``extra["language"]``) is the example's label; a failed
+    example, or one without a reported language, counts as not identified. An implementation that reports
+    no language at all (the transformers pipeline) gets no accuracy (``reported`` 0). Where the implementation
+    gives its confidence (``extra["language_probability"]``: faster-whisper), the mean confidence of its right
+    and of its wrong choices (a well-calibrated model is sure when right, unsure when wrong)."""
+    labelled = [p for p in scored if p.language]
+    reported = sum(bool(p.extra.get("language")) for p in labelled)
+    correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
+    confusions: dict[str, int] = {}
+    for pred in labelled:
+        detected = pred.extra.get("language") if pred.status == "ok" else None
+        if detected != pred.language:
+            key = f"{pred.language}->{detected or 'none'}"
+            confusions[key] = confusions.get(key, 0) + 1
+    result = {"labelled": len(labelled), "reported": reported, "correct": correct,
+              "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
+              "confusions": confusions if reported else {},
+              "by_language": _identified_by_language(labelled) if reported else {}}
+    for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
+        sure = [p.extra["language_probability"] for p in labelled if p.status == "ok"
+                and p.extra.get("language_probability") is not None and (p.extra.get("language") == p.language) == right]
+        if sure:
+            result[name] = sum(sure) / len(sure)
+    return result
