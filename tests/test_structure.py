@@ -154,3 +154,26 @@ def test_run_json_round_trips_through_the_typed_record(tmp_path, tiny_rows, tiny
     run = open_run("r", tmp_path)
     assert (run.meta.adapter, run.meta.status, run.meta.dataset.num_examples) == ("recorded", "finished", len(tiny_rows))
     assert run.meta.identity()["decoding"] == {k: v for k, v in stored["decoding"].items() if k != "threads"}
+
+
+def test_a_record_needs_a_docstring_of_its_own():
+    """The signature ``dataclasses`` writes for an undocumented class, or a docstring inherited from a base class,
+    does not count: every public record says what it holds."""
+    import dataclasses
+
+    from whisperbench.devtools.imports import _own_doc
+
+    @dataclasses.dataclass
+    class Bare:
+        x: int
+
+    @dataclasses.dataclass
+    class Said:
+        """What it holds."""
+
+        x: int
+
+    class Inherits(Said):
+        pass
+
+    assert not _own_doc(Bare) and _own_doc(Said) and not _own_doc(Inherits)

@@ -22,6 +22,8 @@ SAMPLE_RATE = 16_000
 
 @dataclass(frozen=True)
 class AudioInfo:
+    """What an audio file's header says: duration in seconds, sample rate and channels."""
+
     duration_s: float
     sample_rate: int
     channels: int

@@ -43,6 +43,9 @@ def _mlx_on_openblas_here() -> Optional[str]:
 
 @dataclass(frozen=True)
 class Contender:
+    """One implementation the demo runs: its adapter, label and options, and why it is slow or unavailable on this
+    machine when it is."""
+
     adapter: str
     label: str
     options: tuple[str, ...] = ()

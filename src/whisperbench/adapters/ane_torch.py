@@ -29,6 +29,9 @@ DTYPES = ("float32", "float16")
 
 @register
 class AnePyTorchAdapter(Adapter):
+    """openai-whisper's weights in the Apple Neural Engine layout, run with PyTorch (the numerical check of the layout
+    Core ML exports)."""
+
     name = "ane-pytorch"
     description = "Whisper in the Apple Neural Engine layout (channels-first, 1x1 convs, split heads), PyTorch"
     requires = ("whisper", "torch")

@@ -34,6 +34,8 @@ NOT_MACOS = "Core ML runs only on macOS (no Core ML runtime on {platform}); the 
 
 @register
 class CoreMLAdapter(Adapter):
+    """Core ML packages of the ANE-layout Whisper, run through coremltools on macOS (exported everywhere)."""
+
     name = "coreml"
     description = "Core ML packages of the ANE-layout Whisper (macOS only; compute units ALL / CPU_AND_NE / CPU_ONLY)"
     requires = ("coremltools", "whisper", "torch")

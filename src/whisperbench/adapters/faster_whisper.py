@@ -23,6 +23,9 @@ WORD_TIMING = ("WhisperModel.add_word_timestamps (DTW over the alignment heads, 
 
 @register
 class FasterWhisperAdapter(Adapter):
+    """faster-whisper (CTranslate2): ``WhisperModel.transcribe`` on the model converted to, or given in, CTranslate2's
+    format."""
+
     name = "faster-whisper"
     description = "faster-whisper (CTranslate2), WhisperModel.transcribe"
     requires = ("faster_whisper", "ctranslate2")

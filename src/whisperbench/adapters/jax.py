@@ -82,6 +82,7 @@ def _limit_xla_threads(threads: int) -> None:
 
 @register
 class JaxAdapter(Adapter):
+    """Flax Whisper as Whisper JAX runs it: jit-compiled, batched greedy decoding on the same weights."""
     name = "jax"
     description = "Flax Whisper (transformers' FlaxWhisperForConditionalGeneration, as Whisper JAX), jit-compiled batched greedy"
     requires = ("jax", "flax", "transformers")

@@ -41,6 +41,8 @@ from .options import Option
 
 @register
 class MLXAdapter(Adapter):
+    """mlx-whisper: ``mlx_whisper.transcribe`` on the model converted to, or given in, MLX's format."""
+
     name = "mlx"
     description = "mlx-whisper (MLX: Metal on Apple silicon, CPU on Linux), mlx_whisper.transcribe"
     requires = ("mlx_whisper", "mlx")

@@ -81,6 +81,8 @@ def _root_cause(exc: BaseException) -> str:
 
 @register
 class OpenAIAPIAdapter(Adapter):
+    """The OpenAI transcription API, or any OpenAI-compatible endpoint, through the official ``openai`` client."""
+
     name = "openai-api"
     description = "OpenAI transcription API or any OpenAI-compatible endpoint (official openai client)"
     requires = ("openai",)

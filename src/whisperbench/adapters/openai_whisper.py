@@ -16,6 +16,8 @@ from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_window
 
 @register
 class OpenAIWhisperAdapter(Adapter):
+    """openai-whisper (PyTorch): ``whisper.transcribe``, the reference implementation."""
+
     name = "openai-whisper"
     description = "openai-whisper (PyTorch), whisper.transcribe"
     requires = ("whisper", "torch")

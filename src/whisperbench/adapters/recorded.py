@@ -81,6 +81,9 @@ def _language(label, path: str, number: int) -> Optional[str]:
 
 @register
 class RecordedAdapter(Adapter):
+    """Hypotheses made elsewhere (a JSONL file of id and hypothesis): a phone's, a Mac's or another tool's results
+    scored like any run."""
+
     name = "recorded"
     description = "hypotheses from a JSONL file (id, hypothesis): results made on a device or elsewhere"
     word_timing = "the words of the hypotheses file's lines, as recorded"

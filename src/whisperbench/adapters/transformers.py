@@ -24,6 +24,8 @@ _SECONDS_PER_POSITION = 0.02
 
 @register
 class TransformersAdapter(Adapter):
+    """Hugging Face transformers: the automatic-speech-recognition pipeline on the model in transformers' format."""
+
     name = "transformers"
     description = "Hugging Face transformers, automatic-speech-recognition pipeline"
     requires = ("transformers", "torch")

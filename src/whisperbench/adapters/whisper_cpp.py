@@ -81,6 +81,8 @@ def _route(variant: str, converted: bool) -> str:
 
 @register
 class WhisperCppAdapter(Adapter):
+    """whisper.cpp through pywhispercpp or whisper-cpp-python, on a ggml file, in a worker process."""
+
     name = "whisper-cpp"
     description = "whisper.cpp (pywhispercpp or whisper-cpp-python) on a ggml file, in a worker process"
     requires = ("pywhispercpp",)  # the default backend; missing() accepts either binding

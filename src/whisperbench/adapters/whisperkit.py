@@ -119,6 +119,8 @@ def transcript_from_report(report: dict, word_timing: bool, long_form: bool) -> 
 
 @register
 class WhisperKitAdapter(Adapter):
+    """Argmax's WhisperKit CLI (Core ML Whisper) on macOS 14+ with Apple silicon."""
+
     name = "whisperkit"
     description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
     uses_weights = False

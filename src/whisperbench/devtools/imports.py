@@ -159,13 +159,20 @@ def undocumented() -> list[str]:
         for name, obj in vars(namespace).items():
             if name.startswith("_") or getattr(obj, "__module__", None) != module:
                 continue
-            if (inspect.isfunction(obj) or inspect.isclass(obj)) and not inspect.getdoc(obj):
+            if (inspect.isfunction(obj) and not inspect.getdoc(obj)) or (inspect.isclass(obj) and not _own_doc(obj)):
                 found.append(f"{module}.{name}")
             if inspect.isclass(obj):
                 found += [f"{module}.{name}.{attr}" for attr, value in vars(obj).items()
                           if not attr.startswith("_") and _callable_or_property(value)
                           and not inspect.getdoc(value if isinstance(value, property) else getattr(obj, attr))]
     return found
+
+
+def _own_doc(cls: type) -> bool:
+    """Whether a class says what it holds in a docstring of its own: not one inherited from a base class, nor the
+    signature ``dataclasses`` writes for a class without one (``Comparison(reference: StoredRun, …)``)."""
+    doc = cls.__dict__.get("__doc__")
+    return isinstance(doc, str) and bool(doc.strip()) and not doc.startswith(f"{cls.__name__}(")
 
 
 def _callable_or_property(value: object) -> bool:

@@ -245,6 +245,8 @@ class Strategy:
 
 
 class NativeStrategy(Strategy):
+    """Long-form audio handed whole to the implementation's own long-form decoding (its windows, its seams)."""
+
     name = "native"
 
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:

@@ -87,6 +87,9 @@ class RunRequest:
 
 @dataclass
 class RunResult:
+    """What one run invocation did: the run's store, run.json and summary, how many examples it computed, resumed or
+    found stale, and its notes and warnings."""
+
     store: RunStore
     info: dict  # the run.json written (RunInfo.to_dict())
     summary: Summary

@@ -21,6 +21,9 @@ from ..adapters.base import Adapter
 
 @dataclass(frozen=True)
 class AdapterSpec:
+    """Everything needed to build one adapter in any process (picklable): adapter name, model, decoding options,
+    refresh, isolation and timeout."""
+
     adapter: str  # a registered name, or package.module:Class
     model: str
     decoding: DecodingOptions

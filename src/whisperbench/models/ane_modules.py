@@ -66,11 +66,15 @@ class SplitHeadAttention(nn.Module):
 
 
 class MLP(nn.Sequential):
+    """The feed-forward block of a Whisper layer as 1x1 convolutions over channels-first activations."""
+
     def __init__(self, n_state: int):
         super().__init__(conv1x1(n_state, 4 * n_state), nn.GELU(), conv1x1(4 * n_state, n_state))
 
 
 class EncoderBlock(nn.Module):
+    """One encoder layer in the ANE layout: self-attention with split heads, then the MLP."""
+
     def __init__(self, n_state: int, n_head: int):
         super().__init__()
         self.attn = SplitHeadAttention(n_state, n_head)
@@ -105,6 +109,8 @@ class AudioEncoderANE(nn.Module):
 
 
 class DecoderBlock(nn.Module):
+    """One decoder layer in the ANE layout: masked self-attention, cross-attention, then the MLP."""
+
     def __init__(self, n_state: int, n_head: int):
         super().__init__()
         self.attn = SplitHeadAttention(n_state, n_head)
@@ -164,6 +170,8 @@ class TextDecoderANE(nn.Module):
 
 
 class WhisperANE(nn.Module):
+    """Whisper (encoder and decoder) in the Apple Neural Engine layout, loaded from openai-whisper's weights."""
+
     def __init__(self, dims: dict):
         super().__init__()
         self.dims = dict(dims)

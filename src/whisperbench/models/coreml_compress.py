@@ -41,6 +41,8 @@ WEIGHT_THRESHOLD = 2048
 
 
 class Compression(NamedTuple):
+    """One Core ML weight-compression variant: its name and how coremltools' optimize API applies it."""
+
     kind: str  # "palettize" or "linear"
     bits: int
     group_size: int = 0  # output channels per lookup table (per_grouped_channel); 0: per tensor / per channel

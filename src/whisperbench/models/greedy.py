@@ -48,6 +48,8 @@ class StepModel(Protocol):
 
 @dataclass
 class GreedyResult:
+    """One greedy decode: the text, its tokens, the language and the time each stage took."""
+
     text: str
     tokens: list[int]
     language: Optional[str]

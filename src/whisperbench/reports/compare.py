@@ -22,6 +22,10 @@ from .weights import weights_relation
 
 @dataclass
 class Comparison:
+    """A candidate run against a reference run: the per-example QoI result, both WERs, whether the datasets and weights
+    match, timing columns, paired significance, Holm-adjusted p-values, per-example metrics on both sides,
+    formatting parity and the notes compare prints."""
+
     reference: StoredRun
     candidate: StoredRun
     result: QoiResult

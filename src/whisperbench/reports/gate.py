@@ -33,6 +33,8 @@ NI_ORDER = (NON_INFERIOR, INCONCLUSIVE, REGRESSION_SHOWN)  # best to worst
 
 @dataclass
 class GateCheck:
+    """One check of the gate: its name, whether it passed, what it found, and the exit code it gives when it fails."""
+
     name: str
     passed: bool
     detail: str
@@ -41,6 +43,9 @@ class GateCheck:
 
 @dataclass
 class GateResult:
+    """The gate's verdict: the comparison, every check, the non-inferiority verdict, what the set can detect, and the
+    verdict of each repeated run."""
+
     comparison: Comparison
     checks: list[GateCheck] = field(default_factory=list)
     #: with a non-inferiority margin: "non-inferior", "inconclusive (set too small)" or "regression shown"

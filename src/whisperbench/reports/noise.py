@@ -26,6 +26,9 @@ from .escape import md_cell
 
 @dataclass(frozen=True)
 class NoiseReport:
+    """Run-to-run noise of repeated runs of one configuration: identical outputs and error counts per example, each
+    run's WER, its spread, and the examples that regress between repeats."""
+
     runs: list[str]
     examples: int  # judged (status ok) in every run
     identical_outputs: float  # % of examples whose raw output is the same in every run

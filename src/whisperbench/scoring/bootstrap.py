@@ -22,6 +22,8 @@ DEFAULT_RESAMPLES = 2000
 
 @dataclass(frozen=True)
 class Interval:
+    """A confidence interval: low and high bounds (percent or points) at ``confidence`` (a fraction)."""
+
     low: float
     high: float
     confidence: float

@@ -24,6 +24,9 @@ from .summary import headline_counts, rescored, score_prediction
 
 @dataclass
 class ExampleComparison:
+    """One example judged in both runs: the error counts and WERs of each, whether the candidate failed, the
+    transcript, both outputs, the units counted (words or characters) and the language."""
+
     id: str
     reference_errors: int
     candidate_errors: int
@@ -111,6 +114,10 @@ class ExampleList(list[ExampleComparison]):
 
 @dataclass
 class QoiResult:
+    """QoI of a candidate against a reference: the share of joined examples with no regression, the counts improved /
+    unchanged / regressed / failed, the ids on one side only, failed in the reference or with differing transcripts,
+    and the joined examples."""
+
     qoi: Optional[float]
     joined: int
     no_regression: int
