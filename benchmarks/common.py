@@ -17,18 +17,47 @@ from typing import Callable, Optional
 Column = tuple[str, int, Callable[[dict], str]]  # header, width, format(summary)
 
 
-def run_implementation(label: str, adapter: str, options: list[str], *, model: str, dataset: str, threads: int,
-                       runs_dir: str, limit: Optional[int] = None, preload: str = "",
-                       args: tuple[str, ...] = ()) -> Optional[dict]:
+def run_implementation(
+    label: str,
+    adapter: str,
+    options: list[str],
+    *,
+    model: str,
+    dataset: str,
+    threads: int,
+    runs_dir: str,
+    limit: Optional[int] = None,
+    preload: str = "",
+    args: tuple[str, ...] = (),
+) -> Optional[dict]:
     """Summary of one run (``peak_mb`` = the model-holding process's peak), or None when it could not run.
 
     ``preload`` names a module to import first (an adapter not yet built in); ``args`` are further
     ``whisperbench run`` arguments (e.g. ``("--long-form", "chunked")``).
     """
-    entry = ["-m", "whisperbench"] if not preload else [
-        "-c", f"import sys, {preload}; from whisperbench.cli import main; raise SystemExit(main(sys.argv[1:]))"]
-    cmd = [sys.executable, *entry, "run", "--adapter", adapter, "--model", model, "--dataset", dataset,
-           "--runs-dir", runs_dir, "--name", label, "--json", "-o", f"threads={threads}"]
+    entry = (
+        ["-m", "whisperbench"]
+        if not preload
+        else ["-c", f"import sys, {preload}; from whisperbench.cli import main; raise SystemExit(main(sys.argv[1:]))"]
+    )
+    cmd = [
+        sys.executable,
+        *entry,
+        "run",
+        "--adapter",
+        adapter,
+        "--model",
+        model,
+        "--dataset",
+        dataset,
+        "--runs-dir",
+        runs_dir,
+        "--name",
+        label,
+        "--json",
+        "-o",
+        f"threads={threads}",
+    ]
     for option in options:
         cmd += ["-o", option]
     if limit:
@@ -51,14 +80,21 @@ def ratio(value: Optional[float], base: Optional[float]) -> float:
     return value / base if value and base else float("nan")
 
 
-def run_all(configurations: list[tuple[str, str, list[str]]], *, model: str, dataset: str, threads: int,
-            limit: Optional[int] = None) -> dict[str, dict]:
+def run_all(
+    configurations: list[tuple[str, str, list[str]]],
+    *,
+    model: str,
+    dataset: str,
+    threads: int,
+    limit: Optional[int] = None,
+) -> dict[str, dict]:
     """``label -> summary`` for every (label, adapter, options) that ran, in order, in one temp runs dir."""
     results = {}
     with tempfile.TemporaryDirectory() as runs_dir:
         for label, adapter, options in configurations:
-            summary = run_implementation(label, adapter, options, model=model, dataset=dataset, threads=threads,
-                                         runs_dir=runs_dir, limit=limit)
+            summary = run_implementation(
+                label, adapter, options, model=model, dataset=dataset, threads=threads, runs_dir=runs_dir, limit=limit
+            )
             if summary:
                 results[label] = summary
     return results
@@ -84,8 +120,10 @@ def load_verdict() -> str:
 
     end = load_snapshot()
     load = machine_load(_LOAD_AT_START or end, end)
-    facts = (f"other processes kept {load['other_cpus_busy']} of {load['usable_cpus']} CPU(s) busy, "
-             f"steal {load['steal_pct']} %")
+    facts = (
+        f"other processes kept {load['other_cpus_busy']} of {load['usable_cpus']} CPU(s) busy, "
+        f"steal {load['steal_pct']} %"
+    )
     if load["busy"]:
         return f"PRELIMINARY figures ({facts}): rerun on a quiet machine before publishing them"
     return f"final figures: measured on a quiet machine ({facts})"
@@ -94,8 +132,9 @@ def load_verdict() -> str:
 watch_load()
 
 
-def print_ratio_table(title: str, results: dict[str, dict], *, extra: tuple[Column, ...] = (),
-                      note: str = "ow = openai-whisper") -> None:
+def print_ratio_table(
+    title: str, results: dict[str, dict], *, extra: tuple[Column, ...] = (), note: str = "ow = openai-whisper"
+) -> None:
     """WER, RTFx and peak memory per run, with speed and memory as ratios to the openai-whisper run."""
     base = results.get("openai-whisper") or {}
     columns: list[Column] = [

@@ -43,9 +43,18 @@ def synthetic_checkpoint(folder: Path, width: int, layers: int) -> Path:
     from whisperbench.models.convert import write_transformers
     from whisperbench.models.synthetic import random_checkpoint
 
-    dims = {"n_mels": 128, "n_vocab": 51866, "n_audio_ctx": 1500, "n_audio_state": width, "n_audio_head": width // 64,
-            "n_audio_layer": layers, "n_text_ctx": 448, "n_text_state": width, "n_text_head": width // 64,
-            "n_text_layer": layers}
+    dims = {
+        "n_mels": 128,
+        "n_vocab": 51866,
+        "n_audio_ctx": 1500,
+        "n_audio_state": width,
+        "n_audio_head": width // 64,
+        "n_audio_layer": layers,
+        "n_text_ctx": 448,
+        "n_text_state": width,
+        "n_text_head": width // 64,
+        "n_text_layer": layers,
+    }
     target = folder / "synthetic-hf"
     target.mkdir()
     write_transformers(random_checkpoint(dims), target)
@@ -66,16 +75,22 @@ def main() -> int:
     print(f"{'target':<14}{'peak MB':>9}{'peak/ckpt':>11}{'above baseline/ckpt':>21}{'s/GB':>8}")
     baseline = None
     for fmt in ["baseline", *args.formats.split(",")]:
-        proc = subprocess.run([sys.executable, "-c", CHILD, fmt, str(source), str(work / f"out-{fmt}")],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, fmt, str(source), str(work / f"out-{fmt}")],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         if proc.returncode:
             print(f"{fmt:<14} failed: {proc.stderr.strip().splitlines()[-1]}")
             continue
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         baseline = baseline if baseline is not None else result["peak_mb"]
         above = (result["peak_mb"] - baseline) / size_mb
-        print(f"{fmt:<14}{result['peak_mb']:>9.0f}{result['peak_mb'] / size_mb:>11.2f}{above:>21.2f}"
-              f"{result['seconds'] / (size_mb / 1000):>8.1f}")
+        print(
+            f"{fmt:<14}{result['peak_mb']:>9.0f}{result['peak_mb'] / size_mb:>11.2f}{above:>21.2f}"
+            f"{result['seconds'] / (size_mb / 1000):>8.1f}"
+        )
     print(load_verdict())
     return 0
 

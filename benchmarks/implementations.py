@@ -24,14 +24,16 @@ IMPLEMENTATIONS = [
 def main() -> int:
     parser = benchmark_parser(__doc__)
     args = parser.parse_args()
-    results = run_all(IMPLEMENTATIONS, model=args.model, dataset=args.dataset, threads=args.threads,
-                      limit=args.limit)
+    results = run_all(IMPLEMENTATIONS, model=args.model, dataset=args.dataset, threads=args.threads, limit=args.limit)
     if not results:
         print("no implementation ran")
         return 1
-    print_ratio_table(f"{args.model} on {args.dataset}, {args.threads} thread(s), one run", results,
-                      extra=(("overhead %", 12, lambda s: f"{s['harness_overhead_pct']:.2f}"),),
-                      note="ow = openai-whisper; overhead target <= 2 %")
+    print_ratio_table(
+        f"{args.model} on {args.dataset}, {args.threads} thread(s), one run",
+        results,
+        extra=(("overhead %", 12, lambda s: f"{s['harness_overhead_pct']:.2f}"),),
+        note="ow = openai-whisper; overhead target <= 2 %",
+    )
     return 0
 
 

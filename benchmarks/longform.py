@@ -50,14 +50,17 @@ def build_long_file(folder: Path, minutes: float) -> Path:
                 if total >= minutes * 60 * SAMPLE_RATE:
                     break
     manifest = folder / f"long_{minutes:g}min.jsonl"
-    manifest.write_text(json.dumps({"id": f"long-{minutes:g}min", "audio": audio_path.name, "text": " ".join(texts)}) + "\n")
+    manifest.write_text(
+        json.dumps({"id": f"long-{minutes:g}min", "audio": audio_path.name, "text": " ".join(texts)}) + "\n"
+    )
     return manifest
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--adapter", default="openai-whisper", help="an adapter with batch_size (openai-whisper, "
-                                                                    "transformers, jax)")
+    parser.add_argument(
+        "--adapter", default="openai-whisper", help="an adapter with batch_size (openai-whisper, transformers, jax)"
+    )
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--batch", default="8", help="comma-separated chunked batch sizes besides 1")
@@ -78,8 +81,16 @@ def main() -> int:
         manifest = build_long_file(folder, args.minutes)
         results = {}
         for label, extra in configurations:
-            summary = run_implementation(label, args.adapter, [], model=args.model, dataset=str(manifest),
-                                         threads=args.threads, runs_dir=str(folder / "runs"), args=tuple(extra))
+            summary = run_implementation(
+                label,
+                args.adapter,
+                [],
+                model=args.model,
+                dataset=str(manifest),
+                threads=args.threads,
+                runs_dir=str(folder / "runs"),
+                args=tuple(extra),
+            )
             if summary:
                 results[label] = summary
         audio_min = next(iter(results.values()))["audio_s"] / 60 if results else 0
@@ -88,19 +99,32 @@ def main() -> int:
         print(header + "\n" + "-" * len(header))
         base, native = results.get("chunked-b1", {}), results.get("native", {})
         for label, s in results.items():
-            print(f"{label:<14}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{ratio(s['rtfx'], base.get('rtfx')):>14.2f}"
-                  f"{ratio(s['rtfx'], native.get('rtfx')):>10.2f}{s['peak_mb']:>10.0f}")
+            print(
+                f"{label:<14}{s['wer']:>8.2f}{s['rtfx']:>8.2f}{ratio(s['rtfx'], base.get('rtfx')):>14.2f}"
+                f"{ratio(s['rtfx'], native.get('rtfx')):>10.2f}{s['peak_mb']:>10.0f}"
+            )
         if args.memory:
-            print(f"\npeak RSS against duration ({args.adapter}, chunked batch {batches[-1] if batches else 1} vs native)")
+            print(
+                f"\npeak RSS against duration ({args.adapter}, chunked batch {batches[-1] if batches else 1} vs native)"
+            )
             print(f"{'minutes':>8}{'chunked MiB':>13}{'native MiB':>12}")
             for minutes in (float(m) for m in args.memory.split(",")):
                 long_manifest = build_long_file(folder, minutes)
                 row = []
-                for label, extra in [("chunked", ["--long-form", "chunked", "-o", f"batch_size={batches[-1] if batches else 1}"]),
-                                     ("native", [])]:
-                    summary = run_implementation(f"mem-{minutes:g}-{label}", args.adapter, [], model=args.model,
-                                                 dataset=str(long_manifest), threads=args.threads,
-                                                 runs_dir=str(folder / "runs"), args=tuple(extra))
+                for label, extra in [
+                    ("chunked", ["--long-form", "chunked", "-o", f"batch_size={batches[-1] if batches else 1}"]),
+                    ("native", []),
+                ]:
+                    summary = run_implementation(
+                        f"mem-{minutes:g}-{label}",
+                        args.adapter,
+                        [],
+                        model=args.model,
+                        dataset=str(long_manifest),
+                        threads=args.threads,
+                        runs_dir=str(folder / "runs"),
+                        args=tuple(extra),
+                    )
                     row.append(summary["peak_mb"] if summary else float("nan"))
                 print(f"{minutes:>8g}{row[0]:>13.0f}{row[1]:>12.0f}")
     return 0

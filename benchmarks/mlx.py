@@ -32,7 +32,9 @@ def configurations(args) -> list[tuple[str, str, list[str]]]:
     chosen = REFERENCE + ([] if args.skip_bundled else mlx_rows)
     if args.blas:
         suffix = "openblas" if args.blas == "openblas" else "blas"
-        chosen += [(f"{label}-{suffix}", adapter, [*options, f"blas={args.blas}"]) for label, adapter, options in mlx_rows]
+        chosen += [
+            (f"{label}-{suffix}", adapter, [*options, f"blas={args.blas}"]) for label, adapter, options in mlx_rows
+        ]
     return chosen
 
 
@@ -42,13 +44,17 @@ def main() -> int:
     parser.add_argument("--blas", default="", help="also run on this BLAS: 'openblas' or a library path (Linux)")
     parser.add_argument("--skip-bundled", action="store_true", help="leave out the rows on the wheel's own BLAS")
     args = parser.parse_args()
-    results = run_all(configurations(args), model=args.model, dataset=args.dataset, threads=args.threads,
-                      limit=args.limit)
+    results = run_all(
+        configurations(args), model=args.model, dataset=args.dataset, threads=args.threads, limit=args.limit
+    )
     if "openai-whisper" not in results or len(results) < 2:
         print("need openai-whisper and at least one mlx configuration")
         return 1
-    print_ratio_table(f"{args.model} on {args.dataset}, {args.threads} thread(s) (MLX uses them only on OpenBLAS; "
-                      "the bundled BLAS has one), one run", results)
+    print_ratio_table(
+        f"{args.model} on {args.dataset}, {args.threads} thread(s) (MLX uses them only on OpenBLAS; "
+        "the bundled BLAS has one), one run",
+        results,
+    )
     return 0
 
 

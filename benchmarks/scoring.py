@@ -74,10 +74,16 @@ def variants(texts: list[str], count: int, seed: int) -> list[list[dict]]:
         for _ in range(max(1, count // len(texts))):
             failed = rng.random() < 0.01
             hyp = "" if failed else edited(text.split(), vocabulary, rng.uniform(0.0, 0.3), rng)
-            pred = Prediction(id="", reference=text, hypothesis=hyp, status="error" if failed else "ok",
-                              error="example x: RuntimeError: injected" if failed else None,
-                              audio_s=round(rng.uniform(1, 30), 3), infer_s=0.0 if failed else rng.uniform(0.05, 2),
-                              language="en")
+            pred = Prediction(
+                id="",
+                reference=text,
+                hypothesis=hyp,
+                status="error" if failed else "ok",
+                error="example x: RuntimeError: injected" if failed else None,
+                audio_s=round(rng.uniform(1, 30), 3),
+                infer_s=0.0 if failed else rng.uniform(0.05, 2),
+                language="en",
+            )
             rows.append(score_prediction(pred, NORMALIZER).to_json())
         table.append(rows)
     return table
@@ -86,9 +92,16 @@ def variants(texts: list[str], count: int, seed: int) -> list[list[dict]]:
 def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
     """A run store of ``n`` predictions ``utt0000000``.. drawn from ``table`` (same transcript per id in every run)."""
     store = RunStore(path)
-    store.write_info({"adapter": "synthetic", "model": "none", "normalizer": NORMALIZER, "label": path.name,
-                      "status": "finished",
-                      "dataset": {"name": "synthetic", "form": "short", "content_hash": f"synthetic-{n}"}})
+    store.write_info(
+        {
+            "adapter": "synthetic",
+            "model": "none",
+            "normalizer": NORMALIZER,
+            "label": path.name,
+            "status": "finished",
+            "dataset": {"name": "synthetic", "form": "short", "content_hash": f"synthetic-{n}"},
+        }
+    )
     rng = random.Random(seed)
     with open(path / PREDICTIONS, "w", encoding="utf-8") as fh:
         for i in range(n):
@@ -141,14 +154,21 @@ def fresh_scoring(count: int) -> None:
     """Goal 1: the ratio naive loop / new scorer, one core, counts checked equal."""
     from whisperbench.scoring.normalize import _cached
 
-    texts = [json.loads(line)["text"] for line in SHARED.read_text(encoding="utf-8").splitlines() if line] \
-        if SHARED.exists() else bundled_transcripts()
+    texts = (
+        [json.loads(line)["text"] for line in SHARED.read_text(encoding="utf-8").splitlines() if line]
+        if SHARED.exists()
+        else bundled_transcripts()
+    )
     rng = random.Random(5)
     vocabulary = sorted({w for t in texts for w in t.split()})
-    pairs = [(text, edited(text.split(), vocabulary, rng.uniform(0.0, 0.3), rng))
-             for text in (texts[i % len(texts)] for i in range(count))]
-    print(f"goal 1: fresh scoring of {len(pairs):,} pairs ({len(texts)} transcripts"
-          f"{' from ' + str(SHARED.parent) if SHARED.exists() else ''}), one core")
+    pairs = [
+        (text, edited(text.split(), vocabulary, rng.uniform(0.0, 0.3), rng))
+        for text in (texts[i % len(texts)] for i in range(count))
+    ]
+    print(
+        f"goal 1: fresh scoring of {len(pairs):,} pairs ({len(texts)} transcripts"
+        f"{' from ' + str(SHARED.parent) if SHARED.exists() else ''}), one core"
+    )
     naive_counts(pairs[:50], True)  # imports, compiled patterns: neither side pays its start-up in the timing
     fast_counts(pairs[:50], True, cold=True)
     for characters in (False, True):
@@ -158,15 +178,17 @@ def fresh_scoring(count: int) -> None:
         for cold in (True, False):
             _cached(NORMALIZER).cache_clear()
             if not cold:
-                fast_counts(pairs[:len(texts)], characters, cold=False)  # each transcript once: references cached
+                fast_counts(pairs[: len(texts)], characters, cold=False)  # each transcript once: references cached
             t0 = time.perf_counter()
             fast = fast_counts(pairs, characters, cold)
             fast_s = time.perf_counter() - t0
             assert fast == naive, "counts differ from the naive loop"
             what = "words + characters (WER + CER)" if characters else "words (WER)"
             how = "cold, nothing cached" if cold else "references cached"
-            print(f"  {what:32s} {how:22s} naive {1e6 * naive_s / len(pairs):6.0f} µs/pair  new "
-                  f"{1e6 * fast_s / len(pairs):5.0f} µs/pair  ratio x{naive_s / fast_s:4.1f}  (counts identical)")
+            print(
+                f"  {what:32s} {how:22s} naive {1e6 * naive_s / len(pairs):6.0f} µs/pair  new "
+                f"{1e6 * fast_s / len(pairs):5.0f} µs/pair  ratio x{naive_s / fast_s:4.1f}  (counts identical)"
+            )
 
 
 def all_cores(count: int) -> None:
@@ -179,8 +201,14 @@ def all_cores(count: int) -> None:
     texts = bundled_transcripts()
     rng = random.Random(9)
     vocabulary = sorted({w for t in texts for w in t.split()})
-    preds = [Prediction(id=str(i), reference=f"{texts[i % len(texts)]} {i}",  # distinct references: no cache hits
-                        hypothesis=edited(texts[i % len(texts)].split(), vocabulary, 0.2, rng)) for i in range(count)]
+    preds = [
+        Prediction(
+            id=str(i),
+            reference=f"{texts[i % len(texts)]} {i}",  # distinct references: no cache hits
+            hypothesis=edited(texts[i % len(texts)].split(), vocabulary, 0.2, rng),
+        )
+        for i in range(count)
+    ]
     timings = {}
     for workers in (1, os.cpu_count() or 1):
         _cached(NORMALIZER).cache_clear()
@@ -188,8 +216,10 @@ def all_cores(count: int) -> None:
         timings[workers] = (score_predictions(preds, NORMALIZER, workers=workers), time.perf_counter() - t0)
     (one, one_s), (many, many_s) = timings[1], timings[max(timings)]
     assert one == many, "several cores gave other predictions"
-    print(f"  all cores: {count:,} predictions (distinct references) 1 core {one_s:.1f} s, {max(timings)} cores "
-          f"{many_s:.1f} s (x{one_s / many_s:.2f}, workers started included; same predictions)")
+    print(
+        f"  all cores: {count:,} predictions (distinct references) 1 core {one_s:.1f} s, {max(timings)} cores "
+        f"{many_s:.1f} s (x{one_s / many_s:.2f}, workers started included; same predictions)"
+    )
 
 
 def step(name: str, folder: Path) -> dict:
@@ -212,16 +242,19 @@ def step(name: str, folder: Path) -> dict:
         text += str(language_frame([ref, cand], references).shape)
         row["chars"] = len(text)
     elif name == "objects":  # the per-object path (summarize + qoi over Prediction objects), to check figures
-        row.update(wer=summarize(cand.predictions, NORMALIZER, "short").wer,
-                   qoi=qoi(ref.predictions, cand.predictions, NORMALIZER).qoi)
+        row.update(
+            wer=summarize(cand.predictions, NORMALIZER, "short").wer,
+            qoi=qoi(ref.predictions, cand.predictions, NORMALIZER).qoi,
+        )
     row.update(seconds=time.perf_counter() - t0, peak_mb=peak_rss_mb())
     return row
 
 
 def measured(name: str, folder: Path) -> dict:
     """``step`` in a fresh process (its own peak memory)."""
-    out = subprocess.run([sys.executable, __file__, "--step", name, "--folder", str(folder)], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, "--step", name, "--folder", str(folder)], check=True, capture_output=True, text=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -230,22 +263,33 @@ def at_size(n: int, table: list[list[dict]], tmp: Path, report_max: int, check: 
     for role, seed in (("reference", 1), ("candidate", 2)):
         write_run(folder / role, n, table, seed)
     mb = (folder / "candidate" / PREDICTIONS).stat().st_size / 2**20
-    steps = {"compare (builds tables)": measured("compare", folder), "compare": measured("compare-warm", folder),
-             "gate": measured("gate", folder)}
+    steps = {
+        "compare (builds tables)": measured("compare", folder),
+        "compare": measured("compare-warm", folder),
+        "gate": measured("gate", folder),
+    }
     if n <= report_max:
         steps["report"] = measured("report", folder)
     if check:
         objects = measured("objects", folder)
-        assert (objects["wer"], objects["qoi"]) == (steps["compare"]["wer"], steps["compare"]["qoi"]), \
+        assert (objects["wer"], objects["qoi"]) == (steps["compare"]["wer"], steps["compare"]["qoi"]), (
             "columnar figures differ from the per-object path"
-    print(f"n={n:>9,} ({mb:6.1f} MiB predictions.jsonl per run; WER {steps['compare']['wer']:.2f}% "
-          f"QoI {steps['compare']['qoi']:.2f}%{'; equal to the per-object path' if check else ''})")
+        )
+    print(
+        f"n={n:>9,} ({mb:6.1f} MiB predictions.jsonl per run; WER {steps['compare']['wer']:.2f}% "
+        f"QoI {steps['compare']['qoi']:.2f}%{'; equal to the per-object path' if check else ''})"
+    )
     for label, row in steps.items():
-        print(f"    {label:24s} {row['seconds']:7.2f} s  {1e6 * row['seconds'] / n:6.1f} µs/prediction  "
-              f"peak RSS {row['peak_mb']:7,.0f} MiB", flush=True)
+        print(
+            f"    {label:24s} {row['seconds']:7.2f} s  {1e6 * row['seconds'] / n:6.1f} µs/prediction  "
+            f"peak RSS {row['peak_mb']:7,.0f} MiB",
+            flush=True,
+        )
     if n > report_max:
-        print(f"    report                   skipped above --report-max {report_max:,} (bootstrap.py's resampling "
-              f"matrix, 2000 x n int64, is issue 36's)")
+        print(
+            f"    report                   skipped above --report-max {report_max:,} (bootstrap.py's resampling "
+            f"matrix, 2000 x n int64, is issue 36's)"
+        )
     shutil.rmtree(folder)
     return {"n": n, **{label: row for label, row in steps.items()}}
 
@@ -269,19 +313,28 @@ def main(argv=None) -> int:
     table = variants(bundled_transcripts(), args.variants, seed=0)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"\ngoals 2, 3, 6: compare / gate / report on two stored runs (each step a fresh process)")
+        print("\ngoals 2, 3, 6: compare / gate / report on two stored runs (each step a fresh process)")
         for n in sizes:
             results.append(at_size(n, table, Path(tmp), args.report_max, check=n == sizes[0]))
     print("\ngrowth (time ratio / size ratio; 1.0 = linear):")
     for small, big in zip(results, results[1:]):
-        growth = {label: big[label]["seconds"] / small[label]["seconds"] / (big["n"] / small["n"])
-                  for label in big if label != "n" and label in small}
+        growth = {
+            label: big[label]["seconds"] / small[label]["seconds"] / (big["n"] / small["n"])
+            for label in big
+            if label != "n" and label in small
+        }
         print(f"  {small['n']:,} -> {big['n']:,}: " + ", ".join(f"{k} {v:.2f}" for k, v in growth.items()))
     last = results[-1]
-    print(f"\n{last['n']:,} predictions per run: compare {last['compare']['seconds']:.1f} s "
-          f"/ {last['compare']['peak_mb']:,.0f} MiB (target < 10 s, < 2 GB), gate {last['gate']['seconds']:.1f} s"
-          + (f", report {last['report']['seconds']:.1f} s / {last['report']['peak_mb']:,.0f} MiB (target < 60 s, < 2 GB)"
-             if "report" in last else "") + f"; {sys.platform}, Python {sys.version.split()[0]}")
+    print(
+        f"\n{last['n']:,} predictions per run: compare {last['compare']['seconds']:.1f} s "
+        f"/ {last['compare']['peak_mb']:,.0f} MiB (target < 10 s, < 2 GB), gate {last['gate']['seconds']:.1f} s"
+        + (
+            f", report {last['report']['seconds']:.1f} s / {last['report']['peak_mb']:,.0f} MiB (target < 60 s, < 2 GB)"
+            if "report" in last
+            else ""
+        )
+        + f"; {sys.platform}, Python {sys.version.split()[0]}"
+    )
     return 0
 
 

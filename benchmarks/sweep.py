@@ -44,20 +44,31 @@ def main(argv=None) -> int:
         load = (info.get("load_s") or 0.0) + (info.get("warmup_s") or 0.0)
         resumed = entry["wall_s"] < loop  # run by an earlier sweep: its wall time here is not the run's
         outside = 0.0 if resumed else entry["wall_s"] - loop - load
-        for key, value in (("infer", infer), ("loop", loop), ("load", load), ("outside", outside),
-                           ("wall", entry["wall_s"])):
+        for key, value in (
+            ("infer", infer),
+            ("loop", loop),
+            ("load", load),
+            ("outside", outside),
+            ("wall", entry["wall_s"]),
+        ):
             totals[key] += value
         if resumed:
-            print(f"{entry['label']:<32} {infer:>9.1f} {100 * (loop - infer) / infer:>9.2f} {load:>7.1f} "
-                  f"{'(resumed)':>10} {'':>10}")
+            print(
+                f"{entry['label']:<32} {infer:>9.1f} {100 * (loop - infer) / infer:>9.2f} {load:>7.1f} "
+                f"{'(resumed)':>10} {'':>10}"
+            )
             continue
-        print(f"{entry['label']:<32} {infer:>9.1f} {100 * (loop - infer) / infer:>9.2f} {load:>7.1f} {outside:>10.1f} "
-              f"{100 * outside / infer:>10.1f}")
+        print(
+            f"{entry['label']:<32} {infer:>9.1f} {100 * (loop - infer) / infer:>9.2f} {load:>7.1f} {outside:>10.1f} "
+            f"{100 * outside / infer:>10.1f}"
+        )
     if totals["infer"]:
-        print(f"\nall finished variants: Σinfer {totals['infer']:.0f} s, in-run harness overhead "
-              f"{100 * (totals['loop'] - totals['infer']) / totals['infer']:.2f} % of Σinfer (target ≤ 2 %), load and "
-              f"warm-up {totals['load']:.0f} s, outside the runs of this invocation {totals['outside']:.0f} s "
-              f"({100 * totals['outside'] / totals['infer']:.1f} % of Σinfer), sweep wall {record['wall_s'] / 60:.1f} min")
+        print(
+            f"\nall finished variants: Σinfer {totals['infer']:.0f} s, in-run harness overhead "
+            f"{100 * (totals['loop'] - totals['infer']) / totals['infer']:.2f} % of Σinfer (target ≤ 2 %), load and "
+            f"warm-up {totals['load']:.0f} s, outside the runs of this invocation {totals['outside']:.0f} s "
+            f"({100 * totals['outside'] / totals['infer']:.1f} % of Σinfer), sweep wall {record['wall_s'] / 60:.1f} min"
+        )
     return 0
 
 

@@ -24,9 +24,11 @@ ADAPTER_MODULE = "whisperbench.adapters.whisper_cpp"  # preloaded: registers whi
 
 
 def implementations(args) -> list[tuple[str, str, list[str]]]:
-    chosen = [("openai-whisper", "openai-whisper", []),
-              ("faster-whisper-fp32", "faster-whisper", ["compute_type=float32"]),
-              ("whisper.cpp-f16", "whisper-cpp", [])]
+    chosen = [
+        ("openai-whisper", "openai-whisper", []),
+        ("faster-whisper-fp32", "faster-whisper", ["compute_type=float32"]),
+        ("whisper.cpp-f16", "whisper-cpp", []),
+    ]
     if args.quantized:
         chosen += [(f"whisper.cpp-{q}", "whisper-cpp", [f"quantization={q}"]) for q in ("q8_0", "q5_0")]
     if args.whisper_cpp_python:
@@ -37,8 +39,11 @@ def implementations(args) -> list[tuple[str, str, list[str]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", default="tiny-shortform", help="short-form dataset ('' to skip)")
-    parser.add_argument("--long", default=str(SHARED_LONG) if SHARED_LONG.exists() else "tiny-longform",
-                        help="long-form dataset ('' to skip)")
+    parser.add_argument(
+        "--long",
+        default=str(SHARED_LONG) if SHARED_LONG.exists() else "tiny-longform",
+        help="long-form dataset ('' to skip)",
+    )
     parser.add_argument("--model", default="tiny.en")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int)
@@ -52,18 +57,28 @@ def main() -> int:
                 continue
             results = {}
             for label, adapter, options in implementations(args):
-                summary = run_implementation(label, adapter, options, model=args.model, dataset=dataset,
-                                             threads=args.threads, runs_dir=str(Path(runs_dir) / form),
-                                             limit=args.limit,
-                                             preload=ADAPTER_MODULE if adapter == "whisper-cpp" else "")
+                summary = run_implementation(
+                    label,
+                    adapter,
+                    options,
+                    model=args.model,
+                    dataset=dataset,
+                    threads=args.threads,
+                    runs_dir=str(Path(runs_dir) / form),
+                    limit=args.limit,
+                    preload=ADAPTER_MODULE if adapter == "whisper-cpp" else "",
+                )
                 if summary:
                     results[label] = summary
             if results:
                 ran = True
                 audio = next(iter(results.values()))["audio_s"]
-                print_ratio_table(f"{args.model}, {form}: {dataset} ({audio:.0f} s of audio), {args.threads} thread(s), "
-                                  "one run", results, note="",
-                                  extra=(("whisper.cpp", 13, lambda s: s["versions"].get("whisper.cpp", "")),))
+                print_ratio_table(
+                    f"{args.model}, {form}: {dataset} ({audio:.0f} s of audio), {args.threads} thread(s), one run",
+                    results,
+                    note="",
+                    extra=(("whisper.cpp", 13, lambda s: s["versions"].get("whisper.cpp", "")),),
+                )
     print("\now = openai-whisper; whisper.cpp's peak MiB is its worker process's own peak (VmHWM)")
     return 0 if ran else 1
 

@@ -28,11 +28,15 @@ SHARED = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" 
 #: label, adapter, options, options of the run without word timing only: every implementation here that aligns
 #: words. whisper.cpp's DTW runs without flash attention, so its text is compared with a run that has it off too;
 #: the row "whisper-cpp flash-attention" (its default, on, without word timing) shows what that choice alone changes.
-IMPLEMENTATIONS = [("openai-whisper", "openai-whisper", [], []), ("faster-whisper", "faster-whisper", [], []),
-                   ("transformers", "transformers", [], []),
-                   ("whisper-cpp", "whisper-cpp", [], ["flash_attn=false"]),
-                   ("whisper-cpp flash-attention", "whisper-cpp", [], []),
-                   ("whisper-cpp-python", "whisper-cpp", ["backend=whisper-cpp-python"], []), ("mlx", "mlx", [], [])]
+IMPLEMENTATIONS = [
+    ("openai-whisper", "openai-whisper", [], []),
+    ("faster-whisper", "faster-whisper", [], []),
+    ("transformers", "transformers", [], []),
+    ("whisper-cpp", "whisper-cpp", [], ["flash_attn=false"]),
+    ("whisper-cpp flash-attention", "whisper-cpp", [], []),
+    ("whisper-cpp-python", "whisper-cpp", ["backend=whisper-cpp-python"], []),
+    ("mlx", "mlx", [], []),
+]
 
 
 def _predictions(runs_dir: str, name: str) -> list:
@@ -50,11 +54,18 @@ def _row(label: str, name: str, runs_dir: str, off: dict, on: dict, reference: O
     truth = timing.get("word_start_error_ms") or {}
     refused = (timing.get("refused") or {}).get("examples", 0)
     against = parity(reference, timed, on["normalizer"]) if reference is not None else None
-    parity_cell = (f"{against['median_ms']:.0f} / {against['p90_ms']:.0f} / {against['within_tolerance']:.1f}"
-                   if against else "(reference)" if reference is None else "–")
+    parity_cell = (
+        f"{against['median_ms']:.0f} / {against['p90_ms']:.0f} / {against['within_tolerance']:.1f}"
+        if against
+        else "(reference)"
+        if reference is None
+        else "–"
+    )
     truth_cell = f"{truth['median']:.0f} / {truth['p90']:.0f} / {truth['within_100ms']:.1f}" if truth else "–"
-    return (f"| {label} | {len(timed)} | {off['wer']:.2f} | {on['wer']:.2f} | {same} of {len(timed)} | {refused} | "
-            f"{truth_cell} | {parity_cell} |")
+    return (
+        f"| {label} | {len(timed)} | {off['wer']:.2f} | {on['wer']:.2f} | {same} of {len(timed)} | {refused} | "
+        f"{truth_cell} | {parity_cell} |"
+    )
 
 
 def main() -> None:
@@ -66,19 +77,34 @@ def main() -> None:
     parser.add_argument("--mlx-limit", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--keep", help="runs folder to keep (default: a temporary one)")
-    parser.add_argument("--only", help="comma-separated labels of IMPLEMENTATIONS to run (openai-whisper, the "
-                                       "parity reference, always runs first; a kept run is resumed, not redone)")
+    parser.add_argument(
+        "--only",
+        help="comma-separated labels of IMPLEMENTATIONS to run (openai-whisper, the "
+        "parity reference, always runs first; a kept run is resumed, not redone)",
+    )
     args = parser.parse_args()
     runs_dir = args.keep or tempfile.mkdtemp(prefix="whisperbench-word-timing-")
     Path(runs_dir).mkdir(parents=True, exist_ok=True)
     words = str(Path(runs_dir) / "words.jsonl")
     if not Path(words).exists():
-        command = [sys.executable, "-m", "whisperbench", "align", "--dataset", args.dataset, "--out", words,
-                   "--model", args.align_model] + (["--limit", str(args.limit)] if args.limit else [])
+        command = [
+            sys.executable,
+            "-m",
+            "whisperbench",
+            "align",
+            "--dataset",
+            args.dataset,
+            "--out",
+            words,
+            "--model",
+            args.align_model,
+        ] + (["--limit", str(args.limit)] if args.limit else [])
         subprocess.run(command, check=True)
-    print(f"| implementation | clips | WER % without | WER % with | same text | times refused | word start vs "
-          f"forced alignment ({args.align_model}) ms: median / p90 / % ≤ 100 ms | vs openai-whisper ms: median / "
-          "p90 / % ≤ 100 ms |")
+    print(
+        f"| implementation | clips | WER % without | WER % with | same text | times refused | word start vs "
+        f"forced alignment ({args.align_model}) ms: median / p90 / % ≤ 100 ms | vs openai-whisper ms: median / "
+        "p90 / % ≤ 100 ms |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     reference = None
     chosen = set(args.only.split(",")) | {"openai-whisper"} if args.only else None

@@ -30,7 +30,10 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked for."""
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return
-    skip = pytest.mark.skip(reason=f"runs for minutes (up to tens of minutes) on a 2-core CPU, beyond the CI budget; set {LONG_TESTS_ENV}=1 to run it")
+    skip = pytest.mark.skip(
+        reason="runs for minutes (up to tens of minutes) on a 2-core CPU, beyond the CI budget; "
+        f"set {LONG_TESTS_ENV}=1 to run it"
+    )
     for item in items:
         if "long_running" in item.keywords:
             item.add_marker(skip)
@@ -68,8 +71,12 @@ def record_run(runs_dir: Path, manifest: Path, rows: list[dict], name: str, edit
     from whisperbench.cli import main
 
     hyp = write_jsonl(runs_dir.parent / f"{name}.jsonl", [{"id": r["id"], "hypothesis": edit(r)} for r in rows])
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name,
-                 "--runs-dir", str(runs_dir)]) == 0
+    assert (
+        main(
+            ["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name, "--runs-dir", str(runs_dir)]
+        )
+        == 0
+    )
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -82,8 +89,10 @@ def _session_cache(tmp_path_factory):
     """Converted weights go to one cache per test session, not the user's cache: each conversion is paid
     once per session, whatever the scope of the fixture or test that asks for it first."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WHISPERBENCH_CACHE", os.environ.get("WHISPERBENCH_TEST_CACHE")
-                     or str(tmp_path_factory.getbasetemp() / "cache"))
+        patch.setenv(
+            "WHISPERBENCH_CACHE",
+            os.environ.get("WHISPERBENCH_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache"),
+        )
         yield
 
 
@@ -106,8 +115,18 @@ class SharedRuns:
         if key not in self._names:
             needs_adapter(adapter, model)
             name = f"{adapter}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
-            run_evaluation(RunRequest(adapter, model, str(dataset), runs_dir=str(self.root), name=name, warmup=False,
-                                      decoding=DecodingOptions.from_pairs(list(options)), **request))
+            run_evaluation(
+                RunRequest(
+                    adapter,
+                    model,
+                    str(dataset),
+                    runs_dir=str(self.root),
+                    name=name,
+                    warmup=False,
+                    decoding=DecodingOptions.from_pairs(list(options)),
+                    **request,
+                )
+            )
             self._names[key] = name
         return open_run(self._names[key], self.root)
 
@@ -136,9 +155,17 @@ def recorded_runs(tmp_path, tiny_rows, tiny_short) -> Path:
     candidate (``good``: the transcripts lower-cased, no regression) and ``bad`` (each transcript cut in half:
     5 of 6 examples regress)."""
     runs_dir = tmp_path / "runs"
-    record_run(runs_dir, tiny_short, tiny_rows, "ref", lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans")
+    record_run(
+        runs_dir,
+        tiny_short,
+        tiny_rows,
+        "ref",
+        lambda r: r["text"] if r["id"] != "jfk" else "and so my fellow americans",
+    )
     record_run(runs_dir, tiny_short, tiny_rows, "good", lambda r: r["text"].lower())
-    record_run(runs_dir, tiny_short, tiny_rows, "bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2]))
+    record_run(
+        runs_dir, tiny_short, tiny_rows, "bad", lambda r: " ".join(r["text"].split()[: len(r["text"].split()) // 2])
+    )
     return runs_dir
 
 
@@ -182,9 +209,13 @@ def compare_stored(reference, candidate):
 def print_differences(label, comparison, candidate="candidate"):
     """WER, QoI and every example whose text differs from openai-whisper's (shown with pytest -s)."""
     r = comparison.result
-    print(f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
-          f"QoI {r.qoi:.1f}% ({r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed)")
+    print(
+        f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
+        f"QoI {r.qoi:.1f}% ({r.improved} improved, {r.unchanged} unchanged, {r.regressed} regressed)"
+    )
     for e in r.examples:
         if e.candidate_hypothesis != e.reference_hypothesis:
-            print(f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
-                  f"    openai-whisper: {e.reference_hypothesis}\n    {candidate + ':':<16}{e.candidate_hypothesis}")
+            print(
+                f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
+                f"    openai-whisper: {e.reference_hypothesis}\n    {candidate + ':':<16}{e.candidate_hypothesis}"
+            )

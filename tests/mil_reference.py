@@ -47,8 +47,14 @@ def _conv(x, weight, bias=None, strides=None, pad_type="valid", pad=None, dilati
             raise NotImplementedError(f"conv pad_type {pad_type}")
         pad = [0] * (2 * (x.ndim - 2))
     x = torch.nn.functional.pad(x, [int(pad[2]), int(pad[3]), int(pad[0]), int(pad[1])])
-    return torch.nn.functional.conv2d(x, weight, bias, stride=tuple(int(s) for s in strides),
-                                      dilation=tuple(int(d) for d in dilations), groups=int(groups))
+    return torch.nn.functional.conv2d(
+        x,
+        weight,
+        bias,
+        stride=tuple(int(s) for s in strides),
+        dilation=tuple(int(d) for d in dilations),
+        groups=int(groups),
+    )
 
 
 def _batch_norm(x, mean, variance, gamma=None, beta=None, epsilon=1e-5):
@@ -77,8 +83,9 @@ OPS = {
     "expand_dims": lambda x, axes: x.reshape(_expanded_shape(x.shape, axes)),
     "concat": lambda values, axis, interleave=False: torch.cat(values, dim=int(axis)),
     "einsum": lambda values, equation: torch.einsum(equation, *values),
-    "gather": lambda x, indices, axis=0, batch_dims=0: torch.index_select(x, int(axis), indices.long().reshape(-1)).reshape(
-        tuple(x.shape[: int(axis)]) + tuple(indices.shape) + tuple(x.shape[int(axis) + 1:])),
+    "gather": lambda x, indices, axis=0, batch_dims=0: torch.index_select(
+        x, int(axis), indices.long().reshape(-1)
+    ).reshape(tuple(x.shape[: int(axis)]) + tuple(indices.shape) + tuple(x.shape[int(axis) + 1 :])),
     "linear": lambda x, weight, bias=None: torch.nn.functional.linear(x, weight, bias),
     "slice_by_index": _slice,
     "conv": _conv,
@@ -111,8 +118,11 @@ class ProgramRunner:
     def __init__(self, package: str | Path):
         self.function = load_program(package).functions["main"]
         self.ops_seen: set[str] = set()
-        self.constants = {op.outputs[0].name: self._constant(op.outputs[0].val)
-                          for op in self.function.operations if op.op_type == "const"}
+        self.constants = {
+            op.outputs[0].name: self._constant(op.outputs[0].val)
+            for op in self.function.operations
+            if op.op_type == "const"
+        }
 
     @staticmethod
     def _constant(value):
@@ -132,7 +142,9 @@ class ProgramRunner:
             if op.op_type == "const":
                 continue
             if op.op_type not in OPS:
-                raise NotImplementedError(f"op {op.op_type} ({op.name}) is not implemented by the reference interpreter")
+                raise NotImplementedError(
+                    f"op {op.op_type} ({op.name}) is not implemented by the reference interpreter"
+                )
             self.ops_seen.add(op.op_type)
             kwargs = {}
             for key, value in op.inputs.items():

@@ -31,8 +31,10 @@ def runs(tmp_path):
 def _independent_qoi() -> float:
     """QoI by hand: jiwer's WER of each file's hypothesis, whisper_normalizer's English normalizer."""
     norm = EnglishTextNormalizer()
-    texts = {row["id"]: row["text"] for row in map(json.loads, (REPO / "datasets/tiny/shortform/manifest.jsonl")
-                                                   .read_text().splitlines())}
+    texts = {
+        row["id"]: row["text"]
+        for row in map(json.loads, (REPO / "datasets/tiny/shortform/manifest.jsonl").read_text().splitlines())
+    }
 
     def wers(name):
         rows = map(json.loads, (RECORDED / name).read_text().splitlines())
@@ -69,8 +71,14 @@ def test_score_warns_about_unknown_ids_in_the_library(tmp_path, caplog):
 
 
 def test_evaluate_runs_an_adapter_into_a_store(tmp_path):
-    run = wb.evaluate("recorded", str(RECORDED / "faster-whisper-tiny.en.jsonl"), "tiny-shortform",
-                      runs_dir=tmp_path, name="fw", limit=3)
+    run = wb.evaluate(
+        "recorded",
+        str(RECORDED / "faster-whisper-tiny.en.jsonl"),
+        "tiny-shortform",
+        runs_dir=tmp_path,
+        name="fw",
+        limit=3,
+    )
     assert run.name == "fw" and len(run.predictions) == 3 and len(wb.load_dataset("tiny-shortform", limit=3)) == 3
     assert wb.load_run(tmp_path / "fw").summary == run.summary
 
@@ -80,8 +88,9 @@ def test_quiet_hides_progress_but_not_warnings(tmp_path):
     hyp.write_text('{"id": "jfk", "hypothesis": "and so"}\n{"id": "nope", "hypothesis": "x"}\n')
     args = ["score", "--dataset", "tiny-shortform", "--hypotheses", str(hyp), "--runs-dir", str(tmp_path)]
     loud = subprocess.run([sys.executable, "-m", "whisperbench", *args, "--name", "a"], capture_output=True, text=True)
-    quiet = subprocess.run([sys.executable, "-m", "whisperbench", "-q", *args, "--name", "b"], capture_output=True,
-                           text=True)
+    quiet = subprocess.run(
+        [sys.executable, "-m", "whisperbench", "-q", *args, "--name", "b"], capture_output=True, text=True
+    )
     assert "6 example(s): loading" in loud.stderr and "6 example(s)" not in quiet.stderr
     assert "warning: 1 id(s)" in loud.stderr and "warning: 1 id(s)" in quiet.stderr
 
@@ -95,8 +104,11 @@ def test_a_datasets_dataset_in_memory_is_the_same_data_as_its_manifest():
     datasets = pytest.importorskip("datasets")
     root = REPO / "datasets" / "tiny" / "shortform"
     rows = [json.loads(line) for line in (root / "manifest.jsonl").read_text().splitlines()]
-    columns = {"audio": [str(root / r["audio"]) for r in rows], "text": [r["text"] for r in rows],
-               "id": [r["id"] for r in rows]}
+    columns = {
+        "audio": [str(root / r["audio"]) for r in rows],
+        "text": [r["text"] for r in rows],
+        "id": [r["id"] for r in rows],
+    }
     table = datasets.Dataset.from_dict(columns).cast_column("audio", datasets.Audio())
     in_memory, from_file = wb.load_dataset(table, name="tiny"), wb.load_dataset(root / "manifest.jsonl")
     assert [e.id for e in in_memory.examples] == [r["id"] for r in rows]
@@ -110,7 +122,9 @@ def test_report_and_export_write_what_the_cli_writes(runs, capsys):
     assert (runs / "cli.md").read_text() == board.text == (runs / "api.md").read_text()
     assert {run.name for run in board.references.values()} == {"base"}
     frame = wb.export("tiny", runs / "api.jsonl", reference="base", runs_dir=runs)
-    assert main(["export", "tiny", "--reference", "base", "--runs-dir", str(runs), "--out", str(runs / "cli.jsonl")]) == 0
+    assert (
+        main(["export", "tiny", "--reference", "base", "--runs-dir", str(runs), "--out", str(runs / "cli.jsonl")]) == 0
+    )
     assert (runs / "cli.jsonl").read_text() == (runs / "api.jsonl").read_text()
     assert int(frame["regressed"].sum()) == wb.compare(runs / "base", runs / "tiny").result.regressed
     with pytest.raises(wb.api.WhisperbenchError, match="export to .csv, .jsonl or .json"):

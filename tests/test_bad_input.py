@@ -41,8 +41,12 @@ def test_each_bad_example_is_named_or_counted(case, tmp_path):
         bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunkjunk")
     elif case == "zero_length":
         sf.write(str(bad), np.zeros(0, dtype=np.float32), 16000)
-    rows = [_row("good", JFK), _row("bad", bad if case != "missing" else tmp_path / "nope.flac",
-                                    "  " if case == "empty_text" else "hello world")]
+    rows = [
+        _row("good", JFK),
+        _row(
+            "bad", bad if case != "missing" else tmp_path / "nope.flac", "  " if case == "empty_text" else "hello world"
+        ),
+    ]
     if case == "duplicate":
         rows[1] = _row("good", JFK)
     manifest = write_jsonl(tmp_path / "m.jsonl", rows)
@@ -52,8 +56,9 @@ def test_each_bad_example_is_named_or_counted(case, tmp_path):
     assert f"id {named}" in str(info.value) or f"id {named!r}" in str(info.value)
     assert str(manifest) in str(info.value) or case == "duplicate"
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": "good", "hypothesis": "hello"}, {"id": "bad", "hypothesis": "x"}])
-    result = run_evaluation(RunRequest("recorded", str(hyp), str(manifest), runs_dir=str(tmp_path / "r"),
-                                       skip_invalid=True))
+    result = run_evaluation(
+        RunRequest("recorded", str(hyp), str(manifest), runs_dir=str(tmp_path / "r"), skip_invalid=True)
+    )
     assert result.summary.num_failed >= 1
     assert result.summary.num_examples == (1 if case == "duplicate" else 2)
 
@@ -77,8 +82,9 @@ def test_empty_and_punctuation_only_references_are_scored_by_rule(tmp_path):
     # "!!! --" normalizes to nothing (note: Whisper's English normalizer keeps a lone "." from "...")
     rows = [_row("punct", JFK, "!!! --"), _row("ok", JFK, "hello world")]
     manifest = write_jsonl(tmp_path / "m.jsonl", rows)
-    hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": "punct", "hypothesis": "so there"},
-                                             {"id": "ok", "hypothesis": "hello world"}])
+    hyp = write_jsonl(
+        tmp_path / "h.jsonl", [{"id": "punct", "hypothesis": "so there"}, {"id": "ok", "hypothesis": "hello world"}]
+    )
     result = run_evaluation(RunRequest("recorded", str(hyp), str(manifest), runs_dir=str(tmp_path / "r")))
     s = result.summary
     assert s.empty_references == 1 and s.insertions == 2 and s.reference_words == 2
@@ -102,8 +108,22 @@ def test_hypotheses_file_problems(tmp_path, tiny_short, capsys):
         read_hypotheses(str(dup))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"hypothesis": "no id"}\n', encoding="utf-8")
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(bad), "--name", "b",
-                 "--runs-dir", str(tmp_path / "r")]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(tiny_short),
+                "--hypotheses",
+                str(bad),
+                "--name",
+                "b",
+                "--runs-dir",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 2
+    )
     assert "bad.jsonl line 1" in capsys.readouterr().err
 
 
@@ -111,8 +131,7 @@ _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=3
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.fixed_dictionaries({"id": _text, "text": _text}), max_size=6),
-       junk=st.binary(max_size=40))
+@given(rows=st.lists(st.fixed_dictionaries({"id": _text, "text": _text}), max_size=6), junk=st.binary(max_size=40))
 def test_manifest_loader_fuzz_only_raises_dataset_errors(tmp_path, rows, junk):
     """Any manifest either loads or raises DatasetError (never another exception)."""
     path = tmp_path / "fuzz.jsonl"

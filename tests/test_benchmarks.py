@@ -8,9 +8,25 @@ from .conftest import REPO
 
 
 def test_scoring_benchmark_runs_at_its_smallest_size():
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "scoring.py"), "--sizes", "300,600",
-                          "--pairs", "30", "--variants", "60", "--parallel", "200", "--report-max", "600"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "scoring.py"),
+            "--sizes",
+            "300,600",
+            "--pairs",
+            "30",
+            "--variants",
+            "60",
+            "--parallel",
+            "200",
+            "--report-max",
+            "600",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "equal to the per-object path" in out.stdout and "600 predictions per run: compare" in out.stdout
     final = next(line for line in out.stdout.splitlines() if line.startswith("600 predictions per run"))

@@ -36,8 +36,14 @@ def _run_steps(steps: list[dict], env: dict, cwd: Path) -> list[tuple[str, int, 
             continue
         if failed and step.get("if") != "always()":
             continue
-        done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd, env=os.environ | _THIS_CHECKOUT | env,
-                              text=True, capture_output=True, timeout=600)
+        done = subprocess.run(
+            ["bash", "-e", "-c", step["run"]],
+            cwd=cwd,
+            env=os.environ | _THIS_CHECKOUT | env,
+            text=True,
+            capture_output=True,
+            timeout=600,
+        )
         results.append((step["name"], done.returncode, done.stdout + done.stderr))
         failed = failed or done.returncode != 0
     return results
@@ -51,8 +57,10 @@ def _cut_in_half(tmp_path: Path) -> Path:
     """Recorded hypotheses keeping the first half of each transcript's words: a candidate that regresses on
     every machine (an int8 model's QoI depends on the CPU's instructions: 83 % with AVX-512, 100 % without)."""
     rows = read_manifest_rows(BUNDLED / "shortform" / "manifest.jsonl")
-    return write_jsonl(tmp_path / "halves.jsonl", [
-        {"id": r["id"], "hypothesis": " ".join(r["text"].split()[: len(r["text"].split()) // 2])} for r in rows])
+    return write_jsonl(
+        tmp_path / "halves.jsonl",
+        [{"id": r["id"], "hypothesis": " ".join(r["text"].split()[: len(r["text"].split()) // 2])} for r in rows],
+    )
 
 
 def test_the_github_workflow_gates_for_real_and_caches_the_reference(tmp_path):
@@ -92,8 +100,12 @@ def _regressed_by_jiwer(runs: Path) -> list[str]:
     from whisperbench.store import open_run
 
     def errors(run):
-        return {p.id: (lambda o: o.substitutions + o.deletions + o.insertions)(
-            jiwer.process_words(p.scored().reference_norm, p.scored().hypothesis_norm)) for p in open_run(run, runs).scored()}
+        return {
+            p.id: (lambda o: o.substitutions + o.deletions + o.insertions)(
+                jiwer.process_words(p.scored().reference_norm, p.scored().hypothesis_norm)
+            )
+            for p in open_run(run, runs).scored()
+        }
 
     reference, candidate = errors("reference"), errors("candidate")
     return sorted(i for i in reference if candidate[i] > reference[i])

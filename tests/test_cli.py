@@ -19,8 +19,23 @@ def runs(recorded_runs):
 
 
 def test_compare_json(runs, capsys):
-    assert main(["compare", "--reference", "ref", "--candidate", "good", "--candidate", "bad",
-                 "--runs-dir", str(runs), "--json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--reference",
+                "ref",
+                "--candidate",
+                "good",
+                "--candidate",
+                "bad",
+                "--runs-dir",
+                str(runs),
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     good, bad = data
     assert good["qoi"] == 100.0 and good["improved"] == 1 and good["candidate_wer"] == 0.0
@@ -31,8 +46,24 @@ def test_compare_json(runs, capsys):
 def test_gate_exit_codes_and_junit(runs, tmp_path, capsys):
     junit = tmp_path / "gate.xml"
     assert main(["gate", "--reference", "ref", "--candidate", "good", "--min-qoi", "90", "--runs-dir", str(runs)]) == 0
-    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "90", "--runs-dir", str(runs),
-                 "--junit", str(junit)]) == 1
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "bad",
+                "--min-qoi",
+                "90",
+                "--runs-dir",
+                str(runs),
+                "--junit",
+                str(junit),
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert "FAIL (regression)" in out and "worst regressed examples" in out
     root = ET.parse(junit).getroot()
@@ -41,19 +72,53 @@ def test_gate_exit_codes_and_junit(runs, tmp_path, capsys):
     examples = root.find("testsuite[@name='whisperbench-examples']")  # each regressed example a failed case
     assert examples.get("tests") == "6" and examples.get("failures") == "5" == str(len(examples.findall("*/failure")))
     assert root.get("failures") == "6"
-    assert main(["gate", "--reference", "ref", "--candidate", "good", "--min-qoi", "0", "--max-wer-increase", "0",
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "good",
+                "--min-qoi",
+                "0",
+                "--max-wer-increase",
+                "0",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     assert main(["gate", "--reference", "ref", "--candidate", "nope", "--min-qoi", "90", "--runs-dir", str(runs)]) == 2
 
 
 def test_gate_cannot_judge_other_dataset_or_missing_ids(runs, tmp_path, tiny_rows, local_manifest):
     manifest = local_manifest(tiny_rows[:3])
     hyp = write_jsonl(tmp_path / "few.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows[:3]])
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "few",
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "few", "--runs-dir", str(runs)])
+        == 0
+    )
     assert main(["gate", "--reference", "ref", "--candidate", "few", "--min-qoi", "0", "--runs-dir", str(runs)]) == 2
-    assert main(["gate", "--reference", "ref", "--candidate", "few", "--min-qoi", "0", "--min-coverage", "50",
-                 "--runs-dir", str(runs)]) == 2  # still another dataset (content hash)
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "few",
+                "--min-qoi",
+                "0",
+                "--min-coverage",
+                "50",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 2
+    )  # still another dataset (content hash)
 
 
 def test_report_markdown_and_csv(runs, tmp_path, capsys):
@@ -79,48 +144,131 @@ def test_report_markdown_and_csv(runs, tmp_path, capsys):
 def test_score_warns_about_unknown_ids_and_fails_missing_ones(tmp_path, tiny_rows, tiny_short, capsys):
     rows = [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows[1:]] + [{"id": "stranger", "hypothesis": "x"}]
     hyp = write_jsonl(tmp_path / "h.jsonl", rows)
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "s",
-                 "--runs-dir", str(tmp_path / "r"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(tiny_short),
+                "--hypotheses",
+                str(hyp),
+                "--name",
+                "s",
+                "--runs-dir",
+                str(tmp_path / "r"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "stranger" in captured.err
     assert json.loads(captured.out)["num_failed"] == 1
 
 
 def test_errors_are_one_line_not_tracebacks(tmp_path, capsys):
-    assert main(["run", "--adapter", "nope", "--model", "m", "--dataset", "tiny-shortform",
-                 "--runs-dir", str(tmp_path)]) == 2
+    assert (
+        main(["run", "--adapter", "nope", "--model", "m", "--dataset", "tiny-shortform", "--runs-dir", str(tmp_path)])
+        == 2
+    )
     assert "unknown adapter 'nope'" in capsys.readouterr().err
     assert main(["run", "--adapter", "recorded", "--model", "m", "--dataset", str(tmp_path / "none.jsonl")]) == 2
 
 
 def test_console_script_lists_adapters_and_models():
-    out = subprocess.run([sys.executable, "-m", "whisperbench", "adapters", "--json"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "whisperbench", "adapters", "--json"], capture_output=True, text=True, check=True
+    ).stdout
     names = {row["adapter"] for row in json.loads(out)}
     assert {"recorded", "openai-whisper", "faster-whisper", "transformers"} <= names
-    models = subprocess.run([sys.executable, "-m", "whisperbench", "models", "--json"], capture_output=True,
-                            text=True, check=True).stdout
+    models = subprocess.run(
+        [sys.executable, "-m", "whisperbench", "models", "--json"], capture_output=True, text=True, check=True
+    ).stdout
     assert {"tiny.en", "base"} <= {m["name"] for m in json.loads(models)}
 
 
 def test_gate_refuses_to_judge_a_candidate_with_failures(runs, tmp_path, tiny_rows, tiny_short):
     rows = [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows[1:]]  # the first id is missing: failed
     hyp = write_jsonl(tmp_path / "gappy.jsonl", rows)
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "gappy",
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(tiny_short),
+                "--hypotheses",
+                str(hyp),
+                "--name",
+                "gappy",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     assert main(["gate", "--reference", "ref", "--candidate", "gappy", "--min-qoi", "0", "--runs-dir", str(runs)]) == 2
-    assert main(["gate", "--reference", "ref", "--candidate", "gappy", "--min-qoi", "0", "--max-failed-pct", "20",
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "gappy",
+                "--min-qoi",
+                "0",
+                "--max-failed-pct",
+                "20",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
 
 
 def test_gate_with_confidence_fails_only_significant_regressions(runs, capsys):
     # "good" vs "ref": QoI 100; ask for more than is possible to see the CI decide, not the point estimate
     assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "40", "--runs-dir", str(runs)]) == 1
-    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "40", "--confidence", "95",
-                 "--runs-dir", str(runs)]) == 0  # 1 of 6 without regression: CI reaches 50 %, not significant
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "bad",
+                "--min-qoi",
+                "40",
+                "--confidence",
+                "95",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )  # 1 of 6 without regression: CI reaches 50 %, not significant
     assert "95% CI" in capsys.readouterr().out
-    assert main(["gate", "--reference", "ref", "--candidate", "bad", "--min-qoi", "0", "--max-wer-increase", "5",
-                 "--confidence", "95", "--runs-dir", str(runs)]) == 1  # +39 points is significant
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "bad",
+                "--min-qoi",
+                "0",
+                "--max-wer-increase",
+                "5",
+                "--confidence",
+                "95",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 1
+    )  # +39 points is significant
 
 
 def test_export_per_example_results_for_pandas(runs, tmp_path):
@@ -138,9 +286,25 @@ def test_export_per_example_results_for_pandas(runs, tmp_path):
 
 def test_without_a_terminal_no_bar_but_one_line_per_phase(tmp_path, tiny_rows, tiny_short):
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
-    proc = subprocess.run([sys.executable, "-m", "whisperbench", "score", "--dataset", str(tiny_short),
-                           "--hypotheses", str(hyp), "--name", "q", "--runs-dir", str(tmp_path / "r")],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whisperbench",
+            "score",
+            "--dataset",
+            str(tiny_short),
+            "--hypotheses",
+            str(hyp),
+            "--name",
+            "q",
+            "--runs-dir",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "\r" not in proc.stderr and "ex/s" not in proc.stderr and "WER 0.00%" in proc.stdout
     lines = proc.stderr.splitlines()
     assert any("6 example(s): loading the model" in line for line in lines), proc.stderr

@@ -93,16 +93,18 @@ def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_h
     import subprocess
     import sys
 
-    probe = ("import sys, io, contextlib\n"
-             "from whisperbench.cli import main\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             "    try:\n"
-             f"        main([{command!r}, '--help'])\n"
-             "    except SystemExit:\n"
-             "        pass\n"
-             "heavy = ('torch', 'ctranslate2', 'whisperbench.harness.runner', 'ray', 'jax', 'mlx', 'transformers',\n"
-             "         'pandas', 'scipy', 'pyarrow')\n"
-             "print(','.join(m for m in heavy if m in sys.modules))\n")
+    probe = (
+        "import sys, io, contextlib\n"
+        "from whisperbench.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main([{command!r}, '--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = ('torch', 'ctranslate2', 'whisperbench.harness.runner', 'ray', 'jax', 'mlx', 'transformers',\n"
+        "         'pandas', 'scipy', 'pyarrow')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"{command} --help imported {out.stdout.strip()}"

@@ -54,14 +54,19 @@ def test_a_mapped_column_that_is_absent_is_named(qa_tsv):
 
 def test_usual_names_need_no_option_and_csv_takes_id_and_language_columns(tmp_path, tiny_rows):
     audio = BUNDLED / "shortform" / "audio"
-    tsv = _write(tmp_path / "cv.tsv", ["path", "sentence", "locale"],
-                 [[str(audio / r["audio"].split("/")[-1]), r["text"], "en-US"] for r in tiny_rows])
+    tsv = _write(
+        tmp_path / "cv.tsv",
+        ["path", "sentence", "locale"],
+        [[str(audio / r["audio"].split("/")[-1]), r["text"], "en-US"] for r in tiny_rows],
+    )
     assert len(load_dataset(str(tsv)).dataset) == 6
     lines = ["utt,file_path,label,tongue"] + [
-        f'u{i},{audio / r["audio"].split("/")[-1]},"{r["text"]}",German' for i, r in enumerate(tiny_rows)]
+        f'u{i},{audio / r["audio"].split("/")[-1]},"{r["text"]}",German' for i, r in enumerate(tiny_rows)
+    ]
     (tmp_path / "qa.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ds = wb.load_dataset(tmp_path / "qa.csv", columns={"audio": "file_path", "text": "label", "id": "utt",
-                                                       "language": "tongue"})
+    ds = wb.load_dataset(
+        tmp_path / "qa.csv", columns={"audio": "file_path", "text": "label", "id": "utt", "language": "tongue"}
+    )
     assert [ex.id for ex in ds.examples] == [f"u{i}" for i in range(6)] and ds.examples[0].language == "de"
 
 
@@ -93,10 +98,42 @@ def test_the_guess_reads_values_and_names():
 
 def test_score_with_columns_records_them_in_run_json_and_scores_as_the_bundled_set(tmp_path, qa_tsv):
     runs = tmp_path / "runs"
-    assert main(["score", "--dataset", str(qa_tsv), "--hypotheses", str(RECORDED), "--audio-column", "wav",
-                 "--text-column", "words", "--runs-dir", str(runs), "--name", "qa"]) == 0
-    assert main(["score", "--dataset", "tiny-shortform", "--hypotheses", str(RECORDED), "--runs-dir", str(runs),
-                 "--name", "bundled"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(qa_tsv),
+                "--hypotheses",
+                str(RECORDED),
+                "--audio-column",
+                "wav",
+                "--text-column",
+                "words",
+                "--runs-dir",
+                str(runs),
+                "--name",
+                "qa",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                "tiny-shortform",
+                "--hypotheses",
+                str(RECORDED),
+                "--runs-dir",
+                str(runs),
+                "--name",
+                "bundled",
+            ]
+        )
+        == 0
+    )
     info = json.loads((runs / "qa" / "run.json").read_text())
     assert info["dataset"]["columns"] == {"audio": "wav", "text": "words"}
     qa, bundled = wb.load_run("qa", runs), wb.load_run("bundled", runs)
@@ -112,16 +149,25 @@ def test_cli_prints_the_one_error_and_exits_2(qa_tsv, capsys):
 
 
 def test_evaluate_takes_columns(tmp_path, qa_tsv):
-    run = wb.evaluate("recorded", str(RECORDED), qa_tsv, runs_dir=tmp_path / "runs", name="e",
-                      columns={"audio": "wav", "text": "words"})
+    run = wb.evaluate(
+        "recorded",
+        str(RECORDED),
+        qa_tsv,
+        runs_dir=tmp_path / "runs",
+        name="e",
+        columns={"audio": "wav", "text": "words"},
+    )
     assert run.meta.dataset.columns == {"audio": "wav", "text": "words"} and run.summary.num_failed == 0
 
 
 def test_hugging_face_dataset_with_foreign_columns(tiny_rows):
     datasets = pytest.importorskip("datasets")
-    table = datasets.Dataset.from_dict({
-        "speech_file": [str(BUNDLED / "shortform" / r["audio"]) for r in tiny_rows],
-        "caption": [r["text"] for r in tiny_rows]})
+    table = datasets.Dataset.from_dict(
+        {
+            "speech_file": [str(BUNDLED / "shortform" / r["audio"]) for r in tiny_rows],
+            "caption": [r["text"] for r in tiny_rows],
+        }
+    )
     with pytest.raises(DatasetError, match="--audio-column speech_file --text-column caption"):
         wb.load_dataset(table)
     assert len(wb.load_dataset(table, columns={"audio": "speech_file", "text": "caption"})) == 6

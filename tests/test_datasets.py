@@ -44,7 +44,7 @@ def test_csv_manifest_with_quoted_newlines_and_commas(tmp_path, tiny_rows):
 def test_audiofolder_metadata_csv(tmp_path, tiny_rows):
     folder = tmp_path / "af"
     shutil.copytree(BUNDLED / "shortform" / "audio", folder)
-    lines = ["file_name,transcription"] + [f"{r['audio'].split('/')[-1]},\"{r['text']}\"" for r in tiny_rows]
+    lines = ["file_name,transcription"] + [f'{r["audio"].split("/")[-1]},"{r["text"]}"' for r in tiny_rows]
     (folder / "metadata.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     ds = load_dataset(str(folder)).dataset
     assert sorted(ex.id for ex in ds.examples) == sorted(r["id"] for r in tiny_rows)
@@ -54,11 +54,13 @@ def _hf_table(tiny_rows, embed=False):
     datasets = pytest.importorskip("datasets")
     base = BUNDLED / "shortform"
     paths = [base / r["audio"] for r in tiny_rows]
-    return datasets.Dataset.from_dict({
-        "id": [r["id"] for r in tiny_rows],
-        "audio": [{"bytes": p.read_bytes(), "path": p.name} for p in paths] if embed else [str(p) for p in paths],
-        "text": [r["text"] for r in tiny_rows],
-    }).cast_column("audio", datasets.Audio(sampling_rate=16000))
+    return datasets.Dataset.from_dict(
+        {
+            "id": [r["id"] for r in tiny_rows],
+            "audio": [{"bytes": p.read_bytes(), "path": p.name} for p in paths] if embed else [str(p) for p in paths],
+            "text": [r["text"] for r in tiny_rows],
+        }
+    ).cast_column("audio", datasets.Audio(sampling_rate=16000))
 
 
 def test_hugging_face_save_to_disk(tmp_path, tiny_rows):
@@ -105,8 +107,16 @@ def test_invalid_examples_are_all_named_before_inference(tmp_path, broken_rows):
     with pytest.raises(DatasetError) as info:
         load_dataset(str(path))
     message = str(info.value)
-    for needle in ("duplicate id 'jfk'", "missing.flac", "unreadable audio", "empty transcript",
-                   broken_rows[1]["id"], broken_rows[2]["id"], broken_rows[3]["id"], "--skip-invalid"):
+    for needle in (
+        "duplicate id 'jfk'",
+        "missing.flac",
+        "unreadable audio",
+        "empty transcript",
+        broken_rows[1]["id"],
+        broken_rows[2]["id"],
+        broken_rows[3]["id"],
+        "--skip-invalid",
+    ):
         assert needle in message
 
 
@@ -118,8 +128,11 @@ def test_skip_invalid_returns_them_for_recording(tmp_path, broken_rows):
 
 def test_non_utf8_manifest_names_file_and_line(tmp_path):
     path = tmp_path / "latin1.jsonl"
-    path.write_bytes('{"id": "a", "audio": "x.flac", "text": "ok"}\n{"id": "b", "audio": "y.flac", "text": "caf\xe9"}\n'
-                     .encode("latin-1"))
+    path.write_bytes(
+        '{"id": "a", "audio": "x.flac", "text": "ok"}\n{"id": "b", "audio": "y.flac", "text": "caf\xe9"}\n'.encode(
+            "latin-1"
+        )
+    )
     with pytest.raises(DatasetError, match=r"latin1.jsonl: not valid UTF-8 at line 2"):
         load_dataset(str(path))
 

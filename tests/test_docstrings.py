@@ -10,8 +10,11 @@ import pytest
 from .conftest import REPO
 
 SRC = REPO / "src"
-MODULES = sorted(".".join(path.relative_to(SRC).with_suffix("").parts)
-                 for path in SRC.rglob("*.py") if ">>> " in path.read_text(encoding="utf-8"))
+MODULES = sorted(
+    ".".join(path.relative_to(SRC).with_suffix("").parts)
+    for path in SRC.rglob("*.py")
+    if ">>> " in path.read_text(encoding="utf-8")
+)
 
 
 def test_there_are_examples_to_run():

@@ -43,14 +43,23 @@ CASES = [
     ("align --dataset {tmp}/nope.jsonl --out {tmp}/words.jsonl", "not found"),
     # nonsense limits: every numeric option is a finite number in its documented range (whisperbench.limits)
     ("gate --reference ref --candidate bad --min-qoi nan --runs-dir {runs}", "expected a finite number"),
-    ("gate --reference ref --candidate bad --min-qoi 150 --runs-dir {runs}", "--min-qoi must be a finite number from 0"),
-    ("gate --reference ref --candidate bad --non-inferiority-margin nan --inconclusive pass --runs-dir {runs}",
-     "expected a finite number"),
-    ("gate --reference ref --candidate bad --non-inferiority-margin -1 --runs-dir {runs}",
-     "--non-inferiority-margin must be"),
+    (
+        "gate --reference ref --candidate bad --min-qoi 150 --runs-dir {runs}",
+        "--min-qoi must be a finite number from 0",
+    ),
+    (
+        "gate --reference ref --candidate bad --non-inferiority-margin nan --inconclusive pass --runs-dir {runs}",
+        "expected a finite number",
+    ),
+    (
+        "gate --reference ref --candidate bad --non-inferiority-margin -1 --runs-dir {runs}",
+        "--non-inferiority-margin must be",
+    ),
     ("gate --reference ref --candidate bad --max-wer-increase inf --runs-dir {runs}", "expected a finite number"),
-    ("gate --reference ref --candidate bad --min-qoi 95 --confidence 0.95 --runs-dir {runs}",
-     "--confidence must be a finite number from 50 to 99.9 %"),
+    (
+        "gate --reference ref --candidate bad --min-qoi 95 --confidence 0.95 --runs-dir {runs}",
+        "--confidence must be a finite number from 50 to 99.9 %",
+    ),
     ("gate --reference ref --candidate bad --min-qoi 95 --max-new-loops -1 --runs-dir {runs}", "whole number"),
     ("compare --reference ref --candidate bad --confidence 150 --runs-dir {runs}", "--confidence must be"),
     ("rescore ref --threshold hallucination.burst_words=-5 --runs-dir {runs}", "burst_words must be"),
@@ -130,15 +139,21 @@ def test_random_numbers_at_every_gate_limit_judge_or_refuse_never_crash(recorded
 
     options = {key.replace("_", "-"): limit for key, limit in GATE_LIMITS.items() if key not in ("resamples", "seed")}
     options["confidence"] = CONFIDENCE_PERCENT
-    numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6),
-                        st.sampled_from([0, 50, 99.9, 100, 150, -1e-9, 1e300]))
+    numbers = st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(10**6), 10**6),
+        st.sampled_from([0, 50, 99.9, 100, 150, -1e-9, 1e300]),
+    )
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(option=st.sampled_from(sorted(options)), value=numbers)
     def check(option, value):
         base = ["gate", "--reference", "ref", "--candidate", "good", "--runs-dir", str(recorded_runs)]
-        quality = [] if option in ("min-qoi", "max-wer-increase", "non-inferiority-margin",
-                                   "non-inferiority-qoi-margin") else ["--min-qoi", "50"]
+        quality = (
+            []
+            if option in ("min-qoi", "max-wer-increase", "non-inferiority-margin", "non-inferiority-qoi-margin")
+            else ["--min-qoi", "50"]
+        )
         try:
             code = main(base + quality + [f"--{option}", repr(value) if isinstance(value, float) else str(value)])
         except SystemExit as exc:  # argparse: not a number of the option's kind
@@ -146,8 +161,12 @@ def test_random_numbers_at_every_gate_limit_judge_or_refuse_never_crash(recorded
         err = capsys.readouterr().err
         assert "Traceback" not in err
         limit = options[option]
-        inside = isinstance(value, (int, float)) and math.isfinite(value) and limit.low <= value <= limit.high \
+        inside = (
+            isinstance(value, (int, float))
+            and math.isfinite(value)
+            and limit.low <= value <= limit.high
             and (not limit.integer or float(value).is_integer() and not isinstance(value, float))
+        )
         if inside:
             assert code in (0, 1, 2), err  # 2 only for a reason other than the limit (e.g. the set is too small)
             assert "must be" not in err and "expected a" not in err, err

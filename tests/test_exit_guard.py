@@ -36,9 +36,27 @@ def run_planted(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_planted.py").write_text(PLANTED)
     environment = {k: v for k, v in os.environ.items() if k != FULL_TEARDOWN_ENV}
     environment.update(PYTHONPATH=str(REPO), **env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.exit_guard", "-p", "no:cacheprovider",
-                           "--rootdir", str(tmp_path), str(tmp_path / "test_planted.py")],
-                          check=False, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "tests.exit_guard",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_planted.py"),
+        ],
+        check=False,
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_without_the_guard_the_planted_teardown_abort_fails_a_green_run(tmp_path):

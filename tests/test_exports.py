@@ -74,19 +74,31 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
     assert len(client.get_metric_history(bad.info.run_id, "wer")) == 2  # one value per export, one run
 
     names = {a.path for a in client.list_artifacts(bad.info.run_id)} | {
-        a.path for folder in ("report", "run") for a in client.list_artifacts(bad.info.run_id, folder)}
-    assert {"examples.csv", "examples.json", "report/leaderboard.md", "report/report.html", "run/run.json",
-            "run/summary.json"} <= names
+        a.path for folder in ("report", "run") for a in client.list_artifacts(bad.info.run_id, folder)
+    }
+    assert {
+        "examples.csv",
+        "examples.json",
+        "report/leaderboard.md",
+        "report/report.html",
+        "run/run.json",
+        "run/summary.json",
+    } <= names
     local = Path(client.download_artifacts(bad.info.run_id, "examples.csv", str(tmp_path / "dl")))
     table = pd.read_csv(local)
     assert len(table) == 6 and table["regressed"].sum() == 5  # replaced on re-export, not appended
     assert SECRET not in json.dumps(bad.data.params | bad.data.tags)
-    assert SECRET not in Path(client.download_artifacts(bad.info.run_id, "run/run.json", str(tmp_path / "dl")))\
-        .read_text()
+    assert (
+        SECRET not in Path(client.download_artifacts(bad.info.run_id, "run/run.json", str(tmp_path / "dl"))).read_text()
+    )
     # a whole runs folder at once (e.g. a sweep): the two exported runs are updated, the third one added
     capsys.readouterr()
-    assert main(["export", "--all", "--reference", "ref", "--to", "mlflow", "--tracking-uri", uri,
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            ["export", "--all", "--reference", "ref", "--to", "mlflow", "--tracking-uri", uri, "--runs-dir", str(runs)]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("updated run") == 2 and out.count("created run") == 1
     assert sorted(r.info.run_name for r in client.search_runs([experiment.experiment_id])) == ["bad", "good", "ref"]
@@ -96,8 +108,12 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
 def wandb_offline(tmp_path, monkeypatch):
     """W&B in offline mode, every folder it writes inside the test's tmp_path."""
     pytest.importorskip("wandb", reason=WANDB_EXTRA)
-    for name, folder in (("WANDB_DIR", "wandb-runs"), ("WANDB_DATA_DIR", "wandb-data"),
-                         ("WANDB_CACHE_DIR", "wandb-cache"), ("WANDB_CONFIG_DIR", "wandb-config")):
+    for name, folder in (
+        ("WANDB_DIR", "wandb-runs"),
+        ("WANDB_DATA_DIR", "wandb-data"),
+        ("WANDB_CACHE_DIR", "wandb-cache"),
+        ("WANDB_CONFIG_DIR", "wandb-config"),
+    ):
         (tmp_path / folder).mkdir()
         monkeypatch.setenv(name, str(tmp_path / folder))
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -152,8 +168,25 @@ def test_report_as_a_hugging_face_model_card_parsed_by_huggingface_hub(runs, tmp
     from huggingface_hub import ModelCard
 
     out = tmp_path / "README.md"
-    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", "hf", "--out", str(out),
-                 "--title", "my-whisper", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--runs-dir",
+                str(runs),
+                "--reference",
+                "ref",
+                "--format",
+                "hf",
+                "--out",
+                str(out),
+                "--title",
+                "my-whisper",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     card = ModelCard(out.read_text())
     results = {(r.metric_type, r.metric_name): r for r in card.data.eval_results}
     assert card.data.model_name == "my-whisper" and card.data.pipeline_tag == "automatic-speech-recognition"
@@ -177,8 +210,14 @@ def test_wandb_online_without_a_key_says_what_to_set(runs, tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env |= {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"), "WANDB_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "whisperbench", "export", "bad", "--to", "wandb", "--runs-dir",
-                           str(runs)], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "whisperbench", "export", "bad", "--to", "wandb", "--runs-dir", str(runs)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "WANDB_API_KEY" in done.stderr and "WANDB_MODE=offline" in done.stderr and "Traceback" not in done.stderr
 
@@ -194,13 +233,23 @@ def _export_in_a_fresh_process(runs: Path, tmp_path: Path, *args: str, env_add: 
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "MLFLOW_"))}
-    env |= {"HOME": str(tmp_path), "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"), "WANDB_DIR": str(tmp_path),
-            "PYTHONPATH": _SOURCE}  # this checkout's package, whatever the working folder
+    env |= {
+        "HOME": str(tmp_path),
+        "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"),
+        "WANDB_DIR": str(tmp_path),
+        "PYTHONPATH": _SOURCE,
+    }  # this checkout's package, whatever the working folder
     env |= env_add or {}
     # a limit the old code broke (MLflow waited 256 s on a refused port, W&B 100 s): a hang fails the test
-    return subprocess.run([sys.executable, "-m", "whisperbench", "export", "bad", "--runs-dir", str(runs), *args],
-                          env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "whisperbench", "export", "bad", "--runs-dir", str(runs), *args],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _one_redacted_line(done) -> None:
@@ -213,8 +262,9 @@ def _one_redacted_line(done) -> None:
 
 def test_mlflow_to_a_refused_port_gives_up_quickly_without_the_password(runs, tmp_path):
     pytest.importorskip("mlflow", reason=MLFLOW_EXTRA)
-    done = _export_in_a_fresh_process(runs, tmp_path, "--to", "mlflow",
-                                      "--tracking-uri", f"http://user:{PASSWORD}@127.0.0.1:1/")
+    done = _export_in_a_fresh_process(
+        runs, tmp_path, "--to", "mlflow", "--tracking-uri", f"http://user:{PASSWORD}@127.0.0.1:1/"
+    )
     _one_redacted_line(done)
 
 
@@ -232,16 +282,24 @@ def test_a_tracker_server_that_never_answers_is_given_up_within_the_limit(runs, 
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)  # connections queue in the kernel; nothing ever reads or answers them
         url = f"http://user:{PASSWORD}@127.0.0.1:{silent.getsockname()[1]}"
-        where = (["--tracking-uri", url + "/"], {}) if tracker == "mlflow" else (
-            [], {"WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": url})
+        where = (
+            (["--tracking-uri", url + "/"], {})
+            if tracker == "mlflow"
+            else ([], {"WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": url})
+        )
         done = _export_in_a_fresh_process(runs, tmp_path, "--to", tracker, *where[0], env_add=where[1])
     _one_redacted_line(done)
 
 
 def test_wandb_to_a_refused_port_gives_up_quickly_without_the_password(runs, tmp_path):
     pytest.importorskip("wandb", reason=WANDB_EXTRA)
-    done = _export_in_a_fresh_process(runs, tmp_path, "--to", "wandb", env_add={
-        "WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": f"http://user:{PASSWORD}@127.0.0.1:1"})
+    done = _export_in_a_fresh_process(
+        runs,
+        tmp_path,
+        "--to",
+        "wandb",
+        env_add={"WANDB_API_KEY": "a" * 40, "WANDB_BASE_URL": f"http://user:{PASSWORD}@127.0.0.1:1"},
+    )
     _one_redacted_line(done)
 
 
@@ -252,7 +310,8 @@ def test_a_tracker_package_missing_in_a_fresh_process_names_the_extra(runs, tmp_
     (blocker / "sitecustomize.py").write_text(
         "import sys\nclass _No:\n    def find_spec(self, name, path=None, target=None):\n"
         "        if name.split('.')[0] in ('mlflow', 'wandb'):\n            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, _No())\n")
+        "sys.meta_path.insert(0, _No())\n"
+    )
     import os
 
     path = os.pathsep.join([str(blocker), _SOURCE])

@@ -78,10 +78,24 @@ def shared_pairs() -> list[Prediction]:
     preds = []
     for i, row in enumerate(rows):
         for k in range(3):
-            preds.append(Prediction(id=f"{row['id']}-{k}", reference=row["text"], hypothesis=_edit(row["text"], vocabulary, rng),
-                                    language=row.get("language")))
-        preds.append(Prediction(id=f"{row['id']}-x", reference=row["text"], hypothesis="", language=row.get("language"),
-                                status="error" if i % 2 else "ok", error="boom" if i % 2 else None))
+            preds.append(
+                Prediction(
+                    id=f"{row['id']}-{k}",
+                    reference=row["text"],
+                    hypothesis=_edit(row["text"], vocabulary, rng),
+                    language=row.get("language"),
+                )
+            )
+        preds.append(
+            Prediction(
+                id=f"{row['id']}-x",
+                reference=row["text"],
+                hypothesis="",
+                language=row.get("language"),
+                status="error" if i % 2 else "ok",
+                error="boom" if i % 2 else None,
+            )
+        )
     return preds
 
 
@@ -118,8 +132,9 @@ def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
 
 
 def test_words_only_scoring_skips_characters():
-    pred = score_prediction(Prediction(id="a", reference="the cat sat", hypothesis="the bat sat"), "english",
-                            characters=False)
+    pred = score_prediction(
+        Prediction(id="a", reference="the cat sat", hypothesis="the bat sat"), "english", characters=False
+    )
     words = pred.scored().words
     assert (words.substitutions, words.hits) == (1, 2) and pred.scored().chars is None and pred.cer is None
 
@@ -149,8 +164,13 @@ def test_character_alignment_equals_jiwer_on_random_pairs(ref, hyp):
 
 
 ADVERSARIAL_PAIRS = [
-    ("a a a a", "a a"), ("a b a b a b", "b a b a"), ("the the the", "the cat the"), ("x y z", "z y x"),
-    ("one two three four", "four three two one"), ("a", "b b b b"), ("a b c d e", "a x c y e z"),
+    ("a a a a", "a a"),
+    ("a b a b a b", "b a b a"),
+    ("the the the", "the cat the"),
+    ("x y z", "z y x"),
+    ("one two three four", "four three two one"),
+    ("a", "b b b b"),
+    ("a b c d e", "a x c y e z"),
 ]
 
 
@@ -161,10 +181,61 @@ def test_adversarial_alignments_equal_jiwer(ref, hyp):
     assert _tuple(align_characters(ref, hyp)) == jiwer_counts(jiwer.process_characters, ref, hyp)
 
 
-NUMBERISH = ["one", "two", "and", "a", "half", "point", "five", "double", "o", "oh", "per", "cent", "percent",
-             "minus", "plus", "dollars", "cents", "thousand", "million", "hundred", "first", "twenties", "$", "£",
-             "3", "1", "10th", "3.14", "1,000", "2nd", "'s", "won't", "mr.", "st", "colour", "the", "um", "[x]",
-             "(y)", "café", "ﬁ", "½", "%", ".", ",", "-", "km", "10km", "i'm", "cause", "Ö", "ł", "\u200b"]
+NUMBERISH = [
+    "one",
+    "two",
+    "and",
+    "a",
+    "half",
+    "point",
+    "five",
+    "double",
+    "o",
+    "oh",
+    "per",
+    "cent",
+    "percent",
+    "minus",
+    "plus",
+    "dollars",
+    "cents",
+    "thousand",
+    "million",
+    "hundred",
+    "first",
+    "twenties",
+    "$",
+    "£",
+    "3",
+    "1",
+    "10th",
+    "3.14",
+    "1,000",
+    "2nd",
+    "'s",
+    "won't",
+    "mr.",
+    "st",
+    "colour",
+    "the",
+    "um",
+    "[x]",
+    "(y)",
+    "café",
+    "ﬁ",
+    "½",
+    "%",
+    ".",
+    ",",
+    "-",
+    "km",
+    "10km",
+    "i'm",
+    "cause",
+    "Ö",
+    "ł",
+    "\u200b",
+]
 
 
 def test_compiled_normalizer_equals_openai_whisper_on_a_random_corpus():
@@ -186,8 +257,16 @@ def _write_run(path, preds, normalizer="english"):
 
     store = RunStore(path)
     path.mkdir(parents=True, exist_ok=True)
-    store.write_info({"adapter": "synthetic", "model": "none", "normalizer": normalizer, "label": path.name,
-                      "status": "finished", "dataset": {"name": "s", "form": "short", "content_hash": "h"}})
+    store.write_info(
+        {
+            "adapter": "synthetic",
+            "model": "none",
+            "normalizer": normalizer,
+            "label": path.name,
+            "status": "finished",
+            "dataset": {"name": "s", "form": "short", "content_hash": "h"},
+        }
+    )
     (path / PREDICTIONS).write_text("".join(json.dumps(p.to_json()) + "\n" for p in preds), encoding="utf-8")
 
 
@@ -198,7 +277,9 @@ def _awkward_runs():
     ref, cand = [], []
     for i, p in enumerate(base):
         r = Prediction(**{**p.__dict__, "id": f"u{i:03d}"})
-        c = Prediction(**{**p.__dict__, "id": f"u{i:03d}", "hypothesis": _edit(p.reference, ["x", "the"], random.Random(i))})
+        c = Prediction(
+            **{**p.__dict__, "id": f"u{i:03d}", "hypothesis": _edit(p.reference, ["x", "the"], random.Random(i))}
+        )
         if i % 17 == 0:
             r.status, r.error = "error", "boom"
         if i % 13 == 0:
@@ -258,7 +339,9 @@ def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
     assert again.result.to_json() == qoi(ref, cand + [extra], "english").to_json()
     assert again.candidate_wer == summarize(cand + [extra], "english", "short").wer
     table.write_bytes(b"not an arrow file")  # unreadable: rebuilt, never an error
-    assert compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result.qoi == again.result.qoi
+    assert (
+        compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result.qoi == again.result.qoi
+    )
     assert open_run(str(tmp_path / "cand"))._predictions is None
 
 
@@ -283,9 +366,13 @@ def test_html_explorer_shows_the_worst_rows_of_a_large_comparison(tmp_path):
     from whisperbench.store import open_run
 
     n = EXPLORER_ROWS + 100
-    _write_run(tmp_path / "ref", [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a b c d") for i in range(n)])
-    _write_run(tmp_path / "cand", [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a" if i % 2 else "x b c d")
-                                   for i in range(n)])
+    _write_run(
+        tmp_path / "ref", [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a b c d") for i in range(n)]
+    )
+    _write_run(
+        tmp_path / "cand",
+        [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a" if i % 2 else "x b c d") for i in range(n)],
+    )
     html = _explorer(compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))))
     assert f"{n} regressed of {n} (the {EXPLORER_ROWS} worst shown)" in html
     assert html.count('<tr class="regressed"') == EXPLORER_ROWS
@@ -301,10 +388,12 @@ def test_worst_regressions_from_columns_equal_the_sorted_records(tmp_path):
     rng = np.random.default_rng(3)
     ids = [f"u{i:04d}" for i in rng.permutation(300)]
     hyps = ["a b c d", "a b c", "a b", "a", "x b c d", "x y c d", ""]
-    _write_run(tmp_path / "ref", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 3)])
-                                  for i in ids])
-    _write_run(tmp_path / "cand", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 7)])
-                                   for i in ids])
+    _write_run(
+        tmp_path / "ref", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 3)]) for i in ids]
+    )
+    _write_run(
+        tmp_path / "cand", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 7)]) for i in ids]
+    )
     result = compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result
     everything = sorted((e for e in result.examples if e.regressed), key=lambda e: (-e.delta_errors, e.id))
     assert len(everything) > 50 and len({e.delta_errors for e in everything}) > 2

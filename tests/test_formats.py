@@ -19,8 +19,18 @@ from whisperbench.models import format as fmtmod
 from whisperbench.models.format import DIMS, Format, ModelLayout
 from whisperbench.models.registry import SourceModel, converter
 
-TOY_DIMS = {"n_mels": 80, "n_vocab": 51864, "n_audio_ctx": 1500, "n_audio_state": 384, "n_audio_head": 6,
-            "n_audio_layer": 4, "n_text_ctx": 448, "n_text_state": 384, "n_text_head": 6, "n_text_layer": 4}
+TOY_DIMS = {
+    "n_mels": 80,
+    "n_vocab": 51864,
+    "n_audio_ctx": 1500,
+    "n_audio_state": 384,
+    "n_audio_head": 6,
+    "n_audio_layer": 4,
+    "n_text_ctx": 448,
+    "n_text_state": 384,
+    "n_text_head": 6,
+    "n_text_layer": 4,
+}
 
 
 # ----------------------------------------------------------------- the toy format: this block is all it takes
@@ -37,10 +47,19 @@ def _to_toy(source: SourceModel, out_dir: Path, variant: str) -> None:
     (out_dir / "toy.weights").write_bytes(source.sha256.encode())
 
 
-TOY = Format(name="toy", title="toy", rank=65, aliases=("toy-alias",),
-             description="a toy format (toy.json + toy.weights) registered by a test",
-             folder=lambda folder: (folder / "toy.json").is_file(), inspect=_toy_inspect, check_dims=True,
-             converter=__name__, variants="plain", native_adapters=("toy-runner",))
+TOY = Format(
+    name="toy",
+    title="toy",
+    rank=65,
+    aliases=("toy-alias",),
+    description="a toy format (toy.json + toy.weights) registered by a test",
+    folder=lambda folder: (folder / "toy.json").is_file(),
+    inspect=_toy_inspect,
+    check_dims=True,
+    converter=__name__,
+    variants="plain",
+    native_adapters=("toy-runner",),
+)
 
 
 @pytest.fixture
@@ -69,8 +88,10 @@ def test_the_derived_tables_are_the_per_format_objects():
     assert {"hf", "openai", "ct2", "whisper.cpp", "flax"} <= set(FORMAT_ALIASES)
     assert len({f.name for f in formats}) == len(formats)  # one object per format
     # one module per format, named after it
-    modules = {Path(importlib.util.find_spec(f"whisperbench.models.fmt.{f.name.replace('-', '_')}").origin).stem
-               for f in formats}
+    modules = {
+        Path(importlib.util.find_spec(f"whisperbench.models.fmt.{f.name.replace('-', '_')}").origin).stem
+        for f in formats
+    }
     assert modules == {f.name.replace("-", "_") for f in formats}
     for f in formats:
         assert f.description and f.title, f.name
@@ -78,12 +99,21 @@ def test_the_derived_tables_are_the_per_format_objects():
         assert bool(f.read) != bool(f.unreadable) or not f.detectable, f.name  # either read back or say why not
         assert f.inspect is not None or not f.detectable, f.name
     # what the registry, the CLI and compare used to keep in their own tables
-    assert {f.name: f.output_file for f in formats if f.output_file} == {"openai-whisper": "model.pt",
-                                                                        "ggml": "ggml-model.bin"}
+    assert {f.name: f.output_file for f in formats if f.output_file} == {
+        "openai-whisper": "model.pt",
+        "ggml": "ggml-model.bin",
+    }
     assert {f.name: f.default_variant for f in formats if f.default_variant} == {"ggml": "f16", "mlx": "float16"}
     assert {f.name for f in formats if f.embedding} == {"ctranslate2", "transformers", "openai-whisper", "ggml", "mlx"}
-    assert [f.name for f in formats if f.converter] == ["ctranslate2", "transformers", "openai-whisper", "ggml",
-                                                        "mlx", "coreml", "flax"]
+    assert [f.name for f in formats if f.converter] == [
+        "ctranslate2",
+        "transformers",
+        "openai-whisper",
+        "ggml",
+        "mlx",
+        "coreml",
+        "flax",
+    ]
 
 
 def test_native_adapters_name_real_adapters():
@@ -116,8 +146,10 @@ def test_compare_cannot_tell_for_a_format_without_a_fingerprint():
     def run(sha, fmt, fingerprint=None):
         return RunInfo(adapter_info={"weights": {"source_sha256": sha, "format": fmt, "fingerprint": fingerprint}})
 
-    assert weights_relation(run("1", "ctranslate2", "f"), run("2", "coreml")) == \
-        "cannot tell: coreml weights have no fingerprint"
+    assert (
+        weights_relation(run("1", "ctranslate2", "f"), run("2", "coreml"))
+        == "cannot tell: coreml weights have no fingerprint"
+    )
     assert weights_relation(run("1", "ctranslate2", "f"), run("2", "ggml", "g")) == "different weights"
     assert weights_relation(run("1", "ctranslate2", "f"), run("2", "mlx", "f")) == "same weights (another format)"
 
@@ -161,8 +193,9 @@ def test_a_registered_format_converts_to_and_refuses_what_it_cannot(toy, tmp_pat
 
 
 def test_formats_that_cannot_be_converted_to_say_so(toy, capsys):
-    fmtmod.register(Format(name="toy", title="toy", description="toy", rank=65, folder=TOY.folder,
-                           inspect=TOY.inspect))  # replaces it: no converter now
+    fmtmod.register(
+        Format(name="toy", title="toy", description="toy", rank=65, folder=TOY.folder, inspect=TOY.inspect)
+    )  # replaces it: no converter now
     assert main(["models", "convert", str(toy), "--to", "toy", "--out", str(toy.parent / "o")]) == 2
     assert "no converter to format 'toy'" in capsys.readouterr().err
     assert main(["models", "convert", str(toy), "--to", "nope", "--out", str(toy.parent / "o")]) == 2

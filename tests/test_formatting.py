@@ -28,8 +28,9 @@ PLANTED = {  # a: punctuation stripped; b: case folded; c: numbers written as di
 
 def _write(tmp_path, name: str, rows: dict[str, str]):
     path = tmp_path / f"{name}.jsonl"
-    path.write_text("".join(json.dumps({"id": i, "hypothesis": text}) + "\n" for i, text in rows.items()),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": i, "hypothesis": text}) + "\n" for i, text in rows.items()), encoding="utf-8"
+    )
     return path
 
 
@@ -42,11 +43,15 @@ def runs(tmp_path):
     audio = BUNDLED / "shortform" / "audio"
     clip = next(p for p in audio.iterdir() if p.stem == "jfk")
     manifest = tmp_path / "manifest.jsonl"
-    manifest.write_text("".join(json.dumps({"id": i, "audio": str(clip), "text": t}) + "\n"
-                                for i, t in TRANSCRIPTS.items()), encoding="utf-8")
+    manifest.write_text(
+        "".join(json.dumps({"id": i, "audio": str(clip), "text": t}) + "\n" for i, t in TRANSCRIPTS.items()),
+        encoding="utf-8",
+    )
     store = tmp_path / "runs"
-    made = {name: score(_write(tmp_path, name, rows), manifest, runs_dir=store, name=name)
-            for name, rows in (("ref", TRANSCRIPTS), ("planted", PLANTED), ("copy", dict(TRANSCRIPTS)))}
+    made = {
+        name: score(_write(tmp_path, name, rows), manifest, runs_dir=store, name=name)
+        for name, rows in (("ref", TRANSCRIPTS), ("planted", PLANTED), ("copy", dict(TRANSCRIPTS)))
+    }
     return store, made
 
 
@@ -59,15 +64,24 @@ def test_planted_formatting_moves_each_figure_by_what_was_planted_and_nothing_el
     assert compare(made["ref"], made["planted"]).qoi == 100.0
     formatted = [i for i in TRANSCRIPTS if i != "d"]
     assert ref.metrics["formatting"] == {
-        "examples": 3, "f_wer": 0.0, "wer_c": 0.0, "wer_pc": 0.0, "per": 0.0,
-        "per_by_mark": {".": 0.0, ",": 0.0, "?": None, "!": None}, "casing_error_rate": 0.0, "itn_examples": 0}
+        "examples": 3,
+        "f_wer": 0.0,
+        "wer_c": 0.0,
+        "wer_pc": 0.0,
+        "per": 0.0,
+        "per_by_mark": {".": 0.0, ",": 0.0, "?": None, "!": None},
+        "casing_error_rate": 0.0,
+        "itn_examples": 0,
+    }
     got = planted.metrics["formatting"]
     refs, hyps = [TRANSCRIPTS[i] for i in formatted], [PLANTED[i] for i in formatted]
     assert got["f_wer"] == pytest.approx(100 * jiwer.wer(refs, hyps))  # jiwer on the raw texts, whitespace split
-    no_punct = jiwer.Compose([jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
-                              jiwer.ReduceToListOfListOfWords()])
-    assert got["wer_c"] == pytest.approx(100 * jiwer.wer(refs, hyps, reference_transform=no_punct,
-                                                         hypothesis_transform=no_punct))
+    no_punct = jiwer.Compose(
+        [jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip(), jiwer.ReduceToListOfListOfWords()]
+    )
+    assert got["wer_c"] == pytest.approx(
+        100 * jiwer.wer(refs, hyps, reference_transform=no_punct, hypothesis_transform=no_punct)
+    )
 
     def spaced(texts):  # every mark its own token (these texts hold no mark inside a word)
         return [re.sub(r"([.,])", r" \1 ", t) for t in texts]
@@ -76,7 +90,9 @@ def test_planted_formatting_moves_each_figure_by_what_was_planted_and_nothing_el
     marks = sum(t.count(",") + t.count(".") for t in refs)  # 7 marks; the 3 of "a" stripped
     assert got["per"] == pytest.approx(100 * 3 / marks)
     assert got["per_by_mark"]["."] == pytest.approx(100 * 1 / 3) and got["per_by_mark"][","] == pytest.approx(50.0)
-    words_right = len(TRANSCRIPTS["a"].split()) + len(TRANSCRIPTS["b"].split()) + 5  # c: its 9 words but the 4 number words
+    words_right = (
+        len(TRANSCRIPTS["a"].split()) + len(TRANSCRIPTS["b"].split()) + 5
+    )  # c: its 9 words but the 4 number words
     assert got["casing_error_rate"] == pytest.approx(100 * 2 / words_right)  # "The", "English" folded
     assert got["itn_examples"] == 1 and got["examples"] == 3
 
@@ -105,12 +121,15 @@ def test_per_worked_by_hand():
     assert counts[","] == (1, 1) and counts["?"] == (1, 1) and counts["!"] == (1, 0)
 
 
-@pytest.mark.parametrize("text, formatted", [
-    ("FOR A FULL HOUR HE HAD PACED", False),  # LibriSpeech
-    ("you know montreal forced aligner", False),  # lower case, no punctuation
-    ("For although the Chinese took impressions", True),  # mixed case
-    ("it was late; we left", True),  # punctuation
-])
+@pytest.mark.parametrize(
+    "text, formatted",
+    [
+        ("FOR A FULL HOUR HE HAD PACED", False),  # LibriSpeech
+        ("you know montreal forced aligner", False),  # lower case, no punctuation
+        ("For although the Chinese took impressions", True),  # mixed case
+        ("it was late; we left", True),  # punctuation
+    ],
+)
 def test_which_transcripts_count_as_formatted(text, formatted):
     from whisperbench.scoring.formatting import is_formatted
 
@@ -121,8 +140,9 @@ def test_which_transcripts_count_as_formatted(text, formatted):
 def test_a_run_without_formatted_transcripts_has_formatting_null(tmp_path):
     from whisperbench import score
 
-    run = score(BUNDLED / "recorded" / "openai-whisper-base.jsonl", _librispeech_only(tmp_path),
-                runs_dir=tmp_path / "runs")
+    run = score(
+        BUNDLED / "recorded" / "openai-whisper-base.jsonl", _librispeech_only(tmp_path), runs_dir=tmp_path / "runs"
+    )
     assert "formatting" in run.summary.metrics and run.summary.metrics["formatting"] is None
 
 
@@ -143,10 +163,19 @@ def test_formatting_parity_against_the_reference_run_needs_no_formatted_transcri
     parity = compare(made["ref"], made["planted"]).formatting_parity
     marks = sum(t.count(",") + t.count(".") for t in TRANSCRIPTS.values())
     words_right = len(TRANSCRIPTS["a"].split()) + len(TRANSCRIPTS["b"].split()) + 5 + len(TRANSCRIPTS["d"].split())
-    assert parity == pytest.approx({"examples": 4, "drift_examples": 3, "drift_pct": 75.0, "number_drift_examples": 1,
-                                    "per": 100 * 3 / marks, "casing_error_rate": 100 * 2 / words_right})
+    assert parity == pytest.approx(
+        {
+            "examples": 4,
+            "drift_examples": 3,
+            "drift_pct": 75.0,
+            "number_drift_examples": 1,
+            "per": 100 * 3 / marks,
+            "casing_error_rate": 100 * 2 / words_right,
+        }
+    )
     assert compare(made["ref"], made["copy"]).formatting_parity["drift_examples"] == 0
     drifted = gate(made["ref"], made["planted"], max_formatting_drift=50.0, allow_self_comparison=True)
-    assert drifted.code == 1 and "3 of 4 examples" in next(c.detail for c in drifted.checks
-                                                           if c.name == "formatting drift")
+    assert drifted.code == 1 and "3 of 4 examples" in next(
+        c.detail for c in drifted.checks if c.name == "formatting drift"
+    )
     assert gate(made["ref"], made["copy"], max_formatting_drift=0.0, allow_self_comparison=True).code == 0

@@ -17,8 +17,20 @@ from .conftest import record_run, write_jsonl
 
 
 def _gate(runs, reference, candidate, *extra):
-    return main(["gate", "--reference", str(reference), "--candidate", str(candidate), "--runs-dir", str(runs),
-                 "--min-qoi", "99", *extra])
+    return main(
+        [
+            "gate",
+            "--reference",
+            str(reference),
+            "--candidate",
+            str(candidate),
+            "--runs-dir",
+            str(runs),
+            "--min-qoi",
+            "99",
+            *extra,
+        ]
+    )
 
 
 @pytest.fixture
@@ -37,9 +49,13 @@ def test_gate_refuses_a_run_compared_with_itself_however_it_is_reached(two_runs,
     (runs / "linked" / "predictions.jsonl").unlink()
     os.symlink(runs / "ref" / "predictions.jsonl", runs / "linked" / "predictions.jsonl")
     capsys.readouterr()
-    cases = {"ref": "both name the run folder", str(runs / "ref"): "both name the run folder",
-             "alias": "both name the run folder", "copy": "both carry run id",
-             "linked": "both read the predictions file"}
+    cases = {
+        "ref": "both name the run folder",
+        str(runs / "ref"): "both name the run folder",
+        "alias": "both name the run folder",
+        "copy": "both carry run id",
+        "linked": "both read the predictions file",
+    }
     for candidate, why in cases.items():
         assert _gate(runs, "ref", candidate) == 2, candidate
         out = capsys.readouterr().out
@@ -55,18 +71,47 @@ def test_gate_refuses_a_run_compared_with_itself_however_it_is_reached(two_runs,
     assert "is the reference run itself" in capsys.readouterr().err
 
 
-def test_gate_refuses_byte_identical_predictions_of_the_same_model_and_settings(tmp_path, tiny_rows, tiny_short,
-                                                                             capsys):
+def test_gate_refuses_byte_identical_predictions_of_the_same_model_and_settings(
+    tmp_path, tiny_rows, tiny_short, capsys
+):
     """The same hypotheses scored twice under two names: two run ids, one result."""
     runs = tmp_path / "runs"
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
     for name in ("first", "second"):
-        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs)]) == 0
+        assert (
+            main(
+                [
+                    "score",
+                    "--dataset",
+                    str(tiny_short),
+                    "--hypotheses",
+                    str(hyp),
+                    "--name",
+                    name,
+                    "--runs-dir",
+                    str(runs),
+                ]
+            )
+            == 0
+        )
     ids = [json.loads((runs / n / "run.json").read_text())["run_id"] for n in ("first", "second")]
     assert ids[0] != ids[1] and all(ids)
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "first",
-                 "--runs-dir", str(runs)]) == 0  # a resume keeps the run's id
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(tiny_short),
+                "--hypotheses",
+                str(hyp),
+                "--name",
+                "first",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )  # a resume keeps the run's id
     assert json.loads((runs / "first" / "run.json").read_text())["run_id"] == ids[0]
     assert (runs / "first" / "predictions.jsonl").read_bytes() == (runs / "second" / "predictions.jsonl").read_bytes()
     capsys.readouterr()
@@ -92,8 +137,10 @@ def test_gate_cannot_judge_a_language_with_nothing_judged(tmp_path, tiny_rows, l
     manifest, runs = _labelled(local_manifest, tiny_rows), tmp_path / "runs"
     english = [r for r in tiny_rows[:3]]
     hyp = write_jsonl(tmp_path / "ref.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in english])
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "ref",
-                 "--runs-dir", str(runs)]) == 0  # the German ids have no hypothesis: recorded as failed
+    assert (
+        main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "ref", "--runs-dir", str(runs)])
+        == 0
+    )  # the German ids have no hypothesis: recorded as failed
     record_run(runs, manifest, tiny_rows, "cand", lambda r: r["text"])
     capsys.readouterr()
     code = _gate(runs, "ref", "cand", "--min-coverage", "0", "--min-qoi-per-language", "90")

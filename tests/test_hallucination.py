@@ -11,8 +11,15 @@ import soundfile as sf
 
 from whisperbench.cli import main
 from whisperbench.scoring import qoi, score_prediction, summarize
-from whisperbench.scoring.hallucination import (Thresholds, compression_ratio, copies_in_a_row, example_hallucination,
-                                                insertion_burst, loop_of, repeat_run)
+from whisperbench.scoring.hallucination import (
+    Thresholds,
+    compression_ratio,
+    copies_in_a_row,
+    example_hallucination,
+    insertion_burst,
+    loop_of,
+    repeat_run,
+)
 from whisperbench.types import Prediction
 
 from .conftest import BUNDLED, record_run, write_jsonl
@@ -29,8 +36,11 @@ def test_repeat_run_finds_the_longest_tandem_repeat():
     run = repeat_run(words)
     assert (run.phrase, run.copies, run.words) == (("we", "will"), 4, 8)
     # brute force: for each start and phrase length, copies back to back; the max words covered
-    best = max((n * copies_in_a_row(words[i:], tuple(words[i:i + n])), n)
-               for n in range(1, len(words) // 2 + 1) for i in range(len(words) - n + 1))
+    best = max(
+        (n * copies_in_a_row(words[i:], tuple(words[i : i + n])), n)
+        for n in range(1, len(words) // 2 + 1)
+        for i in range(len(words) - n + 1)
+    )
     assert run.words == best[0]
     assert repeat_run("a b c d".split()).copies == 0
 
@@ -48,8 +58,9 @@ def test_loop_is_a_phrase_repeated_beyond_the_reference():
 
 
 def test_compression_ratio_is_whispers():
-    utils = pytest.importorskip("whisper.utils", reason="compared with openai-whisper's own: "
-                                "pip install 'whisperbench[openai-whisper]'")
+    utils = pytest.importorskip(
+        "whisper.utils", reason="compared with openai-whisper's own: pip install 'whisperbench[openai-whisper]'"
+    )
     whisper_compression_ratio = utils.compression_ratio
     for text in (LOOP, "And so my fellow Americans, ask not", "ééé " * 30):
         assert compression_ratio(text) == pytest.approx(whisper_compression_ratio(text))
@@ -63,12 +74,19 @@ def _jiwer_longest_insertion(reference: str, hypothesis: str) -> int:
     return max((c.hyp_end_idx - c.hyp_start_idx for c in out.alignments[0] if c.type == "insert"), default=0)
 
 
-@pytest.mark.parametrize("reference, hypothesis, expected", [
-    ("ask not what your country can do", "ask not what your country can do", 0),
-    ("ask not what your country can do", "ask not thank you for watching please subscribe what your country can do", 6),
-    ("ask not what your country can do", "ask not what your country can do for you", 2),
-    ("ask not what your country can do", "oh ask not what your nation can do now", 1),
-])
+@pytest.mark.parametrize(
+    "reference, hypothesis, expected",
+    [
+        ("ask not what your country can do", "ask not what your country can do", 0),
+        (
+            "ask not what your country can do",
+            "ask not thank you for watching please subscribe what your country can do",
+            6,
+        ),
+        ("ask not what your country can do", "ask not what your country can do for you", 2),
+        ("ask not what your country can do", "oh ask not what your nation can do now", 1),
+    ],
+)
 def test_insertion_burst_matches_jiwer_alignment(reference, hypothesis, expected):
     assert insertion_burst(reference, hypothesis) == expected == _jiwer_longest_insertion(reference, hypothesis)
 
@@ -79,8 +97,9 @@ def test_example_flags_planted_and_clean():
     assert clean.flags == []
     looped = example_hallucination(_scored(ref, "Ask not what your country " + LOOP))
     assert "loop" in looped.flags and looped.compression_ratio > 2.4
-    burst = example_hallucination(_scored(ref, "Ask not what your country, subtitles by the amara org community, "
-                                               "can do for you"))
+    burst = example_hallucination(
+        _scored(ref, "Ask not what your country, subtitles by the amara org community, can do for you")
+    )
     assert burst.flags == ["burst"] and burst.burst_words == 6
     silence = example_hallucination(_scored("", "Thank you."))
     assert silence.flags == ["nonspeech_output"] and silence.nonspeech
@@ -95,9 +114,15 @@ def test_empty_reference_scoring_as_documented():
     """Empty reference: example WER/CER undefined, every output word an insertion that adds to the corpus WER's
     errors and nothing to its reference words; QoI compares errors, so any output against none regresses."""
     speech, silent = _scored("ask not what", "ask not what"), _scored("", "Thank you.")
-    assert (silent.wer, silent.cer, silent.scored().words.insertions, silent.scored().chars.insertions) == (None, None, 2, len("thank you"))
-    run = summarize([Prediction("a", "ask not what", "ask not what"), Prediction("b", "", "Thank you.")], "english",
-                    "short")
+    assert (silent.wer, silent.cer, silent.scored().words.insertions, silent.scored().chars.insertions) == (
+        None,
+        None,
+        2,
+        len("thank you"),
+    )
+    run = summarize(
+        [Prediction("a", "ask not what", "ask not what"), Prediction("b", "", "Thank you.")], "english", "short"
+    )
     assert run.wer == pytest.approx(100.0 * 2 / 3) and run.empty_references == 1
     assert run.cer == pytest.approx(100.0 * len("thank you") / len("ask not what"))
     quiet = Prediction("b", "", "")
@@ -158,7 +183,9 @@ def test_reports_show_hallucinations(tmp_path, tiny_rows, capsys):
     rows = [json.loads(line) for line in manifest.read_text().splitlines()]
     runs = tmp_path / "runs"
     record_run(runs, manifest, rows, "ref", lambda r: r["text"])
-    record_run(runs, manifest, rows, "cand", lambda r: r["text"] + " " + LOOP if r["id"] == "jfk" else r["text"] or "Bye.")
+    record_run(
+        runs, manifest, rows, "cand", lambda r: r["text"] + " " + LOOP if r["id"] == "jfk" else r["text"] or "Bye."
+    )
     capsys.readouterr()
     assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out
@@ -166,10 +193,18 @@ def test_reports_show_hallucinations(tmp_path, tiny_rows, capsys):
     assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"]) == 0
     hall = json.loads(capsys.readouterr().out)[0]["hallucination"]
     assert hall["new"]["loops"] == ["jfk"] and hall["nonspeech_output_rate"] == 100.0
-    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "l.md")]) == 0
+    assert (
+        main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "l.md")]) == 0
+    )
     table = (tmp_path / "l.md").read_text().split("## Hallucinations")[1]
     cand_row = next(line for line in table.splitlines() if line.endswith("| cand |"))
-    assert [c.strip() for c in cand_row.split("|")[3:8]] == ["1", "1", "2", "2", "1"]  # jfk: 36 words added to 22: WER > 100 %
+    assert [c.strip() for c in cand_row.split("|")[3:8]] == [
+        "1",
+        "1",
+        "2",
+        "2",
+        "1",
+    ]  # jfk: 36 words added to 22: WER > 100 %
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
     assert 'table class="sortable hallucination"' in page and 'id="hallucination-filter"' in page
@@ -208,8 +243,19 @@ def test_thresholds_from_the_command_line_are_kept_and_used_by_the_gate(tmp_path
     record_run(runs, manifest, rows, "ref", lambda r: r["text"])
     record_run(runs, manifest, rows, "cand", burst)
     assert open_run("cand", runs).summary.metrics["hallucination"]["bursts"] == 0  # 4 < 5 words
-    gate = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "0",
-            "--max-new-bursts", "0"]
+    gate = [
+        "gate",
+        "--reference",
+        "ref",
+        "--candidate",
+        "cand",
+        "--runs-dir",
+        str(runs),
+        "--min-qoi",
+        "0",
+        "--max-new-bursts",
+        "0",
+    ]
     assert main(gate) == 0
     for name in ("ref", "cand"):
         assert main(["rescore", name, "--runs-dir", str(runs), "--threshold", "hallucination.burst_words=4"]) == 0
@@ -219,10 +265,12 @@ def test_thresholds_from_the_command_line_are_kept_and_used_by_the_gate(tmp_path
     assert open_run("cand", runs).summary.metrics["hallucination"]["thresholds"]["burst_words"] == 4
     capsys.readouterr()
     assert main(gate) == 1 and "new bursts: 1 example(s)" in capsys.readouterr().out
-    for bad, said in (("hallucination.burst=4", "unknown hallucination threshold(s) ['burst']"),
-                      ("hallucination.burst_words=many", "burst_words='many': expected int"),
-                      ("timing.collar=1", "metric 'timing' takes no options"),
-                      ("burst_words=4", "expected METRIC.NAME=VALUE")):
+    for bad, said in (
+        ("hallucination.burst=4", "unknown hallucination threshold(s) ['burst']"),
+        ("hallucination.burst_words=many", "burst_words='many': expected int"),
+        ("timing.collar=1", "metric 'timing' takes no options"),
+        ("burst_words=4", "expected METRIC.NAME=VALUE"),
+    ):
         assert main(["rescore", "cand", "--runs-dir", str(runs), "--threshold", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert said in err and err.count("\n") == 0, err

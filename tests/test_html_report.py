@@ -34,15 +34,28 @@ def report(tmp_path, tiny_rows, tiny_short):
 def _render(path, tmp_path) -> str:
     if BROWSER is None:
         pytest.skip("no Chromium: apt-get install chromium (the CI script installs it)")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     shot = tmp_path / "report.png"
-    subprocess.run([BROWSER, *flags, f"--screenshot={shot}", "--window-size=1200,1600", path.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [BROWSER, *flags, f"--screenshot={shot}", "--window-size=1200,1600", path.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     assert shot.stat().st_size > 10_000  # a page was painted
-    dom = subprocess.run([BROWSER, *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    dom = subprocess.run(
+        [BROWSER, *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     return dom
 
 
@@ -65,7 +78,10 @@ def test_report_in_a_browser_shows_tables_regressions_and_escaped_text(report, t
 
 
 def test_alignment_marks_each_error_kind():
-    assert alignment_html("the cat sat", "the bat sat", "english") == 'the <span class="sub" title="was: cat">bat</span> sat'
+    assert (
+        alignment_html("the cat sat", "the bat sat", "english")
+        == 'the <span class="sub" title="was: cat">bat</span> sat'
+    )
     assert alignment_html("the cat sat", "the sat", "english") == 'the <span class="del">cat</span> sat'
     assert alignment_html("the cat", "the cat sat", "english") == 'the cat <span class="ins">sat</span>'
     assert alignment_html("a b", "", "english").count('class="del"') == 2
@@ -83,10 +99,12 @@ def test_report_in_a_browser_breaks_results_down_by_language(tmp_path, tiny_rows
     out = tmp_path / "report.html"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out)]) == 0
     dom = _render(out, tmp_path)
-    table = dom[dom.index('class="sortable languages"'):]
-    table = table[:table.index("</table>")]
-    rows = {tuple(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)[:7:6])
-            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)}
+    table = dom[dom.index('class="sortable languages"') :]
+    table = table[: table.index("</table>")]
+    rows = {
+        tuple(re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)[:7:6])
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)
+    }
     # cand emptied one German example: QoI 2 of 3 in de, 3 of 3 in en, macro the mean
     assert ("de", "66.7") in rows and ("en", "100.0") in rows and ("macro", "83.3") in rows, rows
 
@@ -125,13 +143,24 @@ def _click_every_header(page, tmp_path) -> tuple[dict, str]:
         pytest.skip("no Chromium: apt-get install chromium (the CI script installs it)")
     text = page.read_text(encoding="utf-8")
     probed = tmp_path / "probed.html"
-    probed.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_CLICKS + "</body>"),
-                      encoding="utf-8")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0",
-             f"--user-data-dir={tmp_path / 'profile-probe'}"]
-    done = subprocess.run([BROWSER, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True,
-                          timeout=120, check=True)
+    probed.write_text(
+        text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_CLICKS + "</body>"), encoding="utf-8"
+    )
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+        f"--user-data-dir={tmp_path / 'profile-probe'}",
+    ]
+    done = subprocess.run(
+        [BROWSER, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    )
     found = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
     assert found, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(html.unescape(found.group(1))), done.stderr
@@ -139,7 +168,7 @@ def _click_every_header(page, tmp_path) -> tuple[dict, str]:
 
 def _is_ordered(values: list, descending: bool) -> bool:
     present = [v for v in values if v != ""]
-    assert values[len(present):] == [""] * (len(values) - len(present)), values  # cells without a value last
+    assert values[len(present) :] == [""] * (len(values) - len(present)), values  # cells without a value last
     numbers = [float(v) for v in present]
     return numbers == sorted(numbers, reverse=descending)
 
@@ -187,8 +216,8 @@ def test_the_html_leaderboard_has_the_size_column_the_markdown_has(tmp_path, tin
     for fmt in ("md", "html"):
         assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--quiet"]) == 0
     page = (runs / "leaderboard.html").read_text()
-    table = page[page.index('class="sortable leaderboard"'):]
-    table = table[:table.index("</table>")]
+    table = page[page.index('class="sortable leaderboard"') :]
+    table = table[: table.index("</table>")]
     headers = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
     rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)][1:]
     sizes = {re.sub(r"<[^>]+>", "", r[-1]).strip(): r[headers.index("Size MB")] for r in rows}

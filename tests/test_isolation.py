@@ -47,9 +47,17 @@ def importable_tests(monkeypatch):
 
 def _run(tmp_path, tiny_short, *, timeout_s, adapter_cls=FaultyWhisper, name="isolated"):
     """The faulty subclass of openai-whisper, named by its import path (as a team's own adapter would be)."""
-    request = RunRequest(adapter=f"{__name__}:{adapter_cls.__name__}", model="tiny.en", dataset=str(tiny_short),
-                         runs_dir=str(tmp_path), name=name, decoding=DecodingOptions(threads=1), isolate=True,
-                         timeout_s=timeout_s, warmup=False)
+    request = RunRequest(
+        adapter=f"{__name__}:{adapter_cls.__name__}",
+        model="tiny.en",
+        dataset=str(tiny_short),
+        runs_dir=str(tmp_path),
+        name=name,
+        decoding=DecodingOptions(threads=1),
+        isolate=True,
+        timeout_s=timeout_s,
+        warmup=False,
+    )
     return run_evaluation(request)
 
 
@@ -67,17 +75,32 @@ class RefreshProbe(Adapter):
         return Transcript(text=f"refresh {self.refresh}")
 
 
-@pytest.mark.parametrize("backend,extra", [
-    ("process-pool", {"workers": 2}), ("in-process", {"isolate": True}),
-    pytest.param("ray", {"workers": 1}, marks=pytest.mark.slow),  # a local Ray start: ~10 s each
-    pytest.param("ray", {"workers": 1, "isolate": True}, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "backend,extra",
+    [
+        ("process-pool", {"workers": 2}),
+        ("in-process", {"isolate": True}),
+        pytest.param("ray", {"workers": 1}, marks=pytest.mark.slow),  # a local Ray start: ~10 s each
+        pytest.param("ray", {"workers": 1, "isolate": True}, marks=pytest.mark.slow),
+    ],
+)
 def test_refresh_reaches_the_adapter_on_every_backend(backend, extra, tmp_path, tiny_short, importable_tests):
     """Before one adapter spec, --refresh was lost under --workers 2 and --isolate (the adapter saw False)."""
     if backend == "ray":
         pytest.importorskip("ray")
-    request = RunRequest(adapter=f"{__name__}:RefreshProbe", model="-", dataset=str(tiny_short),
-                         runs_dir=str(tmp_path), name="probe", decoding=DecodingOptions(threads=1), refresh=True,
-                         warmup=False, limit=2, backend=backend, **extra)
+    request = RunRequest(
+        adapter=f"{__name__}:RefreshProbe",
+        model="-",
+        dataset=str(tiny_short),
+        runs_dir=str(tmp_path),
+        name="probe",
+        decoding=DecodingOptions(threads=1),
+        refresh=True,
+        warmup=False,
+        limit=2,
+        backend=backend,
+        **extra,
+    )
     result = run_evaluation(request)
     assert [p.hypothesis for p in result.store.read_predictions()] == ["refresh True"] * 2
 
@@ -105,9 +128,19 @@ def test_a_crash_and_a_hang_fail_only_their_examples(tmp_path, tiny_rows, local_
 
 def test_isolated_results_equal_in_process_results(tmp_path, tiny_short, shared_runs):
     """Isolation changes where the model runs, not what it outputs (the in-process run: the session's reference)."""
-    boxed = run_evaluation(RunRequest(adapter="openai-whisper", model="tiny.en", dataset=str(tiny_short),
-                                      runs_dir=str(tmp_path), decoding=DecodingOptions(threads=1), warmup=False,
-                                      limit=3, name="boxed", isolate=True))
+    boxed = run_evaluation(
+        RunRequest(
+            adapter="openai-whisper",
+            model="tiny.en",
+            dataset=str(tiny_short),
+            runs_dir=str(tmp_path),
+            decoding=DecodingOptions(threads=1),
+            warmup=False,
+            limit=3,
+            name="boxed",
+            isolate=True,
+        )
+    )
     plain = {p.id: p.hypothesis for p in shared_runs.reference(tiny_short).predictions}
     got = boxed.store.read_predictions()
     assert len(got) == 3 and all(p.hypothesis == plain[p.id] for p in got)

@@ -79,18 +79,22 @@ def test_flax_weights_equal_transformers_own_conversion():
     from transformers import FlaxWhisperForConditionalGeneration
 
     _, ours = FlaxWhisperForConditionalGeneration.from_pretrained(
-        str(converted("tiny.en", "flax")), _do_init=False, local_files_only=True)
+        str(converted("tiny.en", "flax")), _do_init=False, local_files_only=True
+    )
     theirs = FlaxWhisperForConditionalGeneration.from_pretrained(
-        str(converted("tiny.en", "transformers")), from_pt=True, local_files_only=True).params
+        str(converted("tiny.en", "transformers")), from_pt=True, local_files_only=True
+    ).params
     ours, theirs = flatten_dict(ours), flatten_dict(theirs)
     assert set(ours) == set(theirs) and len(ours) == 167
     for path, value in theirs.items():
         np.testing.assert_array_equal(np.asarray(ours[path]), np.asarray(value), err_msg="/".join(path))
     source = load_ct2_checkpoint(str(resolve_source("tiny.en").folder)).state_dict
-    np.testing.assert_array_equal(ours[("model", "encoder", "conv2", "kernel")],
-                                  source["encoder.conv2.weight"].transpose(2, 1, 0))
-    np.testing.assert_array_equal(ours[("model", "decoder", "layers", "2", "fc1", "kernel")],
-                                  source["decoder.blocks.2.mlp.0.weight"].T)
+    np.testing.assert_array_equal(
+        ours[("model", "encoder", "conv2", "kernel")], source["encoder.conv2.weight"].transpose(2, 1, 0)
+    )
+    np.testing.assert_array_equal(
+        ours[("model", "decoder", "layers", "2", "fc1", "kernel")], source["decoder.blocks.2.mlp.0.weight"].T
+    )
 
 
 def test_log_mel_equals_openai_whisper_transcribe_input(clips):
@@ -101,11 +105,14 @@ def test_log_mel_equals_openai_whisper_transcribe_input(clips):
 
     filters = np.asarray(WhisperFeatureExtractor(feature_size=80).mel_filters, dtype=np.float64).T
     rng = np.random.default_rng(0)
-    edge_cases = [rng.normal(0, 0.1, N_SAMPLES).astype(np.float32),  # exactly one window
-                  np.zeros(16000, np.float32), rng.normal(0, 0.1, 1234).astype(np.float32)]
+    edge_cases = [
+        rng.normal(0, 0.1, N_SAMPLES).astype(np.float32),  # exactly one window
+        np.zeros(16000, np.float32),
+        rng.normal(0, 0.1, 1234).astype(np.float32),
+    ]
     for audio in clips[1] + edge_cases:
         mel = whisper.log_mel_spectrogram(audio, 80, padding=N_SAMPLES)
-        expected = whisper.pad_or_trim(mel[:, :min(3000, mel.shape[-1] - 3000)], 3000).numpy()
+        expected = whisper.pad_or_trim(mel[:, : min(3000, mel.shape[-1] - 3000)], 3000).numpy()
         np.testing.assert_allclose(log_mel_like_openai_whisper(audio, filters), expected, atol=1e-4)
 
 
@@ -190,11 +197,18 @@ def test_long_form_and_over_long_audio_are_refused(batched):
     assert JaxAdapter.native_long_form is False
 
 
-@pytest.mark.parametrize("options,match", [
-    (["beam_size=5"], "beam_size"), (["temperature_fallback=true"], "temperature"),
-    (["dtype=float16"], "dtype"), (["batch_size=0"], ">= 1"), (["batch_size=x"], "not an integer"),
-    (["compute_type=int8"], "no option"), (["no_speech_threshold=0.6"], "no_speech_threshold"),
-])
+@pytest.mark.parametrize(
+    "options,match",
+    [
+        (["beam_size=5"], "beam_size"),
+        (["temperature_fallback=true"], "temperature"),
+        (["dtype=float16"], "dtype"),
+        (["batch_size=0"], ">= 1"),
+        (["batch_size=x"], "not an integer"),
+        (["compute_type=int8"], "no option"),
+        (["no_speech_threshold=0.6"], "no_speech_threshold"),
+    ],
+)
 def test_bad_options_are_refused(options, match):
     with pytest.raises(OptionError, match=match):
         JaxAdapter("tiny.en", DecodingOptions.from_pairs(options))
@@ -207,8 +221,15 @@ def test_english_only_model_refuses_another_language():
 
 @pytest.mark.slow  # compiles a second program set (batch 2); the default tier checks compile accounting
 def test_runner_records_compile_time_apart(tiny_short, runs_dir):
-    request = RunRequest("jax", "tiny.en", str(tiny_short), runs_dir=str(runs_dir), name="jax-runner", limit=2,
-                         decoding=DecodingOptions.from_pairs(["batch_size=2"]))
+    request = RunRequest(
+        "jax",
+        "tiny.en",
+        str(tiny_short),
+        runs_dir=str(runs_dir),
+        name="jax-runner",
+        limit=2,
+        decoding=DecodingOptions.from_pairs(["batch_size=2"]),
+    )
     result = run_evaluation(request)
     assert result.summary.num_failed == 0 and result.summary.num_examples == 2
     info = result.info["adapter_info"]
@@ -251,8 +272,14 @@ def test_multilingual_model_detects_language_per_clip(clips):
 @pytest.mark.slow
 def test_long_form_runs_through_the_harness_chunked_strategy(tiny_long, runs_dir):
     """84 s of LJ Speech: 30 s windows with 5 s stride each side (4 windows), one batch of 4, merged."""
-    request = RunRequest("jax", "tiny.en", str(tiny_long), runs_dir=str(runs_dir), name="jax-long",
-                         decoding=DecodingOptions.from_pairs(["batch_size=4"]))
+    request = RunRequest(
+        "jax",
+        "tiny.en",
+        str(tiny_long),
+        runs_dir=str(runs_dir),
+        name="jax-long",
+        decoding=DecodingOptions.from_pairs(["batch_size=4"]),
+    )
     result = run_evaluation(request)
     s = result.summary
     assert s.form == "long" and s.num_failed == 0, open_run("jax-long", runs_dir).predictions[0].error
@@ -272,10 +299,18 @@ def test_same_weights_agree_with_openai_whisper_on_shared_shortform(runs_dir, sh
     CPU cores. The default suite checks the same equality on the bundled set."""
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
     manifest = str(shared_manifest("shortform"))
-    request = RunRequest("jax", "tiny.en", manifest, runs_dir=str(runs_dir), name="jax-shared",
-                         decoding=DecodingOptions.from_pairs(["batch_size=8"]))
-    runs = {"openai-whisper": shared_runs.reference(manifest, workers=2),
-            "jax": open_run(run_evaluation(request).store.name, runs_dir)}
+    request = RunRequest(
+        "jax",
+        "tiny.en",
+        manifest,
+        runs_dir=str(runs_dir),
+        name="jax-shared",
+        decoding=DecodingOptions.from_pairs(["batch_size=8"]),
+    )
+    runs = {
+        "openai-whisper": shared_runs.reference(manifest, workers=2),
+        "jax": open_run(run_evaluation(request).store.name, runs_dir),
+    }
     comparison = compare_runs(runs["openai-whisper"], runs["jax"])
     print_differences("jax", comparison, "jax")
     r = comparison.result

@@ -28,14 +28,16 @@ def multilingual():
 def _edit_one_character(text: str) -> str:
     """The transcript with its first letter replaced: one character error in any script."""
     i = next(i for i, ch in enumerate(text) if ch.isalpha())
-    return text[:i] + ("x" if text[i] != "x" else "y") + text[i + 1:]
+    return text[:i] + ("x" if text[i] != "x" else "y") + text[i + 1 :]
 
 
 def test_language_labels_in_any_spelling_map_to_whispers_codes(tmp_path, tiny_rows, tiny_short, capsys):
     assert {language_code(x) for x in ("German", "de", "deu", "ger", "de-DE", "de_DE")} == {"de"}
     assert language_code("zh-CN") == language_code("Mandarin Chinese") == "zh" and language_code("yue") == "yue"
-    rows = [dict(r, audio=str(tiny_short.parent / r["audio"]), language=label)
-            for r, label in zip(tiny_rows, ["English", "en", "eng", "en-US", "EN", "english"])]
+    rows = [
+        dict(r, audio=str(tiny_short.parent / r["audio"]), language=label)
+        for r, label in zip(tiny_rows, ["English", "en", "eng", "en-US", "EN", "english"])
+    ]
     manifest = write_jsonl(tmp_path / "m.jsonl", rows)
     from whisperbench.datasets import load_dataset
 
@@ -53,8 +55,12 @@ def test_a_bad_language_option_is_one_line_and_exit_2(capsys, tiny_short):
     with pytest.raises(OptionError, match="Klingon"):
         DecodingOptions.from_pairs(["language=Klingon"])
     needs_adapter("openai-whisper", "base")
-    assert main(["run", "--adapter", "openai-whisper", "--model", "base", "--dataset", str(tiny_short),
-                 "-o", "language=xx"]) == 2
+    assert (
+        main(
+            ["run", "--adapter", "openai-whisper", "--model", "base", "--dataset", str(tiny_short), "-o", "language=xx"]
+        )
+        == 2
+    )
     assert "option language" in capsys.readouterr().err
 
 
@@ -63,8 +69,9 @@ def scored(tmp_path, multilingual):
     """Two recorded runs on the 33 clips: the transcripts themselves (the reference) and a candidate with one
     character changed in each German, Chinese and Japanese example and a wrong language said for two."""
     rows = read_manifest_rows(multilingual)
-    ref = write_jsonl(tmp_path / "ref.jsonl", [{"id": r["id"], "hypothesis": r["text"], "language": r["language"]}
-                                              for r in rows])
+    ref = write_jsonl(
+        tmp_path / "ref.jsonl", [{"id": r["id"], "hypothesis": r["text"], "language": r["language"]} for r in rows]
+    )
     cand_rows = []
     for r in rows:
         text = _edit_one_character(r["text"]) if r["language"] in ("de", "zh", "ja") else r["text"]
@@ -73,8 +80,22 @@ def scored(tmp_path, multilingual):
     cand = write_jsonl(tmp_path / "cand.jsonl", cand_rows)
     runs = tmp_path / "runs"
     for name, hyp in (("ref", ref), ("cand", cand)):
-        assert main(["score", "--dataset", str(multilingual), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs)]) == 0
+        assert (
+            main(
+                [
+                    "score",
+                    "--dataset",
+                    str(multilingual),
+                    "--hypotheses",
+                    str(hyp),
+                    "--name",
+                    name,
+                    "--runs-dir",
+                    str(runs),
+                ]
+            )
+            == 0
+        )
     return runs, rows, cand_rows
 
 
@@ -90,13 +111,16 @@ def test_cer_equals_jiwer_on_the_same_normalized_texts_per_language(scored):
         pick = [i for i, r in enumerate(rows) if r["language"] == language]
         assert row["num_examples"] == len(pick)
         assert row["cer"] == pytest.approx(100 * jiwer.cer([refs[i] for i in pick], [hyps[i] for i in pick]))
-        words = [normalize(rows[i]["text"], "basic") for i in pick], [normalize(cand_rows[i]["hypothesis"], "basic")
-                                                                      for i in pick]
+        words = (
+            [normalize(rows[i]["text"], "basic") for i in pick],
+            [normalize(cand_rows[i]["hypothesis"], "basic") for i in pick],
+        )
         assert row["wer"] == pytest.approx(100 * jiwer.wer(*words))
         assert row["metric"] == ("cer" if language in ("zh", "ja", "ko") else "wer")
     assert summary.languages["fr"]["error_rate"] == 0.0
     assert summary.macro_error_rate == pytest.approx(
-        sum(r["error_rate"] for r in summary.languages.values()) / len(summary.languages))
+        sum(r["error_rate"] for r in summary.languages.values()) / len(summary.languages)
+    )
     # spaces are word segmentation in Chinese: CER counts characters without them
     zh = next(r for r in rows if r["id"] == "zh_fleurs_1883")
     assert " " not in cer_text(normalize(zh["text"], "basic"), "zh")
@@ -118,8 +142,24 @@ def test_qoi_and_the_gate_per_language(scored, capsys):
     assert by_language["zh"]["qoi"] == 0.0 and by_language["fr"]["qoi"] == 100.0
     # overall QoI passes 60 %; German, Chinese and Japanese regress: the per-language floor fails, naming them
     assert main(["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "60"]) == 0
-    assert main(["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "60",
-                 "--min-qoi-per-language", "90"]) == 1
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "cand",
+                "--runs-dir",
+                str(runs),
+                "--min-qoi",
+                "60",
+                "--min-qoi-per-language",
+                "90",
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert "below: de, ja, zh" in out
     # the per-language table of the leaderboard
@@ -128,18 +168,46 @@ def test_qoi_and_the_gate_per_language(scored, capsys):
     assert "## By language" in text and "| zh " in text and "CER" in text
 
 
-@pytest.mark.parametrize("adapter", ["faster-whisper", pytest.param("whisper-cpp", marks=pytest.mark.slow),
-                                     pytest.param("openai-whisper", marks=pytest.mark.slow),
-                                     pytest.param("jax", marks=pytest.mark.slow),
-                                     pytest.param("ane-pytorch", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "adapter",
+    [
+        "faster-whisper",
+        pytest.param("whisper-cpp", marks=pytest.mark.slow),
+        pytest.param("openai-whisper", marks=pytest.mark.slow),
+        pytest.param("jax", marks=pytest.mark.slow),
+        pytest.param("ane-pytorch", marks=pytest.mark.slow),
+    ],
+)
 def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, tmp_path):
     """base on a German, a Chinese and a Japanese clip with -o language=dataset: each is decoded in its own
     label's language (the implementation reports it), and run.json records the choice."""
     needs_adapter(adapter, "base")
-    rows = [r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "zh_fleurs_1883", "ja_fleurs_1837")]
-    manifest = write_jsonl(tmp_path / "three.jsonl", [dict(r, audio=str(multilingual.parent / r["audio"])) for r in rows])
-    assert main(["run", "--adapter", adapter, "--model", "base", "--dataset", str(manifest), "--runs-dir",
-                 str(tmp_path / "runs"), "--name", "forced", "-o", "language=dataset"]) == 0
+    rows = [
+        r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "zh_fleurs_1883", "ja_fleurs_1837")
+    ]
+    manifest = write_jsonl(
+        tmp_path / "three.jsonl", [dict(r, audio=str(multilingual.parent / r["audio"])) for r in rows]
+    )
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                adapter,
+                "--model",
+                "base",
+                "--dataset",
+                str(manifest),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--name",
+                "forced",
+                "-o",
+                "language=dataset",
+            ]
+        )
+        == 0
+    )
     run = open_run("forced", tmp_path / "runs")
     assert run.info["decoding"]["language"] == "dataset"
     assert {p.id: p.extra.get("language") for p in run.predictions} == {r["id"]: r["language"] for r in rows}
@@ -156,11 +224,29 @@ def test_detected_language_keeps_the_implementations_confidence(multilingual, tm
 
     from whisperbench.models import converted
 
-    rows = [r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "es_fleurs_000", "ja_fleurs_1837")]
+    rows = [
+        r for r in read_manifest_rows(multilingual) if r["id"] in ("de_fleurs_000", "es_fleurs_000", "ja_fleurs_1837")
+    ]
     rows = [dict(r, audio=str(multilingual.parent / r["audio"])) for r in rows]
     manifest = write_jsonl(tmp_path / "three.jsonl", rows)
-    assert main(["run", "--adapter", "faster-whisper", "--model", "base", "--dataset", str(manifest), "--runs-dir",
-                 str(tmp_path / "runs"), "--name", "detected"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "faster-whisper",
+                "--model",
+                "base",
+                "--dataset",
+                str(manifest),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--name",
+                "detected",
+            ]
+        )
+        == 0
+    )
     run = open_run("detected", tmp_path / "runs")
     model = WhisperModel(str(converted("base", "ctranslate2")), device="cpu", compute_type="float32")
     for pred, row in zip(sorted(run.predictions, key=lambda p: p.id), sorted(rows, key=lambda r: r["id"])):
@@ -178,14 +264,36 @@ def test_padding_the_audio_not_the_mel_is_why_transformers_and_whisper_cpp_diffe
     (and whisper.cpp) pad the audio, then take its log-mel. On these near-ties base decodes a word differently;
     ``-o pad=audio`` makes openai-whisper decode as transformers does, word for word."""
     ids = ("de_fleurs_006", "es_fleurs_006", "fr_fleurs_006")
-    rows = [dict(r, audio=str(multilingual.parent / r["audio"])) for r in read_manifest_rows(multilingual)
-            if r["id"] in ids]
+    rows = [
+        dict(r, audio=str(multilingual.parent / r["audio"])) for r in read_manifest_rows(multilingual) if r["id"] in ids
+    ]
     manifest = write_jsonl(tmp_path / "three.jsonl", rows)
     texts = {}
-    for name, adapter, options in (("mel", "openai-whisper", []), ("audio", "openai-whisper", ["-o", "pad=audio"]),
-                                   ("transformers", "transformers", [])):
-        assert main(["run", "--adapter", adapter, "--model", "base", "--dataset", str(manifest), "--runs-dir",
-                     str(tmp_path / "runs"), "--name", name, "--no-warmup", *options]) == 0
+    for name, adapter, options in (
+        ("mel", "openai-whisper", []),
+        ("audio", "openai-whisper", ["-o", "pad=audio"]),
+        ("transformers", "transformers", []),
+    ):
+        assert (
+            main(
+                [
+                    "run",
+                    "--adapter",
+                    adapter,
+                    "--model",
+                    "base",
+                    "--dataset",
+                    str(manifest),
+                    "--runs-dir",
+                    str(tmp_path / "runs"),
+                    "--name",
+                    name,
+                    "--no-warmup",
+                    *options,
+                ]
+            )
+            == 0
+        )
         texts[name] = {p.id: p.hypothesis.strip() for p in open_run(name, tmp_path / "runs").predictions}
     assert texts["audio"] == texts["transformers"]
     assert all(texts["mel"][i] != texts["audio"][i] for i in ids)  # each clip is such a near-tie
@@ -202,15 +310,32 @@ def test_cjk_transcripts_punctuation_spaces_and_width_are_not_errors(tmp_path):
     assert {r["language"] for r in rows} >= {"ja", "zh"}
 
     def plain(text: str) -> str:  # what a model would write: no punctuation or spaces, half-width letters
-        return "".join(ch for ch in unicodedata.normalize("NFKC", text)
-                       if not ch.isspace() and not unicodedata.category(ch).startswith("P"))
+        return "".join(
+            ch
+            for ch in unicodedata.normalize("NFKC", text)
+            if not ch.isspace() and not unicodedata.category(ch).startswith("P")
+        )
 
     hyps = {r["id"]: plain(r["text"]) for r in rows}
     edited = rows[0]["id"]
     hyps[edited] = _edit_one_character(hyps[edited])
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": i, "hypothesis": h} for i, h in hyps.items()])
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "plain",
-                 "--runs-dir", str(tmp_path / "runs")]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manifest),
+                "--hypotheses",
+                str(hyp),
+                "--name",
+                "plain",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+            ]
+        )
+        == 0
+    )
     run = open_run("plain", tmp_path / "runs")
     refs = [cer_text(normalize(r["text"], "basic"), r["language"]) for r in rows]
     outs = [cer_text(normalize(hyps[r["id"]], "basic"), r["language"]) for r in rows]
@@ -225,14 +350,33 @@ def test_chinese_script_fold_is_an_option_stated_in_the_table(tmp_path, tiny_row
     opencc = pytest.importorskip("opencc", reason="the chinese extra: pip install 'whisperbench[chinese]'")
     simplified = ["桥下垂直净空十五米", "语言识别准确率很高", "该项目于八月完工"]
     traditional = ["橋下垂直淨空十五米", "語言識別準確率很高", "該項目於九月完工"]  # the last: 八 -> 九, one real error
-    rows = [dict(r, audio=str(tiny_short.parent / r["audio"]), text=t, language="zh")
-            for r, t in zip(tiny_rows, simplified)]
+    rows = [
+        dict(r, audio=str(tiny_short.parent / r["audio"]), text=t, language="zh") for r, t in zip(tiny_rows, simplified)
+    ]
     manifest = write_jsonl(tmp_path / "zh.jsonl", rows)
     hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": t} for r, t in zip(rows, traditional)])
     runs = tmp_path / "runs"
     for normalizer in ("basic", "basic+zh-hans"):
-        assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", normalizer,
-                     "--normalizer", normalizer, "--runs-dir", str(runs), "--dataset-name", "zh-set"]) == 0
+        assert (
+            main(
+                [
+                    "score",
+                    "--dataset",
+                    str(manifest),
+                    "--hypotheses",
+                    str(hyp),
+                    "--name",
+                    normalizer,
+                    "--normalizer",
+                    normalizer,
+                    "--runs-dir",
+                    str(runs),
+                    "--dataset-name",
+                    "zh-set",
+                ]
+            )
+            == 0
+        )
     plain, folded = open_run("basic", runs).summary, open_run("basic+zh-hans", runs).summary
     convert = opencc.OpenCC("t2s").convert
     assert folded.cer == pytest.approx(100 * jiwer.cer(simplified, [convert(t) for t in traditional]))
@@ -240,6 +384,6 @@ def test_chinese_script_fold_is_an_option_stated_in_the_table(tmp_path, tiny_row
     assert plain.cer == pytest.approx(100 * jiwer.cer(simplified, traditional)) and plain.cer > 5 * folded.cer
     assert main(["report", "--runs-dir", str(runs), "--reference", "basic+zh-hans", "--quiet"]) == 0
     text = (runs / "leaderboard.md").read_text()
-    table = text[text.index("## By language"):]
+    table = text[text.index("## By language") :]
     assert "| zh-set " in table and "`basic+zh-hans`" in table
     assert "Normalizer: basic+zh-hans (+zh-hans: traditional Chinese characters folded to simplified" in table

@@ -13,8 +13,7 @@ from whisperbench.adapters import DecodingOptions
 from whisperbench.audio import SAMPLE_RATE, audio_info, load_audio
 from whisperbench.errors import OptionError
 from whisperbench.harness import RunRequest, run_evaluation
-from whisperbench.harness.longform import (LongFormConfig, merge_overlapping, stream_windows,
-                                           window_starts)
+from whisperbench.harness.longform import LongFormConfig, merge_overlapping, stream_windows, window_starts
 from whisperbench.scoring import normalize
 from whisperbench.scoring.wer import align, example_wer
 
@@ -25,11 +24,12 @@ LONG_AUDIO = BUNDLED / "longform" / read_manifest_rows(BUNDLED / "longform" / "m
 
 # --- windows ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("chunk_s, step_s", [(30.0, 20.0), (30.0, 30.0), (10.0, 7.5)])
 def test_streamed_windows_equal_slices_of_the_whole_file(chunk_s, step_s):
     audio = load_audio(str(LONG_AUDIO))
     chunk, step = int(chunk_s * SAMPLE_RATE), int(step_s * SAMPLE_RATE)
-    expected = [audio[s:s + chunk] for s in window_starts(len(audio), chunk, step)]
+    expected = [audio[s : s + chunk] for s in window_starts(len(audio), chunk, step)]
     got = list(stream_windows(str(LONG_AUDIO), chunk_s, step_s))
     assert len(got) == len(expected) >= 3
     for a, b in zip(got, expected):
@@ -47,7 +47,7 @@ def test_a_seek_sent_to_the_stream_moves_the_next_window():
             advance = 27 * SAMPLE_RATE if len(got[-1]) > 5 * SAMPLE_RATE else None
             start += advance if advance is not None else len(got[-1])
             got.append(windows.send(advance))
-            np.testing.assert_array_equal(got[-1], audio[start:start + 30 * SAMPLE_RATE])
+            np.testing.assert_array_equal(got[-1], audio[start : start + 30 * SAMPLE_RATE])
     except StopIteration:
         pass
     assert start + len(got[-1]) >= len(audio) - 5 * SAMPLE_RATE and len(got) == 4  # 0, 27, 54, 81 s
@@ -104,13 +104,15 @@ def test_window_geometry_is_validated():
 
 # --- merging ----------------------------------------------------------------------------------------
 
-WORDS = ("the quick brown fox jumps over the lazy dog while seven wise owls count the silver stars above "
-         "an old stone bridge where travellers rest before the long road north begins again at dawn").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog while seven wise owls count the silver stars above "
+    "an old stone bridge where travellers rest before the long road north begins again at dawn"
+).split()
 
 
 def _windows_of(words, size, overlap):
     step = size - overlap
-    return [" ".join(words[i:i + size]) for i in range(0, len(words) - overlap, step)]
+    return [" ".join(words[i : i + size]) for i in range(0, len(words) - overlap, step)]
 
 
 def test_merge_recovers_the_text_from_overlapping_windows():
@@ -123,7 +125,10 @@ def test_merge_ignores_case_and_punctuation_but_keeps_one_copy():
     left = "The quick brown fox jumps over the lazy dog, while"
     right = "dog while seven wise owls count."
     merged = merge_overlapping([left, right], [30.0, 30.0], overlap_s=10.0)
-    assert merged.lower().replace(",", "").split() == "the quick brown fox jumps over the lazy dog while seven wise owls count.".split()
+    assert (
+        merged.lower().replace(",", "").split()
+        == "the quick brown fox jumps over the lazy dog while seven wise owls count.".split()
+    )
 
 
 def test_merge_without_agreement_cuts_in_the_middle_of_the_overlap():
@@ -140,6 +145,7 @@ def test_merge_handles_empty_windows():
 
 # --- real speech --------------------------------------------------------------------------------------
 
+
 def _wer(text: str, reference: str) -> float:
     return example_wer(align(normalize(reference, "english"), normalize(text, "english")))
 
@@ -147,8 +153,12 @@ def _wer(text: str, reference: str) -> float:
 class LongRuns(dict):
     """openai-whisper on the bundled 84 s item, one run per strategy, each made when a test first asks for it."""
 
-    STRATEGIES = {"native": ("native", 1), "chunked4": ("chunked", 4), "chunked1": ("chunked", 1),
-                  "sequential": ("sequential", 1)}
+    STRATEGIES = {
+        "native": ("native", 1),
+        "chunked4": ("chunked", 4),
+        "chunked1": ("chunked", 1),
+        "sequential": ("sequential", 1),
+    }
 
     def __init__(self, runs):
         super().__init__()
@@ -156,9 +166,16 @@ class LongRuns(dict):
 
     def __missing__(self, name):
         strategy, batch = self.STRATEGIES[name]
-        request = RunRequest(adapter="openai-whisper", model="tiny.en", dataset="tiny-longform",
-                             runs_dir=str(self.runs), name=name, long_form=LongFormConfig(strategy), warmup=False,
-                             decoding=DecodingOptions.from_pairs([f"batch_size={batch}"]))
+        request = RunRequest(
+            adapter="openai-whisper",
+            model="tiny.en",
+            dataset="tiny-longform",
+            runs_dir=str(self.runs),
+            name=name,
+            long_form=LongFormConfig(strategy),
+            warmup=False,
+            decoding=DecodingOptions.from_pairs([f"batch_size={batch}"]),
+        )
         self[name] = run_evaluation(request)
         return self[name]
 
@@ -185,8 +202,10 @@ def test_chunked_transcript_matches_native_long_form(long_runs):
 def test_batching_windows_does_not_change_the_text(long_runs):
     """Long-form windows batched by 4 or decoded one at a time: the same window texts (the default tier checks
     the same for short-form batches)."""
-    assert _hypothesis(long_runs["chunked4"])["extra"]["window_texts"] == \
-        _hypothesis(long_runs["chunked1"])["extra"]["window_texts"]
+    assert (
+        _hypothesis(long_runs["chunked4"])["extra"]["window_texts"]
+        == _hypothesis(long_runs["chunked1"])["extra"]["window_texts"]
+    )
 
 
 def test_strategy_is_recorded_and_part_of_the_run_identity(long_runs, tmp_path):
@@ -199,9 +218,15 @@ def test_strategy_is_recorded_and_part_of_the_run_identity(long_runs, tmp_path):
     assert sequential["extra"]["windows"] >= 3 and sequential["status"] == "ok"
     assert _wer(sequential["hypothesis"], sequential["reference"]) <= 5.0  # resumes where a segment was cut
     store = long_runs["chunked4"].store
-    again = RunRequest(adapter="openai-whisper", model="tiny.en", dataset="tiny-longform",
-                       runs_dir=str(store.path.parent), name=store.path.name,
-                       decoding=DecodingOptions.from_pairs(["batch_size=4"]), long_form=LongFormConfig("sequential"))
+    again = RunRequest(
+        adapter="openai-whisper",
+        model="tiny.en",
+        dataset="tiny-longform",
+        runs_dir=str(store.path.parent),
+        name=store.path.name,
+        decoding=DecodingOptions.from_pairs(["batch_size=4"]),
+        long_form=LongFormConfig("sequential"),
+    )
     from whisperbench.errors import RunStoreError
 
     with pytest.raises(RunStoreError, match="long_form"):
@@ -209,8 +234,16 @@ def test_strategy_is_recorded_and_part_of_the_run_identity(long_runs, tmp_path):
 
 
 def test_short_form_batches_give_the_same_text_as_one_by_one(tmp_path, tiny_short, shared_runs):
-    request = RunRequest(adapter="openai-whisper", model="tiny.en", dataset="tiny-shortform", runs_dir=str(tmp_path),
-                         name="b3", decoding=DecodingOptions.from_pairs(["batch_size=3"]), warmup=False, limit=3)
+    request = RunRequest(
+        adapter="openai-whisper",
+        model="tiny.en",
+        dataset="tiny-shortform",
+        runs_dir=str(tmp_path),
+        name="b3",
+        decoding=DecodingOptions.from_pairs(["batch_size=3"]),
+        warmup=False,
+        limit=3,
+    )
     results = {3: {p.id: p for p in run_evaluation(request).store.read_predictions()}}
     results[1] = {p.id: p for p in shared_runs.reference(tiny_short).predictions if p.id in results[3]}  # one by one
     assert results[1].keys() == results[3].keys() and len(results[1]) == 3
@@ -231,9 +264,16 @@ def test_chunked_long_form_on_shared_data_is_close_to_native(tmp_path):
     manifest = shared_manifest("longform")
     wer = {}
     for strategy in ("native", "chunked"):
-        request = RunRequest(adapter="openai-whisper", model="tiny.en", dataset=str(manifest), runs_dir=str(tmp_path),
-                             name=strategy, decoding=DecodingOptions.from_pairs(["batch_size=8"]),
-                             long_form=LongFormConfig(strategy), warmup=False)
+        request = RunRequest(
+            adapter="openai-whisper",
+            model="tiny.en",
+            dataset=str(manifest),
+            runs_dir=str(tmp_path),
+            name=strategy,
+            decoding=DecodingOptions.from_pairs(["batch_size=8"]),
+            long_form=LongFormConfig(strategy),
+            warmup=False,
+        )
         result = run_evaluation(request)
         assert result.summary.num_failed == 0
         wer[strategy] = result.summary.wer
@@ -246,9 +286,16 @@ def test_runs_stored_before_strategies_existed_resume_as_native():
     def _config_key(info: dict) -> dict:
         return RunInfo.from_dict(info).identity()
 
-    old = {"adapter": "openai-whisper", "model": "tiny.en", "decoding": {}, "normalizer": "english",
-           "dataset": {"form": "long", "source": "x"}}
+    old = {
+        "adapter": "openai-whisper",
+        "model": "tiny.en",
+        "decoding": {},
+        "normalizer": "english",
+        "dataset": {"form": "long", "source": "x"},
+    }
     assert _config_key(old) == _config_key(old | {"long_form": {"strategy": "native"}})
-    assert _config_key(old) != _config_key(old | {"long_form": {"strategy": "chunked", "chunk_s": 30.0, "stride_s": 5.0}})
+    assert _config_key(old) != _config_key(
+        old | {"long_form": {"strategy": "chunked", "chunk_s": 30.0, "stride_s": 5.0}}
+    )
     short = old | {"dataset": {"form": "short", "source": "x"}}
     assert _config_key(short)["long_form"] is None

@@ -52,8 +52,9 @@ def _hypotheses(tmp_path: Path) -> tuple[Path, Path, dict[str, int], dict[str, i
     (every s of the first three lines made z), with their z counts per id, counted here."""
     rows = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
     ref_rows = [dict(r, hypothesis=r["hypothesis"] + (" Oz." if i == 0 else "")) for i, r in enumerate(rows)]
-    cand_rows = [dict(r, hypothesis=r["hypothesis"].replace("s", "z") if i < 3 else r["hypothesis"])
-                 for i, r in enumerate(rows)]
+    cand_rows = [
+        dict(r, hypothesis=r["hypothesis"].replace("s", "z") if i < 3 else r["hypothesis"]) for i, r in enumerate(rows)
+    ]
     paths = []
     for name, data in (("ref", ref_rows), ("cand", cand_rows)):
         path = tmp_path / f"{name}.jsonl"
@@ -65,16 +66,30 @@ def _hypotheses(tmp_path: Path) -> tuple[Path, Path, dict[str, int], dict[str, i
 
 def _cli(args: list[str], site: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", "whisperbench", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "whisperbench", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_an_installed_metric_shows_in_every_output_and_gates(toy_site, tmp_path):
     ref_path, cand_path, ref_z, cand_z = _hypotheses(tmp_path)
     runs = tmp_path / "runs"
     for name, path in (("ref", ref_path), ("cand", cand_path)):
-        done = _cli(["score", "--dataset", str(BUNDLED / "shortform" / "manifest.jsonl"), "--hypotheses", str(path),
-                     "--name", name, "--runs-dir", str(runs)], toy_site, tmp_path)
+        done = _cli(
+            [
+                "score",
+                "--dataset",
+                str(BUNDLED / "shortform" / "manifest.jsonl"),
+                "--hypotheses",
+                str(path),
+                "--name",
+                name,
+                "--runs-dir",
+                str(runs),
+            ],
+            toy_site,
+            tmp_path,
+        )
         assert done.returncode == 0, done.stderr
     ref_sum, cand_sum = sum(ref_z.values()), sum(cand_z.values())
     assert cand_sum > ref_sum > 0  # the check below can fail both ways
@@ -83,29 +98,35 @@ def test_an_installed_metric_shows_in_every_output_and_gates(toy_site, tmp_path)
     value = summary.get("zcount") or summary.get("metrics", {}).get("zcount")
     assert value == {"z_letters": float(cand_sum)}
 
-    compared = _cli(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"],
-                    toy_site, tmp_path)
+    compared = _cli(
+        ["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--json"], toy_site, tmp_path
+    )
     assert compared.returncode == 0, compared.stderr
     zcount = json.loads(compared.stdout)[0]["metrics"]["zcount"]
     assert zcount["candidate"] == {"z_letters": cand_sum} and zcount["reference"] == {"z_letters": ref_sum}
-    terminal = _cli(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)], toy_site,
-                    tmp_path)
+    terminal = _cli(
+        ["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)], toy_site, tmp_path
+    )
     header = next(line for line in terminal.stdout.splitlines() if "QoI" in line)
     assert "zcount" in header
     row = next(line for line in terminal.stdout.splitlines() if line.startswith("| cand "))
     assert f"{cand_sum:.2f}" in row
 
     for fmt, out in (("md", "board.md"), ("html", "board.html"), ("csv", "board.csv")):
-        done = _cli(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--out", out,
-                     "--quiet"], toy_site, tmp_path)
+        done = _cli(
+            ["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--out", out, "--quiet"],
+            toy_site,
+            tmp_path,
+        )
         assert done.returncode == 0, done.stderr
         assert "zcount" in (tmp_path / out).read_text(encoding="utf-8"), fmt
     with open(tmp_path / "board.csv", encoding="utf-8") as f:
         board = {row["Run"]: row for row in csv.DictReader(f)}
     assert float(board["cand"]["zcount"]) == cand_sum and float(board["ref"]["zcount"]) == ref_sum
 
-    done = _cli(["export", "cand", "--reference", "ref", "--out", "rows.csv", "--runs-dir", str(runs)], toy_site,
-                tmp_path)
+    done = _cli(
+        ["export", "cand", "--reference", "ref", "--out", "rows.csv", "--runs-dir", str(runs)], toy_site, tmp_path
+    )
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "rows.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -162,12 +183,15 @@ def test_a_kernel_that_raises_fails_that_example_value_not_the_run(caplog):
     assert "fragile" in caplog.text and "b" in caplog.text and "cannot read this one" in caplog.text
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"per_example": None}, "give per_example or summarize"),
-    ({"aggregate": "mode"}, "aggregate 'mode'"),
-    ({"better": "up"}, "better must be"),
-    ({"name": "z.count"}, "letters, digits"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"per_example": None}, "give per_example or summarize"),
+        ({"aggregate": "mode"}, "aggregate 'mode'"),
+        ({"better": "up"}, "better must be"),
+        ({"name": "z.count"}, "letters, digits"),
+    ],
+)
 def test_a_malformed_metric_is_refused_naming_it(kwargs, message):
     from whisperbench import Metric
 
@@ -182,8 +206,7 @@ def test_a_broken_entry_point_is_left_out_with_a_warning(tmp_path, monkeypatch, 
     dist = tmp_path / "broken-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 1.0\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nbroken = no_such_module:METRIC\n",
-                                           encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nbroken = no_such_module:METRIC\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     registered.cache_clear()
     try:
@@ -207,8 +230,9 @@ def test_gate_thresholds_as_a_record_or_as_keywords_judge_alike(tmp_path):
     cand = score(cand_path, manifest, runs_dir=tmp_path / "runs", name="cand")
     by_record = gate(ref, cand, thresholds=GateThresholds(min_qoi=50.0, max_wer_increase=0.0, confidence=0.9))
     by_keywords = gate(ref, cand, min_qoi=50.0, max_wer_increase=0.0, confidence=0.9)
-    assert [(c.name, c.passed, c.detail) for c in by_record.checks] == \
-        [(c.name, c.passed, c.detail) for c in by_keywords.checks]
+    assert [(c.name, c.passed, c.detail) for c in by_record.checks] == [
+        (c.name, c.passed, c.detail) for c in by_keywords.checks
+    ]
     with pytest.raises(OptionError, match="unknown gate threshold.*min_qio"):
         gate(ref, cand, min_qio=50.0)
     with pytest.raises(OptionError, match="--min-qoi"):
@@ -218,4 +242,3 @@ def test_gate_thresholds_as_a_record_or_as_keywords_judge_alike(tmp_path):
     wer_delta = by_record.comparison.candidate_wer - by_record.comparison.reference_wer
     assert by_record.code == by_keywords.code == 0  # six examples: not significant at 90 %
     assert wer_delta > 0 and gate(ref, cand, thresholds=GateThresholds(max_wer_increase=0.0)).code == 1
-

@@ -81,8 +81,9 @@ def test_the_tables_mark_it(tmp_path, german, capsys):
 
 
 def test_english_only_comes_from_the_weights_before_the_name():
-    assert english_only_on(RunInfo(model="my-finetune", adapter_info={"weights": {"multilingual": False}}),
-                           ["de", "en"]) == ["de"]
+    assert english_only_on(
+        RunInfo(model="my-finetune", adapter_info={"weights": {"multilingual": False}}), ["de", "en"]
+    ) == ["de"]
     assert english_only_on(RunInfo(model="odd.en", adapter_info={"weights": {"multilingual": True}}), ["de"]) == []
     assert english_only_on(RunInfo(model="tiny.en"), ["en"]) == []
 
@@ -91,8 +92,14 @@ def test_a_refused_resume_lists_the_settings_that_differ(tmp_path):
     runs = tmp_path / "runs"
     wb.evaluate("recorded", str(BASE), "tiny-shortform", runs_dir=runs, name="r", options={"beam_size": 5})
     with pytest.raises(RunStoreError) as refused:
-        wb.evaluate("recorded", str(BASE), "tiny-shortform", runs_dir=runs, name="r",
-                    options={"beam_size": 1, "temperature": 0.2})
+        wb.evaluate(
+            "recorded",
+            str(BASE),
+            "tiny-shortform",
+            runs_dir=runs,
+            name="r",
+            options={"beam_size": 1, "temperature": 0.2},
+        )
     text = str(refused.value)
     assert "exists with a different decoding" in text
     assert "decoding beam_size: 1 (the stored run: 5)" in text

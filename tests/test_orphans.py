@@ -48,8 +48,15 @@ class SlowEcho(Adapter):
 def _request(manifest: Path, runs: Path) -> RunRequest:
     from whisperbench.adapters import DecodingOptions
 
-    return RunRequest(f"{__name__}:SlowEcho", "m", str(manifest), runs_dir=str(runs), name="slow", warmup=False,
-                      decoding=DecodingOptions(threads=1, extra={"hold": str(runs.parent / "hold")}))
+    return RunRequest(
+        f"{__name__}:SlowEcho",
+        "m",
+        str(manifest),
+        runs_dir=str(runs),
+        name="slow",
+        warmup=False,
+        decoding=DecodingOptions(threads=1, extra={"hold": str(runs.parent / "hold")}),
+    )
 
 
 def _wait_for(condition, what: str, within_s: float = 60.0):
@@ -80,22 +87,32 @@ def test_a_sweep_killed_with_sigkill_leaves_no_child_holding_the_run(tmp_path, l
         "import pickle, sys\n"
         "from whisperbench.harness.sweep import _in_fresh_process, _run_in_child\n"
         "if __name__ == '__main__':\n"
-        f"    _in_fresh_process(_run_in_child, pickle.loads({pickle_request(manifest, runs)!r}))\n")
+        f"    _in_fresh_process(_run_in_child, pickle.loads({pickle_request(manifest, runs)!r}))\n"
+    )
     log = open(tmp_path / "sweep.log", "wb")
-    sweep = subprocess.Popen([sys.executable, str(driver)], env=ENV, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                             stdout=log, stderr=subprocess.STDOUT)
+    sweep = subprocess.Popen(
+        [sys.executable, str(driver)],
+        env=ENV,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     log.close()
     child = None
     try:
-        owner = _wait_for(lambda: _owner(runs / "slow") or sweep.poll() is not None,
-                          "the variant's process taking the run's lock")
+        owner = _wait_for(
+            lambda: _owner(runs / "slow") or sweep.poll() is not None, "the variant's process taking the run's lock"
+        )
         assert sweep.poll() is None, (tmp_path / "sweep.log").read_text(errors="replace")
         child = owner["pid"]
         assert child != sweep.pid and psutil.Process(child).ppid() == sweep.pid
         sweep.send_signal(signal.SIGKILL)
         sweep.wait(timeout=30)
-        _wait_for(lambda: not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE,
-                  f"the variant's process (pid {child}) ending with the sweep")
+        _wait_for(
+            lambda: not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE,
+            f"the variant's process (pid {child}) ending with the sweep",
+        )
     finally:
         for pid in (sweep.pid, child):
             if pid is not None and psutil.pid_exists(pid):
@@ -116,8 +133,10 @@ def pickle_request(manifest: Path, runs: Path) -> bytes:
 
 def _hold_lock(path: Path) -> subprocess.Popen:
     """Another process holding the run's lock file (as a child that inherited the writer's lock would)."""
-    script = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
-              "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(120)\n")
+    script = (
+        "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(120)\n"
+    )
     holder = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     return holder
@@ -163,15 +182,21 @@ def test_two_writers_finding_an_orphaned_lock_at_once_take_it_over_once(tmp_path
     store.path.mkdir()
     release = tmp_path / "release"
     release.touch()
-    script = ("import sys, time\nfrom pathlib import Path\nfrom whisperbench.store import RunStore\n"
-              "from whisperbench.errors import RunStoreError\n"
-              "try:\n    with RunStore(Path(sys.argv[1])).lock():\n        print('writer', flush=True)\n"
-              "        while Path(sys.argv[2]).exists(): time.sleep(0.1)\n"
-              "except RunStoreError as exc:\n    print('refused', exc, flush=True)\n")
+    script = (
+        "import sys, time\nfrom pathlib import Path\nfrom whisperbench.store import RunStore\n"
+        "from whisperbench.errors import RunStoreError\n"
+        "try:\n    with RunStore(Path(sys.argv[1])).lock():\n        print('writer', flush=True)\n"
+        "        while Path(sys.argv[2]).exists(): time.sleep(0.1)\n"
+        "except RunStoreError as exc:\n    print('refused', exc, flush=True)\n"
+    )
     holder = _hold_lock(store.path / ".lock")
     (store.path / OWNER).write_text(json.dumps({**this_process(), "pid": _dead_pid()}))
-    writers = [subprocess.Popen([sys.executable, "-c", script, str(store.path), str(release)], env=ENV,
-                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(store.path), str(release)], env=ENV, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     try:
         _wait_for(lambda: any(w.poll() is not None for w in writers), "one of the two writers being refused")
         release.unlink()

@@ -25,8 +25,24 @@ def test_junit_stays_valid_xml_with_control_characters_in_ids(tmp_path, tiny_row
     record_run(runs, manifest, rows, "ref", lambda r: r["text"])
     record_run(runs, manifest, rows, "cut", lambda r: " ".join(r["text"].split()[:2]))
     junit = tmp_path / "gate.xml"
-    assert main(["gate", "--reference", "ref", "--candidate", "cut", "--min-qoi", "95", "--runs-dir", str(runs),
-                 "--junit", str(junit)]) == 1
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "ref",
+                "--candidate",
+                "cut",
+                "--min-qoi",
+                "95",
+                "--runs-dir",
+                str(runs),
+                "--junit",
+                str(junit),
+            ]
+        )
+        == 1
+    )
     names = {case.get("name") for case in ET.parse(junit).getroot().iter("testcase")}  # parses: valid XML 1.0
     assert "esc\\x1bid" in names and "bell\\x07id" in names
 
@@ -37,12 +53,12 @@ def test_csv_exports_neutralize_formulas(tmp_path, tiny_rows):
     rows = _rows(tiny_rows, ["=cmd|' /C calc'!A0", "+SUM(1,2)", "@x", "-2", *[r["id"] for r in tiny_rows[4:]]])
     manifest = write_jsonl(tmp_path / "manifest.jsonl", rows)
     runs = tmp_path / "runs"
-    record_run(runs, manifest, rows, "ref", lambda r: "=HYPERLINK(\"http://x\")" if r["id"] == "@x" else r["text"])
+    record_run(runs, manifest, rows, "ref", lambda r: '=HYPERLINK("http://x")' if r["id"] == "@x" else r["text"])
     out = tmp_path / "rows.csv"
     assert main(["export", "ref", "--out", str(out), "--runs-dir", str(runs)]) == 0
     cells = [cell for row in csv.reader(out.open(encoding="utf-8")) for cell in row]
     assert not any(cell.startswith(("=", "+", "@")) for cell in cells), cells
-    assert "'=cmd|' /C calc'!A0" in cells and "'+SUM(1,2)" in cells and "'=HYPERLINK(\"http://x\")" in cells
+    assert "'=cmd|' /C calc'!A0" in cells and "'+SUM(1,2)" in cells and '\'=HYPERLINK("http://x")' in cells
     board = tmp_path / "board.csv"
     assert main(["report", "--runs-dir", str(runs), "--out", str(board), "--quiet"]) == 0
     assert not any(cell.startswith(("=", "+", "@")) for row in csv.reader(board.open()) for cell in row)
@@ -58,16 +74,22 @@ def test_a_lone_surrogate_is_stored_as_a_replacement_character_not_a_crash(tmp_p
         path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         return path
 
-    hyp = ascii_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"] + (" \ud83d" if i == 0 else "")}
-                                             for i, r in enumerate(tiny_rows)])
+    hyp = ascii_jsonl(
+        tmp_path / "h.jsonl",
+        [{"id": r["id"], "hypothesis": r["text"] + (" \ud83d" if i == 0 else "")} for i, r in enumerate(tiny_rows)],
+    )
     runs = tmp_path / "runs"
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "s",
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", "s", "--runs-dir", str(runs)])
+        == 0
+    )
     run = open_run("s", runs)
     assert run.info.get("status", "finished") != "empty" and len(run.predictions) == len(tiny_rows)
     assert run.predictions[0].hypothesis.endswith("\ufffd")
     rows = _rows(tiny_rows, [r["id"] for r in tiny_rows])
     rows[0] = dict(rows[0], text=rows[0]["text"] + " \ud83d")
     manifest = ascii_jsonl(tmp_path / "manifest.jsonl", rows)
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "m",
-                 "--runs-dir", str(runs)]) == 0
+    assert (
+        main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "m", "--runs-dir", str(runs)])
+        == 0
+    )

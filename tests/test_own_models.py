@@ -51,11 +51,17 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("key,fmt,dtype,quantized", [
-    ("hf", "transformers", "float32", False), ("pt", "openai-whisper", "float32", False),
-    ("ggml-f16", "ggml", "f16", False), ("ggml-q5_0", "ggml", "q5_0", True),
-    ("mlx", "mlx", "float16", False), ("mlx-q4", "mlx", "q4", True),
-])
+@pytest.mark.parametrize(
+    "key,fmt,dtype,quantized",
+    [
+        ("hf", "transformers", "float32", False),
+        ("pt", "openai-whisper", "float32", False),
+        ("ggml-f16", "ggml", "f16", False),
+        ("ggml-q5_0", "ggml", "q5_0", True),
+        ("mlx", "mlx", "float16", False),
+        ("mlx-q4", "mlx", "q4", True),
+    ],
+)
 def test_info_recognises_each_format_from_its_contents(own, key, fmt, dtype, quantized, capsys, tmp_path):
     # the format comes from the contents: the same file under a misleading name is recognised alike
     path = own[key]
@@ -64,9 +70,18 @@ def test_info_recognises_each_format_from_its_contents(own, key, fmt, dtype, qua
     assert main(["models", "info", str(disguised), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["format"], info["dtype"], info["quantized"]) == (fmt, dtype, quantized)
-    assert info["dims"] == {"n_mels": 80, "n_vocab": 51864, "n_audio_ctx": 1500, "n_audio_state": 384,
-                            "n_audio_head": 6, "n_audio_layer": 4, "n_text_ctx": 448, "n_text_state": 384,
-                            "n_text_head": 6, "n_text_layer": 4}
+    assert info["dims"] == {
+        "n_mels": 80,
+        "n_vocab": 51864,
+        "n_audio_ctx": 1500,
+        "n_audio_state": 384,
+        "n_audio_head": 6,
+        "n_audio_layer": 4,
+        "n_text_ctx": 448,
+        "n_text_state": 384,
+        "n_text_head": 6,
+        "n_text_layer": 4,
+    }
     assert info["multilingual"] is False
     files = [disguised / name for name in info["weight_files"]] if disguised.is_dir() else [disguised]
     assert info["size_mb"] == round(sum(f.stat().st_size for f in files) / 1e6, 2)
@@ -104,8 +119,9 @@ def test_a_model_in_an_adapters_own_format_is_used_as_it_is(own):
     assert converted(str(own["mlx-q4"]), "mlx") == own["mlx-q4"]
 
 
-@pytest.mark.parametrize("key,target", [("ggml-q5_0", "openai-whisper"), ("ggml-q5_0", "ggml"),
-                                        ("mlx-q4", "transformers")])
+@pytest.mark.parametrize(
+    "key,target", [("ggml-q5_0", "openai-whisper"), ("ggml-q5_0", "ggml"), ("mlx-q4", "transformers")]
+)
 def test_a_quantized_model_never_silently_becomes_the_same_weights_elsewhere(own, key, target):
     from whisperbench.models import converted
 
@@ -117,9 +133,14 @@ def test_a_quantized_model_never_silently_becomes_the_same_weights_elsewhere(own
 
 #: adapter -> the model it is given (own format, or a format it converts from)
 #: the default tier runs two; the others are in the slow tier (4-5 s each)
-NATIVE_RUNS = [("openai-whisper", "pt"), ("whisper-cpp", "ggml-q5_0"),
-               *(pytest.param(a, k, marks=pytest.mark.slow, id=f"{a}-{k}")
-                 for a, k in (("transformers", "hf"), ("whisper-cpp", "ggml-f16"), ("faster-whisper", "hf")))]
+NATIVE_RUNS = [
+    ("openai-whisper", "pt"),
+    ("whisper-cpp", "ggml-q5_0"),
+    *(
+        pytest.param(a, k, marks=pytest.mark.slow, id=f"{a}-{k}")
+        for a, k in (("transformers", "hf"), ("whisper-cpp", "ggml-f16"), ("faster-whisper", "hf"))
+    ),
+]
 
 
 @pytest.mark.parametrize("adapter,key", NATIVE_RUNS)
@@ -137,8 +158,17 @@ def test_own_model_by_path_decodes_as_the_named_model(own, adapter, key, local_m
     extra = ["quantization=q5_0"] if key == "ggml-q5_0" else []
     texts = {}
     for label, model, options in (("named", "tiny.en", extra), ("own", str(own[key]), [])):
-        run_evaluation(RunRequest(adapter, model, str(manifest), runs_dir=str(tmp_path), name=label, warmup=False,
-                                  decoding=DecodingOptions.from_pairs(["threads=2", *options])))
+        run_evaluation(
+            RunRequest(
+                adapter,
+                model,
+                str(manifest),
+                runs_dir=str(tmp_path),
+                name=label,
+                warmup=False,
+                decoding=DecodingOptions.from_pairs(["threads=2", *options]),
+            )
+        )
         run = open_run(label, tmp_path)
         texts[label] = [p.hypothesis for p in run.predictions]
         weights = run.info["adapter_info"]["weights"]
@@ -169,22 +199,29 @@ def _bad_inputs(own, tmp_path):
     shutil.copytree(own["hf"], folder)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "num_mel_bins": 128}))
-    cases["config contradicts weights"] = (folder, "num_mel_bins=128 but model.encoder.conv1.weight has shape "
-                                                   r"\[384, 80, 3\]")
+    cases["config contradicts weights"] = (
+        folder,
+        "num_mel_bins=128 but model.encoder.conv1.weight has shape "
+        r"\[384, 80, 3\]",
+    )
 
     bad_magic = tmp_path / "bad-magic.bin"
     bad_magic.write_bytes(b"GGUF" + own["ggml-f16"].read_bytes()[4:4096])
     cases["ggml bad magic"] = (bad_magic, "not a Whisper model file")
     cut = tmp_path / "cut.bin"
     cut.write_bytes(own["ggml-f16"].read_bytes()[:-1000])
-    cases["ggml cut-off tensor"] = (cut, "cut.bin: not a valid whisper.cpp ggml model: file ends inside the data "
-                                         "of tensor")
+    cases["ggml cut-off tensor"] = (
+        cut,
+        "cut.bin: not a valid whisper.cpp ggml model: file ends inside the data of tensor",
+    )
 
     folder = tmp_path / "mlx-empty"
     folder.mkdir()
     shutil.copy(own["mlx"] / "config.json", folder)
-    cases["MLX without weights"] = (folder, "mlx-empty: read as a mlx Whisper model: config.json but neither "
-                                            "weights.safetensors nor weights.npz")
+    cases["MLX without weights"] = (
+        folder,
+        "mlx-empty: read as a mlx Whisper model: config.json but neither weights.safetensors nor weights.npz",
+    )
 
     folder = tmp_path / "bert"
     folder.mkdir()
@@ -203,8 +240,11 @@ def _bad_inputs(own, tmp_path):
 def test_bad_models_get_one_line_naming_the_file(own, tmp_path, capsys):
     for label, (path, message) in _bad_inputs(own, tmp_path).items():
         # info reads headers; the alignment heads are checked when the weights are read (a conversion)
-        args = (["models", "convert", str(path), "--to", "ggml", "--out", str(tmp_path / f"{label}.bin")]
-                if label.startswith("alignment") else ["models", "info", str(path)])
+        args = (
+            ["models", "convert", str(path), "--to", "ggml", "--out", str(tmp_path / f"{label}.bin")]
+            if label.startswith("alignment")
+            else ["models", "info", str(path)]
+        )
         assert main(args) == 2, label
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "Traceback" not in err, (label, err)
@@ -275,7 +315,9 @@ def test_ggml_header_reads_k_quant_types(tmp_path):
     path = tmp_path / "k.bin"
     with open(path, "wb") as out:
         out.write(struct.pack("<i", MAGIC) + struct.pack("<11i", *dims.values(), 2012))
-        out.write(struct.pack("<2i", 80, 201) + bytes(4 * 80 * 201) + struct.pack("<i", 1) + struct.pack("<i", 1) + b"!")
+        out.write(
+            struct.pack("<2i", 80, 201) + bytes(4 * 80 * 201) + struct.pack("<i", 1) + struct.pack("<i", 1) + b"!"
+        )
         for name in sorted(expected_names(dims)):
             ttype, shape = (Q4_K, (512, 256)) if name.endswith("mlp.0.weight") else (0, (256,))
             out.write(struct.pack(f"<3i{len(shape)}i", len(shape), len(name), ttype, *shape[::-1]) + name.encode())
@@ -289,8 +331,18 @@ def test_ggml_header_reads_k_quant_types(tmp_path):
 
 
 #: large-v3's 128 mels and 51,866 tokens with turbo's shallow decoder, at a width that runs in seconds
-SYNTHETIC_DIMS = {"n_mels": 128, "n_vocab": 51866, "n_audio_ctx": 1500, "n_audio_state": 128, "n_audio_head": 2,
-                  "n_audio_layer": 2, "n_text_ctx": 448, "n_text_state": 128, "n_text_head": 2, "n_text_layer": 1}
+SYNTHETIC_DIMS = {
+    "n_mels": 128,
+    "n_vocab": 51866,
+    "n_audio_ctx": 1500,
+    "n_audio_state": 128,
+    "n_audio_head": 2,
+    "n_audio_layer": 2,
+    "n_text_ctx": 448,
+    "n_text_state": 128,
+    "n_text_head": 2,
+    "n_text_layer": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -314,13 +366,17 @@ def test_synthetic_large_v3_like_checkpoint_is_recognised(synthetic_hf, capsys):
 
 
 #: faster-whisper (through CTranslate2's converter) in the default tier, the others in the slow tier
-SYNTHETIC_ADAPTERS = ["faster-whisper", pytest.param("openai-whisper", marks=pytest.mark.slow),
-                      pytest.param("whisper-cpp", marks=pytest.mark.slow)]
+SYNTHETIC_ADAPTERS = [
+    "faster-whisper",
+    pytest.param("openai-whisper", marks=pytest.mark.slow),
+    pytest.param("whisper-cpp", marks=pytest.mark.slow),
+]
 
 
 @pytest.mark.parametrize("adapter", SYNTHETIC_ADAPTERS)
-def test_synthetic_architecture_decodes_like_transformers(synthetic_hf, adapter, local_manifest, tiny_rows, tmp_path,
-                                                          shared_runs):
+def test_synthetic_architecture_decodes_like_transformers(
+    synthetic_hf, adapter, local_manifest, tiny_rows, tmp_path, shared_runs
+):
     """128 mels, 51,866 tokens and 1 decoder layer under 2 encoder layers, converted to each adapter's format
     (openai .pt, CTranslate2 through CTranslate2's converter, ggml f16), decode the same greedy text on real
     audio as transformers running the folder as it is (language forced: a random model's LID is noise)."""
@@ -379,9 +435,18 @@ def test_mlx_runs_an_mlx_folder_as_it_is(own, local_manifest, tiny_rows, tmp_pat
     blas = ["blas=openblas"] if sys.platform == "linux" and ctypes.util.find_library("openblas") else []
     texts = {}
     for label, model in (("named", "tiny.en"), ("own", str(own["mlx"]))):
-        run_evaluation(RunRequest("mlx", model, str(manifest), runs_dir=str(tmp_path), name=label, warmup=False,
-                                  decoding=DecodingOptions.from_pairs(["threads=2", *blas]),
-                                  isolate=bool(blas)))  # this process already bound MLX to its own BLAS
+        run_evaluation(
+            RunRequest(
+                "mlx",
+                model,
+                str(manifest),
+                runs_dir=str(tmp_path),
+                name=label,
+                warmup=False,
+                decoding=DecodingOptions.from_pairs(["threads=2", *blas]),
+                isolate=bool(blas),
+            )
+        )  # this process already bound MLX to its own BLAS
         texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]
     assert texts["own"] == texts["named"] and all(texts["own"])
 
@@ -425,8 +490,18 @@ def test_multilingual_pt_runs_in_transformers_through_openai_whispers_vocabulary
     assert main(["models", "convert", "base", "--to", "openai", "--out", str(pt)]) == 0
     texts = {}
     for label, model in (("named", "base"), ("pt", str(pt))):
-        run_evaluation(RunRequest("transformers", model, str(manifest), runs_dir=str(tmp_path), name=label,
-                                  warmup=False, limit=4, decoding=DecodingOptions.from_pairs(["threads=2"])))
+        run_evaluation(
+            RunRequest(
+                "transformers",
+                model,
+                str(manifest),
+                runs_dir=str(tmp_path),
+                name=label,
+                warmup=False,
+                limit=4,
+                decoding=DecodingOptions.from_pairs(["threads=2"]),
+            )
+        )
         texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]
     assert texts["pt"] == texts["named"] and all(texts["pt"])
 

@@ -16,8 +16,21 @@ from whisperbench.scoring.conditions import condition_of
 from .conftest import BUNDLED
 
 SOURCE = str(BUNDLED / "shortform" / "manifest.jsonl")
-ARGS = ["--noise", "pink,babble", "--snr", "10,0", "--gain=-6", "--silence", "lead:1,insert:2", "--nonspeech",
-        "silence,noise_low,hum", "--nonspeech-s", "1", "--limit", "2"]
+ARGS = [
+    "--noise",
+    "pink,babble",
+    "--snr",
+    "10,0",
+    "--gain=-6",
+    "--silence",
+    "lead:1,insert:2",
+    "--nonspeech",
+    "silence,noise_low,hum",
+    "--nonspeech-s",
+    "1",
+    "--limit",
+    "2",
+]
 
 
 def _needs_audiomentations() -> None:
@@ -32,8 +45,11 @@ def _perturb(out: Path, capsys, *extra: str) -> Path:
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_fixed_seed_is_byte_identical_and_cached(tmp_path, capsys):
@@ -57,11 +73,16 @@ def test_derived_rows_are_what_they_claim(tmp_path, capsys):
         for kind in ("pink", "babble"):
             for snr in (10, 0):
                 row = rows[f"{parent}~{kind}@{snr}dB"]
-                assert (row["parent_id"], row["noise"], row["snr_db"], row["perturbation"]) == (parent, kind, snr, "noise")
+                assert (row["parent_id"], row["noise"], row["snr_db"], row["perturbation"]) == (
+                    parent,
+                    kind,
+                    snr,
+                    "noise",
+                )
                 mix = read(row["id"])
                 scale = mix @ clean / (clean @ clean)  # a mix that would clip is scaled down as a whole
                 noise = mix - scale * clean
-                measured = 10 * np.log10(np.mean((scale * clean) ** 2) / np.mean(noise ** 2))
+                measured = 10 * np.log10(np.mean((scale * clean) ** 2) / np.mean(noise**2))
                 assert measured == pytest.approx(snr, abs=0.1)
         quieter = read(f"{parent}~gain-6dB")
         assert 20 * np.log10(np.abs(quieter).max() / np.abs(clean).max()) == pytest.approx(-6, abs=0.05)
@@ -93,29 +114,65 @@ def test_robustness_table_per_condition(tmp_path, capsys):
     from .conftest import record_run
 
     capsys.readouterr()
-    assert main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path / "sets"), "--noise", "pink", "--snr", "10,0",
-                 "--nonspeech", "silence,hum", "--nonspeech-s", "1", "--limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "perturb",
+                "--dataset",
+                SOURCE,
+                "--out",
+                str(tmp_path / "sets"),
+                "--noise",
+                "pink",
+                "--snr",
+                "10,0",
+                "--nonspeech",
+                "silence,hum",
+                "--nonspeech-s",
+                "1",
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     manifest = Path(capsys.readouterr().out.strip())
     rows = [json.loads(line) for line in manifest.read_text().splitlines()]
     half = lambda text: " ".join(text.split()[: len(text.split()) // 2])  # noqa: E731
     runs = tmp_path / "runs"
     record_run(runs, manifest, rows, "ref", lambda r: r["text"])
-    record_run(runs, manifest, rows, "cand", lambda r: half(r["text"]) if r["condition"] == "pink@0dB"
-               else r["text"] or "Thank you.")
-    assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "r.md")]) == 0
+    record_run(
+        runs,
+        manifest,
+        rows,
+        "cand",
+        lambda r: half(r["text"]) if r["condition"] == "pink@0dB" else r["text"] or "Thank you.",
+    )
+    assert (
+        main(["report", "--runs-dir", str(runs), "--reference", "ref", "--quiet", "--out", str(tmp_path / "r.md")]) == 0
+    )
     section = (tmp_path / "r.md").read_text().split("## Robustness")[1]
     pivot, long = section.split("QoI % against")[0], section.split("Per run and condition")[1]
     header = next(line for line in pivot.splitlines() if line.startswith("| Implementation"))
     assert [c.strip() for c in header.split("|")[2:-1]] == ["clean", "pink@10dB", "pink@0dB"]  # clean, high to low SNR
     cand = next(line for line in pivot.splitlines() if line.startswith("| recorded cand"))
     noisy = [r for r in rows if r["condition"] == "pink@0dB"]
-    expected = 100 * jiwer.wer([normalize(r["text"], "english") for r in noisy],
-                               [normalize(half(r["text"]), "english") for r in noisy])
+    expected = 100 * jiwer.wer(
+        [normalize(r["text"], "english") for r in noisy], [normalize(half(r["text"]), "english") for r in noisy]
+    )
     assert [c.strip() for c in cand.split("|")[2:-1]] == ["0.0", "0.0", f"{expected:.1f}"]
-    lines = {(c[1].strip(), c[2].strip()): [x.strip() for x in c[3:-1]]
-             for c in (line.split("|") for line in long.splitlines() if line.startswith(("| recorded", "| **recorded")))}
+    lines = {
+        (c[1].strip(), c[2].strip()): [x.strip() for x in c[3:-1]]
+        for c in (line.split("|") for line in long.splitlines() if line.startswith(("| recorded", "| **recorded")))
+    }
     assert lines[("recorded cand", "pink@0dB")][2] == "0.0" and lines[("recorded cand", "pink@10dB")][2] == "100.0"
-    assert lines[("recorded cand", "hum")][:5] == ["1", "–", "0.0", "2", "0"]  # QoI 0: words where the reference had none
+    assert lines[("recorded cand", "hum")][:5] == [
+        "1",
+        "–",
+        "0.0",
+        "2",
+        "0",
+    ]  # QoI 0: words where the reference had none
     assert lines[("recorded cand", "hum")][6] == "1" and lines[("**recorded ref** (reference)", "hum")][3] == "0"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
@@ -145,8 +202,10 @@ def test_reverberation_has_the_rt60_it_claims(tmp_path, capsys):
         assert 0.8 * rt60 < measured[rt60] < 1.35 * rt60, measured
     assert measured[0.8] > 2 * measured[0.3]
     capsys.readouterr()  # written again elsewhere: the same bytes (the room's ray tracing is seeded too)
-    assert main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path / "again"), "--reverb", "0.3,0.8", "--limit",
-                 "1"]) == 0
+    assert (
+        main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path / "again"), "--reverb", "0.3,0.8", "--limit", "1"])
+        == 0
+    )
     again = Path(capsys.readouterr().out.strip())
     assert _digests(again.parent) == _digests(manifest.parent)
     assert main(["perturb", "--dataset", SOURCE, "--out", str(tmp_path), "--reverb", "9"]) == 2

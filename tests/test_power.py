@@ -5,8 +5,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from whisperbench.scoring.power import (detectable_qoi_drop, detectable_wer_increase, examples_for_qoi_drop,
-                                        examples_for_wer_increase, plan)
+from whisperbench.scoring.power import (
+    detectable_qoi_drop,
+    detectable_wer_increase,
+    examples_for_qoi_drop,
+    examples_for_wer_increase,
+    plan,
+)
 from whisperbench.scoring.significance import mapsswe
 
 statsmodels = pytest.importorskip("statsmodels", reason="statsmodels is the independent check of the tests")

@@ -94,8 +94,10 @@ class EnvEchoAdapter(Adapter):
     def transcribe(self, audio, example, *, long_form):
         import hashlib
 
-        ok = all(hashlib.sha256(os.environ.get(self.settings[v], "").encode()).hexdigest() == self.settings[h]
-                 for v, h in (("var", "sha"), ("var2", "sha2")))
+        ok = all(
+            hashlib.sha256(os.environ.get(self.settings[v], "").encode()).hexdigest() == self.settings[h]
+            for v, h in (("var", "sha"), ("var2", "sha2"))
+        )
         return Transcript(text=example.text if ok else "missing")
 
 
@@ -103,9 +105,13 @@ class EnvEchoAdapter(Adapter):
 def ray_cluster(tmp_path_factory):
     """A local Ray instance (2 CPUs); its workers import this module and share the weight cache."""
     cache = os.environ.get("WHISPERBENCH_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(REPO), _SOURCE]),
-                                       "WHISPERBENCH_CACHE": cache}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="warning",
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(REPO), _SOURCE]), "WHISPERBENCH_CACHE": cache}},
+    )
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -116,7 +122,11 @@ def _same_results(a, b):
     for ex_id, pred in left.items():
         other = right[ex_id]
         assert (pred.status, pred.hypothesis, pred.reference, pred.wer) == (
-            other.status, other.hypothesis, other.reference, other.wer), ex_id
+            other.status,
+            other.hypothesis,
+            other.reference,
+            other.wer,
+        ), ex_id
         assert pred.scored().words == other.scored().words, ex_id
 
 
@@ -126,8 +136,11 @@ def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster,
     decoding = DecodingOptions(threads=1, extra={"compute_type": "int8"})
     common = dict(runs_dir=runs, decoding=decoding)
     run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="local", **common))
-    first = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="ray", limit=2,
-                                      backend="ray", workers=2, **common))
+    first = run_evaluation(
+        RunRequest(
+            "faster-whisper", "tiny.en", str(tiny_short), name="ray", limit=2, backend="ray", workers=2, **common
+        )
+    )
     assert first.computed == 2
 
     store = Path(runs) / "ray" / "predictions.jsonl"
@@ -139,8 +152,10 @@ def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster,
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    result = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="ray", backend="ray",
-                                       workers=2, **common), progress=kill_first_worker)
+    result = run_evaluation(
+        RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="ray", backend="ray", workers=2, **common),
+        progress=kill_first_worker,
+    )
     assert (result.computed, result.resumed) == (4, 2)
     info = result.info
     assert info["backend"] == "ray" and info["workers"] == 2
@@ -157,6 +172,7 @@ def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster,
     # memory and load time come from the actors, not from this process
     assert info["peak_rss_mb"] and info["load_s"] > 0
     assert all(a["pid"] != os.getpid() for a in backend["actors"] if a["pid"])
+
     # stored counts (the fast scoring path) give what re-scoring these real outputs gives
     def unscored(run):
         return [dataclasses.replace(p, score=None) for p in run.predictions]
@@ -164,7 +180,8 @@ def test_ray_equals_in_process_resumes_and_survives_a_killed_worker(ray_cluster,
     for run in (ray_run, local_run):
         assert summarize(run.predictions, "english", "short") == summarize(unscored(run), "english", "short")
     assert qoi(local_run.predictions, ray_run.predictions, "english").to_json(True) == qoi(
-        unscored(local_run), unscored(ray_run), "english").to_json(True)
+        unscored(local_run), unscored(ray_run), "english"
+    ).to_json(True)
 
 
 def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_cluster, tmp_path, local_manifest, caplog):
@@ -172,8 +189,19 @@ def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_clu
     marks.mkdir()
     decoding = DecodingOptions(extra={"crash": "jfk", "crash_once": "LJ001-0003", "marks": str(marks)})
     caplog.set_level("INFO", logger="whisperbench")
-    result = run_evaluation(RunRequest("test-ray-crash", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
-                                       name="crash", backend="ray", workers=2, warmup=False, decoding=decoding))
+    result = run_evaluation(
+        RunRequest(
+            "test-ray-crash",
+            "m",
+            str(local_manifest()),
+            runs_dir=str(tmp_path / "r"),
+            name="crash",
+            backend="ray",
+            workers=2,
+            warmup=False,
+            decoding=decoding,
+        )
+    )
     preds = {p.id: p for p in open_run("crash", tmp_path / "r").predictions}
     assert len(preds) == 6 and result.summary.num_failed == 1
     poison = preds["jfk"]
@@ -190,7 +218,9 @@ def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_clu
     assert all(p.status == "ok" for i, p in preds.items() if i != "jfk")
     assert result.info["backend_info"]["failed_after_retries"] == ["jfk"]
     deaths = [r.getMessage() for r in caplog.records if "died" in r.getMessage()]
-    assert len(deaths) == attempts + 1 and all(r.levelname == "WARNING" for r in caplog.records if "died" in r.getMessage())
+    assert len(deaths) == attempts + 1 and all(
+        r.levelname == "WARNING" for r in caplog.records if "died" in r.getMessage()
+    )
     assert all("nothing is lost" in d and "on node " in d for d in deaths)
     assert sum("retried on other workers: " in d and "jfk" in d for d in deaths) == attempts - 1
     assert any(f"stored as failed after {attempts} attempts: jfk" in d for d in deaths), deaths
@@ -211,11 +241,23 @@ def test_a_run_started_in_process_resumes_on_ray(ray_cluster, tmp_path, local_ma
 def test_clear_errors(ray_cluster, tmp_path, local_manifest):
     manifest = str(local_manifest())
     with pytest.raises(WhisperbenchError, match="3 workers need 3 CPUs"):
-        run_evaluation(RunRequest("test-ray-crash", "m", manifest, runs_dir=str(tmp_path / "r"), backend="ray",
-                                  workers=3, warmup=False))
+        run_evaluation(
+            RunRequest(
+                "test-ray-crash", "m", manifest, runs_dir=str(tmp_path / "r"), backend="ray", workers=3, warmup=False
+            )
+        )
     with pytest.raises(WhisperbenchError, match="no worker could load adapter test-ray-crash: .*injected load failure"):
-        run_evaluation(RunRequest("test-ray-crash", "m", manifest, runs_dir=str(tmp_path / "r2"), backend="ray",
-                                  warmup=False, decoding=DecodingOptions(extra={"fail_load": "yes"})))
+        run_evaluation(
+            RunRequest(
+                "test-ray-crash",
+                "m",
+                manifest,
+                runs_dir=str(tmp_path / "r2"),
+                backend="ray",
+                warmup=False,
+                decoding=DecodingOptions(extra={"fail_load": "yes"}),
+            )
+        )
     with pytest.raises(OptionError, match="--backend ray"):
         backend_of(RunRequest("x", "m", "d", address="127.0.0.1:6379"))
     with pytest.raises(OptionError, match="unknown backend"):
@@ -225,17 +267,43 @@ def test_clear_errors(ray_cluster, tmp_path, local_manifest):
 
 def test_cli_joins_a_cluster_by_address(ray_cluster, tmp_path, tiny_rows, tiny_short):
     hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"].lower()} for r in tiny_rows[1:]])
-    base = [sys.executable, "-m", "whisperbench", "run", "--adapter", "recorded", "--model", str(hyp), "--dataset",
-            str(tiny_short), "--runs-dir", str(tmp_path / "runs"), "--json"]
+    base = [
+        sys.executable,
+        "-m",
+        "whisperbench",
+        "run",
+        "--adapter",
+        "recorded",
+        "--model",
+        str(hyp),
+        "--dataset",
+        str(tiny_short),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--json",
+    ]
     local = subprocess.run(base + ["--name", "local"], capture_output=True, text=True, cwd=REPO)
-    remote = subprocess.run(base + ["--name", "remote", "--backend", "ray", "--address", ray_cluster, "--workers",
-                                    "2"], capture_output=True, text=True, cwd=REPO)
+    remote = subprocess.run(
+        base + ["--name", "remote", "--backend", "ray", "--address", ray_cluster, "--workers", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert local.returncode == 0 and remote.returncode == 0, remote.stderr[-2000:]
     # speed facts, and whether the machine was busy (Ray does not measure that), are not what the backends share
-    ignore = {"load_s", "warmup_s", "peak_rss_mb", "harness_overhead_pct", "wall_s", "rtfx_reliable", "rtfx_unreliable_why"}
+    ignore = {
+        "load_s",
+        "warmup_s",
+        "peak_rss_mb",
+        "harness_overhead_pct",
+        "wall_s",
+        "rtfx_reliable",
+        "rtfx_unreliable_why",
+    }
     local_summary, remote_summary = json.loads(local.stdout), json.loads(remote.stdout)
     assert {k: v for k, v in remote_summary.items() if k not in ignore} == {
-        k: v for k, v in local_summary.items() if k not in ignore}
+        k: v for k, v in local_summary.items() if k not in ignore
+    }
     assert remote_summary["num_failed"] == 1  # the id left out of the hypotheses file
     info = json.loads((tmp_path / "runs" / "remote" / "run.json").read_text())
     assert info["backend"] == "ray" and info["backend_info"]["address"] == ray_cluster
@@ -247,8 +315,19 @@ def test_an_actor_holding_other_weights_is_refused(ray_cluster, tmp_path, local_
     marks = tmp_path / "marks"
     marks.mkdir()
     decoding = DecodingOptions(threads=1, extra={"marks": str(marks)})
-    result = run_evaluation(RunRequest("test-ray-weights", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
-                                       name="w", backend="ray", workers=2, warmup=False, decoding=decoding))
+    result = run_evaluation(
+        RunRequest(
+            "test-ray-weights",
+            "m",
+            str(local_manifest()),
+            runs_dir=str(tmp_path / "r"),
+            name="w",
+            backend="ray",
+            workers=2,
+            warmup=False,
+            decoding=decoding,
+        )
+    )
     backend = result.info["backend_info"]
     refused = [a for a in backend["actors"] if a["status"] == "refused"]
     assert refused and all("weights differ" in a["error"] for a in refused)
@@ -258,21 +337,31 @@ def test_an_actor_holding_other_weights_is_refused(ray_cluster, tmp_path, local_
     assert len(preds) == 6 and all(p.status == "ok" and p.extra["worker"]["pid"] in live_pids for p in preds)
 
 
-def test_a_relative_model_path_reaches_the_workers_absolute(ray_cluster, tmp_path, tiny_rows, tiny_short,
-                                                            monkeypatch):
+def test_a_relative_model_path_reaches_the_workers_absolute(ray_cluster, tmp_path, tiny_rows, tiny_short, monkeypatch):
     """``--model hyp.jsonl`` (relative to where the run starts) is what the workers load, whatever their folder."""
     write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
     monkeypatch.chdir(tmp_path)
-    result = run_evaluation(RunRequest("recorded", "hyp.jsonl", str(tiny_short), runs_dir=str(tmp_path / "r"),
-                                       name="rel", backend="ray", workers=2, warmup=False,
-                                       decoding=DecodingOptions(threads=1)))
+    result = run_evaluation(
+        RunRequest(
+            "recorded",
+            "hyp.jsonl",
+            str(tiny_short),
+            runs_dir=str(tmp_path / "r"),
+            name="rel",
+            backend="ray",
+            workers=2,
+            warmup=False,
+            decoding=DecodingOptions(threads=1),
+        )
+    )
     assert result.summary.num_failed == 0 and result.summary.wer == 0.0
     assert result.info["backend_info"]["model"] == str(tmp_path / "hyp.jsonl")
     assert result.info["backend_info"]["actor_cpus"] == 1
 
 
-def test_chosen_variables_reach_the_workers_and_their_values_no_file_or_log(ray_cluster, tmp_path, local_manifest,
-                                                                          monkeypatch, caplog):
+def test_chosen_variables_reach_the_workers_and_their_values_no_file_or_log(
+    ray_cluster, tmp_path, local_manifest, monkeypatch, caplog
+):
     """--ray-env NAME forwards the driver's value, --runtime-env (a YAML file) sets others; run.json names them,
     and neither value is anywhere in the run folder or the log."""
     import hashlib
@@ -285,9 +374,21 @@ def test_chosen_variables_reach_the_workers_and_their_values_no_file_or_log(ray_
     sha = {"sha": hashlib.sha256(secret.encode()).hexdigest(), "sha2": hashlib.sha256(other.encode()).hexdigest()}
     decoding = DecodingOptions(threads=1, extra={"var": "WB_TEST_SECRET", "var2": "WB_VIA_RUNTIME_ENV", **sha})
     caplog.set_level(logging.INFO, logger="whisperbench")
-    result = run_evaluation(RunRequest("test-ray-env", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
-                                       name="env", backend="ray", workers=2, warmup=False, decoding=decoding,
-                                       ray_env=("WB_TEST_SECRET",), runtime_env=str(tmp_path / "env.yaml")))
+    result = run_evaluation(
+        RunRequest(
+            "test-ray-env",
+            "m",
+            str(local_manifest()),
+            runs_dir=str(tmp_path / "r"),
+            name="env",
+            backend="ray",
+            workers=2,
+            warmup=False,
+            decoding=decoding,
+            ray_env=("WB_TEST_SECRET",),
+            runtime_env=str(tmp_path / "env.yaml"),
+        )
+    )
     assert result.summary.num_failed == 0 and result.summary.wer == 0.0  # every worker had both values
     backend, execution = result.info["backend_info"], result.info["execution"]
     assert backend["forwarded_env"] == execution["forwarded_env"] == ["WB_TEST_SECRET"]
@@ -302,8 +403,17 @@ def test_chosen_variables_reach_the_workers_and_their_values_no_file_or_log(ray_
     assert "worker 0 live on node" in caplog.text or "worker 1 live on node" in caplog.text
     monkeypatch.delenv("WB_TEST_SECRET")
     with pytest.raises(OptionError, match="not set in this environment: WB_TEST_SECRET"):
-        run_evaluation(RunRequest("test-ray-env", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
-                                  name="env2", backend="ray", ray_env=("WB_TEST_SECRET",)))
+        run_evaluation(
+            RunRequest(
+                "test-ray-env",
+                "m",
+                str(local_manifest()),
+                runs_dir=str(tmp_path / "r"),
+                name="env2",
+                backend="ray",
+                ray_env=("WB_TEST_SECRET",),
+            )
+        )
 
 
 def test_waiting_for_cpus_is_said(ray_cluster, tmp_path, local_manifest, monkeypatch, caplog):
@@ -325,9 +435,19 @@ def test_waiting_for_cpus_is_said(ray_cluster, tmp_path, local_manifest, monkeyp
     marks.mkdir()
     caplog.set_level(logging.INFO, logger="whisperbench")
     try:
-        result = run_evaluation(RunRequest("test-ray-weights", "m", str(local_manifest()), warmup=False,
-                                           runs_dir=str(tmp_path / "r"), name="wait", backend="ray", workers=2,
-                                           decoding=DecodingOptions(threads=1, extra={"marks": str(marks)})))
+        result = run_evaluation(
+            RunRequest(
+                "test-ray-weights",
+                "m",
+                str(local_manifest()),
+                warmup=False,
+                runs_dir=str(tmp_path / "r"),
+                name="wait",
+                backend="ray",
+                workers=2,
+                decoding=DecodingOptions(threads=1, extra={"marks": str(marks)}),
+            )
+        )
     finally:
         ray.kill(holder)
     assert result.summary.num_failed == 0

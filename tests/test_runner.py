@@ -61,8 +61,9 @@ class MissingDependencyAdapter(Adapter):
 def test_recorded_run_matches_jiwer_and_writes_the_store(tmp_path, tiny_rows, tiny_short):
     edits = {"jfk": "and so my fellow american ask what your country can do for you ask what you can do for your"}
     hyp = hypotheses_file(tmp_path, tiny_rows, drop={"mfa-mfa_youknow"}, edit=edits)
-    result = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "runs"),
-                                       name="rec"))
+    result = run_evaluation(
+        RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "runs"), name="rec")
+    )
     s = result.summary
     assert s.num_examples == 6 and s.num_failed == 1
     refs = [normalize(r["text"]) for r in tiny_rows]
@@ -87,8 +88,16 @@ def test_resume_skips_finished_ids_and_retries_failed_on_request(tmp_path, local
     manifest = local_manifest()
     runs = str(tmp_path / "runs")
     CALLS.clear()
-    request = RunRequest("test-flaky", "m", str(manifest), runs_dir=runs, name="flaky", limit=3, warmup=False,
-                         decoding=DecodingOptions(extra={"fail": "jfk"}))
+    request = RunRequest(
+        "test-flaky",
+        "m",
+        str(manifest),
+        runs_dir=runs,
+        name="flaky",
+        limit=3,
+        warmup=False,
+        decoding=DecodingOptions(extra={"fail": "jfk"}),
+    )
     first = run_evaluation(request)
     assert first.summary.num_failed == 1 and len(CALLS) == 3
     CALLS.clear()
@@ -125,8 +134,9 @@ def test_skip_invalid_records_failures(tmp_path, tiny_rows):
     rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"])) for r in tiny_rows]
     rows[0]["audio"] = str(tmp_path / "gone.flac")
     manifest = write_jsonl(tmp_path / "m.jsonl", rows)
-    result = run_evaluation(RunRequest("test-flaky", "m", str(manifest), runs_dir=str(tmp_path / "r"),
-                                       skip_invalid=True, warmup=False))
+    result = run_evaluation(
+        RunRequest("test-flaky", "m", str(manifest), runs_dir=str(tmp_path / "r"), skip_invalid=True, warmup=False)
+    )
     assert result.summary.num_failed == 1 and result.summary.num_examples == 6
 
 
@@ -136,24 +146,37 @@ def test_config_change_refuses_to_mix_runs(tmp_path, local_manifest):
     run_evaluation(RunRequest("test-flaky", "m", str(manifest), **base))
     with pytest.raises(RunStoreError, match="different decoding"):
         run_evaluation(RunRequest("test-flaky", "m", str(manifest), decoding=DecodingOptions(beam_size=5), **base))
-    again = run_evaluation(RunRequest("test-flaky", "m", str(manifest), decoding=DecodingOptions(beam_size=5),
-                                      overwrite=True, **base))
+    again = run_evaluation(
+        RunRequest("test-flaky", "m", str(manifest), decoding=DecodingOptions(beam_size=5), overwrite=True, **base)
+    )
     assert again.computed == 6
 
 
 def test_unknown_adapter_option_and_missing_dependency(tmp_path, local_manifest):
     with pytest.raises(OptionError, match="no option.*bogus"):
-        run_evaluation(RunRequest("test-flaky", "m", str(local_manifest()), runs_dir=str(tmp_path),
-                                  decoding=DecodingOptions.from_pairs(["bogus=1"])))
+        run_evaluation(
+            RunRequest(
+                "test-flaky",
+                "m",
+                str(local_manifest()),
+                runs_dir=str(tmp_path),
+                decoding=DecodingOptions.from_pairs(["bogus=1"]),
+            )
+        )
     with pytest.raises(AdapterUnavailable, match=r"not installed.*pip install 'whisperbench\[nothing\]'"):
         run_evaluation(RunRequest("test-missing", "m", str(local_manifest()), runs_dir=str(tmp_path)))
 
 
 def test_option_parsing():
-    opts = DecodingOptions.from_pairs(["beam_size=5", "language=de", "without_timestamps=false", "compute_type=int8",
-                                       "initial_prompt=none"])
-    assert (opts.beam_size, opts.language, opts.without_timestamps, opts.extra) == (5, "de", False,
-                                                                                   {"compute_type": "int8"})
+    opts = DecodingOptions.from_pairs(
+        ["beam_size=5", "language=de", "without_timestamps=false", "compute_type=int8", "initial_prompt=none"]
+    )
+    assert (opts.beam_size, opts.language, opts.without_timestamps, opts.extra) == (
+        5,
+        "de",
+        False,
+        {"compute_type": "int8"},
+    )
     assert opts.initial_prompt is None
     with pytest.raises(OptionError):
         DecodingOptions.from_pairs(["beam_size=many"])
@@ -165,10 +188,10 @@ def test_option_parsing():
 
 def test_process_pool_gives_the_same_results_as_in_process(tmp_path, tiny_rows, tiny_short):
     hyp = hypotheses_file(tmp_path, tiny_rows, drop={"jfk"}, edit={"LJ001-0003": "for although the chinese"})
-    single = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "r"),
-                                       name="one"))
-    pooled = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "r"),
-                                       name="two", workers=2))
+    single = run_evaluation(RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "r"), name="one"))
+    pooled = run_evaluation(
+        RunRequest("recorded", str(hyp), str(tiny_short), runs_dir=str(tmp_path / "r"), name="two", workers=2)
+    )
     assert pooled.info["backend"] == "process-pool" and pooled.computed == 6
     keys = ("wer", "num_failed", "substitutions", "deletions", "insertions", "hits")
     assert {k: getattr(pooled.summary, k) for k in keys} == {k: getattr(single.summary, k) for k in keys}
@@ -182,8 +205,20 @@ def test_another_thread_count_resumes_the_run(tmp_path, tiny_rows, tiny_short, c
     from whisperbench.cli import main
 
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
-    args = ["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short), "--name", "t",
-            "--runs-dir", str(tmp_path / "runs"), "--no-warmup"]
+    args = [
+        "run",
+        "--adapter",
+        "recorded",
+        "--model",
+        str(hyp),
+        "--dataset",
+        str(tiny_short),
+        "--name",
+        "t",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--no-warmup",
+    ]
     assert main(args + ["-o", "threads=1"]) == 0
     assert main(args + ["-o", "threads=2"]) == 0
     assert "(0 computed, 6 resumed)" in capsys.readouterr().out
@@ -198,8 +233,19 @@ def test_a_resume_with_nothing_to_do_keeps_the_measurements(tmp_path, tiny_rows,
     from .conftest import write_jsonl
 
     hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
-    args = ["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short), "--runs-dir",
-            str(tmp_path), "--name", "r"]
+    args = [
+        "run",
+        "--adapter",
+        "recorded",
+        "--model",
+        str(hyp),
+        "--dataset",
+        str(tiny_short),
+        "--runs-dir",
+        str(tmp_path),
+        "--name",
+        "r",
+    ]
     assert main(args) == 0
     first = {name: json.loads((tmp_path / "r" / name).read_text()) for name in ("run.json", "summary.json")}
     assert first["summary.json"]["wall_s"] is not None and first["summary.json"]["peak_rss_mb"]

@@ -33,7 +33,12 @@ def runs(tmp_path, tiny_rows, tiny_short):
     runs = tmp_path / "runs"
     record_run(runs, tiny_short, tiny_rows, "ref", lambda r: r["text"])
     record_run(runs, tiny_short, tiny_rows, "cand", lambda r: r["text"].lower())
-    _stop(runs, "cand", "partial", 2, )
+    _stop(
+        runs,
+        "cand",
+        "partial",
+        2,
+    )
     _stop(runs, "cand", "empty", 0)
     (runs / "broken").mkdir()
     (runs / "broken" / "run.json").write_text("{not json")
@@ -48,9 +53,11 @@ def _du(path) -> int:
 @pytest.fixture
 def holder(runs):
     """A live process holding run ``partial``'s writer lock (as a run being written does)."""
-    code = ("import sys, time, pathlib; sys.path.insert(0, %r)\nfrom whisperbench.store import RunStore\n"
-            "with RunStore(pathlib.Path(%r)).lock():\n    print('locked', flush=True); time.sleep(120)"
-            % (str(REPO / "src"), str(runs / "partial")))
+    code = (
+        "import sys, time, pathlib; sys.path.insert(0, %r)\nfrom whisperbench.store import RunStore\n"
+        "with RunStore(pathlib.Path(%r)).lock():\n    print('locked', flush=True); time.sleep(120)"
+        % (str(REPO / "src"), str(runs / "partial"))
+    )
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline().strip() == "locked"
@@ -64,8 +71,11 @@ def test_runs_lists_status_coverage_model_and_size(runs):
     rows = {row.name: row for row in wb.runs(runs)}
     assert sorted(rows) == ["broken", "cand", "empty", "partial", "ref"]
     assert {n: (r.status, r.coverage) for n, r in rows.items() if n != "broken"} == {
-        "ref": ("finished", "6 of 6"), "cand": ("finished", "6 of 6"), "partial": ("stopped", "2 of 6"),
-        "empty": ("empty", "0 of 6")}
+        "ref": ("finished", "6 of 6"),
+        "cand": ("finished", "6 of 6"),
+        "partial": ("stopped", "2 of 6"),
+        "empty": ("empty", "0 of 6"),
+    }
     assert rows["broken"].status == "unreadable" and "run.json" in rows["broken"].problem
     assert rows["ref"].adapter == "recorded" and rows["ref"].model == "ref.jsonl"
     assert rows["ref"].dataset == "tiny-shortform" and rows["ref"].date[:2] == "20"
@@ -76,8 +86,17 @@ def test_runs_lists_status_coverage_model_and_size(runs):
 def test_runs_prints_a_table_and_json(runs, capsys):
     assert main(["runs", "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["run", "status", "coverage", "failed", "model", "implementation", "dataset", "date",
-                              "size"]
+    assert out[0].split() == [
+        "run",
+        "status",
+        "coverage",
+        "failed",
+        "model",
+        "implementation",
+        "dataset",
+        "date",
+        "size",
+    ]
     partial = next(line for line in out if line.startswith("partial"))
     assert "stopped" in partial and "2 of 6" in partial and "ref.jsonl" not in partial
     assert out[-1].startswith("5 run(s), ")

@@ -23,7 +23,11 @@ def test_align_matches_jiwer():
         if hyp:
             out = jiwer.process_words(ref, hyp)
             assert (counts.hits, counts.substitutions, counts.deletions, counts.insertions) == (
-                out.hits, out.substitutions, out.deletions, out.insertions)
+                out.hits,
+                out.substitutions,
+                out.deletions,
+                out.insertions,
+            )
         else:
             assert counts.deletions == len(ref.split()) and counts.errors == len(ref.split())
 

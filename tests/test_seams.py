@@ -61,8 +61,7 @@ def test_openai_whisper_native_records_its_own_windows(long_example, monkeypatch
     the first window left out."""
     import whisper
 
-    transcript, result, audio_s = _native("openai-whisper", long_example, lambda _: whisper, "transcribe",
-                                          monkeypatch)
+    transcript, result, audio_s = _native("openai-whisper", long_example, lambda _: whisper, "transcribe", monkeypatch)
     assert transcript.extra["seams_from"] == SEAMS_FROM_DECODER
     seeks = sorted({s["seek"] for s in result["segments"] if s["text"].strip()})
     assert transcript.extra["seams_s"] == [seek / 100 for seek in seeks[1:]]
@@ -100,13 +99,18 @@ def test_faster_whisper_native_records_its_own_windows(long_example, monkeypatch
 def test_mlx_style_segment_dicts_give_seams_only_for_long_form():
     """mlx-whisper returns openai-whisper's segment dicts: the seams come from their ``seek``, empty windows
     (segments without text) and the first window left out; short-form records none."""
-    segments = [{"seek": 0, "start": 0.0, "end": 5.0, "text": " a"}, {"seek": 0, "start": 5.0, "end": 27.0, "text": " b"},
-                {"seek": 2700, "start": 27.0, "end": 30.0, "text": " "},  # an empty window: no text gives way here
-                {"seek": 3000, "start": 30.0, "end": 50.0, "text": " c"},
-                {"seek": 5412, "start": 54.12, "end": 60.0, "text": " d"}]
+    segments = [
+        {"seek": 0, "start": 0.0, "end": 5.0, "text": " a"},
+        {"seek": 0, "start": 5.0, "end": 27.0, "text": " b"},
+        {"seek": 2700, "start": 27.0, "end": 30.0, "text": " "},  # an empty window: no text gives way here
+        {"seek": 3000, "start": 30.0, "end": 50.0, "text": " c"},
+        {"seek": 5412, "start": 54.12, "end": 60.0, "text": " d"},
+    ]
     result = {"text": "a b c d", "segments": segments, "language": "en"}
-    assert transcript_from_whisper_result(result, long_form=True).extra == {"seams_s": [30.0, 54.12],
-                                                                            "seams_from": SEAMS_FROM_DECODER}
+    assert transcript_from_whisper_result(result, long_form=True).extra == {
+        "seams_s": [30.0, 54.12],
+        "seams_from": SEAMS_FROM_DECODER,
+    }
     assert transcript_from_whisper_result(result).extra == {}
     # a result whose segments carry no seek (another port) tells nothing
     bare = {"text": "a", "segments": [{"start": 0.0, "end": 1.0, "text": "a"}]}
@@ -131,8 +135,9 @@ def test_transformers_chunk_seams_follow_the_pipelines_own_chunks():
     rate, chunk, stride = 16000, 30 * 16000, 5 * 16000
     for seconds in (29.0, 84.133, 90.0, 95.0, 70.01, 100.0):
         n = int(seconds * rate)
-        starts = [item["start"] for item in chunk_iter(np.arange(n, dtype=np.float64), Extractor(), chunk, stride,
-                                                       stride)]
+        starts = [
+            item["start"] for item in chunk_iter(np.arange(n, dtype=np.float64), Extractor(), chunk, stride, stride)
+        ]
         expected = [round((start + stride) / rate, 3) for start in starts[1:]]  # the middle of each 10 s overlap
         assert pipeline_chunk_seams(n, chunk, stride, stride) == expected, seconds
 
@@ -160,10 +165,14 @@ def test_an_adapter_that_does_not_tell_records_no_seams(shared_runs, tiny_long):
 
 
 def _utterance_prediction(seams: list[float] | None, source: str | None) -> Prediction:
-    truth = [{"id": "u1", "start": 20.0, "end": 29.5, "text": "the cat"},
-             {"id": "u2", "start": 29.6, "end": 40.0, "text": "sat down"}]
-    words = [{"word": w, "start": s, "end": s + 0.3} for w, s in
-             (("the", 21.0), ("cat", 25.0), ("sat", 30.0), ("town", 35.0))]
+    truth = [
+        {"id": "u1", "start": 20.0, "end": 29.5, "text": "the cat"},
+        {"id": "u2", "start": 29.6, "end": 40.0, "text": "sat down"},
+    ]
+    words = [
+        {"word": w, "start": s, "end": s + 0.3}
+        for w, s in (("the", 21.0), ("cat", 25.0), ("sat", 30.0), ("town", 35.0))
+    ]
     pred = Prediction(id="a", reference="", hypothesis="", words=words)
     pred.extra["reference_segments"] = truth
     if seams is not None:
@@ -177,8 +186,10 @@ def test_summary_names_where_the_seams_came_from_and_keeps_the_30s_split():
     assert told["seams"] == SEAMS_FROM_DECODER
     assert told["at_seams"] == {"utterances": 1, "wer": 0.0}
     assert told["away_from_seams"] == {"utterances": 1, "wer": 50.0}
-    assert told["at_30s_marks"] == {"at_seams": {"utterances": 1, "wer": 50.0},
-                                    "away_from_seams": {"utterances": 1, "wer": 0.0}}
+    assert told["at_30s_marks"] == {
+        "at_seams": {"utterances": 1, "wer": 50.0},
+        "away_from_seams": {"utterances": 1, "wer": 0.0},
+    }
     untold = summarize([_utterance_prediction(None, None)], MetricContext("english"))["utterance_wer"]
     assert untold["seams"] == "30 s marks" and "at_30s_marks" not in untold
     assert untold["at_seams"] == told["at_30s_marks"]["at_seams"]

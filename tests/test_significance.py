@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from whisperbench.scoring.significance import (INCONCLUSIVE, NON_INFERIOR, REGRESSION_SHOWN, block_columns, mapsswe,
-                                               non_inferiority, paired_significance, resampled_sums, sign_test)
+from whisperbench.scoring.significance import (
+    INCONCLUSIVE,
+    NON_INFERIOR,
+    REGRESSION_SHOWN,
+    block_columns,
+    mapsswe,
+    non_inferiority,
+    paired_significance,
+    resampled_sums,
+    sign_test,
+)
 
 statsmodels = pytest.importorskip("statsmodels", reason="statsmodels is the independent check of the tests")
 from statsmodels.stats.descriptivestats import sign_test as sm_sign_test  # noqa: E402
@@ -78,10 +87,10 @@ def test_bootstrap_matches_a_plain_resampling_of_the_same_draws():
     assert result.resampling.method == "examples" and result.resampling.units == 40
 
 
-@pytest.mark.parametrize("chunk", [1, 37, 40 * 7, 10 ** 9])
+@pytest.mark.parametrize("chunk", [1, 37, 40 * 7, 10**9])
 def test_bootstrap_does_not_depend_on_the_chunk(chunk):
     ref, cand, words = _pairs(5, n=40)
-    whole = paired_significance(ref, cand, words, resamples=250, seed=3, chunk=10 ** 9)
+    whole = paired_significance(ref, cand, words, resamples=250, seed=3, chunk=10**9)
     assert paired_significance(ref, cand, words, resamples=250, seed=3, chunk=chunk) == whole
 
 
@@ -106,8 +115,9 @@ def test_blocked_bootstrap_resamples_whole_blocks():
     assert result.resampling.method == "blocks" and result.resampling.units == 10
     assert "speaker" in result.resampling.describe()
     # by hand: sums per speaker, then whole speakers drawn
-    blocks = np.array([[sum(cand[i] - ref[i] for i in range(b * 3, b * 3 + 3)), sum(words[b * 3:b * 3 + 3])]
-                       for b in range(10)])
+    blocks = np.array(
+        [[sum(cand[i] - ref[i] for i in range(b * 3, b * 3 + 3)), sum(words[b * 3 : b * 3 + 3])] for b in range(10)]
+    )
     idx = np.random.default_rng(2).integers(0, 10, size=(200, 10))
     plain = 100 * blocks[idx, 0].sum(axis=1) / blocks[idx, 1].sum(axis=1)
     wer = result.wer_difference
@@ -183,14 +193,19 @@ def test_calibration_at_no_effect_false_fail_rate_is_alpha(no_effect):
 
 def test_calibration_at_the_margin_passes_alpha_over_two():
     # the true WER increase equals the margin (2 points): "non-inferior" must be rare, one-sided α/2. The percentile
-    # interval is a little narrow on small sets (at 100 examples about 3 % per tail instead of 2.5 %: docs/statistics.md),
+    # interval is a little narrow on small sets (at 100 examples about 3 % per tail instead of 2.5 %:
+    # docs/statistics.md),
     # so this runs at 300 examples
     gates = 1000
     ref, cand, words = _simulated(0.02, seed=12, gates=gates, n=300)
     margin = 100 * (cand.sum() / words.sum() - ref.sum() / words.sum())  # the simulated effect, measured over all
     assert margin == pytest.approx(2.0, abs=0.1)
-    passes = np.mean([non_inferiority(paired_significance(r, c, w, resamples=400, seed=i).wer_difference, 2.0)
-                      == NON_INFERIOR for i, (r, c, w) in enumerate(zip(ref, cand, words))])
+    passes = np.mean(
+        [
+            non_inferiority(paired_significance(r, c, w, resamples=400, seed=i).wer_difference, 2.0) == NON_INFERIOR
+            for i, (r, c, w) in enumerate(zip(ref, cand, words))
+        ]
+    )
     assert abs(passes - ALPHA / 2) < _mc_band(ALPHA / 2, gates), passes
 
 
@@ -229,10 +244,12 @@ def test_wilcoxon_exact_p_equals_an_enumeration_of_sign_patterns(seed):
     ranks = np.argsort(np.argsort(sizes)) + 1
     observed = ranks[signs > 0].sum()
     mean = n * (n + 1) / 4
-    extreme = sum(abs(sum(r for r, s in zip(ranks, pattern) if s) - mean) >= abs(observed - mean) - 1e-9
-                  for pattern in itertools.product([0, 1], repeat=n))
+    extreme = sum(
+        abs(sum(r for r, s in zip(ranks, pattern) if s) - mean) >= abs(observed - mean) - 1e-9
+        for pattern in itertools.product([0, 1], repeat=n)
+    )
     assert result.changed == n and result.statistic == min(observed, n * (n + 1) / 2 - observed)
-    assert result.p_value == pytest.approx(extreme / 2 ** n, rel=1e-9)
+    assert result.p_value == pytest.approx(extreme / 2**n, rel=1e-9)
     assert wilcoxon([1, 2], [1, 2]) is None
 
 
@@ -244,7 +261,7 @@ def test_normal_limit_gives_the_bootstraps_intervals():
 
     ref, cand, words = _pairs(seed=5, n=20_000, effect=0.01)  # below the limit: both paths can run
     columns = np.column_stack([cand - ref, words, (cand > ref).astype(float), np.ones(len(ref))]).astype(float)
-    exact = resampled_sums(columns, 2000, 0, exact_up_to=10 ** 9)
+    exact = resampled_sums(columns, 2000, 0, exact_up_to=10**9)
     limit = resampled_sums(columns, 2000, 0, exact_up_to=10_000)
     assert np.array_equal(limit, normal_limit_sums(columns, 2000, 0))
     for top, bottom in ((0, 1), (2, 3)):

@@ -24,9 +24,11 @@ from statsmodels.stats.weightstats import ztest  # noqa: E402
 
 def _drop(words: int, rule):
     """An edit dropping the last ``words`` words of the rows ``rule(index)`` picks."""
+
     def edit(row):
         tokens = row["text"].split()
         return " ".join(tokens[:-words] if rule(row["_i"]) and len(tokens) > words else tokens)
+
     return edit
 
 
@@ -43,8 +45,23 @@ def runs(tmp_path_factory):
 
 def _compare_json(runs_dir, candidate, capsys, *extra):
     capsys.readouterr()
-    assert main(["compare", "--reference", "ref", "--candidate", candidate, "--runs-dir", str(runs_dir), "--json",
-                 "--examples", *extra]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--reference",
+                "ref",
+                "--candidate",
+                candidate,
+                "--runs-dir",
+                str(runs_dir),
+                "--json",
+                "--examples",
+                *extra,
+            ]
+        )
+        == 0
+    )
     return json.loads(capsys.readouterr().out)[0]
 
 
@@ -75,20 +92,49 @@ def test_compare_block_by_speaker_resamples_speakers(runs, capsys):
     assert data["resampling"] == dict(data["resampling"], method="blocks", block_by="speaker", units=len(speakers))
     assert "blocked bootstrap by speaker" in data["wer_difference"]["resampling"]["description"]
     assert data["wer_difference"]["estimate"] == plain["wer_difference"]["estimate"]
-    assert (data["wer_difference"]["low"], data["wer_difference"]["high"]) != (plain["wer_difference"]["low"],
-                                                                               plain["wer_difference"]["high"])
+    assert (data["wer_difference"]["low"], data["wer_difference"]["high"]) != (
+        plain["wer_difference"]["low"],
+        plain["wer_difference"]["high"],
+    )
     assert data["sign_test"] == plain["sign_test"]  # tests of example pairs are not resampled
     capsys.readouterr()
-    assert main(["compare", "--reference", "ref", "--candidate", "close", "--runs-dir", str(runs_dir),
-                 "--block-by", "speaker"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--reference",
+                "ref",
+                "--candidate",
+                "close",
+                "--runs-dir",
+                str(runs_dir),
+                "--block-by",
+                "speaker",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "sign test" in out and "MAPSSWE" in out and f"blocked bootstrap by speaker ({len(speakers)} blocks" in out
 
 
 def test_block_by_a_missing_column_cannot_judge(runs, capsys):
     runs_dir, _ = runs
-    code = main(["gate", "--reference", "ref", "--candidate", "close", "--runs-dir", str(runs_dir),
-                 "--non-inferiority-margin", "1", "--block-by", "accent"])
+    code = main(
+        [
+            "gate",
+            "--reference",
+            "ref",
+            "--candidate",
+            "close",
+            "--runs-dir",
+            str(runs_dir),
+            "--non-inferiority-margin",
+            "1",
+            "--block-by",
+            "accent",
+        ]
+    )
     assert code == 2 and "no 'accent' value" in capsys.readouterr().err
 
 
@@ -131,12 +177,25 @@ def test_non_inferiority_on_qoi_and_the_api(runs):
 
 def test_gate_confidence_uses_the_blocked_intervals(runs, capsys):
     runs_dir, _ = runs
-    code, out = _gate(runs_dir, "close", capsys, "--min-qoi", "50", "--max-wer-increase", "0", "--confidence", "95",
-                      "--block-by", "speaker")
+    code, out = _gate(
+        runs_dir,
+        "close",
+        capsys,
+        "--min-qoi",
+        "50",
+        "--max-wer-increase",
+        "0",
+        "--confidence",
+        "95",
+        "--block-by",
+        "speaker",
+    )
     assert code == 0 and "blocked bootstrap by speaker" in out and "paired 95% CI" in out
     import whisperbench as wb
 
-    paired = wb.gate("ref", "close", runs_dir=runs_dir, block_by="speaker", min_qoi=50).comparison.significance.wer_difference
+    paired = wb.gate(
+        "ref", "close", runs_dir=runs_dir, block_by="speaker", min_qoi=50
+    ).comparison.significance.wer_difference
     joined = wb.compare("ref", "close", runs_dir=runs_dir).result.joined
     assert f"over the {joined} joined examples {paired.estimate:+.2f}, paired 95% CI [{paired.low:.2f}" in out
 
@@ -171,17 +230,36 @@ def test_plan_command_and_the_gate_power_line(runs, capsys):
     diff = [e["candidate_errors"] - e["reference_errors"] for e in data["examples"]]
     words = [e["reference_words"] for e in data["examples"]]
     capsys.readouterr()
-    assert main(["plan", "--reference", "ref", "--candidate", "close", "--runs-dir", str(runs_dir), "--json",
-                 "--qoi-drop", "5"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--reference",
+                "ref",
+                "--candidate",
+                "close",
+                "--runs-dir",
+                str(runs_dir),
+                "--json",
+                "--qoi-drop",
+                "5",
+            ]
+        )
+        == 0
+    )
     plan = json.loads(capsys.readouterr().out)
     assert plan["examples"] == len(rows) and plan["basis"] == "paired differences observed"
     import numpy as np
+
     assert plan["sd_difference"] == pytest.approx(np.std(diff, ddof=1))
     assert plan["detectable_wer_increase"] == pytest.approx(
-        detectable_wer_increase(np.std(diff, ddof=1), np.mean(words), len(rows)))
+        detectable_wer_increase(np.std(diff, ddof=1), np.mean(words), len(rows))
+    )
     assert plan["examples_for_qoi_drop"] == examples_for_qoi_drop(5.0)
-    assert main(["plan", "--reference", "ref", "--runs-dir", str(runs_dir), "--examples", "5000",
-                 "--wer-increase", "0.5"]) == 0
+    assert (
+        main(["plan", "--reference", "ref", "--runs-dir", str(runs_dir), "--examples", "5000", "--wer-increase", "0.5"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "with 5000 examples" in out and "Poisson" in out and "WER increase of 0.5 points at 80% power" in out
     code, out = _gate(runs_dir, "close", capsys, "--min-qoi", "50")
@@ -193,8 +271,23 @@ def test_compare_several_candidates_adjusts_for_multiplicity(runs, capsys):
 
     runs_dir, _ = runs
     capsys.readouterr()
-    assert main(["compare", "--reference", "ref", "--candidate", "close", "--candidate", "bad", "--runs-dir",
-                 str(runs_dir), "--json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--reference",
+                "ref",
+                "--candidate",
+                "close",
+                "--candidate",
+                "bad",
+                "--runs-dir",
+                str(runs_dir),
+                "--json",
+            ]
+        )
+        == 0
+    )
     close, bad = json.loads(capsys.readouterr().out)
     for name in ("sign_test", "mapsswe", "wer_difference"):
         expected = holm([close[name]["p_value"], bad[name]["p_value"]])
@@ -202,8 +295,12 @@ def test_compare_several_candidates_adjusts_for_multiplicity(runs, capsys):
     assert close["holm"]["family"] == 2
     assert close["holm"]["sign_test"] >= close["sign_test"]["p_value"]
     assert "holm" not in _compare_json(runs_dir, "close", capsys)  # one candidate: no family
-    assert main(["compare", "--reference", "ref", "--candidate", "close", "--candidate", "bad", "--runs-dir",
-                 str(runs_dir)]) == 0
+    assert (
+        main(
+            ["compare", "--reference", "ref", "--candidate", "close", "--candidate", "bad", "--runs-dir", str(runs_dir)]
+        )
+        == 0
+    )
     assert "Holm-adjusted over 2 candidates" in capsys.readouterr().out
 
 
@@ -242,8 +339,22 @@ def test_the_report_flags_a_configuration_whose_repeats_disagree(tmp_path, tiny_
     hyp = tmp_path / "model.jsonl"
     for name, edit in (("monday", lambda t: t), ("tuesday", lambda t: t.replace("the", "a", 1))):
         write_jsonl(hyp, [{"id": r["id"], "hypothesis": edit(r["text"])} for r in tiny_rows])
-        assert main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs_dir)]) == 0
+        assert (
+            main(
+                [
+                    "score",
+                    "--dataset",
+                    str(tiny_short),
+                    "--hypotheses",
+                    str(hyp),
+                    "--name",
+                    name,
+                    "--runs-dir",
+                    str(runs_dir),
+                ]
+            )
+            == 0
+        )
     assert render_noise_markdown(noise_frame(list_runs(runs_dir)[:1])) == ""
     record_run(runs_dir, tiny_short, tiny_rows, "other-a", lambda r: r["text"].upper())
     frame = noise_frame(list_runs(runs_dir))

@@ -28,13 +28,16 @@ def _unscored(predictions):
 
 
 def _rows():
-    rows = [dict(r, audio=str(BUNDLED / "shortform" / r["audio"]))
-            for r in read_manifest_rows(BUNDLED / "shortform" / "manifest.jsonl")]
+    rows = [
+        dict(r, audio=str(BUNDLED / "shortform" / r["audio"]))
+        for r in read_manifest_rows(BUNDLED / "shortform" / "manifest.jsonl")
+    ]
     shared = SHARED_DATA / "shortform" / "manifest.jsonl"
     if shared.exists():  # more transcripts where the shared data is present
         known = {r["id"] for r in rows}
-        rows += [dict(r, audio=str(shared.parent / r["audio"])) for r in read_manifest_rows(shared)
-                 if r["id"] not in known]
+        rows += [
+            dict(r, audio=str(shared.parent / r["audio"])) for r in read_manifest_rows(shared) if r["id"] not in known
+        ]
     return rows
 
 
@@ -67,8 +70,16 @@ def stored_runs(tmp_path):
     changed = [dict(r, text=r["text"] + " and more") if i == 1 else r for i, r in enumerate(rows)]
     candidate_manifest = write_jsonl(tmp_path / "candidate.jsonl", changed)
     for name, manifest, seed in (("ref", reference_manifest, 1), ("cand", candidate_manifest, 2)):
-        run_evaluation(RunRequest("recorded", str(_hypotheses(tmp_path, rows, seed, name)), str(manifest),
-                                  runs_dir=runs, name=name, warmup=False))
+        run_evaluation(
+            RunRequest(
+                "recorded",
+                str(_hypotheses(tmp_path, rows, seed, name)),
+                str(manifest),
+                runs_dir=runs,
+                name=name,
+                warmup=False,
+            )
+        )
     return open_run("ref", runs), open_run("cand", runs)
 
 
@@ -107,15 +118,17 @@ def test_a_score_is_never_read_for_another_normalizer(stored_runs):
     assert summarize(english_scored, "basic", "short") == by_text  # scored with english: scored afresh
     english = summarize(english_scored, "english", "short")
     assert (by_text.reference_words, by_text.wer) != (english.reference_words, english.wer)
-    pred = next(p for p, b in zip(english_scored, basic)
-                if p.status == "ok" and p.scored().words != b.scored().words)  # the two normalizers differ on it
+    pred = next(
+        p for p, b in zip(english_scored, basic) if p.status == "ok" and p.scored().words != b.scored().words
+    )  # the two normalizers differ on it
     assert rescored(pred, "english") is pred
     assert rescored(pred, "basic") == score_prediction(pred, "basic") != pred
     unscored = type(pred)(id=pred.id, reference=pred.reference, hypothesis=pred.hypothesis)
     assert rescored(unscored, "english") == score_prediction(unscored, "english")
     # a score whose key is not the normalizer asked for is never read, whatever its fields hold
-    planted = dataclasses.replace(pred, score=dataclasses.replace(pred.scored(), normalizer="basic",
-                                                                  words=WordCounts(0, 0, 0, 999)))
+    planted = dataclasses.replace(
+        pred, score=dataclasses.replace(pred.scored(), normalizer="basic", words=WordCounts(0, 0, 0, 999))
+    )
     assert rescored(planted, "english") == score_prediction(pred, "english")
     assert rescore(cand.store, "basic").wer == by_text.wer
 
@@ -127,8 +140,20 @@ def test_scores_stored_by_earlier_versions_are_never_trusted(stored_runs):
     before = compare_runs(ref, cand).to_json(with_examples=True)
     path = ref.store.predictions_path
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    planted = [dict(line, reference_norm="x", hypothesis_norm="y", hits=0, substitutions=999, deletions=0,
-                    insertions=0, wer=99900.0, scored_with="english") for line in lines]
+    planted = [
+        dict(
+            line,
+            reference_norm="x",
+            hypothesis_norm="y",
+            hits=0,
+            substitutions=999,
+            deletions=0,
+            insertions=0,
+            wer=99900.0,
+            scored_with="english",
+        )
+        for line in lines
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in planted), encoding="utf-8")
     again = open_run(ref.store.path)
     assert all(p.score is None for p in again.predictions)

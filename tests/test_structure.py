@@ -47,7 +47,8 @@ def test_the_docstring_checker_finds_a_missing_docstring(tmp_path, monkeypatch):
     (package / "mod.py").write_text(
         'class Base:\n    def run(self):\n        """Documented once."""\n\n\n'
         "class Child(Base):\n    def run(self):\n        return 1\n\n    def fresh(self):\n        return 2\n\n\n"
-        "def helper():\n    return 3\n\n\ndef _private():\n    return 4\n")
+        "def helper():\n    return 3\n\n\ndef _private():\n    return 4\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(imports, "_modules", lambda: {"whisperbench_probe.mod": package / "mod.py"})
     try:
@@ -55,23 +56,33 @@ def test_the_docstring_checker_finds_a_missing_docstring(tmp_path, monkeypatch):
     finally:
         sys.modules.pop("whisperbench_probe.mod", None)
         sys.modules.pop("whisperbench_probe", None)
-    assert found == ["whisperbench_probe.mod.Base", "whisperbench_probe.mod.Child",
-                     "whisperbench_probe.mod.Child.fresh", "whisperbench_probe.mod.helper"]
+    assert found == [
+        "whisperbench_probe.mod.Base",
+        "whisperbench_probe.mod.Child",
+        "whisperbench_probe.mod.Child.fresh",
+        "whisperbench_probe.mod.helper",
+    ]
 
 
 def test_the_checker_finds_a_cycle_and_an_upward_import():
     from whisperbench.devtools.imports import cycles, layer_violations
 
-    graph = {"whisperbench.models.a": {"whisperbench.models.b"}, "whisperbench.models.b": {"whisperbench.models.a"},
-             "whisperbench.scoring.x": {"whisperbench.harness.runner"}, "whisperbench.harness.runner": set()}
+    graph = {
+        "whisperbench.models.a": {"whisperbench.models.b"},
+        "whisperbench.models.b": {"whisperbench.models.a"},
+        "whisperbench.scoring.x": {"whisperbench.harness.runner"},
+        "whisperbench.harness.runner": set(),
+    }
     assert cycles(graph) == [["whisperbench.models.a", "whisperbench.models.b"]]
     assert layer_violations(graph) == ["whisperbench.scoring.x -> whisperbench.harness.runner"]
 
 
 def test_reports_import_without_the_harness():
-    code = ("import sys, whisperbench.reports, whisperbench.reports.html, whisperbench.reports.export; "
-            "print([m for m in sys.modules if m.startswith(('whisperbench.harness', 'whisperbench.adapters', "
-            "'whisperbench.datasets'))])")
+    code = (
+        "import sys, whisperbench.reports, whisperbench.reports.html, whisperbench.reports.export; "
+        "print([m for m in sys.modules if m.startswith(('whisperbench.harness', 'whisperbench.adapters', "
+        "'whisperbench.datasets'))])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -88,15 +99,31 @@ def test_every_builtin_adapter_option_is_typed_and_documented():
             assert option.help, (name, key)
 
 
-@pytest.mark.parametrize("option,message", [
-    ("concurrency=four", "option concurrency='four' is not an integer"),
-    ("cache=maybe", "option cache='maybe' is not a boolean"),
-    ("response_format=xml", "option response_format='xml' is not one of json, verbose_json, text"),
-])
+@pytest.mark.parametrize(
+    "option,message",
+    [
+        ("concurrency=four", "option concurrency='four' is not an integer"),
+        ("cache=maybe", "option cache='maybe' is not a boolean"),
+        ("response_format=xml", "option response_format='xml' is not one of json, verbose_json, text"),
+    ],
+)
 def test_a_bad_adapter_option_is_one_line_and_exit_2(option, message, tiny_short, tmp_path, capsys):
     # before: "-o concurrency=four" reached int() inside the adapter and printed a traceback
-    code = main(["run", "--adapter", "openai-api", "--model", "whisper-1", "--dataset", str(tiny_short),
-                 "--runs-dir", str(tmp_path), "-o", option])
+    code = main(
+        [
+            "run",
+            "--adapter",
+            "openai-api",
+            "--model",
+            "whisper-1",
+            "--dataset",
+            str(tiny_short),
+            "--runs-dir",
+            str(tmp_path),
+            "-o",
+            option,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
     assert [line for line in err.splitlines() if line.startswith("error:")] == [err.splitlines()[-1]]
@@ -128,8 +155,21 @@ def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows
     from .conftest import write_jsonl
 
     hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
-    base = ["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short),
-            "--runs-dir", str(tmp_path), "--name", "r", "--limit", "3"]
+    base = [
+        "run",
+        "--adapter",
+        "recorded",
+        "--model",
+        str(hyp),
+        "--dataset",
+        str(tiny_short),
+        "--runs-dir",
+        str(tmp_path),
+        "--name",
+        "r",
+        "--limit",
+        "3",
+    ]
     assert main(base + ["-o", "threads=1"]) == 0
     capsys.readouterr()
     assert main(base[:-2] + ["-o", "threads=2", "--no-warmup"]) == 0  # the rest of the dataset, resumed
@@ -146,13 +186,33 @@ def test_run_json_round_trips_through_the_typed_record(tmp_path, tiny_rows, tiny
     from .conftest import write_jsonl
 
     hyp = write_jsonl(tmp_path / "hyp.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
-    assert main(["run", "--adapter", "recorded", "--model", str(hyp), "--dataset", str(tiny_short),
-                 "--runs-dir", str(tmp_path), "--name", "r"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "recorded",
+                "--model",
+                str(hyp),
+                "--dataset",
+                str(tiny_short),
+                "--runs-dir",
+                str(tmp_path),
+                "--name",
+                "r",
+            ]
+        )
+        == 0
+    )
     stored = json.loads((tmp_path / "r" / "run.json").read_text())
     assert RunInfo.from_dict(stored).to_dict() == stored
     assert RunInfo.from_dict(stored | {"added_later": [1]}).to_dict()["added_later"] == [1]
     run = open_run("r", tmp_path)
-    assert (run.meta.adapter, run.meta.status, run.meta.dataset.num_examples) == ("recorded", "finished", len(tiny_rows))
+    assert (run.meta.adapter, run.meta.status, run.meta.dataset.num_examples) == (
+        "recorded",
+        "finished",
+        len(tiny_rows),
+    )
     assert run.meta.identity()["decoding"] == {k: v for k, v in stored["decoding"].items() if k != "threads"}
 
 

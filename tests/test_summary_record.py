@@ -41,9 +41,22 @@ def test_a_store_written_by_an_older_version_reads_reports_and_rescores(old_runs
     assert main(["report", "--runs-dir", str(old_runs), "--out", str(old_runs / "board.md"), "--quiet"]) == 0
     assert "old-tiny" in (old_runs / "board.md").read_text()
     # today's scoring of the same raw outputs gives the same figures, and the same hypotheses scored afresh
-    assert main(["score", "--dataset", str(BUNDLED / "shortform" / "manifest.jsonl"), "--hypotheses",
-                 str(REPO / "datasets/tiny/recorded/openai-whisper-tiny.en.jsonl"), "--name", "new",
-                 "--runs-dir", str(old_runs)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(BUNDLED / "shortform" / "manifest.jsonl"),
+                "--hypotheses",
+                str(REPO / "datasets/tiny/recorded/openai-whisper-tiny.en.jsonl"),
+                "--name",
+                "new",
+                "--runs-dir",
+                str(old_runs),
+            ]
+        )
+        == 0
+    )
     new = open_run("new", old_runs).summary
     assert new.wer == pytest.approx(old["wer"], abs=1e-9) and new.cer == pytest.approx(old["cer"], abs=1e-9)
     again = rescore(open_run("old-tiny", old_runs).store)
@@ -51,8 +64,9 @@ def test_a_store_written_by_an_older_version_reads_reports_and_rescores(old_runs
     assert written["schema_version"] == SCHEMA_VERSION and "hallucination" in written
     assert again.wer == pytest.approx(old["wer"], abs=1e-9) and written["peak_rss_mb"] == old["peak_rss_mb"]
     capsys.readouterr()
-    assert main(["compare", "--runs-dir", str(old_runs), "--reference", "old-tiny", "--candidate", "new",
-                 "--json"]) == 0
+    assert (
+        main(["compare", "--runs-dir", str(old_runs), "--reference", "old-tiny", "--candidate", "new", "--json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)[0]["qoi"] == 100.0
 
 

@@ -57,10 +57,27 @@ def sweep(tmp_path_factory, tiny_short_module):
     corrupt = q8.read_bytes()
     q8.write_bytes(corrupt[: len(corrupt) // 2])  # a broken variant in the cache: its run must fail, alone
     try:
-        code = main(["sweep", "--model", "tiny.en", "--dataset", str(tiny_short_module), "--limit", "2",
-                     "--implementations", "faster-whisper,whisper-cpp",
-                     "--variants", "float32,int8,float16,f16,q8_0,q4_k", "--runs-dir", str(runs),
-                     "--min-qoi", "100", "-o", "threads=2"])
+        code = main(
+            [
+                "sweep",
+                "--model",
+                "tiny.en",
+                "--dataset",
+                str(tiny_short_module),
+                "--limit",
+                "2",
+                "--implementations",
+                "faster-whisper,whisper-cpp",
+                "--variants",
+                "float32,int8,float16,f16,q8_0,q4_k",
+                "--runs-dir",
+                str(runs),
+                "--min-qoi",
+                "100",
+                "-o",
+                "threads=2",
+            ]
+        )
     finally:
         q8.write_bytes(corrupt)
     assert code == 0
@@ -115,8 +132,7 @@ def test_tradeoff_table_numbers_are_the_stored_runs(sweep):
     assert f16["QoI %"] == 100.0 and f16["Gate"] == "PASS"
     # the front: the variants that no other is both no larger than and no worse on QoI
     points = list(zip(frame["Size MB"], frame["QoI %"]))
-    assert list(frame["Front"]) == [not any(o[0] <= p[0] and o[1] >= p[1] and o != p for o in points)
-                                    for p in points]
+    assert list(frame["Front"]) == [not any(o[0] <= p[0] and o[1] >= p[1] and o != p for o in points) for p in points]
     text = Path(f"{stem}.md").read_text()
     assert "whisper-cpp-q4_k: failed" in text and "One sweep command" in text
 
@@ -127,8 +143,28 @@ def test_a_variant_identical_to_the_reference_scores_qoi_100(sweep, tiny_short_m
     from whisperbench.reports.tradeoff import tradeoff_frame
 
     f16 = open_run(next(v["run"] for v in record["variants"] if v["label"] == "whisper-cpp-f16"), runs)
-    assert main(["run", "--adapter", "whisper-cpp", "--model", "tiny.en", "--dataset", str(tiny_short_module),
-                 "--limit", "2", "--runs-dir", str(runs), "--name", "cpp-default", "-o", "threads=2"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "whisper-cpp",
+                "--model",
+                "tiny.en",
+                "--dataset",
+                str(tiny_short_module),
+                "--limit",
+                "2",
+                "--runs-dir",
+                str(runs),
+                "--name",
+                "cpp-default",
+                "-o",
+                "threads=2",
+            ]
+        )
+        == 0
+    )
     default = open_run("cpp-default", runs)
     assert [p.hypothesis for p in default.predictions] == [p.hypothesis for p in f16.predictions]
     row = tradeoff_frame([f16], default).set_index("Run").loc[f16.name]
@@ -150,8 +186,28 @@ def test_ggml_types_beyond_q8_0_and_q5_0_run_in_whisper_cpp(tiny_short, tmp_path
 
     reference = shared_runs.reference(tiny_short, limit=1)
     for quantization in ("q5_1", "q4_1"):
-        assert main(["run", "--adapter", "whisper-cpp", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit",
-                     "1", "--runs-dir", str(runs_dir), "--name", quantization, "-o", f"quantization={quantization}"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--adapter",
+                    "whisper-cpp",
+                    "--model",
+                    "tiny.en",
+                    "--dataset",
+                    str(tiny_short),
+                    "--limit",
+                    "1",
+                    "--runs-dir",
+                    str(runs_dir),
+                    "--name",
+                    quantization,
+                    "-o",
+                    f"quantization={quantization}",
+                ]
+            )
+            == 0
+        )
         run = open_run(quantization, runs_dir)
         header = validate_ggml_header(run.info["adapter_info"]["weights"]["loaded_path"])
         assert TYPE_NAMES[header.weight_type] == quantization and header.qnt_version == 2
@@ -167,8 +223,12 @@ def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_pa
     decompress_weights does, takes 8 bits per weight, and transcribes like float32 on one clip."""
     from whisperbench.models import converted
     from whisperbench.models.ane import load_ane_model
-    from whisperbench.models.coreml_compress import (_compressed_names, check_decompression, compressed_state_dict,
-                                                     program_weights)
+    from whisperbench.models.coreml_compress import (
+        _compressed_names,
+        check_decompression,
+        compressed_state_dict,
+        program_weights,
+    )
 
     folder = converted("tiny.en", "coreml", "pal8")
     full = converted("tiny.en", "coreml")
@@ -177,12 +237,34 @@ def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_pa
     decoder = folder / "decoder.mlpackage"
     weights = program_weights(decoder)
     palettized = [name for _, name in _compressed_names(decoder)]
-    assert max(len(np.unique(weights[name].astype(np.float32))) for name in palettized) <= 256  # 2^8 values per palettized weight
+    assert (
+        max(len(np.unique(weights[name].astype(np.float32))) for name in palettized) <= 256
+    )  # 2^8 values per palettized weight
     size = lambda path: sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # noqa: E731
     assert 0.45 < size(folder) / size(full) < 0.56  # 8 bits per weight instead of 16, plus the tables
     reference = shared_runs.get("ane-pytorch", tiny_short, limit=1)
-    assert main(["run", "--adapter", "ane-pytorch", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "1",
-                 "--runs-dir", str(runs_dir), "--name", "pal8", "-o", "compression=pal8"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "ane-pytorch",
+                "--model",
+                "tiny.en",
+                "--dataset",
+                str(tiny_short),
+                "--limit",
+                "1",
+                "--runs-dir",
+                str(runs_dir),
+                "--name",
+                "pal8",
+                "-o",
+                "compression=pal8",
+            ]
+        )
+        == 0
+    )
     pal8 = open_run("pal8", runs_dir)
     assert pal8.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
     assert pal8.predictions[0].hypothesis == reference.predictions[0].hypothesis
@@ -197,9 +279,15 @@ def test_ios18_table_lookup_equals_coremltools_on_every_layout():
     from whisperbench.models.coreml_compress import lut_to_dense
 
     rng = np.random.default_rng(0)
-    layouts = [((6, 2), (2, 1, 4, 1), None), ((64, 6, 1, 1), (4, 1, 1, 1, 16, 1), None),
-               ((8, 6, 3), (4, 3, 1, 64, 1), None), ((2, 2, 2), (1, 1, 1, 2, 3), 1), ((2, 2, 2), (1, 1, 1, 2, 3), 2),
-               ((4, 6), (2, 3, 4, 2), 0), ((4, 6), (2, 1, 4, 3), -1)]
+    layouts = [
+        ((6, 2), (2, 1, 4, 1), None),
+        ((64, 6, 1, 1), (4, 1, 1, 1, 16, 1), None),
+        ((8, 6, 3), (4, 3, 1, 64, 1), None),
+        ((2, 2, 2), (1, 1, 1, 2, 3), 1),
+        ((2, 2, 2), (1, 1, 1, 2, 3), 2),
+        ((4, 6), (2, 3, 4, 2), 0),
+        ((4, 6), (2, 1, 4, 3), -1),
+    ]
     for indices_shape, lut_shape, vector_axis in layouts:
         lut = rng.standard_normal(lut_shape).astype(np.float16)
         indices = rng.integers(0, lut_shape[-2], indices_shape).astype(np.uint8)
@@ -223,8 +311,12 @@ def test_coreml_grouped_palettization_has_a_table_per_16_channels(tiny_short, tm
     tensor); the expansion equals coremltools' decompression tensor by tensor; it transcribes two clips."""
     from whisperbench.models import converted
     from whisperbench.models.ane import load_ane_model
-    from whisperbench.models.coreml_compress import (check_decompression, compressed_state_dict, load_program,
-                                                     read_export)
+    from whisperbench.models.coreml_compress import (
+        check_decompression,
+        compressed_state_dict,
+        load_program,
+        read_export,
+    )
 
     folder = converted("tiny.en", "coreml", "pal4g16")
     info = json.loads((folder / "coreml.json").read_text())
@@ -240,15 +332,37 @@ def test_coreml_grouped_palettization_has_a_table_per_16_channels(tiny_short, tm
                 continue
             name, blocks = op.outputs[0].name.removesuffix("_palettized"), op.lut.val.shape[:-2]
             weight = weights[name]
-            axis, size = next(((e["channel_axis"], e["group_size"]) for n, e in exceptions.items() if n == name), (0, 16))
+            axis, size = next(
+                ((e["channel_axis"], e["group_size"]) for n, e in exceptions.items() if n == name), (0, 16)
+            )
             assert blocks[axis] == weight.shape[axis] // size and np.prod(blocks) == blocks[axis], name
             assert _distinct_per_table(weight, blocks) <= 16, name
             assert len(np.unique(weight.astype(np.float32))) > 16, name  # one table per tensor: 16 at most
             grouped_by_16 += size == 16
     assert grouped_by_16 > 60
     reference = shared_runs.get("ane-pytorch", tiny_short, limit=2)
-    assert main(["run", "--adapter", "ane-pytorch", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit", "2",
-                 "--runs-dir", str(tmp_path), "--name", "pal4g16", "-o", "compression=pal4g16"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "ane-pytorch",
+                "--model",
+                "tiny.en",
+                "--dataset",
+                str(tiny_short),
+                "--limit",
+                "2",
+                "--runs-dir",
+                str(tmp_path),
+                "--name",
+                "pal4g16",
+                "-o",
+                "compression=pal4g16",
+            ]
+        )
+        == 0
+    )
     run = open_run("pal4g16", tmp_path)
     assert run.summary.num_failed == 0
     assert run.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60

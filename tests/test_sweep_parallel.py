@@ -14,9 +14,11 @@ from whisperbench.scoring import normalize
 from whisperbench.store import open_run
 
 #: two real variants around a planted failure: openai-whisper given an option it does not have fails in its child
-PLAN = [Variant("faster-whisper", "float32", (("compute_type", "float32"),)),
-        Variant("openai-whisper", "", (("no_such_option", "1"),)),
-        Variant("faster-whisper", "int8", (("compute_type", "int8"), ("stored", "compute-type")))]
+PLAN = [
+    Variant("faster-whisper", "float32", (("compute_type", "float32"),)),
+    Variant("openai-whisper", "", (("no_such_option", "1"),)),
+    Variant("faster-whisper", "int8", (("compute_type", "int8"), ("stored", "compute-type"))),
+]
 
 
 def test_share_cores_never_oversubscribes():
@@ -35,11 +37,18 @@ def _sweep(runs, tiny_short, parallel: int) -> list[SweepEntry]:
     from whisperbench.adapters import DecodingOptions
     from whisperbench.harness.runner import RunRequest
 
-    base = RunRequest(adapter="", model="tiny.en", dataset=str(tiny_short), runs_dir=str(runs), limit=2,
-                      decoding=DecodingOptions.from_pairs(["threads=1"]))
+    base = RunRequest(
+        adapter="",
+        model="tiny.en",
+        dataset=str(tiny_short),
+        runs_dir=str(runs),
+        limit=2,
+        decoding=DecodingOptions.from_pairs(["threads=1"]),
+    )
     heard: list[str] = []
-    entries = run_sweep(PLAN, base, "tiny-shortform", report=lambda e, n, total: heard.append(e.variant.label),
-                        parallel=parallel)
+    entries = run_sweep(
+        PLAN, base, "tiny-shortform", report=lambda e, n, total: heard.append(e.variant.label), parallel=parallel
+    )
     assert sorted(heard) == sorted(v.label for v in PLAN)  # each variant reported once, as it ended
     return entries
 
@@ -65,10 +74,20 @@ def test_parallel_sweep_equals_sequential_and_a_failure_stays_alone(tmp_path, ti
             continue
         assert seq.run == par.run
         a, b = open_run(str(seq.run), tmp_path / "sequential"), open_run(str(par.run), tmp_path / "parallel")
-        assert [(p.id, p.hypothesis, p.status) for p in a.predictions] == [(p.id, p.hypothesis, p.status)
-                                                                         for p in b.predictions]
-        for field in ("wer", "wer_ok", "cer", "substitutions", "deletions", "insertions", "reference_words", "num_failed",
-                      "model_size_mb"):
+        assert [(p.id, p.hypothesis, p.status) for p in a.predictions] == [
+            (p.id, p.hypothesis, p.status) for p in b.predictions
+        ]
+        for field in (
+            "wer",
+            "wer_ok",
+            "cer",
+            "substitutions",
+            "deletions",
+            "insertions",
+            "reference_words",
+            "num_failed",
+            "model_size_mb",
+        ):
             assert getattr(a.summary, field) == getattr(b.summary, field), field
         assert b.meta.execution["threads"] == 1
         # and the score is the transcripts' own (an independent WER)

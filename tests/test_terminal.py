@@ -30,8 +30,15 @@ def runs(tmp_path):
     return runs
 
 
-@pytest.mark.parametrize("pair", [("ask not what your country can do", "ask what your country can can do"),
-                                  ("a b c d", "x a c y d z"), ("one two", ""), ("", "hello there")])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("ask not what your country can do", "ask what your country can can do"),
+        ("a b c d", "x a c y d z"),
+        ("one two", ""),
+        ("", "hello there"),
+    ],
+)
 def test_each_row_has_the_errors_jiwer_counts_and_keeps_the_words_in_order(pair):
     transcript, output = pair
     rows = align_three(transcript, output, output)
@@ -40,7 +47,10 @@ def test_each_row_has_the_errors_jiwer_counts_and_keeps_the_words_in_order(pair)
     if transcript and output:
         counted = jiwer.process_words(transcript, output)
         assert (kinds.count("sub"), kinds.count("del"), kinds.count("ins")) == (
-            counted.substitutions, counted.deletions, counted.insertions)
+            counted.substitutions,
+            counted.deletions,
+            counted.insertions,
+        )
     assert " ".join(c.text for c in rows[0] if c.text) == transcript
     assert " ".join(c.text for c in rows[2] if c.text and c.kind != "del") == output
 
@@ -55,10 +65,12 @@ def test_compare_examples_shows_the_worst_regressions_aligned(runs, capsys):
     for line in out.splitlines():
         label = line.split(" ", 1)[0]
         if label in rows:
-            rows[label] += line[len(label):].split()
+            rows[label] += line[len(label) :].split()
     hypotheses = {json.loads(line)["id"]: json.loads(line)["hypothesis"] for line in TINY_EN.read_text().splitlines()}
-    manifest = {json.loads(line)["id"]: json.loads(line)["text"]
-                for line in (BUNDLED / "shortform" / "manifest.jsonl").read_text().splitlines()}
+    manifest = {
+        json.loads(line)["id"]: json.loads(line)["text"]
+        for line in (BUNDLED / "shortform" / "manifest.jsonl").read_text().splitlines()
+    }
     assert rows["transcript"] == normalize(manifest["1998-15444-0000"], "english").split()
     written = [w for w in rows["candidate"] if set(w) != {"*"}]  # * marks a word left out
     assert written == normalize(hypotheses["1998-15444-0000"], "english").split()
@@ -69,8 +81,11 @@ def test_colour_where_the_terminal_takes_it(runs):
     coloured = render_regressions(comparison, 1, colour=True, width=80)
     assert "\033[33m" in coloured and ANSI.sub("", coloured) == render_regressions(comparison, 1, width=80)
     assert max(len(line) for line in render_regressions(comparison, 1, width=60).splitlines()) <= 80
-    assert all(len(line) <= 60 for line in render_regressions(comparison, 1, width=60).splitlines()
-               if line.startswith(("transcript", "reference", "candidate")))
+    assert all(
+        len(line) <= 60
+        for line in render_regressions(comparison, 1, width=60).splitlines()
+        if line.startswith(("transcript", "reference", "candidate"))
+    )
 
 
 def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, local_manifest, tiny_rows, capsys):
@@ -84,7 +99,7 @@ def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, l
     capsys.readouterr()
     assert main(["compare", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out
-    section = out[out.index("## By language"):].splitlines()
+    section = out[out.index("## By language") :].splitlines()
     table = [[c.strip() for c in line.split("|")[1:-1]] for line in section if line.startswith("| ")]
     head = table[0]
     rows = {(r[0], r[1]): dict(zip(head, r)) for r in table[1:]}  # (the |:---| line starts otherwise)
@@ -92,12 +107,16 @@ def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, l
     assert rows[("en", "recorded detected")]["Language ID %"] == "100.0"
     assert rows[("macro", "recorded detected")]["Language ID %"] == "75.0"
     dataset = f"{labelled.parent.parent.name}-{labelled.parent.name}"  # a manifest.jsonl's name: its folders
-    assert (rows[("de", "recorded detected")]["Run"], rows[("de", "recorded detected")]["Dataset"]) == ("`cand`",
-                                                                                                        dataset)
+    assert (rows[("de", "recorded detected")]["Run"], rows[("de", "recorded detected")]["Dataset"]) == (
+        "`cand`",
+        dataset,
+    )
     assert rows[("de", "**recorded openai-whisper-base** (reference)")]["Language ID %"] == "–"  # reported none
     stored = wb.load_run("cand", runs).summary.language_id["by_language"]
-    assert stored == {"de": {"labelled": 2, "correct": 1, "accuracy": 50.0},
-                      "en": {"labelled": 4, "correct": 4, "accuracy": 100.0}}
+    assert stored == {
+        "de": {"labelled": 2, "correct": 1, "accuracy": 50.0},
+        "en": {"labelled": 4, "correct": 4, "accuracy": 100.0},
+    }
     summary = json.loads((runs / "cand" / "summary.json").read_text())  # a run scored before by_language existed
     del summary["language_id"]["by_language"]
     (runs / "cand" / "summary.json").write_text(json.dumps(summary))

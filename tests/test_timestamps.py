@@ -84,6 +84,6 @@ def test_jax_rules_equal_openai_whispers_at_every_step(steps):
     width = len(found[-1][0]) + 2  # one fixed-size buffer, as generate's: cur_len says how much is filled
     for tokens, logits, expected in found:
         buffer = np.zeros((1, width), dtype=np.int32)
-        buffer[0, :len(tokens)] = tokens
+        buffer[0, : len(tokens)] = tokens
         got = np.asarray(_ours(tokenizer, prompt).apply(jnp, jnp.asarray(buffer), jnp.asarray(logits), len(tokens)))
         np.testing.assert_array_equal(np.isneginf(got), np.isneginf(expected))

@@ -13,11 +13,21 @@ from whisperbench.scoring.metrics import MetricContext
 from whisperbench.scoring.timing import example_timing, parity, summarize
 from whisperbench.types import Prediction
 
-TRUTH_WORDS = [{"word": w, "start": s, "end": e} for w, s, e in
-               [("And", 0.30, 0.50), ("so", 0.55, 0.80), ("my", 0.90, 1.10), ("fellow", 1.15, 1.60),
-                ("Americans,", 1.70, 2.40), ("ask", 3.20, 3.60)]]
-TRUTH_SEGMENTS = [{"start": 0.3, "end": 2.4, "text": "And so my fellow Americans,"},
-                  {"start": 3.2, "end": 3.6, "text": "ask"}]
+TRUTH_WORDS = [
+    {"word": w, "start": s, "end": e}
+    for w, s, e in [
+        ("And", 0.30, 0.50),
+        ("so", 0.55, 0.80),
+        ("my", 0.90, 1.10),
+        ("fellow", 1.15, 1.60),
+        ("Americans,", 1.70, 2.40),
+        ("ask", 3.20, 3.60),
+    ]
+]
+TRUTH_SEGMENTS = [
+    {"start": 0.3, "end": 2.4, "text": "And so my fellow Americans,"},
+    {"start": 3.2, "end": 3.6, "text": "ask"},
+]
 
 
 def _prediction(pid: str, words, segments, reference="And so my fellow Americans, ask") -> Prediction:
@@ -56,8 +66,10 @@ def test_word_errors_count_only_aligned_hits():
 
 
 def test_planted_segment_shifts_pool_over_every_true_start():
-    preds = [_prediction("a", None, _shifted(TRUTH_SEGMENTS, [0.1, -0.6])),
-             _prediction("b", None, _shifted(TRUTH_SEGMENTS, [0.25, 0.0]))]
+    preds = [
+        _prediction("a", None, _shifted(TRUTH_SEGMENTS, [0.1, -0.6])),
+        _prediction("b", None, _shifted(TRUTH_SEGMENTS, [0.25, 0.0])),
+    ]
     summary = summarize(preds, MetricContext("english"))
     start = summary["utterance_start_error_ms"]
     expected = np.array([100, 600, 250, 0])
@@ -71,8 +83,15 @@ def test_planted_segment_shifts_pool_over_every_true_start():
 
 def test_nearest_predicted_start_is_matched():
     # an extra predicted segment between the true starts: each true start takes its nearest one
-    pred = _prediction("a", None, [{"start": 0.2, "end": 1.0, "text": "x"}, {"start": 1.5, "end": 3.0, "text": "y"},
-                                   {"start": 3.5, "end": 3.6, "text": "z"}])
+    pred = _prediction(
+        "a",
+        None,
+        [
+            {"start": 0.2, "end": 1.0, "text": "x"},
+            {"start": 1.5, "end": 3.0, "text": "y"},
+            {"start": 3.5, "end": 3.6, "text": "z"},
+        ],
+    )
     assert example_timing(pred, "english")["starts"] == pytest.approx([0.1, 0.3])
 
 
@@ -142,7 +161,7 @@ item []:
             mark = "click"
 '''
 
-SHORT_TEXTGRID = '''File type = "ooTextFile"
+SHORT_TEXTGRID = """File type = "ooTextFile"
 Object class = "TextGrid"
 
 0
@@ -160,14 +179,15 @@ Object class = "TextGrid"
 1.75
 2.5
 ""
-'''
+"""
 
 
 def test_textgrid_reader_long_and_short_format(tmp_path):
     long_file = tmp_path / "a.TextGrid"
     long_file.write_text(LONG_TEXTGRID)
     assert read_timing_file(str(long_file), "a") == {
-        "words": [{"word": 'say "hi"', "start": 0.42, "end": 1.2}, {"word": "2", "start": 1.2, "end": 2.5}]}
+        "words": [{"word": 'say "hi"', "start": 0.42, "end": 1.2}, {"word": "2", "start": 1.2, "end": 2.5}]
+    }
     assert read_textgrid(SHORT_TEXTGRID) == {"segments": [{"text": "first part", "start": 0.0, "end": 1.75}]}
     with pytest.raises(ValueError, match="no tier named"):
         read_textgrid(SHORT_TEXTGRID.replace('"utterances"', '"phones"'))
@@ -175,11 +195,15 @@ def test_textgrid_reader_long_and_short_format(tmp_path):
 
 def test_srt_and_vtt_readers():
     srt = "1\r\n00:00:01,500 --> 00:00:03,250\r\nHello\r\nthere\r\n\r\n2\r\n00:01:02,000 --> 00:01:04,000\r\nbye\r\n"
-    assert read_subtitles(srt) == [{"start": 1.5, "end": 3.25, "text": "Hello there"},
-                                   {"start": 62.0, "end": 64.0, "text": "bye"}]
+    assert read_subtitles(srt) == [
+        {"start": 1.5, "end": 3.25, "text": "Hello there"},
+        {"start": 62.0, "end": 64.0, "text": "bye"},
+    ]
     vtt = "WEBVTT\n\ncue-1\n00:01.000 --> 00:02.500 align:start\n<v Roger>Hi\n\n01:00:00.000 --> 01:00:01.000\nlate\n"
-    assert read_subtitles(vtt) == [{"start": 1.0, "end": 2.5, "text": "Hi"},
-                                   {"start": 3600.0, "end": 3601.0, "text": "late"}]
+    assert read_subtitles(vtt) == [
+        {"start": 1.0, "end": 2.5, "text": "Hi"},
+        {"start": 3600.0, "end": 3601.0, "text": "late"},
+    ]
 
 
 def test_manifest_rows_carry_timing_and_bad_times_are_one_error(tmp_path, tiny_rows):
@@ -212,9 +236,17 @@ def _timed_rows(rows, shift_s: float):
         step = round((row["duration_s"] - 0.5) / len(words), 2)  # whole 10 ms steps: stored times keep 1 ms
         truth = [{"word": w, "start": step * i, "end": step * (i + 0.8)} for i, w in enumerate(words)]
         moved = [dict(w, start=w["start"] + shift_s, end=w["end"] + shift_s) for w in truth]
-        out.append((dict(row, words=truth, segments=[{"start": 0.0, "end": step * len(words), "text": row["text"]}]),
-                    {"id": row["id"], "hypothesis": row["text"], "words": moved,
-                     "segments": [{"start": shift_s, "end": step * len(words) + shift_s, "text": row["text"]}]}))
+        out.append(
+            (
+                dict(row, words=truth, segments=[{"start": 0.0, "end": step * len(words), "text": row["text"]}]),
+                {
+                    "id": row["id"],
+                    "hypothesis": row["text"],
+                    "words": moved,
+                    "segments": [{"start": shift_s, "end": step * len(words) + shift_s, "text": row["text"]}],
+                },
+            )
+        )
     return out
 
 
@@ -230,8 +262,22 @@ def timed_runs(tmp_path, tiny_rows):
         pairs = _timed_rows(rows, shift)
         manifest = write_jsonl(tmp_path / "manifest.jsonl", [truth for truth, _ in pairs])
         hyp = write_jsonl(tmp_path / f"{name}.jsonl", [h for _, h in pairs])
-        assert main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name,
-                     "--runs-dir", str(runs_dir)]) == 0
+        assert (
+            main(
+                [
+                    "score",
+                    "--dataset",
+                    str(manifest),
+                    "--hypotheses",
+                    str(hyp),
+                    "--name",
+                    name,
+                    "--runs-dir",
+                    str(runs_dir),
+                ]
+            )
+            == 0
+        )
     return runs_dir
 
 
@@ -249,8 +295,9 @@ def test_summary_gate_and_compare_read_the_planted_shift(timed_runs, capsys):
     assert "median utterance-start error 300 ms" in capsys.readouterr().out
     assert main(gate + ["--candidate", "late", "--max-timing-error-ms", "350"]) == 0
     capsys.readouterr()
-    assert main(["compare", "--reference", "ontime", "--candidate", "late", "--runs-dir", str(timed_runs),
-                 "--json"]) == 0
+    assert (
+        main(["compare", "--reference", "ontime", "--candidate", "late", "--runs-dir", str(timed_runs), "--json"]) == 0
+    )
     timing = json.loads(capsys.readouterr().out)[0]["timing"]
     assert timing["timing parity %"] == 0.0 and timing["cand start err ms"] == pytest.approx(300.0)
 
@@ -266,8 +313,10 @@ def test_report_and_subtitles_of_a_timed_run(timed_runs, tmp_path, capsys):
     assert main(["report", "--runs-dir", str(timed_runs), "--out", str(tmp_path / "board.html")]) == 0
     assert "<h2>Timing</h2>" in (tmp_path / "board.html").read_text()
     for fmt in ("srt", "vtt"):
-        assert main(["subtitles", "late", "--runs-dir", str(timed_runs), "--format", fmt,
-                     "--out", str(tmp_path / fmt)]) == 0
+        assert (
+            main(["subtitles", "late", "--runs-dir", str(timed_runs), "--format", fmt, "--out", str(tmp_path / fmt)])
+            == 0
+        )
         pred = open_run("late", timed_runs).predictions[0]
         cues = read_subtitles((tmp_path / fmt / f"{pred.id}.{fmt}").read_text())
         assert cues == [{"start": s["start"], "end": s["end"], "text": s["text"]} for s in pred.segments]
@@ -279,8 +328,10 @@ def test_per_utterance_wer_assigns_words_by_time():
 
     from whisperbench.scoring.timing import utterance_counts
 
-    truth = [{"id": "u1", "start": 0.0, "end": 1.9, "text": "the cat sat"},
-             {"id": "u2", "start": 2.0, "end": 3.9, "text": "on mats"}]
+    truth = [
+        {"id": "u1", "start": 0.0, "end": 1.9, "text": "the cat sat"},
+        {"id": "u2", "start": 2.0, "end": 3.9, "text": "on mats"},
+    ]
     words = [{"word": w, "start": 0.6 * i, "end": 0.6 * i + 0.3} for i, w in enumerate("the cat sat on mats".split())]
     pred = Prediction(id="a", reference="", hypothesis="", words=words)
     pred.extra["reference_segments"] = truth
@@ -291,8 +342,12 @@ def test_per_utterance_wer_assigns_words_by_time():
     summary = summarize([pred], MetricContext("english"))["utterance_wer"]
     assert summary["wer"] == pytest.approx(100 * 2 / 5) and summary["utterances"] == 2
     # the same 29 s later: u1 (29.0-30.9 s) spans the 30 s mark, u2 does not
-    later = Prediction(id="b", reference="", hypothesis="",
-                       words=[dict(w, start=w["start"] + 29.0, end=w["end"] + 29.0) for w in words])
+    later = Prediction(
+        id="b",
+        reference="",
+        hypothesis="",
+        words=[dict(w, start=w["start"] + 29.0, end=w["end"] + 29.0) for w in words],
+    )
     later.extra["reference_segments"] = [dict(s, start=s["start"] + 29.0, end=s["end"] + 29.0) for s in truth]
     split = summarize([later], MetricContext("english"))["utterance_wer"]
     assert split["at_seams"] == {"utterances": 1, "wer": pytest.approx(100 / 3, abs=0.01)}
@@ -317,8 +372,9 @@ def test_windowed_strategies_record_their_seams(tiny_long):
     config = LongFormConfig("chunked")
     try:
         chunked = strategy_for(config, True).run(adapter, example, True).transcript.extra["seams_s"]
-        sequential = strategy_for(LongFormConfig("sequential"), True).run(adapter, example, True).transcript.extra[
-            "seams_s"]
+        sequential = (
+            strategy_for(LongFormConfig("sequential"), True).run(adapter, example, True).transcript.extra["seams_s"]
+        )
     finally:
         adapter.close()
     assert chunked == [round(i * config.step_s + config.stride_s, 3) for i in range(1, len(chunked) + 1)]
@@ -337,16 +393,33 @@ def test_explorer_shows_word_times_and_the_words_that_moved(timed_runs, tiny_row
     manifest = write_jsonl(tmp_path / "manifest.jsonl", [truth for truth, _ in pairs])
     hyps = [h for _, h in pairs]
     first = hyps[0]["words"]
-    hyps[0] = dict(hyps[0], hypothesis=" ".join(["zebra"] + [w["word"] for w in first[1:]]),
-                   words=[dict(first[0], word="zebra")] + first[1:])  # one substitution: a regression
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(write_jsonl(tmp_path / "w.jsonl", hyps)),
-                 "--name", "wrong", "--runs-dir", str(timed_runs)]) == 0
+    hyps[0] = dict(
+        hyps[0],
+        hypothesis=" ".join(["zebra"] + [w["word"] for w in first[1:]]),
+        words=[dict(first[0], word="zebra")] + first[1:],
+    )  # one substitution: a regression
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manifest),
+                "--hypotheses",
+                str(write_jsonl(tmp_path / "w.jsonl", hyps)),
+                "--name",
+                "wrong",
+                "--runs-dir",
+                str(timed_runs),
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "board.html"
     assert main(["report", "--runs-dir", str(timed_runs), "--reference", "ontime", "--out", str(out)]) == 0
     page = out.read_text()
-    row = page[page.index(f'id="wrong--{rows[0]["id"]}"'):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index(f'id="wrong--{rows[0]["id"]}"') :]
+    row = row[: row.index("</tr>")]
     truth = pairs[0][0]["words"]
-    assert "word times" in row and f'{truth[1]["word"]}<sub>{truth[1]["start"] + 0.3:.2f}</sub>' in row
+    assert "word times" in row and f"{truth[1]['word']}<sub>{truth[1]['start'] + 0.3:.2f}</sub>" in row
     moved = len(truth) - 1  # every word but the substituted one, each 300 ms late
     assert f"{moved} of {moved} words both got right start more than 100 ms apart" in row and "(+300 ms)" in row

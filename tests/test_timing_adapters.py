@@ -74,8 +74,9 @@ def test_times_are_absent_when_not_asked(shared_runs, one_clip):
 def test_sequential_windows_are_offset_to_file_times(shared_runs, one_clip):
     from whisperbench.harness.longform import LongFormConfig
 
-    run = shared_runs.get("openai-whisper", one_clip, *WORDS_ON, form="long",
-                          long_form=LongFormConfig("sequential", chunk_s=3.0))
+    run = shared_runs.get(
+        "openai-whisper", one_clip, *WORDS_ON, form="long", long_form=LongFormConfig("sequential", chunk_s=3.0)
+    )
     pred = run.predictions[0]
     assert pred.extra["windows"] >= 2
     _check_times(pred.segments, pred.audio_s, "stitched segments")
@@ -110,8 +111,20 @@ def test_alignment_heads_of_a_pruned_model_refuse_only_word_timing(tmp_path, one
     saved["alignment_heads"] = [[5, 0]]  # tiny.en has 4 decoder layers: the parent's heads of a pruned fine-tune
     pruned = tmp_path / "pruned.pt"
     torch.save(saved, pruned)
-    run = ["run", "--adapter", "openai-whisper", "--model", str(pruned), "--dataset", str(one_clip),
-           "--runs-dir", str(tmp_path / "runs"), "--no-warmup", "-o", "threads=2"]
+    run = [
+        "run",
+        "--adapter",
+        "openai-whisper",
+        "--model",
+        str(pruned),
+        "--dataset",
+        str(one_clip),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--no-warmup",
+        "-o",
+        "threads=2",
+    ]
     assert main(run + ["-o", "word_timestamps=true", "--name", "words"]) == 2
     assert "word timing refused" in capsys.readouterr().err
     with caplog.at_level("WARNING"):

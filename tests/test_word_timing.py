@@ -15,8 +15,13 @@ from whisperbench.types import TIME_TOLERANCE_S
 ON = ("word_timestamps=true", "threads=2")
 OFF = ("threads=2",)
 #: (adapter, its own options): every implementation on this machine that aligns words
-ALIGNERS = [("openai-whisper", ()), ("faster-whisper", ()), ("transformers", ()), ("whisper-cpp", ()),
-            ("whisper-cpp", ("backend=whisper-cpp-python",))]
+ALIGNERS = [
+    ("openai-whisper", ()),
+    ("faster-whisper", ()),
+    ("transformers", ()),
+    ("whisper-cpp", ()),
+    ("whisper-cpp", ("backend=whisper-cpp-python",)),
+]
 #: the issue's bar: whisper.cpp's median word start within 200 ms of openai-whisper's on the bundled clips
 MEDIAN_START_MS = 200.0
 
@@ -30,7 +35,9 @@ def _check_inside(pred) -> None:
     assert normalize(" ".join(w["word"] for w in pred.words)) == normalize(pred.hypothesis), pred.id
 
 
-@pytest.mark.parametrize("adapter,options", ALIGNERS, ids=lambda v: v if isinstance(v, str) else "-".join(v) or "default")
+@pytest.mark.parametrize(
+    "adapter,options", ALIGNERS, ids=lambda v: v if isinstance(v, str) else "-".join(v) or "default"
+)
 def test_word_timing_keeps_the_text_and_stores_times_inside_the_audio(shared_runs, tiny_short, adapter, options):
     if "backend=whisper-cpp-python" in options:
         import importlib.util
@@ -77,8 +84,23 @@ def test_an_implementation_without_word_times_is_refused_before_the_run(tmp_path
     from whisperbench.cli import main
 
     needs_adapter("ane-pytorch", "tiny.en")
-    code = main(["run", "--adapter", "ane-pytorch", "--model", "tiny.en", "--dataset", str(tiny_short),
-                 "--runs-dir", str(tmp_path / "runs"), "--name", "ane", "--word-timestamps", "--no-warmup"])
+    code = main(
+        [
+            "run",
+            "--adapter",
+            "ane-pytorch",
+            "--model",
+            "tiny.en",
+            "--dataset",
+            str(tiny_short),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--name",
+            "ane",
+            "--word-timestamps",
+            "--no-warmup",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "word timing refused: adapter ane-pytorch cannot give word times" in err and "cross-attention" in err
@@ -91,7 +113,9 @@ def test_faster_whisper_refuses_word_timing_behind_its_vad_filter(tiny_short):
     from whisperbench.errors import OptionError
 
     needs_adapter("faster-whisper")
-    adapter = get_adapter("faster-whisper")("tiny.en", DecodingOptions(word_timestamps=True, extra={"vad_filter": "true"}))
+    adapter = get_adapter("faster-whisper")(
+        "tiny.en", DecodingOptions(word_timestamps=True, extra={"vad_filter": "true"})
+    )
     with pytest.raises(OptionError, match="silences cut out"):
         adapter.refuse_word_timing()
 
@@ -103,10 +127,22 @@ def _score(tmp_path, tiny_short, tiny_rows, words_of, name="planted"):
     from tests.conftest import write_jsonl
     from whisperbench.cli import main
 
-    hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": r["text"], "words": words_of(r)}
-                                                   for r in tiny_rows])
-    return main(["score", "--dataset", str(tiny_short), "--hypotheses", str(hyp), "--name", name,
-                 "--runs-dir", str(tmp_path / "runs")])
+    hyp = write_jsonl(
+        tmp_path / f"{name}.jsonl", [{"id": r["id"], "hypothesis": r["text"], "words": words_of(r)} for r in tiny_rows]
+    )
+    return main(
+        [
+            "score",
+            "--dataset",
+            str(tiny_short),
+            "--hypotheses",
+            str(hyp),
+            "--name",
+            name,
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
 
 
 def _even_words(row):
@@ -157,8 +193,19 @@ def test_times_edited_into_a_stored_run_never_reach_the_gate(tmp_path, tiny_shor
     result = parity(open_run("ref", tmp_path / "runs").predictions, edited.predictions, "english")
     assert result is not None and result["median_ms"] == 0.0
     assert result["words"] == sum(len(line["words"]) for line in lines[4:])
-    gate = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(tmp_path / "runs"),
-            "--min-qoi", "100", "--max-timing-error-ms", "50"]
+    gate = [
+        "gate",
+        "--reference",
+        "ref",
+        "--candidate",
+        "cand",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--min-qoi",
+        "100",
+        "--max-timing-error-ms",
+        "50",
+    ]
     assert main(gate) == 0, capsys.readouterr().out
 
 
@@ -169,9 +216,9 @@ def _readme_block(heading: str) -> list[str]:
     from tests.conftest import REPO
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index(heading):]
-    block = section[section.index("```bash\n") + len("```bash\n"):]
-    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+    section = text[text.index(heading) :]
+    block = section[section.index("```bash\n") + len("```bash\n") :]
+    return [line for line in block[: block.index("```")].splitlines() if line.strip()]
 
 
 @pytest.mark.slow
@@ -192,8 +239,9 @@ def test_the_readme_timestamps_recipe_works_as_written(tmp_path):
     outputs = []
     for line in lines:
         argv = shlex.split(line)
-        proc = subprocess.run([sys.executable, "-m", "whisperbench", *argv[1:]], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-m", "whisperbench", *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=900
+        )
         expected = (0, 1) if argv[1] == "gate" else (0,)  # the gate may find a regression; it must judge
         assert proc.returncode in expected, (line, proc.stdout[-2000:], proc.stderr[-2000:])
         outputs.append(proc.stdout)
@@ -224,11 +272,22 @@ def test_long_form_word_timing_keeps_the_text_and_file_times(shared_runs, tiny_l
 # ------------------------------------------------------------------ ground truth that cannot be right
 
 
-@pytest.mark.parametrize("field,value,says", [
-    ("segments", "0-2", "segments: expected a list of {start, end, text} records"),
-    ("segments", [{"start": 100.0, "end": 200.0, "text": "late"}], "true segments: segment 1 ('late') ends at 200 s, after the audio's end"),
-    ("words", [{"word": "and", "start": 0.0, "end": 0.5}, {"word": "so", "start": 12.0, "end": 12.4}], "true words: word 2 ('so') ends at 12.4 s, after the audio's end"),
-])
+@pytest.mark.parametrize(
+    "field,value,says",
+    [
+        ("segments", "0-2", "segments: expected a list of {start, end, text} records"),
+        (
+            "segments",
+            [{"start": 100.0, "end": 200.0, "text": "late"}],
+            "true segments: segment 1 ('late') ends at 200 s, after the audio's end",
+        ),
+        (
+            "words",
+            [{"word": "and", "start": 0.0, "end": 0.5}, {"word": "so", "start": 12.0, "end": 12.4}],
+            "true words: word 2 ('so') ends at 12.4 s, after the audio's end",
+        ),
+    ],
+)
 def test_true_times_that_cannot_be_right_are_refused_at_load_naming_the_row(tmp_path, tiny_rows, field, value, says):
     from tests.conftest import BUNDLED, write_jsonl
     from whisperbench.datasets import load_dataset
@@ -253,11 +312,34 @@ def test_whisper_cpp_words_of_a_chinese_clip_keep_whole_characters(tmp_path):
 
     needs_adapter("whisper-cpp", "base")
     manifest = shared_manifest("multilingual")
-    rows = [dict(r, audio=str(manifest.parent / r["audio"])) for r in read_manifest_rows(manifest)
-            if r["id"] == "zh_fleurs_1883"]
+    rows = [
+        dict(r, audio=str(manifest.parent / r["audio"]))
+        for r in read_manifest_rows(manifest)
+        if r["id"] == "zh_fleurs_1883"
+    ]
     path = write_jsonl(tmp_path / "zh.jsonl", rows)
-    assert main(["run", "--adapter", "whisper-cpp", "--model", "base", "--dataset", str(path), "--runs-dir",
-                 str(tmp_path / "runs"), "--name", "zh", "-o", "language=zh", "--word-timestamps", "--no-warmup"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--adapter",
+                "whisper-cpp",
+                "--model",
+                "base",
+                "--dataset",
+                str(path),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--name",
+                "zh",
+                "-o",
+                "language=zh",
+                "--word-timestamps",
+                "--no-warmup",
+            ]
+        )
+        == 0
+    )
     pred = open_run("zh", tmp_path / "runs").predictions[0]
     assert pred.status == "ok", pred.error
     assert "".join(w["word"] for w in pred.words).replace(" ", "") == pred.hypothesis.replace(" ", "")

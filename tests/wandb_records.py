@@ -25,8 +25,8 @@ def _chunks(data: bytes):
         if left_in_block < 7:  # the block's zero trailer
             pos += left_in_block
             continue
-        checksum, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        payload = data[pos + 7:pos + 7 + length]
+        checksum, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        payload = data[pos + 7 : pos + 7 + length]
         if kind == 0 and length == 0:
             break
         assert zlib.crc32(payload, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF == checksum, f"bad checksum at {pos}"

@@ -2,7 +2,8 @@
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
 :func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
-:func:`runs`, :func:`remove_runs`, :func:`rescore` and :func:`sweep`, and for the statistics :func:`compare_all`, :func:`plan` and
+:func:`runs`, :func:`remove_runs`, :func:`rescore` and :func:`sweep`, and for the statistics :func:`compare_all`,
+:func:`plan` and
 :func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and :class:`ScoredExample`, the metric protocol
 (docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are imported on
 first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
@@ -20,13 +21,50 @@ except PackageNotFoundError:  # running from a source tree
 
 if TYPE_CHECKING:
     from . import api
-    from .api import (compare, compare_all, evaluate, export, gate, load_dataset, load_run, noise, plan, publish,
-                      remove_runs, report, rescore, runs, score, sweep, to_frame)
+    from .api import (
+        compare,
+        compare_all,
+        evaluate,
+        export,
+        gate,
+        load_dataset,
+        load_run,
+        noise,
+        plan,
+        publish,
+        remove_runs,
+        report,
+        rescore,
+        runs,
+        score,
+        sweep,
+        to_frame,
+    )
     from .scoring.metrics import Metric, ScoredExample
 
-__all__ = ["__version__", "api", "evaluate", "score", "compare", "compare_all", "gate", "plan", "noise", "load_run",
-           "load_dataset", "to_frame", "runs", "remove_runs", "report", "export", "publish", "sweep", "rescore", "Metric",
-           "ScoredExample"]
+__all__ = [
+    "__version__",
+    "api",
+    "evaluate",
+    "score",
+    "compare",
+    "compare_all",
+    "gate",
+    "plan",
+    "noise",
+    "load_run",
+    "load_dataset",
+    "to_frame",
+    "runs",
+    "remove_runs",
+    "report",
+    "export",
+    "publish",
+    "sweep",
+    "rescore",
+    "Metric",
+    "ScoredExample",
+]
 #: records of the metric protocol (docs/metrics.md), importable without loading the API
 _RECORDS = {"Metric": "scoring.metrics", "ScoredExample": "scoring.metrics"}
 

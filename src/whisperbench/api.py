@@ -45,8 +45,7 @@ from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness import rescore as rescore_run
 from .harness.runner import RunResult
-from .harness.sweep import (DEFAULT_IMPLEMENTATIONS, SweepEntry, SweepResult, plan_sweep, reference_variant,
-                            run_sweep)
+from .harness.sweep import DEFAULT_IMPLEMENTATIONS, SweepEntry, SweepResult, plan_sweep, reference_variant, run_sweep
 from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
 from .reports.compare import adjust_holm, paired_counts
@@ -68,9 +67,30 @@ from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
 from .store import StoredRun, list_runs, open_run, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
-__all__ = ["evaluate", "score", "compare", "gate", "load_run", "load_dataset", "to_frame", "execute",
-           "unknown_ids", "block_labels", "plan", "compare_all", "noise", "runs", "remove_runs", "report", "Report",
-           "export", "publish", "TRACKERS", "sweep", "RECORDED"]
+__all__ = [
+    "evaluate",
+    "score",
+    "compare",
+    "gate",
+    "load_run",
+    "load_dataset",
+    "to_frame",
+    "execute",
+    "unknown_ids",
+    "block_labels",
+    "plan",
+    "compare_all",
+    "noise",
+    "runs",
+    "remove_runs",
+    "report",
+    "Report",
+    "export",
+    "publish",
+    "TRACKERS",
+    "sweep",
+    "RECORDED",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +99,28 @@ RunLike = Union[str, Path, StoredRun]  # a stored run, or its folder, or its nam
 Columns = Union[ColumnMap, dict[str, str], None]  # {"audio": "wav", "text": "sentence"}: see ColumnMap
 
 #: real hypotheses of three implementations on the bundled ``tiny-shortform`` clips (see its README.md)
-RECORDED = next((p for p in (Path(__file__).resolve().parent / "_bundled" / "tiny" / "recorded",
-                             Path(__file__).resolve().parents[2] / "datasets" / "tiny" / "recorded") if p.is_dir()),
-                Path("datasets/tiny/recorded"))
+RECORDED = next(
+    (
+        p
+        for p in (
+            Path(__file__).resolve().parent / "_bundled" / "tiny" / "recorded",
+            Path(__file__).resolve().parents[2] / "datasets" / "tiny" / "recorded",
+        )
+        if p.is_dir()
+    ),
+    Path("datasets/tiny/recorded"),
+)
 
 
-def load_dataset(spec: Union[PathLike, Any], *, name: Optional[str] = None, form: Optional[str] = None,
-                 limit: Optional[int] = None, skip_invalid: bool = False, columns: Columns = None) -> Dataset:
+def load_dataset(
+    spec: Union[PathLike, Any],
+    *,
+    name: Optional[str] = None,
+    form: Optional[str] = None,
+    limit: Optional[int] = None,
+    skip_invalid: bool = False,
+    columns: Columns = None,
+) -> Dataset:
     """A validated dataset: a manifest (``.jsonl``/``.csv``/``.tsv``), a folder, ``hf:NAME[:CONFIG]:SPLIT`` (Hugging
     Face ``datasets``), a bundled name, or a ``datasets.Dataset`` already in memory. Raises DatasetError naming each
     bad example unless ``skip_invalid``. ``columns`` maps columns of other names (``{"audio": "wav", "text":
@@ -97,16 +132,29 @@ def load_dataset(spec: Union[PathLike, Any], *, name: Optional[str] = None, form
     (2, 'short', 'jfk')
     """
     if not isinstance(spec, (str, Path)):  # a datasets.Dataset
-        checked = from_hf_dataset(spec, name=name or "datasets", form=cast(Optional[Form], form), limit=limit,
-                                  skip_invalid=skip_invalid, columns=ColumnMap.of(columns))
+        checked = from_hf_dataset(
+            spec,
+            name=name or "datasets",
+            form=cast(Optional[Form], form),
+            limit=limit,
+            skip_invalid=skip_invalid,
+            columns=ColumnMap.of(columns),
+        )
         return checked.dataset
     return _checked(str(spec), name, form, limit, skip_invalid, ColumnMap.of(columns)).dataset
 
 
-def _checked(spec: str, name: Optional[str], form: Optional[str], limit: Optional[int],
-             skip_invalid: bool, columns: ColumnMap = ColumnMap()) -> Checked:
-    checked = _load_checked(spec, name=name, form=cast(Optional[Form], form), limit=limit, skip_invalid=skip_invalid,
-                            columns=columns)
+def _checked(
+    spec: str,
+    name: Optional[str],
+    form: Optional[str],
+    limit: Optional[int],
+    skip_invalid: bool,
+    columns: ColumnMap = ColumnMap(),
+) -> Checked:
+    checked = _load_checked(
+        spec, name=name, form=cast(Optional[Form], form), limit=limit, skip_invalid=skip_invalid, columns=columns
+    )
     for bad in checked.invalid:
         log.warning("dataset %s: skipped invalid example: %s", spec, bad)
     return checked
@@ -136,8 +184,7 @@ def remove_runs(names: list[str], runs_dir: PathLike = "runs") -> list[Path]:
     return removed
 
 
-def to_frame(run: RunLike, reference: Optional[RunLike] = None,
-             runs_dir: PathLike = "runs") -> pd.DataFrame:
+def to_frame(run: RunLike, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs") -> pd.DataFrame:
     """One row per example (hypothesis, normalized texts, WER and its counts, timings); with ``reference``,
     joined to it by id with the reference run's hypothesis and a ``regressed`` column (QoI's test)."""
     ref = load_run(reference, runs_dir) if reference is not None else None
@@ -147,18 +194,31 @@ def to_frame(run: RunLike, reference: Optional[RunLike] = None,
 def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     """Run a :class:`~whisperbench.harness.RunRequest` (the CLI's ``run``/``score``): load and check its dataset,
     evaluate (resuming what the store holds), write the summary. Returns the harness's result."""
-    checked = _checked(request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid,
-                       request.columns)
-    bar = progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}") \
-        if show_progress else nullcontext(None)
+    checked = _checked(
+        request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid, request.columns
+    )
+    bar = (
+        progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}")
+        if show_progress
+        else nullcontext(None)
+    )
     with bar as shown:
         update: Optional[Callable[[int], object]] = shown.update if shown is not None else None
         return run_evaluation(request, progress=update, checked=checked)
 
 
-def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike = "runs",
-             options: Optional[dict[str, Any]] = None, show_progress: bool = False, columns: Columns = None,
-             word_timestamps: bool = False, **settings: Any) -> StoredRun:
+def evaluate(
+    adapter: str,
+    model: str,
+    dataset: PathLike,
+    *,
+    runs_dir: PathLike = "runs",
+    options: Optional[dict[str, Any]] = None,
+    show_progress: bool = False,
+    columns: Columns = None,
+    word_timestamps: bool = False,
+    **settings: Any,
+) -> StoredRun:
     """Run ``adapter`` (e.g. ``"openai-whisper"``) with ``model`` (``"tiny.en"``, a path…) on ``dataset`` into a
     run store under ``runs_dir``; return the stored run. ``options`` are decoding options (``{"beam_size": 5}``
     or an adapter's own, as ``--option KEY=VALUE``); ``columns`` maps the dataset's columns (as in
@@ -168,8 +228,15 @@ def evaluate(adapter: str, model: str, dataset: PathLike, *, runs_dir: PathLike 
     implementation that has none raises OptionError). A stored run of the same configuration is resumed, not redone."""
     pairs = [f"{key}={value}" for key, value in (options or {}).items()]
     decoding = DecodingOptions.from_pairs(pairs, word_timestamps=word_timestamps)
-    request = RunRequest(adapter=adapter, model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
-                         decoding=decoding, columns=ColumnMap.of(columns), **settings)
+    request = RunRequest(
+        adapter=adapter,
+        model=str(model),
+        dataset=str(dataset),
+        runs_dir=str(runs_dir),
+        decoding=decoding,
+        columns=ColumnMap.of(columns),
+        **settings,
+    )
     return _stored(execute(request, show_progress))
 
 
@@ -182,15 +249,26 @@ def align_words(dataset: PathLike, out: PathLike, *, model: str = "base", limit:
     return align_manifest(str(dataset), out, model=model, limit=limit)
 
 
-def sweep(model: str, dataset: PathLike, *, implementations: Optional[list[str]] = None,
-          variants: Optional[list[str]] = None, reference: Optional[str] = None, runs_dir: PathLike = "runs",
-          options: Union[dict[str, Any], list[str], None] = None, parallel: int = 1, columns: Columns = None,
-          report: Optional[Callable[[SweepEntry, int, int], object]] = None, **settings: Any) -> SweepResult:
+def sweep(
+    model: str,
+    dataset: PathLike,
+    *,
+    implementations: Optional[list[str]] = None,
+    variants: Optional[list[str]] = None,
+    reference: Optional[str] = None,
+    runs_dir: PathLike = "runs",
+    options: Union[dict[str, Any], list[str], None] = None,
+    parallel: int = 1,
+    columns: Columns = None,
+    report: Optional[Callable[[SweepEntry, int, int], object]] = None,
+    **settings: Any,
+) -> SweepResult:
     """Every compressed variant of ``model`` on ``dataset`` (``whisperbench sweep``), each an ordinary run under
     ``runs_dir`` made in a fresh process; first the reference (openai-whisper on the same model) unless
     ``reference`` names an existing run. ``implementations``: the adapters whose variants run (default: every
     one that has variants); ``variants``: only these (``"int8"``, ``"whisper-cpp-q5_0"``); ``options``: decoding
-    options for every variant (``{"threads": 2}``, or ``["threads=2"]`` as ``-o`` takes them); ``parallel``: variants at once (each still in its own
+    options for every variant (``{"threads": 2}``, or ``["threads=2"]`` as ``-o`` takes them); ``parallel``: variants
+    at once (each still in its own
     process; threads per variant lowered so that ``parallel`` × threads <= cores); ``report(entry, n, total)``
     hears of each variant as it ends; ``settings``: the other :class:`~whisperbench.harness.RunRequest` fields
     (``limit``, ``timeout_s``). ``.entries`` keep the plan's order, a failed variant among them with its reason.
@@ -207,8 +285,15 @@ def sweep(model: str, dataset: PathLike, *, implementations: Optional[list[str]]
     limit = settings.get("limit")
     name = _load_checked(str(dataset), limit=limit, columns=ColumnMap.of(columns)).dataset.name
     pairs = options if isinstance(options, list) else [f"{key}={value}" for key, value in (options or {}).items()]
-    base = RunRequest(adapter="", model=str(model), dataset=str(dataset), runs_dir=str(runs_dir),
-                      decoding=DecodingOptions.from_pairs(pairs), columns=ColumnMap.of(columns), **settings)
+    base = RunRequest(
+        adapter="",
+        model=str(model),
+        dataset=str(dataset),
+        runs_dir=str(runs_dir),
+        decoding=DecodingOptions.from_pairs(pairs),
+        columns=ColumnMap.of(columns),
+        **settings,
+    )
     if not reference:
         plan = [reference_variant()] + plan
     entries = run_sweep(plan, base, name, report=report, parallel=parallel)
@@ -226,16 +311,24 @@ def unknown_ids(hypotheses: dict[str, str], dataset: Dataset) -> list[str]:
     return sorted(set(hypotheses) - {example.id for example in dataset.examples})
 
 
-def score_request(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs",
-                  **settings: Any) -> RunRequest:
+def score_request(
+    hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs", **settings: Any
+) -> RunRequest:
     """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
     ids the dataset lacks. Missing ids become failed examples, counted."""
     settings["columns"] = ColumnMap.of(settings.get("columns"))
     read_hypotheses(str(hypotheses))  # a bad file is refused before the dataset is read (its ids: the runner warns)
     settings["label"] = settings.get("label") or f"recorded {Path(hypotheses).stem}"
-    return RunRequest(adapter="recorded", model=str(Path(hypotheses).resolve()), dataset=str(dataset),
-                      runs_dir=str(runs_dir), decoding=DecodingOptions(), retry_failed=True, warmup=False,
-                      **settings)
+    return RunRequest(
+        adapter="recorded",
+        model=str(Path(hypotheses).resolve()),
+        dataset=str(dataset),
+        runs_dir=str(runs_dir),
+        decoding=DecodingOptions(),
+        retry_failed=True,
+        warmup=False,
+        **settings,
+    )
 
 
 def score(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs", **settings: Any) -> StoredRun:
@@ -248,8 +341,9 @@ def _stored(result: RunResult) -> StoredRun:
     return open_run(str(result.store.path))
 
 
-def rescore(run: RunLike, *, normalizer: Optional[str] = None, thresholds: Any = None,
-            runs_dir: PathLike = "runs") -> Summary:
+def rescore(
+    run: RunLike, *, normalizer: Optional[str] = None, thresholds: Any = None, runs_dir: PathLike = "runs"
+) -> Summary:
     """A run's summary.json recomputed from its stored raw outputs (``whisperbench rescore``) and written back:
     with another ``normalizer``, or other metric ``thresholds`` (``["hallucination.burst_words=4", …]`` or
     ``{"hallucination": {"burst_words": 4}}``; the run's own are kept otherwise). Every figure not about scoring
@@ -262,13 +356,17 @@ def rescore(run: RunLike, *, normalizer: Optional[str] = None, thresholds: Any =
     """
     options = None
     if thresholds:
-        options = checked_options(dict(thresholds)) if isinstance(thresholds, dict) \
+        options = (
+            checked_options(dict(thresholds))
+            if isinstance(thresholds, dict)
             else parse_metric_options(list(thresholds))
+        )
     return rescore_run(load_run(run, runs_dir).store, normalizer, options)
 
 
-def block_labels(run: RunLike, column: str, *, dataset: Optional[PathLike] = None,
-                 runs_dir: PathLike = "runs") -> dict[str, Any]:
+def block_labels(
+    run: RunLike, column: str, *, dataset: Optional[PathLike] = None, runs_dir: PathLike = "runs"
+) -> dict[str, Any]:
     """Example id -> its value of ``column`` (e.g. ``"speaker"``): the blocks of a blocked bootstrap
     (``block_by``). Read from ``dataset`` (a spec) when given, else from the run's predictions where each
     stores it (``extra``), else from the manifest or ``hf:`` spec the run was made from (run.json).
@@ -287,14 +385,17 @@ def block_labels(run: RunLike, column: str, *, dataset: Optional[PathLike] = Non
         return stored_values
     source = stored.meta.dataset.source
     if not source or not (source.startswith("hf:") or Path(source).exists()):
-        raise WhisperbenchError(f"--block-by {column}: run {stored.name}'s predictions do not store {column!r} and "
-                                f"its dataset ({source or 'unknown'}) cannot be read again; name the dataset "
-                                f"(--block-dataset)")
+        raise WhisperbenchError(
+            f"--block-by {column}: run {stored.name}'s predictions do not store {column!r} and "
+            f"its dataset ({source or 'unknown'}) cannot be read again; name the dataset "
+            f"(--block-dataset)"
+        )
     return column_values(source, column)
 
 
-def significance_settings(block_by: Optional[str] = None, confidence: float = 0.95,
-                          resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> SignificanceSettings:
+def significance_settings(
+    block_by: Optional[str] = None, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> SignificanceSettings:
     """The settings of the paired tests (:mod:`whisperbench.scoring.significance`) from the API's keywords."""
     try:
         return SignificanceSettings(confidence=confidence, resamples=resamples, seed=seed, block_by=block_by)
@@ -302,9 +403,18 @@ def significance_settings(block_by: Optional[str] = None, confidence: float = 0.
         raise WhisperbenchError(str(exc)) from None
 
 
-def compare(reference: RunLike, candidate: RunLike, runs_dir: PathLike = "runs", *, significance: bool = True,
-            block_by: Optional[str] = None, block_dataset: Optional[PathLike] = None, confidence: float = 0.95,
-            resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
+def compare(
+    reference: RunLike,
+    candidate: RunLike,
+    runs_dir: PathLike = "runs",
+    *,
+    significance: bool = True,
+    block_by: Optional[str] = None,
+    block_dataset: Optional[PathLike] = None,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Comparison:
     """QoI and WER of ``candidate`` against ``reference`` (runs or their names/paths), with the reference's
     normalizer: ``.qoi``, ``.reference_wer``, ``.candidate_wer``, ``.result`` (per-example outcome), and
     ``.significance``: the exact sign test, MAPSSWE and paired-bootstrap intervals (``confidence``, ``resamples``,
@@ -340,8 +450,9 @@ def _noted(comparisons: list[Comparison]) -> list[Comparison]:
     return comparisons
 
 
-def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLike = "runs",
-                **options: Any) -> list[Comparison]:
+def compare_all(
+    reference: RunLike, candidates: list[RunLike], runs_dir: PathLike = "runs", **options: Any
+) -> list[Comparison]:
     """:func:`compare` of each candidate against one reference (``options`` as there); with several, each
     comparison's ``.holm`` holds its p-values Holm-adjusted over the candidates (one family of tests)."""
     ref = load_run(reference, runs_dir)
@@ -350,10 +461,19 @@ def compare_all(reference: RunLike, candidates: list[RunLike], runs_dir: PathLik
     return _noted(comparisons) if len(comparisons) > 1 else comparisons  # the Holm note, once adjusted
 
 
-def gate(reference: RunLike, candidate: RunLike, *, thresholds: Optional[GateThresholds] = None,
-         runs_dir: PathLike = "runs", block_by: Optional[str] = None, block_dataset: Optional[PathLike] = None,
-         resamples: int = DEFAULT_RESAMPLES, seed: int = 0, repeats: Optional[list[RunLike]] = None,
-         **limits: Any) -> GateResult:
+def gate(
+    reference: RunLike,
+    candidate: RunLike,
+    *,
+    thresholds: Optional[GateThresholds] = None,
+    runs_dir: PathLike = "runs",
+    block_by: Optional[str] = None,
+    block_dataset: Optional[PathLike] = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    repeats: Optional[list[RunLike]] = None,
+    **limits: Any,
+) -> GateResult:
     """The release gate (``whisperbench gate``): ``.code`` 0 pass, 1 regression, 2 cannot judge; ``.verdict``,
     ``.checks``. ``thresholds``: a :class:`~whisperbench.reports.gate_thresholds.GateThresholds` (every limit, the
     command's flags one to one: ``min_qoi``, ``max_wer_increase``, ``confidence`` as a fraction, e.g. 0.95,
@@ -384,9 +504,18 @@ def noise(runs: list[RunLike], runs_dir: PathLike = "runs") -> NoiseReport:
         raise WhisperbenchError(str(exc)) from None
 
 
-def plan(reference: RunLike, *, candidate: Optional[RunLike] = None, runs_dir: PathLike = "runs",
-         examples: Optional[int] = None, wer_increase: Optional[float] = None, qoi_drop: Optional[float] = None,
-         alpha: float = 0.05, power: float = 0.8, baseline_regressed: float = 0.0) -> Plan:
+def plan(
+    reference: RunLike,
+    *,
+    candidate: Optional[RunLike] = None,
+    runs_dir: PathLike = "runs",
+    examples: Optional[int] = None,
+    wer_increase: Optional[float] = None,
+    qoi_drop: Optional[float] = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    baseline_regressed: float = 0.0,
+) -> Plan:
     """Power and size (``whisperbench plan``, :mod:`whisperbench.scoring.power`): the smallest WER increase and QoI
     drop (points) a gate on ``examples`` examples (default: the reference's) detects with probability ``power`` at
     level ``alpha``, and the examples needed for ``wer_increase`` / ``qoi_drop``. The per-example error spread is
@@ -403,9 +532,17 @@ def plan(reference: RunLike, *, candidate: Optional[RunLike] = None, runs_dir: P
     cand = load_run(candidate, runs_dir) if candidate is not None else None
     _, ref_errors, cand_errors, words = paired_counts(compare_runs(ref, cand or ref).result)
     try:
-        return power_plan(ref_errors, words, candidate_errors=cand_errors if cand is not None else None,
-                          examples=examples, wer_increase=wer_increase, qoi_drop=qoi_drop, alpha=alpha, power=power,
-                          baseline_regressed=baseline_regressed)
+        return power_plan(
+            ref_errors,
+            words,
+            candidate_errors=cand_errors if cand is not None else None,
+            examples=examples,
+            wer_increase=wer_increase,
+            qoi_drop=qoi_drop,
+            alpha=alpha,
+            power=power,
+            baseline_regressed=baseline_regressed,
+        )
     except ValueError as exc:
         raise WhisperbenchError(f"plan: {exc}") from None
 
@@ -422,9 +559,15 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def report(runs_dir: PathLike = "runs", *, out: Optional[PathLike] = None, format: Optional[str] = None,
-           references: Optional[list[str]] = None, reference_adapter: str = "openai-whisper",
-           title: str = "Whisper leaderboard") -> Report:
+def report(
+    runs_dir: PathLike = "runs",
+    *,
+    out: Optional[PathLike] = None,
+    format: Optional[str] = None,
+    references: Optional[list[str]] = None,
+    reference_adapter: str = "openai-whisper",
+    title: str = "Whisper leaderboard",
+) -> Report:
     """The leaderboard of every run in ``runs_dir`` (``whisperbench report``), written to ``out`` (default
     ``leaderboard.md`` there, ``model-card.md`` for ``format="hf"``). ``format``: md, html, csv or hf (default:
     ``out``'s extension). ``references``: run names, one per dataset; default: the references the demo recorded,
@@ -444,10 +587,15 @@ def report(runs_dir: PathLike = "runs", *, out: Optional[PathLike] = None, forma
         raise WhisperbenchError(f"no runs found in {runs_dir}")
     unknown = sorted(set(references or ()) - {run.name for run in stored})
     if unknown:
-        raise WhisperbenchError(f"--reference {', '.join(unknown)}: no such run in {runs_dir} (runs there: "
-                                f"{', '.join(sorted(run.name for run in stored)[:10])})")
-    chosen = (pick_references(stored, references, reference_adapter) if references
-              else default_references(stored, runs_dir, reference_adapter))
+        raise WhisperbenchError(
+            f"--reference {', '.join(unknown)}: no such run in {runs_dir} (runs there: "
+            f"{', '.join(sorted(run.name for run in stored)[:10])})"
+        )
+    chosen = (
+        pick_references(stored, references, reference_adapter)
+        if references
+        else default_references(stored, runs_dir, reference_adapter)
+    )
     default = "model-card.md" if format == "hf" else f"leaderboard.{format or 'md'}"
     path = Path(out or Path(runs_dir) / default)
     fmt = document_format(path, format)
@@ -463,8 +611,9 @@ def report(runs_dir: PathLike = "runs", *, out: Optional[PathLike] = None, forma
 TRACKERS = ("mlflow", "wandb")
 
 
-def export(run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None,
-           runs_dir: PathLike = "runs") -> pd.DataFrame:
+def export(
+    run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs"
+) -> pd.DataFrame:
     """Write a run's per-example table (:func:`to_frame`, joined to ``reference`` when given) to ``out``: a
     ``.csv``, ``.jsonl`` or ``.json`` file (``whisperbench export --out``); return the frame written.
 
@@ -475,9 +624,11 @@ def export(run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None,
     (6, ['tiny.csv'])
     """
     path = Path(out)
-    writers = {".csv": lambda f: spreadsheet_safe(f).to_csv(path, index=False),  # no cell runs as a formula
-               ".jsonl": lambda f: f.to_json(path, orient="records", lines=True, force_ascii=False),
-               ".json": lambda f: f.to_json(path, orient="records", force_ascii=False)}
+    writers = {
+        ".csv": lambda f: spreadsheet_safe(f).to_csv(path, index=False),  # no cell runs as a formula
+        ".jsonl": lambda f: f.to_json(path, orient="records", lines=True, force_ascii=False),
+        ".json": lambda f: f.to_json(path, orient="records", force_ascii=False),
+    }
     if path.suffix.lower() not in writers:
         raise WhisperbenchError(f"{path}: export to .csv, .jsonl or .json")
     frame = to_frame(run, reference, runs_dir)
@@ -487,8 +638,9 @@ def export(run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None,
     return frame
 
 
-def publish(run: RunLike, to: str, *, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs",
-            **options: Any) -> str:
+def publish(
+    run: RunLike, to: str, *, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs", **options: Any
+) -> str:
     """Publish a run to an experiment tracker (``to``: one of :data:`TRACKERS`; ``whisperbench export --to``):
     params, metrics, the per-example table and the reports; ``options`` are the tracker's (``tracking_uri``,
     ``experiment`` for MLflow; ``project``, ``entity`` for W&B). Returns where it went, redacted."""

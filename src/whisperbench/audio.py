@@ -83,8 +83,22 @@ def _ffmpeg() -> str | None:
 def _decode_with_ffmpeg(path: str) -> np.ndarray:
     """Decode with ffmpeg, refusing partial audio: any decoder error (``-xerror``, or anything ffmpeg
     reports at error level) fails the file, and so does decoding clearly less than the header declares."""
-    cmd = [_ffmpeg() or "ffmpeg", "-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "f32le", "-ac", "1",
-           "-ar", str(SAMPLE_RATE), "-"]
+    cmd = [
+        _ffmpeg() or "ffmpeg",
+        "-nostdin",
+        "-v",
+        "error",
+        "-xerror",
+        "-i",
+        path,
+        "-f",
+        "f32le",
+        "-ac",
+        "1",
+        "-ar",
+        str(SAMPLE_RATE),
+        "-",
+    ]
     proc = subprocess.run(cmd, capture_output=True)
     problem = "; ".join(proc.stderr.decode(errors="replace").split("\n")).strip("; ")
     if proc.returncode != 0 or problem or not proc.stdout:
@@ -93,8 +107,10 @@ def _decode_with_ffmpeg(path: str) -> np.ndarray:
     declared = _declared_duration(path)
     decoded = len(samples) / SAMPLE_RATE
     if declared and decoded < declared - max(0.05, 0.01 * declared):
-        raise AudioError(f"cannot decode audio {path}: decoded {decoded:.2f} s of the {declared:.2f} s its header "
-                         "declares (truncated or corrupt)")
+        raise AudioError(
+            f"cannot decode audio {path}: decoded {decoded:.2f} s of the {declared:.2f} s its header "
+            "declares (truncated or corrupt)"
+        )
     return samples
 
 
@@ -103,8 +119,11 @@ def _declared_duration(path: str) -> float | None:
     probe = shutil.which("ffprobe")
     if not probe:
         return None
-    proc = subprocess.run([probe, "-v", "error", "-show_entries", "format=duration:stream=duration", "-of", "json",
-                           path], capture_output=True, text=True)
+    proc = subprocess.run(
+        [probe, "-v", "error", "-show_entries", "format=duration:stream=duration", "-of", "json", path],
+        capture_output=True,
+        text=True,
+    )
     try:
         data = json.loads(proc.stdout or "{}")
     except json.JSONDecodeError:

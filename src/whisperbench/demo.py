@@ -65,12 +65,25 @@ CONTENDERS = (
     Contender("faster-whisper", "faster-whisper-int8", ("compute_type=int8",)),
     Contender("transformers", "transformers"),
     Contender("whisper-cpp", "whisper.cpp-f16", ("quantization=f16",)),
-    Contender("mlx", "mlx-float32", ("dtype=float32",), slow_here=lambda: None if _apple_silicon() else
-              "MLX runs on the CPU here with its wheel's reference BLAS (about 1/20 of openai-whisper's speed); "
-              "pass --all to include it"),
+    Contender(
+        "mlx",
+        "mlx-float32",
+        ("dtype=float32",),
+        slow_here=lambda: (
+            None
+            if _apple_silicon()
+            else "MLX runs on the CPU here with its wheel's reference BLAS (about 1/20 of openai-whisper's speed); "
+            "pass --all to include it"
+        ),
+    ),
     # Linux: MLX's float32 matrix products in the system OpenBLAS (about 1/3 of openai-whisper's speed)
-    Contender("mlx", "mlx-float32-openblas", ("dtype=float32", "blas=openblas"), unavailable_here=_mlx_on_openblas_here,
-              isolate=True),
+    Contender(
+        "mlx",
+        "mlx-float32-openblas",
+        ("dtype=float32", "blas=openblas"),
+        unavailable_here=_mlx_on_openblas_here,
+        isolate=True,
+    ),
 )
 DATASETS = ("tiny-shortform", "tiny-longform")
 
@@ -87,14 +100,17 @@ def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
         labels = {label.strip() for label in wanted.split(",") if label.strip()}
         unknown = labels - {c.label for c, _ in pairs}
         if unknown:
-            raise OptionError(f"--implementations: no demo row called {', '.join(sorted(unknown))}; "
-                              f"the rows are {', '.join(c.label for c, _ in pairs)}")
+            raise OptionError(
+                f"--implementations: no demo row called {', '.join(sorted(unknown))}; "
+                f"the rows are {', '.join(c.label for c, _ in pairs)}"
+            )
         pairs = [(c, model) for c, model in pairs if c.label in labels | {reference}]
     return pairs, reference
 
 
 def run_demo(args) -> int:
-    """``whisperbench demo``: every installed implementation on the bundled sets, then the leaderboard; the exit code."""
+    """``whisperbench demo``: every installed implementation on the bundled sets, then the leaderboard; the exit
+    code."""
     bundled = bundled_datasets()
     names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
     if not names:
@@ -110,12 +126,15 @@ def run_demo(args) -> int:
         if slow:
             print(f"skip {contender.label}: {slow}", file=sys.stderr)
         elif adapter.missing():
-            print(f"skip {contender.label}: not installed: pip install 'whisperbench[{adapter.extra}]'", file=sys.stderr)
+            print(
+                f"skip {contender.label}: not installed: pip install 'whisperbench[{adapter.extra}]'", file=sys.stderr
+            )
         else:
             available.append((contender, model))
     if not available:
-        raise WhisperbenchError("demo: no implementation can run here (see the skips above): "
-                                "pip install 'whisperbench[local]'")
+        raise WhisperbenchError(
+            "demo: no implementation can run here (see the skips above): pip install 'whisperbench[local]'"
+        )
     if not any(c.label == reference_label for c, _ in available):
         print(f"note: the reference ({reference_label}) is not installed, so QoI cannot be computed", file=sys.stderr)
     threads = [f"threads={args.threads}"] if args.threads else []
@@ -124,10 +143,16 @@ def run_demo(args) -> int:
         checked = load_dataset(dataset, limit=args.limit)
         for contender, model in available:
             request = RunRequest(
-                adapter=contender.adapter, model=model, dataset=dataset, runs_dir=args.runs_dir,
-                name=f"{contender.label}_{model}_{dataset}".replace(" ", "_"), limit=args.limit, label=contender.label,
+                adapter=contender.adapter,
+                model=model,
+                dataset=dataset,
+                runs_dir=args.runs_dir,
+                name=f"{contender.label}_{model}_{dataset}".replace(" ", "_"),
+                limit=args.limit,
+                label=contender.label,
                 decoding=DecodingOptions.from_pairs(list(contender.options) + threads),
-                long_form=LongFormConfig(contender.long_form), isolate=contender.isolate,
+                long_form=LongFormConfig(contender.long_form),
+                isolate=contender.isolate,
             )
             with progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
                 result = run_evaluation(request, progress=bar.update, checked=checked)
@@ -138,13 +163,16 @@ def run_demo(args) -> int:
             failures += s.num_failed
             wer = "n/a" if s.wer is None else f"{s.wer:.2f}%"
             rtfx = "n/a" if s.rtfx is None else f"{s.rtfx:.1f}"
-            print(f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s.num_failed}",
-                  file=sys.stderr)
+            print(
+                f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s.num_failed}",
+                file=sys.stderr,
+            )
     runs = [r for r in list_runs(args.runs_dir) if r.name in made]
     chosen = pick_references(runs, names=references)
     record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
-    text = render_markdown(leaderboard_frame(runs, chosen), chosen,
-                           title=f"Whisper {args.model} across implementations (bundled tiny set)")
+    text = render_markdown(
+        leaderboard_frame(runs, chosen), chosen, title=f"Whisper {args.model} across implementations (bundled tiny set)"
+    )
     out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -20,7 +20,8 @@ from typing import Iterable, Optional
 WHISPER_LANGUAGES = tuple(
     "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la mi "
     "ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc ka be tg sd "
-    "gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue".split())
+    "gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue".split()
+)
 #: CER (spaces left out) is the headline metric and what QoI compares: languages written without spaces between
 #: words, and ko, written with spaces whose use varies between writers (Whisper's multilingual evaluation scores
 #: these languages on characters)
@@ -50,8 +51,7 @@ def language_code(label: str) -> str:
             raise LanguageError(f"language {label!r} is neither a language code nor a language name") from None
     code = _WHISPER_ALIASES.get(code or "", code)
     if code not in WHISPER_LANGUAGES:
-        raise LanguageError(f"language {label!r} ({code}) is not one of Whisper's {len(WHISPER_LANGUAGES)} "
-                            "languages")
+        raise LanguageError(f"language {label!r} ({code}) is not one of Whisper's {len(WHISPER_LANGUAGES)} languages")
     return code
 
 
@@ -103,6 +103,8 @@ def english_only_warning(model: str, languages: list[Optional[str]], multilingua
     if not others or not english_only_model(model, multilingual):
         return ""
     count = sum(1 for language in languages if language in others)
-    return (f"{model} is an English-only model, but {count} of {len(languages)} examples are labelled in other "
-            f"languages ({', '.join(others[:8])}{' …' if len(others) > 8 else ''}): their WER measures a model that "
-            "cannot transcribe them; use a multilingual model (e.g. tiny, base)")
+    return (
+        f"{model} is an English-only model, but {count} of {len(languages)} examples are labelled in other "
+        f"languages ({', '.join(others[:8])}{' …' if len(others) > 8 else ''}): their WER measures a model that "
+        "cannot transcribe them; use a multilingual model (e.g. tiny, base)"
+    )

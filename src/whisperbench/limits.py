@@ -59,12 +59,20 @@ CONFIDENCE_PERCENT = Range(50, 99.9, unit="%")
 
 #: the release gate's thresholds (``api.gate`` keyword -> range); the CLI's option is the key with dashes
 GATE_LIMITS: dict[str, Range] = {
-    "min_qoi": PERCENT, "max_wer_increase": POINTS, "min_qoi_per_language": PERCENT, "min_coverage": PERCENT,
-    "max_failed_pct": PERCENT, "confidence": Range(0.5, 0.999),
-    "max_new_loops": COUNT, "max_new_bursts": COUNT, "max_nonspeech_output_rate": PERCENT,
+    "min_qoi": PERCENT,
+    "max_wer_increase": POINTS,
+    "min_qoi_per_language": PERCENT,
+    "min_coverage": PERCENT,
+    "max_failed_pct": PERCENT,
+    "confidence": Range(0.5, 0.999),
+    "max_new_loops": COUNT,
+    "max_new_bursts": COUNT,
+    "max_nonspeech_output_rate": PERCENT,
     "max_formatting_drift": PERCENT,
-    "max_timing_error_ms": Range(0, 60_000, unit="ms"), "non_inferiority_margin": POINTS,
-    "non_inferiority_qoi_margin": POINTS, "resamples": Range(100, 1_000_000, integer=True),
+    "max_timing_error_ms": Range(0, 60_000, unit="ms"),
+    "non_inferiority_margin": POINTS,
+    "non_inferiority_qoi_margin": POINTS,
+    "resamples": Range(100, 1_000_000, integer=True),
     "seed": Range(0, 2**32 - 1, integer=True),
 }
 

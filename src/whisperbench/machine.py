@@ -32,9 +32,13 @@ def cpu_counters() -> dict:
         return {}
     idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
     own = os.times()
-    return {"wall": time.monotonic(), "busy_s": (sum(ticks[:8]) - idle) / _HZ, "total_s": sum(ticks[:8]) / _HZ,
-            "steal_s": (ticks[7] if len(ticks) > 7 else 0) / _HZ,
-            "own_s": own.user + own.system + own.children_user + own.children_system}
+    return {
+        "wall": time.monotonic(),
+        "busy_s": (sum(ticks[:8]) - idle) / _HZ,
+        "total_s": sum(ticks[:8]) / _HZ,
+        "steal_s": (ticks[7] if len(ticks) > 7 else 0) / _HZ,
+        "own_s": own.user + own.system + own.children_user + own.children_system,
+    }
 
 
 def others_busy_cpus(before: dict, after: dict) -> float | None:

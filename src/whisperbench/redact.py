@@ -38,8 +38,10 @@ def redact_url(url: str) -> str:
     if port:
         host = f"{host}:{port}"
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    query = "&".join(f"{quote(name, safe='-_.')}={REDACTED if _SECRET_NAME.search(name) else quote(value, safe='-_.')}"
-                     for name, value in pairs)
+    query = "&".join(
+        f"{quote(name, safe='-_.')}={REDACTED if _SECRET_NAME.search(name) else quote(value, safe='-_.')}"
+        for name, value in pairs
+    )
     # built by hand: urlunsplit drops the "//" of an empty host (sqlite:///mlflow.db would lose a slash)
     return f"{parts.scheme}://{host}{parts.path}" + (f"?{query}" if query else "")
 

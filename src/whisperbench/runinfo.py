@@ -117,12 +117,19 @@ class RunInfo:
         # threads change how fast a run goes, not what it is: another thread count resumes the run
         # runs stored before word timing existed had it off
         decoding = {"word_timestamps": False} | {k: v for k, v in self.decoding.items() if k != "threads"}
-        return {"adapter": self.adapter, "model": self.model, "normalizer": self.normalizer, "decoding": decoding,
-                "long_form": long_form, "dataset_source": self.dataset.source}
+        return {
+            "adapter": self.adapter,
+            "model": self.model,
+            "normalizer": self.normalizer,
+            "decoding": decoding,
+            "long_form": long_form,
+            "dataset_source": self.dataset.source,
+        }
 
 
-def identity_differences(stored: RunInfo, requested: RunInfo, other: str = "the stored run",
-                         keys: Optional[tuple[str, ...]] = None) -> list[str]:
+def identity_differences(
+    stored: RunInfo, requested: RunInfo, other: str = "the stored run", keys: Optional[tuple[str, ...]] = None
+) -> list[str]:
     """What differs between two runs' identities, one setting each, with both values (what a refused resume says;
     ``other`` names ``stored``; ``keys``: only these parts of the identity).
 
@@ -136,8 +143,11 @@ def identity_differences(stored: RunInfo, requested: RunInfo, other: str = "the 
     """
     parts = lambda info: {k: v for k, v in info.identity().items() if keys is None or k in keys}  # noqa: E731
     before, now = _flat(parts(stored)), _flat(parts(requested))
-    return [f"{key}: {now.get(key)!r} ({other}: {before.get(key)!r})"
-            for key in list(now) + [k for k in before if k not in now] if now.get(key) != before.get(key)]
+    return [
+        f"{key}: {now.get(key)!r} ({other}: {before.get(key)!r})"
+        for key in list(now) + [k for k in before if k not in now]
+        if now.get(key) != before.get(key)
+    ]
 
 
 def _flat(data: dict, prefix: str = "") -> dict[str, Any]:

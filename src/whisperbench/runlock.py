@@ -62,8 +62,11 @@ class RunLock:
         except Timeout:
             return self._take_over()
         if owner is not None and not owner_alive(owner):
-            logger.warning("run %s: took over its lock from %s, which stopped without releasing it",
-                           self.path, describe_owner(owner))
+            logger.warning(
+                "run %s: took over its lock from %s, which stopped without releasing it",
+                self.path,
+                describe_owner(owner),
+            )
         return lock
 
     def _take_over(self) -> Any:
@@ -80,14 +83,20 @@ class RunLock:
                 return lock
             except Timeout:
                 if owner is None or owner_alive(owner):
-                    raise RunStoreError(f"run {self.path} is being written by {describe_owner(owner)}: one writer per "
-                                        "run; wait for it to finish or pass --name for another run") from None
+                    raise RunStoreError(
+                        f"run {self.path} is being written by {describe_owner(owner)}: one writer per "
+                        "run; wait for it to finish or pass --name for another run"
+                    ) from None
             (self.path / LOCK).unlink(missing_ok=True)  # the holder keeps a lock on a file no writer opens again
             lock = FileLock(str(self.path / LOCK), timeout=0)
             lock.acquire()
             write_json_atomic(self.path / OWNER, this_process())  # before the next one may decide
-            logger.warning("run %s: took over its lock from %s, which is no longer running (a process it left "
-                           "behind still held the lock)", self.path, describe_owner(owner))
+            logger.warning(
+                "run %s: took over its lock from %s, which is no longer running (a process it left "
+                "behind still held the lock)",
+                self.path,
+                describe_owner(owner),
+            )
             return lock
 
     def owner(self) -> Optional[dict]:
@@ -103,8 +112,12 @@ def this_process() -> dict:
     """The lock owner's record: pid, host, since when, and the process's start time (a pid can be reused)."""
     import psutil
 
-    return {"pid": os.getpid(), "host": socket.gethostname(), "started": psutil.Process().create_time(),
-            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": psutil.Process().create_time(),
+        "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def owner_alive(owner: dict) -> bool:
@@ -118,7 +131,8 @@ def owner_alive(owner: dict) -> bool:
         process = psutil.Process(int(owner["pid"]))
         started = owner.get("started")
         return process.status() != psutil.STATUS_ZOMBIE and (
-            started is None or abs(process.create_time() - float(started)) < 1.0)
+            started is None or abs(process.create_time() - float(started)) < 1.0
+        )
     except (psutil.NoSuchProcess, KeyError, TypeError, ValueError):
         return False
     except psutil.AccessDenied:

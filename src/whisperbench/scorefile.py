@@ -1,7 +1,8 @@
 """A run's score table on disk: one Arrow IPC file per normalizer beside predictions.jsonl, read memory-mapped.
 
 The file records the table version, the normalizer, the per-example metrics it holds and a stamp of
-predictions.jsonl (size and modification time); a file that disagrees with any of them is stale and read as absent, so the caller rebuilds it from the predictions
+predictions.jsonl (size and modification time); a file that disagrees with any of them is stale and read as absent,
+so the caller rebuilds it from the predictions
 (the durable record). Writing is atomic, and a folder that cannot be written keeps no table.
 """
 
@@ -30,8 +31,12 @@ def read_table(path: Path, normalizer: str, stamp: str) -> Optional[Any]:
         logger.warning("score table %s unreadable (%s): rebuilding it", path, exc)
         return None
     meta = table.schema.metadata or {}
-    wanted = {b"version": TABLE_VERSION.encode(), b"normalizer": normalizer.encode(), b"predictions": stamp.encode(),
-              b"metrics": metrics_key().encode()}
+    wanted = {
+        b"version": TABLE_VERSION.encode(),
+        b"normalizer": normalizer.encode(),
+        b"predictions": stamp.encode(),
+        b"metrics": metrics_key().encode(),
+    }
     if any(meta.get(key, b"" if key == b"metrics" else None) != value for key, value in wanted.items()):
         logger.info("score table %s is stale: rebuilding it from the predictions", path)
         return None
@@ -43,8 +48,9 @@ def write_table(path: Path, table: Any, normalizer: str, stamp: str) -> None:
     cannot be written keeps no table (a warning: it is rebuilt next time)."""
     import pyarrow as pa
 
-    table = table.replace_schema_metadata({"version": TABLE_VERSION, "normalizer": normalizer, "predictions": stamp,
-                                           "metrics": metrics_key()})
+    table = table.replace_schema_metadata(
+        {"version": TABLE_VERSION, "normalizer": normalizer, "predictions": stamp, "metrics": metrics_key()}
+    )
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:

@@ -200,8 +200,10 @@ class RunStore:
         try:
             lock = RunLock(self.path).acquire()
         except RunStoreError:
-            raise RunStoreError(f"run {self.name} is being written by {describe_owner(self.owner())}: not "
-                                "removed; stop it first (Ctrl-C) or wait for it to finish") from None
+            raise RunStoreError(
+                f"run {self.name} is being written by {describe_owner(self.owner())}: not "
+                "removed; stop it first (Ctrl-C) or wait for it to finish"
+            ) from None
         try:
             shutil.rmtree(self.path)
         finally:
@@ -216,9 +218,6 @@ class RunStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self._cut_partial_line()
         return PredictionWriter(self.predictions_path)
-
-
-
 
 
 #: ``predictions.jsonl`` is made durable (fsync) after this many lines or seconds, and when the writer closes
@@ -354,7 +353,6 @@ class StoredRun:
         """The normalizer the run was scored with (run.json)."""
         return self.meta.normalizer
 
-
     @property
     def coverage(self) -> "Coverage":
         """How far the run got: its status and how many of its dataset's examples it stored and finished."""
@@ -418,10 +416,15 @@ def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]
         return f"both read the predictions file {pa.resolve()}"
     if reference.meta.run_id and reference.meta.run_id == candidate.meta.run_id:
         return f"both carry run id {reference.meta.run_id} (a copied run folder?): {a} and {b}"
-    if reference.meta.identity() == candidate.meta.identity() and _same_size(pa, pb) and \
-            reference.predictions_digest() == candidate.predictions_digest() != "":
-        return (f"{a} and {b} hold byte-identical predictions from the same model and settings "
-                f"({reference.meta.adapter} {reference.meta.model})")
+    if (
+        reference.meta.identity() == candidate.meta.identity()
+        and _same_size(pa, pb)
+        and reference.predictions_digest() == candidate.predictions_digest() != ""
+    ):
+        return (
+            f"{a} and {b} hold byte-identical predictions from the same model and settings "
+            f"({reference.meta.adapter} {reference.meta.model})"
+        )
     return None
 
 
@@ -437,8 +440,9 @@ def open_run(run: str, runs_dir: str | Path = "runs") -> StoredRun:
         store = RunStore(path)
         if store.exists():
             return _stored_run(store)
-    raise RunStoreError(f"run {run!r} not found (looked in {', '.join(str(c) for c in candidates)})"
-                        + _nearby(run, Path(runs_dir)))
+    raise RunStoreError(
+        f"run {run!r} not found (looked in {', '.join(str(c) for c in candidates)})" + _nearby(run, Path(runs_dir))
+    )
 
 
 def _stored_run(store: RunStore) -> StoredRun:
@@ -483,8 +487,11 @@ def run_folders(runs_dir: str | Path) -> list[RunStore]:
     root = Path(runs_dir)
     if not root.is_dir():
         return []
-    return [RunStore(c) for c in sorted(root.iterdir())
-            if c.is_dir() and ((c / RUN_JSON).exists() or (c / PREDICTIONS).exists())]
+    return [
+        RunStore(c)
+        for c in sorted(root.iterdir())
+        if c.is_dir() and ((c / RUN_JSON).exists() or (c / PREDICTIONS).exists())
+    ]
 
 
 def read_run(store: RunStore) -> StoredRun:
@@ -501,8 +508,9 @@ def find_run(run: str, runs_dir: str | Path = "runs") -> RunStore:
             continue
         if path.is_dir() and ((path / RUN_JSON).exists() or (path / PREDICTIONS).exists()):
             return RunStore(path)
-    raise RunStoreError(f"run {run!r} not found (looked in {Path(runs_dir) / run} and {Path(run)})"
-                        + _nearby(run, Path(runs_dir)))
+    raise RunStoreError(
+        f"run {run!r} not found (looked in {Path(runs_dir) / run} and {Path(run)})" + _nearby(run, Path(runs_dir))
+    )
 
 
 def list_runs(runs_dir: str | Path) -> list[StoredRun]:

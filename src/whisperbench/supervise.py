@@ -32,8 +32,10 @@ from .machine import peak_rss_mb
 _LOG_TAIL_LINES = 6
 # Python stack lines (a fault handler's dump under PYTHONFAULTHANDLER=1, a traceback's frames): left out of the
 # excerpt, where they would push out the native message (a GGML_ASSERT) or the exception's own line
-_FAULT_DUMP = re.compile(r'(Fatal Python error|Current thread 0x|Thread 0x|File "|Extension modules:|<no Python frame>'
-                         r'|Python runtime state:|Stack \(most recent call first\))')
+_FAULT_DUMP = re.compile(
+    r'(Fatal Python error|Current thread 0x|Thread 0x|File "|Extension modules:|<no Python frame>'
+    r"|Python runtime state:|Stack \(most recent call first\))"
+)
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_CHECK_S = 0.5  # how often a child looks whether its parent is still there
 
@@ -53,8 +55,7 @@ def die_with_parent(parent_pid: int, by_signal: bool = True) -> None:
             pass
     if os.getppid() != parent_pid:  # it died before the signal was asked for
         os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), name="whisperbench-parent-watch",
-                     daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="whisperbench-parent-watch", daemon=True).start()
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -94,8 +95,9 @@ def _exit_reason(code: Optional[int]) -> str:
 class ChildProcess:
     """One child process holding ``factory(config)``; ``call(method, *args)`` runs a method there."""
 
-    def __init__(self, factory: str, config: Any, log_path: Path, label: str = "worker",
-                 load_timeout_s: Optional[float] = None):
+    def __init__(
+        self, factory: str, config: Any, log_path: Path, label: str = "worker", load_timeout_s: Optional[float] = None
+    ):
         self.label, self.log_path, self.peak_rss_mb = label, log_path, 0.0
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
@@ -103,9 +105,18 @@ class ChildProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()}, {factory!r}, "
-                                       f"{os.getpid()}, {started_from_main_thread()})"],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+                [
+                    sys.executable,
+                    "-c",
+                    f"from {__name__} import serve; serve({theirs.fileno()}, {factory!r}, "
+                    f"{os.getpid()}, {started_from_main_thread()})",
+                ],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
         theirs.close()
         self.conn = Connection(ours.detach())
         try:
@@ -125,16 +136,20 @@ class ChildProcess:
             if timeout_s is not None and not self.conn.poll(timeout_s):
                 self.process.kill()
                 self.process.wait()
-                raise WorkerTimeout(f"{self.label} (pid {self.process.pid}) gave no answer to {request[0]!r} within "
-                                    f"{timeout_s:g} s and was killed{self._log_tail(log_start)}")
+                raise WorkerTimeout(
+                    f"{self.label} (pid {self.process.pid}) gave no answer to {request[0]!r} within "
+                    f"{timeout_s:g} s and was killed{self._log_tail(log_start)}"
+                )
             reply = self.conn.recv()
         except (EOFError, OSError):
             try:
                 code: Optional[int] = self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 code = None
-            raise WorkerCrashed(f"{self.label} (pid {self.process.pid}) {_exit_reason(code)} "
-                                f"during {request[0]!r}{self._log_tail(log_start)}") from None
+            raise WorkerCrashed(
+                f"{self.label} (pid {self.process.pid}) {_exit_reason(code)} "
+                f"during {request[0]!r}{self._log_tail(log_start)}"
+            ) from None
         self.peak_rss_mb = max(self.peak_rss_mb, reply["peak_rss_mb"])
         if "error" in reply:
             raise RemoteError(reply["error"])

@@ -209,10 +209,15 @@ class ExampleScore:
     def to_fields(self) -> dict[str, Any]:
         """The flat fields a ``predictions.jsonl`` line stores (``scored_with`` names the normalizer)."""
         chars = self.chars
-        return {"reference_norm": self.reference_norm, "hypothesis_norm": self.hypothesis_norm, "wer": self.wer,
-                **dataclasses.asdict(self.words), "cer": self.cer,
-                **{f"char_{k}": (getattr(chars, k) if chars else None) for k in _COUNT_NAMES},
-                "scored_with": self.normalizer}
+        return {
+            "reference_norm": self.reference_norm,
+            "hypothesis_norm": self.hypothesis_norm,
+            "wer": self.wer,
+            **dataclasses.asdict(self.words),
+            "cer": self.cer,
+            **{f"char_{k}": (getattr(chars, k) if chars else None) for k in _COUNT_NAMES},
+            "scored_with": self.normalizer,
+        }
 
     @classmethod
     def from_fields(cls, data: dict[str, Any], normalizer: Optional[str]) -> Optional["ExampleScore"]:
@@ -229,8 +234,17 @@ class ExampleScore:
 
 _COUNT_NAMES = ("hits", "substitutions", "deletions", "insertions")
 #: a stored line's score fields (:meth:`ExampleScore.to_fields`), apart from the raw output's
-SCORE_FIELDS = frozenset(("reference_norm", "hypothesis_norm", "wer", "cer", "scored_with", *_COUNT_NAMES,
-                          *(f"char_{k}" for k in _COUNT_NAMES)))
+SCORE_FIELDS = frozenset(
+    (
+        "reference_norm",
+        "hypothesis_norm",
+        "wer",
+        "cer",
+        "scored_with",
+        *_COUNT_NAMES,
+        *(f"char_{k}" for k in _COUNT_NAMES),
+    )
+)
 
 
 @dataclass
@@ -319,8 +333,14 @@ class Prediction:
                 extra[f"reference_{key}"] = value  # (a "words" column of plain strings is someone else's data)
         if isinstance(example.extra.get("formatted"), (bool, str)):  # the manifest says whether the text is formatted
             extra["formatted"] = example.extra["formatted"]
-        return cls(id=example.id, reference=storable_text(example.text), hypothesis="", audio_s=example.duration_s or 0.0,
-                   language=example.language, extra=extra)
+        return cls(
+            id=example.id,
+            reference=storable_text(example.text),
+            hypothesis="",
+            audio_s=example.duration_s or 0.0,
+            language=example.language,
+            extra=extra,
+        )
 
     @classmethod
     def failed(cls, example: Example, error: str) -> "Prediction":

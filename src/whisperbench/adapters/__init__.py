@@ -11,8 +11,19 @@ from .base import Adapter, DecodingOptions
 
 __all__ = ["Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]
 
-_BUILTIN_MODULES = ("recorded", "openai_whisper", "faster_whisper", "transformers", "openai_api", "whisper_cpp", "mlx", "jax",
-                    "ane_torch", "coreml", "whisperkit")
+_BUILTIN_MODULES = (
+    "recorded",
+    "openai_whisper",
+    "faster_whisper",
+    "transformers",
+    "openai_api",
+    "whisper_cpp",
+    "mlx",
+    "jax",
+    "ane_torch",
+    "coreml",
+    "whisperkit",
+)
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False
 
@@ -56,5 +67,6 @@ def get_adapter(name: str) -> type[Adapter]:
         if not (isinstance(cls, type) and issubclass(cls, Adapter)):
             raise WhisperbenchError(f"adapter {name!r} is not a whisperbench Adapter subclass")
         return cls
-    raise WhisperbenchError(f"unknown adapter {name!r}; known adapters: {', '.join(sorted(table))} "
-                            "(or package.module:Class)")
+    raise WhisperbenchError(
+        f"unknown adapter {name!r}; known adapters: {', '.join(sorted(table))} (or package.module:Class)"
+    )

@@ -40,12 +40,21 @@ class AnePyTorchAdapter(Adapter):
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
     no_word_timing = "the ANE-layout model returns no cross-attention weights to align words with"
-    options = {"dtype": Option("float32", "torch dtype of the ANE-layout model"), "device": Option("cpu", "torch device"),
-               "compression": Option("", "run the weights of this compressed Core ML export (palettized per tensor "
-                                         "pal8/6/4/2, per 16 or 32 output channels pal8g16/pal6g16/pal4g16/pal4g32, "
-                                         "linear lin8), expanded as Core ML expands them", ("",) + tuple(COMPRESSIONS))}
-    variants = {**{name: {"dtype": name} for name in ("float32", "float16")},
-                **{f"coreml-{name}": {"compression": name} for name in COMPRESSIONS}}
+    options = {
+        "dtype": Option("float32", "torch dtype of the ANE-layout model"),
+        "device": Option("cpu", "torch device"),
+        "compression": Option(
+            "",
+            "run the weights of this compressed Core ML export (palettized per tensor "
+            "pal8/6/4/2, per 16 or 32 output channels pal8g16/pal6g16/pal4g16/pal4g32, "
+            "linear lin8), expanded as Core ML expands them",
+            ("",) + tuple(COMPRESSIONS),
+        ),
+    }
+    variants = {
+        **{name: {"dtype": name} for name in ("float32", "float16")},
+        **{f"coreml-{name}": {"compression": name} for name in COMPRESSIONS},
+    }
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
@@ -53,7 +62,9 @@ class AnePyTorchAdapter(Adapter):
 
         check_options(self.decoding, self.name)
         if self.settings["dtype"] not in DTYPES:
-            raise OptionError(f"adapter {self.name}: dtype {self.settings['dtype']!r} is not one of {', '.join(DTYPES)}")
+            raise OptionError(
+                f"adapter {self.name}: dtype {self.settings['dtype']!r} is not one of {', '.join(DTYPES)}"
+            )
 
     def load(self) -> None:
         import torch
@@ -69,8 +80,9 @@ class AnePyTorchAdapter(Adapter):
         if self.settings["compression"]:
             self._load_compressed(model)
         step_model = TorchStepModel(model, self.settings["dtype"], self.settings["device"])
-        self.decoder = GreedyDecoder(step_model, language=self.decoding.language_for(multilingual),
-                                     task=self.decoding.task)
+        self.decoder = GreedyDecoder(
+            step_model, language=self.decoding.language_for(multilingual), task=self.decoding.task
+        )
 
     def _load_compressed(self, model) -> None:
         """Put the weights of the compressed Core ML export into ``model``, expanded as Core ML expands them,
@@ -94,11 +106,13 @@ class AnePyTorchAdapter(Adapter):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the runner passes the decoded clip
         timestamps = not self.decoding.timestamps_off(long_form)
-        result = self.decoder.transcribe(audio, timestamps=timestamps,
-                                         language=self.decoding.language_for(True, example))
+        result = self.decoder.transcribe(
+            audio, timestamps=timestamps, language=self.decoding.language_for(True, example)
+        )
         if timestamps:  # a window of the harness's long-form strategies: segments and where to resume
-            return window_transcript(result.tokens, self.decoder.tokenizer, result.text, language=result.language,
-                                     timings=result.timings)
+            return window_transcript(
+                result.tokens, self.decoder.tokenizer, result.text, language=result.language, timings=result.timings
+            )
         return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
 
     def close(self) -> None:

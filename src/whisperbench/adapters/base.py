@@ -115,14 +115,20 @@ class DecodingOptions:
             return example.language if example is not None else None
         return self.language
 
-    def whisper_transcribe_kwargs(self, multilingual: bool, long_form: bool,
-                                  example: Optional[Example] = None) -> dict[str, Any]:
+    def whisper_transcribe_kwargs(
+        self, multilingual: bool, long_form: bool, example: Optional[Example] = None
+    ) -> dict[str, Any]:
         """Keyword arguments of openai-whisper's ``transcribe`` (also taken by mlx-whisper's)."""
         return dict(
-            language=self.language_for(multilingual, example), task=self.task, temperature=self.temperatures(),
-            condition_on_previous_text=self.condition_on_previous_text, initial_prompt=self.initial_prompt,
-            without_timestamps=self.timestamps_off(long_form), no_speech_threshold=self.no_speech_threshold,
-            logprob_threshold=self.logprob_threshold, compression_ratio_threshold=self.compression_ratio_threshold,
+            language=self.language_for(multilingual, example),
+            task=self.task,
+            temperature=self.temperatures(),
+            condition_on_previous_text=self.condition_on_previous_text,
+            initial_prompt=self.initial_prompt,
+            without_timestamps=self.timestamps_off(long_form),
+            no_speech_threshold=self.no_speech_threshold,
+            logprob_threshold=self.logprob_threshold,
+            compression_ratio_threshold=self.compression_ratio_threshold,
             word_timestamps=False,  # words are aligned after decoding (adapters/word_timing.py), never inside the loop
         )
 
@@ -182,13 +188,21 @@ def transcript_from_whisper_result(result: dict, long_form: bool = False, word_t
     None. Long-form: the seams of its decoding windows, from the segments' ``seek`` (the window's start in 10 ms mel
     frames), over the segments with text."""
     segments = [Segment(float(s["start"]), float(s["end"]), s["text"]) for s in result["segments"]]
-    words = [Word(w["word"].strip(), float(w["start"]), float(w["end"]))
-             for s in result["segments"] for w in s.get("words") or []] if word_timing else None
+    words = (
+        [
+            Word(w["word"].strip(), float(w["start"]), float(w["end"]))
+            for s in result["segments"]
+            for w in s.get("words") or []
+        ]
+        if word_timing
+        else None
+    )
     seeks = [s["seek"] for s in result["segments"] if "seek" in s and s["text"].strip()]
     known = long_form and all("seek" in s for s in result["segments"])
     extra = seam_extra(seams_from_seeks(seeks), SEAMS_FROM_DECODER) if known else {}
-    return Transcript(text=result["text"].strip(), segments=segments, language=result.get("language"), words=words,
-                      extra=extra)
+    return Transcript(
+        text=result["text"].strip(), segments=segments, language=result.get("language"), words=words, extra=extra
+    )
 
 
 def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) -> Transcript:
@@ -312,9 +326,12 @@ class Adapter(ABC):
         from ..models import describe_source
         from ..models.registry import loaded_weights
 
-        info: dict[str, Any] = {"settings": self.settings, "versions": package_versions(self.distributions),
-                                "long_form_algorithm": self.long_form_algorithm,
-                                "long_form_seams": self.native_seams or "not told (30 s marks)"}
+        info: dict[str, Any] = {
+            "settings": self.settings,
+            "versions": package_versions(self.distributions),
+            "long_form_algorithm": self.long_form_algorithm,
+            "long_form_seams": self.native_seams or "not told (30 s marks)",
+        }
         if self.decoding.word_timestamps:
             info["word_timing"] = self.word_timing
         if self.uses_weights:
@@ -332,8 +349,9 @@ class Adapter(ABC):
         """
         return 1
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
-                         timestamps: bool = False) -> list[Transcript]:
+    def transcribe_batch(
+        self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
+    ) -> list[Transcript]:
         """Transcribe up to ``batch_size`` audios of <= 30 s each, in order; text only.
 
         ``timestamps=False``: short-form decoding. ``timestamps=True``: decode with timestamp tokens,
@@ -353,8 +371,10 @@ class Adapter(ABC):
         if not self.decoding.word_timestamps:
             return
         if self.word_timing is None:
-            raise OptionError(f"word timing refused: adapter {self.name} cannot give word times "
-                              f"({self.no_word_timing}); run it without --word-timestamps")
+            raise OptionError(
+                f"word timing refused: adapter {self.name} cannot give word times "
+                f"({self.no_word_timing}); run it without --word-timestamps"
+            )
         if not self.uses_weights:
             return
         from ..models.registry import heads_problem

@@ -32,6 +32,7 @@ from .options import Option
 
 NOT_MACOS = "Core ML runs only on macOS (no Core ML runtime on {platform}); the export works everywhere"
 
+
 @register
 class CoreMLAdapter(Adapter):
     """Core ML packages of the ANE-layout Whisper, run through coremltools on macOS (exported everywhere)."""
@@ -44,12 +45,17 @@ class CoreMLAdapter(Adapter):
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's 30 s windows"
     no_word_timing = "the Core ML packages export no cross-attention weights to align words with"
-    options = {"compute_units": Option("CPU_AND_NE", "Core ML compute units"),
-               "precision": Option("float16", "precision of the exported ML Programs, or a compression of the float16 "
-                                              "export (pal8, pal6, pal4, pal2: palettized per tensor; pal8g16, "
-                                              "pal6g16, pal4g16, pal4g32: per 16/32 output channels, macOS 15; "
-                                              "lin8: 8-bit linear)",
-                                   VARIANTS + tuple(COMPRESSIONS))}
+    options = {
+        "compute_units": Option("CPU_AND_NE", "Core ML compute units"),
+        "precision": Option(
+            "float16",
+            "precision of the exported ML Programs, or a compression of the float16 "
+            "export (pal8, pal6, pal4, pal2: palettized per tensor; pal8g16, "
+            "pal6g16, pal4g16, pal4g32: per 16/32 output channels, macOS 15; "
+            "lin8: 8-bit linear)",
+            VARIANTS + tuple(COMPRESSIONS),
+        ),
+    }
     variants = {name: {"precision": name} for name in VARIANTS + tuple(COMPRESSIONS)}
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
@@ -59,8 +65,10 @@ class CoreMLAdapter(Adapter):
 
         check_options(self.decoding, self.name)
         if self.settings["compute_units"] not in COMPUTE_UNITS:
-            raise OptionError(f"adapter coreml: compute_units {self.settings['compute_units']!r} is not one of "
-                              f"{', '.join(COMPUTE_UNITS)}")
+            raise OptionError(
+                f"adapter coreml: compute_units {self.settings['compute_units']!r} is not one of "
+                f"{', '.join(COMPUTE_UNITS)}"
+            )
 
     @classmethod
     def ensure_available(cls) -> None:
@@ -78,13 +86,17 @@ class CoreMLAdapter(Adapter):
         multilingual = resolve_source(self.model).multilingual
         self.folder = self.weights_path = converted(self.model, "coreml", self.settings["precision"])
         self.step_model = CoreMLStepModel(self.folder, self.settings["compute_units"])
-        self.decoder = GreedyDecoder(self.step_model, language=self.decoding.language_for(multilingual),
-                                     task=self.decoding.task)
+        self.decoder = GreedyDecoder(
+            self.step_model, language=self.decoding.language_for(multilingual), task=self.decoding.task
+        )
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the runner passes the decoded clip
-        result = self.decoder.transcribe(audio, timestamps=not self.decoding.timestamps_off(long_form),
-                                         language=self.decoding.language_for(True, example))
+        result = self.decoder.transcribe(
+            audio,
+            timestamps=not self.decoding.timestamps_off(long_form),
+            language=self.decoding.language_for(True, example),
+        )
         return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
 
     def describe(self) -> dict:

@@ -30,7 +30,6 @@ CPU here (``jax[cpu]``); the same code runs on a GPU or TPU with ``jax[cuda12]``
 from __future__ import annotations
 
 import os
-import time
 from types import SimpleNamespace
 from typing import Any, Optional
 
@@ -83,17 +82,22 @@ def _limit_xla_threads(threads: int) -> None:
 @register
 class JaxAdapter(Adapter):
     """Flax Whisper as Whisper JAX runs it: jit-compiled, batched greedy decoding on the same weights."""
+
     name = "jax"
-    description = "Flax Whisper (transformers' FlaxWhisperForConditionalGeneration, as Whisper JAX), jit-compiled batched greedy"
+    description = (
+        "Flax Whisper (transformers' FlaxWhisperForConditionalGeneration, as Whisper JAX), jit-compiled batched greedy"
+    )
     requires = ("jax", "flax", "transformers")
     extra = "jax"
     distributions = ("jax", "jaxlib", "flax", "transformers")
     native_long_form = False
     long_form_algorithm = "none of its own: the harness's chunked strategy (Whisper JAX's batched 30 s windows)"
     no_word_timing = "the Flax model's jit-compiled batched greedy loop keeps no cross-attention to align words with"
-    options = {"batch_size": Option(8, "clips per compiled batch"),
-               "dtype": Option("float32", "Flax compute dtype"),
-               "max_new_tokens": Option(224, "decode length of the compiled loop")}
+    options = {
+        "batch_size": Option(8, "clips per compiled batch"),
+        "dtype": Option("float32", "Flax compute dtype"),
+        "max_new_tokens": Option(224, "decode length of the compiled loop"),
+    }
     variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
 
     @classmethod
@@ -115,7 +119,8 @@ class JaxAdapter(Adapter):
         if self.settings["dtype"] not in DTYPES:
             raise OptionError(f"adapter jax: dtype {self.settings['dtype']!r} is not one of {', '.join(DTYPES)}")
         refused = {
-            "beam_size": d.beam_size != 1, "temperature": d.temperature != 0.0 or d.temperature_fallback,
+            "beam_size": d.beam_size != 1,
+            "temperature": d.temperature != 0.0 or d.temperature_fallback,
             "no_speech_threshold": d.no_speech_threshold is not None,
             "logprob_threshold": d.logprob_threshold is not None,
             "compression_ratio_threshold": d.compression_ratio_threshold is not None,
@@ -149,27 +154,37 @@ class JaxAdapter(Adapter):
         self.weights_path = converted(self.model, "flax")
         folder = str(self.weights_path)
         self.net, params = FlaxWhisperForConditionalGeneration.from_pretrained(
-            folder, _do_init=False, dtype=getattr(jnp, self.settings["dtype"]), local_files_only=True)
+            folder, _do_init=False, dtype=getattr(jnp, self.settings["dtype"]), local_files_only=True
+        )
         self.params = jax.device_put(params)
         self.tokenizer = WhisperTokenizerFast.from_pretrained(folder, local_files_only=True)
         self.mel_filters = np.asarray(WhisperFeatureExtractor.from_pretrained(folder).mel_filters, dtype=np.float64).T
-        self.builder = ProgramBuilder(self.net, self.tokenizer, self.decoding, self.model, self.multilingual,
-                                      self._batch_size, self.max_new_tokens)
+        self.builder = ProgramBuilder(
+            self.net,
+            self.tokenizer,
+            self.decoding,
+            self.model,
+            self.multilingual,
+            self._batch_size,
+            self.max_new_tokens,
+        )
         self.eot, self.timestamp_begin = self.builder.eot, self.builder.timestamp_begin
         for timestamps in (False, True):
             program, seconds = self.builder.compile(self.params, timestamps)
             self._programs[timestamps], self.compile_s[program.key] = program, seconds
 
-
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         if long_form:
-            raise NotImplementedError("adapter jax has no long-form algorithm of its own: long-form datasets go "
-                                      "through the harness's chunked strategy (30 s windows, batched)")
+            raise NotImplementedError(
+                "adapter jax has no long-form algorithm of its own: long-form datasets go "
+                "through the harness's chunked strategy (30 s windows, batched)"
+            )
         assert audio is not None  # needs_audio: the runner passes the decoded clip
         return self.transcribe_batch([audio], [example])[0]
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
-                         timestamps: bool = False) -> list[Transcript]:
+    def transcribe_batch(
+        self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
+    ) -> list[Transcript]:
         """Greedy transcripts of clips <= 30 s, ``batch_size`` at a time through one compiled program.
 
         ``timestamps=True`` (the harness's long-form windows) decodes with openai-whisper's timestamp
@@ -177,8 +192,10 @@ class JaxAdapter(Adapter):
         """
         for audio, example in zip(audios, examples):
             if len(audio) > N_SAMPLES + HOP_LENGTH:
-                raise ValueError(f"example {example.id}: {len(audio) / SAMPLE_RATE:.1f} s is longer than one 30 s "
-                                 "window; the jax adapter takes long-form audio through the harness's chunked strategy")
+                raise ValueError(
+                    f"example {example.id}: {len(audio) / SAMPLE_RATE:.1f} s is longer than one 30 s "
+                    "window; the jax adapter takes long-form audio through the harness's chunked strategy"
+                )
         program = self._programs[timestamps]
         transcripts: list[Transcript] = []
         for first in range(0, len(audios), self._batch_size):
@@ -186,8 +203,9 @@ class JaxAdapter(Adapter):
             transcripts += self._run_batch(program, audios[part], examples[part], timestamps)
         return transcripts
 
-    def _run_batch(self, program: Program, audios: list[np.ndarray], examples: list[Example],
-                   timestamps: bool) -> list[Transcript]:
+    def _run_batch(
+        self, program: Program, audios: list[np.ndarray], examples: list[Example], timestamps: bool
+    ) -> list[Transcript]:
         features = np.stack([log_mel_like_openai_whisper(audio, self.mel_filters) for audio in audios])
         fill = self._batch_size - len(audios)  # copies of the last clip: they finish when it does
         features = np.concatenate([features, np.repeat(features[-1:], fill, axis=0)]) if fill else features
@@ -199,15 +217,17 @@ class JaxAdapter(Adapter):
                     prompts[row, program.language_index] = self.builder.language_token(language)
         sequences, prompts = program.compiled(self.params, features, prompts)
         sequences, prompts = np.asarray(sequences), np.asarray(prompts)
-        return [self._transcript(sequences[i, len(program.prompt):].tolist(), prompts[i], program, timestamps)
-                for i in range(len(audios))]
+        return [
+            self._transcript(sequences[i, len(program.prompt) :].tolist(), prompts[i], program, timestamps)
+            for i in range(len(audios))
+        ]
 
     def _transcript(self, tokens: list[int], prompt: np.ndarray, program: Program, timestamps: bool) -> Transcript:
         """The sampled tokens up to EOT, decoded as openai-whisper does (timestamp tokens left out of the text).
 
         With timestamps, segments and ``resume_s`` come from the tokens as for openai-whisper's windows.
         """
-        tokens = tokens[:tokens.index(self.eot)] if self.eot in tokens else tokens
+        tokens = tokens[: tokens.index(self.eot)] if self.eot in tokens else tokens
         text = self._decode([t for t in tokens if t < self.timestamp_begin])
         language = "en"
         if program.language_index is not None:
@@ -221,23 +241,32 @@ class JaxAdapter(Adapter):
         return self.tokenizer.decode(tokens, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info.update(
-            batch_size=self._batch_size, dtype=self.settings["dtype"], max_new_tokens=self.max_new_tokens,
-            compile_s=dict(self.compile_s), compile_s_total=round(sum(self.compile_s.values()), 3),
-            features="openai-whisper log-mel (audio padded with 30 s of zeros, log-mel zero-padded to 3000 frames)",
-            xla_flags=os.environ.get("XLA_FLAGS", ""),
-        )
-        if hasattr(self, "net"):
-            import jax
-
-            info.update(programs={p.key: {"max_length": p.max_length, "prompt_tokens": p.prompt.tolist()}
-                                  for p in self._programs.values()},
-                        jax_backend=jax.default_backend(), devices=[str(d) for d in jax.devices()])
-        return info
+        return _describe(self, super().describe())
 
     def close(self) -> None:
         self._programs.clear()
         for name in ("params", "net"):
             if hasattr(self, name):
                 delattr(self, name)
+
+
+def _describe(a: "JaxAdapter", info: dict[str, Any]) -> dict[str, Any]:
+    """run.json's ``adapter_info`` of a JAX run: batch size, dtype, compile times per program, the features, XLA's
+    flags, and once loaded the compiled programs, JAX's backend and devices."""
+    info.update(
+        batch_size=a._batch_size,
+        dtype=a.settings["dtype"],
+        max_new_tokens=a.max_new_tokens,
+        compile_s=dict(a.compile_s),
+        compile_s_total=round(sum(a.compile_s.values()), 3),
+        features="openai-whisper log-mel (audio padded with 30 s of zeros, log-mel zero-padded to 3000 frames)",
+        xla_flags=os.environ.get("XLA_FLAGS", ""),
+    )
+    if hasattr(a, "net"):
+        import jax
+
+        programs = {
+            p.key: {"max_length": p.max_length, "prompt_tokens": p.prompt.tolist()} for p in a._programs.values()
+        }
+        info.update(programs=programs, jax_backend=jax.default_backend(), devices=[str(d) for d in jax.devices()])
+    return info

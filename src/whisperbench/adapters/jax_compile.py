@@ -21,8 +21,15 @@ from .base import FROM_DATASET, DecodingOptions
 
 N_FRAMES = 3000  # log-mel frames in a 30 s window
 #: special tokens openai-whisper suppresses besides the generation config's own list
-SPECIAL_SUPPRESSED = ("<|transcribe|>", "<|translate|>", "<|startoftranscript|>", "<|startofprev|>",
-                      "<|startoflm|>", "<|nospeech|>", "<|nocaptions|>")
+SPECIAL_SUPPRESSED = (
+    "<|transcribe|>",
+    "<|translate|>",
+    "<|startoftranscript|>",
+    "<|startofprev|>",
+    "<|startoflm|>",
+    "<|nospeech|>",
+    "<|nocaptions|>",
+)
 
 
 @dataclass
@@ -96,7 +103,7 @@ class ProgramBuilder:
         prefix: list[int] = []
         if d.initial_prompt:
             prompt_ids = self.tokenizer.encode(" " + d.initial_prompt.strip(), add_special_tokens=False)
-            prefix = [self.token("<|startofprev|>")] + prompt_ids[-(self.net.config.max_target_positions // 2 - 1):]
+            prefix = [self.token("<|startofprev|>")] + prompt_ids[-(self.net.config.max_target_positions // 2 - 1) :]
         tokens = [self.token("<|startoftranscript|>")]
         language_index = None
         if self.multilingual:
@@ -115,8 +122,15 @@ class ProgramBuilder:
         vocab = self.tokenizer.get_vocab()
         specials = [vocab[t] for t in SPECIAL_SUPPRESSED if t in vocab]
         config.suppress_tokens = sorted(set(config.suppress_tokens or []) | set(specials))
-        config.update(max_length=max_length, max_new_tokens=None, num_beams=1, do_sample=False,
-                      return_timestamps=False, forced_decoder_ids=None, is_multilingual=False)
+        config.update(
+            max_length=max_length,
+            max_new_tokens=None,
+            num_beams=1,
+            do_sample=False,
+            return_timestamps=False,
+            forced_decoder_ids=None,
+            is_multilingual=False,
+        )
         return config
 
     def compile(self, params: Any, timestamps: bool) -> tuple[Program, float]:
@@ -129,12 +143,16 @@ class ProgramBuilder:
         prompt, language_index = self.initial_tokens(timestamps)
         max_length = len(prompt) + self.max_new_tokens
         if max_length > (n_ctx := self.net.config.max_target_positions):
-            raise OptionError(f"adapter jax: {len(prompt)} prompt + {self.max_new_tokens} new tokens "
-                              f"exceed the decoder's {n_ctx} positions")
+            raise OptionError(
+                f"adapter jax: {len(prompt)} prompt + {self.max_new_tokens} new tokens "
+                f"exceed the decoder's {n_ctx} positions"
+            )
         net, config = self.net, self.generation_config(max_length)
         rules = FlaxLogitsProcessorList(
             [TimestampRules(len(prompt), self.timestamp_begin, self.eot, MAX_INITIAL_TIMESTAMP_INDEX)]
-            if timestamps else [])
+            if timestamps
+            else []
+        )
         detect = self.multilingual and language_index is not None and prompt[language_index] < 0
         sot = self.token("<|startoftranscript|>")
         languages = jnp.array(sorted(getattr(net.generation_config, "lang_to_id", {}).values()), dtype=jnp.int32)
@@ -145,14 +163,26 @@ class ProgramBuilder:
                 start = jnp.full((features.shape[0], 1), sot, dtype=jnp.int32)
                 logits = net.decode(start, encoded, params=params).logits[:, -1].astype(jnp.float32)
                 prompts = prompts.at[:, language_index].set(languages[jnp.argmax(logits[:, languages], axis=-1)])
-            out = net.generate(features, generation_config=config, params=params, decoder_input_ids=prompts,
-                               encoder_outputs=encoded, logits_processor=rules)
+            out = net.generate(
+                features,
+                generation_config=config,
+                params=params,
+                decoder_input_ids=prompts,
+                encoder_outputs=encoded,
+                logits_processor=rules,
+            )
             return out.sequences, prompts
 
         batch, n_mels = self.batch_size, net.config.num_mel_bins
         start = time.perf_counter()
-        compiled = jax.jit(transcribe).lower(
-            params, jax.ShapeDtypeStruct((batch, n_mels, N_FRAMES), jnp.float32),
-            jax.ShapeDtypeStruct((batch, len(prompt)), jnp.int32)).compile()
+        compiled = (
+            jax.jit(transcribe)
+            .lower(
+                params,
+                jax.ShapeDtypeStruct((batch, n_mels, N_FRAMES), jnp.float32),
+                jax.ShapeDtypeStruct((batch, len(prompt)), jnp.int32),
+            )
+            .compile()
+        )
         key = f"b{batch}_l{max_length}" + ("_timestamps" if timestamps else "")
         return Program(key, compiled, prompt, language_index, max_length), round(time.perf_counter() - start, 3)

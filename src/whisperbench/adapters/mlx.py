@@ -50,15 +50,25 @@ class MLXAdapter(Adapter):
     distributions = ("mlx-whisper", "mlx", "mlx-cpu", "mlx-metal")
     long_form_algorithm = "mlx-whisper: sequential 30 s windows, seek by timestamps (openai-whisper's loop)"
     native_seams = SEAMS_FROM_DECODER  # its segments carry openai-whisper's ``seek``
-    word_timing = ("mlx_whisper.timing.add_word_timestamps (DTW over the alignment heads) on each decoding window's "
-                   "tokens, after decoding as without word timing")
-    options = {"dtype": Option("float32", "MLX compute dtype (float16, float32)"),
-               "quantization": Option("", "q4 or q8 (mlx.nn.quantize, groups of 64); empty: none"),
-               "blas": Option("", "Linux: a system BLAS to load (openblas), in a child process")}
+    word_timing = (
+        "mlx_whisper.timing.add_word_timestamps (DTW over the alignment heads) on each decoding window's "
+        "tokens, after decoding as without word timing"
+    )
+    options = {
+        "dtype": Option("float32", "MLX compute dtype (float16, float32)"),
+        "quantization": Option("", "q4 or q8 (mlx.nn.quantize, groups of 64); empty: none"),
+        "blas": Option("", "Linux: a system BLAS to load (openblas), in a child process"),
+    }
     # off macOS the sweep runs MLX's CPU build on the system OpenBLAS (the wheel's own BLAS is ~20x slower)
-    variants = {name: {**options, **({} if sys.platform == "darwin" else {"blas": "openblas"})} for name, options in (
-        ("float32", {"dtype": "float32"}), ("float16", {"dtype": "float16"}),
-        ("q8", {"quantization": "q8"}), ("q4", {"quantization": "q4"}))}
+    variants = {
+        name: {**options, **({} if sys.platform == "darwin" else {"blas": "openblas"})}
+        for name, options in (
+            ("float32", {"dtype": "float32"}),
+            ("float16", {"dtype": "float16"}),
+            ("q8", {"quantization": "q8"}),
+            ("q4", {"quantization": "q4"}),
+        )
+    }
 
     @classmethod
     def variant_refused(cls, name: str) -> Optional[str]:
@@ -72,8 +82,9 @@ class MLXAdapter(Adapter):
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
         if self.decoding.beam_size > 1:
-            raise OptionError(f"adapter mlx: mlx-whisper has no beam search (beam_size={self.decoding.beam_size}); "
-                              "use beam_size=1")
+            raise OptionError(
+                f"adapter mlx: mlx-whisper has no beam search (beam_size={self.decoding.beam_size}); use beam_size=1"
+            )
         from ..models.mlx import variant_name
 
         try:
@@ -102,8 +113,13 @@ class MLXAdapter(Adapter):
         import mlx_whisper
 
         d = self.decoding
-        result = mlx_whisper.transcribe(audio, path_or_hf_repo=self.path, verbose=None, fp16=self.fp16,
-                                        **d.whisper_transcribe_kwargs(self.multilingual, long_form, example))
+        result = mlx_whisper.transcribe(
+            audio,
+            path_or_hf_repo=self.path,
+            verbose=None,
+            fp16=self.fp16,
+            **d.whisper_transcribe_kwargs(self.multilingual, long_form, example),
+        )
         if d.word_timestamps:
             assert audio is not None  # needs_audio: the harness decodes it
             self._add_words(result, audio)
@@ -120,14 +136,25 @@ class MLXAdapter(Adapter):
         dtype = mx.float16 if self.fp16 else mx.float32
         model = ModelHolder.get_model(self.path, dtype)
         mel = log_mel_spectrogram(audio, n_mels=model.dims.n_mels, padding=N_SAMPLES)  # (frames, mels)
-        tokenizer = get_tokenizer(model.is_multilingual, num_languages=model.num_languages,
-                                  language=result.get("language"), task=self.decoding.task)
+        tokenizer = get_tokenizer(
+            model.is_multilingual,
+            num_languages=model.num_languages,
+            language=result.get("language"),
+            task=self.decoding.task,
+        )
 
         def align(window: list[dict], seek: int, frames: int, last_speech_s: float) -> float:
-            segment = pad_or_trim(mel[seek:seek + frames], N_FRAMES, axis=-2).astype(dtype)
-            add_word_timestamps(segments=window, model=model, tokenizer=tokenizer, mel=segment, num_frames=frames,
-                                prepend_punctuations=PREPEND_PUNCTUATIONS, append_punctuations=APPEND_PUNCTUATIONS,
-                                last_speech_timestamp=last_speech_s)
+            segment = pad_or_trim(mel[seek : seek + frames], N_FRAMES, axis=-2).astype(dtype)
+            add_word_timestamps(
+                segments=window,
+                model=model,
+                tokenizer=tokenizer,
+                mel=segment,
+                num_frames=frames,
+                prepend_punctuations=PREPEND_PUNCTUATIONS,
+                append_punctuations=APPEND_PUNCTUATIONS,
+                last_speech_timestamp=last_speech_s,
+            )
             return last_word_end(window, last_speech_s)
 
         align_windows(result["segments"], mel.shape[-2] - N_FRAMES, N_FRAMES, align)
@@ -160,9 +187,11 @@ def use_blas(choice: str, threads: int) -> dict[str, Any]:
         _blas_in_process = {"library": BUNDLED}  # imported by someone else: bound to the bundled BLAS
     if _blas_in_process is not None:
         if _blas_in_process["library"] != wanted:
-            raise ModelError(f"adapter mlx: MLX in this process already uses the {_blas_in_process['library']} BLAS "
-                             f"and cannot switch to {wanted} (a library is bound when MLX is imported): run this "
-                             "contender in its own process (--isolate)")
+            raise ModelError(
+                f"adapter mlx: MLX in this process already uses the {_blas_in_process['library']} BLAS "
+                f"and cannot switch to {wanted} (a library is bound when MLX is imported): run this "
+                "contender in its own process (--isolate)"
+            )
     elif wanted == BUNDLED:
         _blas_in_process = {"library": BUNDLED}
     else:
@@ -185,13 +214,16 @@ def use_blas(choice: str, threads: int) -> dict[str, Any]:
 def blas_library(choice: str) -> str:
     """The library ``blas=choice`` names ("openblas": the system's, found by the loader), or OptionError why not."""
     if sys.platform == "darwin":
-        raise OptionError("adapter mlx: the blas option is for mlx[cpu] on Linux; on macOS MLX uses Metal and "
-                          "Accelerate")
+        raise OptionError(
+            "adapter mlx: the blas option is for mlx[cpu] on Linux; on macOS MLX uses Metal and Accelerate"
+        )
     if choice == "openblas":
         found = ctypes.util.find_library("openblas")
         if not found:
-            raise OptionError("adapter mlx: blas=openblas: no OpenBLAS found on this system (Debian/Ubuntu: "
-                              "apt-get install libopenblas0-pthread), or pass blas=/path/to/libopenblas.so")
+            raise OptionError(
+                "adapter mlx: blas=openblas: no OpenBLAS found on this system (Debian/Ubuntu: "
+                "apt-get install libopenblas0-pthread), or pass blas=/path/to/libopenblas.so"
+            )
         return found
     if "/" not in choice:
         raise OptionError(f"adapter mlx: blas={choice}: expected 'openblas' or a path to a CBLAS library")

@@ -79,6 +79,54 @@ def _root_cause(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def upload_parts(audio: np.ndarray, flac: bytes, limit: int) -> list[bytes]:
+    """The FLAC uploads of ``audio``: ``flac`` itself within ``limit`` bytes, else parts cut at quiet points, each
+    aimed at 90 % of the limit (the size scales with duration)."""
+    if len(flac) <= limit:
+        return [flac]
+    max_samples = int(len(audio) * 0.9 * limit / len(flac))
+    bounds = [0, *split_points(audio, max_samples), len(audio)]
+    return [encode_flac(audio[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def _duration(flac: bytes) -> float:
+    import soundfile as sf
+
+    return sf.info(io.BytesIO(flac)).duration
+
+
+def _from_cache(hit: dict, upload: dict) -> Transcript:
+    """A cached answer as the transcript it was (``cached``: no request was made)."""
+    words = None if hit.get("words") is None else [Word(*w) for w in hit["words"]]
+    segments = [Segment(*s) for s in hit.get("segments", [])]
+    return Transcript(
+        text=hit["text"],
+        language=hit.get("language"),
+        infer_s=hit["request_s"],
+        cached=True,
+        segments=segments,
+        words=words,
+        extra={"upload": upload},
+    )
+
+
+def _to_cache(path: Path, result: Transcript) -> None:
+    """Store an answer (text, language, request time, segments, words) for the next run on the same audio."""
+    words = None if result.words is None else [[w.word, w.start, w.end] for w in result.words]
+    segments = [[s.start, s.end, s.text] for s in result.segments or []]
+    write_json_atomic(
+        path,
+        {
+            "text": result.text,
+            "language": result.language,
+            "request_s": result.infer_s,
+            "segments": segments,
+            "words": words,
+        },
+        indent=None,
+    )
+
+
 @register
 class OpenAIAPIAdapter(Adapter):
     """The OpenAI transcription API, or any OpenAI-compatible endpoint, through the official ``openai`` client."""
@@ -90,15 +138,19 @@ class OpenAIAPIAdapter(Adapter):
     distributions = ("openai",)
     uses_weights = False
     long_form_algorithm = "the endpoint's own (server side); parts over the upload limit split on silence"
-    word_timing = ("the endpoint's verbose_json words (timestamp_granularities=['segment', 'word']); whether its "
-                   "text is the text without word timing is the server's to keep")
+    word_timing = (
+        "the endpoint's verbose_json words (timestamp_granularities=['segment', 'word']); whether its "
+        "text is the text without word timing is the server's to keep"
+    )
     options = {
         "base_url": Option("", "endpoint URL; empty: OPENAI_BASE_URL, else the OpenAI API"),
         "response_format": Option("json", "what the endpoint is asked for", ("json", "verbose_json", "text")),
         "concurrency": Option(4, "requests in flight at once"),
         "max_retries": Option(5, "retries of a failed request (the client's backoff)"),
         "timeout_s": Option(120.0, "seconds per request"),
-        "price_per_minute": Option(0.006, "USD per audio minute, for the cost estimate (whisper-1 list price, Nov 2026)"),
+        "price_per_minute": Option(
+            0.006, "USD per audio minute, for the cost estimate (whisper-1 list price, Nov 2026)"
+        ),
         "max_upload_mb": Option(25.0, "upload limit; longer audio is split on silence"),
         "cache": Option(True, "keep results by audio hash and request, and reuse them (--refresh bypasses)"),
     }
@@ -110,8 +162,10 @@ class OpenAIAPIAdapter(Adapter):
         if price is None:
             return {}
         billed_s = sum(p.audio_s for p in predictions if not p.extra.get("cached"))
-        return {"cost_estimate_usd": round(billed_s / 60.0 * float(price), 6),
-                "cached_examples": sum(1 for p in predictions if p.extra.get("cached"))}
+        return {
+            "cost_estimate_usd": round(billed_s / 60.0 * float(price), 6),
+            "cached_examples": sum(1 for p in predictions if p.extra.get("cached")),
+        }
 
     @property
     def max_in_flight(self) -> int:
@@ -129,8 +183,12 @@ class OpenAIAPIAdapter(Adapter):
         if self.settings["response_format"] not in ("json", "verbose_json", "text"):
             raise OptionError("adapter openai-api: response_format must be json, verbose_json or text")
         self.base_url = base_url
-        self.client = OpenAI(api_key=key, base_url=base_url, max_retries=int(self.settings["max_retries"]),
-                             timeout=float(self.settings["timeout_s"]))
+        self.client = OpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=int(self.settings["max_retries"]),
+            timeout=float(self.settings["timeout_s"]),
+        )
         self.cache_dir = self._cache_root()
 
     def _cache_root(self) -> Optional[Path]:
@@ -144,8 +202,11 @@ class OpenAIAPIAdapter(Adapter):
 
     def _request_options(self, long_form: bool, example: Optional[Example] = None) -> dict[str, Any]:
         d = self.decoding
-        options: dict[str, Any] = {"model": self.model, "response_format": self.settings["response_format"],
-                                   "temperature": d.temperature}
+        options: dict[str, Any] = {
+            "model": self.model,
+            "response_format": self.settings["response_format"],
+            "temperature": d.temperature,
+        }
         language = d.language_for(True, example)
         if language:
             options["language"] = language
@@ -158,25 +219,35 @@ class OpenAIAPIAdapter(Adapter):
     def _cache_path(self, flac: bytes, options: dict) -> Optional[Path]:
         if self.cache_dir is None:
             return None
-        key = json.dumps({"audio": hashlib.sha256(flac).hexdigest(), "endpoint": redact_url(self.base_url) if self.base_url else "",
-                          **options}, sort_keys=True)
+        key = json.dumps(
+            {
+                "audio": hashlib.sha256(flac).hexdigest(),
+                "endpoint": redact_url(self.base_url) if self.base_url else "",
+                **options,
+            },
+            sort_keys=True,
+        )
         return self.cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
-    def _request(self, flac: bytes, options: dict, label: str) -> tuple[str, list[Segment], Optional[str],
-                                                                         Optional[list[Word]]]:
+    def _request(
+        self, flac: bytes, options: dict, label: str
+    ) -> tuple[str, list[Segment], Optional[str], Optional[list[Word]]]:
         import openai
 
         try:
             response = self.client.audio.transcriptions.create(file=(f"{label}.flac", flac, "audio/flac"), **options)
         except openai.APIConnectionError as exc:  # the client says only "Connection error.": name host and cause
-            raise WhisperbenchError(f"cannot reach {self._endpoint()}: {_root_cause(exc)} "
-                                    f"({type(exc).__name__}, after the client's retries)") from exc
+            raise WhisperbenchError(
+                f"cannot reach {self._endpoint()}: {_root_cause(exc)} "
+                f"({type(exc).__name__}, after the client's retries)"
+            ) from exc
         if options["response_format"] == "text":
             return str(response), [], None, None
         if isinstance(response, str) or not isinstance(getattr(response, "text", None), str):
             # the client hands back the raw body when it is not JSON: never score that as a transcript
-            raise APIResponseError(f"malformed {options['response_format']} response from the endpoint: "
-                                   f"{str(response)[:120]!r}")
+            raise APIResponseError(
+                f"malformed {options['response_format']} response from the endpoint: {str(response)[:120]!r}"
+            )
         segments = [Segment(float(s.start), float(s.end), s.text) for s in (getattr(response, "segments", None) or [])]
         words = getattr(response, "words", None)
         words = None if words is None else [Word(str(w.word).strip(), float(w.start), float(w.end)) for w in words]
@@ -190,19 +261,11 @@ class OpenAIAPIAdapter(Adapter):
         options = self._request_options(long_form, example)
         limit = int(float(self.settings["max_upload_mb"]) * 1_000_000)
         flac = encode_flac(audio)
-        parts = [flac]
-        if len(flac) > limit:  # size scales with duration: aim each part at 90 % of the limit
-            max_samples = int(len(audio) * 0.9 * limit / len(flac))
-            bounds = [0, *split_points(audio, max_samples), len(audio)]
-            parts = [encode_flac(audio[a:b]) for a, b in zip(bounds, bounds[1:])]
+        parts = upload_parts(audio, flac, limit)
         upload = {"format": "flac", "bytes": len(flac), "parts": len(parts)}
         cache_path = self._cache_path(flac, options)
         if cache_path is not None and cache_path.exists() and not self.refresh:
-            hit = json.loads(cache_path.read_text(encoding="utf-8"))
-            cached_words = None if hit.get("words") is None else [Word(*w) for w in hit["words"]]
-            return Transcript(text=hit["text"], language=hit.get("language"), infer_s=hit["request_s"], cached=True,
-                              segments=[Segment(*s) for s in hit.get("segments", [])], words=cached_words,
-                              extra={"upload": upload})
+            return _from_cache(json.loads(cache_path.read_text(encoding="utf-8")), upload)
         start = time.perf_counter()
         texts, segments, language, offset = [], [], None, 0.0
         words: Optional[list[Word]] = [] if self.decoding.word_timestamps else None
@@ -210,32 +273,26 @@ class OpenAIAPIAdapter(Adapter):
             text, part_segments, language, part_words = self._request(part, options, f"{example.id}-{index}")
             texts.append(text.strip())
             segments += [Segment(s.start + offset, s.end + offset, s.text) for s in part_segments]
-            words = None if words is None or part_words is None else words + [
-                Word(w.word, w.start + offset, w.end + offset) for w in part_words]
-            offset += self._duration(part)
+            words = (
+                None
+                if words is None or part_words is None
+                else words + [Word(w.word, w.start + offset, w.end + offset) for w in part_words]
+            )
+            offset += _duration(part)
         request_s = time.perf_counter() - start
         text = " ".join(t for t in texts if t)
+        result = Transcript(
+            text=text, segments=segments, language=language, infer_s=request_s, words=words, extra={"upload": upload}
+        )
         if cache_path is not None:
-            self._store(cache_path, {"text": text, "language": language, "request_s": request_s,
-                                     "segments": [[s.start, s.end, s.text] for s in segments],
-                                     "words": None if words is None else [[w.word, w.start, w.end] for w in words]})
-        return Transcript(text=text, segments=segments, language=language, infer_s=request_s, words=words,
-                          extra={"upload": upload})
-
-    @staticmethod
-    def _duration(flac: bytes) -> float:
-        import soundfile as sf
-
-        return sf.info(io.BytesIO(flac)).duration
-
-    @staticmethod
-    def _store(path: Path, data: dict) -> None:
-        write_json_atomic(path, data, indent=None)
+            _to_cache(cache_path, result)
+        return result
 
     def describe(self) -> dict:
         info = super().describe()
-        info["settings"] = dict(self.settings, base_url=redact_text(getattr(self, "base_url", None)
-                                                                    or self.settings["base_url"]))
+        info["settings"] = dict(
+            self.settings, base_url=redact_text(getattr(self, "base_url", None) or self.settings["base_url"])
+        )
         info["price_per_audio_minute"] = float(self.settings["price_per_minute"])
         info["api_key_source"] = f"${API_KEY_ENV}" if os.environ.get(API_KEY_ENV) else "none"
         return info

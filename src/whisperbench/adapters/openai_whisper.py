@@ -25,14 +25,21 @@ class OpenAIWhisperAdapter(Adapter):
     distributions = ("openai-whisper", "torch")
     long_form_algorithm = "openai-whisper: sequential 30 s windows, seek by timestamps"
     native_seams = SEAMS_FROM_DECODER  # each segment's ``seek``: its window's start in mel frames
-    word_timing = ("whisper.timing.add_word_timestamps (DTW over the checkpoint's alignment heads) on each decoding "
-                   "window's tokens, after decoding as without word timing")
-    options = {"device": Option("cpu", "torch device"),
-               "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together"),
-               "pad": Option("mel", "short clips: mel = the clip's log-mel zero-padded to 30 s (whisper.transcribe); "
-                                    "audio = the clip zero-padded to 30 s, then its log-mel (transformers' feature "
-                                    "extractor, whisper.cpp): a near-tie can decode differently",
-                             choices=("mel", "audio"))}
+    word_timing = (
+        "whisper.timing.add_word_timestamps (DTW over the checkpoint's alignment heads) on each decoding "
+        "window's tokens, after decoding as without word timing"
+    )
+    options = {
+        "device": Option("cpu", "torch device"),
+        "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together"),
+        "pad": Option(
+            "mel",
+            "short clips: mel = the clip's log-mel zero-padded to 30 s (whisper.transcribe); "
+            "audio = the clip zero-padded to 30 s, then its log-mel (transformers' feature "
+            "extractor, whisper.cpp): a near-tie can decode differently",
+            choices=("mel", "audio"),
+        ),
+    }
 
     def load(self) -> None:
         import torch
@@ -54,7 +61,11 @@ class OpenAIWhisperAdapter(Adapter):
             audio = whisper.pad_or_trim(audio)
         with torch.inference_mode():
             result = whisper.transcribe(
-                self.net, audio, verbose=None, fp16=False, best_of=None,
+                self.net,
+                audio,
+                verbose=None,
+                fp16=False,
+                best_of=None,
                 beam_size=d.beam_size if d.beam_size > 1 else None,
                 **d.whisper_transcribe_kwargs(self.multilingual, long_form, example),
             )
@@ -71,15 +82,25 @@ class OpenAIWhisperAdapter(Adapter):
         from whisper.tokenizer import get_tokenizer
 
         mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES).to(self.net.device)
-        tokenizer = get_tokenizer(self.net.is_multilingual, num_languages=self.net.num_languages,
-                                  language=result.get("language"), task=self.decoding.task)
+        tokenizer = get_tokenizer(
+            self.net.is_multilingual,
+            num_languages=self.net.num_languages,
+            language=result.get("language"),
+            task=self.decoding.task,
+        )
 
         def align(window: list[dict], seek: int, frames: int, last_speech_s: float) -> float:
             with torch.inference_mode():
-                add_word_timestamps(segments=window, model=self.net, tokenizer=tokenizer,
-                                    mel=pad_or_trim(mel[:, seek:seek + frames], N_FRAMES), num_frames=frames,
-                                    prepend_punctuations=PREPEND_PUNCTUATIONS, append_punctuations=APPEND_PUNCTUATIONS,
-                                    last_speech_timestamp=last_speech_s)
+                add_word_timestamps(
+                    segments=window,
+                    model=self.net,
+                    tokenizer=tokenizer,
+                    mel=pad_or_trim(mel[:, seek : seek + frames], N_FRAMES),
+                    num_frames=frames,
+                    prepend_punctuations=PREPEND_PUNCTUATIONS,
+                    append_punctuations=APPEND_PUNCTUATIONS,
+                    last_speech_timestamp=last_speech_s,
+                )
             return last_word_end(window, last_speech_s)
 
         align_windows(result["segments"], mel.shape[-1] - N_FRAMES, N_FRAMES, align)
@@ -88,8 +109,9 @@ class OpenAIWhisperAdapter(Adapter):
     def batch_size(self) -> int:
         return int(self.settings["batch_size"])
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
-                         timestamps: bool = False) -> list[Transcript]:
+    def transcribe_batch(
+        self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
+    ) -> list[Transcript]:
         """``whisper.decode`` on a batch of log-mels prepared exactly as ``transcribe`` prepares a
         single window of <= 30 s (log-mel of the audio, then zero-padded to 3000 frames). Windows with word
         timing go one by one through ``transcribe`` (and its word alignment pass)."""
@@ -109,9 +131,13 @@ class OpenAIWhisperAdapter(Adapter):
             mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES)
             mels.append(pad_or_trim(mel[:, : mel.shape[-1] - N_FRAMES], N_FRAMES))
         options = whisper.DecodingOptions(
-            task=d.task, language=d.language_for(self.multilingual, examples[0]), temperature=d.temperature,
-            beam_size=d.beam_size if d.beam_size > 1 else None, prompt=d.initial_prompt,
-            without_timestamps=not timestamps, fp16=False,
+            task=d.task,
+            language=d.language_for(self.multilingual, examples[0]),
+            temperature=d.temperature,
+            beam_size=d.beam_size if d.beam_size > 1 else None,
+            prompt=d.initial_prompt,
+            without_timestamps=not timestamps,
+            fp16=False,
         )
         with torch.inference_mode():
             results = whisper.decode(self.net, torch.stack(mels).to(self.net.device), options)
@@ -119,6 +145,7 @@ class OpenAIWhisperAdapter(Adapter):
             return [Transcript(text=r.text.strip(), language=r.language) for r in results]
         from whisper.tokenizer import get_tokenizer
 
-        tokenizer = get_tokenizer(self.net.is_multilingual, num_languages=self.net.num_languages,
-                                  language=options.language, task=d.task)
+        tokenizer = get_tokenizer(
+            self.net.is_multilingual, num_languages=self.net.num_languages, language=options.language, task=d.task
+        )
         return [window_transcript(r.tokens, tokenizer, r.text, language=r.language) for r in results]

@@ -82,11 +82,21 @@ def parse_options(adapter: str, options: Mapping[str, Any], given: Mapping[str, 
     if unknown:
         known = ", ".join(sorted(table)) or "none"
         raise OptionError(f"adapter {adapter} has no option(s) {', '.join(unknown)} (adapter options: {known})")
-    return {key: option.parse(f"adapter {adapter}", key, given[key]) if key in given else option.default
-            for key, option in table.items()}
+    return {
+        key: option.parse(f"adapter {adapter}", key, given[key]) if key in given else option.default
+        for key, option in table.items()
+    }
 
 
 def describe_options(options: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for ``whisperbench adapters NAME``: name, type, default, allowed values, help."""
-    return [{"option": key, "type": option.kind, "default": option.default, "choices": list(option.choices),
-             "help": option.help} for key, option in declared(options).items()]
+    return [
+        {
+            "option": key,
+            "type": option.kind,
+            "default": option.default,
+            "choices": list(option.choices),
+            "help": option.help,
+        }
+        for key, option in declared(options).items()
+    ]

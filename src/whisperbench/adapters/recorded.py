@@ -59,13 +59,20 @@ def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]
             if not row.get("segments") and row.get("words") is None:
                 continue
             try:
-                segments = [Segment(float(s["start"]), float(s["end"]), str(s.get("text", "")))
-                            for s in row.get("segments") or []]
-                words = (None if row.get("words") is None
-                         else [Word(str(w["word"]), float(w["start"]), float(w["end"])) for w in row["words"]])
+                segments = [
+                    Segment(float(s["start"]), float(s["end"]), str(s.get("text", "")))
+                    for s in row.get("segments") or []
+                ]
+                words = (
+                    None
+                    if row.get("words") is None
+                    else [Word(str(w["word"]), float(w["start"]), float(w["end"])) for w in row["words"]]
+                )
             except (KeyError, TypeError, ValueError) as exc:
-                raise WhisperbenchError(f"{path} line {number}: segments need start, end (and text), words need "
-                                        f"word, start, end, in seconds ({type(exc).__name__}: {exc})") from None
+                raise WhisperbenchError(
+                    f"{path} line {number}: segments need start, end (and text), words need "
+                    f"word, start, end, in seconds ({type(exc).__name__}: {exc})"
+                ) from None
             table[str(row["id"])] = (segments, words)
     return table
 
@@ -96,8 +103,10 @@ class RecordedAdapter(Adapter):
         unknown = sorted(set(read_rows(self.model)) - ids)
         if not unknown:
             return []
-        return [f"{len(unknown)} id(s) in {self.model} are not in the dataset and are ignored: "
-                f"{', '.join(unknown[:10])}{' …' if len(unknown) > 10 else ''}"]
+        return [
+            f"{len(unknown)} id(s) in {self.model} are not in the dataset and are ignored: "
+            f"{', '.join(unknown[:10])}{' …' if len(unknown) > 10 else ''}"
+        ]
 
     def load(self) -> None:
         self.rows = read_rows(self.model)

@@ -31,15 +31,19 @@ class TransformersAdapter(Adapter):
     requires = ("transformers", "torch")
     extra = "transformers"
     distributions = ("transformers", "torch")
-    options = {"dtype": Option("float32", "torch dtype of the model", ("float32", "float16", "bfloat16")),
-               "device": Option("cpu", "torch device"),
-               "chunk_length_s": Option(0.0, "long-form: 0 = sequential generation, 30 = the pipeline's chunking"),
-               "batch_size": Option(1, "clips or chunks per forward pass")}
+    options = {
+        "dtype": Option("float32", "torch dtype of the model", ("float32", "float16", "bfloat16")),
+        "device": Option("cpu", "torch device"),
+        "chunk_length_s": Option(0.0, "long-form: 0 = sequential generation, 30 = the pipeline's chunking"),
+        "batch_size": Option(1, "clips or chunks per forward pass"),
+    }
     variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
-    word_timing = ("short-form: DTW over the generation config's alignment heads on the decoded text's tokens (one "
-                   "forward pass, transformers' own DTW and median filter, rows as openai-whisper's find_alignment "
-                   "takes them); long-form: the pipeline's return_timestamps='word' pass, which decodes with "
-                   "timestamps as long-form does anyway")
+    word_timing = (
+        "short-form: DTW over the generation config's alignment heads on the decoded text's tokens (one "
+        "forward pass, transformers' own DTW and median filter, rows as openai-whisper's find_alignment "
+        "takes them); long-form: the pipeline's return_timestamps='word' pass, which decodes with "
+        "timestamps as long-form does anyway"
+    )
 
     def load(self) -> None:
         import torch
@@ -58,8 +62,12 @@ class TransformersAdapter(Adapter):
         # Any: its tokenizer and feature_extractor attributes are set at run time, unknown to the stubs
         processor: Any = WhisperProcessor.from_pretrained(folder, local_files_only=True)
         self.pipe: Any = pipeline(  # called on batches of dicts, which its stubs do not list
-            "automatic-speech-recognition", model=model, tokenizer=processor.tokenizer,
-            feature_extractor=processor.feature_extractor, device=self.settings["device"], torch_dtype=dtype,
+            "automatic-speech-recognition",
+            model=model,
+            tokenizer=processor.tokenizer,
+            feature_extractor=processor.feature_extractor,
+            device=self.settings["device"],
+            torch_dtype=dtype,
         )
 
     def _generate_kwargs(self, long_form: bool, example: Optional[Example] = None) -> dict:
@@ -67,8 +75,11 @@ class TransformersAdapter(Adapter):
         # the temperature always goes in: with a logprob_threshold and no temperature, transformers' Whisper
         # generate (4.57) fails on every clip (``_retrieve_avg_logprobs``: None > 0.0); 0.0 is its greedy default
         temperatures = d.temperatures()
-        generate: dict[str, Any] = {"num_beams": d.beam_size, "do_sample": False,
-                                    "temperature": temperatures if d.temperature_fallback else temperatures[0]}
+        generate: dict[str, Any] = {
+            "num_beams": d.beam_size,
+            "do_sample": False,
+            "temperature": temperatures if d.temperature_fallback else temperatures[0],
+        }
         if self.multilingual:
             generate.update(task=d.task, language=d.language_for(True, example))
         if long_form:
@@ -86,8 +97,10 @@ class TransformersAdapter(Adapter):
         kwargs = {"chunk_length_s": chunk, "batch_size": self.batch_size} if chunk > 0 else {}
         segment_times = not self.decoding.timestamps_off(long_form)
         result = self.pipe(
-            {"raw": audio, "sampling_rate": SAMPLE_RATE}, generate_kwargs=self._generate_kwargs(long_form, example),
-            return_timestamps=segment_times, **kwargs,
+            {"raw": audio, "sampling_rate": SAMPLE_RATE},
+            generate_kwargs=self._generate_kwargs(long_form, example),
+            return_timestamps=segment_times,
+            **kwargs,
         )
         segments = _timed(Segment, result.get("chunks", []), len(audio) / SAMPLE_RATE)
         words = None
@@ -96,8 +109,12 @@ class TransformersAdapter(Adapter):
             # without them: align the decoded text instead
             words = self._aligned_words(audio, result["text"].strip(), example)
         elif self.decoding.word_timestamps:  # a second pass: the pipeline returns either segments or words
-            timed = self.pipe({"raw": audio, "sampling_rate": SAMPLE_RATE}, return_timestamps="word",
-                              generate_kwargs=self._generate_kwargs(long_form, example), **kwargs)
+            timed = self.pipe(
+                {"raw": audio, "sampling_rate": SAMPLE_RATE},
+                return_timestamps="word",
+                generate_kwargs=self._generate_kwargs(long_form, example),
+                **kwargs,
+            )
             words = _timed(Word, timed.get("chunks", []), len(audio) / SAMPLE_RATE)
         extra = seam_extra(self._chunk_seams(len(audio)), SEAMS_FROM_PIPELINE) if long_form and chunk > 0 else {}
         return Transcript(text=result["text"].strip(), segments=segments, words=words, extra=extra)
@@ -124,20 +141,24 @@ class TransformersAdapter(Adapter):
         model.set_attn_implementation("eager")  # SDPA returns no attention weights; decoding keeps its own
         try:
             with torch.inference_mode():
-                out = model(input_features=features.to(model.device, model.dtype), output_attentions=True,
-                            decoder_input_ids=torch.tensor([prefix + ids + [tokenizer.eos_token_id]],
-                                                           device=model.device))
+                out = model(
+                    input_features=features.to(model.device, model.dtype),
+                    output_attentions=True,
+                    decoder_input_ids=torch.tensor([prefix + ids + [tokenizer.eos_token_id]], device=model.device),
+                )
         finally:
             model.set_attn_implementation(decoding_attention)
-        weights = torch.stack([out.cross_attentions[layer][0, head]
-                               for layer, head in model.generation_config.alignment_heads])[:, :, : frames // 2].float()
+        weights = torch.stack(
+            [out.cross_attentions[layer][0, head] for layer, head in model.generation_config.alignment_heads]
+        )[:, :, : frames // 2].float()
         std, mean = torch.std_mean(weights, dim=-2, keepdim=True, unbiased=False)
         weights = _median_filter((weights - mean) / std, model.config.median_filter_width).mean(dim=0)
-        text_rows, time_steps = _dynamic_time_warping(-weights[len(prefix) - 1:-1].cpu().double().numpy())
+        text_rows, time_steps = _dynamic_time_warping(-weights[len(prefix) - 1 : -1].cpu().double().numpy())
         jumps = np.pad(np.diff(text_rows), (1, 0), constant_values=1).astype(bool)
         times = time_steps[jumps] * _SECONDS_PER_POSITION  # one per row: where the path enters it
-        return words_from_tokens((tokenizer.decode([token]), float(times[k]), float(times[k + 1]))
-                                 for k, token in enumerate(ids))
+        return words_from_tokens(
+            (tokenizer.decode([token]), float(times[k]), float(times[k + 1])) for k, token in enumerate(ids)
+        )
 
     def _chunk_seams(self, num_samples: int) -> list[float]:
         """The pipeline's chunk geometry (its ``preprocess``: stride ``chunk_length_s / 6`` each side, aligned to the
@@ -157,19 +178,25 @@ class TransformersAdapter(Adapter):
     def batch_size(self) -> int:
         return int(self.settings["batch_size"])
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
-                         timestamps: bool = False) -> list[Transcript]:
+    def transcribe_batch(
+        self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
+    ) -> list[Transcript]:
         """The pipeline on a list of short audios, ``batch_size`` per forward pass."""
-        results = self.pipe([{"raw": audio, "sampling_rate": SAMPLE_RATE} for audio in audios],
-                            batch_size=len(audios), generate_kwargs=self._generate_kwargs(False, examples[0]),
-                            return_timestamps=timestamps)
+        results = self.pipe(
+            [{"raw": audio, "sampling_rate": SAMPLE_RATE} for audio in audios],
+            batch_size=len(audios),
+            generate_kwargs=self._generate_kwargs(False, examples[0]),
+            return_timestamps=timestamps,
+        )
         return [Transcript(text=result["text"].strip()) for result in results]
 
     @property
     def long_form_algorithm(self) -> str:  # type: ignore[override]
         chunk = float(self.settings["chunk_length_s"])
         if chunk > 0:
-            return f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
+            return (
+                f"transformers pipeline: chunked {chunk:g} s windows with stride, batch {self.settings['batch_size']}"
+            )
         return "transformers: sequential long-form generate (pipeline, no chunking)"
 
 

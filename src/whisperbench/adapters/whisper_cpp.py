@@ -35,8 +35,11 @@ from .word_timing import dtw_token_spans, words_from_tokens
 #: backend -> (import name, PyPI distribution, install hint)
 BACKENDS = {
     "pywhispercpp": ("pywhispercpp", "pywhispercpp", "pip install pywhispercpp"),
-    "whisper-cpp-python": ("whisper_cpp_python", "whisper-cpp-python",
-                           "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-python==0.2.0"),
+    "whisper-cpp-python": (
+        "whisper_cpp_python",
+        "whisper-cpp-python",
+        "CMAKE_POLICY_VERSION_MINIMUM=3.5 pip install whisper-cpp-python==0.2.0",
+    ),
 }
 #: ggml types the harness writes for whisper.cpp (f32 is left out: pywhispercpp's build aborts on it)
 QUANTIZATIONS = ("f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "q6_k", "q5_k", "q4_k", "q3_k", "q2_k")
@@ -47,8 +50,14 @@ _VENDORED_WHISPER_CPP = {"0.2.0": "1.4.1"}
 _NEVER = 1e9  # a log-prob threshold no average log-prob crosses (finite, so run.json stays valid JSON)
 #: (n_text_layer, n_text_state) -> whisper.cpp's alignment-head preset (``WHISPER_AHEADS_*``, openai-whisper's heads
 #: of that size; ``_EN`` added for an English-only vocabulary of 51,864 tokens)
-_AHEADS = {(4, 384): "TINY", (6, 512): "BASE", (12, 768): "SMALL", (24, 1024): "MEDIUM", (32, 1280): "LARGE_V2",
-           (4, 1280): "LARGE_V3_TURBO"}
+_AHEADS = {
+    (4, 384): "TINY",
+    (6, 512): "BASE",
+    (12, 768): "SMALL",
+    (24, 1024): "MEDIUM",
+    (32, 1280): "LARGE_V2",
+    (4, 1280): "LARGE_V3_TURBO",
+}
 _ENGLISH_VOCABULARY = 51864
 
 
@@ -90,15 +99,24 @@ class WhisperCppAdapter(Adapter):
     distributions = ("pywhispercpp", "whisper-cpp-python")
     long_form_algorithm = "whisper.cpp whisper_full: sequential 30 s windows, seek by timestamps"
     self_isolating = True
-    options = {"backend": Option("pywhispercpp", "Python binding (pywhispercpp: whisper.cpp 1.7; whisper-cpp-python: 1.4.1)"),
-               "quantization": Option("f16", "ggml type to convert to (a ggml file given as --model runs as it is)"),
-               "quantize_from": Option("f32", "what a quantized type is made from: the float32 weights (f32), or "
-                                              "them rounded to float16 first (f16: whisper.cpp's convert-then-"
-                                              "quantize route, its bytes)", choices=("f32", "f16")),
-               "flash_attn": Option(True, "pywhispercpp: whisper.cpp's flash attention (its default: on); word timing "
-                                          "turns it off, as whisper.cpp's DTW needs, which can change the text: "
-                                          "compare with -o flash_attn=false"),
-               "abort_on": Option("", "fault injection: abort the native worker on this example id")}
+    options = {
+        "backend": Option("pywhispercpp", "Python binding (pywhispercpp: whisper.cpp 1.7; whisper-cpp-python: 1.4.1)"),
+        "quantization": Option("f16", "ggml type to convert to (a ggml file given as --model runs as it is)"),
+        "quantize_from": Option(
+            "f32",
+            "what a quantized type is made from: the float32 weights (f32), or "
+            "them rounded to float16 first (f16: whisper.cpp's convert-then-"
+            "quantize route, its bytes)",
+            choices=("f32", "f16"),
+        ),
+        "flash_attn": Option(
+            True,
+            "pywhispercpp: whisper.cpp's flash attention (its default: on); word timing "
+            "turns it off, as whisper.cpp's DTW needs, which can change the text: "
+            "compare with -o flash_attn=false",
+        ),
+        "abort_on": Option("", "fault injection: abort the native worker on this example id"),
+    }
     variants = {name: {"quantization": name} for name in QUANTIZATIONS}
 
     def __init__(self, model, decoding=None):
@@ -108,16 +126,24 @@ class WhisperCppAdapter(Adapter):
             raise OptionError(f"adapter whisper-cpp: backend {backend!r} is not one of {', '.join(BACKENDS)}")
         allowed = LEGACY_QUANTIZATIONS if backend == "whisper-cpp-python" else QUANTIZATIONS
         if quantization not in allowed:
-            raise OptionError(f"adapter whisper-cpp: quantization {quantization!r} is not one of "
-                              f"{', '.join(allowed)}{' (backend ' + backend + ')' if backend != 'pywhispercpp' else ''}")
+            raise OptionError(
+                f"adapter whisper-cpp: quantization {quantization!r} is not one of "
+                f"{', '.join(allowed)}{' (backend ' + backend + ')' if backend != 'pywhispercpp' else ''}"
+            )
         module, _, hint = BACKENDS[backend]
         if importlib.util.find_spec(module) is None:
             raise AdapterUnavailable(f"adapter whisper-cpp: backend {backend} is not installed: {hint}")
         self.backend = backend
-        if self.decoding.word_timestamps and backend == "pywhispercpp" and self.options_set_by_user("flash_attn") \
-                and self.settings["flash_attn"]:
-            raise OptionError("adapter whisper-cpp: word timing uses whisper.cpp's DTW, which runs without flash "
-                              "attention: drop -o flash_attn=true (or --word-timestamps)")
+        if (
+            self.decoding.word_timestamps
+            and backend == "pywhispercpp"
+            and self.options_set_by_user("flash_attn")
+            and self.settings["flash_attn"]
+        ):
+            raise OptionError(
+                "adapter whisper-cpp: word timing uses whisper.cpp's DTW, which runs without flash "
+                "attention: drop -o flash_attn=true (or --word-timestamps)"
+            )
         # whisper.cpp 1.4 reads ggml quantization format 1, later releases format 2
         legacy = "-qnt1" if backend == "whisper-cpp-python" else ""
         route = "+f16" if self.settings["quantize_from"] == "f16" else ""
@@ -144,8 +170,10 @@ class WhisperCppAdapter(Adapter):
         header = validate_ggml_header(self.ggml_path)
         reads = 1 if self.backend == "whisper-cpp-python" else 2
         if header.quantized and (header.qnt_version >= 2) != (reads == 2):
-            raise ModelError(f"{self.ggml_path}: ggml quantization format {header.qnt_version} cannot be read by "
-                             f"backend {self.backend} (it reads format {reads})")
+            raise ModelError(
+                f"{self.ggml_path}: ggml quantization format {header.qnt_version} cannot be read by "
+                f"backend {self.backend} (it reads format {reads})"
+            )
         self.params = whisper_params(self.decoding, self.multilingual, self.backend, header.hparams["n_text_ctx"])
         words = self.decoding.word_timestamps and self.backend == "pywhispercpp"
         self.dtw = dtw_preset(header.hparams) if words else None
@@ -153,9 +181,15 @@ class WhisperCppAdapter(Adapter):
         self._start()
 
     def _start(self) -> None:
-        config = {"backend": self.backend, "path": str(self.ggml_path), "params": self.params,
-                  "beam": self.decoding.beam_size > 1, "abort_on": self.settings["abort_on"], "dtw": self.dtw,
-                  "flash_attn": self.flash_attn}
+        config = {
+            "backend": self.backend,
+            "path": str(self.ggml_path),
+            "params": self.params,
+            "beam": self.decoding.beam_size > 1,
+            "abort_on": self.settings["abort_on"],
+            "dtw": self.dtw,
+            "flash_attn": self.flash_attn,
+        }
         self._worker = _Worker(config, self._logs / f"worker-{self._restarts}.log")
         self._worker_info = self._worker.info
 
@@ -166,8 +200,9 @@ class WhisperCppAdapter(Adapter):
         no_timestamps = self.decoding.timestamps_off(long_form)
         language = self.decoding.language_for(self.multilingual, example) or "auto"  # per example: language=dataset
         try:
-            reply = self._worker.call("transcribe", audio, example.id, no_timestamps, language,
-                                      timeout_s=self.call_timeout_s)
+            reply = self._worker.call(
+                "transcribe", audio, example.id, no_timestamps, language, timeout_s=self.call_timeout_s
+            )
         except RemoteError as exc:
             raise RuntimeError(f"whisper.cpp ({self.backend}): {exc}") from None
         except WorkerCrashed as crash:
@@ -181,8 +216,9 @@ class WhisperCppAdapter(Adapter):
             raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
         words = token_words(reply["tokens"], self.dtw is not None) if reply.get("tokens") is not None else None
-        return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
-                          language=reply["language"], words=words)
+        return Transcript(
+            text="".join(s.text for s in segments).strip(), segments=segments, language=reply["language"], words=words
+        )
 
     @property
     def flash_attn(self) -> bool:
@@ -195,36 +231,7 @@ class WhisperCppAdapter(Adapter):
         return WORD_TIMING[self.backend]
 
     def describe(self) -> dict[str, Any]:
-        from ..machine import package_versions
-
-        info = super().describe()
-        distribution = BACKENDS[self.backend][1]
-        info["versions"] = package_versions((distribution,))
-        info["backend"] = self.backend
-        if self._worker is not None:
-            try:
-                self._worker.call("stats")
-                self._peak_rss_mb = max(self._peak_rss_mb, self._worker.peak_rss_mb)
-            except WorkerCrashed:
-                self._worker = None
-        if self._worker_info:
-            info["versions"]["whisper.cpp"] = self._worker_info["whisper_cpp"]
-            info["whisper_cpp"] = self._worker_info
-            info["ggml_file"] = str(self.ggml_path)
-            info["ggml_variant"] = (self.variant or "f16").partition("+")[0]
-            info["ggml_route"] = _route(self.variant, self.options_set_by_user("quantization"))
-            info["whisper_params"] = self.params
-            info["worker_peak_rss_mb"] = self._peak_rss_mb
-            info["worker_restarts"] = self._restarts
-            if self.dtw is not None:
-                info["dtw_aheads_preset"] = self.dtw
-            if self.dtw is not None and self.settings["flash_attn"]:
-                info.setdefault("deviations", []).append(
-                    "flash attention off for word timing (whisper.cpp's DTW needs it): the text is that of "
-                    "-o flash_attn=false, which can differ from a run with flash attention")
-        if self.backend == "whisper-cpp-python":
-            info["deviations"] = ["whisper.cpp 1.4.1 has no no_timestamps: short-form is decoded with timestamps"]
-        return info
+        return _describe(self, super().describe())
 
     def close(self) -> None:
         if self._worker is not None:
@@ -234,12 +241,47 @@ class WhisperCppAdapter(Adapter):
             shutil.rmtree(self._logs, ignore_errors=True)
 
 
+def _describe(a: "WhisperCppAdapter", info: dict[str, Any]) -> dict[str, Any]:
+    """run.json's ``adapter_info`` of a whisper.cpp run: the binding, whisper.cpp's version, the ggml file and its
+    route, the parameters, the worker's peak memory and restarts, and what deviates from a plain run."""
+    from ..machine import package_versions
+
+    distribution = BACKENDS[a.backend][1]
+    info["versions"] = package_versions((distribution,))
+    info["backend"] = a.backend
+    if a._worker is not None:
+        try:
+            a._worker.call("stats")
+            a._peak_rss_mb = max(a._peak_rss_mb, a._worker.peak_rss_mb)
+        except WorkerCrashed:
+            a._worker = None
+    if a._worker_info:
+        info["versions"]["whisper.cpp"] = a._worker_info["whisper_cpp"]
+        info["whisper_cpp"] = a._worker_info
+        info["ggml_file"] = str(a.ggml_path)
+        info["ggml_variant"] = (a.variant or "f16").partition("+")[0]
+        info["ggml_route"] = _route(a.variant, a.options_set_by_user("quantization"))
+        info["whisper_params"] = a.params
+        info["worker_peak_rss_mb"] = a._peak_rss_mb
+        info["worker_restarts"] = a._restarts
+        if a.dtw is not None:
+            info["dtw_aheads_preset"] = a.dtw
+        if a.dtw is not None and a.settings["flash_attn"]:
+            info.setdefault("deviations", []).append(
+                "flash attention off for word timing (whisper.cpp's DTW needs it): the text is that of "
+                "-o flash_attn=false, which can differ from a run with flash attention"
+            )
+    if a.backend == "whisper-cpp-python":
+        info["deviations"] = ["whisper.cpp 1.4.1 has no no_timestamps: short-form is decoded with timestamps"]
+    return info
+
+
 #: how each binding gives word times (run.json ``adapter_info.word_timing``)
 WORD_TIMING = {
     "pywhispercpp": "whisper.cpp's DTW token timestamps (dtw_token_timestamps, the alignment-head preset of the "
-                    "model's size), inside whisper_full as decoded without word timing (flash attention off)",
+    "model's size), inside whisper_full as decoded without word timing (flash attention off)",
     "whisper-cpp-python": "whisper.cpp 1.4.1's token timestamps (timestamp-token probabilities; it has no DTW); "
-                          "short-form is decoded with timestamps by this binding in any case",
+    "short-form is decoded with timestamps by this binding in any case",
 }
 
 
@@ -254,8 +296,7 @@ def token_words(tokens: list[tuple[str, float, float, float]], dtw: bool) -> lis
     """
     spans = dtw_token_spans([t_dtw for *_, t_dtw in tokens]) if dtw else [(t0, t1) for _, t0, t1, _ in tokens]
     words = words_from_tokens((text, start, end) for (text, *_), (start, end) in zip(tokens, spans))
-    return [Word(w.word.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), w.start, w.end)
-            for w in words]
+    return [Word(w.word.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), w.start, w.end) for w in words]
 
 
 def whisper_params(d, multilingual: bool, backend: str, n_text_ctx: int = 448) -> dict[str, Any]:
@@ -330,8 +371,9 @@ class _Engine:
     def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool, language: str = "auto") -> dict:
         if self.abort_on and example_id == self.abort_on:
             os.abort()  # a native-style crash
-        segments, detected = self.engine.transcribe(np.ascontiguousarray(audio, dtype=np.float32), no_timestamps,
-                                                    language)
+        segments, detected = self.engine.transcribe(
+            np.ascontiguousarray(audio, dtype=np.float32), no_timestamps, language
+        )
         return {"segments": segments, "language": detected, "tokens": self.engine.tokens() if self.timed else None}
 
 
@@ -376,17 +418,21 @@ class _PyWhisperCpp:
             raise ModelError(f"{config['path']}: whisper.cpp: {'; '.join(errors)}")
         strategy = pw.whisper_sampling_strategy
         self.params = pw.whisper_full_default_params(
-            strategy.WHISPER_SAMPLING_BEAM_SEARCH if config["beam"] else strategy.WHISPER_SAMPLING_GREEDY)
+            strategy.WHISPER_SAMPLING_BEAM_SEARCH if config["beam"] else strategy.WHISPER_SAMPLING_GREEDY
+        )
         for key, value in config["params"].items():
             setattr(self.params, key, "" if value is None and key == "initial_prompt" else value)
 
     def info(self) -> dict:
         from importlib.metadata import version
 
-        return {"backend": "pywhispercpp", "pywhispercpp": version("pywhispercpp"),
-                "whisper_cpp": _loaded_library_version("libwhisper") or "unknown",
-                "system_info": self.pw.whisper_print_system_info().strip(),
-                "flash_attn": self.flash_attn}
+        return {
+            "backend": "pywhispercpp",
+            "pywhispercpp": version("pywhispercpp"),
+            "whisper_cpp": _loaded_library_version("libwhisper") or "unknown",
+            "system_info": self.pw.whisper_print_system_info().strip(),
+            "flash_attn": self.flash_attn,
+        }
 
     def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
         pw = self.pw
@@ -396,9 +442,14 @@ class _PyWhisperCpp:
         if status != 0:
             raise RuntimeError(f"whisper_full returned {status}")
         ctx = self.ctx
-        segments = [(pw.whisper_full_get_segment_t0(ctx, i) / 100, pw.whisper_full_get_segment_t1(ctx, i) / 100,
-                     pw.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"))
-                    for i in range(pw.whisper_full_n_segments(ctx))]
+        segments = [
+            (
+                pw.whisper_full_get_segment_t0(ctx, i) / 100,
+                pw.whisper_full_get_segment_t1(ctx, i) / 100,
+                pw.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"),
+            )
+            for i in range(pw.whisper_full_n_segments(ctx))
+        ]
         return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(ctx))
 
     def tokens(self) -> list[tuple[str, float, float, float]]:
@@ -408,8 +459,14 @@ class _PyWhisperCpp:
         def token_bytes(context, i: int, j: int) -> bytes:  # its get_token_text decodes, and fails mid-character
             return pw.whisper_token_to_bytes(context, pw.whisper_full_get_token_id(context, i, j))
 
-        return _text_tokens(ctx, pw.whisper_token_eot(ctx), pw.whisper_full_n_segments, pw.whisper_full_n_tokens,
-                            pw.whisper_full_get_token_data, token_bytes)
+        return _text_tokens(
+            ctx,
+            pw.whisper_token_eot(ctx),
+            pw.whisper_full_n_segments,
+            pw.whisper_full_n_tokens,
+            pw.whisper_full_get_token_data,
+            token_bytes,
+        )
 
 
 class _WhisperCppPython:
@@ -443,10 +500,13 @@ class _WhisperCppPython:
         from importlib.metadata import version
 
         package = version("whisper-cpp-python")
-        return {"backend": "whisper-cpp-python", "whisper-cpp-python": package,
-                "whisper_cpp": _loaded_library_version("whisper_cpp_python")
-                or _VENDORED_WHISPER_CPP.get(package, "unknown"),
-                "system_info": self.wc.whisper_print_system_info().decode().strip()}
+        return {
+            "backend": "whisper-cpp-python",
+            "whisper-cpp-python": package,
+            "whisper_cpp": _loaded_library_version("whisper_cpp_python")
+            or _VENDORED_WHISPER_CPP.get(package, "unknown"),
+            "system_info": self.wc.whisper_print_system_info().decode().strip(),
+        }
 
     def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
         wc, ctx = self.wc, self.ctx
@@ -456,16 +516,27 @@ class _WhisperCppPython:
         status = wc.whisper_full(ctx, self.params, samples, len(audio))
         if status != 0:
             raise RuntimeError(f"whisper_full returned {status}")
-        segments = [(wc.whisper_full_get_segment_t0(ctx, i) / 100, wc.whisper_full_get_segment_t1(ctx, i) / 100,
-                     wc.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"))
-                    for i in range(wc.whisper_full_n_segments(ctx))]
+        segments = [
+            (
+                wc.whisper_full_get_segment_t0(ctx, i) / 100,
+                wc.whisper_full_get_segment_t1(ctx, i) / 100,
+                wc.whisper_full_get_segment_text(ctx, i).decode("utf-8", "replace"),
+            )
+            for i in range(wc.whisper_full_n_segments(ctx))
+        ]
         return segments, wc.whisper_lang_str(wc.whisper_full_lang_id(ctx)).decode()
 
     def tokens(self) -> list[tuple[str, float, float, float]]:
         """The last call's text tokens ``(text, t0 s, t1 s, -0.01)`` (whisper.cpp 1.4.1 has no DTW time)."""
         wc, ctx = self.wc, self.ctx
-        return _text_tokens(ctx, wc.whisper_token_eot(ctx), wc.whisper_full_n_segments, wc.whisper_full_n_tokens,
-                            wc.whisper_full_get_token_data, wc.whisper_full_get_token_text)
+        return _text_tokens(
+            ctx,
+            wc.whisper_token_eot(ctx),
+            wc.whisper_full_n_segments,
+            wc.whisper_full_n_tokens,
+            wc.whisper_full_get_token_data,
+            wc.whisper_full_get_token_text,
+        )
 
 
 def _text_tokens(ctx, eot: int, n_segments, n_tokens, token_data, token_text) -> list[tuple[str, float, float, float]]:

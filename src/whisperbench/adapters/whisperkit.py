@@ -55,23 +55,47 @@ from .options import Option
 COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
 # values that switch WhisperKit's heuristics off (it has no "none" for them)
 HEURISTICS_OFF = {"no_speech_threshold": 1.0, "logprob_threshold": -1e9, "compression_ratio_threshold": 1e9}
-CLI_FLAGS = {"no_speech_threshold": "--no-speech-threshold", "logprob_threshold": "--logprob-threshold",
-             "compression_ratio_threshold": "--compression-ratio-threshold"}
+CLI_FLAGS = {
+    "no_speech_threshold": "--no-speech-threshold",
+    "logprob_threshold": "--logprob-threshold",
+    "compression_ratio_threshold": "--compression-ratio-threshold",
+}
 #: the unit of a report segment's ``seek``: audio samples (``WhisperKit.sampleRate``, SegmentSeeker.swift)
 SEEK_PER_SECOND = 16000
 
 
-def whisperkit_command(cli: str, audio_paths: list[str], report_dir: str, model: str, model_path: str,
-                       decoding: DecodingOptions, long_form: bool, encoder_units: str, decoder_units: str) -> list[str]:
+def whisperkit_command(
+    cli: str,
+    audio_paths: list[str],
+    report_dir: str,
+    model: str,
+    model_path: str,
+    decoding: DecodingOptions,
+    long_form: bool,
+    encoder_units: str,
+    decoder_units: str,
+) -> list[str]:
     """The ``whisperkit-cli transcribe`` command line for these clips and the harness's decoding options."""
     command = [cli, "transcribe"]
     for path in audio_paths:
         command += ["--audio-path", path]
     command += ["--model-path", model_path] if model_path else ["--model", model]
-    command += ["--task", decoding.task, "--temperature", str(decoding.temperature),
-                "--temperature-fallback-count", "5" if decoding.temperature_fallback else "0",
-                "--audio-encoder-compute-units", encoder_units, "--text-decoder-compute-units", decoder_units,
-                "--skip-special-tokens", "--report", "--report-path", report_dir]
+    command += [
+        "--task",
+        decoding.task,
+        "--temperature",
+        str(decoding.temperature),
+        "--temperature-fallback-count",
+        "5" if decoding.temperature_fallback else "0",
+        "--audio-encoder-compute-units",
+        encoder_units,
+        "--text-decoder-compute-units",
+        decoder_units,
+        "--skip-special-tokens",
+        "--report",
+        "--report-path",
+        report_dir,
+    ]
     if decoding.language:
         command += ["--language", decoding.language]
     if decoding.timestamps_off(long_form):
@@ -106,15 +130,24 @@ def transcript_from_report(report: dict, word_timing: bool, long_form: bool) -> 
     raw = report.get("segments") or []
     segments = [Segment(float(s["start"]), float(s["end"]), s["text"]) for s in raw]
     timed = word_timing and bool(raw) and all(isinstance(s.get("words"), list) for s in raw)
-    words = [Word(w["word"].strip(), float(w["start"]), float(w["end"])) for s in raw for w in s["words"]] \
-        if timed else None
+    words = (
+        [Word(w["word"].strip(), float(w["start"]), float(w["end"])) for s in raw for w in s["words"]]
+        if timed
+        else None
+    )
     extra: dict[str, Any] = {}
     if long_form and raw and all("seek" in s for s in raw):
         seeks = [s["seek"] for s in raw if s["text"].strip()]
         extra = seam_extra(seams_from_seeks(seeks, SEEK_PER_SECOND), SEAMS_FROM_DECODER)
     timings = {k: float(v) for k, v in (report.get("timings") or {}).items() if isinstance(v, (int, float))}
-    return Transcript(text=report["text"].strip(), segments=segments, words=words, language=report.get("language"),
-                      timings=timings, extra=extra)
+    return Transcript(
+        text=report["text"].strip(),
+        segments=segments,
+        words=words,
+        language=report.get("language"),
+        timings=timings,
+        extra=extra,
+    )
 
 
 @register
@@ -127,12 +160,14 @@ class WhisperKitAdapter(Adapter):
     long_form_algorithm = "WhisperKit: its own 30 s windowing"
     word_timing = "WhisperKit's report words (--word-timestamps: its own DTW over the alignment heads)"
     native_seams = SEAMS_FROM_DECODER  # each report segment's ``seek``: its window's start in 16 kHz samples
-    options = {"cli": Option("whisperkit-cli", "the WhisperKit command line"),
-               "model_path": Option("", "a local WhisperKit model folder (else --model is downloaded by WhisperKit)"),
-               "audio_encoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the encoder"),
-               "text_decoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the decoder"),
-               "batch_size": Option(8, "files per whisperkit-cli call"),
-               "timeout_s": Option(1800.0, "seconds per whisperkit-cli call")}
+    options = {
+        "cli": Option("whisperkit-cli", "the WhisperKit command line"),
+        "model_path": Option("", "a local WhisperKit model folder (else --model is downloaded by WhisperKit)"),
+        "audio_encoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the encoder"),
+        "text_decoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the decoder"),
+        "batch_size": Option(8, "files per whisperkit-cli call"),
+        "timeout_s": Option(1800.0, "seconds per whisperkit-cli call"),
+    }
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
         super().__init__(model, decoding)
@@ -140,7 +175,9 @@ class WhisperKitAdapter(Adapter):
             raise OptionError("adapter whisperkit: WhisperKit decodes greedily (beam_size must be 1)")
         for key in ("audio_encoder_compute_units", "text_decoder_compute_units"):
             if self.settings[key] not in COMPUTE_UNITS:
-                raise OptionError(f"adapter whisperkit: {key} {self.settings[key]!r} is not one of {', '.join(COMPUTE_UNITS)}")
+                raise OptionError(
+                    f"adapter whisperkit: {key} {self.settings[key]!r} is not one of {', '.join(COMPUTE_UNITS)}"
+                )
 
     @classmethod
     def ensure_available(cls) -> None:
@@ -152,8 +189,10 @@ class WhisperKitAdapter(Adapter):
         self.ensure_available()
         self.cli = shutil.which(self.settings["cli"])
         if self.cli is None:
-            raise AdapterUnavailable(f"adapter whisperkit: {self.settings['cli']} not found on PATH "
-                                     "(brew install whisperkit-cli, or build it from github.com/argmaxinc/WhisperKit)")
+            raise AdapterUnavailable(
+                f"adapter whisperkit: {self.settings['cli']} not found on PATH "
+                "(brew install whisperkit-cli, or build it from github.com/argmaxinc/WhisperKit)"
+            )
 
     @property
     def batch_size(self) -> int:
@@ -169,9 +208,17 @@ class WhisperKitAdapter(Adapter):
                 sf.write(paths[-1], audio, SAMPLE_RATE, subtype="FLOAT")
             # one language per call (the harness batches -o language=dataset by language)
             decoding = dataclasses.replace(self.decoding, language=self.decoding.language_for(True, examples[0]))
-            command = whisperkit_command(self.cli, paths, tmp, self.model, self.settings["model_path"], decoding,
-                                         long_form, self.settings["audio_encoder_compute_units"],
-                                         self.settings["text_decoder_compute_units"])
+            command = whisperkit_command(
+                self.cli,
+                paths,
+                tmp,
+                self.model,
+                self.settings["model_path"],
+                decoding,
+                long_form,
+                self.settings["audio_encoder_compute_units"],
+                self.settings["text_decoder_compute_units"],
+            )
             done = subprocess.run(command, capture_output=True, text=True, timeout=float(self.settings["timeout_s"]))
             if done.returncode != 0:
                 raise WhisperbenchError(f"whisperkit-cli exited with {done.returncode}: {done.stderr.strip()[-500:]}")
@@ -182,8 +229,9 @@ class WhisperKitAdapter(Adapter):
         assert audio is not None  # needs_audio: the runner passes the decoded clip
         return self._run([audio], [example], long_form)[0]
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
-                         timestamps: bool = False) -> list[Transcript]:
+    def transcribe_batch(
+        self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
+    ) -> list[Transcript]:
         return self._run(audios, examples, long_form=timestamps)
 
     def describe(self) -> dict:

@@ -18,20 +18,52 @@ from ..errors import WhisperbenchError
 from ..redact import redact_text
 
 #: the commands, one module each, in the order ``--help`` lists them
-COMMANDS = ("run", "score", "rescore", "compare", "report", "export", "gate", "plan", "noise", "perturb", "subtitles",
-            "align", "sweep", "runs", "adapters", "models", "datasets", "demo")
+COMMANDS = (
+    "run",
+    "score",
+    "rescore",
+    "compare",
+    "report",
+    "export",
+    "gate",
+    "plan",
+    "noise",
+    "perturb",
+    "subtitles",
+    "align",
+    "sweep",
+    "runs",
+    "adapters",
+    "models",
+    "datasets",
+    "demo",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: every command, its options and help (docs/usage.md lists them)."""
     parser = argparse.ArgumentParser(
-        prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights.")
+        prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights."
+    )
     parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
     level = parser.add_mutually_exclusive_group()
-    level.add_argument("-v", "--verbose", dest="log_level", action="store_const", const=logging.DEBUG,
-                       default=logging.INFO, help="log debug messages too (default: progress, warnings, errors)")
-    level.add_argument("-q", "--quiet", dest="log_level", action="store_const", const=logging.WARNING,
-                       help="log warnings and errors only (no progress lines)")
+    level.add_argument(
+        "-v",
+        "--verbose",
+        dest="log_level",
+        action="store_const",
+        const=logging.DEBUG,
+        default=logging.INFO,
+        help="log debug messages too (default: progress, warnings, errors)",
+    )
+    level.add_argument(
+        "-q",
+        "--quiet",
+        dest="log_level",
+        action="store_const",
+        const=logging.WARNING,
+        help="log warnings and errors only (no progress lines)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)

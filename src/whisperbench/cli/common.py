@@ -73,9 +73,13 @@ def add_runs_dir(p: argparse.ArgumentParser) -> None:
 
 def add_threshold_arg(p: argparse.ArgumentParser) -> None:
     """``--threshold METRIC.NAME=VALUE`` (repeatable): a metric's threshold, kept with the run."""
-    p.add_argument("--threshold", action="append", metavar="METRIC.NAME=VALUE",
-                   help="a metric's threshold, e.g. hallucination.burst_words=4 (repeatable; defaults and names: "
-                        "docs/robustness.md); kept with the run's summary and used by compare and gate")
+    p.add_argument(
+        "--threshold",
+        action="append",
+        metavar="METRIC.NAME=VALUE",
+        help="a metric's threshold, e.g. hallucination.burst_words=4 (repeatable; defaults and names: "
+        "docs/robustness.md); kept with the run's summary and used by compare and gate",
+    )
 
 
 def metric_options(args: argparse.Namespace) -> dict:
@@ -87,12 +91,18 @@ def metric_options(args: argparse.Namespace) -> dict:
 
 def add_column_args(p: argparse.ArgumentParser) -> None:
     """``--audio-column`` and friends: a manifest whose columns have other names."""
-    group = p.add_argument_group("dataset columns", "for a manifest (.jsonl, .csv, .tsv) or hf: dataset whose columns "
-                                                    "have other names than the usual ones (audio, text, id, language)")
+    group = p.add_argument_group(
+        "dataset columns",
+        "for a manifest (.jsonl, .csv, .tsv) or hf: dataset whose columns "
+        "have other names than the usual ones (audio, text, id, language)",
+    )
     group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. wav, clip_path)")
-    group.add_argument("--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. words, label)")
-    group.add_argument("--id-column", metavar="COLUMN",
-                       help="the column of example ids (default: id, else the file name)")
+    group.add_argument(
+        "--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. words, label)"
+    )
+    group.add_argument(
+        "--id-column", metavar="COLUMN", help="the column of example ids (default: id, else the file name)"
+    )
     group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. lang_tag)")
 
 
@@ -106,21 +116,29 @@ def columns(args):
 def print_summary(result) -> None:
     """A run's result in a few lines: counts, resumed settings, warnings, WER and speed."""
     s = result.summary
-    print(f"run {result.store.path}: {s.num_examples} examples ({result.computed} computed, "
-          f"{result.resumed} resumed), {s.num_failed} failed")
+    print(
+        f"run {result.store.path}: {s.num_examples} examples ({result.computed} computed, "
+        f"{result.resumed} resumed), {s.num_failed} failed"
+    )
     for note in result.notes:
         print(f"  resumed with {note}")
     for warning in result.warnings:  # said before the run too; repeated beside the figures it concerns
         print(f"  warning: {warning}")
     if result.stale:
         reasons = sorted(set(result.stale.values()))
-        print(f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "
-              f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}")
-    print(f"  WER {fmt(s.wer)}%  (S {s.substitutions}, D {s.deletions}, I {s.insertions}, "
-          f"N {s.reference_words})  RTFx {fmt(s.rtfx, 1)}  normalizer {s.normalizer}  form {s.form}")
+        print(
+            f"  redone: {len(result.stale)} stored result(s) no longer matched ({'; '.join(reasons)}): "
+            f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}"
+        )
+    print(
+        f"  WER {fmt(s.wer)}%  (S {s.substitutions}, D {s.deletions}, I {s.insertions}, "
+        f"N {s.reference_words})  RTFx {fmt(s.rtfx, 1)}  normalizer {s.normalizer}  form {s.form}"
+    )
     if s.rtfx_reliable is False and s.rtfx is not None:  # no speed measured: nothing to doubt
-        print(f"  RTFx unreliable: the machine was busy ({s.rtfx_unreliable_why}); compare speeds measured "
-              "on a quiet machine")
+        print(
+            f"  RTFx unreliable: the machine was busy ({s.rtfx_unreliable_why}); compare speeds measured "
+            "on a quiet machine"
+        )
 
 
 def execute(request, as_json: bool) -> int:
@@ -137,19 +155,31 @@ def execute(request, as_json: bool) -> int:
 
 def significance_args(args) -> dict[str, Any]:
     """The paired-significance keywords of ``api.compare`` / ``api.gate`` from the shared options."""
-    return {"block_by": args.block_by, "block_dataset": args.block_dataset, "resamples": args.resamples,
-            "seed": args.seed}
+    return {
+        "block_by": args.block_by,
+        "block_dataset": args.block_dataset,
+        "resamples": args.resamples,
+        "seed": args.seed,
+    }
 
 
 def significance_options(p: Any) -> None:
     """The paired tests' options (compare and gate; docs/statistics.md)."""
-    p.add_argument("--block-by", metavar="COLUMN",
-                   help="bootstrap whole blocks of examples sharing this manifest column's value (e.g. speaker): "
-                        "every interval then resamples blocks (read from the reference run's dataset)")
-    p.add_argument("--block-dataset", metavar="SPEC",
-                   help="with --block-by: read the column from this dataset instead of the run's own")
+    p.add_argument(
+        "--block-by",
+        metavar="COLUMN",
+        help="bootstrap whole blocks of examples sharing this manifest column's value (e.g. speaker): "
+        "every interval then resamples blocks (read from the reference run's dataset)",
+    )
+    p.add_argument(
+        "--block-dataset",
+        metavar="SPEC",
+        help="with --block-by: read the column from this dataset instead of the run's own",
+    )
     p.add_argument("--resamples", type=whole, default=2000, help="bootstrap resamples (default %(default)s)")
-    p.add_argument("--seed", type=whole, default=0, help="bootstrap seed (default %(default)s): same seed, same interval")
+    p.add_argument(
+        "--seed", type=whole, default=0, help="bootstrap seed (default %(default)s): same seed, same interval"
+    )
 
 
 def names(text: Optional[str]) -> Optional[list[str]]:

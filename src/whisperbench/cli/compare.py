@@ -5,7 +5,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import add_runs_dir, confidence_fraction, finite, print_json, significance_args, significance_options, whole
+from .common import (
+    add_runs_dir,
+    confidence_fraction,
+    finite,
+    print_json,
+    significance_args,
+    significance_options,
+    whole,
+)
 
 
 def command(args) -> int:
@@ -14,13 +22,25 @@ def command(args) -> int:
     from ..reports import comparison_table
 
     reference = load_run(args.reference, args.runs_dir)
-    comparisons = compare_all(reference, args.candidate, args.runs_dir, confidence=confidence_fraction(args.confidence),
-                              **significance_args(args))
+    comparisons = compare_all(
+        reference,
+        args.candidate,
+        args.runs_dir,
+        confidence=confidence_fraction(args.confidence),
+        **significance_args(args),
+    )
     if args.json:
         from ..reports.hallucination import hallucination_diff
 
-        print_json([dict(c.to_json(with_examples=args.examples is not None),
-                          hallucination=hallucination_diff(reference, c.candidate).to_json()) for c in comparisons])
+        print_json(
+            [
+                dict(
+                    c.to_json(with_examples=args.examples is not None),
+                    hallucination=hallucination_diff(reference, c.candidate).to_json(),
+                )
+                for c in comparisons
+            ]
+        )
         return 0
     print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
     _print_compare_notes(comparisons)
@@ -57,17 +77,35 @@ def _print_compare_notes(comparisons) -> None:
 
 def register(sub: Any) -> None:
     """Add ``whisperbench compare`` and its options to the sub-command parsers ``sub``."""
-    p = sub.add_parser("compare", help="QoI and WER of candidate runs against a reference run, with paired tests "
-                                       "(sign test, MAPSSWE, bootstrap interval of the WER difference)")
+    p = sub.add_parser(
+        "compare",
+        help="QoI and WER of candidate runs against a reference run, with paired tests "
+        "(sign test, MAPSSWE, bootstrap interval of the WER difference)",
+    )
     p.add_argument("--reference", required=True, help="run name (under --runs-dir) or run folder")
-    p.add_argument("--candidate", required=True, action="append",
-                   help="run compared with the reference (repeat --candidate for several)")
+    p.add_argument(
+        "--candidate",
+        required=True,
+        action="append",
+        help="run compared with the reference (repeat --candidate for several)",
+    )
     add_runs_dir(p)
     p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
-    p.add_argument("--examples", nargs="?", type=whole, const=10, metavar="N",
-                   help="the N worst regressions (default 10) as an aligned, coloured word diff of the transcript, "
-                        "the reference run and the candidate; with --json: every example's comparison")
-    p.add_argument("--confidence", type=finite, default=95.0, metavar="PCT",
-                   help="confidence of the bootstrap intervals (default %(default)g)")
+    p.add_argument(
+        "--examples",
+        nargs="?",
+        type=whole,
+        const=10,
+        metavar="N",
+        help="the N worst regressions (default 10) as an aligned, coloured word diff of the transcript, "
+        "the reference run and the candidate; with --json: every example's comparison",
+    )
+    p.add_argument(
+        "--confidence",
+        type=finite,
+        default=95.0,
+        metavar="PCT",
+        help="confidence of the bootstrap intervals (default %(default)g)",
+    )
     significance_options(p)
     p.set_defaults(func=command)

@@ -18,8 +18,10 @@ def command(args) -> int:
     checked = load_dataset(args.spec, skip_invalid=True, columns=columns(args))
     d = checked.dataset
     hours = sum(ex.duration_s or 0 for ex in d.examples) / 3600
-    print(f"{d.name}: {len(d)} valid examples, {len(checked.invalid)} invalid, {hours * 60:.2f} min, "
-          f"form {d.form}, hash {d.content_hash}")
+    print(
+        f"{d.name}: {len(d)} valid examples, {len(checked.invalid)} invalid, {hours * 60:.2f} min, "
+        f"form {d.form}, hash {d.content_hash}"
+    )
     for bad in checked.invalid:
         print(f"  invalid: {bad.reason}")
     return 1 if checked.invalid else 0

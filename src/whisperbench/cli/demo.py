@@ -19,17 +19,29 @@ def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="offline default evaluation: local implementations on the bundled data")
     p.add_argument("--model", default="tiny.en", help="model of every row (default: %(default)s)")
     p.add_argument("--runs-dir", default="runs/demo", help="folder holding the runs (default: %(default)s)")
-    p.add_argument("--out", help="leaderboard file (default: leaderboard.md in --runs-dir; the repository's "
-                                 "reports/leaderboard.md is a published copy, rewritten only when named here)")
+    p.add_argument(
+        "--out",
+        help="leaderboard file (default: leaderboard.md in --runs-dir; the repository's "
+        "reports/leaderboard.md is a published copy, rewritten only when named here)",
+    )
     p.add_argument("--threads", type=whole, help="threads per implementation (default: all cores)")
     p.add_argument("--limit", type=whole, help="only the first N examples of each dataset")
     p.add_argument("--short-only", action="store_true", help="skip the long-form dataset")
-    p.add_argument("--implementations", metavar="LABEL,...",
-                   help="only these rows, by label (e.g. openai-whisper,faster-whisper-int8; the reference is always "
-                        "run); default: every installed implementation")
-    p.add_argument("--all", action="store_true",
-                   help="also run implementations that are slow on this platform (MLX off Apple silicon)")
-    p.add_argument("--reference-endpoint", metavar="URL",
-                   help="use an OpenAI-compatible endpoint as the reference (key from $OPENAI_API_KEY)")
+    p.add_argument(
+        "--implementations",
+        metavar="LABEL,...",
+        help="only these rows, by label (e.g. openai-whisper,faster-whisper-int8; the reference is always "
+        "run); default: every installed implementation",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also run implementations that are slow on this platform (MLX off Apple silicon)",
+    )
+    p.add_argument(
+        "--reference-endpoint",
+        metavar="URL",
+        help="use an OpenAI-compatible endpoint as the reference (key from $OPENAI_API_KEY)",
+    )
     p.add_argument("--reference-model", default="whisper-1", help="model name sent to --reference-endpoint")
     p.set_defaults(func=command)

@@ -19,8 +19,9 @@ def command(args) -> int:
     if args.to:
         runs = list_runs(args.runs_dir) if args.all else [load_run(name, args.runs_dir) for name in args.run]
         if not runs:
-            raise WhisperbenchError(f"export: no runs named, and none in {args.runs_dir}" if args.all else
-                                    "export: name a run (or --all)")
+            raise WhisperbenchError(
+                f"export: no runs named, and none in {args.runs_dir}" if args.all else "export: name a run (or --all)"
+            )
         for run in runs:  # each publishes on its own: a failure names its run, those done stay done
             print(publish(run, args.to, reference=reference, **_TRACKERS[args.to](args)))
         return 0
@@ -45,9 +46,12 @@ def register(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="with --to: every run in --runs-dir (e.g. a whole sweep)")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", help="FILE.csv, FILE.jsonl or FILE.json")
-    where.add_argument("--to", choices=sorted(_TRACKERS),
-                       help="an experiment tracker: params, metrics, the per-example table and the reports "
-                            "(a re-export updates the same tracker run)")
+    where.add_argument(
+        "--to",
+        choices=sorted(_TRACKERS),
+        help="an experiment tracker: params, metrics, the per-example table and the reports "
+        "(a re-export updates the same tracker run)",
+    )
     p.add_argument("--reference", help="join a reference run: its output, errors, the regression flag and QoI")
     add_runs_dir(p)
     p.add_argument("--tracking-uri", help="mlflow: tracking URI (default: MLFLOW_TRACKING_URI, else MLflow's)")

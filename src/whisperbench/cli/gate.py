@@ -20,8 +20,14 @@ def command(args) -> int:
     try:
         reference = load_run(args.reference, args.runs_dir)
         candidate = load_run(args.candidate, args.runs_dir)
-        result = gate(reference, candidate, thresholds=thresholds_of(args), repeats=args.repeat,
-                      runs_dir=args.runs_dir, **significance_args(args))
+        result = gate(
+            reference,
+            candidate,
+            thresholds=thresholds_of(args),
+            repeats=args.repeat,
+            runs_dir=args.runs_dir,
+            **significance_args(args),
+        )
     except WhisperbenchError as exc:
         if args.junit:  # CI shows why it could not judge, not a missing report
             _write_junit(args.junit, cannot_judge_xml(str(exc)))
@@ -50,10 +56,12 @@ def add_threshold_flags(p: Any) -> None:
         meta = f.metadata
         kind, default = meta["kind"], f.default
         shown = f" (default {default:g}%%)" if isinstance(default, float) else ""
-        kinds: dict[str, dict[str, Any]] = {"flag": {"action": "store_true"},
-                                            "choice": {"choices": INCONCLUSIVE_POLICIES, "default": default},
-                                            "metric": {"action": "append", "metavar": meta["metavar"]},
-                                            "count": {"type": whole, "metavar": meta["metavar"]}}
+        kinds: dict[str, dict[str, Any]] = {
+            "flag": {"action": "store_true"},
+            "choice": {"choices": INCONCLUSIVE_POLICIES, "default": default},
+            "metric": {"action": "append", "metavar": meta["metavar"]},
+            "count": {"type": whole, "metavar": meta["metavar"]},
+        }
         extra = kinds.get(kind, {"type": finite, "metavar": meta["metavar"], "default": default})
         p.add_argument(flag(f.name), help=meta["help"].replace("%", "%%") + shown, **extra)
 
@@ -73,8 +81,12 @@ def register(sub: Any) -> None:
     add_runs_dir(p)
     add_threshold_flags(p)
     significance_options(p)
-    p.add_argument("--repeat", action="append", metavar="RUN",
-                   help="another run of the candidate's configuration (repeat --repeat for several): the verdict "
-                        "must hold in each; the worst is reported (see `whisperbench noise`)")
+    p.add_argument(
+        "--repeat",
+        action="append",
+        metavar="RUN",
+        help="another run of the candidate's configuration (repeat --repeat for several): the verdict "
+        "must hold in each; the worst is reported (see `whisperbench noise`)",
+    )
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=command)

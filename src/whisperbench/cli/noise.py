@@ -19,8 +19,11 @@ def command(args) -> int:
 
 def register(sub: Any) -> None:
     """Add ``whisperbench noise`` and its options to the sub-command parsers ``sub``."""
-    p = sub.add_parser("noise", help="run-to-run noise of repeated runs of one configuration: identical outputs, "
-                                     "WER spread, regressions between repeats; flags non-determinism")
+    p = sub.add_parser(
+        "noise",
+        help="run-to-run noise of repeated runs of one configuration: identical outputs, "
+        "WER spread, regressions between repeats; flags non-determinism",
+    )
     p.add_argument("run", nargs="+", help="two or more runs of one configuration on one dataset (names or folders)")
     add_runs_dir(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")

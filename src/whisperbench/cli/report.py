@@ -13,8 +13,14 @@ def command(args) -> int:
     """``whisperbench report``: the leaderboard of the runs of a folder (markdown, HTML, CSV or a model card)."""
     from ..api import report
 
-    board = report(args.runs_dir, out=args.out, format=args.format, references=args.reference,
-                   reference_adapter=args.reference_adapter, title=args.title)
+    board = report(
+        args.runs_dir,
+        out=args.out,
+        format=args.format,
+        references=args.reference,
+        reference_adapter=args.reference_adapter,
+        title=args.title,
+    )
     for line in board.notes:
         print(line, file=sys.stderr)
     if board.text is not None and not args.quiet:
@@ -25,18 +31,29 @@ def command(args) -> int:
 
 def register(sub: Any) -> None:
     """Add ``whisperbench report`` and its options to the sub-command parsers ``sub``."""
-    p = sub.add_parser("report", help="leaderboard (markdown, HTML, CSV or a Hugging Face model-card section) of every "
-                                      "run in --runs-dir")
+    p = sub.add_parser(
+        "report",
+        help="leaderboard (markdown, HTML, CSV or a Hugging Face model-card section) of every run in --runs-dir",
+    )
     add_runs_dir(p)
-    p.add_argument("--reference", action="append",
-                   help="reference run name (one per dataset; repeat for several); default: the references the "
-                        "demo recorded in --runs-dir, else --reference-adapter's plainest run")
-    p.add_argument("--reference-adapter", default="openai-whisper",
-                   help="for datasets without a --reference, the run of this adapter (default openai-whisper)")
+    p.add_argument(
+        "--reference",
+        action="append",
+        help="reference run name (one per dataset; repeat for several); default: the references the "
+        "demo recorded in --runs-dir, else --reference-adapter's plainest run",
+    )
+    p.add_argument(
+        "--reference-adapter",
+        default="openai-whisper",
+        help="for datasets without a --reference, the run of this adapter (default openai-whisper)",
+    )
     p.add_argument("--out", help="file to write (default: leaderboard.md, or .html/.csv with --format, in --runs-dir)")
-    p.add_argument("--format", choices=sorted(DOCUMENTS),
-                   help="default: from --out's extension; hf: a model-card section (model-index metadata and a "
-                        "WER / QoI / size table per dataset) to paste into a Hugging Face README.md")
+    p.add_argument(
+        "--format",
+        choices=sorted(DOCUMENTS),
+        help="default: from --out's extension; hf: a model-card section (model-index metadata and a "
+        "WER / QoI / size table per dataset) to paste into a Hugging Face README.md",
+    )
     p.add_argument("--title", default="Whisper leaderboard", help="the leaderboard's heading")
     p.add_argument("--quiet", action="store_true", help="do not print the markdown")
     p.set_defaults(func=command)

@@ -15,7 +15,8 @@ def command(args) -> int:
     run = load_run(args.run, args.runs_dir)
     summary = rescore(run, normalizer=args.normalizer, thresholds=metric_options(args) or None)
     print_json(summary.to_dict()) if args.json else print(
-        f"run {run.name}: WER {fmt(summary.wer)}% with normalizer {summary.normalizer}")
+        f"run {run.name}: WER {fmt(summary.wer)}% with normalizer {summary.normalizer}"
+    )
     return 0
 
 
@@ -24,8 +25,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser("rescore", help="recompute a run's summary from its stored raw predictions")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
     add_runs_dir(p)
-    p.add_argument("--normalizer", choices=NORMALIZER_NAMES,
-                   help="score with this normalizer instead of the run's own (recorded in summary.json)")
+    p.add_argument(
+        "--normalizer",
+        choices=NORMALIZER_NAMES,
+        help="score with this normalizer instead of the run's own (recorded in summary.json)",
+    )
     add_threshold_arg(p)
     p.add_argument("--json", action="store_true", help="print the new summary as JSON")
     p.set_defaults(func=command)

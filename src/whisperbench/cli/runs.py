@@ -45,15 +45,21 @@ def _confirm(question: str) -> bool:
 
 def register(sub: Any) -> None:
     """Add ``whisperbench runs`` and its options to the sub-command parsers ``sub``."""
-    p = sub.add_parser("runs", help="list the runs in --runs-dir (status, coverage, model, size); "
-                                    "`runs remove NAME…`",
-                       description="List runs: name, status (finished, incomplete, running, stopped, empty, "
-                                   "unreadable), coverage, failed examples, model, implementation, dataset, date and "
-                                   "size on disk. Example: whisperbench runs --runs-dir runs/demo; whisperbench runs "
-                                   "remove old_run other_run --yes")
-    p.add_argument("action", nargs="?", choices=["list", "remove"], default="list",
-                   help="list (default) or remove the named runs (asks first; a run another process writes is "
-                        "never removed)")
+    p = sub.add_parser(
+        "runs",
+        help="list the runs in --runs-dir (status, coverage, model, size); `runs remove NAME…`",
+        description="List runs: name, status (finished, incomplete, running, stopped, empty, "
+        "unreadable), coverage, failed examples, model, implementation, dataset, date and "
+        "size on disk. Example: whisperbench runs --runs-dir runs/demo; whisperbench runs "
+        "remove old_run other_run --yes",
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=["list", "remove"],
+        default="list",
+        help="list (default) or remove the named runs (asks first; a run another process writes is never removed)",
+    )
     p.add_argument("names", nargs="*", metavar="NAME", help="remove: run names (under --runs-dir) or run folders")
     add_runs_dir(p)
     p.add_argument("--yes", "-y", action="store_true", help="remove: do not ask for confirmation")

@@ -18,11 +18,15 @@ def command(args) -> int:
     out = args.out or str(Path("subtitles") / run.name)
     written, untimed = write_subtitles(run, out, args.format)
     if not written:
-        raise WhisperbenchError(f"run {run.name} stored no segment or word times: run it with --word-timestamps "
-                                "(short-form is decoded without timestamp tokens, so it stores no segments; "
-                                "long-form always does)")
-    print(f"wrote {len(written)} {args.format} file(s) to {out}"
-          + (f"; {len(untimed)} example(s) without times: {', '.join(untimed[:5])}" if untimed else ""))
+        raise WhisperbenchError(
+            f"run {run.name} stored no segment or word times: run it with --word-timestamps "
+            "(short-form is decoded without timestamp tokens, so it stores no segments; "
+            "long-form always does)"
+        )
+    print(
+        f"wrote {len(written)} {args.format} file(s) to {out}"
+        + (f"; {len(untimed)} example(s) without times: {', '.join(untimed[:5])}" if untimed else "")
+    )
     return 0
 
 

@@ -17,15 +17,28 @@ def command(args) -> int:
 
     def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary
-        result = (f"WER {fmt(summary.wer)}%, {fmt(summary.model_size_mb, 1)} MB" if summary is not None
-                  and entry.status == "finished" else f"{entry.status}: {entry.error}")
+        result = (
+            f"WER {fmt(summary.wer)}%, {fmt(summary.model_size_mb, 1)} MB"
+            if summary is not None and entry.status == "finished"
+            else f"{entry.status}: {entry.error}"
+        )
         took = f" ({entry.wall_s:.0f} s)" if entry.wall_s is not None else ""
         print(f"[{number}/{total}] {entry.variant.label}: {result}{took}", file=sys.stderr, flush=True)
 
-    result = sweep(args.model, args.dataset, implementations=names(args.implementations),
-                   variants=names(args.variants), reference=args.reference, runs_dir=args.runs_dir,
-                   options=args.option or [], parallel=args.parallel, columns=columns(args), report=report_entry,
-                   limit=args.limit, timeout_s=args.timeout_s)
+    result = sweep(
+        args.model,
+        args.dataset,
+        implementations=names(args.implementations),
+        variants=names(args.variants),
+        reference=args.reference,
+        runs_dir=args.runs_dir,
+        options=args.option or [],
+        parallel=args.parallel,
+        columns=columns(args),
+        report=report_entry,
+        limit=args.limit,
+        timeout_s=args.timeout_s,
+    )
     if result.reference is None:
         first = result.entries[0]
         print(f"error: the reference ({first.variant.label}) did not run: {first.error}", file=sys.stderr)
@@ -54,11 +67,19 @@ def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_nam
     out.write_text(markdown, encoding="utf-8")
     html_out = Path(args.html or f"{stem}.html")
     html_out.write_text(render_tradeoff_html(frame, not_run, title, args.min_qoi), encoding="utf-8")
-    write_json_atomic(Path(f"{stem}.json"), {"reference": reference_name, "wall_s": wall_s,
-                                       "variants": [e.to_dict() for e in entries]})
+    write_json_atomic(
+        Path(f"{stem}.json"),
+        {"reference": reference_name, "wall_s": wall_s, "variants": [e.to_dict() for e in entries]},
+    )
     if args.json:
-        print_json({"reference": reference_name, "wall_s": wall_s, "variants": [e.to_dict() for e in entries],
-                     "table": json.loads(frame.drop(columns=["WER CI", "QoI CI"]).to_json(orient="records"))})
+        print_json(
+            {
+                "reference": reference_name,
+                "wall_s": wall_s,
+                "variants": [e.to_dict() for e in entries],
+                "table": json.loads(frame.drop(columns=["WER CI", "QoI CI"]).to_json(orient="records")),
+            }
+        )
     else:
         print(markdown)
     print(f"wrote {out}, {html_out} and {stem}.json", file=sys.stderr)
@@ -70,21 +91,39 @@ def register(sub: Any) -> None:
     p = sub.add_parser("sweep", help="run every compressed variant of a model; a quality-against-size table")
     p.add_argument("--model", required=True, help="see `whisperbench models`")
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
-    p.add_argument("--implementations", metavar="ADAPTER,...",
-                   help="adapters whose variants to run (default: faster-whisper, whisper-cpp, mlx, jax, ane-pytorch, "
-                        "transformers); `whisperbench adapters NAME` lists an adapter's variants")
-    p.add_argument("--variants", metavar="NAME,...", help="only these variants (a name such as int8 or q5_0, or a "
-                                                          "label such as whisper-cpp-q5_0)")
-    p.add_argument("--reference", help="an existing run to compare against (default: openai-whisper on the same "
-                                       "model, run first)")
+    p.add_argument(
+        "--implementations",
+        metavar="ADAPTER,...",
+        help="adapters whose variants to run (default: faster-whisper, whisper-cpp, mlx, jax, ane-pytorch, "
+        "transformers); `whisperbench adapters NAME` lists an adapter's variants",
+    )
+    p.add_argument(
+        "--variants",
+        metavar="NAME,...",
+        help="only these variants (a name such as int8 or q5_0, or a label such as whisper-cpp-q5_0)",
+    )
+    p.add_argument(
+        "--reference", help="an existing run to compare against (default: openai-whisper on the same model, run first)"
+    )
     add_runs_dir(p)
     p.add_argument("--limit", type=whole, help="only the first N examples")
-    p.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
-                   help="decoding option for every variant (threads, language, …); repeat -o for several")
+    p.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        metavar="KEY=VALUE",
+        help="decoding option for every variant (threads, language, …); repeat -o for several",
+    )
     p.add_argument("--timeout-s", type=finite, help="per-call limit in seconds (see `run --timeout-s`)")
-    p.add_argument("--parallel", "--jobs", type=whole, default=1, metavar="N",
-                   help="run up to N variants at once, each in its own process, with threads per variant lowered so "
-                        "that N x threads <= cores (default 1: one after another; the same runs and scores)")
+    p.add_argument(
+        "--parallel",
+        "--jobs",
+        type=whole,
+        default=1,
+        metavar="N",
+        help="run up to N variants at once, each in its own process, with threads per variant lowered so "
+        "that N x threads <= cores (default 1: one after another; the same runs and scores)",
+    )
     p.add_argument("--min-qoi", type=finite, help="also give each variant the release gate's verdict at this QoI")
     p.add_argument("--max-wer-increase", type=finite, help="with --min-qoi: the gate's maximum WER increase in points")
     p.add_argument("--out", help="markdown table (default: tradeoff_MODEL_DATASET.md in --runs-dir)")

@@ -25,7 +25,16 @@ from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
 from .records import Checked, Invalid, build_dataset, content_hash, infer_form, record_id
 
-__all__ = ["load_dataset", "column_values", "from_hf_dataset", "bundled_datasets", "Checked", "Invalid", "content_hash", "infer_form"]
+__all__ = [
+    "load_dataset",
+    "column_values",
+    "from_hf_dataset",
+    "bundled_datasets",
+    "Checked",
+    "Invalid",
+    "content_hash",
+    "infer_form",
+]
 
 MANIFEST_NAMES = ("manifest.jsonl", "manifest.csv", "manifest.tsv")
 AUDIOFOLDER_NAMES = ("metadata.jsonl", "metadata.csv", "metadata.tsv")
@@ -56,12 +65,27 @@ def _default_name(path: str) -> str:
     return f"{p.parent.name}-{p.name}"
 
 
-def from_hf_dataset(table: Any, *, name: str = "datasets", form: Optional[Form] = None, limit: Optional[int] = None,
-                    skip_invalid: bool = False, columns: ColumnMap | dict[str, str] | None = None) -> Checked:
+def from_hf_dataset(
+    table: Any,
+    *,
+    name: str = "datasets",
+    form: Optional[Form] = None,
+    limit: Optional[int] = None,
+    skip_invalid: bool = False,
+    columns: ColumnMap | dict[str, str] | None = None,
+) -> Checked:
     """Validate a ``datasets.Dataset`` already in memory (an audio column and a transcript column, as for ``hf:``)."""
     columns = ColumnMap.of(columns)
-    return build_dataset(hf_records(table, f"dataset {name}", columns), name=name, source=f"datasets.Dataset {name}",
-                         base_dir=None, form=form, limit=limit, skip_invalid=skip_invalid, columns=columns)
+    return build_dataset(
+        hf_records(table, f"dataset {name}", columns),
+        name=name,
+        source=f"datasets.Dataset {name}",
+        base_dir=None,
+        form=form,
+        limit=limit,
+        skip_invalid=skip_invalid,
+        columns=columns,
+    )
 
 
 def _manifest_path(spec: str) -> str:
@@ -91,8 +115,11 @@ def column_values(spec: str, column: str) -> dict[str, Any]:
     '1998'
     """
     records = read_hf(spec)[0] if spec.startswith("hf:") else read_manifest(_manifest_path(spec))
-    return {ex_id: record.fields[column] for record in records
-            if (ex_id := record_id(record)) is not None and record.fields.get(column) not in (None, "")}
+    return {
+        ex_id: record.fields[column]
+        for record in records
+        if (ex_id := record_id(record)) is not None and record.fields.get(column) not in (None, "")
+    }
 
 
 def load_dataset(
@@ -110,8 +137,14 @@ def load_dataset(
     if spec.startswith("hf:"):
         records, default = read_hf(spec, columns)
         return build_dataset(
-            records, name=name or default, source=spec, base_dir=None, form=form, limit=limit,
-            skip_invalid=skip_invalid, columns=columns,
+            records,
+            name=name or default,
+            source=spec,
+            base_dir=None,
+            form=form,
+            limit=limit,
+            skip_invalid=skip_invalid,
+            columns=columns,
         )
     manifest = _manifest_path(spec)
     records = read_manifest(manifest)

@@ -50,16 +50,30 @@ class TranscriptAligner:
         if len(audio) / 16000 > WHISPER_WINDOW_S:
             raise DatasetError(f"forced alignment takes clips of at most {WHISPER_WINDOW_S:g} s")
         spoken = text.strip().lower() if text.isupper() else text.strip()
-        tokenizer = get_tokenizer(self.net.is_multilingual, num_languages=self.net.num_languages,
-                                  language=language if self.net.is_multilingual else "en", task="transcribe")
+        tokenizer = get_tokenizer(
+            self.net.is_multilingual,
+            num_languages=self.net.num_languages,
+            language=language if self.net.is_multilingual else "en",
+            task="transcribe",
+        )
         mel = log_mel_spectrogram(audio, self.net.dims.n_mels, padding=N_SAMPLES)
         frames = mel.shape[-1] - N_FRAMES
-        segment: dict[str, Any] = {"seek": 0, "start": 0.0, "end": frames / 100, "text": spoken,
-                                   "tokens": tokenizer.encode(" " + spoken)}
+        segment: dict[str, Any] = {
+            "seek": 0,
+            "start": 0.0,
+            "end": frames / 100,
+            "text": spoken,
+            "tokens": tokenizer.encode(" " + spoken),
+        }
         with torch.inference_mode():
-            add_word_timestamps(segments=[segment], model=self.net, tokenizer=tokenizer,
-                                mel=pad_or_trim(mel[:, :frames], N_FRAMES), num_frames=frames,
-                                last_speech_timestamp=0.0)
+            add_word_timestamps(
+                segments=[segment],
+                model=self.net,
+                tokenizer=tokenizer,
+                mel=pad_or_trim(mel[:, :frames], N_FRAMES),
+                num_frames=frames,
+                last_speech_timestamp=0.0,
+            )
         return [Word(w["word"].strip(), float(w["start"]), float(w["end"])) for w in segment.get("words") or []]
 
 
@@ -74,14 +88,20 @@ def align_manifest(dataset: str, out: str | Path, model: str = "base", limit: Op
     aligner = TranscriptAligner(model)
     rows = []
     for example in examples:
-        row: dict[str, Any] = {"id": example.id, "audio": example.audio if isinstance(example.audio, str) else None,
-                               "text": example.text, "duration_s": example.duration_s}
+        row: dict[str, Any] = {
+            "id": example.id,
+            "audio": example.audio if isinstance(example.audio, str) else None,
+            "text": example.text,
+            "duration_s": example.duration_s,
+        }
         if example.language:
             row["language"] = example.language
         try:
             words = aligner.words(load_audio(example.audio), example.text, example.language or "en")
-            row |= {"words": [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in words],
-                    "words_source": SOURCE.format(model=model)}
+            row |= {
+                "words": [{"word": w.word, "start": round(w.start, 3), "end": round(w.end, 3)} for w in words],
+                "words_source": SOURCE.format(model=model),
+            }
         except Exception as exc:  # recorded, never dropped
             row["words_error"] = f"{type(exc).__name__}: {exc}"
             log.warning("example %s: no forced alignment: %s", example.id, row["words_error"])

@@ -24,8 +24,10 @@ from ..digest import sha256_of
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS facts (path TEXT, size INTEGER, mtime_ns INTEGER, duration_s REAL, "
-           "sample_rate INTEGER, channels INTEGER, sha256 TEXT, PRIMARY KEY (path, size, mtime_ns))")
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS facts (path TEXT, size INTEGER, mtime_ns INTEGER, duration_s REAL, "
+    "sample_rate INTEGER, channels INTEGER, sha256 TEXT, PRIMARY KEY (path, size, mtime_ns))"
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,11 @@ def _read(key: tuple[str, int, int]) -> Optional[AudioFacts]:
         if connection is None:
             return None
         try:
-            row = connection.execute("SELECT duration_s, sample_rate, channels, sha256 FROM facts WHERE path = ? "
-                                     "AND size = ? AND mtime_ns = ?", key).fetchone()
+            row = connection.execute(
+                "SELECT duration_s, sample_rate, channels, sha256 FROM facts WHERE path = ? "
+                "AND size = ? AND mtime_ns = ?",
+                key,
+            ).fetchone()
         except sqlite3.Error:
             row = None
     return None if row is None else AudioFacts(AudioInfo(float(row[0]), int(row[1]), int(row[2])), str(row[3]))
@@ -107,8 +112,9 @@ def _write(key: tuple[str, int, int], facts: AudioFacts) -> None:
             return
         try:
             with connection:
-                connection.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   (*key, facts.info.duration_s, facts.info.sample_rate, facts.info.channels,
-                                    facts.sha256))
+                connection.execute(
+                    "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (*key, facts.info.duration_s, facts.info.sample_rate, facts.info.channels, facts.sha256),
+                )
         except sqlite3.Error as exc:
             log.debug("audio facts cache not written: %s", exc)

@@ -72,15 +72,22 @@ def check_columns(found: list[str], rows: list[dict[str, Any]], columns: ColumnM
         return
     problems = [f"{option_of(r)} {getattr(columns, r)!r}: no such column" for r in absent]
     problems += [f"no {ROLE_WORDS[r]} column (one of {', '.join(USUAL_NAMES[r])})" for r in missing]
-    raise DatasetError(f"{source}: the columns do not fit: {'; '.join(problems)}\n"
-                       f"  columns found: {', '.join(found)}\n"
-                       f"  map them: {_suggestion(absent + missing, found, rows, columns)}")
+    raise DatasetError(
+        f"{source}: the columns do not fit: {'; '.join(problems)}\n"
+        f"  columns found: {', '.join(found)}\n"
+        f"  map them: {_suggestion(absent + missing, found, rows, columns)}"
+    )
 
 
 def _suggestion(roles: list[str], found: list[str], rows: list[dict[str, Any]], columns: ColumnMap) -> str:
     taken = {c for role in COLUMN_ROLES if role not in roles for c in [getattr(columns, role)] if c}
-    taken |= {c for role in COLUMN_ROLES if role not in roles and not getattr(columns, role)
-              for c in USUAL_NAMES[role] if c in found}
+    taken |= {
+        c
+        for role in COLUMN_ROLES
+        if role not in roles and not getattr(columns, role)
+        for c in USUAL_NAMES[role]
+        if c in found
+    }
     options, mapping = [], {}
     for role in roles:
         guess = guess_column(role, [c for c in found if c not in taken], rows)
@@ -105,8 +112,12 @@ def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -
         by_value = [c for c in candidates if values[c] and all(_looks_like_audio(v) for v in values[c])]
         if by_value:
             return by_value[0]
-    named = [c for c in candidates if any(hint in c.lower() for hint in _NAME_HINTS[role])
-             and (role == "id" or not re.search(r"(^|_)id$", c.lower()))]
+    named = [
+        c
+        for c in candidates
+        if any(hint in c.lower() for hint in _NAME_HINTS[role])
+        and (role == "id" or not re.search(r"(^|_)id$", c.lower()))
+    ]
     if named:
         return named[0]
     if role == "text":

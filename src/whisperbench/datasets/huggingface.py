@@ -17,7 +17,7 @@ from .records import RawRecord
 
 def parse_spec(spec: str) -> tuple[str, Optional[str], str]:
     """``hf:NAME:SPLIT`` or ``hf:NAME:CONFIG:SPLIT`` -> (name, config, split)."""
-    body = spec[len("hf:"):]
+    body = spec[len("hf:") :]
     parts = body.split(":")
     if len(parts) == 2:
         return parts[0], None, parts[1]
@@ -41,13 +41,16 @@ def _load(name: str, config: Optional[str], split: str):
     try:
         return hf.load_dataset(name, config, split=split)
     except Exception as exc:  # network, missing config/split, bad files: say which dataset
-        raise DatasetError(f"cannot load Hugging Face dataset {name!r} (config {config}, split {split}): {exc}") from exc
+        raise DatasetError(
+            f"cannot load Hugging Face dataset {name!r} (config {config}, split {split}): {exc}"
+        ) from exc
 
 
 def read_hf(spec: str, columns: ColumnMap = ColumnMap()) -> tuple[list[RawRecord], str]:
     """Rows of the dataset as raw records, and a default dataset name."""
     try:
-        import datasets as hf
+        # only whether it is installed
+        import datasets as hf  # noqa: F401
     except ImportError as exc:  # pragma: no cover - datasets is a core dependency
         raise DatasetError("Hugging Face datasets are not installed: pip install datasets") from exc
     name, config, split = parse_spec(spec)

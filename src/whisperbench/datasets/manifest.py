@@ -55,10 +55,13 @@ def read_tsv(path: str) -> list[RawRecord]:
             continue
         values = line.split("\t")
         if len(values) > len(header):
-            raise DatasetError(f"{path} line {number}: {len(values)} tab-separated fields, the header has "
-                               f"{len(header)} ({', '.join(header)})")
-        records.append(RawRecord(dict(zip(header, values + [""] * (len(header) - len(values)))),
-                                 f"{path} line {number}"))
+            raise DatasetError(
+                f"{path} line {number}: {len(values)} tab-separated fields, the header has "
+                f"{len(header)} ({', '.join(header)})"
+            )
+        records.append(
+            RawRecord(dict(zip(header, values + [""] * (len(header) - len(values)))), f"{path} line {number}")
+        )
     return records
 
 
@@ -73,11 +76,14 @@ def read_csv(path: str) -> list[RawRecord]:
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if not reader.fieldnames:
         raise DatasetError(f"{path}: empty CSV (no header row)")
-    separator = next((sep for sep in ("\t", ";", "|") if len(reader.fieldnames) == 1 and sep in reader.fieldnames[0]),
-                     None)
+    separator = next(
+        (sep for sep in ("\t", ";", "|") if len(reader.fieldnames) == 1 and sep in reader.fieldnames[0]), None
+    )
     if separator:
-        raise DatasetError(f"{path}: the header {reader.fieldnames[0][:80]!r} has no comma but {separator!r}: "
-                           + ("a TSV? name it .tsv" if separator == "\t" else "save it with commas between fields"))
+        raise DatasetError(
+            f"{path}: the header {reader.fieldnames[0][:80]!r} has no comma but {separator!r}: "
+            + ("a TSV? name it .tsv" if separator == "\t" else "save it with commas between fields")
+        )
     records, start = [], reader.line_num + 1
     try:
         for row in reader:
@@ -98,7 +104,8 @@ def _check_no_embedded_rows(path: str, row: dict, columns: int, start: int) -> N
                 raise DatasetError(
                     f"{path}: the row starting at line {start} has, in its {name!r} field, a line shaped like a "
                     f"whole row ({line[:60]!r}, line {start + offset}): a quote left open swallowed the rows after "
-                    "it; close the quote")
+                    "it; close the quote"
+                )
 
 
 def read_manifest(path: str) -> list[RawRecord]:

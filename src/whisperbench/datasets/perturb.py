@@ -83,16 +83,23 @@ class Recipe:
         unknown = [n for n in self.noises if n not in NOISES] + [k for k in self.nonspeech if k not in NONSPEECH_KINDS]
         unknown += [p for p, _ in self.silences if p not in SILENCE_PLACES]
         if unknown:
-            raise DatasetError(f"unknown perturbation(s) {unknown}: noises {', '.join(NOISES)}; silence places "
-                               f"{', '.join(SILENCE_PLACES)}; non-speech kinds {', '.join(NONSPEECH_KINDS)}")
+            raise DatasetError(
+                f"unknown perturbation(s) {unknown}: noises {', '.join(NOISES)}; silence places "
+                f"{', '.join(SILENCE_PLACES)}; non-speech kinds {', '.join(NONSPEECH_KINDS)}"
+            )
         if any(not 0.05 <= rt60 <= 3.0 for rt60 in self.reverbs_s):
-            raise DatasetError(f"--reverb {','.join(f'{r:g}' for r in self.reverbs_s)}: each RT60 must lie between "
-                               "0.05 and 3 seconds (a living room is about 0.4 s, a hall 1.5 to 2 s)")
+            raise DatasetError(
+                f"--reverb {','.join(f'{r:g}' for r in self.reverbs_s)}: each RT60 must lie between "
+                "0.05 and 3 seconds (a living room is about 0.4 s, a hall 1.5 to 2 s)"
+            )
         if bool(self.noises) != bool(self.snrs_db):
             raise DatasetError("noise needs both a noise kind (--noise) and at least one SNR (--snr)")
-        for name, values, limit in (("--snr", self.snrs_db, SNR_DB), ("--gain", self.gains_db, GAIN_DB),
-                                    ("--silence", [seconds for _, seconds in self.silences], PAUSE_S),
-                                    ("--nonspeech-s", [self.nonspeech_s], PAUSE_S)):
+        for name, values, limit in (
+            ("--snr", self.snrs_db, SNR_DB),
+            ("--gain", self.gains_db, GAIN_DB),
+            ("--silence", [seconds for _, seconds in self.silences], PAUSE_S),
+            ("--nonspeech-s", [self.nonspeech_s], PAUSE_S),
+        ):
             for value in values:
                 try:
                     limit.check(name, value)
@@ -164,9 +171,12 @@ def _pause(samples: np.ndarray, place: str, seconds: float) -> np.ndarray:
         return np.concatenate([samples, gap])
     frame = SAMPLE_RATE // 50
     third = len(samples) // 3
-    frames = samples[third:third + (third // frame) * frame].reshape(-1, frame) if third >= frame else None
-    cut = third + frame * int(np.argmin((frames ** 2).sum(axis=1))) + frame // 2 if frames is not None \
+    frames = samples[third : third + (third // frame) * frame].reshape(-1, frame) if third >= frame else None
+    cut = (
+        third + frame * int(np.argmin((frames**2).sum(axis=1))) + frame // 2
+        if frames is not None
         else len(samples) // 2
+    )
     return np.concatenate([samples[:cut], gap, samples[cut:]])
 
 
@@ -187,14 +197,21 @@ def _nonspeech(kind: str, seconds: float, seed: int) -> np.ndarray:
     if kind == "tone":
         return (0.1 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
     loud = _apply(A.AddGaussianNoise(min_amplitude=0.5, max_amplitude=0.5, p=1.0), zeros, seed, kind)
-    return _apply(A.ClippingDistortion(min_percentile_threshold=30, max_percentile_threshold=30, p=1.0), loud, seed,
-                  kind, "clip")
+    return _apply(
+        A.ClippingDistortion(min_percentile_threshold=30, max_percentile_threshold=30, p=1.0), loud, seed, kind, "clip"
+    )
 
 
 def _row(parent: Example, condition: str, **facts: Any) -> dict[str, Any]:
     ex_id = f"{parent.id}{SEPARATOR}{condition}"
-    row = {"id": ex_id, "audio": f"audio/{_file_name(ex_id)}.wav", "text": parent.text, "parent_id": parent.id,
-           "condition": condition, **facts}
+    row = {
+        "id": ex_id,
+        "audio": f"audio/{_file_name(ex_id)}.wav",
+        "text": parent.text,
+        "parent_id": parent.id,
+        "condition": condition,
+        **facts,
+    }
     if parent.language:
         row["language"] = parent.language
     return row
@@ -215,23 +232,46 @@ def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Deri
             for snr in recipe.snrs_db:
                 condition = f"{kind}@{snr:g}dB"
                 babble = babble_dir / f"{_file_name(ex.id)}.wav"
-                out.append(Derived(_row(ex, condition, perturbation="noise", noise=kind, snr_db=snr),
-                                   partial(_noisy, ex, kind, snr, babble, recipe.seed, condition)))
+                out.append(
+                    Derived(
+                        _row(ex, condition, perturbation="noise", noise=kind, snr_db=snr),
+                        partial(_noisy, ex, kind, snr, babble, recipe.seed, condition),
+                    )
+                )
         for rt60 in recipe.reverbs_s:
             condition = f"reverb{rt60:g}s"
-            out.append(Derived(_row(ex, condition, perturbation="reverb", rt60_s=rt60),
-                               partial(_reverberant, ex, rt60, recipe.seed, condition)))
+            out.append(
+                Derived(
+                    _row(ex, condition, perturbation="reverb", rt60_s=rt60),
+                    partial(_reverberant, ex, rt60, recipe.seed, condition),
+                )
+            )
         for gain in recipe.gains_db:
             condition = f"gain{gain:+g}dB"
-            out.append(Derived(_row(ex, condition, perturbation="gain", gain_db=gain),
-                               partial(_gained, ex, gain, recipe.seed, condition)))
+            out.append(
+                Derived(
+                    _row(ex, condition, perturbation="gain", gain_db=gain),
+                    partial(_gained, ex, gain, recipe.seed, condition),
+                )
+            )
         for place, seconds in recipe.silences:
             condition = f"{place}-silence{seconds:g}s"
-            out.append(Derived(_row(ex, condition, perturbation="silence", silence=place, silence_s=seconds),
-                               partial(_paused, ex, place, seconds)))
+            out.append(
+                Derived(
+                    _row(ex, condition, perturbation="silence", silence=place, silence_s=seconds),
+                    partial(_paused, ex, place, seconds),
+                )
+            )
     for kind in recipe.nonspeech:
-        row = {"id": f"nonspeech{SEPARATOR}{kind}", "audio": f"audio/nonspeech{SEPARATOR}{kind}.wav", "text": "",
-               "nonspeech": True, "parent_id": None, "condition": kind, "perturbation": "nonspeech"}
+        row = {
+            "id": f"nonspeech{SEPARATOR}{kind}",
+            "audio": f"audio/nonspeech{SEPARATOR}{kind}.wav",
+            "text": "",
+            "nonspeech": True,
+            "parent_id": None,
+            "condition": kind,
+            "perturbation": "nonspeech",
+        }
         out.append(Derived(row, partial(_nonspeech, kind, recipe.nonspeech_s, recipe.seed)))
     return out
 
@@ -264,8 +304,18 @@ def _room(rt60: float) -> Any:
     """audiomentations' ``RoomSimulator`` with every parameter fixed but the RT60 (see the module doc)."""
     import audiomentations as A
 
-    fixed = {"size_x": 6.0, "size_y": 5.0, "size_z": 3.0, "source_x": 2.0, "source_y": 2.5, "source_z": 1.5,
-             "mic_distance": 1.5, "mic_azimuth": 0.0, "mic_elevation": 0.0, "target_rt60": rt60}
+    fixed = {
+        "size_x": 6.0,
+        "size_y": 5.0,
+        "size_z": 3.0,
+        "source_x": 2.0,
+        "source_y": 2.5,
+        "source_z": 1.5,
+        "mic_distance": 1.5,
+        "mic_azimuth": 0.0,
+        "mic_elevation": 0.0,
+        "target_rt60": rt60,
+    }
     bounds = {f"{side}_{name}": value for name, value in fixed.items() for side in ("min", "max")}
     return A.RoomSimulator(**bounds, calculation_mode="rt60", leave_length_unchanged=True, p=1.0)
 
@@ -290,9 +340,9 @@ def _write_babble(examples: list[Example], folder: Path, seed: int) -> None:
         voices = [load_audio(o.audio) for o in chosen]
         mix = np.zeros(max(len(v) for v in voices), dtype=np.float64)
         for voice in voices:
-            mix[:len(voice)] += voice
+            mix[: len(voice)] += voice
         mix = np.resize(mix, longest)  # repeated to outlast every utterance: the SNR holds over the whole example
-        mix /= max(float(np.sqrt(np.mean(mix ** 2))), 1e-9) * 10  # -20 dB RMS: headroom; the SNR sets the level
+        mix /= max(float(np.sqrt(np.mean(mix**2))), 1e-9) * 10  # -20 dB RMS: headroom; the SNR sets the level
         sf.write(folder / f"{_file_name(ex.id)}.wav", mix.astype(np.float32), SAMPLE_RATE, subtype="FLOAT")
 
 
@@ -303,7 +353,9 @@ def perturb(examples: list[Example], content_hash: str, recipe: Recipe, out_dir:
     try:
         import audiomentations  # noqa: F401
     except ImportError as exc:
-        raise DatasetError("whisperbench perturb needs audiomentations: pip install 'whisperbench[robustness]'") from exc
+        raise DatasetError(
+            "whisperbench perturb needs audiomentations: pip install 'whisperbench[robustness]'"
+        ) from exc
     folder = Path(out_dir) / f"perturb-{recipe.key(content_hash)}"
     manifest = folder / "manifest.jsonl"
     if manifest.exists():
@@ -319,8 +371,9 @@ def perturb(examples: list[Example], content_hash: str, recipe: Recipe, out_dir:
         sf.write(work / item.row["audio"], np.clip(item.make(), -1.0, 1.0), SAMPLE_RATE, subtype="PCM_16")
     shutil.rmtree(work / "babble", ignore_errors=True)
     rows = [dict(d.row, source_content_hash=content_hash, seed=recipe.seed) for d in derived]
-    (work / "manifest.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                                         encoding="utf-8")
+    (work / "manifest.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     work.rename(folder)
     return manifest
 
@@ -336,9 +389,17 @@ def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
         raise DatasetError(f"{what}: expected numbers separated by commas, got {text!r}") from exc
 
 
-def recipe_from_text(noise: Optional[str] = None, snr: Optional[str] = None, gain: Optional[str] = None,
-                     silence: Optional[str] = None, nonspeech: Optional[str] = None, nonspeech_s: float = 5.0,
-                     clean: bool = True, seed: int = 0, reverb: Optional[str] = None) -> Recipe:
+def recipe_from_text(
+    noise: Optional[str] = None,
+    snr: Optional[str] = None,
+    gain: Optional[str] = None,
+    silence: Optional[str] = None,
+    nonspeech: Optional[str] = None,
+    nonspeech_s: float = 5.0,
+    clean: bool = True,
+    seed: int = 0,
+    reverb: Optional[str] = None,
+) -> Recipe:
     """A :class:`Recipe` from the command line's comma lists (``silence``: ``PLACE:SECONDS,...``;
     ``nonspeech``: kinds, or ``all``)."""
     pauses = []
@@ -348,6 +409,14 @@ def recipe_from_text(noise: Optional[str] = None, snr: Optional[str] = None, gai
         if not seconds or not pauses[-1][1] > 0:
             raise DatasetError(f"--silence {item}: expected PLACE:SECONDS with a positive duration, e.g. insert:10")
     kinds = NONSPEECH_KINDS if _items(nonspeech) == ["all"] else tuple(_items(nonspeech))
-    return Recipe(noises=tuple(_items(noise)), snrs_db=_numbers(snr, "--snr"), gains_db=_numbers(gain, "--gain"),
-                  reverbs_s=_numbers(reverb, "--reverb"),
-                  silences=tuple(pauses), nonspeech=kinds, nonspeech_s=nonspeech_s, clean=clean, seed=seed)
+    return Recipe(
+        noises=tuple(_items(noise)),
+        snrs_db=_numbers(snr, "--snr"),
+        gains_db=_numbers(gain, "--gain"),
+        reverbs_s=_numbers(reverb, "--reverb"),
+        silences=tuple(pauses),
+        nonspeech=kinds,
+        nonspeech_s=nonspeech_s,
+        clean=clean,
+        seed=seed,
+    )

@@ -15,8 +15,20 @@ from .audio_facts import audio_facts
 from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
 from .timing import attach_timing
 
-__all__ = ["AUDIO_KEYS", "ID_KEYS", "LANGUAGE_KEYS", "TEXT_KEYS", "RawRecord", "Invalid", "Checked", "build_dataset",
-           "record_to_example", "content_hash", "infer_form", "is_nonspeech"]
+__all__ = [
+    "AUDIO_KEYS",
+    "ID_KEYS",
+    "LANGUAGE_KEYS",
+    "TEXT_KEYS",
+    "RawRecord",
+    "Invalid",
+    "Checked",
+    "build_dataset",
+    "record_to_example",
+    "content_hash",
+    "infer_form",
+    "is_nonspeech",
+]
 
 
 @dataclass
@@ -111,8 +123,10 @@ def is_nonspeech(example: Example) -> bool:
 def _check_example(example: Example, origin: str) -> Optional[str]:
     """Return why an example is invalid, or None. Fills duration_s from the audio header."""
     if not example.text.strip() and not is_nonspeech(example):
-        return (f"{origin} (id {example.id}): empty transcript (for non-speech audio, whose right transcript is "
-                f"empty, mark the row \"nonspeech\": true)")
+        return (
+            f"{origin} (id {example.id}): empty transcript (for non-speech audio, whose right transcript is "
+            f'empty, mark the row "nonspeech": true)'
+        )
     if isinstance(example.audio, str) and not os.path.exists(example.audio):
         return f"{origin} (id {example.id}): audio file not found: {example.audio}"
     try:
@@ -193,8 +207,10 @@ def build_dataset(
         if counts[example.id] > 1:
             if example.id not in duplicates_reported:
                 duplicates_reported.add(example.id)
-                reason = (f"{source}: duplicate id {example.id!r} ({counts[example.id]} rows: "
-                          f"{', '.join(origins[example.id])})")
+                reason = (
+                    f"{source}: duplicate id {example.id!r} ({counts[example.id]} rows: "
+                    f"{', '.join(origins[example.id])})"
+                )
                 problems.append(reason)
                 invalid.append(Invalid(example.id, reason, example.text))
             continue

@@ -41,8 +41,10 @@ def attach_timing(extra: dict[str, Any], base_dir: Optional[str], origin: str, e
     for key, label in (("segments", "text"), ("words", "word")):
         value = extra.get(key)
         if key == "segments" and value not in (None, "", []) and not _looks_timed(value):
-            raise DatasetError(f"{where}: segments: expected a list of {{start, end, text}} records in seconds (the "
-                               f"true utterance times), got {type(value).__name__} {str(value)[:40]!r}")
+            raise DatasetError(
+                f"{where}: segments: expected a list of {{start, end, text}} records in seconds (the "
+                f"true utterance times), got {type(value).__name__} {str(value)[:40]!r}"
+            )
         if _looks_timed(value):
             try:
                 extra[key] = checked(extra[key], label)
@@ -52,8 +54,9 @@ def attach_timing(extra: dict[str, Any], base_dir: Optional[str], origin: str, e
 
 def _looks_timed(items: Any) -> bool:
     """Whether a column holds timed records (a ``words`` column of plain strings is someone else's data)."""
-    return isinstance(items, list) and any(isinstance(item, dict) and ("start" in item or "end" in item)
-                                           for item in items)
+    return isinstance(items, list) and any(
+        isinstance(item, dict) and ("start" in item or "end" in item) for item in items
+    )
 
 
 def checked(items: Any, label: str) -> list[dict[str, Any]]:
@@ -114,7 +117,7 @@ def read_ctm(text: str, example_id: str) -> list[dict[str, Any]]:
     return [word for utterance, word in rows if utterance == example_id or len(utterances) == 1]
 
 
-_FIELD = re.compile(r'^\s*(\w+)\s*=\s*(.*?)\s*$')
+_FIELD = re.compile(r"^\s*(\w+)\s*=\s*(.*?)\s*$")
 
 
 def read_textgrid(text: str) -> dict[str, list[dict[str, Any]]]:
@@ -127,16 +130,19 @@ def read_textgrid(text: str) -> dict[str, list[dict[str, Any]]]:
             label = "word" if key == "words" else "text"
             out[key] = [{label: mark, "start": start, "end": end} for start, end, mark in intervals if mark.strip()]
     if not out:
-        raise ValueError(f"no tier named {WORD_TIERS[0]!r} or {SEGMENT_TIERS[0]!r} (tiers: {', '.join(tiers) or 'none'})")
+        raise ValueError(
+            f"no tier named {WORD_TIERS[0]!r} or {SEGMENT_TIERS[0]!r} (tiers: {', '.join(tiers) or 'none'})"
+        )
     return out
 
 
 def _textgrid_tiers(text: str) -> dict[str, list[tuple[float, float, str]]]:
     """{tier name: [(xmin, xmax, text)]} of the interval tiers: the file's values in order (both formats list
     the same values; the long one names them), read as a stream of numbers and quoted strings."""
-    values = [m.group(1).replace('""', '"') if m.group(1) is not None else m.group(2)
-              for m in re.finditer(r'"((?:[^"]|"")*)"|(?<![\w.])(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)(?![\w.])',
-                                   _strip_names(text))]
+    values = [
+        m.group(1).replace('""', '"') if m.group(1) is not None else m.group(2)
+        for m in re.finditer(r'"((?:[^"]|"")*)"|(?<![\w.])(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)(?![\w.])', _strip_names(text))
+    ]
     if len(values) < 4 or values[0] != "ooTextFile":
         raise ValueError("not a Praat TextGrid text file (no 'ooTextFile' header)")
     position = 5  # "ooTextFile", "TextGrid", xmin, xmax, tier count
@@ -146,7 +152,7 @@ def _textgrid_tiers(text: str) -> dict[str, list[tuple[float, float, str]]]:
         kind, name, count_items = values[position], values[position + 1], int(float(values[position + 4]))
         position += 5
         width = 3 if kind == "IntervalTier" else 2
-        items = [values[position + i * width:position + (i + 1) * width] for i in range(count_items)]
+        items = [values[position + i * width : position + (i + 1) * width] for i in range(count_items)]
         position += count_items * width
         if kind == "IntervalTier":
             tiers[name] = [(float(a), float(b), str(mark)) for a, b, mark in items]
@@ -157,7 +163,7 @@ def _strip_names(text: str) -> str:
     """The long format's ``name = value`` lines reduced to their values, and ``item [n]:`` headers removed."""
     lines = []
     for line in text.splitlines():
-        if re.match(r'^\s*(item|intervals|points)\s*\[\d*\]\s*:?\s*$', line) or line.strip() == "tiers? <exists>":
+        if re.match(r"^\s*(item|intervals|points)\s*\[\d*\]\s*:?\s*$", line) or line.strip() == "tiers? <exists>":
             continue
         match = _FIELD.match(line)
         lines.append(match.group(2) if match else line)
@@ -179,13 +185,18 @@ def read_subtitles(text: str) -> list[dict[str, Any]]:
         for index, line in enumerate(lines):
             match = _CUE_TIME.search(line)
             if match:
-                cue = " ".join(lines[index + 1:]).strip()
-                segments.append({"start": _seconds(match.group(1)), "end": _seconds(match.group(2)),
-                                 "text": re.sub(r"<[^>]+>", "", cue)})
+                cue = " ".join(lines[index + 1 :]).strip()
+                segments.append(
+                    {
+                        "start": _seconds(match.group(1)),
+                        "end": _seconds(match.group(2)),
+                        "text": re.sub(r"<[^>]+>", "", cue),
+                    }
+                )
                 break
     return segments
 
 
 def _seconds(stamp: str) -> float:
     parts = stamp.replace(",", ".").split(":")
-    return round(sum(float(part) * 60 ** power for power, part in enumerate(reversed(parts))), 3)
+    return round(sum(float(part) * 60**power for power, part in enumerate(reversed(parts))), 3)

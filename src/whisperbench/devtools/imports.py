@@ -18,14 +18,39 @@ PACKAGE = "whisperbench"
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
     "scorefile": 1,
-    **{leaf: 0 for leaf in ("types", "errors", "redact", "digest", "machine", "audio", "progress", "gcpause",
-                            "supervise", "files", "runinfo", "languages", "runlock", "limits", "lazy")},
-    "models": 1, "scoring": 1, "store": 1,
-    "adapters": 2, "datasets": 2,
+    **{
+        leaf: 0
+        for leaf in (
+            "types",
+            "errors",
+            "redact",
+            "digest",
+            "machine",
+            "audio",
+            "progress",
+            "gcpause",
+            "supervise",
+            "files",
+            "runinfo",
+            "languages",
+            "runlock",
+            "limits",
+            "lazy",
+        )
+    },
+    "models": 1,
+    "scoring": 1,
+    "store": 1,
+    "adapters": 2,
+    "datasets": 2,
     "harness": 3,
     "reports": 4,
-    "api": 5, "__init__": 5,  # the public Python API (the package's top level re-exports it)
-    "demo": 5, "cli": 5, "devtools": 5, "__main__": 5,
+    "api": 5,
+    "__init__": 5,  # the public Python API (the package's top level re-exports it)
+    "demo": 5,
+    "cli": 5,
+    "devtools": 5,
+    "__main__": 5,
 }
 
 
@@ -59,7 +84,9 @@ def import_graph() -> dict[str, set[str]]:
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = _resolve(name, path.name == "__init__.py", node)
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+                ]
             for target in targets:
                 while target and target not in modules:
                     target = target.rpartition(".")[0]
@@ -116,7 +143,9 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 #: the most lines a function of the package may have (a function should be readable at once)
-MAX_FUNCTION_LINES = 80
+#: the limits counted in ruff format's layout, which grew the package by 14.9 % (21,682 -> 24,910 lines, 2026-11-27):
+#: 80 and 160 lines before it, scaled by that factor
+MAX_FUNCTION_LINES = 92
 
 
 def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
@@ -132,7 +161,7 @@ def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
 
 
 #: the most lines a class may have (one concept; a bigger one is split)
-MAX_CLASS_LINES = 160
+MAX_CLASS_LINES = 184
 
 
 def long_classes(limit: int = MAX_CLASS_LINES) -> list[str]:
@@ -162,9 +191,13 @@ def undocumented() -> list[str]:
             if (inspect.isfunction(obj) and not inspect.getdoc(obj)) or (inspect.isclass(obj) and not _own_doc(obj)):
                 found.append(f"{module}.{name}")
             if inspect.isclass(obj):
-                found += [f"{module}.{name}.{attr}" for attr, value in vars(obj).items()
-                          if not attr.startswith("_") and _callable_or_property(value)
-                          and not inspect.getdoc(value if isinstance(value, property) else getattr(obj, attr))]
+                found += [
+                    f"{module}.{name}.{attr}"
+                    for attr, value in vars(obj).items()
+                    if not attr.startswith("_")
+                    and _callable_or_property(value)
+                    and not inspect.getdoc(value if isinstance(value, property) else getattr(obj, attr))
+                ]
     return found
 
 
@@ -190,9 +223,12 @@ def main() -> int:
     problems += [f"function over {MAX_FUNCTION_LINES} lines: {f}" for f in long_functions()]
     problems += [f"class over {MAX_CLASS_LINES} lines: {c}" for c in long_classes()]
     problems += [f"no docstring: {name}" for name in undocumented()]
-    print("\n".join(problems) or f"{len(graph)} modules: no import cycles, no upward imports, no function over "
-                                  f"{MAX_FUNCTION_LINES} lines, no class over {MAX_CLASS_LINES}, every public "
-                                  "function documented")
+    print(
+        "\n".join(problems)
+        or f"{len(graph)} modules: no import cycles, no upward imports, no function over "
+        f"{MAX_FUNCTION_LINES} lines, no class over {MAX_CLASS_LINES}, every public "
+        "function documented"
+    )
     return 1 if problems else 0
 
 

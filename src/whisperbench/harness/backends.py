@@ -75,8 +75,9 @@ class InProcess:
                 progress(len(batch))
 
     @staticmethod
-    def _concurrent(runner: ExampleRunner, todo: list[Example], writer: Any, progress: Progress,
-                    in_flight: int) -> None:
+    def _concurrent(
+        runner: ExampleRunner, todo: list[Example], writer: Any, progress: Progress, in_flight: int
+    ) -> None:
         """Several calls in flight, each prediction written as it finishes."""
         with cf.ThreadPoolExecutor(in_flight) as pool:
             futures = [pool.submit(runner.run, example) for example in todo]
@@ -113,8 +114,12 @@ def _worker_run(examples: list[Example]) -> tuple[list[Prediction], dict]:
     mark.write_text(json.dumps([example.id for example in examples]), encoding="utf-8")
     preds = _worker.run_batch(examples)
     mark.unlink(missing_ok=True)
-    return preds, {"pid": os.getpid(), "peak_rss_mb": peak_rss_mb(), "load_s": _worker.load_s,
-                   "warmup_s": _worker.warmup_s}
+    return preds, {
+        "pid": os.getpid(),
+        "peak_rss_mb": peak_rss_mb(),
+        "load_s": _worker.load_s,
+        "warmup_s": _worker.warmup_s,
+    }
 
 
 @dataclass
@@ -166,9 +171,16 @@ class _PoolState:
                 cause = "its process-pool worker died (a native crash?); the other examples went on in a new pool"
                 self._emit([self.job.failed(example, self.job.retry.gave_up(self.crashes[example.id], cause))])
         if self.blank_breaks >= 2:  # the workers cannot even start: fail what is left, once
-            self._emit([self.job.failed(example, "worker failed: the process pool broke twice with no example in "
-                                                 "flight (the model cannot load in a worker?)")
-                        for example in self.suspects + [e for batch in self.queue for e in batch]])
+            self._emit(
+                [
+                    self.job.failed(
+                        example,
+                        "worker failed: the process pool broke twice with no example in "
+                        "flight (the model cannot load in a worker?)",
+                    )
+                    for example in self.suspects + [e for batch in self.queue for e in batch]
+                ]
+            )
             self.suspects, self.queue = [], []
 
 
@@ -191,9 +203,12 @@ class ProcessPool:
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="whisperbench-pool-") as marks:
             while state.queue or state.suspects:
-                with cf.ProcessPoolExecutor(job.workers, mp_context=context, initializer=_worker_init,
-                                            initargs=(job.portable(), marks, os.getpid(),
-                                                      started_from_main_thread())) as pool:
+                with cf.ProcessPoolExecutor(
+                    job.workers,
+                    mp_context=context,
+                    initializer=_worker_init,
+                    initargs=(job.portable(), marks, os.getpid(), started_from_main_thread()),
+                ) as pool:
                     self._round(state, pool, Path(marks))
         return BackendReport.from_workers(list(state.workers.values()), loop_wall_s=time.perf_counter() - start)
 
@@ -214,8 +229,9 @@ class ProcessPool:
             else:
                 broken = True
         if broken:
-            in_flight = {i for mark in marks.glob("*.json")
-                         for i in json.loads(mark.read_text(encoding="utf-8") or "[]")}
+            in_flight = {
+                i for mark in marks.glob("*.json") for i in json.loads(mark.read_text(encoding="utf-8") or "[]")
+            }
             for mark in marks.glob("*.json"):
                 mark.unlink()
             state.broke(in_flight)

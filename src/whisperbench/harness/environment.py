@@ -61,9 +61,16 @@ def machine_load(before: dict, after: dict, threads: int = 0) -> dict:
         reasons.append(f"other processes kept {others:.1f} of {cpus} CPU(s) busy")
     if steal is not None and steal > BUSY_STEAL_PCT:
         reasons.append(f"{steal:g} % of CPU time stolen by the hypervisor")
-    return {"load_1m_before": before.get("load_1m"), "load_1m_after": after.get("load_1m"),
-            "other_cpus_busy": None if others is None else round(others, 2), "steal_pct": steal,
-            "usable_cpus": cpus, "threads": threads, "busy": bool(reasons), "why": "; ".join(reasons)}
+    return {
+        "load_1m_before": before.get("load_1m"),
+        "load_1m_after": after.get("load_1m"),
+        "other_cpus_busy": None if others is None else round(others, 2),
+        "steal_pct": steal,
+        "usable_cpus": cpus,
+        "threads": threads,
+        "busy": bool(reasons),
+        "why": "; ".join(reasons),
+    }
 
 
 def machine_info() -> dict:

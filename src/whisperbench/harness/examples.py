@@ -1,4 +1,5 @@
-"""One loaded adapter turning examples into predictions (the raw output; scoring comes after the run): what every backend (in-process, process
+"""One loaded adapter turning examples into predictions (the raw output; scoring comes after the run): what every
+backend (in-process, process
 pool, Ray actor) runs, so timing, batching, long-form strategies and failure records are the same everywhere."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 
 WARMUP_AUDIO_S = 2.0
 
+
 def error_text(exc: BaseException) -> str:
     """One line naming an exception (its type and message), as a failed prediction records it."""
     return f"{type(exc).__name__}: {exc}".strip()
@@ -28,9 +30,14 @@ def error_text(exc: BaseException) -> str:
 class ExampleRunner:
     """Holds one loaded adapter and turns examples into predictions (raw output, unscored)."""
 
-    def __init__(self, adapter: Adapter, long_form: bool,
-                 long_form_config: Optional[LongFormConfig] = None, one_language_per_batch: bool = False,
-                 retry: Optional[RetryPolicy] = None):
+    def __init__(
+        self,
+        adapter: Adapter,
+        long_form: bool,
+        long_form_config: Optional[LongFormConfig] = None,
+        one_language_per_batch: bool = False,
+        retry: Optional[RetryPolicy] = None,
+    ):
         self.adapter = adapter
         self.retry = retry or RetryPolicy()  # an isolated adapter's dead child: the example is tried again
         self.one_language_per_batch = one_language_per_batch  # -o language=dataset: a batch decodes one language
@@ -94,8 +101,11 @@ class ExampleRunner:
         if len(examples) == 1 or self.batch_size == 1:
             return [self.run(example) for example in examples]
         if self.one_language_per_batch and len({example.language for example in examples}) > 1:
-            done = {pred.id: pred for language in dict.fromkeys(example.language for example in examples)
-                    for pred in self.run_batch([example for example in examples if example.language == language])}
+            done = {
+                pred.id: pred
+                for language in dict.fromkeys(example.language for example in examples)
+                for pred in self.run_batch([example for example in examples if example.language == language])
+            }
             return [done[example.id] for example in examples]
         preds = [Prediction.for_example(example) for example in examples]
         audios, ready = [], []
@@ -119,8 +129,11 @@ class ExampleRunner:
             total_s = sum(pred.audio_s for _, pred in ready)
             for (_, pred), transcript in zip(ready, transcripts):
                 share = elapsed * pred.audio_s / total_s if total_s > 0 else elapsed / len(ready)
-                _fill(pred, Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s),
-                      self.timed)
+                _fill(
+                    pred,
+                    Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s),
+                    self.timed,
+                )
                 pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
         return preds
 
@@ -131,11 +144,15 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
     transcript = outcome.transcript
     pred.audio_s = outcome.audio_s
     if timed and transcript.segments:
-        pred.segments = [{"start": round(s.start, 3), "end": round(s.end, 3), "text": storable_text(s.text)}
-                         for s in transcript.segments]
+        pred.segments = [
+            {"start": round(s.start, 3), "end": round(s.end, 3), "text": storable_text(s.text)}
+            for s in transcript.segments
+        ]
     if transcript.words is not None:
-        pred.words = [{"word": storable_text(w.word), "start": round(w.start, 3), "end": round(w.end, 3)}
-                      for w in transcript.words]
+        pred.words = [
+            {"word": storable_text(w.word), "start": round(w.start, 3), "end": round(w.end, 3)}
+            for w in transcript.words
+        ]
     for reason in pred.refuse_bad_times():
         log.warning("%s", reason)
     if outcome.infer_s is not None:
@@ -158,4 +175,4 @@ def _fail(pred: Prediction, exc: BaseException, why: Optional[str] = None) -> No
 
 def batches(items: list, size: int) -> list[list]:
     """``items`` in consecutive lists of ``size`` (at least 1)."""
-    return [items[i:i + size] for i in range(0, len(items), max(1, size))]
+    return [items[i : i + size] for i in range(0, len(items), max(1, size))]

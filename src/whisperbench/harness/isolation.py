@@ -22,6 +22,7 @@ from ..types import Example, Transcript
 
 # --- any adapter in a child process ------------------------------------------------------------------
 
+
 class IsolatedAdapter(Adapter):
     """Another adapter, run in a child process that is replaced after a crash or a timeout."""
 
@@ -31,8 +32,9 @@ class IsolatedAdapter(Adapter):
     def __init__(self, inner: Adapter, timeout_s: Optional[float], spec: Any):
         """``spec``: the :class:`~whisperbench.harness.spec.AdapterSpec` the child builds ``inner`` from."""
         cls = type(inner)  # the child imports it by path, so entry-point and test adapters work too
-        self.spec = replace(spec, adapter=f"{cls.__module__}:{cls.__qualname__}", isolate=False, timeout_s=None,
-                            adapter_class=None)
+        self.spec = replace(
+            spec, adapter=f"{cls.__module__}:{cls.__qualname__}", isolate=False, timeout_s=None, adapter_class=None
+        )
         # the inner adapter's class settings, mirrored per instance (one IsolatedAdapter class wraps them all)
         self.inner, self.timeout_s, self.name = inner, timeout_s, inner.name  # type: ignore[misc]
         self.model, self.decoding, self.settings = inner.model, inner.decoding, inner.settings
@@ -55,8 +57,12 @@ class IsolatedAdapter(Adapter):
         config = {"spec": self.spec}
         assert self._logs is not None
         try:
-            self._child = ChildProcess("whisperbench.harness.spec:load_in_child", config,
-                                       self._logs / f"child-{self._restarts}.log", label=f"{self.inner.name} worker")
+            self._child = ChildProcess(
+                "whisperbench.harness.spec:load_in_child",
+                config,
+                self._logs / f"child-{self._restarts}.log",
+                label=f"{self.inner.name} worker",
+            )
         except RemoteError as exc:
             raise ModelError(f"adapter {self.inner.name} could not load {self.model} in its worker: {exc}") from None
 
@@ -79,8 +85,9 @@ class IsolatedAdapter(Adapter):
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
         return self._call("transcribe", audio, example, long_form=long_form)
 
-    def transcribe_batch(self, audios: list[np.ndarray], examples: list[Example], *,
-                         timestamps: bool = False) -> list[Transcript]:
+    def transcribe_batch(
+        self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
+    ) -> list[Transcript]:
         return self._call("transcribe_batch", audios, examples, timestamps=timestamps)
 
     def describe(self) -> dict[str, Any]:
@@ -89,8 +96,12 @@ class IsolatedAdapter(Adapter):
         except (WorkerCrashed, RemoteError, ModelError):
             info = self.inner.describe()
         peak = max(self._peak_rss_mb, self._child.peak_rss_mb if self._child else 0.0)
-        info.update(isolated=True, timeout_s=self.timeout_s, worker_restarts=self._restarts,
-                    worker_peak_rss_mb=max(peak, info.get("worker_peak_rss_mb") or 0.0))
+        info.update(
+            isolated=True,
+            timeout_s=self.timeout_s,
+            worker_restarts=self._restarts,
+            worker_peak_rss_mb=max(peak, info.get("worker_peak_rss_mb") or 0.0),
+        )
         return info
 
     def close(self) -> None:

@@ -42,8 +42,13 @@ class Job:
 
     def runner(self, adapter: Adapter) -> ExampleRunner:
         """An ExampleRunner for this job's adapter (the one way every backend transcribes examples)."""
-        return ExampleRunner(adapter, self.long_form, self.long_form_config,
-                             one_language_per_batch=self.spec.decoding.language == FROM_DATASET, retry=self.retry)
+        return ExampleRunner(
+            adapter,
+            self.long_form,
+            self.long_form_config,
+            one_language_per_batch=self.spec.decoding.language == FROM_DATASET,
+            retry=self.retry,
+        )
 
     def failed(self, example: Example, error: str) -> Prediction:
         """The failed prediction of ``example`` with ``error`` (Prediction.failed, the one constructor of failures)."""
@@ -70,5 +75,9 @@ class BackendReport:
         """A report whose load, warm-up and memory are the largest of ``workers``' (dicts with those keys)."""
         if not workers:
             return cls(**fields)
-        return cls(load_s=max(w["load_s"] for w in workers), warmup_s=max(w["warmup_s"] for w in workers),
-                   peak_rss_mb=max(w.get("peak_rss_mb") or 0.0 for w in workers) or None, **fields)
+        return cls(
+            load_s=max(w["load_s"] for w in workers),
+            warmup_s=max(w["warmup_s"] for w in workers),
+            peak_rss_mb=max(w.get("peak_rss_mb") or 0.0 for w in workers) or None,
+            **fields,
+        )

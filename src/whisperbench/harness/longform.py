@@ -16,7 +16,8 @@ Three strategies, chosen per run with ``--long-form`` and recorded in run.json:
 
 Both harness strategies call ``adapter.transcribe_batch(..., timestamps=True)``: windows are decoded
 with timestamp tokens (``-o without_timestamps=true`` turns them off), because without them Whisper
-often stops after a word or two on a window that starts mid-sentence. They stream the audio window by window (``stream_windows``), so memory does not
+often stops after a word or two on a window that starts mid-sentence. They stream the audio window by window
+(``stream_windows``), so memory does not
 grow with the file's duration. Inference time is the time spent inside the adapter's calls only.
 """
 
@@ -93,11 +94,14 @@ class LongFormConfig:
             return adapter.long_form_algorithm
         if self.strategy == "sequential":
             return f"harness sequential: back-to-back {self.chunk_s:g} s windows, one at a time, texts joined"
-        return (f"harness chunked: {self.chunk_s:g} s windows, {self.stride_s:g} s stride each side, "
-                f"batch {adapter.batch_size}, merged at the overlaps")
+        return (
+            f"harness chunked: {self.chunk_s:g} s windows, {self.stride_s:g} s stride each side, "
+            f"batch {adapter.batch_size}, merged at the overlaps"
+        )
 
 
 # --- windows ------------------------------------------------------------------------------------
+
 
 def window_starts(num_samples: int, chunk: int, step: int) -> list[int]:
     """Start samples of the windows covering ``num_samples``; the last window ends at the end."""
@@ -123,15 +127,15 @@ def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Genera
     for block in _decoded_blocks(source):
         buffer = np.concatenate([buffer, block])
         while start + chunk < offset + len(buffer):  # a full window with audio after it
-            advance = yield buffer[start - offset:start - offset + chunk].copy()
+            advance = yield buffer[start - offset : start - offset + chunk].copy()
             start += step if advance is None else max(1, advance)
         if start > offset:  # samples before the next window are no longer needed
-            buffer, offset = buffer[start - offset:], start
+            buffer, offset = buffer[start - offset :], start
     end = offset + len(buffer)
     if end == 0:
         raise AudioError(f"audio {_label(source)} has no samples")
     while start < end:  # the window that reaches the end (and any a seek asks for after it)
-        window = buffer[start - offset:start - offset + chunk]
+        window = buffer[start - offset : start - offset + chunk]
         advance = yield window.copy()
         start += len(window) if advance is None else max(1, advance)
 
@@ -200,10 +204,11 @@ def merge_overlapping(texts: list[str], window_s: list[float], overlap_s: float)
         rate = _words_per_s(text, window_s[index])
         span_left = min(len(merged), int(math.ceil(prev_rate * overlap_s * 1.5)) + 2)
         span_right = min(len(words), int(math.ceil(rate * overlap_s * 1.5)) + 2)
-        left = merged[len(merged) - span_left:]
+        left = merged[len(merged) - span_left :]
         right = words[:span_right]
-        match = difflib.SequenceMatcher(None, [_key(w) for w in left], [_key(w) for w in right],
-                                        autojunk=False).find_longest_match(0, len(left), 0, len(right))
+        match = difflib.SequenceMatcher(
+            None, [_key(w) for w in left], [_key(w) for w in right], autojunk=False
+        ).find_longest_match(0, len(left), 0, len(right))
         if match.size > 0:
             half = (match.size + 1) // 2
             cut_left = len(merged) - span_left + match.a + half
@@ -221,6 +226,7 @@ def _words_per_s(text: str, seconds: float) -> float:
 
 
 # --- running an example ---------------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -296,11 +302,17 @@ class WindowedStrategy(Strategy):
             texts, lengths, timed = self._chunked(windows, transcribe, self.batch(adapter))
             audio_s = self.config.step_s * (len(lengths) - 1) + lengths[-1]
             text = merge_overlapping(texts, lengths, 2 * self.config.stride_s)
-            timed = [_central(part, self.config.stride_s, index == 0, index >= len(lengths) - 1)
-                     for index, part in enumerate(timed)]
+            timed = [
+                _central(part, self.config.stride_s, index == 0, index >= len(lengths) - 1)
+                for index, part in enumerate(timed)
+            ]
         segments, words = stitch_timing(timed)
-        extra = {"windows": len(texts), "window_texts": texts, "seams_s": self._seams(timed),
-                 "seams_from": SEAMS_FROM_HARNESS}
+        extra = {
+            "windows": len(texts),
+            "window_texts": texts,
+            "seams_s": self._seams(timed),
+            "seams_from": SEAMS_FROM_HARNESS,
+        }
         return Outcome(Transcript(text=text, segments=segments, words=words, extra=extra), audio_s, infer_s)
 
     def _seams(self, timed: list["TimedPart"]) -> list[float]:
@@ -373,8 +385,11 @@ class TimedPart:
 def shift_transcript(transcript: Transcript, offset_s: float) -> Transcript:
     """``transcript``'s segments and words moved ``offset_s`` seconds later (window times -> file times)."""
     segments = [Segment(s.start + offset_s, s.end + offset_s, s.text) for s in transcript.segments]
-    words = (None if transcript.words is None
-             else [Word(w.word, w.start + offset_s, w.end + offset_s) for w in transcript.words])
+    words = (
+        None
+        if transcript.words is None
+        else [Word(w.word, w.start + offset_s, w.end + offset_s) for w in transcript.words]
+    )
     return Transcript(text=transcript.text, segments=segments, words=words)
 
 
@@ -398,8 +413,11 @@ def stitch_timing(parts: list[TimedPart]) -> tuple[list[Segment], Optional[list[
 
     >>> a = TimedPart(Transcript("a", [Segment(0.0, 1.0, "a")], [Word("a", 0.2, 0.8)]), 0.0, 30.0)
     >>> b = TimedPart(Transcript("b", [Segment(0.5, 2.0, "b")], [Word("b", 0.6, 1.0)]), 30.0, 30.0)
-    >>> stitch_timing([a, b])
-    ([Segment(start=0.0, end=1.0, text='a'), Segment(start=30.5, end=32.0, text='b')], [Word(word='a', start=0.2, end=0.8), Word(word='b', start=30.6, end=31.0)])
+    >>> segments, words = stitch_timing([a, b])
+    >>> segments
+    [Segment(start=0.0, end=1.0, text='a'), Segment(start=30.5, end=32.0, text='b')]
+    >>> words
+    [Word(word='a', start=0.2, end=0.8), Word(word='b', start=30.6, end=31.0)]
     """
     moved = [shift_transcript(part.transcript, part.offset_s) for part in parts]
     segments = [segment for t in moved for segment in t.segments]

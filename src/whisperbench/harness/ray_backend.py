@@ -1,7 +1,8 @@
 """Distributed evaluation on Ray: actors that each hold a loaded model; the driver writes the run store.
 
 ``RayBackend`` is one of :mod:`.backends`. It starts ``job.workers`` Ray actors
-(each reserving its ``threads`` CPUs, fewer when the cluster holds fewer), every one of which loads the adapter once (load and warm-up timed in the actor, as
+(each reserving its ``threads`` CPUs, fewer when the cluster holds fewer), every one of which loads the adapter once
+(load and warm-up timed in the actor, as
 in-process) and runs batches of examples with the same :class:`~.examples.ExampleRunner`, so timing
 and scoring are the in-process ones. The driver keeps ``IN_FLIGHT_PER_ACTOR`` batches queued on each
 actor, takes results as they finish (``ray.wait``) and appends them to the run store itself: the
@@ -71,9 +72,15 @@ class ExampleWorker:
         """Facts about this worker once its model is loaded (sent back before any example)."""
         from .environment import machine_info
 
-        return dict(self._facts(), load_s=self.runner.load_s, warmup_s=self.runner.warmup_s,
-                    peak_rss_mb=peak_rss_mb(), batch_size=self.runner.batch_size, machine=machine_info(),
-                    adapter_info=self.runner.adapter.describe())
+        return dict(
+            self._facts(),
+            load_s=self.runner.load_s,
+            warmup_s=self.runner.warmup_s,
+            peak_rss_mb=peak_rss_mb(),
+            batch_size=self.runner.batch_size,
+            machine=machine_info(),
+            adapter_info=self.runner.adapter.describe(),
+        )
 
     def run(self, examples: list[Example]) -> tuple[list[Prediction], dict[str, Any]]:
         """Transcribe a batch of examples on this actor; their predictions and the actor's current facts."""
@@ -180,8 +187,11 @@ def driver_fingerprint(job: Job) -> Optional[str]:
     try:
         return describe_source(job.spec.model).get("fingerprint")
     except (WhisperbenchError, OSError) as exc:
-        logger.info("backend ray: the driver cannot fingerprint %s (%s): actors are checked against each other",
-                    job.spec.model, exc)
+        logger.info(
+            "backend ray: the driver cannot fingerprint %s (%s): actors are checked against each other",
+            job.spec.model,
+            exc,
+        )
         return None
 
 
@@ -205,11 +215,22 @@ def cluster_facts(ray: Any, address: Optional[str]) -> dict[str, Any]:
             joined = ray.get_runtime_context().gcs_address
         except Exception:  # an older Ray, or a client connection without it
             joined = given
-    nodes = [{"node_id": n.get("NodeID"), "address": n.get("NodeManagerAddress"),
-              "host": n.get("NodeManagerHostname"), "cpus": (n.get("Resources") or {}).get("CPU", 0.0)}
-             for n in ray.nodes() if n.get("Alive")]
-    return {"address": redact_text(given) if given else None, "joined_address": redact_text(joined) if joined else None,
-            "node_count": len(nodes), "nodes": nodes}
+    nodes = [
+        {
+            "node_id": n.get("NodeID"),
+            "address": n.get("NodeManagerAddress"),
+            "host": n.get("NodeManagerHostname"),
+            "cpus": (n.get("Resources") or {}).get("CPU", 0.0),
+        }
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
+    return {
+        "address": redact_text(given) if given else None,
+        "joined_address": redact_text(joined) if joined else None,
+        "node_count": len(nodes),
+        "nodes": nodes,
+    }
 
 
 def _absolute(example: Example) -> Example:
@@ -238,28 +259,7 @@ class _ActorPool:
             if done:
                 return done[0]
             waited += SAY_WAITING_S
-            self.say_waiting(waited)
-
-    def say_waiting(self, waited: float) -> None:
-        """Log what nothing has finished for ``waited`` seconds: workers not started (CPUs short, or a model
-        still loading) or examples still running."""
-        starting = [a for a in self.actors if a.status == "starting"]
-        live = [a for a in self.actors if a.status == "live"]
-        try:
-            free = self.ray.available_resources().get("CPU", 0.0)
-            total = self.ray.cluster_resources().get("CPU", 0.0)
-        except Exception:  # the cluster does not answer: say what is known
-            free = total = float("nan")
-        if starting and not free >= self.cpus:
-            logger.warning("backend ray: waiting for %d CPUs (%d worker(s) of %d CPUs not started after %.0f s): "
-                           "the cluster has %g of %g CPUs free; %d worker(s) live", len(starting) * self.cpus,
-                           len(starting), self.cpus, waited, free, total, len(live))
-        elif starting:
-            logger.info("backend ray: %d worker(s) still loading the model after %.0f s (the cluster has %g of %g "
-                        "CPUs free); %d live", len(starting), waited, free, total, len(live))
-        else:
-            logger.info("backend ray: no result for %.0f s; %d batch(es) running on %d worker(s)", waited,
-                        sum(len(a.in_flight) for a in live), len(live))
+            say_waiting(self, waited)
 
     def start(self) -> None:
         """Start one more actor (it loads its model; ``ready_ref`` resolves when it has)."""
@@ -285,8 +285,9 @@ class _ActorPool:
         while not any(a.status == "live" for a in self.actors):
             starting = [a for a in self.actors if a.status == "starting"]
             if not starting:
-                raise WhisperbenchError(f"backend ray: no worker could load adapter {self.job.spec.adapter}: "
-                                        f"{first_error}")
+                raise WhisperbenchError(
+                    f"backend ray: no worker could load adapter {self.job.spec.adapter}: {first_error}"
+                )
             done = self.wait_one([a.ready_ref for a in starting])
             actor = next(a for a in starting if a.ready_ref == done)
             try:
@@ -319,8 +320,12 @@ class _ActorPool:
     def say_live(actor: _Actor) -> None:
         """Log where a worker that loaded its model (and was not refused) runs."""
         if actor.status == "live":
-            logger.info("backend ray: worker %d live on %s (model loaded in %.1f s)", actor.number, where(actor),
-                        actor.facts.get("load_s") or 0.0)
+            logger.info(
+                "backend ray: worker %d live on %s (model loaded in %.1f s)",
+                actor.number,
+                where(actor),
+                actor.facts.get("load_s") or 0.0,
+            )
 
     def refuse_foreign(self, actor: _Actor, work_left: bool) -> Optional[str]:
         """Refuse (kill, say why) a freshly loaded actor whose weights fingerprint is not the driver's (or, when
@@ -330,8 +335,10 @@ class _ActorPool:
             self.expected_fingerprint = found
         if found == self.expected_fingerprint:
             return None
-        cause = (f"refused: its weights differ from the driver's (fingerprint {str(found)[:12]} on "
-                 f"{actor.facts.get('host')}, expected {str(self.expected_fingerprint)[:12]})")
+        cause = (
+            f"refused: its weights differ from the driver's (fingerprint {str(found)[:12]} on "
+            f"{actor.facts.get('host')}, expected {str(self.expected_fingerprint)[:12]})"
+        )
         logger.warning("backend ray: actor %d %s", actor.number, cause)
         actor.status, actor.error = "refused", cause
         self.deaths.append(f"actor {actor.number} {cause}")
@@ -358,6 +365,47 @@ class _ActorPool:
             elif actor.status == "starting":
                 actor.status = "not needed"  # the work was done before its model was loaded
             self.kill(actor)
+
+
+def say_waiting(pool: "_ActorPool", waited: float) -> None:
+    """Log what nothing has finished for ``waited`` seconds: workers not started (CPUs short, or a model
+    still loading) or examples still running."""
+    starting = [a for a in pool.actors if a.status == "starting"]
+    live = [a for a in pool.actors if a.status == "live"]
+    try:
+        free = pool.ray.available_resources().get("CPU", 0.0)
+        total = pool.ray.cluster_resources().get("CPU", 0.0)
+    except Exception:  # the cluster does not answer: say what is known
+        free = total = float("nan")
+    if starting and not free >= pool.cpus:
+        logger.warning(
+            "backend ray: waiting for %d CPUs (%d worker(s) of %d CPUs not started after %.0f s): "
+            "the cluster has %g of %g CPUs free; %d worker(s) live",
+            len(starting) * pool.cpus,
+            len(starting),
+            pool.cpus,
+            waited,
+            free,
+            total,
+            len(live),
+        )
+    elif starting:
+        logger.info(
+            "backend ray: %d worker(s) still loading the model after %.0f s (the cluster has %g of %g "
+            "CPUs free); %d live",
+            len(starting),
+            waited,
+            free,
+            total,
+            len(live),
+        )
+    else:
+        logger.info(
+            "backend ray: no result for %.0f s; %d batch(es) running on %d worker(s)",
+            waited,
+            sum(len(a.in_flight) for a in live),
+            len(live),
+        )
 
 
 class RayBackend:
@@ -389,12 +437,18 @@ class RayBackend:
         if cluster_cpus < self.workers:
             if started_here:
                 ray.shutdown()
-            raise WhisperbenchError(f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
-                                    f"the cluster has {cluster_cpus:g}")
+            raise WhisperbenchError(
+                f"backend ray: {self.workers} workers need {self.workers} CPUs (one per actor); "
+                f"the cluster has {cluster_cpus:g}"
+            )
         self.actor_cpus = actor_cpus(self.job.spec.decoding.threads, self.workers, cluster_cpus)
         self.cluster = cluster_facts(ray, self.job.address)
-        logger.info("backend ray: joined %s: %d node(s), CPUs %s", self.cluster["joined_address"],
-                    self.cluster["node_count"], [n["cpus"] for n in self.cluster["nodes"]])
+        logger.info(
+            "backend ray: joined %s: %d node(s), CPUs %s",
+            self.cluster["joined_address"],
+            self.cluster["node_count"],
+            [n["cpus"] for n in self.cluster["nodes"]],
+        )
         worker_env = {"OMP_NUM_THREADS": _driver_omp_threads()}  # recorded: no secret in it
         try:
             runtime_env = ray_env.worker_runtime_env(self.job.runtime_env, worker_env)
@@ -404,7 +458,8 @@ class RayBackend:
                 ray.shutdown()
             raise
         remote_cls = ray.remote(num_cpus=self.actor_cpus, max_restarts=0)(ExampleWorker).options(
-            runtime_env=runtime_env)
+            runtime_env=runtime_env
+        )
         self.pool = _ActorPool(ray, self.job, remote_cls, self.restarts, self.actor_cpus)
         loop_wall = 0.0
         try:
@@ -436,11 +491,18 @@ class RayBackend:
             waiting = list(self.owner) + self.pool.starting_refs()
             if not waiting:  # every actor is gone and no restarts are left
                 cause = self.pool.deaths[-1] if self.pool.deaths else "no Ray workers"
-                logger.warning("backend ray: no live workers left and no restarts allowed: %d example(s) stored "
-                               "as failed (%s)", sum(len(w.examples) for w in self.pending), cause)
+                logger.warning(
+                    "backend ray: no live workers left and no restarts allowed: %d example(s) stored as failed (%s)",
+                    sum(len(w.examples) for w in self.pending),
+                    cause,
+                )
                 while self.pending:
-                    self._emit([self.job.failed(ex, f"no live Ray workers left ({cause})")
-                                for ex in self.pending.popleft().examples])
+                    self._emit(
+                        [
+                            self.job.failed(ex, f"no live Ray workers left ({cause})")
+                            for ex in self.pending.popleft().examples
+                        ]
+                    )
                 return
             done = self.pool.wait_one(waiting)
             if done in self.owner:
@@ -480,8 +542,13 @@ class RayBackend:
             self.lost_in.setdefault(example.id, []).append(where_)
             if not self.job.retry.again(self.attempts[example.id]):
                 failed.append(example.id)
-                self._emit([self.job.failed(example, self.job.retry.gave_up(self.attempts[example.id],
-                                                                            f"its Ray worker: {cause}"))])
+                self._emit(
+                    [
+                        self.job.failed(
+                            example, self.job.retry.gave_up(self.attempts[example.id], f"its Ray worker: {cause}")
+                        )
+                    ]
+                )
             else:
                 retries.append(_Work([example], retry=True))
         self.pending.extendleft(reversed(retries))
@@ -490,19 +557,32 @@ class RayBackend:
 
     def _report(self, loop_wall: float, cluster_cpus: float, worker_env: dict) -> BackendReport:
         loaded = [a.facts for a in self.pool.actors if "load_s" in a.facts]
-        info = {
-            "ray_version": self.ray.__version__, **self.cluster, "cluster_cpus": cluster_cpus,
-            **ray_env.describe(self.job.runtime_env, self.job.ray_env),  # names, never values
-            "actors_requested": self.workers, "batch_size": self.batch_size, "max_attempts": self.job.retry.attempts,
-            "actors": [_actor_record(a) for a in self.pool.actors],
-            "deaths": self.pool.deaths,
-            "retried_examples": dict(sorted(self.lost_in.items())),  # id -> workers that died with it queued
-            "failed_after_retries": sorted(i for i, n in self.attempts.items() if not self.job.retry.again(n)),
-            "worker_env": worker_env, "actor_cpus": self.actor_cpus, "model": self.job.spec.model,
-            "weights_fingerprint": self.pool.expected_fingerprint,
-        }
-        return BackendReport.from_workers(loaded, loop_wall_s=loop_wall, backend_info=info,
-                                          adapter_info=loaded[0]["adapter_info"] if loaded else None)
+        info = _backend_info(self, cluster_cpus, worker_env)
+        return BackendReport.from_workers(
+            loaded, loop_wall_s=loop_wall, backend_info=info, adapter_info=loaded[0]["adapter_info"] if loaded else None
+        )
+
+
+def _backend_info(b: RayBackend, cluster_cpus: float, worker_env: dict) -> dict:
+    """run.json's ``backend_info`` of a Ray run: the cluster, the actors, deaths and retries, the workers' environment
+    (names, never values) and the weights every actor had."""
+    return {
+        "ray_version": b.ray.__version__,
+        **b.cluster,
+        "cluster_cpus": cluster_cpus,
+        **ray_env.describe(b.job.runtime_env, b.job.ray_env),  # names, never values
+        "actors_requested": b.workers,
+        "batch_size": b.batch_size,
+        "max_attempts": b.job.retry.attempts,
+        "actors": [_actor_record(a) for a in b.pool.actors],
+        "deaths": b.pool.deaths,
+        "retried_examples": dict(sorted(b.lost_in.items())),  # id -> workers that died with it queued
+        "failed_after_retries": sorted(i for i, n in b.attempts.items() if not b.job.retry.again(n)),
+        "worker_env": worker_env,
+        "actor_cpus": b.actor_cpus,
+        "model": b.job.spec.model,
+        "weights_fingerprint": b.pool.expected_fingerprint,
+    }
 
 
 def where(actor: _Actor) -> str:
@@ -515,9 +595,16 @@ def where(actor: _Actor) -> str:
 def _say_death(actor: _Actor, cause: str, retried: list[str], failed: list[str], attempts: int) -> None:
     """Say on the console that a worker died, where, and what becomes of the examples it held."""
     fate = ([f"retried on other workers: {', '.join(retried)}"] if retried else []) + (
-        [f"stored as failed after {attempts} attempts: {', '.join(failed)}"] if failed else [])
-    logger.warning("backend ray: worker %d on %s died (%s); it held %d example(s): %s; nothing is lost",
-                   actor.number, where(actor), cause, len(retried) + len(failed), "; ".join(fate) or "none")
+        [f"stored as failed after {attempts} attempts: {', '.join(failed)}"] if failed else []
+    )
+    logger.warning(
+        "backend ray: worker %d on %s died (%s); it held %d example(s): %s; nothing is lost",
+        actor.number,
+        where(actor),
+        cause,
+        len(retried) + len(failed),
+        "; ".join(fate) or "none",
+    )
 
 
 def _dispatch(pending: deque, actors: list[_Actor], owner: dict) -> None:
@@ -548,8 +635,18 @@ def _cause(exc: BaseException) -> str:
 
 def _actor_record(actor: _Actor) -> dict:
     facts, machine = actor.facts, actor.facts.get("machine") or {}
-    return {"number": actor.number, "status": actor.status, "host": facts.get("host"), "pid": facts.get("pid"),
-            "node_id": facts.get("node_id"), "node_ip": facts.get("node_ip"),
-            "cpu": machine.get("cpu"), "thread_env": machine.get("thread_env"), "load_s": facts.get("load_s"),
-            "warmup_s": facts.get("warmup_s"), "peak_rss_mb": facts.get("peak_rss_mb"),
-            "examples": actor.examples, "error": actor.error}
+    return {
+        "number": actor.number,
+        "status": actor.status,
+        "host": facts.get("host"),
+        "pid": facts.get("pid"),
+        "node_id": facts.get("node_id"),
+        "node_ip": facts.get("node_ip"),
+        "cpu": machine.get("cpu"),
+        "thread_env": machine.get("thread_env"),
+        "load_s": facts.get("load_s"),
+        "warmup_s": facts.get("warmup_s"),
+        "peak_rss_mb": facts.get("peak_rss_mb"),
+        "examples": actor.examples,
+        "error": actor.error,
+    }

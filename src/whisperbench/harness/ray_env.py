@@ -3,7 +3,8 @@ and ``--ray-env NAME`` (the driver's value of NAME forwarded).
 
 ``--ray-env`` values never leave memory: each actor gets them as it starts and sets them before it builds the
 adapter (not through the runtime_env, whose contents Ray's runtime_env agent writes to its session logs on
-every node, so secrets belong in ``--ray-env``). run.json records the runtime_env with its ``env_vars`` reduced to their names, and
+every node, so secrets belong in ``--ray-env``). run.json records the runtime_env with its ``env_vars`` reduced to
+their names, and
 the names of the forwarded variables (:func:`describe`). Ray itself is not imported here.
 
 >>> load_runtime_env('{"env_vars": {"A": "1"}, "pip": ["x"]}')
@@ -50,8 +51,9 @@ def load_runtime_env(value: Optional[str]) -> Optional[dict[str, Any]]:
     if not isinstance(env, dict):
         raise OptionError(f"--runtime-env: {source} is not a mapping (Ray's runtime_env is a dict)")
     env_vars = env.get("env_vars", {})
-    if not isinstance(env_vars, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                 for k, v in env_vars.items()):
+    if not isinstance(env_vars, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env_vars.items()
+    ):
         raise OptionError(f"--runtime-env: env_vars in {source} must map names to strings")
     return env
 

@@ -22,8 +22,8 @@ more than one try carries ``extra.attempts``.
 >>> policy = RetryPolicy(attempts=2)
 >>> policy.again(1), policy.again(2)
 (True, False)
->>> policy.gave_up(2, "worker (pid 7) was killed by SIGABRT")
-'the worker process died while transcribing this example on each of its 2 attempts (last: worker (pid 7) was killed by SIGABRT)'
+>>> print(policy.gave_up(2, "killed by SIGABRT"))
+the worker process died while transcribing this example on each of its 2 attempts (last: killed by SIGABRT)
 """
 
 from __future__ import annotations

@@ -39,7 +39,6 @@ from .spec import AdapterSpec
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class RunRequest:
     """Everything that defines a run (the CLI's ``run`` arguments)."""
@@ -76,10 +75,16 @@ class RunRequest:
 
     def __post_init__(self) -> None:
         """Counts and limits a run cannot mean: refused before anything is stored."""
-        bad = [f"{name} {value} (at least {least})" for name, value, least in
-               (("workers", self.workers, 1), ("limit", self.limit, 1), ("timeout_s", self.timeout_s, 0.001),
-                ("attempts", self.attempts, 1))
-               if value is not None and value < least]
+        bad = [
+            f"{name} {value} (at least {least})"
+            for name, value, least in (
+                ("workers", self.workers, 1),
+                ("limit", self.limit, 1),
+                ("timeout_s", self.timeout_s, 0.001),
+                ("attempts", self.attempts, 1),
+            )
+            if value is not None and value < least
+        ]
         if bad:
             raise OptionError(f"run: {', '.join(bad)}")
         self.metric_options = checked_options(self.metric_options)  # typed, unknown names refused
@@ -108,8 +113,6 @@ def default_label(adapter: str, decoding: DecodingOptions) -> str:
 def default_run_name(adapter: str, model: str, dataset: str) -> str:
     """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, made safe for a folder name."""
     return safe_run_name(f"{adapter}_{Path(model).name or model}_{dataset}")
-
-
 
 
 def backend_of(request: RunRequest) -> str:
@@ -146,8 +149,9 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
             leftover.unlink(missing_ok=True)
 
 
-def _stale(previous: dict[str, Prediction], dataset: Dataset, old: RunInfo,
-           source_digest: Optional[str]) -> dict[str, str]:
+def _stale(
+    previous: dict[str, Prediction], dataset: Dataset, old: RunInfo, source_digest: Optional[str]
+) -> dict[str, str]:
     """Stored results that no longer match what this run would compute, each with the reason: they are redone.
 
     Each stored example is re-checked against the current dataset (transcript, audio digest) and the
@@ -205,8 +209,16 @@ def run_evaluation(
                 report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
-        return RunResult(store, run.info.to_dict(), summary, computed=len(todo), resumed=summary.num_examples - len(todo),
-                         stale=stale, notes=notes, warnings=run.warnings)
+        return RunResult(
+            store,
+            run.info.to_dict(),
+            summary,
+            computed=len(todo),
+            resumed=summary.num_examples - len(todo),
+            stale=stale,
+            notes=notes,
+            warnings=run.warnings,
+        )
 
 
 @dataclass
@@ -235,15 +247,20 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     adapter_class.ensure_available()
     if checked is None:
         checked = load_dataset(
-            request.dataset, name=request.dataset_name, form=request.form,  # type: ignore[arg-type]
-            limit=request.limit, skip_invalid=request.skip_invalid, columns=request.columns,
+            request.dataset,
+            name=request.dataset_name,
+            form=request.form,  # type: ignore[arg-type]
+            limit=request.limit,
+            skip_invalid=request.skip_invalid,
+            columns=request.columns,
         )
     dataset: Dataset = checked.dataset
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
     languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
-    warning = english_only_warning(redact(request.model), [ex.language for ex in dataset.examples],
-                                   _multilingual(request.model))
+    warning = english_only_warning(
+        redact(request.model), [ex.language for ex in dataset.examples], _multilingual(request.model)
+    )
     if warning:  # before the run: a 121 % "WER" said nothing of why
         log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
@@ -253,16 +270,35 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     source_digest = adapter.source_digest()
     long_form = request.long_form.resolved_for(adapter) if dataset.form == "long" else None
     info = RunInfo(  # the run spec (what a resume must share); nothing secret (a URL's credentials)
-        adapter=request.adapter, label=request.label or default_label(request.adapter, request.decoding),
-        variant=request.variant, model=redact(request.model), decoding=redact(request.decoding.to_json()),
-        normalizer=normalizer, long_form=long_form.to_json() if long_form else None,
-        dataset=DatasetInfo(name=dataset.name, source=redact(dataset.source), form=dataset.form,
-                            content_hash=dataset.content_hash, num_examples=len(dataset) + len(checked.invalid),
-                            num_invalid=len(checked.invalid), limit=request.limit,
-                            columns=request.columns.to_json()),
+        adapter=request.adapter,
+        label=request.label or default_label(request.adapter, request.decoding),
+        variant=request.variant,
+        model=redact(request.model),
+        decoding=redact(request.decoding.to_json()),
+        normalizer=normalizer,
+        long_form=long_form.to_json() if long_form else None,
+        dataset=DatasetInfo(
+            name=dataset.name,
+            source=redact(dataset.source),
+            form=dataset.form,
+            content_hash=dataset.content_hash,
+            num_examples=len(dataset) + len(checked.invalid),
+            num_invalid=len(checked.invalid),
+            limit=request.limit,
+            columns=request.columns.to_json(),
+        ),
     )
-    return _Resolved(checked, normalizer, adapter_class, spec, spec.wrap(adapter), long_form, source_digest,
-                     info, [warning] if warning else [])
+    return _Resolved(
+        checked,
+        normalizer,
+        adapter_class,
+        spec,
+        spec.wrap(adapter),
+        long_form,
+        source_digest,
+        info,
+        [warning] if warning else [],
+    )
 
 
 def _multilingual(model: str) -> Optional[bool]:
@@ -281,18 +317,27 @@ def _multilingual(model: str) -> Optional[bool]:
 def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:
     """How this invocation executes the run (recorded, never part of the resume identity)."""
     run.info = dataclasses.replace(
-        run.info, status="running",
+        run.info,
+        status="running",
         backend=backend_of(request),
         workers=request.workers,
         threads_per_worker=request.decoding.threads,
-        execution={"backend": backend_of(request), "workers": request.workers, "threads": request.decoding.threads,
-                   "isolate": request.isolate, "timeout_s": request.timeout_s, "warmup": request.warmup,
-                   "refresh": request.refresh, "retry": RetryPolicy(request.attempts).to_json(),
-                   **_ray_environment(request)},
+        execution={
+            "backend": backend_of(request),
+            "workers": request.workers,
+            "threads": request.decoding.threads,
+            "isolate": request.isolate,
+            "timeout_s": request.timeout_s,
+            "warmup": request.warmup,
+            "refresh": request.refresh,
+            "retry": RetryPolicy(request.attempts).to_json(),
+            **_ray_environment(request),
+        },
         machine=machine_info(),
         versions=package_versions(CORE_PACKAGES + tuple(run.adapter_cls.requires)),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        source_digest=run.source_digest, stale_redone=len(stale),
+        source_digest=run.source_digest,
+        stale_redone=len(stale),
         run_id=(old.run_id if old is not None else None) or uuid.uuid4().hex,
     )
     if old is not None:
@@ -312,27 +357,50 @@ def _execution_changes(old: RunInfo, info: RunInfo) -> list[str]:
     """What this invocation ran differently from the stored run's last one (said, never refused)."""
     before = old.execution or {"backend": old.backend, "workers": old.workers, "threads": old.threads_per_worker}
     now = info.execution
-    return [f"{key} {now[key]!r} (the stored run had {before[key]!r})"
-            for key in now if key in before and before[key] is not None and before[key] != now[key]]
-
-
+    return [
+        f"{key} {now[key]!r} (the stored run had {before[key]!r})"
+        for key in now
+        if key in before and before[key] is not None and before[key] != now[key]
+    ]
 
 
 def _stored_report(old: Optional[RunInfo]) -> BackendReport:
     if old is None:
         return BackendReport()
-    return BackendReport(load_s=old.load_s, warmup_s=old.warmup_s, peak_rss_mb=old.peak_rss_mb,
-                         adapter_info=old.adapter_info or None, backend_info=old.backend_info)
+    return BackendReport(
+        load_s=old.load_s,
+        warmup_s=old.warmup_s,
+        peak_rss_mb=old.peak_rss_mb,
+        adapter_info=old.adapter_info or None,
+        backend_info=old.backend_info,
+    )
 
 
 def _job(run: _Resolved, request: RunRequest) -> Job:
-    return Job(run.spec, run.adapter, run.dataset.form == "long", request.long_form,
-               request.warmup, request.workers, request.address, RetryPolicy(request.attempts),
-               ray_env.load_runtime_env(request.runtime_env), ray_env.check_names(request.ray_env))
+    return Job(
+        run.spec,
+        run.adapter,
+        run.dataset.form == "long",
+        request.long_form,
+        request.warmup,
+        request.workers,
+        request.address,
+        RetryPolicy(request.attempts),
+        ray_env.load_runtime_env(request.runtime_env),
+        ray_env.check_names(request.ray_env),
+    )
 
 
-def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: RunRequest, report: BackendReport,
-              load_before: dict, kept: Optional[Summary] = None, old: Optional[RunInfo] = None) -> Summary:
+def _finalize(
+    run: _Resolved,
+    store: RunStore,
+    todo: list[Example],
+    request: RunRequest,
+    report: BackendReport,
+    load_before: dict,
+    kept: Optional[Summary] = None,
+    old: Optional[RunInfo] = None,
+) -> Summary:
     """Check every example is stored, then write the finished run.json and summary.json. ``kept``: the stored
     summary of a run this invocation computed nothing for, whose speed and machine load stay as measured."""
     info, checked = run.info, run.checked
@@ -351,41 +419,62 @@ def _finalize(run: _Resolved, store: RunStore, todo: list[Example], request: Run
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
         adapter_info["long_form_seams"] = run.long_form.seams_source(run.adapter)
     predictions = [stored[i] for i in ids]
-    summary = summarize(predictions, run.normalizer, run.dataset.form,
-                        metric_options=request.metric_options,
-                        language_detected=request.decoding.language is None)
+    summary = summarize(
+        predictions,
+        run.normalizer,
+        run.dataset.form,
+        metric_options=request.metric_options,
+        language_detected=request.decoding.language is None,
+    )
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
     loop_wall = report.loop_wall_s
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
     summary = dataclasses.replace(
-        summary, **measured,
+        summary,
+        **measured,
         # speed measured by this invocation: reliable only on a machine nothing else kept busy
-        rtfx_reliable=not busy["busy"] if todo else None, rtfx_unreliable_why=(busy["why"] or None) if todo else None,
+        rtfx_reliable=not busy["busy"] if todo else None,
+        rtfx_unreliable_why=(busy["why"] or None) if todo else None,
         model_size_mb=(adapter_info.get("weights") or {}).get("loaded_size_mb"),  # as the adapter loaded it
         wall_s=loop_wall if todo else None,  # this invocation's inference loop, load excluded (pool: included)
-        harness_overhead_pct=(100.0 * (loop_wall - computed_infer) / loop_wall
-                              if todo and loop_wall > 0 and info.backend == "in-process" else None),
-        extra=run.adapter_cls.summary_fields(adapter_info, predictions))  # e.g. compile time, cost
+        harness_overhead_pct=(
+            100.0 * (loop_wall - computed_infer) / loop_wall
+            if todo and loop_wall > 0 and info.backend == "in-process"
+            else None
+        ),
+        extra=run.adapter_cls.summary_fields(adapter_info, predictions),
+    )  # e.g. compile time, cost
     summary = summary.with_measurements(kept, MEASURED_BY_COMPUTING)
     run.info = dataclasses.replace(
-        info, status="finished", finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        adapter_info=adapter_info, machine_load=busy, backend_info=report.backend_info or info.backend_info,
-        **measured)  # backend_info: Ray's cluster, actors, deaths and retries
+        info,
+        status="finished",
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        adapter_info=adapter_info,
+        machine_load=busy,
+        backend_info=report.backend_info or info.backend_info,
+        **measured,
+    )  # backend_info: Ray's cluster, actors, deaths and retries
     store.write_info(run.info)
     store.write_summary(summary)
     return summary
 
 
-def rescore(store: RunStore, normalizer: Optional[str] = None,
-            metric_options: Optional[dict[str, dict[str, Any]]] = None) -> Summary:
+def rescore(
+    store: RunStore, normalizer: Optional[str] = None, metric_options: Optional[dict[str, dict[str, Any]]] = None
+) -> Summary:
     """Recompute summary.json from stored raw predictions (e.g. with another normalizer, or other thresholds:
     ``metric_options``; without them, the thresholds the run was scored with are kept)."""
     with store.lock():
         info, old = store.read_run_info(), store.read_summary()
         normalizer = normalizer or info.normalizer
         options = stored_options(old.metrics if old else {}) | (metric_options or {})
-        scored = summarize(store.read_predictions(), normalizer, info.dataset.form,
-                           language_detected=info.decoding.get("language") is None, metric_options=options)
+        scored = summarize(
+            store.read_predictions(),
+            normalizer,
+            info.dataset.form,
+            language_detected=info.decoding.get("language") is None,
+            metric_options=options,
+        )
         summary = scored.with_measurements(old)  # every figure not about scoring kept as it was
         store.write_summary(summary)
     return summary

@@ -50,8 +50,15 @@ class AdapterSpec:
     @classmethod
     def of(cls, request) -> "AdapterSpec":
         """The spec of a :class:`~whisperbench.harness.runner.RunRequest`."""
-        return cls(request.adapter, request.model, request.decoding, request.refresh, request.isolate,
-                   request.timeout_s, get_adapter(request.adapter))
+        return cls(
+            request.adapter,
+            request.model,
+            request.decoding,
+            request.refresh,
+            request.isolate,
+            request.timeout_s,
+            get_adapter(request.adapter),
+        )
 
     def build(self, isolated: bool = True) -> Adapter:
         """The adapter, not loaded; in a child process when the spec asks for it (unless ``isolated=False``:

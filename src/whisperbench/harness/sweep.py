@@ -25,7 +25,7 @@ import logging
 import multiprocessing
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -73,8 +73,15 @@ class SweepEntry:
 
     def to_dict(self) -> dict:
         """The entry as the sweep's record file keeps it (its summary is in the run's own folder)."""
-        return {"implementation": self.variant.adapter, "variant": self.variant.name, "label": self.variant.label,
-                "run": self.run, "status": self.status, "error": self.error, "wall_s": self.wall_s}
+        return {
+            "implementation": self.variant.adapter,
+            "variant": self.variant.name,
+            "label": self.variant.label,
+            "run": self.run,
+            "status": self.status,
+            "error": self.error,
+            "wall_s": self.wall_s,
+        }
 
 
 @dataclass
@@ -87,8 +94,9 @@ class SweepResult:
     wall_s: float
 
 
-def plan_sweep(implementations: Sequence[str] = DEFAULT_IMPLEMENTATIONS,
-               variants: Optional[Sequence[str]] = None) -> list[Variant]:
+def plan_sweep(
+    implementations: Sequence[str] = DEFAULT_IMPLEMENTATIONS, variants: Optional[Sequence[str]] = None
+) -> list[Variant]:
     """Every variant of ``implementations`` (only those named in ``variants`` when given, by name or label)."""
     plan = []
     for adapter in implementations:
@@ -123,8 +131,14 @@ def _why_not(variant: Variant) -> tuple[str, Optional[str]]:
 def request_for(variant: Variant, base: RunRequest, dataset_name: str) -> RunRequest:
     """The run request of ``variant``: ``base`` (model, dataset, runs folder, decoding) with its options."""
     decoding = replace(base.decoding, extra={**base.decoding.extra, **dict(variant.options)})
-    return replace(base, adapter=variant.adapter, decoding=decoding, label=variant.label, variant=variant.name or None,
-                   name=default_run_name(variant.label, base.model, dataset_name))
+    return replace(
+        base,
+        adapter=variant.adapter,
+        decoding=decoding,
+        label=variant.label,
+        variant=variant.name or None,
+        name=default_run_name(variant.label, base.model, dataset_name),
+    )
 
 
 def _load_in_child(request: RunRequest) -> dict:
@@ -144,8 +158,9 @@ def _in_fresh_process(function: Callable[[RunRequest], dict], request: RunReques
     """``function(request)`` in a new process that ends with this one (a sweep killed with SIGKILL leaves no
     variant running on, holding its run's lock)."""
     context = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(1, mp_context=context, initializer=die_with_parent,
-                                initargs=(os.getpid(), started_from_main_thread())) as pool:
+    with cf.ProcessPoolExecutor(
+        1, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(), started_from_main_thread())
+    ) as pool:
         try:
             return pool.submit(function, request).result()
         except cf.process.BrokenProcessPool as exc:
@@ -183,8 +198,13 @@ def _shared(base: RunRequest, parallel: int, variants: int) -> tuple[int, RunReq
     cores, asked = usable_cpus(), base.decoding.threads
     at_once, threads = share_cores(parallel, asked, variants, cores)
     lowered = f" (threads={asked} asked: lowered so that {at_once} × threads <= {cores})" if threads < asked else ""
-    log.info("sweep: %d variant(s) at once, each in its own process with %d thread(s), on %d core(s)%s",
-             at_once, threads, cores, lowered)
+    log.info(
+        "sweep: %d variant(s) at once, each in its own process with %d thread(s), on %d core(s)%s",
+        at_once,
+        threads,
+        cores,
+        lowered,
+    )
     return at_once, replace(base, decoding=replace(base.decoding, threads=threads))
 
 
@@ -202,9 +222,13 @@ def _run_entry(entry: SweepEntry, base: RunRequest, dataset_name: str) -> SweepE
     return entry
 
 
-def run_sweep(plan: list[Variant], base: RunRequest, dataset_name: str,
-              report: Optional[Callable[[SweepEntry, int, int], object]] = None,
-              parallel: int = 1) -> list[SweepEntry]:
+def run_sweep(
+    plan: list[Variant],
+    base: RunRequest,
+    dataset_name: str,
+    report: Optional[Callable[[SweepEntry, int, int], object]] = None,
+    parallel: int = 1,
+) -> list[SweepEntry]:
     """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends.
 
     ``parallel``: how many variants may run at once (see :func:`share_cores`); the entries keep ``plan``'s
@@ -245,4 +269,3 @@ def _one_line(exc: BaseException) -> str:
 def reference_variant() -> Variant:
     """The reference of a sweep: openai-whisper with no variant (the plainest run of the same weights)."""
     return Variant(REFERENCE_ADAPTER, "")
-

@@ -34,8 +34,16 @@ MASK_VALUE = -1e4
 #: names of the step decoder's inputs and outputs, in call order (the Core ML packages use them too)
 ENCODER_INPUTS = ("melspectrogram_features",)
 ENCODER_OUTPUTS = ("encoder_output_embeds", "cross_key_cache", "cross_value_cache")
-DECODER_INPUTS = ("input_ids", "cache_length", "key_cache", "value_cache", "kv_cache_update_mask",
-                  "decoder_key_padding_mask", "cross_key_cache", "cross_value_cache")
+DECODER_INPUTS = (
+    "input_ids",
+    "cache_length",
+    "key_cache",
+    "value_cache",
+    "kv_cache_update_mask",
+    "decoder_key_padding_mask",
+    "cross_key_cache",
+    "cross_value_cache",
+)
 DECODER_OUTPUTS = ("logits", "key_cache_updates", "value_cache_updates")
 
 

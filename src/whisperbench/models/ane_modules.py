@@ -51,7 +51,7 @@ class SplitHeadAttention(nn.Module):
 
     def attend(self, q, k, v, key_mask=None):
         """q ``(B, C, 1, Sq)``, k/v ``(B, C, 1, Sk)``, key_mask ``(B, Sk, 1, 1)`` additive -> ``(B, C, 1, Sq)``."""
-        scale = self.head_dim ** -0.5
+        scale = self.head_dim**-0.5
         heads = []
         keys_last = k.transpose(1, 3)  # (B, Sk, 1, C): one transpose for all heads
         for h in range(self.n_head):
@@ -149,8 +149,17 @@ class TextDecoderANE(nn.Module):
         values = [block.cross_attn.value(audio_features) for block in blocks]
         return torch.cat(keys, dim=1), torch.cat(values, dim=1)
 
-    def forward(self, input_ids, cache_length, key_cache, value_cache, kv_cache_update_mask,
-                decoder_key_padding_mask, cross_key_cache, cross_value_cache):
+    def forward(
+        self,
+        input_ids,
+        cache_length,
+        key_cache,
+        value_cache,
+        kv_cache_update_mask,
+        decoder_key_padding_mask,
+        cross_key_cache,
+        cross_value_cache,
+    ):
         x = self.token_embedding(input_ids) + self.positional_embedding[cache_length]  # (B, C)
         x = x[:, :, None, None]
         update_mask = kv_cache_update_mask[:, None, None, :]  # (B, 1, 1, T)
@@ -159,8 +168,15 @@ class TextDecoderANE(nn.Module):
         key_updates, value_updates = [], []
         for i, block in enumerate(self.blocks):
             layer = slice(i * c, (i + 1) * c)
-            x, key, value = block(x, key_cache[:, layer], value_cache[:, layer], update_mask, padding_mask,
-                                  cross_key_cache[:, layer], cross_value_cache[:, layer])
+            x, key, value = block(
+                x,
+                key_cache[:, layer],
+                value_cache[:, layer],
+                update_mask,
+                padding_mask,
+                cross_key_cache[:, layer],
+                cross_value_cache[:, layer],
+            )
             key_updates.append(key)
             value_updates.append(value)
         x = self.ln(x)  # (B, C, 1, 1)
@@ -175,7 +191,9 @@ class WhisperANE(nn.Module):
     def __init__(self, dims: dict):
         super().__init__()
         self.dims = dict(dims)
-        self.encoder = AudioEncoderANE(dims["n_mels"], dims["n_audio_ctx"], dims["n_audio_state"],
-                                       dims["n_audio_head"], dims["n_audio_layer"])
-        self.decoder = TextDecoderANE(dims["n_vocab"], dims["n_text_ctx"], dims["n_text_state"],
-                                      dims["n_text_head"], dims["n_text_layer"])
+        self.encoder = AudioEncoderANE(
+            dims["n_mels"], dims["n_audio_ctx"], dims["n_audio_state"], dims["n_audio_head"], dims["n_audio_layer"]
+        )
+        self.decoder = TextDecoderANE(
+            dims["n_vocab"], dims["n_text_ctx"], dims["n_text_state"], dims["n_text_head"], dims["n_text_layer"]
+        )

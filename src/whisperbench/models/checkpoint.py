@@ -27,6 +27,8 @@ def is_multilingual(n_vocab: int) -> bool:
     (False, True)
     """
     return n_vocab >= MULTILINGUAL_MIN_VOCAB
+
+
 #: openai-whisper's max_initial_timestamp of 1.0 s, in 0.02 s timestamp steps
 MAX_INITIAL_TIMESTAMP_INDEX = 50
 
@@ -87,9 +89,11 @@ def alignment_heads_problem(where: str, heads: list[tuple[int, int]], dims: dict
     """
     for layer, head in heads:
         if not (0 <= layer < dims["n_text_layer"] and 0 <= head < dims["n_text_head"]):
-            return (f"{where}: alignment head (layer {layer}, head {head}) does not exist in a model with "
-                    f"{dims['n_text_layer']} decoder layer(s) of {dims['n_text_head']} heads: the checkpoint's "
-                    "alignment_heads do not belong to these weights")
+            return (
+                f"{where}: alignment head (layer {layer}, head {head}) does not exist in a model with "
+                f"{dims['n_text_layer']} decoder layer(s) of {dims['n_text_head']} heads: the checkpoint's "
+                "alignment_heads do not belong to these weights"
+            )
     return None
 
 

@@ -14,8 +14,12 @@ from typing import Optional
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import (MAX_INITIAL_TIMESTAMP_INDEX, Checkpoint, alignment_heads_problem,
-                                            transformers_name)
+from whisperbench.models.checkpoint import (
+    MAX_INITIAL_TIMESTAMP_INDEX,
+    Checkpoint,
+    alignment_heads_problem,
+    transformers_name,
+)
 from whisperbench.models.readers import read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
@@ -59,8 +63,9 @@ def load_openai_whisper(source: Checkpoint | str | Path):
     else:
         saved = torch.load(source, map_location="cpu", weights_only=True)
         dims, heads, state_dict = saved["dims"], saved.get("alignment_heads"), saved["model_state_dict"]
-    problem = alignment_heads_problem(str(source.source_dir if isinstance(source, Checkpoint) else source),
-                                      heads or [], dims)
+    problem = alignment_heads_problem(
+        str(source.source_dir if isinstance(source, Checkpoint) else source), heads or [], dims
+    )
     if problem is not None:  # transcription goes on with openai-whisper's default heads; word timing is refused
         logger.warning("%s; transcribing with openai-whisper's default heads", problem)
         heads = None
@@ -74,6 +79,7 @@ def load_openai_whisper(source: Checkpoint | str | Path):
 
 
 # ---------------------------------------------------------------------------------- transformers
+
 
 def write_transformers(ckpt: Checkpoint, out_dir: str | Path) -> None:
     """Write a folder that WhisperForConditionalGeneration, WhisperProcessor and pipeline() load offline."""

@@ -55,8 +55,9 @@ def parse_variant(variant: str) -> str:
 
     precision = variant or "float16"
     if precision not in VARIANTS + (IOS18_FLOAT16,) + tuple(COMPRESSIONS):
-        raise ModelError(f"coreml: unknown variant {variant!r} (float16, float32, {IOS18_FLOAT16}, "
-                         f"{', '.join(COMPRESSIONS)})")
+        raise ModelError(
+            f"coreml: unknown variant {variant!r} (float16, float32, {IOS18_FLOAT16}, {', '.join(COMPRESSIONS)})"
+        )
     return precision
 
 
@@ -66,14 +67,26 @@ def io_shapes(dims: dict) -> dict[str, dict[str, tuple[int, ...]]]:
     cross = (1, dims["n_text_state"] * dims["n_text_layer"], 1, dims["n_audio_ctx"])
     return {
         "encoder_inputs": {"melspectrogram_features": (1, dims["n_mels"], 1, N_FRAMES)},
-        "encoder_outputs": {"encoder_output_embeds": (1, dims["n_audio_state"], 1, dims["n_audio_ctx"]),
-                            "cross_key_cache": cross, "cross_value_cache": cross},
-        "decoder_inputs": {"input_ids": (1,), "cache_length": (1,), "key_cache": cache, "value_cache": cache,
-                           "kv_cache_update_mask": (1, dims["n_text_ctx"]),
-                           "decoder_key_padding_mask": (1, dims["n_text_ctx"]),
-                           "cross_key_cache": cross, "cross_value_cache": cross},
-        "decoder_outputs": {"logits": (1, 1, dims["n_vocab"]), "key_cache_updates": cache[:3] + (1,),
-                            "value_cache_updates": cache[:3] + (1,)},
+        "encoder_outputs": {
+            "encoder_output_embeds": (1, dims["n_audio_state"], 1, dims["n_audio_ctx"]),
+            "cross_key_cache": cross,
+            "cross_value_cache": cross,
+        },
+        "decoder_inputs": {
+            "input_ids": (1,),
+            "cache_length": (1,),
+            "key_cache": cache,
+            "value_cache": cache,
+            "kv_cache_update_mask": (1, dims["n_text_ctx"]),
+            "decoder_key_padding_mask": (1, dims["n_text_ctx"]),
+            "cross_key_cache": cross,
+            "cross_value_cache": cross,
+        },
+        "decoder_outputs": {
+            "logits": (1, 1, dims["n_vocab"]),
+            "key_cache_updates": cache[:3] + (1,),
+            "value_cache_updates": cache[:3] + (1,),
+        },
     }
 
 
@@ -109,8 +122,9 @@ def export_coreml(model, out_dir: str | Path, precision: str = "float16", target
     if target not in TARGETS:
         raise ModelError(f"coreml: unknown deployment target {target!r} (known: {', '.join(TARGETS)})")
     label, attribute = TARGETS[target]
-    common = dict(convert_to="mlprogram", compute_precision=compute,
-                  minimum_deployment_target=getattr(ct.target, attribute))
+    common = dict(
+        convert_to="mlprogram", compute_precision=compute, minimum_deployment_target=getattr(ct.target, attribute)
+    )
     model = model.float().eval()
 
     class EncoderStage(torch.nn.Module):
@@ -126,23 +140,39 @@ def export_coreml(model, out_dir: str | Path, precision: str = "float16", target
         mel = torch.randn(shapes["encoder_inputs"]["melspectrogram_features"])
         traced = torch.jit.trace(EncoderStage().eval(), (mel,))
         encoder = ct.convert(
-            traced, inputs=[ct.TensorType(name, shape=shapes["encoder_inputs"][name], dtype=io_dtype) for name in ENCODER_INPUTS],
-            outputs=[ct.TensorType(name, dtype=io_dtype) for name in ENCODER_OUTPUTS], **common)
+            traced,
+            inputs=[
+                ct.TensorType(name, shape=shapes["encoder_inputs"][name], dtype=io_dtype) for name in ENCODER_INPUTS
+            ],
+            outputs=[ct.TensorType(name, dtype=io_dtype) for name in ENCODER_OUTPUTS],
+            **common,
+        )
         example = _example_decoder_inputs(dims, torch.float32)
         traced = torch.jit.trace(model.decoder, tuple(example.values()))
         decoder = ct.convert(
             traced,
-            inputs=[ct.TensorType(name, shape=tuple(tensor.shape),
-                                  dtype=np.int32 if name in ("input_ids", "cache_length") else io_dtype)
-                    for name, tensor in example.items()],
-            outputs=[ct.TensorType(name, dtype=io_dtype) for name in DECODER_OUTPUTS], **common)
+            inputs=[
+                ct.TensorType(
+                    name,
+                    shape=tuple(tensor.shape),
+                    dtype=np.int32 if name in ("input_ids", "cache_length") else io_dtype,
+                )
+                for name, tensor in example.items()
+            ],
+            outputs=[ct.TensorType(name, dtype=io_dtype) for name in DECODER_OUTPUTS],
+            **common,
+        )
     for package, name in ((encoder, ENCODER_PACKAGE), (decoder, DECODER_PACKAGE)):
         package.short_description = f"Whisper {name.split('.')[0]}, ANE layout (whisperbench), {precision}"
         package.save(str(out_dir / name))
     info = {
-        "format": "whisperbench-coreml", "precision": precision, "dims": dims,
-        "coremltools": ct.__version__, "torch": torch.__version__,
-        "deployment_target": label, "mask_value": MASK_VALUE,
+        "format": "whisperbench-coreml",
+        "precision": precision,
+        "dims": dims,
+        "coremltools": ct.__version__,
+        "torch": torch.__version__,
+        "deployment_target": label,
+        "mask_value": MASK_VALUE,
         "shapes": {group: {k: list(v) for k, v in table.items()} for group, table in shapes.items()},
     }
     (out_dir / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")

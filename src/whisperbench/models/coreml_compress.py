@@ -60,11 +60,17 @@ class Compression(NamedTuple):
         return "iOS18" if self.group_size else "iOS16"
 
 
-COMPRESSIONS = {"pal8": Compression("palettize", 8), "pal6": Compression("palettize", 6),
-                "pal4": Compression("palettize", 4), "pal2": Compression("palettize", 2),
-                "pal8g16": Compression("palettize", 8, 16), "pal6g16": Compression("palettize", 6, 16),
-                "pal4g16": Compression("palettize", 4, 16), "pal4g32": Compression("palettize", 4, 32),
-                "lin8": Compression("linear", 8)}
+COMPRESSIONS = {
+    "pal8": Compression("palettize", 8),
+    "pal6": Compression("palettize", 6),
+    "pal4": Compression("palettize", 4),
+    "pal2": Compression("palettize", 2),
+    "pal8g16": Compression("palettize", 8, 16),
+    "pal6g16": Compression("palettize", 6, 16),
+    "pal4g16": Compression("palettize", 4, 16),
+    "pal4g32": Compression("palettize", 4, 32),
+    "lin8": Compression("linear", 8),
+}
 PACKAGES = ("encoder.mlpackage", "decoder.mlpackage")
 _COMPRESSED_OPS = ("constexpr_lut_to_dense", "constexpr_affine_dequantize")
 _SUFFIXES = ("_palettized", "_quantized")
@@ -91,18 +97,32 @@ def _config(variant: str, reduced: Optional[dict[str, tuple[int, int]]] = None):
 
     spec = COMPRESSIONS[variant]
     if spec.kind == "linear":
-        return cto.OptimizationConfig(global_config=cto.OpLinearQuantizerConfig(
-            mode="linear_symmetric", dtype="int8", granularity="per_channel", weight_threshold=WEIGHT_THRESHOLD))
+        return cto.OptimizationConfig(
+            global_config=cto.OpLinearQuantizerConfig(
+                mode="linear_symmetric", dtype="int8", granularity="per_channel", weight_threshold=WEIGHT_THRESHOLD
+            )
+        )
     if not spec.group_size:
-        return cto.OptimizationConfig(global_config=cto.OpPalettizerConfig(
-            mode="kmeans", nbits=spec.bits, granularity="per_tensor", weight_threshold=WEIGHT_THRESHOLD))
+        return cto.OptimizationConfig(
+            global_config=cto.OpPalettizerConfig(
+                mode="kmeans", nbits=spec.bits, granularity="per_tensor", weight_threshold=WEIGHT_THRESHOLD
+            )
+        )
 
     def grouped(axis: int, size: int):
-        return cto.OpPalettizerConfig(mode="kmeans", nbits=spec.bits, granularity="per_grouped_channel",
-                                      group_size=size, channel_axis=axis, weight_threshold=WEIGHT_THRESHOLD)
+        return cto.OpPalettizerConfig(
+            mode="kmeans",
+            nbits=spec.bits,
+            granularity="per_grouped_channel",
+            group_size=size,
+            channel_axis=axis,
+            weight_threshold=WEIGHT_THRESHOLD,
+        )
 
-    return cto.OptimizationConfig(global_config=grouped(0, spec.group_size),
-                                  op_name_configs={name: grouped(*size) for name, size in (reduced or {}).items()})
+    return cto.OptimizationConfig(
+        global_config=grouped(0, spec.group_size),
+        op_name_configs={name: grouped(*size) for name, size in (reduced or {}).items()},
+    )
 
 
 def compress_export(float16_folder: Path, out_dir: Path, variant: str) -> dict:
@@ -117,8 +137,10 @@ def compress_export(float16_folder: Path, out_dir: Path, variant: str) -> dict:
         raise ModelError(f"{float16_folder}: compression starts from a float16 export, not {info.get('precision')}")
     spec = COMPRESSIONS[variant]
     if spec.target == "iOS18" and not str(info.get("deployment_target", "")).endswith("iOS18"):
-        raise ModelError(f"{float16_folder}: {variant} needs an iOS 18 / macOS 15 export, this one targets "
-                         f"{info.get('deployment_target')}")
+        raise ModelError(
+            f"{float16_folder}: {variant} needs an iOS 18 / macOS 15 export, this one targets "
+            f"{info.get('deployment_target')}"
+        )
     compress = cto.palettize_weights if spec.kind == "palettize" else cto.linear_quantize_weights
     reduced = {}
     for package in PACKAGES:
@@ -127,12 +149,25 @@ def compress_export(float16_folder: Path, out_dir: Path, variant: str) -> dict:
         compressed = compress(model, _config(variant, reduced[package]))
         compressed.short_description = f"{model.short_description}, {variant}"
         compressed.save(str(out_dir / package))
-    info |= {"compression": {"variant": variant, "kind": spec.kind, "bits": spec.bits, "granularity": spec.granularity,
-                             "weight_threshold": WEIGHT_THRESHOLD, "coremltools": ct.__version__}}
+    info |= {
+        "compression": {
+            "variant": variant,
+            "kind": spec.kind,
+            "bits": spec.bits,
+            "granularity": spec.granularity,
+            "weight_threshold": WEIGHT_THRESHOLD,
+            "coremltools": ct.__version__,
+        }
+    }
     if spec.group_size:
-        info["compression"] |= {"group_size": spec.group_size, "channel_axis": 0, "exceptions": {
-            package: {name: {"channel_axis": axis, "group_size": size} for name, (axis, size) in names.items()}
-            for package, names in reduced.items()}}
+        info["compression"] |= {
+            "group_size": spec.group_size,
+            "channel_axis": 0,
+            "exceptions": {
+                package: {name: {"channel_axis": axis, "group_size": size} for name, (axis, size) in names.items()}
+                for package, names in reduced.items()
+            },
+        }
     (out_dir / "coreml.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 
@@ -170,8 +205,10 @@ def lut_to_dense(indices: np.ndarray, lut: np.ndarray, vector_axis: Optional[int
     [[9.0, 13.0, 5.0, 26.0, 18.0, 2.0], [13.0, 1.0, 1.0, 2.0, 10.0, 26.0]]
     """
     rank = indices.ndim
-    blocks = tuple(np.arange(n).reshape([n if b == a else 1 for b in range(rank)]) // (n // lut.shape[a])
-                   for a, n in enumerate(indices.shape))
+    blocks = tuple(
+        np.arange(n).reshape([n if b == a else 1 for b in range(rank)]) // (n // lut.shape[a])
+        for a, n in enumerate(indices.shape)
+    )
     values = lut[blocks + (indices.astype(np.intp),)]  # indices.shape + (V,)
     if lut.shape[-1] == 1:
         return values[..., 0]
@@ -207,8 +244,11 @@ def _stored_name(op) -> str:
 
 
 def _dense_constants(operations) -> dict[str, np.ndarray]:
-    return {_stored_name(op): op.outputs[0].val for op in operations
-            if op.op_type == "const" and isinstance(op.outputs[0].val, np.ndarray)}
+    return {
+        _stored_name(op): op.outputs[0].val
+        for op in operations
+        if op.op_type == "const" and isinstance(op.outputs[0].val, np.ndarray)
+    }
 
 
 class Package(NamedTuple):
@@ -229,7 +269,8 @@ def read_package(package: Path) -> Package:
 
 
 def read_export(folder: Path) -> dict[str, Package]:
-    """Both packages of an export, each read once (for :func:`compressed_state_dict` and :func:`check_decompression`)."""
+    """Both packages of an export, each read once (for :func:`compressed_state_dict` and
+    :func:`check_decompression`)."""
     return {package: read_package(folder / package) for package in PACKAGES}
 
 
@@ -248,8 +289,9 @@ def _constant_name(key: str, package: str) -> str:
     return traced.replace(".", "_") + "_to_fp16"
 
 
-def compressed_state_dict(folder: Path, reference: dict,
-                          programs: Optional[dict[str, Package]] = None) -> tuple[dict, dict]:
+def compressed_state_dict(
+    folder: Path, reference: dict, programs: Optional[dict[str, Package]] = None
+) -> tuple[dict, dict]:
     """The ANE state dict as a (compressed) export holds it: (state dict, facts).
 
     ``reference``: the float32 ANE state dict of the same model, for the names and shapes, and for the
@@ -277,8 +319,11 @@ def compressed_state_dict(folder: Path, reference: dict,
     unmatched = sorted(n for p, n in compressed - used)
     if unmatched:
         raise ModelError(f"{folder}: compressed constants that match no model tensor: {', '.join(unmatched[:5])}")
-    return state, {"tensors_from_program": from_program, "compressed_tensors": len(compressed),
-                   "tensors_total": len(reference)}
+    return state, {
+        "tensors_from_program": from_program,
+        "compressed_tensors": len(compressed),
+        "tensors_total": len(reference),
+    }
 
 
 #: elements of one slice of an iOS 18 table expansion in coremltools (which repeats each table to every weight)
@@ -298,8 +343,12 @@ def coremltools_dense(op: Any) -> np.ndarray:
     vector_axis = None if op.vector_axis is None else op.vector_axis.val
     rows = indices.shape[0] // lut.shape[0]  # positions along axis 0 that one table covers
     step = max(1, _SLICE_ELEMENTS // (indices[:rows].size * lut.shape[-2] * lut.shape[-1]))
-    return np.concatenate([_utils.lut_to_dense(indices[g * rows:(g + step) * rows], lut[g:g + step], vector_axis)
-                           for g in range(0, lut.shape[0], step)])
+    return np.concatenate(
+        [
+            _utils.lut_to_dense(indices[g * rows : (g + step) * rows], lut[g : g + step], vector_axis)
+            for g in range(0, lut.shape[0], step)
+        ]
+    )
 
 
 def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = None) -> int:
@@ -311,7 +360,8 @@ def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = N
         ours, ops = programs[package]  # the ops read once: our expansion and coremltools' of the same constants
         for op in ops:
             if not np.array_equal(ours[_stored_name(op)], coremltools_dense(op)):
-                raise ModelError(f"{folder / package}: {_stored_name(op)} expands differently from coremltools' "
-                                 "decompression")
+                raise ModelError(
+                    f"{folder / package}: {_stored_name(op)} expands differently from coremltools' decompression"
+                )
             compared += 1
     return compared

@@ -123,8 +123,7 @@ def _walk(path: str, shapes_only: bool) -> dict:
                 offset = stream.tell()
                 reader.skip(nbytes, name)  # raises on a truncated file before anything is mapped
                 mapped = mapped if mapped is not None else np.memmap(path, dtype=np.uint8, mode="r")
-                array = np.frombuffer(mapped, dtype=dtype, count=nbytes // dtype.itemsize,
-                                      offset=offset).reshape(shape)
+                array = np.frombuffer(mapped, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset).reshape(shape)
             if shapes_only:
                 scalar = int(array.reshape(-1)[0]) if array.size == 1 and dtype.kind == "i" else None
                 variables[name] = (_DTYPE_NAMES[type_id], shape, scalar)
@@ -157,13 +156,14 @@ def load_ct2_checkpoint(model_dir: str, model_bin: str | None = None, dtype: str
             raise ModelError(f"{model_bin}: not a CTranslate2 Whisper model (no variable {name})")
         if variables[name].dtype.kind != "f":
             raise ModelError(
-                f"{model_bin}: {name} is quantized ({variables[name].dtype}); "
-                "convert from a float16 or float32 model"
+                f"{model_bin}: {name} is quantized ({variables[name].dtype}); convert from a float16 or float32 model"
             )
         return variables[name] if check_only else variables[name].astype(dtype)
 
-    shapes = {name: ("", array.shape, int(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind == "i"
-                     else None) for name, array in variables.items()}
+    shapes = {
+        name: ("", array.shape, int(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind == "i" else None)
+        for name, array in variables.items()
+    }
     try:
         dims = ct2_dims(shapes)
     except KeyError as exc:
@@ -228,21 +228,28 @@ def ct2_dims(shapes: dict[str, tuple[str, tuple[int, ...], Optional[int]]]) -> d
     """openai-whisper's dimensions of a CTranslate2 Whisper model from its variables' shapes (as
     :func:`read_ct2_shapes` gives them); KeyError names a variable a Whisper model must have. The head
     count is the stored one, else width // 64 (every Whisper size has 64-wide heads)."""
-    dims: dict[str, int] = {"n_mels": shapes["encoder/conv1/weight"][1][1],
-                            "n_vocab": shapes["decoder/embeddings/weight"][1][0]}
+    dims: dict[str, int] = {
+        "n_mels": shapes["encoder/conv1/weight"][1][1],
+        "n_vocab": shapes["decoder/embeddings/weight"][1][0],
+    }
     for side, prefix in (("encoder", "n_audio"), ("decoder", "n_text")):
         ctx, state = shapes[f"{side}/position_encodings/encodings"][1]
         layers = 0
         while f"{side}/layer_{layers}/ffn/linear_0/weight" in shapes:
             layers += 1
         stored_heads = shapes.get(f"{side}/num_heads", ("", (), None))[2]
-        dims |= {f"{prefix}_ctx": ctx, f"{prefix}_state": state, f"{prefix}_layer": layers,
-                 f"{prefix}_head": stored_heads or state // 64}
+        dims |= {
+            f"{prefix}_ctx": ctx,
+            f"{prefix}_state": state,
+            f"{prefix}_layer": layers,
+            f"{prefix}_head": stored_heads or state // 64,
+        }
     return {key: int(value) for key, value in dims.items()}
 
 
-def _split_linear(get: Callable[..., np.ndarray], model_bin: str, src: str, dst: str,
-                  parts: tuple[str, ...]) -> dict[str, Callable[[], np.ndarray]]:
+def _split_linear(
+    get: Callable[..., np.ndarray], model_bin: str, src: str, dst: str, parts: tuple[str, ...]
+) -> dict[str, Callable[[], np.ndarray]]:
     """Loaders of a fused projection's row blocks; the key part has no bias in Whisper (stored as zeros)."""
     bias = get(f"{src}/bias", check_only=True)
     if "key" in parts and np.any(np.split(bias, len(parts))[parts.index("key")]):

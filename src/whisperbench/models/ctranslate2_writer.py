@@ -29,6 +29,6 @@ def _to_ctranslate2(source: SourceModel, out_dir: Path, variant: str) -> None:
     copied = [name for name in COPIED if (Path(hf_folder) / name).is_file()]
     if "tokenizer.json" not in copied:
         raise ModelError(f"{hf_folder}: faster-whisper needs tokenizer.json beside the weights")
-    TransformersConverter(str(hf_folder), copy_files=copied, load_as_float16=quantization != "float32",
-                          low_cpu_mem_usage=True).convert(
-        str(out_dir), quantization=quantization, force=True)
+    TransformersConverter(
+        str(hf_folder), copy_files=copied, load_as_float16=quantization != "float32", low_cpu_mem_usage=True
+    ).convert(str(out_dir), quantization=quantization, force=True)

@@ -72,14 +72,23 @@ def whisper_config(ckpt: Checkpoint, eot: int, sot: int):
     if dims["n_audio_state"] != dims["n_text_state"]:
         raise ModelError(f"{ckpt.source_dir}: transformers' Whisper needs equal encoder and decoder widths")
     return WhisperConfig(
-        vocab_size=dims["n_vocab"], num_mel_bins=dims["n_mels"], d_model=dims["n_audio_state"],
-        encoder_layers=dims["n_audio_layer"], encoder_attention_heads=dims["n_audio_head"],
+        vocab_size=dims["n_vocab"],
+        num_mel_bins=dims["n_mels"],
+        d_model=dims["n_audio_state"],
+        encoder_layers=dims["n_audio_layer"],
+        encoder_attention_heads=dims["n_audio_head"],
         encoder_ffn_dim=ckpt.state_dict["encoder.blocks.0.mlp.0.weight"].shape[0],
-        decoder_layers=dims["n_text_layer"], decoder_attention_heads=dims["n_text_head"],
+        decoder_layers=dims["n_text_layer"],
+        decoder_attention_heads=dims["n_text_head"],
         decoder_ffn_dim=ckpt.state_dict["decoder.blocks.0.mlp.0.weight"].shape[0],
-        max_source_positions=dims["n_audio_ctx"], max_target_positions=dims["n_text_ctx"],
-        bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, decoder_start_token_id=sot,
-        suppress_tokens=None, begin_suppress_tokens=None,
+        max_source_positions=dims["n_audio_ctx"],
+        max_target_positions=dims["n_text_ctx"],
+        bos_token_id=eot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+        decoder_start_token_id=sot,
+        suppress_tokens=None,
+        begin_suppress_tokens=None,
     )
 
 
@@ -91,11 +100,11 @@ def write_flax(ckpt: Checkpoint, out_dir: str | Path) -> None:
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in _CONTROL_TOKENS}
     config = whisper_config(ckpt, ids["<|endoftext|>"], ids["<|startoftranscript|>"])
     model = FlaxWhisperForConditionalGeneration(config, _do_init=False)
-    model.generation_config = _generation_config(
-        ckpt, ckpt.generation, tokenizer, ids)
+    model.generation_config = _generation_config(ckpt, ckpt.generation, tokenizer, ids)
     model.save_pretrained(str(out_dir), params=flax_params(ckpt))
-    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=ckpt.dims["n_mels"]),
-                     tokenizer=tokenizer).save_pretrained(str(out_dir))
+    WhisperProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=ckpt.dims["n_mels"]), tokenizer=tokenizer
+    ).save_pretrained(str(out_dir))
 
 
 @converter("flax")

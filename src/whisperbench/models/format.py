@@ -38,15 +38,40 @@ if TYPE_CHECKING:
 
 #: the package whose modules each define one ``FORMAT``
 FORMAT_PACKAGE = "whisperbench.models.fmt"
-DIMS = ("n_mels", "n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer",
-        "n_text_ctx", "n_text_state", "n_text_head", "n_text_layer")
+DIMS = (
+    "n_mels",
+    "n_vocab",
+    "n_audio_ctx",
+    "n_audio_state",
+    "n_audio_head",
+    "n_audio_layer",
+    "n_text_ctx",
+    "n_text_state",
+    "n_text_head",
+    "n_text_layer",
+)
 #: openai-whisper's dimension names -> transformers' config.json keys
-HF_DIMS = {"n_mels": "num_mel_bins", "n_vocab": "vocab_size", "n_audio_ctx": "max_source_positions",
-           "n_audio_state": "d_model", "n_audio_head": "encoder_attention_heads", "n_audio_layer": "encoder_layers",
-           "n_text_ctx": "max_target_positions", "n_text_state": "d_model", "n_text_head": "decoder_attention_heads",
-           "n_text_layer": "decoder_layers"}
-SAFETENSORS_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "I8": "int8", "U32": "uint32",
-                      "I64": "int64", "U8": "uint8"}
+HF_DIMS = {
+    "n_mels": "num_mel_bins",
+    "n_vocab": "vocab_size",
+    "n_audio_ctx": "max_source_positions",
+    "n_audio_state": "d_model",
+    "n_audio_head": "encoder_attention_heads",
+    "n_audio_layer": "encoder_layers",
+    "n_text_ctx": "max_target_positions",
+    "n_text_state": "d_model",
+    "n_text_head": "decoder_attention_heads",
+    "n_text_layer": "decoder_layers",
+}
+SAFETENSORS_DTYPES = {
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I8": "int8",
+    "U32": "uint32",
+    "I64": "int64",
+    "U8": "uint8",
+}
 
 
 @dataclass
@@ -269,11 +294,22 @@ def _typed(fmt: Format) -> str:
 
 def format_table() -> list[dict[str, Any]]:
     """One row per format for ``models formats``: names, what it is, what can be done with it, who runs it."""
-    return [{"format": f.name, "aliases": list(f.aliases), "description": f.description,
-             "detected": f.detectable, "read_back": f.read is not None, "convert_to": f.converter is not None,
-             "one_file": f.output_file or ("yes" if f.file else ""), "default_variant": f.default_variant,
-             "variants": f.variants, "fingerprint": f.embedding is not None,
-             "native_adapters": list(f.native_adapters)} for f in all_formats()]
+    return [
+        {
+            "format": f.name,
+            "aliases": list(f.aliases),
+            "description": f.description,
+            "detected": f.detectable,
+            "read_back": f.read is not None,
+            "convert_to": f.converter is not None,
+            "one_file": f.output_file or ("yes" if f.file else ""),
+            "default_variant": f.default_variant,
+            "variants": f.variants,
+            "fingerprint": f.embedding is not None,
+            "native_adapters": list(f.native_adapters),
+        }
+        for f in all_formats()
+    ]
 
 
 def help_texts() -> dict[str, str]:
@@ -284,7 +320,9 @@ def help_texts() -> dict[str, str]:
     'ctranslate2 (ct2), transformers (hf), openai-whisper (openai), ggml (whisper.cpp), mlx, coreml or flax'
     """
     targets = [f for f in all_formats() if f.converter]
-    return {"to": _either([_typed(f) for f in targets]),
-            "variant": ", ".join(f"{f.name} {f.variants}" for f in targets if f.variants),
-            "out": _either([f.name for f in targets if f.output_file]),
-            "paths": ", ".join(f.title for f in all_formats() if f.detectable)}
+    return {
+        "to": _either([_typed(f) for f in targets]),
+        "variant": ", ".join(f"{f.name} {f.variants}" for f in targets if f.variants),
+        "out": _either([f.name for f in targets if f.output_file]),
+        "paths": ", ".join(f.title for f in all_formats() if f.detectable),
+    }

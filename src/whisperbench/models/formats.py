@@ -18,11 +18,32 @@ from pathlib import Path
 from typing import Optional
 
 from whisperbench.errors import ModelError
-from whisperbench.models.format import (DIMS, ModelLayout, all_formats, bad, builtin_formats, format_names,
-                                        get_format, safetensors_header, torch_load)
+from whisperbench.models.format import (
+    DIMS,
+    ModelLayout,
+    all_formats,
+    bad,
+    builtin_formats,
+    format_names,
+    get_format,
+    safetensors_header,
+    torch_load,
+)
 
-__all__ = ["DIMS", "FORMATS", "FORMAT_ALIASES", "ModelLayout", "check_dims", "check_format", "detect_format",
-           "folder_formats", "inspect_model", "parse_model_format", "safetensors_header", "torch_load"]
+__all__ = [
+    "DIMS",
+    "FORMATS",
+    "FORMAT_ALIASES",
+    "ModelLayout",
+    "check_dims",
+    "check_format",
+    "detect_format",
+    "folder_formats",
+    "inspect_model",
+    "parse_model_format",
+    "safetensors_header",
+    "torch_load",
+]
 
 #: the built-in formats a model on disk is recognised as (run.json, ``converted``, ``--model FORMAT:PATH``)
 FORMATS = tuple(f.name for f in builtin_formats() if f.detectable)
@@ -80,8 +101,10 @@ def detect_format(path: Path) -> str:
         fmt = _file_format(path) or _file_fallback(path)
         if fmt is None:
             head = _head(path) or b""
-            raise ModelError(f"{path}: not a Whisper model file (not a ggml .bin, magic {head.hex() or 'empty'}, "
-                             "and not a torch .pt)")
+            raise ModelError(
+                f"{path}: not a Whisper model file (not a ggml .bin, magic {head.hex() or 'empty'}, "
+                "and not a torch .pt)"
+            )
         return fmt
     if not path.is_dir():
         raise ModelError(f"{path}: no such file or folder")
@@ -90,8 +113,7 @@ def detect_format(path: Path) -> str:
         raise ModelError(f"{path}: {_what_is_there(path, found, files)}")
     if not found:
         listed = ", ".join(sorted(p.name for p in path.iterdir())[:8]) or "nothing"
-        raise ModelError(f"{path}: no Whisper model format recognised (it holds {listed}); expected "
-                         f"{_expected()}")
+        raise ModelError(f"{path}: no Whisper model format recognised (it holds {listed}); expected {_expected()}")
     return found[0]
 
 
@@ -99,8 +121,9 @@ def _what_is_there(path: Path, found: list[str], files: list[tuple[Path, str]]) 
     """What a folder holding several models (or only model files) holds, and how to pick one."""
     seen = [f"a {fmt} model" for fmt in found] + [f"{file.name} ({fmt})" for file, fmt in files]
     ways = [f"--model {file}" for file, _ in files[:3]] + [f"--model {fmt}:{path}" for fmt in found]
-    head = (f"holds more than one model: {' and '.join(seen)}" if len(seen) > 1
-            else f"holds only the model file {seen[0]}")
+    head = (
+        f"holds more than one model: {' and '.join(seen)}" if len(seen) > 1 else f"holds only the model file {seen[0]}"
+    )
     return f"{head}; say which to use: {' or '.join(ways)}"
 
 
@@ -154,5 +177,8 @@ def check_dims(path: Path, fmt: str, dims: dict[str, int]) -> None:
         raise bad(path, fmt, f"n_vocab={dims['n_vocab']}: Whisper's vocabularies have 51,864 to 51,866 tokens")
     for side in ("audio", "text"):
         if dims[f"n_{side}_state"] % dims[f"n_{side}_head"]:
-            raise bad(path, fmt, f"n_{side}_state={dims[f'n_{side}_state']} is not a multiple of "
-                      f"n_{side}_head={dims[f'n_{side}_head']}")
+            raise bad(
+                path,
+                fmt,
+                f"n_{side}_state={dims[f'n_{side}_state']} is not a multiple of n_{side}_head={dims[f'n_{side}_head']}",
+            )

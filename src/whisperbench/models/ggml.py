@@ -14,7 +14,8 @@ positional embeddings f32. ``q8_0``, ``q5_0``, ``q5_1``, ``q4_0``, ``q4_1``: the
 token embedding) in ggml's 32-value blocks; ``q6_k`` … ``q2_k``: in 256-value super-blocks (rows must be a
 multiple of 256: not tiny's 384); quantization format version 2 (whisper.cpp >= 1.5; ftype = 2000 +
 ggml_ftype), conv weights f16, as whisper.cpp's ``quantize`` writes them (the types beyond q8_0/q5_0
-through ggml's own quantizer, :mod:`.ggml_quantize`). ``q8_0-qnt1`` / ``q5_0-qnt1``: format version 1 that whisper.cpp 1.4 reads
+through ggml's own quantizer, :mod:`.ggml_quantize`). ``q8_0-qnt1`` / ``q5_0-qnt1``: format version 1 that
+whisper.cpp 1.4 reads
 (q8_0 with a float32 scale, q5_0 with interleaved nibbles; ftype without the version).
 """
 
@@ -31,8 +32,18 @@ import numpy as np
 from whisperbench.errors import ModelError
 from whisperbench.models.checkpoint import Checkpoint
 from whisperbench.models import ggml_quantize
-from whisperbench.models.ggml_format import (_FTYPE_WEIGHT, F16, F32, HPARAMS, MAGIC, Q5_0, Q8_0,  # noqa: F401
-                                             QNT_VERSION_FACTOR, TYPE_NAMES, validate_ggml_header)
+from whisperbench.models.ggml_format import (
+    _FTYPE_WEIGHT,
+    F16,
+    F32,
+    HPARAMS,
+    MAGIC,
+    Q5_0,
+    Q8_0,  # noqa: F401
+    QNT_VERSION_FACTOR,
+    TYPE_NAMES,
+    validate_ggml_header,
+)
 from whisperbench.models.readers import read_checkpoint
 from whisperbench.models.registry import SourceModel, converter
 
@@ -42,13 +53,20 @@ VARIANTS = {
     "f32": (0, F32, 0),
     "f16": (1, F16, 0),
     # quantization format 2: every type whisper.cpp's quantize tool writes (ftype = 2000 + ggml_ftype)
-    **{TYPE_NAMES[weight]: (QNT_VERSION_FACTOR * 2 + ftype, weight, 2)
-       for ftype, weight in _FTYPE_WEIGHT.items() if ftype > 1},
+    **{
+        TYPE_NAMES[weight]: (QNT_VERSION_FACTOR * 2 + ftype, weight, 2)
+        for ftype, weight in _FTYPE_WEIGHT.items()
+        if ftype > 1
+    },
     "q8_0-qnt1": (7, Q8_0, 1),
     "q5_0-qnt1": (8, Q5_0, 1),
 }
-_F32_NAMES = {"encoder.conv1.bias", "encoder.conv2.bias", "encoder.positional_embedding",
-              "decoder.positional_embedding"}
+_F32_NAMES = {
+    "encoder.conv1.bias",
+    "encoder.conv2.bias",
+    "encoder.positional_embedding",
+    "decoder.positional_embedding",
+}
 # ------------------------------------------------------------------------------------ quantizers
 
 
@@ -108,9 +126,11 @@ def _ggml_quantizer(ggml_type: int):
 
 #: ggml type -> quantizer(weight, format version, name); q8_0 and q5_0 in numpy (both format versions, equal
 #: byte for byte to ggml's, a test checks), the others by ggml's own ``ggml_quantize_chunk``
-_QUANTIZERS = {**{weight: _ggml_quantizer(weight) for weight in _FTYPE_WEIGHT.values() if weight > F16},
-               Q8_0: lambda weight, version, name: quantize_q8_0(weight, version),
-               Q5_0: lambda weight, version, name: quantize_q5_0(weight, version)}
+_QUANTIZERS = {
+    **{weight: _ggml_quantizer(weight) for weight in _FTYPE_WEIGHT.values() if weight > F16},
+    Q8_0: lambda weight, version, name: quantize_q8_0(weight, version),
+    Q5_0: lambda weight, version, name: quantize_q5_0(weight, version),
+}
 
 
 # ---------------------------------------------------------------------------------------- writer

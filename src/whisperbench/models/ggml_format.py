@@ -26,18 +26,64 @@ N_FFT_BINS = 201  # 400-point FFT -> 201 frequency bins per mel filter row
 
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K = 10, 11, 12, 13, 14
-TYPE_NAMES = {F32: "f32", F16: "f16", Q4_0: "q4_0", Q4_1: "q4_1", Q5_0: "q5_0", Q5_1: "q5_1", Q8_0: "q8_0",
-              Q2_K: "q2_k", Q3_K: "q3_k", Q4_K: "q4_k", Q5_K: "q5_k", Q6_K: "q6_k"}
+TYPE_NAMES = {
+    F32: "f32",
+    F16: "f16",
+    Q4_0: "q4_0",
+    Q4_1: "q4_1",
+    Q5_0: "q5_0",
+    Q5_1: "q5_1",
+    Q8_0: "q8_0",
+    Q2_K: "q2_k",
+    Q3_K: "q3_k",
+    Q4_K: "q4_k",
+    Q5_K: "q5_k",
+    Q6_K: "q6_k",
+}
 #: ggml type -> (values per block, bytes per block), quantization format version 2 (ggml's block_q*
 #: structs; the k-quants pack 256 values per super-block)
-_BLOCKS = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q4_1: (32, 20), Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34),
-           Q2_K: (256, 84), Q3_K: (256, 110), Q4_K: (256, 144), Q5_K: (256, 176), Q6_K: (256, 210)}
+_BLOCKS = {
+    F32: (1, 4),
+    F16: (1, 2),
+    Q4_0: (32, 18),
+    Q4_1: (32, 20),
+    Q5_0: (32, 22),
+    Q5_1: (32, 24),
+    Q8_0: (32, 34),
+    Q2_K: (256, 84),
+    Q3_K: (256, 110),
+    Q4_K: (256, 144),
+    Q5_K: (256, 176),
+    Q6_K: (256, 210),
+}
 _BLOCKS_QNT1 = {**_BLOCKS, Q4_0: (32, 20), Q4_1: (32, 24), Q8_0: (32, 36)}
 #: hparams ftype (ggml_ftype, modulo the version factor) -> ggml type of the big weights
-_FTYPE_WEIGHT = {0: F32, 1: F16, 2: Q4_0, 3: Q4_1, 7: Q8_0, 8: Q5_0, 9: Q5_1,
-                 10: Q2_K, 11: Q3_K, 12: Q4_K, 13: Q5_K, 14: Q6_K}
-HPARAMS = ("n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer", "n_text_ctx",
-           "n_text_state", "n_text_head", "n_text_layer", "n_mels")
+_FTYPE_WEIGHT = {
+    0: F32,
+    1: F16,
+    2: Q4_0,
+    3: Q4_1,
+    7: Q8_0,
+    8: Q5_0,
+    9: Q5_1,
+    10: Q2_K,
+    11: Q3_K,
+    12: Q4_K,
+    13: Q5_K,
+    14: Q6_K,
+}
+HPARAMS = (
+    "n_vocab",
+    "n_audio_ctx",
+    "n_audio_state",
+    "n_audio_head",
+    "n_audio_layer",
+    "n_text_ctx",
+    "n_text_state",
+    "n_text_head",
+    "n_text_layer",
+    "n_mels",
+)
 
 
 # ------------------------------------------------------------------------------------- validator
@@ -85,6 +131,7 @@ def validate_ggml_header(path: str | Path) -> GgmlHeader:
     except OSError as exc:
         raise ModelError(f"{path}: cannot open ggml model: {exc.strerror or exc}") from exc
     with fh:
+
         def ints(count: int, what: str) -> tuple[int, ...]:
             raw = fh.read(4 * count)
             if len(raw) != 4 * count:
@@ -154,8 +201,10 @@ def read_ggml_state(path: str | Path) -> tuple[dict[str, int], LazyStateDict]:
     """
     header = validate_ggml_header(path)
     if header.quantized:
-        raise ModelError(f"{path}: ggml {TYPE_NAMES[header.weight_type]} is quantized: it runs only in whisper.cpp "
-                         "as it is; convert from the f16/f32 file it was quantized from")
+        raise ModelError(
+            f"{path}: ggml {TYPE_NAMES[header.weight_type]} is quantized: it runs only in whisper.cpp "
+            "as it is; convert from the f16/f32 file it was quantized from"
+        )
     data = np.memmap(path, dtype=np.uint8, mode="r")
 
     def load(name: str) -> np.ndarray:

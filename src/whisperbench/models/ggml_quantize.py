@@ -45,8 +45,15 @@ def library() -> Optional[ctypes.CDLL]:
         except OSError:
             continue
         lib.ggml_quantize_chunk.restype = ctypes.c_size_t
-        lib.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        lib.ggml_quantize_chunk.argtypes = [
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int64,
+            ctypes.c_int64,
+            ctypes.c_int64,
+            ctypes.c_void_p,
+        ]
         lib.ggml_row_size.restype = ctypes.c_size_t
         lib.ggml_row_size.argtypes = [ctypes.c_int, ctypes.c_int64]
         lib.ggml_type_name.restype = ctypes.c_char_p
@@ -58,13 +65,16 @@ def library() -> Optional[ctypes.CDLL]:
 def _checked(ggml_type: int) -> ctypes.CDLL:
     lib = library()
     if lib is None:
-        raise ModelError(f"writing ggml {TYPE_NAMES[ggml_type]} needs ggml's quantizer: pip install pywhispercpp "
-                         "(its libggml-base)")
+        raise ModelError(
+            f"writing ggml {TYPE_NAMES[ggml_type]} needs ggml's quantizer: pip install pywhispercpp (its libggml-base)"
+        )
     name = lib.ggml_type_name(ggml_type).decode().lower()
     values, size = _BLOCKS[ggml_type]
     if name != TYPE_NAMES[ggml_type] or lib.ggml_row_size(ggml_type, values * 8) != size * 8:
-        raise ModelError(f"this libggml-base's type {ggml_type} is {name!r}, not {TYPE_NAMES[ggml_type]!r} with "
-                         f"{size}-byte blocks of {values}: another ggml version than the file format's")
+        raise ModelError(
+            f"this libggml-base's type {ggml_type} is {name!r}, not {TYPE_NAMES[ggml_type]!r} with "
+            f"{size}-byte blocks of {values}: another ggml version than the file format's"
+        )
     return lib
 
 
@@ -74,12 +84,14 @@ def quantize(weight: np.ndarray, ggml_type: int, name: str = "tensor") -> bytes:
     rows = np.ascontiguousarray(weight, dtype=np.float32).reshape(-1, weight.shape[-1])
     values = _BLOCKS[ggml_type][0]
     if rows.shape[1] % values:
-        raise ModelError(f"ggml {TYPE_NAMES[ggml_type]} packs {values} values per block: {name} has rows of "
-                         f"{rows.shape[1]}, not a multiple (this model's width does not fit this type)")
+        raise ModelError(
+            f"ggml {TYPE_NAMES[ggml_type]} packs {values} values per block: {name} has rows of "
+            f"{rows.shape[1]}, not a multiple (this model's width does not fit this type)"
+        )
     out = np.empty(lib.ggml_row_size(ggml_type, rows.shape[1]) * rows.shape[0], dtype=np.uint8)
-    written = lib.ggml_quantize_chunk(ggml_type, rows.ctypes.data, out.ctypes.data, 0, rows.shape[0], rows.shape[1],
-                                      None)
+    written = lib.ggml_quantize_chunk(
+        ggml_type, rows.ctypes.data, out.ctypes.data, 0, rows.shape[0], rows.shape[1], None
+    )
     if written != out.size:
         raise ModelError(f"ggml_quantize_chunk wrote {written} bytes for {name}, expected {out.size}")
     return out.tobytes()
-

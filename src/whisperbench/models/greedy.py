@@ -88,16 +88,19 @@ class GreedyDecoder:
         if language is None and not self.multilingual:
             language = "en"
         self.language = language
-        self._get_tokenizer = lambda lang: get_tokenizer(self.multilingual, num_languages=self.num_languages,
-                                                         language=lang, task=task)
+        self._get_tokenizer = lambda lang: get_tokenizer(
+            self.multilingual, num_languages=self.num_languages, language=lang, task=task
+        )
         try:
             self.tokenizer = self._get_tokenizer(language or "en")
         except ValueError as exc:
             raise OptionError(f"language {language!r}: {exc}") from exc
         tok = self.tokenizer
-        self.suppress = sorted(set(tok.non_speech_tokens) | {
-            tok.transcribe, tok.translate, tok.sot, tok.sot_prev, tok.sot_lm}
-            | ({tok.no_speech} if tok.no_speech is not None else set()))
+        self.suppress = sorted(
+            set(tok.non_speech_tokens)
+            | {tok.transcribe, tok.translate, tok.sot, tok.sot_prev, tok.sot_lm}
+            | ({tok.no_speech} if tok.no_speech is not None else set())
+        )
         self.suppress_at_start = tok.encode(" ") + [tok.eot]
         self.max_sampled = self.n_ctx // 2
 
@@ -115,7 +118,8 @@ class GreedyDecoder:
         if len(audio) > WINDOW_SAMPLES:
             raise WhisperbenchError(
                 f"audio of {len(audio) / SAMPLE_RATE:.1f} s: this decoder transcribes windows of at most 30 s "
-                "(long-form audio goes through the harness's chunked strategy)")
+                "(long-form audio goes through the harness's chunked strategy)"
+            )
         mel = log_mel_spectrogram(np.asarray(audio, dtype=np.float32), self.n_mels, padding=WINDOW_SAMPLES)
         content_frames = mel.shape[-1] - N_FRAMES
         window = pad_or_trim(mel[:, :content_frames], N_FRAMES)
@@ -128,7 +132,10 @@ class GreedyDecoder:
     # --- decoding -------------------------------------------------------------------------------
     def _new_cache(self) -> dict[str, np.ndarray]:
         shape = (1, self.cache_channels, 1, self.n_ctx)
-        return {"key_cache": np.zeros(shape, self.model.float_dtype), "value_cache": np.zeros(shape, self.model.float_dtype)}
+        return {
+            "key_cache": np.zeros(shape, self.model.float_dtype),
+            "value_cache": np.zeros(shape, self.model.float_dtype),
+        }
 
     def _step(self, token: int, position: int, cache: dict, encoded: dict) -> np.ndarray:
         """Feed ``token`` at ``position``; write its keys/values into ``cache``; return float32 logits."""
@@ -137,12 +144,18 @@ class GreedyDecoder:
         update_mask[0, position] = 1
         padding_mask = np.full((1, self.n_ctx), MASK_VALUE, dtype)
         padding_mask[0, : position + 1] = 0
-        out = self.model.decode({
-            "input_ids": np.array([token], np.int32), "cache_length": np.array([position], np.int32),
-            "key_cache": cache["key_cache"], "value_cache": cache["value_cache"],
-            "kv_cache_update_mask": update_mask, "decoder_key_padding_mask": padding_mask,
-            "cross_key_cache": encoded["cross_key_cache"], "cross_value_cache": encoded["cross_value_cache"],
-        })
+        out = self.model.decode(
+            {
+                "input_ids": np.array([token], np.int32),
+                "cache_length": np.array([position], np.int32),
+                "key_cache": cache["key_cache"],
+                "value_cache": cache["value_cache"],
+                "kv_cache_update_mask": update_mask,
+                "decoder_key_padding_mask": padding_mask,
+                "cross_key_cache": encoded["cross_key_cache"],
+                "cross_value_cache": encoded["cross_value_cache"],
+            }
+        )
         cache["key_cache"][..., position] = out["key_cache_updates"][..., 0]
         cache["value_cache"][..., position] = out["value_cache_updates"][..., 0]
         return np.asarray(out["logits"], dtype=np.float32).reshape(-1)

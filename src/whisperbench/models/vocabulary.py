@@ -44,12 +44,19 @@ def tokenizer_json(n_vocab: int, cache: Path) -> Path:
         raise ModelError(f"building Whisper's tokenizer needs openai-whisper and transformers: {exc}") from exc
     multilingual = is_multilingual(n_vocab)
     encoding = get_encoding("multilingual" if multilingual else "gpt2", num_languages(n_vocab))
-    specials = [t for t, _ in sorted(encoding._special_tokens.items(), key=lambda item: item[1])
-                if not t.startswith("<|") or not t[2:3].isdigit()]
-    ranks_file = Path(str(__import__("whisper").__file__)).parent / "assets" / (
-        "multilingual.tiktoken" if multilingual else "gpt2.tiktoken")
-    tokenizer = TikTokenConverter(vocab_file=str(ranks_file), pattern=WHISPER_PATTERN,
-                                  additional_special_tokens=specials).converted()
+    specials = [
+        t
+        for t, _ in sorted(encoding._special_tokens.items(), key=lambda item: item[1])
+        if not t.startswith("<|") or not t[2:3].isdigit()
+    ]
+    ranks_file = (
+        Path(str(__import__("whisper").__file__)).parent
+        / "assets"
+        / ("multilingual.tiktoken" if multilingual else "gpt2.tiktoken")
+    )
+    tokenizer = TikTokenConverter(
+        vocab_file=str(ranks_file), pattern=WHISPER_PATTERN, additional_special_tokens=specials
+    ).converted()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     tokenizer.save(str(tmp))
@@ -62,8 +69,16 @@ def generation_settings(n_vocab: int) -> dict:
     openai-whisper's suppressed tokens (non-speech symbols and the task/control tokens), a blank and
     end-of-text at the first step, and the language tokens."""
     tokenizer = _openai_tokenizer(n_vocab)
-    control = {tokenizer.transcribe, tokenizer.translate, tokenizer.sot, tokenizer.sot_prev, tokenizer.sot_lm,
-               tokenizer.no_speech}
-    return {"suppress_ids": sorted(set(tokenizer.non_speech_tokens) | control),
-            "suppress_ids_begin": [tokenizer.encode(" ")[0], tokenizer.eot],
-            "lang_ids": sorted(tokenizer.all_language_tokens)}
+    control = {
+        tokenizer.transcribe,
+        tokenizer.translate,
+        tokenizer.sot,
+        tokenizer.sot_prev,
+        tokenizer.sot_lm,
+        tokenizer.no_speech,
+    }
+    return {
+        "suppress_ids": sorted(set(tokenizer.non_speech_tokens) | control),
+        "suppress_ids_begin": [tokenizer.encode(" ")[0], tokenizer.eot],
+        "lang_ids": sorted(tokenizer.all_language_tokens),
+    }

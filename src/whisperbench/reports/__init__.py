@@ -9,10 +9,18 @@ from ..lazy import lazy_exports
 
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
     from .compare import Comparison as Comparison, compare_runs as compare_runs, comparison_table as comparison_table
-    from .gate import (GateResult as GateResult, evaluate_gate as evaluate_gate, format_gate as format_gate,
-        junit_xml as junit_xml)
-    from .leaderboard import (flat_frame as flat_frame, leaderboard_frame as leaderboard_frame,
-        pick_references as pick_references, render_markdown as render_markdown)
+    from .gate import (
+        GateResult as GateResult,
+        evaluate_gate as evaluate_gate,
+        format_gate as format_gate,
+        junit_xml as junit_xml,
+    )
+    from .leaderboard import (
+        flat_frame as flat_frame,
+        leaderboard_frame as leaderboard_frame,
+        pick_references as pick_references,
+        render_markdown as render_markdown,
+    )
 
 _MODULES = {
     ".compare": ("Comparison", "compare_runs", "comparison_table"),

@@ -78,8 +78,12 @@ class Comparison:
         }
 
 
-def compare_runs(reference: StoredRun, candidate: StoredRun, significance: Optional[SignificanceSettings] = None,
-                 groups: Optional[Mapping[str, Any]] = None) -> Comparison:
+def compare_runs(
+    reference: StoredRun,
+    candidate: StoredRun,
+    significance: Optional[SignificanceSettings] = None,
+    groups: Optional[Mapping[str, Any]] = None,
+) -> Comparison:
     """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer.
 
     Computed from the runs' score tables (columns, stored beside the predictions and rebuilt when stale):
@@ -101,8 +105,10 @@ def compare_runs(reference: StoredRun, candidate: StoredRun, significance: Optio
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
         metrics=paired_metric_values(ref_table, cand_table),
-        formatting_parity=formatting_parity(((e.reference_hypothesis, e.candidate_hypothesis) for e in result.examples
-                                             if not e.candidate_failed), normalizer),
+        formatting_parity=formatting_parity(
+            ((e.reference_hypothesis, e.candidate_hypothesis) for e in result.examples if not e.candidate_failed),
+            normalizer,
+        ),
     )
 
 
@@ -114,8 +120,12 @@ def paired_metric_values(ref_table: Any, cand_table: Any) -> dict[str, dict[str,
     for metric in per_example_metrics():
         if metric.name in ref or metric.name in cand:
             value = cand.get(metric.name) or ref.get(metric.name)
-            out[metric.name] = {"reference": ref.get(metric.name), "candidate": cand.get(metric.name),
-                                "headline": metric.headline_column(value), "better": metric.better}
+            out[metric.name] = {
+                "reference": ref.get(metric.name),
+                "candidate": cand.get(metric.name),
+                "headline": metric.headline_column(value),
+                "better": metric.better,
+            }
     return out
 
 
@@ -124,12 +134,16 @@ def adjust_holm(comparisons: list[Comparison]) -> None:
     the ``comparisons`` (one family: several candidates against one reference). Nothing for fewer than two."""
     if len(comparisons) < 2:
         return
-    tests = {"sign_test": lambda s: s.sign_test.p_value,
-             "mapsswe": lambda s: s.mapsswe.p_value if s.mapsswe else None,
-             "wilcoxon": lambda s: s.wilcoxon.p_value if s.wilcoxon else None,
-             "wer_difference": lambda s: s.wer_difference.p_value if s.wer_difference else None}
-    adjusted = {name: holm([get(c.significance) if c.significance else None for c in comparisons])
-                for name, get in tests.items()}
+    tests = {
+        "sign_test": lambda s: s.sign_test.p_value,
+        "mapsswe": lambda s: s.mapsswe.p_value if s.mapsswe else None,
+        "wilcoxon": lambda s: s.wilcoxon.p_value if s.wilcoxon else None,
+        "wer_difference": lambda s: s.wer_difference.p_value if s.wer_difference else None,
+    }
+    adjusted = {
+        name: holm([get(c.significance) if c.significance else None for c in comparisons])
+        for name, get in tests.items()
+    }
     for i, comparison in enumerate(comparisons):
         comparison.holm = {name: values[i] for name, values in adjusted.items()} | {"family": len(comparisons)}
 
@@ -139,25 +153,36 @@ def paired_counts(result: QoiResult) -> tuple[list[str], np.ndarray, np.ndarray,
     return result.examples.paired_counts()
 
 
-def significance_of(result: QoiResult, settings: SignificanceSettings,
-                    groups: Optional[Mapping[str, Any]] = None) -> PairedSignificance:
+def significance_of(
+    result: QoiResult, settings: SignificanceSettings, groups: Optional[Mapping[str, Any]] = None
+) -> PairedSignificance:
     """The paired significance of a QoI result's joined examples; with ``settings.block_by``, ``groups`` gives
     each example's block (every joined example needs one)."""
     ids, ref, cand, words = paired_counts(result)
     labels = None
     if settings.block_by:
         labels = _labels(ids, groups or {}, settings.block_by)
-    return paired_significance(ref, cand, words, groups=labels, block_by=settings.block_by,
-                               confidence=settings.confidence, resamples=settings.resamples, seed=settings.seed,
-                               chunk=settings.chunk)
+    return paired_significance(
+        ref,
+        cand,
+        words,
+        groups=labels,
+        block_by=settings.block_by,
+        confidence=settings.confidence,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        chunk=settings.chunk,
+    )
 
 
 def _labels(ids: list[str], groups: Mapping[str, Any], column: str) -> list[Any]:
     missing = [i for i in ids if groups.get(i) in (None, "")]
     if missing:
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-        raise WhisperbenchError(f"--block-by {column}: {len(missing)} of {len(ids)} joined examples have no "
-                                f"{column!r} value ({shown}); every example needs one to resample by blocks")
+        raise WhisperbenchError(
+            f"--block-by {column}: {len(missing)} of {len(ids)} joined examples have no "
+            f"{column!r} value ({shown}); every example needs one to resample by blocks"
+        )
     return [groups[i] for i in ids]
 
 
@@ -166,27 +191,29 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
     rows = []
     for c in comparisons:
         r = c.result
-        rows.append({
-            "candidate": c.candidate.name,
-            "reference": c.reference.name,
-            "ref WER %": c.reference_wer,
-            "cand WER %": c.candidate_wer,
-            "QoI %": r.qoi,
-            "joined": r.joined,
-            "improved": r.improved,
-            "unchanged": r.unchanged,
-            "regressed": r.regressed,
-            "cand failed": r.candidate_failed,
-            "unjoined": len(r.only_in_reference) + len(r.only_in_candidate),
-            "same dataset": c.same_dataset,
-            "weights": c.weights,
-            "cand status": str(c.candidate.coverage),
-            **c.timing,
-            "format drift %": (c.formatting_parity or {}).get("drift_pct"),
-            **{name: metric_named(name).headline_of(sides["candidate"]) for name, sides in c.metrics.items()},
-            **(_significance_columns(c.significance) if c.significance else {}),
-            **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
-        })
+        rows.append(
+            {
+                "candidate": c.candidate.name,
+                "reference": c.reference.name,
+                "ref WER %": c.reference_wer,
+                "cand WER %": c.candidate_wer,
+                "QoI %": r.qoi,
+                "joined": r.joined,
+                "improved": r.improved,
+                "unchanged": r.unchanged,
+                "regressed": r.regressed,
+                "cand failed": r.candidate_failed,
+                "unjoined": len(r.only_in_reference) + len(r.only_in_candidate),
+                "same dataset": c.same_dataset,
+                "weights": c.weights,
+                "cand status": str(c.candidate.coverage),
+                **c.timing,
+                "format drift %": (c.formatting_parity or {}).get("drift_pct"),
+                **{name: metric_named(name).headline_of(sides["candidate"]) for name, sides in c.metrics.items()},
+                **(_significance_columns(c.significance) if c.significance else {}),
+                **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -194,7 +221,9 @@ def _significance_columns(sig: PairedSignificance) -> dict[str, Any]:
     """The compare table's paired-significance cells: the WER difference with its interval and the p-values."""
     wer = sig.wer_difference
     share = f"{wer.confidence:.0%}" if wer else ""
-    return {f"ΔWER [{share} CI]": str(wer) if wer else None,
-            "sign test p": sig.sign_test.p_value,
-            "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None,
-            "Wilcoxon p": sig.wilcoxon.p_value if sig.wilcoxon else None}
+    return {
+        f"ΔWER [{share} CI]": str(wer) if wer else None,
+        "sign test p": sig.sign_test.p_value,
+        "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None,
+        "Wilcoxon p": sig.wilcoxon.p_value if sig.wilcoxon else None,
+    }

@@ -20,8 +20,7 @@ References: TypeAlias = "dict[str, StoredRun]"
 Writer: TypeAlias = "Callable[[pd.DataFrame, list[StoredRun], References, Path, str], Optional[str]]"
 
 
-def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path,
-                      title: str) -> str:
+def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str) -> str:
     """The leaderboard and every per-run section as one markdown document (``out`` is not written here)."""
     from . import render_markdown
     from .hallucination import render_hallucination_markdown
@@ -30,24 +29,24 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
     from .robustness import render_robustness_markdown, robustness_frame
     from .timing import render_timing_markdown, timing_frame
 
-    return (render_markdown(frame, references, title=title)
-            + render_language_markdown(language_frame(runs, references))
-            + render_hallucination_markdown(frame)
-            + render_robustness_markdown(robustness_frame(runs, references))
-            + render_timing_markdown(timing_frame(runs))
-            + render_noise_markdown(noise_frame(runs)))
+    return (
+        render_markdown(frame, references, title=title)
+        + render_language_markdown(language_frame(runs, references))
+        + render_hallucination_markdown(frame)
+        + render_robustness_markdown(robustness_frame(runs, references))
+        + render_timing_markdown(timing_frame(runs))
+        + render_noise_markdown(noise_frame(runs))
+    )
 
 
-def html_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path,
-                  title: str) -> None:
+def html_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str) -> None:
     """The HTML report (sortable tables, plots, the example explorer), written to ``out``."""
     from .html import write_html
 
     write_html(str(out), frame, runs, references, title)
 
 
-def csv_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path,
-                 title: str) -> None:
+def csv_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str) -> None:
     """The leaderboard as one flat CSV table, written to ``out``."""
     from . import flat_frame
     from .escape import spreadsheet_safe
@@ -55,8 +54,9 @@ def csv_document(frame: pd.DataFrame, runs: list[StoredRun], references: Referen
     spreadsheet_safe(flat_frame(frame)).to_csv(out, index=False)
 
 
-def model_card_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path,
-                        title: str) -> str:
+def model_card_document(
+    frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str
+) -> str:
     """A Hugging Face model-card section: model-index metadata and a WER / QoI / size table per dataset."""
     from .model_card import render_model_card
 
@@ -64,8 +64,12 @@ def model_card_document(frame: pd.DataFrame, runs: list[StoredRun], references: 
 
 
 #: report formats by name: each returns the text to write, or writes ``out`` itself and returns None
-DOCUMENTS: dict[str, Writer] = {"md": markdown_document, "html": html_document, "csv": csv_document,
-                                "hf": model_card_document}
+DOCUMENTS: dict[str, Writer] = {
+    "md": markdown_document,
+    "html": html_document,
+    "csv": csv_document,
+    "hf": model_card_document,
+}
 
 
 def document_format(out: Path, fmt: Optional[str]) -> str:
@@ -78,6 +82,7 @@ def document_format(out: Path, fmt: Optional[str]) -> str:
 
     chosen = fmt or out.suffix.lstrip(".").lower()
     if chosen not in DOCUMENTS:
-        raise WhisperbenchError(f"unknown report format {chosen!r} (use .md, .html or .csv, or --format "
-                                f"{'|'.join(DOCUMENTS)})")
+        raise WhisperbenchError(
+            f"unknown report format {chosen!r} (use .md, .html or .csv, or --format {'|'.join(DOCUMENTS)})"
+        )
     return chosen

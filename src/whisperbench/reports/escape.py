@@ -24,8 +24,10 @@ def md_cell(value: object) -> str:
 
 def one_line(value: object) -> str:
     """Plain-text output on one line: control characters shown as escapes (``\\n``), everything else kept."""
-    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch).startswith("C") else ch
-                   for ch in str(value))
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch).startswith("C") else ch
+        for ch in str(value)
+    )
 
 
 #: a CSV cell a spreadsheet would run as a formula starts with one of these (OWASP's "CSV injection" list)
@@ -47,5 +49,6 @@ def spreadsheet_safe(frame):
     for column in out.columns:
         if not is_numeric_dtype(out[column]):
             out[column] = out[column].map(
-                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v)
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v
+            )
     return out

@@ -11,8 +11,22 @@ from ..scoring.qoi_table import qoi_tables
 from ..scoring.summary import rescored_all
 from ..scoring.metrics import per_example_metrics
 
-COLUMNS = ["id", "status", "error", "reference", "hypothesis", "reference_norm", "hypothesis_norm", "wer", "hits",
-           "substitutions", "deletions", "insertions", "audio_s", "infer_s"]
+COLUMNS = [
+    "id",
+    "status",
+    "error",
+    "reference",
+    "hypothesis",
+    "reference_norm",
+    "hypothesis_norm",
+    "wer",
+    "hits",
+    "substitutions",
+    "deletions",
+    "insertions",
+    "audio_s",
+    "infer_s",
+]
 
 
 def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.DataFrame:
@@ -23,9 +37,13 @@ def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.D
     frame.insert(0, "run", run.name)
     _add_metric_columns(frame, run.score_table(normalizer))
     if reference is not None:
-        joined = {e.id: e for e in qoi_tables(reference.score_table(normalizer), run.score_table(normalizer),
-                                              normalizer).examples}
-        frame["reference_run_hypothesis"] = frame["id"].map(lambda i: joined[i].reference_hypothesis if i in joined else None)
+        joined = {
+            e.id: e
+            for e in qoi_tables(reference.score_table(normalizer), run.score_table(normalizer), normalizer).examples
+        }
+        frame["reference_run_hypothesis"] = frame["id"].map(
+            lambda i: joined[i].reference_hypothesis if i in joined else None
+        )
         frame["reference_run_errors"] = frame["id"].map(lambda i: joined[i].reference_errors if i in joined else None)
         frame["errors"] = frame["id"].map(lambda i: joined[i].candidate_errors if i in joined else None)
         frame["regressed"] = frame["id"].map(lambda i: joined[i].regressed if i in joined else None)

@@ -16,8 +16,14 @@ from ..store import StoredRun, same_run_reason
 from ..scoring import Interval
 from ..scoring.power import Plan, plan
 from ..scoring.qoi import QoiResult
-from ..scoring.significance import (INCONCLUSIVE, NON_INFERIOR, REGRESSION_SHOWN, PairedSignificance,
-                                   SignificanceSettings, non_inferiority)
+from ..scoring.significance import (
+    INCONCLUSIVE,
+    NON_INFERIOR,
+    REGRESSION_SHOWN,
+    PairedSignificance,
+    SignificanceSettings,
+    non_inferiority,
+)
 from ..scoring.timing import parity
 from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
@@ -70,9 +76,15 @@ class GateResult:
         return VERDICTS[code]
 
 
-def evaluate_gate(reference: StoredRun, candidate: StoredRun, thresholds: Optional[GateThresholds] = None, *,
-                  significance: Optional[SignificanceSettings] = None, groups: Optional[Mapping[str, Any]] = None,
-                  **limits: Any) -> GateResult:
+def evaluate_gate(
+    reference: StoredRun,
+    candidate: StoredRun,
+    thresholds: Optional[GateThresholds] = None,
+    *,
+    significance: Optional[SignificanceSettings] = None,
+    groups: Optional[Mapping[str, Any]] = None,
+    **limits: Any,
+) -> GateResult:
     """Run the gate's checks with ``thresholds`` (:class:`GateThresholds`; ``limits`` as keywords set or
     override its fields); the comparability checks come first and outrank the quality ones.
 
@@ -114,37 +126,61 @@ def _comparability_checks(comparison: Comparison, t: GateThresholds) -> list[Gat
     return [
         _different_runs(reference, candidate, t.allow_self_comparison),
         GateCheck("finished runs", *_finished(reference, candidate), CANNOT_JUDGE),
-        GateCheck("same dataset", comparison.same_dataset,
-                  f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}",
-                  CANNOT_JUDGE),
-        GateCheck("common examples", r.joined > 0 and coverage >= t.min_coverage,
-                  f"{r.joined} of the dataset's {expected} examples judged in both runs ({coverage:.1f}%, need ≥ "
-                  f"{t.min_coverage:g}%; {len(r.reference_failed)} failed in the reference, "
-                  f"{len(r.only_in_reference)} missing from the candidate)", CANNOT_JUDGE),
-        GateCheck("candidate failures", failed_pct <= t.max_failed_pct,
-                  f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ "
-                  f"{t.max_failed_pct:g}%)", CANNOT_JUDGE)]
+        GateCheck(
+            "same dataset",
+            comparison.same_dataset,
+            f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}",
+            CANNOT_JUDGE,
+        ),
+        GateCheck(
+            "common examples",
+            r.joined > 0 and coverage >= t.min_coverage,
+            f"{r.joined} of the dataset's {expected} examples judged in both runs ({coverage:.1f}%, need ≥ "
+            f"{t.min_coverage:g}%; {len(r.reference_failed)} failed in the reference, "
+            f"{len(r.only_in_reference)} missing from the candidate)",
+            CANNOT_JUDGE,
+        ),
+        GateCheck(
+            "candidate failures",
+            failed_pct <= t.max_failed_pct,
+            f"{r.candidate_failed} failed candidate examples ({failed_pct:.1f}%, allowed ≤ {t.max_failed_pct:g}%)",
+            CANNOT_JUDGE,
+        ),
+    ]
 
 
-def _quality_checks(comparison: Comparison, t: GateThresholds, settings: SignificanceSettings,
-                    groups: Optional[Mapping[str, Any]], result: GateResult) -> list[GateCheck]:
+def _quality_checks(
+    comparison: Comparison,
+    t: GateThresholds,
+    settings: SignificanceSettings,
+    groups: Optional[Mapping[str, Any]],
+    result: GateResult,
+) -> list[GateCheck]:
     """One check per quality threshold set (QoI, per language, WER, non-inferiority, hallucinations, timing, each
     per-example metric's limit)."""
-    reference, candidate, r, sig = comparison.reference, comparison.candidate, comparison.result, comparison.significance
+    reference, candidate, r, sig = (
+        comparison.reference,
+        comparison.candidate,
+        comparison.result,
+        comparison.significance,
+    )
     checks = []
     if t.min_qoi is not None:
         checks.append(_qoi_check(r, t.min_qoi, t.confidence, sig))
     if t.min_qoi_per_language is not None:
-        checks += _per_language(r, t.min_qoi_per_language, t.confidence, _languages(reference, candidate), settings,
-                                groups)
+        checks += _per_language(
+            r, t.min_qoi_per_language, t.confidence, _languages(reference, candidate), settings, groups
+        )
     if t.max_wer_increase is not None:
         checks.append(_wer_check(comparison, t.max_wer_increase, t.confidence))
     if t.non_inferiority_margin is not None or t.non_inferiority_qoi_margin is not None:
-        checks += _non_inferiority_checks(sig, t.non_inferiority_margin, t.non_inferiority_qoi_margin,
-                                          t.inconclusive, result)
+        checks += _non_inferiority_checks(
+            sig, t.non_inferiority_margin, t.non_inferiority_qoi_margin, t.inconclusive, result
+        )
     if (t.max_new_loops, t.max_new_bursts, t.max_nonspeech_output_rate) != (None, None, None):
-        checks += _hallucination_checks(reference, candidate, t.max_new_loops, t.max_new_bursts,
-                                        t.max_nonspeech_output_rate)
+        checks += _hallucination_checks(
+            reference, candidate, t.max_new_loops, t.max_new_bursts, t.max_nonspeech_output_rate
+        )
     if t.max_timing_error_ms is not None:
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     if t.max_formatting_drift is not None:
@@ -162,8 +198,9 @@ def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
     return plan(ref, words, candidate_errors=cand, alpha=1.0 - confidence)
 
 
-def evaluate_repeats(reference: StoredRun, candidates: list[StoredRun], thresholds: Optional[GateThresholds] = None,
-                     **options: Any) -> GateResult:
+def evaluate_repeats(
+    reference: StoredRun, candidates: list[StoredRun], thresholds: Optional[GateThresholds] = None, **options: Any
+) -> GateResult:
     """The gate on each repeated run of the candidate (same settings, ``options`` as :func:`evaluate_gate`): the
     verdict must hold in every repeat, so the result is the worst repeat's (its ``repeats`` lists them all)."""
     results = [evaluate_gate(reference, candidate, thresholds, **options) for candidate in candidates]
@@ -178,16 +215,22 @@ def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
     return Interval(100.0 - drop.high, 100.0 - drop.low, drop.confidence) if drop else None
 
 
-def _qoi_check(r: QoiResult, min_qoi: float, confidence: Optional[float],
-               sig: Optional[PairedSignificance]) -> GateCheck:
+def _qoi_check(
+    r: QoiResult, min_qoi: float, confidence: Optional[float], sig: Optional[PairedSignificance]
+) -> GateCheck:
     qoi_text = "n/a" if r.qoi is None else f"{r.qoi:.2f}%"
     qoi_ok = r.qoi is not None and r.qoi >= min_qoi
     if confidence and r.qoi is not None:
         ci = _qoi_interval(sig)
         qoi_ok = ci is not None and ci.high >= min_qoi
         qoi_text += f" ({confidence:.0%} CI {ci})"
-    return GateCheck("QoI", qoi_ok, f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} "
-                                    f"unchanged, {r.regressed} regressed", REGRESSION)
+    return GateCheck(
+        "QoI",
+        qoi_ok,
+        f"QoI {qoi_text} (need ≥ {min_qoi:g}%): {r.improved} improved, {r.unchanged} "
+        f"unchanged, {r.regressed} regressed",
+        REGRESSION,
+    )
 
 
 def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Optional[float]) -> GateCheck:
@@ -197,42 +240,68 @@ def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Opti
     paired = comparison.significance.wer_difference if comparison.significance and confidence else None
     if paired is not None:  # judged on the joined examples: its own estimate beside its interval
         ok = paired.low <= max_wer_increase
-        delta += (f"; over the {comparison.result.joined} joined examples {paired.estimate:+.2f}, paired "
-                  f"{confidence:.0%} CI [{paired.low:.2f}, {paired.high:.2f}], p = {paired.p_value:.3f}"
-                  + _unjoined_note(comparison.result))
-    return GateCheck("WER increase", ok,
-                     f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
-                     REGRESSION)
+        delta += (
+            f"; over the {comparison.result.joined} joined examples {paired.estimate:+.2f}, paired "
+            f"{confidence:.0%} CI [{paired.low:.2f}, {paired.high:.2f}], p = {paired.p_value:.3f}"
+            + _unjoined_note(comparison.result)
+        )
+    return GateCheck(
+        "WER increase",
+        ok,
+        f"WER {_pct(ref_wer)} → {_pct(cand_wer)} ({delta} points, allowed ≤ {max_wer_increase:g})",
+        REGRESSION,
+    )
 
 
 def _unjoined_note(r: QoiResult) -> str:
     """Why the headline WERs may differ from the joined examples' (the paired interval's set), when they may."""
-    left = [f"{len(ids)} {what}" for ids, what in ((r.reference_failed, "the reference failed on"),
-                                                   (r.only_in_reference, "only in the reference"),
-                                                   (r.only_in_candidate, "only in the candidate")) if ids]
+    left = [
+        f"{len(ids)} {what}"
+        for ids, what in (
+            (r.reference_failed, "the reference failed on"),
+            (r.only_in_reference, "only in the reference"),
+            (r.only_in_candidate, "only in the candidate"),
+        )
+        if ids
+    ]
     return f" (the headline WERs also count {', '.join(left)})" if left else ""
 
 
-def _non_inferiority_checks(sig: Optional[PairedSignificance], wer_margin: Optional[float],
-                            qoi_margin: Optional[float], inconclusive: str, result: GateResult) -> list[GateCheck]:
+def _non_inferiority_checks(
+    sig: Optional[PairedSignificance],
+    wer_margin: Optional[float],
+    qoi_margin: Optional[float],
+    inconclusive: str,
+    result: GateResult,
+) -> list[GateCheck]:
     """One check per margin: the interval of the worsening against it. Regression shown fails; inconclusive
     fails or passes by ``inconclusive``; the worst of the verdicts is the gate's non-inferiority verdict."""
     checks, verdicts = [], []
     wer, drop = (sig.wer_difference, sig.qoi_drop) if sig else (None, None)
-    for name, margin, interval, unit in (("non-inferiority (WER)", wer_margin, wer, "WER points"),
-                                         ("non-inferiority (QoI)", qoi_margin, drop, "QoI points")):
+    for name, margin, interval, unit in (
+        ("non-inferiority (WER)", wer_margin, wer, "WER points"),
+        ("non-inferiority (QoI)", qoi_margin, drop, "QoI points"),
+    ):
         if margin is None:
             continue
         if not interval:
-            checks.append(GateCheck(name, False, "no joined example with reference words: non-inferiority cannot "
-                                                 "be judged", CANNOT_JUDGE))
+            checks.append(
+                GateCheck(
+                    name,
+                    False,
+                    "no joined example with reference words: non-inferiority cannot be judged",
+                    CANNOT_JUDGE,
+                )
+            )
             continue
         verdict = non_inferiority(interval, margin)
         verdicts.append(verdict)
         what = "WER increase" if unit == "WER points" else "QoI drop (% of examples regressed)"
-        detail = (f"{verdict}: {what} {interval.estimate:+.2f}, {interval.confidence:.0%} CI "
-                  f"[{interval.low:+.2f}, {interval.high:+.2f}] against the margin {margin:g} {unit} "
-                  f"({interval.resampling.describe()})")
+        detail = (
+            f"{verdict}: {what} {interval.estimate:+.2f}, {interval.confidence:.0%} CI "
+            f"[{interval.low:+.2f}, {interval.high:+.2f}] against the margin {margin:g} {unit} "
+            f"({interval.resampling.describe()})"
+        )
         if verdict == INCONCLUSIVE:
             outcome = "fails" if inconclusive == "fail" else "passes"
             detail += f"; inconclusive {outcome} (--inconclusive {inconclusive})"
@@ -243,24 +312,49 @@ def _non_inferiority_checks(sig: Optional[PairedSignificance], wer_margin: Optio
     return checks
 
 
-def _hallucination_checks(reference: StoredRun, candidate: StoredRun, max_loops: Optional[int],
-                          max_bursts: Optional[int], max_rate: Optional[float]) -> list[GateCheck]:
+def _hallucination_checks(
+    reference: StoredRun,
+    candidate: StoredRun,
+    max_loops: Optional[int],
+    max_bursts: Optional[int],
+    max_rate: Optional[float],
+) -> list[GateCheck]:
     """New loops and bursts against the reference, and output on non-speech audio, each naming its examples."""
     diff, checks = hallucination_diff(reference, candidate), []
     for kind, limit in (("loops", max_loops), ("bursts", max_bursts)):
         if limit is not None:
             ids = diff.new[kind]
-            checks.append(GateCheck(f"new {kind}", len(ids) <= limit, f"{len(ids)} example(s) with {kind} the "
-                                    f"reference does not have (allowed ≤ {limit}): {describe_ids(ids)}", REGRESSION))
+            checks.append(
+                GateCheck(
+                    f"new {kind}",
+                    len(ids) <= limit,
+                    f"{len(ids)} example(s) with {kind} the "
+                    f"reference does not have (allowed ≤ {limit}): {describe_ids(ids)}",
+                    REGRESSION,
+                )
+            )
     if max_rate is not None:
         rate, ids = diff.nonspeech_output_rate, diff.nonspeech_with_output
         if rate is None:
-            checks.append(GateCheck("output on non-speech", False, "no example has an empty transcript (non-speech "
-                                    "audio): the output rate on non-speech cannot be judged", CANNOT_JUDGE))
+            checks.append(
+                GateCheck(
+                    "output on non-speech",
+                    False,
+                    "no example has an empty transcript (non-speech "
+                    "audio): the output rate on non-speech cannot be judged",
+                    CANNOT_JUDGE,
+                )
+            )
         else:
-            checks.append(GateCheck("output on non-speech", rate <= max_rate,
-                                    f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
-                                    f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}", REGRESSION))
+            checks.append(
+                GateCheck(
+                    "output on non-speech",
+                    rate <= max_rate,
+                    f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
+                    f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}",
+                    REGRESSION,
+                )
+            )
     return checks
 
 
@@ -269,14 +363,21 @@ def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:
     words equal) must not exceed ``limit`` %; without joined examples it cannot be judged."""
     parity = comparison.formatting_parity
     if parity is None:
-        return GateCheck("formatting drift", False, "no example transcribed by both runs: formatting parity cannot "
-                                                    "be judged", CANNOT_JUDGE)
+        return GateCheck(
+            "formatting drift",
+            False,
+            "no example transcribed by both runs: formatting parity cannot be judged",
+            CANNOT_JUDGE,
+        )
     per = "n/a" if parity["per"] is None else f"{parity['per']:.1f}%"
-    return GateCheck("formatting drift", parity["drift_pct"] <= limit,
-                     f"formatting differs from the reference run on {parity['drift_examples']} of {parity['examples']} "
-                     f"examples whose normalized words agree ({parity['drift_pct']:.1f}%, allowed ≤ {limit:g}%; "
-                     f"{parity['number_drift_examples']} in numbers only; PER against the reference run {per})",
-                     REGRESSION)
+    return GateCheck(
+        "formatting drift",
+        parity["drift_pct"] <= limit,
+        f"formatting differs from the reference run on {parity['drift_examples']} of {parity['examples']} "
+        f"examples whose normalized words agree ({parity['drift_pct']:.1f}%, allowed ≤ {limit:g}%; "
+        f"{parity['number_drift_examples']} in numbers only; PER against the reference run {per})",
+        REGRESSION,
+    )
 
 
 def _metric_check(comparison: Comparison, key: str, limit: float, sign: int) -> GateCheck:
@@ -287,12 +388,23 @@ def _metric_check(comparison: Comparison, key: str, limit: float, sign: int) -> 
     sides = comparison.metrics.get(metric, {})
     ref, cand = ((sides.get(side) or {}).get(column) for side in ("reference", "candidate"))
     if ref is None or cand is None:
-        missing = " and ".join(side for side, value in (("the reference", ref), ("the candidate", cand)) if value is None)
-        return GateCheck(f"{key} {word}", False, f"{key}: no value for {missing} (is the metric {metric!r} installed, "
-                                                 f"and does it give {column!r} on these examples?)", CANNOT_JUDGE)
+        missing = " and ".join(
+            side for side, value in (("the reference", ref), ("the candidate", cand)) if value is None
+        )
+        return GateCheck(
+            f"{key} {word}",
+            False,
+            f"{key}: no value for {missing} (is the metric {metric!r} installed, "
+            f"and does it give {column!r} on these examples?)",
+            CANNOT_JUDGE,
+        )
     moved = sign * (cand - ref)
-    return GateCheck(f"{key} {word}", moved <= limit,
-                     f"{key} {ref:g} → {cand:g} ({word} {moved:+g}, allowed ≤ {limit:g})", REGRESSION)
+    return GateCheck(
+        f"{key} {word}",
+        moved <= limit,
+        f"{key} {ref:g} → {cand:g} ({word} {moved:+g}, allowed ≤ {limit:g})",
+        REGRESSION,
+    )
 
 
 def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -> GateCheck:
@@ -301,11 +413,16 @@ def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -
     if reason is None:
         return GateCheck("different runs", True, "the reference and the candidate are different runs", CANNOT_JUDGE)
     if allowed:
-        return GateCheck("different runs", True, f"self-check allowed (--allow-self-comparison): {reason}",
-                         CANNOT_JUDGE)
-    return GateCheck("different runs", False, f"the reference and the candidate are the same run: {reason}; a run "
-                     "compared with itself always passes (pass --allow-self-comparison for a deliberate self-check)",
-                     CANNOT_JUDGE)
+        return GateCheck(
+            "different runs", True, f"self-check allowed (--allow-self-comparison): {reason}", CANNOT_JUDGE
+        )
+    return GateCheck(
+        "different runs",
+        False,
+        f"the reference and the candidate are the same run: {reason}; a run "
+        "compared with itself always passes (pass --allow-self-comparison for a deliberate self-check)",
+        CANNOT_JUDGE,
+    )
 
 
 def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:
@@ -313,17 +430,29 @@ def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:
     from the reference run) must not exceed ``limit_ms``; without either the gate cannot judge timing."""
     start = ((run_timing(comparison.candidate) or {}).get("utterance_start_error_ms") or {}).get("median")
     if start is not None:
-        return GateCheck("timing", start <= limit_ms, f"median utterance-start error {start:.0f} ms against the "
-                                                      f"dataset's times (allowed ≤ {limit_ms:g} ms)", REGRESSION)
+        return GateCheck(
+            "timing",
+            start <= limit_ms,
+            f"median utterance-start error {start:.0f} ms against the dataset's times (allowed ≤ {limit_ms:g} ms)",
+            REGRESSION,
+        )
     reference, candidate = comparison.reference, comparison.candidate
     shared = parity(reference.predictions, candidate.predictions, reference.normalizer)
     if shared is None:
-        return GateCheck("timing", False, "no ground-truth segments and no word times in both runs: timing cannot be "
-                                          "judged (run with -o word_timestamps=true, or a dataset with segments)",
-                         CANNOT_JUDGE)
-    return GateCheck("timing", shared["median_ms"] <= limit_ms,
-                     f"median word-start difference from the reference run {shared['median_ms']:.0f} ms over "
-                     f"{shared['words']} words both got right (allowed ≤ {limit_ms:g} ms)", REGRESSION)
+        return GateCheck(
+            "timing",
+            False,
+            "no ground-truth segments and no word times in both runs: timing cannot be "
+            "judged (run with -o word_timestamps=true, or a dataset with segments)",
+            CANNOT_JUDGE,
+        )
+    return GateCheck(
+        "timing",
+        shared["median_ms"] <= limit_ms,
+        f"median word-start difference from the reference run {shared['median_ms']:.0f} ms over "
+        f"{shared['words']} words both got right (allowed ≤ {limit_ms:g} ms)",
+        REGRESSION,
+    )
 
 
 def _languages(*runs: StoredRun) -> set[str]:
@@ -331,21 +460,40 @@ def _languages(*runs: StoredRun) -> set[str]:
     return {p.language for run in runs for p in run.predictions if p.language}
 
 
-def _per_language(result: QoiResult, floor: float, confidence: Optional[float], present: set[str],
-                  settings: SignificanceSettings, groups: Optional[Mapping[str, Any]]) -> list[GateCheck]:
+def _per_language(
+    result: QoiResult,
+    floor: float,
+    confidence: Optional[float],
+    present: set[str],
+    settings: SignificanceSettings,
+    groups: Optional[Mapping[str, Any]],
+) -> list[GateCheck]:
     """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
     CI, blocked as the whole comparison is); a language of the dataset with nothing judged, or no labels at all,
     cannot be judged."""
     table = result.by_language()
     if not table and not present:
-        return [GateCheck("QoI per language", False, "no example carries a language label (a manifest's language "
-                                                     "column): QoI per language cannot be judged", CANNOT_JUDGE)]
+        return [
+            GateCheck(
+                "QoI per language",
+                False,
+                "no example carries a language label (a manifest's language column): QoI per language cannot be judged",
+                CANNOT_JUDGE,
+            )
+        ]
     checks = []
     unjudged = sorted(present - set(table))
     if unjudged:
-        checks.append(GateCheck("languages judged", False, f"no example judged in {', '.join(unjudged)} (every one "
-                                "failed in the reference or is missing from a run): QoI per language cannot be "
-                                "judged there", CANNOT_JUDGE))
+        checks.append(
+            GateCheck(
+                "languages judged",
+                False,
+                f"no example judged in {', '.join(unjudged)} (every one "
+                "failed in the reference or is missing from a run): QoI per language cannot be "
+                "judged there",
+                CANNOT_JUDGE,
+            )
+        )
     low, shown = [], []
     for lang, row in table.items():
         text, ok = f"{lang} {row['qoi']:.1f}% of {row['joined']}", row["qoi"] >= floor
@@ -356,8 +504,14 @@ def _per_language(result: QoiResult, floor: float, confidence: Optional[float], 
         shown.append(text)
         if not ok:
             low.append(lang)
-    checks.append(GateCheck("QoI per language", not low, f"{', '.join(shown)} (need ≥ {floor:g}% in each"
-                            + (f"; below: {', '.join(low)})" if low else ")"), REGRESSION))
+    checks.append(
+        GateCheck(
+            "QoI per language",
+            not low,
+            f"{', '.join(shown)} (need ≥ {floor:g}% in each" + (f"; below: {', '.join(low)})" if low else ")"),
+            REGRESSION,
+        )
+    )
     return checks
 
 
@@ -377,8 +531,10 @@ def _finished(*runs: StoredRun) -> tuple[bool, str]:
     for run in runs:
         cov = run.coverage
         if not cov.finished:
-            problems.append(f"run {run.name} is unfinished (status {cov.status}): {cov.stored} of {cov.expected} "
-                            f"examples stored, {max(cov.expected - cov.stored, 0)} missing; run it again to finish it")
+            problems.append(
+                f"run {run.name} is unfinished (status {cov.status}): {cov.stored} of {cov.expected} "
+                f"examples stored, {max(cov.expected - cov.stored, 0)} missing; run it again to finish it"
+            )
     if problems:
         return False, "; ".join(problems)
     return True, ", ".join(f"{run.name}: {run.coverage}" for run in runs)
@@ -395,9 +551,11 @@ def _pct(value: Optional[float]) -> str:
 def format_gate(result: GateResult, worst: int = 5) -> str:
     """The gate's verdict, each check, and the ``worst`` regressed examples, as printed by ``whisperbench gate``."""
     c = result.comparison
-    lines = [f"gate: {result.verdict}",
-             f"  reference {one_line(c.reference.name)}  candidate {one_line(c.candidate.name)}",
-             f"  weights: {c.weights}"]
+    lines = [
+        f"gate: {result.verdict}",
+        f"  reference {one_line(c.reference.name)}  candidate {one_line(c.candidate.name)}",
+        f"  weights: {c.weights}",
+    ]
     for check in result.checks:
         lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {one_line(check.detail)}")
     if c.significance:
@@ -405,15 +563,19 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
     if result.plan:
         lines.append(f"  {format_plan(result.plan)}")
     if result.repeats:
-        lines.append(f"  repeats: the verdict must hold in each of {len(result.repeats)} candidate runs; shown is the "
-                     f"worst ({one_line(c.candidate.name)}): "
-                     + "; ".join(f"{one_line(name)}: {verdict}" for name, verdict in result.repeats))
+        lines.append(
+            f"  repeats: the verdict must hold in each of {len(result.repeats)} candidate runs; shown is the "
+            f"worst ({one_line(c.candidate.name)}): "
+            + "; ".join(f"{one_line(name)}: {verdict}" for name, verdict in result.repeats)
+        )
     regressed = c.result.worst(worst)
     if regressed:
         lines.append(f"  worst regressed examples (of {c.result.regressed}):")
         for e in regressed:
-            lines.append(f"    {one_line(e.id)}: errors {e.reference_errors} → {e.candidate_errors}"
-                         + (" (candidate failed)" if e.candidate_failed else ""))
+            lines.append(
+                f"    {one_line(e.id)}: errors {e.reference_errors} → {e.candidate_errors}"
+                + (" (candidate failed)" if e.candidate_failed else "")
+            )
             lines.append(f"      reference:  {e.reference_hypothesis!r}")
             lines.append(f"      candidate:  {e.candidate_hypothesis!r}")
     return "\n".join(lines)
@@ -422,30 +584,40 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
 def format_significance(sig: PairedSignificance) -> list[str]:
     """The paired tests and intervals as lines of text (gate and compare)."""
     sign = sig.sign_test
-    lines = [f"paired: sign test {sign.improved} improved, {sign.regressed} regressed, {sign.ties} unchanged "
-             f"(exact two-sided p = {sign.p_value:.3g})"]
+    lines = [
+        f"paired: sign test {sign.improved} improved, {sign.regressed} regressed, {sign.ties} unchanged "
+        f"(exact two-sided p = {sign.p_value:.3g})"
+    ]
     if sig.mapsswe:
         m = sig.mapsswe
-        lines.append(f"paired: MAPSSWE (utterances as segments) mean error difference {m.mean_difference:+.3f} per "
-                     f"utterance, z = {m.z:.2f}, p = {m.p_value:.3g}")
+        lines.append(
+            f"paired: MAPSSWE (utterances as segments) mean error difference {m.mean_difference:+.3f} per "
+            f"utterance, z = {m.z:.2f}, p = {m.p_value:.3g}"
+        )
     if sig.wilcoxon:
-        lines.append(f"paired: Wilcoxon signed-rank over the {sig.wilcoxon.changed} changed examples, "
-                     f"p = {sig.wilcoxon.p_value:.3g}")
+        lines.append(
+            f"paired: Wilcoxon signed-rank over the {sig.wilcoxon.changed} changed examples, "
+            f"p = {sig.wilcoxon.p_value:.3g}"
+        )
     if sig.wer_difference and sig.qoi_drop:
         w, d = sig.wer_difference, sig.qoi_drop
-        lines.append(f"paired: WER difference {w.estimate:+.2f} points, {w.confidence:.0%} CI [{w.low:+.2f}, "
-                     f"{w.high:+.2f}] (bootstrap p = {w.p_value:.3g}); examples regressed {d.estimate:.1f}%, CI "
-                     f"[{d.low:.1f}, {d.high:.1f}]")
+        lines.append(
+            f"paired: WER difference {w.estimate:+.2f} points, {w.confidence:.0%} CI [{w.low:+.2f}, "
+            f"{w.high:+.2f}] (bootstrap p = {w.p_value:.3g}); examples regressed {d.estimate:.1f}%, CI "
+            f"[{d.low:.1f}, {d.high:.1f}]"
+        )
     lines.append(f"paired: resampling: {sig.resampling.describe()}")
     return lines
 
 
 def format_plan(p: Plan) -> str:
     """One line: what a gate on the set detects at its power (see ``whisperbench plan``)."""
-    return (f"power: with {p.examples} examples a level-{p.alpha:g} gate detects, at {p.power:.0%} power, a WER "
-            f"increase of {p.detectable_wer_increase:.2f} points ({p.basis}) and a QoI drop of "
-            f"{p.detectable_qoi_drop:.2f} points beyond {p.baseline_regressed:g}% of examples regressing with no change "
-            f"(`whisperbench plan` for other sizes and baselines)")
+    return (
+        f"power: with {p.examples} examples a level-{p.alpha:g} gate detects, at {p.power:.0%} power, a WER "
+        f"increase of {p.detectable_wer_increase:.2f} points ({p.basis}) and a QoI drop of "
+        f"{p.detectable_qoi_drop:.2f} points beyond {p.baseline_regressed:g}% of examples regressing with no change "
+        f"(`whisperbench plan` for other sizes and baselines)"
+    )
 
 
 def junit_xml(result: GateResult) -> str:
@@ -464,10 +636,17 @@ def junit_xml(result: GateResult) -> str:
             _fail(case, "error", f"{example.id}: the candidate failed on this example", "candidate failed")
         elif example.regressed:
             unit = "characters" if example.metric == "cer" else "words"
-            _fail(case, "failure", f"{example.id}: {example.reference_errors} → {example.candidate_errors} "
-                                   f"{unit} wrong", "regression",
-                  (f"expected:  {example.reference_text}", f"reference: {example.reference_hypothesis}",
-                   f"candidate: {example.candidate_hypothesis}"))
+            _fail(
+                case,
+                "failure",
+                f"{example.id}: {example.reference_errors} → {example.candidate_errors} {unit} wrong",
+                "regression",
+                (
+                    f"expected:  {example.reference_text}",
+                    f"reference: {example.reference_hypothesis}",
+                    f"candidate: {example.candidate_hypothesis}",
+                ),
+            )
     return _document(checks, examples)
 
 
@@ -497,6 +676,10 @@ def _document(*suites: ET.Element) -> str:
 def cannot_judge_xml(reason: str) -> str:
     """JUnit XML for a gate that could not even compare (a run missing or unreadable): one failed case."""
     checks = _suite("whisperbench-gate")
-    _fail(ET.SubElement(checks, "testcase", classname="whisperbench.gate", name="runs readable"), "failure", reason,
-          VERDICTS[CANNOT_JUDGE])
+    _fail(
+        ET.SubElement(checks, "testcase", classname="whisperbench.gate", name="runs readable"),
+        "failure",
+        reason,
+        VERDICTS[CANNOT_JUDGE],
+    )
     return _document(checks)

@@ -17,8 +17,15 @@ from ..errors import OptionError, WhisperbenchError
 from ..limits import GATE_LIMITS, check_limits
 
 #: the thresholds that judge quality: the gate needs at least one
-QUALITY = ("min_qoi", "max_wer_increase", "non_inferiority_margin", "non_inferiority_qoi_margin", "max_increase",
-           "max_decrease", "max_formatting_drift")
+QUALITY = (
+    "min_qoi",
+    "max_wer_increase",
+    "non_inferiority_margin",
+    "non_inferiority_qoi_margin",
+    "max_increase",
+    "max_decrease",
+    "max_formatting_drift",
+)
 INCONCLUSIVE_POLICIES = ("fail", "pass")
 
 
@@ -35,46 +42,85 @@ class GateThresholds:
     min_qoi: Optional[float] = _limit(None, "minimum QoI in percent", "PCT")
     max_wer_increase: Optional[float] = _limit(None, "maximum WER increase in points", "POINTS")
     min_qoi_per_language: Optional[float] = _limit(
-        None, "also require this QoI within every labelled language (a release that holds English but regresses "
-              "German fails)", "PCT")
+        None,
+        "also require this QoI within every labelled language (a release that holds English but regresses "
+        "German fails)",
+        "PCT",
+    )
     min_coverage: float = _limit(100.0, "% of the dataset's examples judged in both runs, or cannot judge", "PCT")
-    max_failed_pct: float = _limit(0.0, "% of candidate examples allowed to fail before the gate refuses to judge",
-                                   "PCT")
+    max_failed_pct: float = _limit(
+        0.0, "% of candidate examples allowed to fail before the gate refuses to judge", "PCT"
+    )
     confidence: Optional[float] = _limit(
-        None, "fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs (the API takes the "
-              "fraction, 0.95)", "PCT", "percent")
+        None,
+        "fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs (the API takes the "
+        "fraction, 0.95)",
+        "PCT",
+        "percent",
+    )
     max_new_loops: Optional[int] = _limit(
-        None, "fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond the "
-              "transcript) in the candidate but not in the reference", "N", "count")
+        None,
+        "fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond the "
+        "transcript) in the candidate but not in the reference",
+        "N",
+        "count",
+    )
     max_new_bursts: Optional[int] = _limit(
-        None, "fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference does not",
-        "N", "count")
+        None,
+        "fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference does not",
+        "N",
+        "count",
+    )
     max_nonspeech_output_rate: Optional[float] = _limit(
-        None, "fail when the candidate writes text on more than PCT % of the non-speech examples (empty transcript; "
-              "see `whisperbench perturb --nonspeech`)", "PCT")
+        None,
+        "fail when the candidate writes text on more than PCT % of the non-speech examples (empty transcript; "
+        "see `whisperbench perturb --nonspeech`)",
+        "PCT",
+    )
     max_timing_error_ms: Optional[float] = _limit(
-        None, "fail when the candidate's median utterance-start error (dataset times), else its median word-start "
-              "difference from the reference run, exceeds MS", "MS")
+        None,
+        "fail when the candidate's median utterance-start error (dataset times), else its median word-start "
+        "difference from the reference run, exceeds MS",
+        "MS",
+    )
     non_inferiority_margin: Optional[float] = _limit(
-        None, "non-inferiority: pass only if the upper bound of the WER increase's CI (--confidence, default 95) is "
-              "below POINTS; verdict non-inferior, inconclusive (set too small) or regression shown", "POINTS")
+        None,
+        "non-inferiority: pass only if the upper bound of the WER increase's CI (--confidence, default 95) is "
+        "below POINTS; verdict non-inferior, inconclusive (set too small) or regression shown",
+        "POINTS",
+    )
     non_inferiority_qoi_margin: Optional[float] = _limit(
-        None, "non-inferiority on QoI: the upper bound of the QoI drop (% of examples regressed) below POINTS",
-        "POINTS")
-    inconclusive: str = _limit("fail", "exit code of an inconclusive non-inferiority verdict: fail (1) or pass (0)",
-                               kind="choice")
+        None, "non-inferiority on QoI: the upper bound of the QoI drop (% of examples regressed) below POINTS", "POINTS"
+    )
+    inconclusive: str = _limit(
+        "fail", "exit code of an inconclusive non-inferiority verdict: fail (1) or pass (0)", kind="choice"
+    )
     max_increase: Optional[Mapping[str, float]] = _limit(
-        None, "any per-example metric (docs/metrics.md; repeatable): fail when the candidate's run value of COLUMN "
-              "exceeds the reference's by more than N, e.g. zcount.z_letters=0", "METRIC.COLUMN=N", "metric")
+        None,
+        "any per-example metric (docs/metrics.md; repeatable): fail when the candidate's run value of COLUMN "
+        "exceeds the reference's by more than N, e.g. zcount.z_letters=0",
+        "METRIC.COLUMN=N",
+        "metric",
+    )
     max_decrease: Optional[Mapping[str, float]] = _limit(
-        None, "the same for a metric where higher is better (repeatable): fail when the candidate's value falls more "
-              "than N below the reference's", "METRIC.COLUMN=N", "metric")
+        None,
+        "the same for a metric where higher is better (repeatable): fail when the candidate's value falls more "
+        "than N below the reference's",
+        "METRIC.COLUMN=N",
+        "metric",
+    )
     max_formatting_drift: Optional[float] = _limit(
-        None, "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
-              "on more than PCT % of the examples whose normalized words agree (docs/measuring.md)", "PCT")
+        None,
+        "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
+        "on more than PCT % of the examples whose normalized words agree (docs/measuring.md)",
+        "PCT",
+    )
     allow_self_comparison: bool = _limit(
-        False, "judge even when both sides are one run (same folder, run id or predictions); without it that is "
-               "refused (exit 2): a run compared with itself always passes", kind="flag")
+        False,
+        "judge even when both sides are one run (same folder, run id or predictions); without it that is "
+        "refused (exit 2): a run compared with itself always passes",
+        kind="flag",
+    )
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> "GateThresholds":
@@ -92,8 +138,9 @@ class GateThresholds:
             if key in checked:
                 checked[key] = metric_limits(checked[key], flag(key))
         if checked.get("inconclusive", "fail") not in INCONCLUSIVE_POLICIES:
-            raise OptionError(f"--inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, not "
-                              f"{checked['inconclusive']!r}")
+            raise OptionError(
+                f"--inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, not {checked['inconclusive']!r}"
+            )
         return cls(**checked)
 
     def quality_criteria(self) -> list[str]:
@@ -117,7 +164,12 @@ def markdown_table() -> str:
     for f in dataclasses.fields(GateThresholds):
         meta = f.metadata
         shown = flag(f.name) + (f" {meta['metavar']}" if meta["metavar"] else "")
-        default = f"{f.default:g} %" if isinstance(f.default, float) else \
-            "off" if f.default is None or f.default is False else str(f.default)
+        default = (
+            f"{f.default:g} %"
+            if isinstance(f.default, float)
+            else "off"
+            if f.default is None or f.default is False
+            else str(f.default)
+        )
         lines.append(f"| `{shown}` | {default} | {meta['help'].replace('|', '/')} |")
     return "\n".join(lines)

@@ -17,9 +17,14 @@ from ..types import Prediction
 from .escape import md_cell
 
 #: the leaderboard's hallucination columns: heading -> key of summary.json["hallucination"]
-COLUMNS = {"Loops": "loops", "Bursts": "bursts", "Non-speech examples": "nonspeech_examples",
-           "Output on non-speech": "nonspeech_with_output", "Catastrophic": "catastrophic",
-           "Ratio > 2.4": "high_compression"}
+COLUMNS = {
+    "Loops": "loops",
+    "Bursts": "bursts",
+    "Non-speech examples": "nonspeech_examples",
+    "Output on non-speech": "nonspeech_with_output",
+    "Catastrophic": "catastrophic",
+    "Ratio > 2.4": "high_compression",
+}
 
 
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
@@ -46,8 +51,12 @@ class HallucinationDiff:
 
     def to_json(self) -> dict:
         """The new loops and bursts as JSON (``compare --json``)."""
-        return {"new": self.new, "nonspeech_examples": self.nonspeech,
-                "nonspeech_with_output": self.nonspeech_with_output, "nonspeech_output_rate": self.nonspeech_output_rate}
+        return {
+            "new": self.new,
+            "nonspeech_examples": self.nonspeech,
+            "nonspeech_with_output": self.nonspeech_with_output,
+            "nonspeech_output_rate": self.nonspeech_output_rate,
+        }
 
 
 def run_thresholds(run: StoredRun) -> Thresholds:
@@ -76,8 +85,15 @@ def hallucination_rows(frame: pd.DataFrame) -> list[dict]:
     rows = []
     for _, r in frame.iterrows():
         counts = r.get("Hallucination") or {}
-        rows.append({"Implementation": r["Implementation"], "Reference": r["Reference"], "Dataset": r["Dataset"],
-                     **{head: counts.get(key) for head, key in COLUMNS.items()}, "Run": r["Run"]})
+        rows.append(
+            {
+                "Implementation": r["Implementation"],
+                "Reference": r["Reference"],
+                "Dataset": r["Dataset"],
+                **{head: counts.get(key) for head, key in COLUMNS.items()},
+                "Run": r["Run"],
+            }
+        )
     return rows
 
 
@@ -86,8 +102,13 @@ def render_hallucination_markdown(frame: pd.DataFrame) -> str:
     rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
     if not rows:
         return ""
-    lines = ["", "## Hallucinations", "", "| Implementation | Dataset | " + " | ".join(COLUMNS) + " | Run |",
-             "|" + "---|" * (len(COLUMNS) + 3)]
+    lines = [
+        "",
+        "## Hallucinations",
+        "",
+        "| Implementation | Dataset | " + " | ".join(COLUMNS) + " | Run |",
+        "|" + "---|" * (len(COLUMNS) + 3),
+    ]
     for r in rows:
         name = f"**{md_cell(r['Implementation'])}** (reference)" if r["Reference"] else md_cell(r["Implementation"])
         cells = " | ".join("–" if r[c] is None else str(r[c]) for c in COLUMNS)
@@ -98,9 +119,10 @@ def render_hallucination_markdown(frame: pd.DataFrame) -> str:
 
 HALLUCINATION_NOTE = (
     "Examples counted (defaults, docs/robustness.md): loop: a phrase said ≥ 3 times in a row (≥ 5 words), more "
-    "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on audio whose "
-    "transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip compression ratio of the "
-    "raw output above openai-whisper's retry threshold.")
+    "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on "
+    "audio whose transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip "
+    "compression ratio of the raw output above openai-whisper's retry threshold."
+)
 
 
 def hallucination_html(frame: pd.DataFrame) -> str:
@@ -108,32 +130,49 @@ def hallucination_html(frame: pd.DataFrame) -> str:
     rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
     if not rows:
         return ""
-    head = "<tr><th>Implementation</th><th>Dataset</th>" + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS) \
+    head = (
+        "<tr><th>Implementation</th><th>Dataset</th>"
+        + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
         + "<th>Run</th></tr>"
+    )
     body = []
     for r in rows:
-        name = html.escape(str(r["Implementation"])) + (' <span class="muted">(reference)</span>' if r["Reference"]
-                                                        else "")
-        cells = "".join(f'<td class="num" data-value="{"" if r[c] is None else r[c]}">'
-                        f'{"–" if r[c] is None else r[c]}</td>' for c in COLUMNS)
-        body.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td>'
-                    f'<td>{html.escape(str(r["Dataset"]))}</td>{cells}<td><code>{html.escape(str(r["Run"]))}</code>'
-                    f"</td></tr>")
-    return (f'<h2>Hallucinations</h2><table class="sortable hallucination"><thead>{head}</thead>'
-            f'<tbody>{"".join(body)}</tbody></table><p class="muted">{html.escape(HALLUCINATION_NOTE)}</p>')
+        name = html.escape(str(r["Implementation"])) + (
+            ' <span class="muted">(reference)</span>' if r["Reference"] else ""
+        )
+        cells = "".join(
+            f'<td class="num" data-value="{"" if r[c] is None else r[c]}">{"–" if r[c] is None else r[c]}</td>'
+            for c in COLUMNS
+        )
+        body.append(
+            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td>'
+            f"<td>{html.escape(str(r['Dataset']))}</td>{cells}<td><code>{html.escape(str(r['Run']))}</code>"
+            f"</td></tr>"
+        )
+    return (
+        f'<h2>Hallucinations</h2><table class="sortable hallucination"><thead>{head}</thead>'
+        f'<tbody>{"".join(body)}</tbody></table><p class="muted">{html.escape(HALLUCINATION_NOTE)}</p>'
+    )
 
 
 def example_flags(example, normalizer: str) -> list[str]:
     """The hallucination kinds of a compared example's candidate output (an ``ExampleComparison``)."""
-    pred = Prediction(example.id, example.reference_text, example.candidate_hypothesis,
-                      status="error" if example.candidate_failed else "ok", language=example.language)
+    pred = Prediction(
+        example.id,
+        example.reference_text,
+        example.candidate_hypothesis,
+        status="error" if example.candidate_failed else "ok",
+        language=example.language,
+    )
     return example_hallucination(score_prediction(pred, normalizer)).flags
 
 
 #: the regression explorer's filter: show only the rows whose candidate output has one kind of hallucination
-FILTER_HTML = ('<p><label>Show: <select id="hallucination-filter"><option value="">every regressed example</option>'
-               + "".join(f'<option value="{attr}">{attr.replace("_", " ")}</option>' for attr in KINDS.values())
-               + "</select></label></p>")
+FILTER_HTML = (
+    '<p><label>Show: <select id="hallucination-filter"><option value="">every regressed example</option>'
+    + "".join(f'<option value="{attr}">{attr.replace("_", " ")}</option>' for attr in KINDS.values())
+    + "</select></label></p>"
+)
 FILTER_SCRIPT = """
 document.getElementById('hallucination-filter')?.addEventListener('change', ev => {
   const kind = ev.target.value;

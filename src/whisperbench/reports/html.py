@@ -66,8 +66,10 @@ def _rtfx(row) -> str:
     """The RTFx cell; flagged when the run's machine was busy (its speed is not comparable)."""
     cell = _num(row["RTFx"], 1)
     if row.get("RTFx reliable", True) is False and 'data-value=""' not in cell:
-        cell = cell.replace("</td>", ' <span class="busy" title="the machine was busy during this run: '
-                                      'speed not comparable">⚠ busy</span></td>')
+        cell = cell.replace(
+            "</td>",
+            ' <span class="busy" title="the machine was busy during this run: speed not comparable">⚠ busy</span></td>',
+        )
     return cell
 
 
@@ -83,42 +85,54 @@ def _ci(interval) -> str:
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
     metrics = {m.name: m for m in per_example_metrics() if m.name in metric_columns(frame)}
-    metric_heads = "".join(f'<th title="{_e(m.description)} ({m.better} is better)">{_e(m.name)}</th>'
-                           for m in metrics.values())
-    head = ("<tr><th>Implementation</th><th>Model</th><th title=\"the weights as the implementation loaded them (its "
-            "file or folder on disk)\">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>"
-            "<th>QoI %</th><th>QoI 95% CI</th><th title=\"% of examples whose output differs from the reference "
-            "run's in punctuation, casing or numbers only\">Format drift %</th><th>RTFx</th><th>Examples</th>"
-            f"<th>Failed</th><th>Status</th>{metric_heads}<th>Run</th></tr>")
+    metric_heads = "".join(
+        f'<th title="{_e(m.description)} ({m.better} is better)">{_e(m.name)}</th>' for m in metrics.values()
+    )
+    head = (
+        '<tr><th>Implementation</th><th>Model</th><th title="the weights as the implementation loaded them (its '
+        'file or folder on disk)">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>'
+        '<th>QoI %</th><th>QoI 95% CI</th><th title="% of examples whose output differs from the reference '
+        "run's in punctuation, casing or numbers only\">Format drift %</th><th>RTFx</th><th>Examples</th>"
+        f"<th>Failed</th><th>Status</th>{metric_heads}<th>Run</th></tr>"
+    )
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         rows.append(
             f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}{_warning(r)}</td>'
-            f'{_num(r.get("Size MB"), 1)}<td>{_e(r["Dataset"])}</td>{_num(r["WER %"], 2)}{_ci(r["WER CI"])}'
-            f'{_num(r["QoI %"], 1)}'
-            f'{_ci(r["QoI CI"])}{_num(r.get("Format drift %"), 1)}{_rtfx(r)}{_num(r["Examples"], 0)}{_num(r["Failed"], 0)}'
+            f"{_num(r.get('Size MB'), 1)}<td>{_e(r['Dataset'])}</td>{_num(r['WER %'], 2)}{_ci(r['WER CI'])}"
+            f"{_num(r['QoI %'], 1)}"
+            f"{_ci(r['QoI CI'])}{_num(r.get('Format drift %'), 1)}{_rtfx(r)}"
+            f"{_num(r['Examples'], 0)}{_num(r['Failed'], 0)}"
             f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
-            + "".join(_num(r.get(name), 2) for name in metrics) + f"<td><code>{_e(r['Run'])}</code></td></tr>")
+            + "".join(_num(r.get(name), 2) for name in metrics)
+            + f"<td><code>{_e(r['Run'])}</code></td></tr>"
+        )
     return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _language_table(frame: pd.DataFrame) -> str:
     """Per language and run: the headline error rate (WER or CER) and QoI with CIs; macro rows last."""
-    head = ("<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
-            "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Language ID %</th><th>Dataset</th>"
-            "<th>Run</th></tr>")
+    head = (
+        "<tr><th>Language</th><th>Implementation</th><th>Metric</th><th>Examples</th><th>Error %</th>"
+        "<th>Error 95% CI</th><th>QoI %</th><th>QoI 95% CI</th><th>Language ID %</th><th>Dataset</th>"
+        "<th>Run</th></tr>"
+    )
     rows = []
     for _, r in table_order(frame).iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
         name += f' <span class="status unfinished">({_e(r["Status"])})</span>' if r["Status"] else ""
         name += _warning(r)
-        rows.append(f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
-                    f'<td>{_e(r["Metric"])}</td>{_num(r["Examples"], 0)}{_num(r["Error %"], 2)}{_ci(r["Error CI"])}'
-                    f'{_num(r["QoI %"], 1)}{_ci(r["QoI CI"])}{_num(r.get("Language ID %"), 1)}'
-                    f'<td>{_e(r.get("Dataset"))}</td><td><code>{_e(r["Run"])}</code></td></tr>')
-    return (f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-            f'<p class="muted">{_e(language_note(frame))}</p>')
+        rows.append(
+            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{_e(r["Language"])}</td><td>{name}</td>'
+            f"<td>{_e(r['Metric'])}</td>{_num(r['Examples'], 0)}{_num(r['Error %'], 2)}{_ci(r['Error CI'])}"
+            f"{_num(r['QoI %'], 1)}{_ci(r['QoI CI'])}{_num(r.get('Language ID %'), 1)}"
+            f"<td>{_e(r.get('Dataset'))}</td><td><code>{_e(r['Run'])}</code></td></tr>"
+        )
+    return (
+        f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<p class="muted">{_e(language_note(frame))}</p>'
+    )
 
 
 def _scatter(frame: pd.DataFrame) -> str:
@@ -131,19 +145,23 @@ def _scatter(frame: pd.DataFrame) -> str:
     y_max = max(points["WER %"].max() * 1.2, 1.0)
     sx = lambda v: pad + (width - 2 * pad) * v / x_max  # noqa: E731
     sy = lambda v: height - pad - (height - 2 * pad) * v / y_max  # noqa: E731
-    parts = [f'<svg class="plot wer-rtfx" width="{width}" height="{height}" role="img" '
-             f'aria-label="WER against RTFx"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" '
-             f'y2="{height - pad}" stroke="#999"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
-             f'stroke="#999"/><text x="{width / 2}" y="{height - 8}">RTFx (higher is faster)</text>'
-             f'<text x="4" y="{pad - 12}">WER % (lower is better)</text>'
-             f'<text x="{pad}" y="{height - pad + 14}">0</text><text x="{width - pad}" y="{height - pad + 14}">'
-             f'{x_max:.0f}</text><text x="4" y="{pad + 4}">{y_max:.0f}</text>']
+    parts = [
+        f'<svg class="plot wer-rtfx" width="{width}" height="{height}" role="img" '
+        f'aria-label="WER against RTFx"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" '
+        f'y2="{height - pad}" stroke="#999"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
+        f'stroke="#999"/><text x="{width / 2}" y="{height - 8}">RTFx (higher is faster)</text>'
+        f'<text x="4" y="{pad - 12}">WER % (lower is better)</text>'
+        f'<text x="{pad}" y="{height - pad + 14}">0</text><text x="{width - pad}" y="{height - pad + 14}">'
+        f'{x_max:.0f}</text><text x="4" y="{pad + 4}">{y_max:.0f}</text>'
+    ]
     legend = []
     for number, (_, r) in enumerate(points.iterrows(), start=1):  # numbered dots: labels never collide
         x, y = sx(r["RTFx"]), sy(r["WER %"])
-        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#3a6ea5"><title>{_e(r["Implementation"])}: '
-                     f'WER {r["WER %"]:.2f} %, RTFx {r["RTFx"]:.1f}</title></circle>'
-                     f'<text x="{x + 5:.1f}" y="{y - 5 - 9 * ((number - 1) % 2):.1f}">{number}</text>')
+        parts.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#3a6ea5"><title>{_e(r["Implementation"])}: '
+            f"WER {r['WER %']:.2f} %, RTFx {r['RTFx']:.1f}</title></circle>"
+            f'<text x="{x + 5:.1f}" y="{y - 5 - 9 * ((number - 1) % 2):.1f}">{number}</text>'
+        )
         legend.append(f"<li>{_e(r['Implementation'])}: WER {r['WER %']:.2f} %, RTFx {r['RTFx']:.1f}</li>")
     return "".join(parts) + f'</svg><ol class="plot-legend">{"".join(legend)}</ol>'
 
@@ -156,9 +174,11 @@ def _qoi_bars(frame: pd.DataFrame) -> str:
     parts = [f'<svg class="plot qoi" width="{width}" height="{row_h * len(bars) + 10}" role="img" aria-label="QoI">']
     for i, (_, r) in enumerate(bars.iterrows()):
         w = (width - label_w - 60) * r["QoI %"] / 100.0
-        parts.append(f'<text x="0" y="{i * row_h + 15}">{_e(r["Implementation"])}</text>'
-                     f'<rect x="{label_w}" y="{i * row_h + 3}" width="{w:.1f}" height="{row_h - 6}" fill="#6aa56a"/>'
-                     f'<text x="{label_w + w + 4:.1f}" y="{i * row_h + 15}">{r["QoI %"]:.1f} %</text>')
+        parts.append(
+            f'<text x="0" y="{i * row_h + 15}">{_e(r["Implementation"])}</text>'
+            f'<rect x="{label_w}" y="{i * row_h + 3}" width="{w:.1f}" height="{row_h - 6}" fill="#6aa56a"/>'
+            f'<text x="{label_w + w + 4:.1f}" y="{i * row_h + 15}">{r["QoI %"]:.1f} %</text>'
+        )
     return "".join(parts) + "</svg>"
 
 
@@ -173,8 +193,8 @@ def alignment_html(reference_text: str, hypothesis_text: str, normalizer: str) -
     ref_words, hyp_words = out.references[0], out.hypotheses[0]
     marked = []
     for chunk in out.alignments[0]:
-        r = ref_words[chunk.ref_start_idx:chunk.ref_end_idx]
-        h = hyp_words[chunk.hyp_start_idx:chunk.hyp_end_idx]
+        r = ref_words[chunk.ref_start_idx : chunk.ref_end_idx]
+        h = hyp_words[chunk.hyp_start_idx : chunk.hyp_end_idx]
         if chunk.type == "equal":
             marked += [_e(w) for w in r]
         elif chunk.type == "substitute":
@@ -200,9 +220,10 @@ def _explorer(comparison: Comparison) -> str:
     regressed = comparison.result.worst(min(comparison.result.regressed, EXPLORER_ROWS))
     coverage = comparison.candidate.coverage
     title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}" + (
-        "" if coverage.finished else f' <span class="status unfinished">({_e(coverage)})</span>')
+        "" if coverage.finished else f' <span class="status unfinished">({_e(coverage)})</span>'
+    )
     if not regressed:
-        return f"<h3>{title}</h3><p class=\"muted\">No regressed examples.</p>"
+        return f'<h3>{title}</h3><p class="muted">No regressed examples.</p>'
     normalizer = comparison.reference.normalizer
     ids = {e.id for e in regressed}
     ref_words, cand_words = timed_predictions(comparison.reference, ids), timed_predictions(comparison.candidate, ids)
@@ -212,54 +233,75 @@ def _explorer(comparison: Comparison) -> str:
             f'<tr class="regressed" id="{_e(comparison.candidate.name)}--{_e(e.id)}" '
             f'data-flags="{_e(" ".join(example_flags(e, normalizer)))}"><td>{_e(e.id)}</td>'
             f'<td class="num" data-value="{e.delta_errors}">+{e.delta_errors}</td>'
-            f'{_num(_wer_increase(e), 1)}'
-            f'{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}'
+            f"{_num(_wer_increase(e), 1)}"
+            f"{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}"
             f'<td class="transcript">{_e(e.reference_text)}</td>'
             f'<td class="hyp-ref">{_e(e.reference_hypothesis)}<br><small>{alignment_html(e.reference_text, e.reference_hypothesis, normalizer)}</small></td>'  # noqa: E501
             f'<td class="hyp-cand">{_e(e.candidate_hypothesis)}'
             f'{" <b>(failed)</b>" if e.candidate_failed else ""}<br><small class="alignment">'
-            f'{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small>'
-            f'{words_html(ref_words.get(e.id), cand_words.get(e.id), normalizer)}</td></tr>')
-    head = ("<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th><th>Transcript</th>"
-            "<th>Reference output (aligned)</th><th>Candidate output (aligned)</th></tr>")
+            f"{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small>"
+            f"{words_html(ref_words.get(e.id), cand_words.get(e.id), normalizer)}</td></tr>"
+        )
+    head = (
+        "<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th>"
+        "<th>Transcript</th>"
+        "<th>Reference output (aligned)</th><th>Candidate output (aligned)</th></tr>"
+    )
     shown = "" if len(regressed) == comparison.result.regressed else f" (the {len(regressed)} worst shown)"
-    return (f"<h3>{title}: {comparison.result.regressed} regressed of {comparison.result.joined}{shown}</h3>"
-            f'<table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
+    return (
+        f"<h3>{title}: {comparison.result.regressed} regressed of {comparison.result.joined}{shown}</h3>"
+        f'<table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    )
 
 
-def render_html(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun],
-                title: str = "Whisper leaderboard", stamp: Optional[str] = None) -> str:
+def render_html(
+    frame: pd.DataFrame,
+    runs: list[StoredRun],
+    references: dict[str, StoredRun],
+    title: str = "Whisper leaderboard",
+    stamp: Optional[str] = None,
+) -> str:
     """The whole report as one HTML document (``stamp``: when it was made, default now)."""
     stamp = stamp or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sections = [f"<h1>{_e(title)}</h1><p class=\"muted\">Generated by whisperbench on {stamp}.</p>"]
+    sections = [f'<h1>{_e(title)}</h1><p class="muted">Generated by whisperbench on {stamp}.</p>']
     for form, heading in (("short", "Short-form (≤ 30 s per example)"), ("long", "Long-form (> 30 s)")):
         part = frame[frame["Form"] == form] if not frame.empty else frame
         sections.append(f"<h2>{heading}</h2>")
         if part.empty:
             sections.append('<p class="muted">No runs.</p>')
             continue
-        sections += [_leaderboard_table(part), "<h3>WER against speed</h3>", _scatter(part),
-                     "<h3>QoI against the reference</h3>", _qoi_bars(part)]
+        sections += [
+            _leaderboard_table(part),
+            "<h3>WER against speed</h3>",
+            _scatter(part),
+            "<h3>QoI against the reference</h3>",
+            _qoi_bars(part),
+        ]
     languages = language_frame(runs, references)
     if not languages.empty:
         sections += ["<h2>By language</h2>", _language_table(languages)]
     sections += [hallucination_html(frame), robustness_html(robustness_frame(runs, references))]
     sections += [timing_html(timing_frame(runs)), noise_html(noise_frame(runs))]
-    sections.append('<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
-                    '<span class="sub">substitution</span><span class="del">deletion</span>'
-                    '<span class="ins">insertion</span>. Click a column to sort.</p>' + FILTER_HTML)
+    sections.append(
+        '<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
+        '<span class="sub">substitution</span><span class="del">deletion</span>'
+        '<span class="ins">insertion</span>. Click a column to sort.</p>' + FILTER_HTML
+    )
     explorer: list[str] = []
     for run in runs:
         reference = references.get(run.dataset_hash)
         if reference is not None and reference is not run:
             explorer.append(_explorer(compare_runs(reference, run)))
     sections += explorer or ['<p class="muted">No candidate runs with a reference.</p>']
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-            f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+        f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>"
+    )
 
 
-def write_html(path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun],
-               title: Optional[str] = None) -> None:
+def write_html(
+    path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun], title: Optional[str] = None
+) -> None:
     """Write the HTML report (:func:`render_html`) to ``path``."""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(render_html(frame, runs, references, title or "Whisper leaderboard"))

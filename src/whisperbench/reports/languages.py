@@ -29,9 +29,14 @@ ENGLISH_ONLY = "⚠ English-only model"  # beside a run whose English-only model
 def _subset(result: QoiResult, language: str) -> QoiResult:
     examples = result.examples.where_language(language)
     regressed = examples.regressed_count()
-    return dataclasses.replace(result, examples=examples, joined=len(examples), regressed=regressed,
-                               no_regression=len(examples) - regressed,
-                               qoi=100.0 * (len(examples) - regressed) / len(examples) if examples else None)
+    return dataclasses.replace(
+        result,
+        examples=examples,
+        joined=len(examples),
+        regressed=regressed,
+        no_regression=len(examples) - regressed,
+        qoi=100.0 * (len(examples) - regressed) / len(examples) if examples else None,
+    )
 
 
 def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], confidence: float = 0.95) -> pd.DataFrame:
@@ -52,19 +57,25 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
         for language in languages:
             errors, units = _headline_counts(table, language)
             part = _subset(result, language) if result is not None else None
-            per_run.append({
-                "Implementation": run.meta.label or run.meta.adapter, "Language": language,
-                "Metric": headline_metric(language).upper(), "Examples": len(errors),
-                "Error %": 100.0 * int(errors.sum()) / int(units.sum()) if units.sum() else None,
-                "Error CI": wer_interval(errors, units, confidence),
-                "QoI %": part.qoi if part is not None else None,
-                "QoI CI": qoi_interval(part, confidence) if part is not None else None,
-                "Reference": reference is run, "Run": run.name, "Dataset": run.meta.dataset.name,
-                "Normalizer": normalizer,
-                "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
-                "Warning": ENGLISH_ONLY if language in misused else "",
-                "Language ID %": identified.get(language),
-            })
+            per_run.append(
+                {
+                    "Implementation": run.meta.label or run.meta.adapter,
+                    "Language": language,
+                    "Metric": headline_metric(language).upper(),
+                    "Examples": len(errors),
+                    "Error %": 100.0 * int(errors.sum()) / int(units.sum()) if units.sum() else None,
+                    "Error CI": wer_interval(errors, units, confidence),
+                    "QoI %": part.qoi if part is not None else None,
+                    "QoI CI": qoi_interval(part, confidence) if part is not None else None,
+                    "Reference": reference is run,
+                    "Run": run.name,
+                    "Dataset": run.meta.dataset.name,
+                    "Normalizer": normalizer,
+                    "Status": "" if run.coverage.finished else str(run.coverage),  # shown beside an unfinished run
+                    "Warning": ENGLISH_ONLY if language in misused else "",
+                    "Language ID %": identified.get(language),
+                }
+            )
         rows += per_run + [_macro(per_run)]
     return pd.DataFrame(rows)
 
@@ -100,15 +111,27 @@ def _macro(rows: list[dict]) -> dict:
         values = [r[key] for r in rows if r[key] is not None]
         return sum(values) / len(values) if values else None
 
-    return dict(rows[0], Language="macro", Metric="–", Examples=sum(r["Examples"] for r in rows), Warning="",
-                **{"Error %": mean("Error %"), "Error CI": None, "QoI %": mean("QoI %"), "QoI CI": None,
-                   "Language ID %": mean("Language ID %")})
+    return dict(
+        rows[0],
+        Language="macro",
+        Metric="–",
+        Examples=sum(r["Examples"] for r in rows),
+        Warning="",
+        **{
+            "Error %": mean("Error %"),
+            "Error CI": None,
+            "QoI %": mean("QoI %"),
+            "QoI CI": None,
+            "Language ID %": mean("Language ID %"),
+        },
+    )
 
 
 def table_order(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame``'s rows as the tables show them: by language, then implementation, each run's macro row last."""
-    return frame.assign(_macro=frame["Language"] == "macro").sort_values(["_macro", "Language", "Implementation"],
-                                                                         kind="stable")
+    return frame.assign(_macro=frame["Language"] == "macro").sort_values(
+        ["_macro", "Language", "Implementation"], kind="stable"
+    )
 
 
 def render_language_markdown(frame: pd.DataFrame) -> str:
@@ -122,18 +145,28 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
     def interval(ci) -> str:
         return "–" if ci is None or (isinstance(ci, float) and pd.isna(ci)) else f"{ci.low:.1f}–{ci.high:.1f}"
 
-    shown = pd.DataFrame({
-        "Language": frame["Language"].map(md_cell),
-        "Implementation": [(f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
-                           + (f" ({md_cell(status)})" if status else "") + (f" {warning}" if warning else "")
-                           for n, ref, status, warning in zip(frame["Implementation"], frame["Reference"],
-                                                              frame["Status"], frame["Warning"])],
-        "Metric": frame["Metric"], "Examples": frame["Examples"].map(str),
-        "Error %": frame["Error %"].map(number), "Error 95% CI": frame["Error CI"].map(interval),
-        "QoI %": frame["QoI %"].map(lambda v: number(v, 1)), "QoI 95% CI": frame["QoI CI"].map(interval),
-        "Language ID %": frame["Language ID %"].map(lambda v: number(v, 1)),
-        "Dataset": frame["Dataset"].map(md_cell), "Run": frame["Run"].map(lambda v: f"`{md_cell(v)}`"),
-    })
+    shown = pd.DataFrame(
+        {
+            "Language": frame["Language"].map(md_cell),
+            "Implementation": [
+                (f"**{md_cell(n)}** (reference)" if ref else md_cell(n))
+                + (f" ({md_cell(status)})" if status else "")
+                + (f" {warning}" if warning else "")
+                for n, ref, status, warning in zip(
+                    frame["Implementation"], frame["Reference"], frame["Status"], frame["Warning"]
+                )
+            ],
+            "Metric": frame["Metric"],
+            "Examples": frame["Examples"].map(str),
+            "Error %": frame["Error %"].map(number),
+            "Error 95% CI": frame["Error CI"].map(interval),
+            "QoI %": frame["QoI %"].map(lambda v: number(v, 1)),
+            "QoI 95% CI": frame["QoI CI"].map(interval),
+            "Language ID %": frame["Language ID %"].map(lambda v: number(v, 1)),
+            "Dataset": frame["Dataset"].map(md_cell),
+            "Run": frame["Run"].map(lambda v: f"`{md_cell(v)}`"),
+        }
+    )
     table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
     return "## By language\n\n" + table + "\n\n" + language_note(frame) + "\n"
 
@@ -142,9 +175,12 @@ def language_note(frame: pd.DataFrame) -> str:
     """What the per-language table's units are and which normalizers scored it (one text for every format)."""
     normalizers = sorted(set(frame["Normalizer"]))
     folded = [n for n in normalizers if "+" in n]
-    return ("Error %: WER, or CER (characters, spaces left out) for zh, ja, th, lo, my and yue, written without "
-            "spaces, and for ko, written with spaces whose use varies between writers (spacing is not counted). "
-            "QoI compares the same units. Language ID %: examples whose language the implementation identified right "
-            "(– where the language was forced or not reported). macro: the mean over a run's languages. Normalizer: "
-            + ", ".join(normalizers) + (" (+zh-hans: traditional Chinese characters folded to simplified before "
-                                        "scoring)" if folded else "") + ".")
+    return (
+        "Error %: WER, or CER (characters, spaces left out) for zh, ja, th, lo, my and yue, written without "
+        "spaces, and for ko, written with spaces whose use varies between writers (spacing is not counted). "
+        "QoI compares the same units. Language ID %: examples whose language the implementation identified right "
+        "(– where the language was forced or not reported). macro: the mean over a run's languages. Normalizer: "
+        + ", ".join(normalizers)
+        + (" (+zh-hans: traditional Chinese characters folded to simplified before scoring)" if folded else "")
+        + "."
+    )

@@ -19,8 +19,21 @@ from .compare import compare_runs
 from .escape import md_cell
 from .weights import english_only_languages, english_only_note, model_label, size_mb
 
-COLUMNS = ["Implementation", "Model", "Size MB", "Dataset", "WER %", "WER 95% CI", "QoI %", "QoI 95% CI", "RTFx", "Examples",
-           "Failed", "Status", "Run"]
+COLUMNS = [
+    "Implementation",
+    "Model",
+    "Size MB",
+    "Dataset",
+    "WER %",
+    "WER 95% CI",
+    "QoI %",
+    "QoI 95% CI",
+    "RTFx",
+    "Examples",
+    "Failed",
+    "Status",
+    "Run",
+]
 
 
 REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its maker (e.g. the demo) used
@@ -38,6 +51,7 @@ def pick_references(
         if run.name in wanted:
             chosen[run.dataset_hash] = run
     if adapter:
+
         def plainness(run: StoredRun) -> tuple:
             label = run.meta.label or ""
             return (label != adapter, len(label), run.name)
@@ -58,8 +72,10 @@ def describe_references(references: dict[str, StoredRun]) -> list[str]:
     """One line per dataset saying which run is its reference (what a report prints), or that there is none."""
     if not references:
         return ["no finished reference run: QoI not computed (name one with --reference)"]
-    return [f"reference for {run.meta.dataset.name}: {run.name} ({run.meta.label or run.meta.adapter}, "
-            f"{run.coverage})" for run in sorted(references.values(), key=lambda r: (r.meta.dataset.name, r.name))]
+    return [
+        f"reference for {run.meta.dataset.name}: {run.name} ({run.meta.label or run.meta.adapter}, {run.coverage})"
+        for run in sorted(references.values(), key=lambda r: (r.meta.dataset.name, r.name))
+    ]
 
 
 def _metric_values(run: StoredRun, normalizer: str) -> dict:
@@ -88,8 +104,9 @@ def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
     write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})
 
 
-def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
-                      confidence: float = 0.95) -> pd.DataFrame:
+def leaderboard_frame(
+    runs: list[StoredRun], references: dict[str, StoredRun], confidence: float = 0.95
+) -> pd.DataFrame:
     """One row per run: WER (normalized, corpus-level), QoI against its dataset's reference, RTFx,
     with bootstrap confidence intervals (examples resampled, seeded) for WER and QoI."""
     rows = []
@@ -105,30 +122,32 @@ def leaderboard_frame(runs: list[StoredRun], references: dict[str, StoredRun],
             qoi_value, qoi_ci = result.qoi, qoi_interval(result, confidence)
             drift = None if reference is run else (comparison.formatting_parity or {}).get("drift_pct")
         stored = run.summary
-        rows.append({
-            "Form": run.form,
-            "Implementation": run.meta.label or run.meta.adapter,
-            "Reference": reference is run,
-            "Model": model_label(run.meta),
-            "Warning": english_only_note(english_only_languages(run)),
-            "Size MB": size_mb(run.meta),
-            "Dataset": run.meta.dataset.name,
-            "WER %": summary["wer"],
-            "WER CI": wer_ci,
-            "QoI %": qoi_value,
-            "QoI CI": qoi_ci,
-            "Format drift %": drift,
-            "RTFx": stored.rtfx if stored is not None else summary["rtfx"],
-            "RTFx reliable": stored is None or stored.rtfx_reliable is not False,
-            "Examples": summary["num_examples"],
-            "Failed": summary["num_failed"],
-            "Status": str(run.coverage),
-            "Finished": run.coverage.finished,
-            "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
-            "Hallucination": summary.get("hallucination"),
-            **metric_cells(run.score_table(normalizer)),
-            "Run": run.name,
-        })
+        rows.append(
+            {
+                "Form": run.form,
+                "Implementation": run.meta.label or run.meta.adapter,
+                "Reference": reference is run,
+                "Model": model_label(run.meta),
+                "Warning": english_only_note(english_only_languages(run)),
+                "Size MB": size_mb(run.meta),
+                "Dataset": run.meta.dataset.name,
+                "WER %": summary["wer"],
+                "WER CI": wer_ci,
+                "QoI %": qoi_value,
+                "QoI CI": qoi_ci,
+                "Format drift %": drift,
+                "RTFx": stored.rtfx if stored is not None else summary["rtfx"],
+                "RTFx reliable": stored is None or stored.rtfx_reliable is not False,
+                "Examples": summary["num_examples"],
+                "Failed": summary["num_failed"],
+                "Status": str(run.coverage),
+                "Finished": run.coverage.finished,
+                "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
+                "Hallucination": summary.get("hallucination"),
+                **metric_cells(run.score_table(normalizer)),
+                "Run": run.name,
+            }
+        )
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.sort_values(["Form", "Dataset", "WER %", "Implementation"], na_position="last")
@@ -168,8 +187,11 @@ def _fmt(value, digits: int) -> str:
 
 
 def _fmt_ci(interval) -> str:
-    return "–" if interval is None or (isinstance(interval, float) and pd.isna(interval)) else \
-        f"{interval.low:.1f}–{interval.high:.1f}"
+    return (
+        "–"
+        if interval is None or (isinstance(interval, float) and pd.isna(interval))
+        else f"{interval.low:.1f}–{interval.high:.1f}"
+    )
 
 
 def _table(frame: pd.DataFrame, columns: list[str]) -> str:
@@ -179,21 +201,29 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
     shown["WER %"] = shown["WER %"].map(lambda v: _fmt(v, 2))
     shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
     shown["Size MB"] = shown["Size MB"].map(lambda v: _fmt(v, 1))
-    shown["RTFx"] = [_fmt(v, 1) + ("" if ok or _fmt(v, 1) == "–" else " ⚠ busy")
-                     for v, ok in zip(frame["RTFx"], frame["RTFx reliable"])]
+    shown["RTFx"] = [
+        _fmt(v, 1) + ("" if ok or _fmt(v, 1) == "–" else " ⚠ busy")
+        for v, ok in zip(frame["RTFx"], frame["RTFx reliable"])
+    ]
     for column in ("Model", "Dataset", "Long-form algorithm", "Status"):  # text from manifests and command lines
         if column in shown:
             shown[column] = shown[column].map(md_cell)
     for column in metric_columns(frame) + (["Format drift %"] if "Format drift %" in shown else []):
         shown[column] = shown[column].map(lambda v: _fmt(v, 2))
     shown["Run"] = shown["Run"].map(lambda v: f"`{md_cell(v)}`")
-    shown["Implementation"] = [f"**{md_cell(name)}** (reference)" if ref else md_cell(name)
-                               for name, ref in zip(frame["Implementation"], frame["Reference"])]
+    shown["Implementation"] = [
+        f"**{md_cell(name)}** (reference)" if ref else md_cell(name)
+        for name, ref in zip(frame["Implementation"], frame["Reference"])
+    ]
     return shown.to_markdown(index=False, disable_numparse=True)
 
 
-def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title: str = "Whisper leaderboard",
-                    stamp: Optional[str] = None) -> str:
+def render_markdown(
+    frame: pd.DataFrame,
+    references: dict[str, StoredRun],
+    title: str = "Whisper leaderboard",
+    stamp: Optional[str] = None,
+) -> str:
     """The markdown leaderboard: short-form and long-form tables, with how the figures were made (``stamp``:
     when, default now; a fixed one makes the same runs give the same text)."""
     stamp = stamp or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -206,8 +236,9 @@ def render_markdown(frame: pd.DataFrame, references: dict[str, StoredRun], title
             parts += ["_No runs._", ""]
             continue
         drift = ["Format drift %"] if part["Format drift %"].notna().any() else []
-        columns = (COLUMNS[:-1] + drift + metric_columns(part) + (["Long-form algorithm"] if form == "long" else [])
-                   + ["Run"])
+        columns = (
+            COLUMNS[:-1] + drift + metric_columns(part) + (["Long-form algorithm"] if form == "long" else []) + ["Run"]
+        )
         parts += [_table(part, columns), ""]
     parts += [
         "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "

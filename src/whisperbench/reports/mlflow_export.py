@@ -27,10 +27,12 @@ KEY_TAG = "whisperbench.key"
 DEFAULT_EXPERIMENT = "whisperbench"
 _BATCH = 100  # MLflow's log_batch takes at most 100 params per call
 #: MLflow's HTTP settings (read at each request) from the one network policy
-NETWORK_ENV = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(NETWORK.request_timeout_s),
-               "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(NETWORK.retries),
-               "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(NETWORK.backoff_s),
-               "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0"}
+NETWORK_ENV = {
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": str(NETWORK.request_timeout_s),
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(NETWORK.retries),
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(NETWORK.backoff_s),
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
+}
 
 
 def _client(tracking_uri: Optional[str]):
@@ -41,8 +43,7 @@ def _client(tracking_uri: Optional[str]):
     try:
         return MlflowClient(tracking_uri=tracking_uri)
     except Exception as exc:  # MLflow refuses a store (e.g. a file store without MLFLOW_ALLOW_FILE_STORE)
-        raise WhisperbenchError(safe_line(f"MLflow tracking URI {tracking_uri or '(MLflow default)'}: {exc}")) \
-            from exc
+        raise WhisperbenchError(safe_line(f"MLflow tracking URI {tracking_uri or '(MLflow default)'}: {exc}")) from exc
 
 
 def _experiment_id(client, name: str) -> str:
@@ -70,13 +71,19 @@ def _log_values(client, run_id: str, tracked: TrackedRun) -> None:
     params = [Param(k, v) for k, v in tracked.params.items() if existing.get(k) != v]
     changed = [p.key for p in params if p.key in existing]
     if changed:  # the key covers the params: a change means the run was edited by hand
-        raise WhisperbenchError(f"MLflow run {run_id} has other values for {', '.join(changed[:5])}: "
-                                "it is not this run's export (delete it, or use another --experiment)")
+        raise WhisperbenchError(
+            f"MLflow run {run_id} has other values for {', '.join(changed[:5])}: "
+            "it is not this run's export (delete it, or use another --experiment)"
+        )
     metrics = [Metric(k, v, stamp, 0) for k, v in tracked.metrics.items()]
     tags = [RunTag(k, v) for k, v in tracked.tags.items()]
     for start in range(0, max(len(params), len(metrics), len(tags)), _BATCH):
-        client.log_batch(run_id, metrics=metrics[start:start + _BATCH], params=params[start:start + _BATCH],
-                         tags=tags[start:start + _BATCH])
+        client.log_batch(
+            run_id,
+            metrics=metrics[start : start + _BATCH],
+            params=params[start : start + _BATCH],
+            tags=tags[start : start + _BATCH],
+        )
 
 
 def _log_files(client, run_id: str, tracked: TrackedRun) -> None:
@@ -105,5 +112,7 @@ def publish(tracked: TrackedRun, tracking_uri: Optional[str] = None, experiment:
             client.set_terminated(run_id, "FINISHED")
         except MlflowException as exc:  # an unreachable server, a store MLflow refuses, no permission
             raise WhisperbenchError(safe_line(f"MLflow at {where}: {exc.message}")) from exc
-    return safe_line(f"MLflow: {'created' if created else 'updated'} run {run_id} ({tracked.name}) in "
-                        f"experiment {experiment or DEFAULT_EXPERIMENT!r} at {where}")
+    return safe_line(
+        f"MLflow: {'created' if created else 'updated'} run {run_id} ({tracked.name}) in "
+        f"experiment {experiment or DEFAULT_EXPERIMENT!r} at {where}"
+    )

@@ -19,10 +19,12 @@ from .escape import md_cell
 from .leaderboard import _fmt, metric_columns
 
 PROJECT_URL = "https://github.com/whisperbench/whisperbench"
-QOI_NOTE = ("QoI: the share of examples on which the implementation makes no more errors than the reference "
-            "(`no_regression = wer(candidate) <= wer(reference)` per example); the reference has 100 % by "
-            "definition. WER after Whisper's text normalizer, pooled over the dataset. Status: examples stored of the "
-            "dataset's; only finished runs go into the model-index.")
+QOI_NOTE = (
+    "QoI: the share of examples on which the implementation makes no more errors than the reference "
+    "(`no_regression = wer(candidate) <= wer(reference)` per example); the reference has 100 % by "
+    "definition. WER after Whisper's text normalizer, pooled over the dataset. Status: examples stored of the "
+    "dataset's; only finished runs go into the model-index."
+)
 
 
 def _eval_results(rows: list[dict], metrics: list[str]) -> list:
@@ -33,27 +35,42 @@ def _eval_results(rows: list[dict], metrics: list[str]) -> list:
         if not row["Finished"] or row["WER %"] is None:  # a stopped or empty run's figures are no evaluation result
             continue
         name = f"{row['Implementation']} ({row['Model']})"
-        common: dict[str, Any] = {"task_type": "automatic-speech-recognition", "task_name": "Automatic Speech Recognition",
-                  "dataset_type": str(row["Dataset"]), "dataset_name": str(row["Dataset"]),
-                  "source_name": "whisperbench", "source_url": PROJECT_URL}
-        results.append(EvalResult(metric_type="wer", metric_name=f"WER {name}", metric_value=round(row["WER %"], 2),
-                                  **common))
+        common: dict[str, Any] = {
+            "task_type": "automatic-speech-recognition",
+            "task_name": "Automatic Speech Recognition",
+            "dataset_type": str(row["Dataset"]),
+            "dataset_name": str(row["Dataset"]),
+            "source_name": "whisperbench",
+            "source_url": PROJECT_URL,
+        }
+        results.append(
+            EvalResult(metric_type="wer", metric_name=f"WER {name}", metric_value=round(row["WER %"], 2), **common)
+        )
         if not row["Reference"] and row["QoI %"] is not None:
-            results.append(EvalResult(metric_type="qoi", metric_name=f"QoI {name}",
-                                      metric_value=round(row["QoI %"], 1), **common))
-        results += [EvalResult(metric_type=metric, metric_name=f"{metric} {name}", metric_value=round(row[metric], 4),
-                               **common) for metric in metrics if row.get(metric) is not None]
+            results.append(
+                EvalResult(metric_type="qoi", metric_name=f"QoI {name}", metric_value=round(row["QoI %"], 1), **common)
+            )
+        results += [
+            EvalResult(metric_type=metric, metric_name=f"{metric} {name}", metric_value=round(row[metric], 4), **common)
+            for metric in metrics
+            if row.get(metric) is not None
+        ]
     return results
 
 
 def _dataset_table(part: pd.DataFrame, metrics: list[str]) -> str:
     heads = "".join(f" {md_cell(m)} |" for m in metrics)
-    lines = [f"| | Model | WER | QoI (%) | File Size (MB) | Status |{heads}", "|---|---|---|---|---|---|" + "---|" * len(metrics)]
+    lines = [
+        f"| | Model | WER | QoI (%) | File Size (MB) | Status |{heads}",
+        "|---|---|---|---|---|---|" + "---|" * len(metrics),
+    ]
     for _, row in part.iterrows():
         name = md_cell(row["Implementation"]) + (" (reference)" if row["Reference"] else "")
         cells = "".join(f" {_fmt(row[m], 2)} |" for m in metrics)
-        lines.append(f"| {name} | {md_cell(row['Model'])} | {_fmt(row['WER %'], 2)} | {_fmt(row['QoI %'], 1)} | "
-                     f"{_fmt(row['Size MB'], 0)} | {md_cell(row['Status'])} |{cells}")
+        lines.append(
+            f"| {name} | {md_cell(row['Model'])} | {_fmt(row['WER %'], 2)} | {_fmt(row['QoI %'], 1)} | "
+            f"{_fmt(row['Size MB'], 0)} | {md_cell(row['Status'])} |{cells}"
+        )
     return "\n".join(lines)
 
 
@@ -63,9 +80,13 @@ def render_model_card(frame: pd.DataFrame, title: str = "Evaluation results", mo
 
     records = frame.astype(object).where(frame.notna(), None).to_dict("records")
     metrics = metric_columns(frame)
-    data = ModelCardData(model_name=model_name or title, pipeline_tag="automatic-speech-recognition",
-                         tags=["whisper", "whisperbench", "automatic-speech-recognition"], metrics=["wer"],
-                         eval_results=_eval_results(records, metrics) or None)
+    data = ModelCardData(
+        model_name=model_name or title,
+        pipeline_tag="automatic-speech-recognition",
+        tags=["whisper", "whisperbench", "automatic-speech-recognition"],
+        metrics=["wer"],
+        eval_results=_eval_results(records, metrics) or None,
+    )
     parts = ["---", data.to_yaml(), "---", "", f"# {md_cell(title)}", ""]
     for dataset, part in frame.groupby("Dataset", sort=False):  # the reference first, then by QoI and WER
         part = part.sort_values(["Reference", "QoI %", "WER %"], ascending=[False, False, True], na_position="last")

@@ -72,27 +72,36 @@ def run_noise(runs: list[StoredRun]) -> NoiseReport:
     known = [w for w in wers if w is not None]
     n = len(common)
     return NoiseReport(
-        runs=[run.name for run in runs], examples=n,
+        runs=[run.name for run in runs],
+        examples=n,
         identical_outputs=100.0 * (n - len(differing)) / n if n else 0.0,
         same_errors=100.0 * len(same) / n if n else 0.0,
-        wer=wers, wer_spread=max(known) - min(known) if known else None,
+        wer=wers,
+        wer_spread=max(known) - min(known) if known else None,
         wer_sd=statistics.stdev(known) if len(known) > 1 else None,
         regressed_between_repeats=statistics.fmean(regressed) if regressed else 0.0,
-        different_ids=differing[:10])
+        different_ids=differing[:10],
+    )
 
 
 def format_noise(report: NoiseReport) -> str:
     """The noise report as printed by ``whisperbench noise``."""
     wers = ", ".join("n/a" if w is None else f"{w:.2f}%" for w in report.wer)
-    lines = [f"run-to-run noise over {len(report.runs)} runs ({', '.join(report.runs)}), {report.examples} examples "
-             f"judged in all: {'deterministic' if report.deterministic else 'NOT deterministic'}",
-             f"  identical outputs: {report.identical_outputs:.1f}% of examples; same error count: "
-             f"{report.same_errors:.1f}%",
-             f"  WER per run: {wers}" + ("" if report.wer_spread is None else
-                                         f" (spread {report.wer_spread:.2f} points"
-                                         + (f", sd {report.wer_sd:.2f})" if report.wer_sd is not None else ")")),
-             f"  regressed from one repeat to another: {report.regressed_between_repeats:.1f}% of examples "
-             f"(whisperbench plan --baseline-regressed {report.regressed_between_repeats:.1f})"]
+    lines = [
+        f"run-to-run noise over {len(report.runs)} runs ({', '.join(report.runs)}), {report.examples} examples "
+        f"judged in all: {'deterministic' if report.deterministic else 'NOT deterministic'}",
+        f"  identical outputs: {report.identical_outputs:.1f}% of examples; same error count: "
+        f"{report.same_errors:.1f}%",
+        f"  WER per run: {wers}"
+        + (
+            ""
+            if report.wer_spread is None
+            else f" (spread {report.wer_spread:.2f} points"
+            + (f", sd {report.wer_sd:.2f})" if report.wer_sd is not None else ")")
+        ),
+        f"  regressed from one repeat to another: {report.regressed_between_repeats:.1f}% of examples "
+        f"(whisperbench plan --baseline-regressed {report.regressed_between_repeats:.1f})",
+    ]
     if report.different_ids:
         lines.append(f"  outputs differ on e.g.: {', '.join(report.different_ids)}")
     return "\n".join(lines)
@@ -114,32 +123,46 @@ def noise_frame(runs: list[StoredRun]) -> pd.DataFrame:
     rows = []
     for group in repeat_groups(runs):
         report = run_noise(group)
-        rows.append({"Implementation": group[0].meta.label or group[0].meta.adapter,
-                     "Dataset": group[0].meta.dataset.name, "Runs": ", ".join(report.runs),
-                     "Examples": report.examples, "Identical outputs %": report.identical_outputs,
-                     "WER spread": report.wer_spread, "Regressed between repeats %": report.regressed_between_repeats,
-                     "Deterministic": report.deterministic})
+        rows.append(
+            {
+                "Implementation": group[0].meta.label or group[0].meta.adapter,
+                "Dataset": group[0].meta.dataset.name,
+                "Runs": ", ".join(report.runs),
+                "Examples": report.examples,
+                "Identical outputs %": report.identical_outputs,
+                "WER spread": report.wer_spread,
+                "Regressed between repeats %": report.regressed_between_repeats,
+                "Deterministic": report.deterministic,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-NOISE_NOTE = ("Runs of one configuration on one dataset (the same implementation, model, decoding and normalizer): "
-              "a non-deterministic one can pass a gate on one run and fail it on the next; `whisperbench plan "
-              "--baseline-regressed` and `gate --repeat` take that into account (docs/statistics.md).")
+NOISE_NOTE = (
+    "Runs of one configuration on one dataset (the same implementation, model, decoding and normalizer): "
+    "a non-deterministic one can pass a gate on one run and fail it on the next; `whisperbench plan "
+    "--baseline-regressed` and `gate --repeat` take that into account (docs/statistics.md)."
+)
 
 
 def render_noise_markdown(frame: pd.DataFrame) -> str:
     """The run-to-run noise section (markdown), or "" when no configuration was run twice."""
     if frame.empty:
         return ""
-    shown = frame.assign(**{
-        "Implementation": frame["Implementation"].map(md_cell), "Dataset": frame["Dataset"].map(md_cell),
-        "Runs": frame["Runs"].map(md_cell),
-        "Identical outputs %": frame["Identical outputs %"].map(lambda v: f"{v:.1f}"),
-        "WER spread": frame["WER spread"].map(lambda v: "–" if v is None or pd.isna(v) else f"{v:.2f}"),
-        "Regressed between repeats %": frame["Regressed between repeats %"].map(lambda v: f"{v:.1f}"),
-        "Deterministic": frame["Deterministic"].map(lambda v: "yes" if v else "**NO**")})
-    return ("\n## Run-to-run noise\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n\n"
-            + NOISE_NOTE + "\n")
+    shown = frame.assign(
+        **{
+            "Implementation": frame["Implementation"].map(md_cell),
+            "Dataset": frame["Dataset"].map(md_cell),
+            "Runs": frame["Runs"].map(md_cell),
+            "Identical outputs %": frame["Identical outputs %"].map(lambda v: f"{v:.1f}"),
+            "WER spread": frame["WER spread"].map(lambda v: "–" if v is None or pd.isna(v) else f"{v:.2f}"),
+            "Regressed between repeats %": frame["Regressed between repeats %"].map(lambda v: f"{v:.1f}"),
+            "Deterministic": frame["Deterministic"].map(lambda v: "yes" if v else "**NO**"),
+        }
+    )
+    return (
+        "\n## Run-to-run noise\n\n" + shown.to_markdown(index=False, disable_numparse=True) + "\n\n" + NOISE_NOTE + "\n"
+    )
 
 
 def noise_html(frame: pd.DataFrame) -> str:
@@ -147,10 +170,14 @@ def noise_html(frame: pd.DataFrame) -> str:
     if frame.empty:
         return ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
-    return (f'<h2>Run-to-run noise</h2><table class="sortable noise"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{body}</tbody></table><p class="muted">{html.escape(NOISE_NOTE)}</p>')
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return (
+        f'<h2>Run-to-run noise</h2><table class="sortable noise"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{body}</tbody></table><p class="muted">{html.escape(NOISE_NOTE)}</p>'
+    )
 
 
 def _cell(value: Any) -> str:

@@ -21,16 +21,22 @@ def comparison_notes(c: Comparison) -> list[str]:
     notes = [f"weights: {c.weights}"]
     if not c.same_dataset:
         notes.append("datasets differ (content hashes)")
-    for label, ids in (("only in reference", r.only_in_reference), ("only in candidate", r.only_in_candidate),
-                       ("reference failed", r.reference_failed), ("transcript differs", r.text_mismatch)):
+    for label, ids in (
+        ("only in reference", r.only_in_reference),
+        ("only in candidate", r.only_in_candidate),
+        ("reference failed", r.reference_failed),
+        ("transcript differs", r.text_mismatch),
+    ):
         if ids:
             notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
     notes += _hallucination_notes(c)
     notes += format_significance(c.significance) if c.significance else []
     if c.holm:
-        notes.append(f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
-                     f"{_p(c.holm['sign_test'])}, MAPSSWE p = {_p(c.holm['mapsswe'])}, bootstrap WER p = "
-                     f"{_p(c.holm['wer_difference'])}")
+        notes.append(
+            f"paired: Holm-adjusted over {c.holm['family']} candidates: sign test p = "
+            f"{_p(c.holm['sign_test'])}, MAPSSWE p = {_p(c.holm['mapsswe'])}, bootstrap WER p = "
+            f"{_p(c.holm['wer_difference'])}"
+        )
     return notes + _english_only_notes(c) + _setting_notes(c)
 
 
@@ -41,16 +47,19 @@ def _p(value) -> str:
 def _setting_notes(c: Comparison) -> list[str]:
     from ..runinfo import identity_differences
 
-    said = identity_differences(c.reference.meta, c.candidate.meta, "the reference",
-                                ("decoding", "normalizer", "long_form"))
+    said = identity_differences(
+        c.reference.meta, c.candidate.meta, "the reference", ("decoding", "normalizer", "long_form")
+    )
     return [f"settings that differ from the reference: {'; '.join(said)}"] if said else []
 
 
 def _english_only_notes(c: Comparison) -> list[str]:
-    return [f"{side} {run.meta.model} is English-only, yet examples are labelled {', '.join(languages)}: its WER "
-            "there measures a model that cannot transcribe them"
-            for side, run in (("the reference's model", c.reference), ("the candidate's model", c.candidate))
-            if (languages := english_only_languages(run))]
+    return [
+        f"{side} {run.meta.model} is English-only, yet examples are labelled {', '.join(languages)}: its WER "
+        "there measures a model that cannot transcribe them"
+        for side, run in (("the reference's model", c.reference), ("the candidate's model", c.candidate))
+        if (languages := english_only_languages(run))
+    ]
 
 
 def _hallucination_notes(c: Comparison) -> list[str]:

@@ -19,8 +19,12 @@ from ..store import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 
-COUNTS = {"Loops": "loops", "Bursts": "bursts", "Output on non-speech": "nonspeech_with_output",
-          "Catastrophic": "catastrophic"}
+COUNTS = {
+    "Loops": "loops",
+    "Bursts": "bursts",
+    "Output on non-speech": "nonspeech_with_output",
+    "Catastrophic": "catastrophic",
+}
 
 
 def _qoi_by_condition(reference: Optional[StoredRun], run: StoredRun) -> dict[str, Optional[float]]:
@@ -47,11 +51,22 @@ def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) ->
         for condition in sorted(groups, key=condition_order):
             summary = summarize(groups[condition], normalizer, run.form)
             counts = summary.metrics.get("hallucination", {})
-            rows.append({"Implementation": run.meta.label or run.meta.adapter, "Reference": reference is run,
-                         "Condition": condition, "Noise": noise_of(condition), "SNR dB": snr_of(condition),
-                         "Examples": summary.num_examples, "Failed": summary.num_failed, "WER %": summary.wer,
-                         "Words on non-speech": _nonspeech_words(summary, counts), "QoI %": qois.get(condition),
-                         **{head: counts.get(key, 0) for head, key in COUNTS.items()}, "Run": run.name})
+            rows.append(
+                {
+                    "Implementation": run.meta.label or run.meta.adapter,
+                    "Reference": reference is run,
+                    "Condition": condition,
+                    "Noise": noise_of(condition),
+                    "SNR dB": snr_of(condition),
+                    "Examples": summary.num_examples,
+                    "Failed": summary.num_failed,
+                    "WER %": summary.wer,
+                    "Words on non-speech": _nonspeech_words(summary, counts),
+                    "QoI %": qois.get(condition),
+                    **{head: counts.get(key, 0) for head, key in COUNTS.items()},
+                    "Run": run.name,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -67,13 +82,19 @@ def _number(value, digits: int) -> str:
 def _pivot(frame: pd.DataFrame, names: list[str], value: str, digits: int) -> str:
     """Implementations down, conditions across (clean, noise high to low SNR, others), ``value`` in the cells;
     only the conditions where some run has a value."""
-    wide = frame.assign(Implementation=names).pivot_table(index="Implementation", columns="Condition", values=value,
-                                                          aggfunc="first", dropna=False)
+    wide = frame.assign(Implementation=names).pivot_table(
+        index="Implementation", columns="Condition", values=value, aggfunc="first", dropna=False
+    )
     rows = [n for _, n in sorted(zip(~frame["Reference"], names), key=lambda pair: pair[0])]  # the reference first
     nonspeech = set(frame.loc[frame["Words on non-speech"].notna(), "Condition"])
     columns = sorted(wide.columns, key=lambda c: (c in nonspeech, condition_order(c)))  # non-speech clips last
     shown = [c for c in columns if wide[c].notna().any()]
-    table = wide.loc[list(dict.fromkeys(rows)), shown].map(lambda v: _number(v, digits)).reset_index().rename(columns=md_cell)
+    table = (
+        wide.loc[list(dict.fromkeys(rows)), shown]
+        .map(lambda v: _number(v, digits))
+        .reset_index()
+        .rename(columns=md_cell)
+    )
     return table.to_markdown(index=False, disable_numparse=True)
 
 
@@ -82,24 +103,51 @@ def render_robustness_markdown(frame: pd.DataFrame) -> str:
     condition), then every figure per (run, condition)."""
     if frame.empty:
         return ""
-    names = [f"**{md_cell(n)}** (reference)" if ref else md_cell(n)
-             for n, ref in zip(frame["Implementation"], frame["Reference"])]
-    parts = ["", "## Robustness", "", "Derived sets of `whisperbench perturb` (`NOISE@SNR`: SNR in dB). WER %:", "",
-             _pivot(frame, names, "WER %", 1), ""]
+    names = [
+        f"**{md_cell(n)}** (reference)" if ref else md_cell(n)
+        for n, ref in zip(frame["Implementation"], frame["Reference"])
+    ]
+    parts = [
+        "",
+        "## Robustness",
+        "",
+        "Derived sets of `whisperbench perturb` (`NOISE@SNR`: SNR in dB). WER %:",
+        "",
+        _pivot(frame, names, "WER %", 1),
+        "",
+    ]
     if frame["QoI %"].notna().any():
         parts += ["QoI % against the reference run on the same examples:", "", _pivot(frame, names, "QoI %", 1), ""]
     if frame["Words on non-speech"].notna().any():
-        parts += ["Words written on non-speech audio (the transcript is empty; 0 is right):", "",
-                  _pivot(frame, names, "Words on non-speech", 0), ""]
-    long = pd.DataFrame({
-        "Implementation": names, "Condition": frame["Condition"].map(md_cell), "Examples": frame["Examples"].map(str),
-        "WER %": frame["WER %"].map(lambda v: _number(v, 2)), "QoI %": frame["QoI %"].map(lambda v: _number(v, 1)),
-        "Words on non-speech": frame["Words on non-speech"].map(lambda v: _number(v, 0)),
-        **{head: frame[head].map(str) for head in COUNTS}, "Failed": frame["Failed"].map(str)})
-    long = long.loc[frame.assign(_o=frame["Condition"].map(condition_order)).sort_values(
-        ["_o", "Implementation"], kind="stable").index]
-    parts += ["Per run and condition, with the hallucination counts (docs/robustness.md):", "",
-              long.to_markdown(index=False, disable_numparse=True), ""]
+        parts += [
+            "Words written on non-speech audio (the transcript is empty; 0 is right):",
+            "",
+            _pivot(frame, names, "Words on non-speech", 0),
+            "",
+        ]
+    long = pd.DataFrame(
+        {
+            "Implementation": names,
+            "Condition": frame["Condition"].map(md_cell),
+            "Examples": frame["Examples"].map(str),
+            "WER %": frame["WER %"].map(lambda v: _number(v, 2)),
+            "QoI %": frame["QoI %"].map(lambda v: _number(v, 1)),
+            "Words on non-speech": frame["Words on non-speech"].map(lambda v: _number(v, 0)),
+            **{head: frame[head].map(str) for head in COUNTS},
+            "Failed": frame["Failed"].map(str),
+        }
+    )
+    long = long.loc[
+        frame.assign(_o=frame["Condition"].map(condition_order))
+        .sort_values(["_o", "Implementation"], kind="stable")
+        .index
+    ]
+    parts += [
+        "Per run and condition, with the hallucination counts (docs/robustness.md):",
+        "",
+        long.to_markdown(index=False, disable_numparse=True),
+        "",
+    ]
     return "\n".join(parts)
 
 
@@ -111,11 +159,18 @@ def robustness_html(frame: pd.DataFrame) -> str:
         f"<tr><td>{html.escape(str(r['Implementation']))}</td><td>{html.escape(str(r['Condition']))}</td>"
         f'<td class="num">{r["Examples"]}</td><td class="num">{_number(r["WER %"], 2)}</td>'
         f'<td class="num">{_number(r["QoI %"], 1)}</td><td class="num">{_number(r["Words on non-speech"], 0)}</td>'
-        + "".join(f'<td class="num">{r[h]}</td>' for h in COUNTS) + "</tr>" for _, r in frame.iterrows())
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["Implementation", "Condition", "Examples", "WER %", "QoI %",
-                                                           "Words on non-speech", *COUNTS])
-    return (f"<h2>Robustness</h2>{_curves(frame)}<table class=\"sortable robustness\"><thead><tr>{head}</tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+        + "".join(f'<td class="num">{r[h]}</td>' for h in COUNTS)
+        + "</tr>"
+        for _, r in frame.iterrows()
+    )
+    head = "".join(
+        f"<th>{html.escape(h)}</th>"
+        for h in ["Implementation", "Condition", "Examples", "WER %", "QoI %", "Words on non-speech", *COUNTS]
+    )
+    return (
+        f'<h2>Robustness</h2>{_curves(frame)}<table class="sortable robustness"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
 
 
 def _curves(frame: pd.DataFrame) -> str:
@@ -131,13 +186,17 @@ def _curves(frame: pd.DataFrame) -> str:
     sx = lambda v: pad + (width - 2 * pad) * (v - xs[0]) / max(xs[-1] - xs[0], 1)  # noqa: E731
     sy = lambda v: height - pad - (height - 2 * pad) * v / y_max  # noqa: E731
     colors = ["#3a6ea5", "#c0504d", "#6aa56a", "#8064a2", "#f79646", "#4bacc6", "#777"]
-    parts = [f'<svg class="plot robustness-curve" width="{width}" height="{height}" role="img" aria-label="WER '
-             f'against SNR"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
-             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#999"/>'
-             f'<text x="{width / 2 - 40}" y="{height - 8}">SNR dB (right: clean)</text>'
-             f'<text x="4" y="{pad - 12}">WER % ({y_max:.0f} at top)</text>']
-    parts += [f'<text x="{sx(x) - 8:.1f}" y="{height - pad + 14}">{"clean" if i == len(snrs) else f"{x:g}"}</text>'
-              for i, x in enumerate(xs)]
+    parts = [
+        f'<svg class="plot robustness-curve" width="{width}" height="{height}" role="img" aria-label="WER '
+        f'against SNR"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#999"/>'
+        f'<text x="{width / 2 - 40}" y="{height - 8}">SNR dB (right: clean)</text>'
+        f'<text x="4" y="{pad - 12}">WER % ({y_max:.0f} at top)</text>'
+    ]
+    parts += [
+        f'<text x="{sx(x) - 8:.1f}" y="{height - pad + 14}">{"clean" if i == len(snrs) else f"{x:g}"}</text>'
+        for i, x in enumerate(xs)
+    ]
     legend = []
     for number, ((name, noise), group) in enumerate(noisy.groupby(["Implementation", "Noise"], sort=True)):
         points = sorted(zip(group["SNR dB"], group["WER %"]))
@@ -145,7 +204,9 @@ def _curves(frame: pd.DataFrame) -> str:
             points.append((xs[-1], float(clean[name])))
         color = colors[number % len(colors)]
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}">'
-                     f"<title>{html.escape(f'{name}, {noise}')}</title></polyline>")
+        parts.append(
+            f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}">'
+            f"<title>{html.escape(f'{name}, {noise}')}</title></polyline>"
+        )
         legend.append(f'<li><span style="color:{color}">■</span> {html.escape(f"{name}, {noise} noise")}</li>')
     return "".join(parts) + f'</svg><ul class="plot-legend">{"".join(legend)}</ul>'

@@ -67,17 +67,41 @@ def run_row(store: RunStore) -> RunRow:
     try:
         return _row_of(read_run(store), store)
     except WhisperbenchError as exc:
-        return RunRow(store.name, "unreadable", 0, 0, 0, "?", "?", "?", "?", "", store.size_bytes(),
-                      store.live_writer(), one_line(str(exc)))
+        return RunRow(
+            store.name,
+            "unreadable",
+            0,
+            0,
+            0,
+            "?",
+            "?",
+            "?",
+            "?",
+            "",
+            store.size_bytes(),
+            store.live_writer(),
+            one_line(str(exc)),
+        )
 
 
 def _row_of(run: StoredRun, store: RunStore) -> RunRow:
     meta, coverage = run.meta, run.coverage
     status = "empty" if coverage.empty and coverage.state != "running" else coverage.state
     when = (meta.finished_at or meta.started_at or "")[:16].replace("T", " ")
-    return RunRow(run.name, status, coverage.stored, coverage.expected, coverage.stored - coverage.ok,
-                  Path(meta.model).name or meta.model, meta.adapter, meta.label or meta.adapter, meta.dataset.name,
-                  when, store.size_bytes(), store.live_writer())
+    return RunRow(
+        run.name,
+        status,
+        coverage.stored,
+        coverage.expected,
+        coverage.stored - coverage.ok,
+        Path(meta.model).name or meta.model,
+        meta.adapter,
+        meta.label or meta.adapter,
+        meta.dataset.name,
+        when,
+        store.size_bytes(),
+        store.live_writer(),
+    )
 
 
 def human_size(size: int) -> str:
@@ -99,8 +123,10 @@ _HEADER = ("run", "status", "coverage", "failed", "model", "implementation", "da
 
 def render_runs(rows: list[RunRow]) -> str:
     """The rows as an aligned plain-text table (a line per run, then the total size); problems under their row."""
-    cells = [_HEADER] + [(r.name, r.status, r.coverage, str(r.failed), r.model, r.label, r.dataset, r.date,
-                          human_size(r.size_bytes)) for r in rows]
+    cells = [_HEADER] + [
+        (r.name, r.status, r.coverage, str(r.failed), r.model, r.label, r.dataset, r.date, human_size(r.size_bytes))
+        for r in rows
+    ]
     widths = [max(len(one_line(row[i])) for row in cells) for i in range(len(_HEADER))]
     lines = []
     for index, row in enumerate(cells):

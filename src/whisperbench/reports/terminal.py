@@ -54,7 +54,7 @@ def _align(reference: list[str], hypothesis: list[str]) -> _Aligned:
     out = jiwer.process_words(" ".join(reference), " ".join(hypothesis))
     aligned = _Aligned(deleted)
     for chunk in out.alignments[0]:
-        words = hypothesis[chunk.hyp_start_idx:chunk.hyp_end_idx]
+        words = hypothesis[chunk.hyp_start_idx : chunk.hyp_end_idx]
         if chunk.type == "insert":
             aligned.inserted.setdefault(chunk.ref_start_idx, []).extend(words)
         elif chunk.type in ("equal", "substitute"):
@@ -87,8 +87,9 @@ def _paint(cell: Cell, width: int, colour: bool) -> str:
     return f"{COLOURS[cell.kind]}{text}{RESET}" if colour and cell.kind in COLOURS else text
 
 
-def render_alignment(rows: list[list[Cell]], colour: bool = False, width: Optional[int] = None,
-                     labels: tuple[str, ...] = LABELS) -> str:
+def render_alignment(
+    rows: list[list[Cell]], colour: bool = False, width: Optional[int] = None, labels: tuple[str, ...] = LABELS
+) -> str:
     """The aligned rows as text, wrapped at ``width`` columns (default: the terminal's), each line labelled."""
     width = width or shutil.get_terminal_size((100, 24)).columns
     label_width = max(len(label) for label in labels) + 2
@@ -100,8 +101,10 @@ def render_alignment(rows: list[list[Cell]], colour: bool = False, width: Option
         while end < len(widths) and (end == start or used + widths[end] + 1 <= width):
             used += widths[end] + 1
             end += 1
-        lines = [label.ljust(label_width) + " ".join(_paint(row[i], widths[i], colour) for i in range(start, end))
-                 for label, row in zip(labels, rows)]
+        lines = [
+            label.ljust(label_width) + " ".join(_paint(row[i], widths[i], colour) for i in range(start, end))
+            for label, row in zip(labels, rows)
+        ]
         blocks.append("\n".join(line.rstrip() for line in lines))
         start = end
     return "\n\n".join(blocks)
@@ -112,8 +115,10 @@ def render_regressions(comparison: Comparison, n: int, colour: bool = False, wid
     an aligned word diff; or a line saying there are none."""
     result = comparison.result
     worst = result.worst(n)
-    head = (f"{comparison.candidate.name} vs {comparison.reference.name}: {result.regressed} regressed of "
-            f"{result.joined}" + (f", the {len(worst)} worst:" if worst else ""))
+    head = (
+        f"{comparison.candidate.name} vs {comparison.reference.name}: {result.regressed} regressed of "
+        f"{result.joined}" + (f", the {len(worst)} worst:" if worst else "")
+    )
     if not worst:
         return head
     normalizer = comparison.reference.normalizer
@@ -123,12 +128,15 @@ def render_regressions(comparison: Comparison, n: int, colour: bool = False, wid
         language = f", {example.language}" if example.language else ""
         failed = ", the candidate failed" if example.candidate_failed else ""
         parts.append(f"\n{one_line(example.id)}: +{example.delta_errors} errors ({rates}{language}{failed})")
-        texts = [normalize(text, normalizer) for text in (example.reference_text, example.reference_hypothesis,
-                                                           example.candidate_hypothesis)]
+        texts = [
+            normalize(text, normalizer)
+            for text in (example.reference_text, example.reference_hypothesis, example.candidate_hypothesis)
+        ]
         parts.append(render_alignment(align_three(*texts), colour, width))
     legend = (Cell("substitution", "sub"), Cell("deletion", "del"), Cell("insertion", "ins"))
-    parts.append("\n" + "  ".join(_paint(cell, 0, colour) for cell in legend)
-                 + "  (normalized text; * marks a word left out)")
+    parts.append(
+        "\n" + "  ".join(_paint(cell, 0, colour) for cell in legend) + "  (normalized text; * marks a word left out)"
+    )
     return "\n".join(parts)
 
 

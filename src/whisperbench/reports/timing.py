@@ -44,7 +44,7 @@ def timed_predictions(run: StoredRun, ids: set[str]) -> dict[str, Prediction]:
 
 
 def _word_line(words: list[dict[str, Any]]) -> str:
-    return " ".join(f'{html.escape(str(w.get("word", "")).strip())}<sub>{float(w["start"]):.2f}</sub>' for w in words)
+    return " ".join(f"{html.escape(str(w.get('word', '')).strip())}<sub>{float(w['start']):.2f}</sub>" for w in words)
 
 
 def words_html(reference: Optional[Prediction], candidate: Optional[Prediction], normalizer: str) -> str:
@@ -52,15 +52,22 @@ def words_html(reference: Optional[Prediction], candidate: Optional[Prediction],
     right whose starts differ by more than the parity tolerance (100 ms); empty when neither run timed words."""
     if (reference is None or not reference.words) and (candidate is None or not candidate.words):
         return ""
-    lines = [f"<div>{label}: {_word_line(pred.words) if pred is not None and pred.words else '–'}</div>"
-             for label, pred in (("reference run", reference), ("candidate", candidate))]
+    lines = [
+        f"<div>{label}: {_word_line(pred.words) if pred is not None and pred.words else '–'}</div>"
+        for label, pred in (("reference run", reference), ("candidate", candidate))
+    ]
     if reference is not None and candidate is not None and reference.words and candidate.words:
         shifts = start_shifts(reference, candidate, normalizer, candidate_transcript=reference.reference)
         words = normalize(reference.reference, normalizer).split()
-        moved = [f"{html.escape(words[i])} ({1000 * shift:+.0f} ms)" for i, shift in sorted(shifts.items())
-                 if abs(shift) > PARITY_TOLERANCE_S]
-        lines.append(f'<div class="moved">{len(moved)} of {len(shifts)} words both got right start more than '
-                     f'{PARITY_TOLERANCE_S * 1000:.0f} ms apart{": " + ", ".join(moved) if moved else ""}</div>')
+        moved = [
+            f"{html.escape(words[i])} ({1000 * shift:+.0f} ms)"
+            for i, shift in sorted(shifts.items())
+            if abs(shift) > PARITY_TOLERANCE_S
+        ]
+        lines.append(
+            f'<div class="moved">{len(moved)} of {len(shifts)} words both got right start more than '
+            f"{PARITY_TOLERANCE_S * 1000:.0f} ms apart{': ' + ', '.join(moved) if moved else ''}</div>"
+        )
     return f'<details class="words"><summary>word times</summary>{"".join(lines)}</details>'
 
 
@@ -74,19 +81,27 @@ def timing_frame(runs: list[StoredRun]) -> pd.DataFrame:
         start = timing.get("utterance_start_error_ms", {})
         word = timing.get("word_start_error_ms", {})
         meta = run.meta
-        rows.append({
-            "Run": run.name, "Implementation": meta.label or meta.adapter, "Form": run.form,
-            "Long-form": (meta.long_form or {}).get("strategy", "native") if run.form == "long" else "",
-            "Word timing": "on" if meta.decoding.get("word_timestamps") else "off",
-            "Examples timed": timing["examples_with_segments"],
-            "Start err median ms": start.get("median"), "Start err p90 ms": start.get("p90"),
-            "Starts ≤200 ms %": start.get("within_200ms"), "Starts ≤500 ms %": start.get("within_500ms"),
-            "True starts": start.get("count"),
-            "Start by word median ms": timing.get("utterance_word_start_error_ms", {}).get("median"),
-            "Utterance WER %": timing.get("utterance_wer", {}).get("wer"),
-            "Word start median ms": word.get("median"), "Word start p90 ms": word.get("p90"),
-            "Words ≤100 ms %": word.get("within_100ms"), "Words matched": word.get("count"),
-        })
+        rows.append(
+            {
+                "Run": run.name,
+                "Implementation": meta.label or meta.adapter,
+                "Form": run.form,
+                "Long-form": (meta.long_form or {}).get("strategy", "native") if run.form == "long" else "",
+                "Word timing": "on" if meta.decoding.get("word_timestamps") else "off",
+                "Examples timed": timing["examples_with_segments"],
+                "Start err median ms": start.get("median"),
+                "Start err p90 ms": start.get("p90"),
+                "Starts ≤200 ms %": start.get("within_200ms"),
+                "Starts ≤500 ms %": start.get("within_500ms"),
+                "True starts": start.get("count"),
+                "Start by word median ms": timing.get("utterance_word_start_error_ms", {}).get("median"),
+                "Utterance WER %": timing.get("utterance_wer", {}).get("wer"),
+                "Word start median ms": word.get("median"),
+                "Word start p90 ms": word.get("p90"),
+                "Words ≤100 ms %": word.get("within_100ms"),
+                "Words matched": word.get("count"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -97,8 +112,10 @@ def render_timing_markdown(frame: pd.DataFrame) -> str:
     shown = frame.dropna(axis=1, how="all")
     head = "| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns) + "\n"
     body = "".join("| " + " | ".join(_cell(value) for value in row) + " |\n" for row in shown.itertuples(index=False))
-    return ("\n## Timing\n\nErrors against ground-truth times: for each true utterance start, the nearest predicted "
-            "segment start; words matched by the WER alignment (see docs/timestamps.md).\n\n" + head + body)
+    return (
+        "\n## Timing\n\nErrors against ground-truth times: for each true utterance start, the nearest predicted "
+        "segment start; words matched by the WER alignment (see docs/timestamps.md).\n\n" + head + body
+    )
 
 
 def _cell(value: Any) -> str:
@@ -113,10 +130,14 @@ def timing_html(frame: pd.DataFrame) -> str:
         return ""
     shown = frame.dropna(axis=1, how="all")
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-                   for row in shown.itertuples(index=False))
-    return (f'<h2>Timing</h2><table class="sortable timing"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
-            f"</table>{_bars(frame)}")
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+        for row in shown.itertuples(index=False)
+    )
+    return (
+        f'<h2>Timing</h2><table class="sortable timing"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+        f"</table>{_bars(frame)}"
+    )
 
 
 def _bars(frame: pd.DataFrame) -> str:
@@ -131,14 +152,18 @@ def _bars(frame: pd.DataFrame) -> str:
         y = 10 + 22 * i
         p90 = (width - left - 60) * float(row[frame.columns.get_loc("Start err p90 ms")]) / top
         median = (width - left - 60) * float(row[frame.columns.get_loc("Start err median ms")]) / top
-        bars.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="11">{html.escape(row[0])}</text>'
-                    f'<rect x="{left}" y="{y}" width="{p90:.1f}" height="16" fill="#9ecae1"/>'
-                    f'<rect x="{left}" y="{y + 4}" width="{median:.1f}" height="8" fill="#08519c"/>'
-                    f'<text x="{left + p90 + 4:.1f}" y="{y + 13}" font-size="11">'
-                    f'{row[frame.columns.get_loc("Start err median ms")]:.0f} / '
-                    f'{row[frame.columns.get_loc("Start err p90 ms")]:.0f} ms</text>')
-    return (f'<h3>Utterance-start error: median (dark) and p90 (light)</h3><svg width="{width}" height="{height}" '
-            f'role="img">{"".join(bars)}</svg>')
+        bars.append(
+            f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="11">{html.escape(row[0])}</text>'
+            f'<rect x="{left}" y="{y}" width="{p90:.1f}" height="16" fill="#9ecae1"/>'
+            f'<rect x="{left}" y="{y + 4}" width="{median:.1f}" height="8" fill="#08519c"/>'
+            f'<text x="{left + p90 + 4:.1f}" y="{y + 13}" font-size="11">'
+            f"{row[frame.columns.get_loc('Start err median ms')]:.0f} / "
+            f"{row[frame.columns.get_loc('Start err p90 ms')]:.0f} ms</text>"
+        )
+    return (
+        f'<h3>Utterance-start error: median (dark) and p90 (light)</h3><svg width="{width}" height="{height}" '
+        f'role="img">{"".join(bars)}</svg>'
+    )
 
 
 def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]:
@@ -152,9 +177,12 @@ def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]
     def median(timing: Optional[dict]) -> Optional[float]:
         return ((timing or {}).get("utterance_start_error_ms") or {}).get("median")
 
-    return {"ref start err ms": median(ref_timing), "cand start err ms": median(cand_timing),
-            "timing parity %": shared["within_tolerance"] if shared else None,
-            "timing regressed": len(shared["regressed_examples"]) if shared else None}
+    return {
+        "ref start err ms": median(ref_timing),
+        "cand start err ms": median(cand_timing),
+        "timing parity %": shared["within_tolerance"] if shared else None,
+        "timing regressed": len(shared["regressed_examples"]) if shared else None,
+    }
 
 
 # ------------------------------------------------------------------------------------------ subtitles
@@ -210,8 +238,10 @@ def cues_from_words(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
             current = []
     if current:
         cues.append(current)
-    return [{"start": float(c[0]["start"]), "end": float(c[-1]["end"]), "text": " ".join(str(w["word"]) for w in c)}
-            for c in cues]
+    return [
+        {"start": float(c[0]["start"]), "end": float(c[-1]["end"]), "text": " ".join(str(w["word"]) for w in c)}
+        for c in cues
+    ]
 
 
 def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list[Path], list[str]]:

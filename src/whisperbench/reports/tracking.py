@@ -51,10 +51,33 @@ from .languages import language_frame, render_language_markdown
 from .leaderboard import leaderboard_frame, render_markdown
 
 #: the summary.json numbers a tracker gets as metrics (others stay in the run's files)
-SUMMARY_METRICS = ("wer", "cer", "num_examples", "num_ok", "num_failed", "substitutions", "deletions", "insertions",
-                   "hits", "reference_words", "reference_characters", "char_errors", "audio_s", "infer_s", "rtfx",
-                   "latency_p50_s", "latency_p90_s", "latency_p99_s", "load_s", "warmup_s", "peak_rss_mb",
-                   "model_size_mb", "wall_s", "harness_overhead_pct", "macro_error_rate")
+SUMMARY_METRICS = (
+    "wer",
+    "cer",
+    "num_examples",
+    "num_ok",
+    "num_failed",
+    "substitutions",
+    "deletions",
+    "insertions",
+    "hits",
+    "reference_words",
+    "reference_characters",
+    "char_errors",
+    "audio_s",
+    "infer_s",
+    "rtfx",
+    "latency_p50_s",
+    "latency_p90_s",
+    "latency_p99_s",
+    "load_s",
+    "warmup_s",
+    "peak_rss_mb",
+    "model_size_mb",
+    "wall_s",
+    "harness_overhead_pct",
+    "macro_error_rate",
+)
 PARAM_MAX_CHARS = 500  # MLflow's historical limit for a param value; longer values are cut, marked with …
 
 
@@ -119,32 +142,50 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
         return flat
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, tuple)) else str(value)
     if len(text) > PARAM_MAX_CHARS:
-        text = text[:PARAM_MAX_CHARS - 1] + "…"
+        text = text[: PARAM_MAX_CHARS - 1] + "…"
     return {prefix.rstrip("."): text}
 
 
 def run_key(run: StoredRun) -> str:
     """A stable 32-hex-digit key: the run's identity, its dataset content and its weights."""
     meta = run.meta
-    basis = {"identity": meta.identity(), "dataset": meta.dataset.content_hash,
-             "weights": meta.weights.get("sha256") or meta.weights.get("fingerprint")}
+    basis = {
+        "identity": meta.identity(),
+        "dataset": meta.dataset.content_hash,
+        "weights": meta.weights.get("sha256") or meta.weights.get("fingerprint"),
+    }
     return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def _params(run: StoredRun) -> dict[str, str]:
     meta = run.meta
     weights = {k: v for k, v in meta.weights.items() if isinstance(v, (str, int, float, bool))}
-    spec = {"adapter": meta.adapter, "model": meta.model, "label": meta.label, "variant": meta.variant,
-            "normalizer": meta.normalizer, "decoding": meta.decoding, "long_form": meta.long_form or {},
-            "dataset": {k: v for k, v in meta.dataset.to_dict().items() if v is not None}, "weights": weights}
+    spec = {
+        "adapter": meta.adapter,
+        "model": meta.model,
+        "label": meta.label,
+        "variant": meta.variant,
+        "normalizer": meta.normalizer,
+        "decoding": meta.decoding,
+        "long_form": meta.long_form or {},
+        "dataset": {k: v for k, v in meta.dataset.to_dict().items() if v is not None},
+        "weights": weights,
+    }
     return flatten(redact({k: v for k, v in spec.items() if v not in (None, {}, "")}))
 
 
 def _tags(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
     meta = run.meta
-    where = {"machine": meta.machine, "versions": meta.versions, "backend": meta.backend, "status": meta.status,
-             "workers": meta.workers, "finished_at": meta.finished_at, "run": run.name,
-             "reference": reference.name if reference is not None else None}
+    where = {
+        "machine": meta.machine,
+        "versions": meta.versions,
+        "backend": meta.backend,
+        "status": meta.status,
+        "workers": meta.workers,
+        "finished_at": meta.finished_at,
+        "run": run.name,
+        "reference": reference.name if reference is not None else None,
+    }
     tags = flatten(redact({k: v for k, v in where.items() if v not in (None, {}, "")}))
     return {f"whisperbench.{k}": v for k, v in tags.items()}
 
@@ -166,17 +207,24 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
         metrics |= {f"language.{language}.{k}": figures.get(k) for k in ("error_rate", "wer", "cer", "num_examples")}
     metrics["language_id_accuracy"] = (summary.get("language_id") or {}).get("accuracy")
     hallucination = summary.get("hallucination") or {}  # scoring/hallucination.py: counts of each kind
-    metrics |= {f"hallucination.{k}": hallucination.get(k) for k in ("loops", "bursts", "nonspeech_with_output",
-                                                                     "catastrophic", "nonspeech_output_rate")}
+    metrics |= {
+        f"hallucination.{k}": hallucination.get(k)
+        for k in ("loops", "bursts", "nonspeech_with_output", "catastrophic", "nonspeech_output_rate")
+    }
     for name, value in metric_values(run.score_table(run.normalizer)).items():  # the per-example metrics
         metrics |= {f"{name}.{column}": number for column, number in value.items()}
     if reference is not None:
         result = compare_runs(reference, run).result
         qoi_ci = qoi_interval(result)
-        metrics |= {"qoi": result.qoi, "qoi_ci_low": qoi_ci.low if qoi_ci else None,
-                    "qoi_ci_high": qoi_ci.high if qoi_ci else None, "qoi_joined": result.joined,
-                    "qoi_improved": result.improved, "qoi_unchanged": result.unchanged,
-                    "qoi_regressed": result.regressed}
+        metrics |= {
+            "qoi": result.qoi,
+            "qoi_ci_low": qoi_ci.low if qoi_ci else None,
+            "qoi_ci_high": qoi_ci.high if qoi_ci else None,
+            "qoi_joined": result.joined,
+            "qoi_improved": result.improved,
+            "qoi_unchanged": result.unchanged,
+            "qoi_regressed": result.regressed,
+        }
         metrics |= {f"language.{language}.qoi": row["qoi"] for language, row in result.by_language().items()}
     return {k: v for k, v in ((k, _number(v)) for k, v in metrics.items()) if v is not None}
 
@@ -189,10 +237,14 @@ def _files(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
     references = {reference.dataset_hash: reference} if reference is not None else {}
     frame = leaderboard_frame(runs, references)
     title, stamp = f"whisperbench: {run.name}", f"{run.meta.finished_at or 'an unfinished run'} (the run's end)"
-    markdown = (render_markdown(frame, references, title=title, stamp=stamp)
-                + render_language_markdown(language_frame(runs, references)))
-    files = {"report/leaderboard.md": markdown, "report/report.html": render_html(frame, runs, references, title, stamp),
-             "run/run.json": json.dumps(redact(run.info), indent=2, ensure_ascii=False)}
+    markdown = render_markdown(frame, references, title=title, stamp=stamp) + render_language_markdown(
+        language_frame(runs, references)
+    )
+    files = {
+        "report/leaderboard.md": markdown,
+        "report/report.html": render_html(frame, runs, references, title, stamp),
+        "run/run.json": json.dumps(redact(run.info), indent=2, ensure_ascii=False),
+    }
     if run.summary is not None:
         files["run/summary.json"] = json.dumps(redact(run.summary.to_dict()), indent=2, ensure_ascii=False)
     return files
@@ -201,5 +253,12 @@ def _files(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
 def tracked_run(run: StoredRun, reference: Optional[StoredRun] = None) -> TrackedRun:
     """Everything a tracker stores of ``run`` (QoI and the joined columns when ``reference`` is given)."""
     examples = example_frame(run, reference).map(lambda v: redact(v) if isinstance(v, str) else v)
-    return TrackedRun(key=run_key(run), name=run.name, params=_params(run), metrics=_metrics(run, reference),
-                      tags=_tags(run, reference), examples=examples, files=_files(run, reference))
+    return TrackedRun(
+        key=run_key(run),
+        name=run.name,
+        params=_params(run),
+        metrics=_metrics(run, reference),
+        tags=_tags(run, reference),
+        examples=examples,
+        files=_files(run, reference),
+    )

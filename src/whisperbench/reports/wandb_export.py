@@ -25,16 +25,18 @@ from .tracking import NETWORK, TrackedRun, environment_defaults, safe_line
 
 DEFAULT_PROJECT = "whisperbench"
 #: W&B's settings (read when it starts in this process) from the one network policy
-NETWORK_ENV = {"WANDB_HTTP_TIMEOUT": str(NETWORK.request_timeout_s),
-               "WANDB__GRAPHQL_RETRY_MAX": str(NETWORK.retries),
-               "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": str(NETWORK.backoff_s),
-               "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": str(max(NETWORK.pauses_s() + [1.0])),
-               "WANDB__FILE_STREAM_RETRY_MAX": str(NETWORK.retries),
-               "WANDB__FILE_STREAM_TIMEOUT_SECONDS": str(NETWORK.request_timeout_s),
-               "WANDB_INIT_TIMEOUT": str(NETWORK.worst_case_s()),  # wandb.init as a whole
-               "WANDB_SILENT": "true",
-               # W&B's own error telemetry: its exporter waits 10 s at exit for a server that may not answer
-               "WANDB_ERROR_REPORTING": "false"}
+NETWORK_ENV = {
+    "WANDB_HTTP_TIMEOUT": str(NETWORK.request_timeout_s),
+    "WANDB__GRAPHQL_RETRY_MAX": str(NETWORK.retries),
+    "WANDB__GRAPHQL_RETRY_WAIT_MIN_SECONDS": str(NETWORK.backoff_s),
+    "WANDB__GRAPHQL_RETRY_WAIT_MAX_SECONDS": str(max(NETWORK.pauses_s() + [1.0])),
+    "WANDB__FILE_STREAM_RETRY_MAX": str(NETWORK.retries),
+    "WANDB__FILE_STREAM_TIMEOUT_SECONDS": str(NETWORK.request_timeout_s),
+    "WANDB_INIT_TIMEOUT": str(NETWORK.worst_case_s()),  # wandb.init as a whole
+    "WANDB_SILENT": "true",
+    # W&B's own error telemetry: its exporter waits 10 s at exit for a server that may not answer
+    "WANDB_ERROR_REPORTING": "false",
+}
 
 
 def _wandb():
@@ -46,10 +48,14 @@ def _wandb():
 
 
 def _artifact(wandb, tracked: TrackedRun, folder: Path):
-    artifact = wandb.Artifact(f"whisperbench-{tracked.key}", type="evaluation",
-                              description=f"whisperbench run {tracked.name}: per-example results and reports")
-    artifact.add(wandb.Table(dataframe=tracked.examples.astype(object).where(tracked.examples.notna(), None)),
-                 "examples")
+    artifact = wandb.Artifact(
+        f"whisperbench-{tracked.key}",
+        type="evaluation",
+        description=f"whisperbench run {tracked.name}: per-example results and reports",
+    )
+    artifact.add(
+        wandb.Table(dataframe=tracked.examples.astype(object).where(tracked.examples.notna(), None)), "examples"
+    )
     for name, text in tracked.files.items():
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,8 +64,9 @@ def _artifact(wandb, tracked: TrackedRun, folder: Path):
     return artifact
 
 
-def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional[str] = None,
-            directory: Optional[str] = None) -> str:
+def publish(
+    tracked: TrackedRun, project: Optional[str] = None, entity: Optional[str] = None, directory: Optional[str] = None
+) -> str:
     """Create or update the W&B run of ``tracked``; returns a line saying where it went."""
     wandb = _wandb()
     with environment_defaults(NETWORK_ENV):
@@ -70,12 +77,25 @@ def publish(tracked: TrackedRun, project: Optional[str] = None, entity: Optional
 def _init(wandb, tracked: TrackedRun, project: Optional[str], entity: Optional[str], directory: Optional[str]):
     config = {"params": tracked.params, "tags": tracked.tags}
     try:
-        return wandb.init(project=project or DEFAULT_PROJECT, entity=entity, id=tracked.key, name=tracked.name,
-                          resume="allow", job_type="evaluation", config=config, dir=directory, reinit="create_new",
-                          tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]])
+        return wandb.init(
+            project=project or DEFAULT_PROJECT,
+            entity=entity,
+            id=tracked.key,
+            name=tracked.name,
+            resume="allow",
+            job_type="evaluation",
+            config=config,
+            dir=directory,
+            reinit="create_new",
+            tags=[tracked.params.get("adapter", "?"), tracked.params.get("model", "?")[:64]],
+        )
     except (wandb.errors.Error, TimeoutError) as exc:  # not logged in, no network, a project one may not write to
-        raise WhisperbenchError(safe_line(f"W&B: {exc} (set WANDB_API_KEY, or WANDB_MODE=offline to write the run "
-                                          "locally and `wandb sync` it later)")) from exc
+        raise WhisperbenchError(
+            safe_line(
+                f"W&B: {exc} (set WANDB_API_KEY, or WANDB_MODE=offline to write the run "
+                "locally and `wandb sync` it later)"
+            )
+        ) from exc
 
 
 def _log(wandb, run, tracked: TrackedRun, project: Optional[str]) -> str:
@@ -90,5 +110,6 @@ def _log(wandb, run, tracked: TrackedRun, project: Optional[str]) -> str:
         wandb.teardown()  # flushes the run's files: finish() can return before an offline log is written
     mode = os.environ.get("WANDB_MODE", "online")
     where = Path(run.dir).parent if mode in ("offline", "dryrun") else (run.url or run.dir)
-    return safe_line(f"W&B ({mode}): run {tracked.key} ({tracked.name}) in project {project or DEFAULT_PROJECT!r}: "
-                     f"{where}")
+    return safe_line(
+        f"W&B ({mode}): run {tracked.key} ({tracked.name}) in project {project or DEFAULT_PROJECT!r}: {where}"
+    )

@@ -13,28 +13,60 @@ from .normalize import NORMALIZERS, choose_normalizer, get_normalizer, normalize
 from .qoi import ExampleComparison, QoiResult, qoi
 
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
-    from .bootstrap import (Interval as Interval, PairedTest as PairedTest, paired_wer_test as paired_wer_test,
-        qoi_interval as qoi_interval, wer_interval as wer_interval)
+    from .bootstrap import (
+        Interval as Interval,
+        PairedTest as PairedTest,
+        paired_wer_test as paired_wer_test,
+        qoi_interval as qoi_interval,
+        wer_interval as wer_interval,
+    )
     from .record import Summary as Summary
-    from .significance import (PairedSignificance as PairedSignificance,
-        SignificanceSettings as SignificanceSettings, mapsswe as mapsswe, non_inferiority as non_inferiority,
-        paired_significance as paired_significance, sign_test as sign_test)
+    from .significance import (
+        PairedSignificance as PairedSignificance,
+        SignificanceSettings as SignificanceSettings,
+        mapsswe as mapsswe,
+        non_inferiority as non_inferiority,
+        paired_significance as paired_significance,
+        sign_test as sign_test,
+    )
     from .figures import summarize as summarize
-    from .summary import (counts_of as counts_of, rescored as rescored, score_prediction as score_prediction,
-        score_predictions as score_predictions)
-    from .wer import (WordErrorRate as WordErrorRate, align as align, corpus_wer as corpus_wer,
-        example_wer as example_wer)
+    from .summary import (
+        counts_of as counts_of,
+        rescored as rescored,
+        score_prediction as score_prediction,
+        score_predictions as score_predictions,
+    )
+    from .wer import (
+        WordErrorRate as WordErrorRate,
+        align as align,
+        corpus_wer as corpus_wer,
+        example_wer as example_wer,
+    )
 
 _MODULES = {
     ".bootstrap": ("Interval", "PairedTest", "paired_wer_test", "qoi_interval", "wer_interval"),
     ".record": ("Summary",),
-    ".significance": ("PairedSignificance", "SignificanceSettings", "mapsswe", "non_inferiority",
-                      "paired_significance", "sign_test"),
+    ".significance": (
+        "PairedSignificance",
+        "SignificanceSettings",
+        "mapsswe",
+        "non_inferiority",
+        "paired_significance",
+        "sign_test",
+    ),
     ".figures": ("summarize",),
     ".summary": ("counts_of", "rescored", "score_prediction", "score_predictions"),
     ".wer": ("WordErrorRate", "align", "corpus_wer", "example_wer"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
-__all__ = ["NORMALIZERS", "choose_normalizer", "get_normalizer", "normalize", "ExampleComparison", "QoiResult",
-           "qoi", *_WHERE]
+__all__ = [
+    "NORMALIZERS",
+    "choose_normalizer",
+    "get_normalizer",
+    "normalize",
+    "ExampleComparison",
+    "QoiResult",
+    "qoi",
+    *_WHERE,
+]
 __getattr__ = lazy_exports(__name__, _WHERE)

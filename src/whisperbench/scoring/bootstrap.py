@@ -52,8 +52,9 @@ def _quantiles(values: np.ndarray, confidence: float) -> Interval:
     return Interval(float(low), float(high), confidence)
 
 
-def wer_interval(errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
-                 seed: int = 0) -> Optional[Interval]:
+def wer_interval(
+    errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Optional[Interval]:
     """CI of the pooled WER (percent) from per-example error and reference-word counts."""
     errors, ref_words = np.asarray(errors, dtype=float), np.asarray(ref_words, dtype=float)
     if len(errors) == 0 or ref_words.sum() == 0:
@@ -64,8 +65,9 @@ def wer_interval(errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.
     return _quantiles(values[~np.isnan(values)], confidence)
 
 
-def qoi_interval(result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
-                 seed: int = 0) -> Optional[Interval]:
+def qoi_interval(
+    result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Optional[Interval]:
     """CI of QoI (percent) by resampling the joined examples."""
     if not len(result.examples):
         return None
@@ -74,8 +76,9 @@ def qoi_interval(result: QoiResult, confidence: float = 0.95, resamples: int = D
     return _quantiles(100.0 * _sums(resamples, seed, ok)[:, 0] / len(ok), confidence)
 
 
-def paired_wer_test(result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES,
-                    seed: int = 0) -> Optional[PairedTest]:
+def paired_wer_test(
+    result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Optional[PairedTest]:
     """Paired bootstrap over joined examples: does the candidate's WER differ from the reference's?
 
     Both WERs are recomputed on the same drawn examples; the p-value is twice the smaller share of

@@ -33,8 +33,13 @@ def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
     return list(by_id.values())
 
 
-def summarize(predictions: Iterable[Prediction], normalizer: str, form: str, language_detected: bool = False,
-              metric_options: Optional[dict[str, Any]] = None) -> Summary:
+def summarize(
+    predictions: Iterable[Prediction],
+    normalizer: str,
+    form: str,
+    language_detected: bool = False,
+    metric_options: Optional[dict[str, Any]] = None,
+) -> Summary:
     """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
     their score table, the language identification when the model chose the language (``language_detected``),
     and every metric — per-example ones from the table's columns (null when they give the run no value),
@@ -44,9 +49,13 @@ def summarize(predictions: Iterable[Prediction], normalizer: str, form: str, lan
     metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {})))
     if table.num_rows:
         metrics |= {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
-    return Summary(**table_figures(table), form=form, normalizer=normalizer,
-                   language_id=language_identification(scored) if language_detected and any(
-                       p.language for p in scored) else None, metrics=metrics)
+    return Summary(
+        **table_figures(table),
+        form=form,
+        normalizer=normalizer,
+        language_id=language_identification(scored) if language_detected and any(p.language for p in scored) else None,
+        metrics=metrics,
+    )
 
 
 def table_figures(table: pa.Table) -> dict[str, Any]:
@@ -61,14 +70,28 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
     infer_s = sum(latencies)
     num_ok = pc.sum(ok).as_py() or 0
     return dict(
-        wer=corpus_wer(total), wer_ok=corpus_wer(ok_counts), cer=corpus_wer(chars), num_examples=table.num_rows,
-        num_ok=num_ok, num_failed=table.num_rows - num_ok, substitutions=total.substitutions,
-        deletions=total.deletions, insertions=total.insertions, hits=total.hits, reference_words=total.ref_words,
-        reference_characters=chars.ref_words, char_errors=chars.errors,
+        wer=corpus_wer(total),
+        wer_ok=corpus_wer(ok_counts),
+        cer=corpus_wer(chars),
+        num_examples=table.num_rows,
+        num_ok=num_ok,
+        num_failed=table.num_rows - num_ok,
+        substitutions=total.substitutions,
+        deletions=total.deletions,
+        insertions=total.insertions,
+        hits=total.hits,
+        reference_words=total.ref_words,
+        reference_characters=chars.ref_words,
+        char_errors=chars.errors,
         empty_references=int(np.sum(_reference_words(table) == 0)) if table.num_rows else 0,
-        audio_s=audio_s, infer_s=infer_s, rtfx=audio_s / infer_s if infer_s > 0 else None,
-        latency_p50_s=_percentile(latencies, 50), latency_p90_s=_percentile(latencies, 90),
-        latency_p99_s=_percentile(latencies, 99), **by_language(table))
+        audio_s=audio_s,
+        infer_s=infer_s,
+        rtfx=audio_s / infer_s if infer_s > 0 else None,
+        latency_p50_s=_percentile(latencies, 50),
+        latency_p90_s=_percentile(latencies, 90),
+        latency_p99_s=_percentile(latencies, 99),
+        **by_language(table),
+    )
 
 
 def _reference_words(table: pa.Table) -> np.ndarray:
@@ -92,12 +115,20 @@ def by_language(table: pa.Table) -> dict[str, Any]:
         part = table.filter(mask)
         wer, cer = corpus_wer(counts(part)), corpus_wer(counts(part, CHAR_COUNTS))
         metric = headline_metric(language)
-        rows[language] = {"num_examples": part.num_rows,
-                          "num_failed": part.num_rows - (pc.sum(pc.equal(part["status"], "ok")).as_py() or 0),
-                          "wer": wer, "cer": cer, "metric": metric, "error_rate": cer if metric == "cer" else wer}
+        rows[language] = {
+            "num_examples": part.num_rows,
+            "num_failed": part.num_rows - (pc.sum(pc.equal(part["status"], "ok")).as_py() or 0),
+            "wer": wer,
+            "cer": cer,
+            "metric": metric,
+            "error_rate": cer if metric == "cer" else wer,
+        }
     rates = [row["error_rate"] for row in rows.values() if row["error_rate"] is not None]
-    return {"languages": rows, "macro_error_rate": sum(rates) / len(rates) if rates else None,
-            "unlabelled_examples": sum(not label for label in labels)}
+    return {
+        "languages": rows,
+        "macro_error_rate": sum(rates) / len(rates) if rates else None,
+        "unlabelled_examples": sum(not label for label in labels),
+    }
 
 
 def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
@@ -106,8 +137,10 @@ def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[st
     for pred in labelled:
         right = pred.status == "ok" and pred.extra.get("language") == pred.language
         tally.setdefault(str(pred.language), [0, 0])[right] += 1
-    return {language: {"labelled": wrong + right, "correct": right, "accuracy": 100.0 * right / (wrong + right)}
-            for language, (wrong, right) in sorted(tally.items())}
+    return {
+        language: {"labelled": wrong + right, "correct": right, "accuracy": 100.0 * right / (wrong + right)}
+        for language, (wrong, right) in sorted(tally.items())
+    }
 
 
 def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
@@ -125,13 +158,22 @@ def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
         if detected != pred.language:
             key = f"{pred.language}->{detected or 'none'}"
             confusions[key] = confusions.get(key, 0) + 1
-    result = {"labelled": len(labelled), "reported": reported, "correct": correct,
-              "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
-              "confusions": confusions if reported else {},
-              "by_language": _identified_by_language(labelled) if reported else {}}
+    result = {
+        "labelled": len(labelled),
+        "reported": reported,
+        "correct": correct,
+        "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
+        "confusions": confusions if reported else {},
+        "by_language": _identified_by_language(labelled) if reported else {},
+    }
     for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
-        sure = [p.extra["language_probability"] for p in labelled if p.status == "ok"
-                and p.extra.get("language_probability") is not None and (p.extra.get("language") == p.language) == right]
+        sure = [
+            p.extra["language_probability"]
+            for p in labelled
+            if p.status == "ok"
+            and p.extra.get("language_probability") is not None
+            and (p.extra.get("language") == p.language) == right
+        ]
         if sure:
             result[name] = sum(sure) / len(sure)
     return result

@@ -88,7 +88,7 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
             per_mark[mark][0] += 1
 
     for op in Levenshtein.opcodes(ref_l, hyp_l):
-        ref_part, hyp_part = reference[op.src_start:op.src_end], hypothesis[op.dest_start:op.dest_end]
+        ref_part, hyp_part = reference[op.src_start : op.src_end], hypothesis[op.dest_start : op.dest_end]
         if op.tag == "replace" and len(ref_part) == len(hyp_part):
             for r, h in zip(ref_part, hyp_part):
                 if _is_mark(r):
@@ -98,8 +98,11 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
         elif op.tag != "equal":
             for token in (t for t in ref_part + hyp_part if _is_mark(t)):
                 err(token)
-    return {"errors": errors, "marks": sum(_is_mark(t) for t in reference),
-            **{mark: tuple(counts) for mark, counts in per_mark.items()}}
+    return {
+        "errors": errors,
+        "marks": sum(_is_mark(t) for t in reference),
+        **{mark: tuple(counts) for mark, counts in per_mark.items()},
+    }
 
 
 def casing_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int]:
@@ -109,7 +112,7 @@ def casing_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int
     differ = same = 0
     for op in Levenshtein.opcodes([t.lower() for t in ref], [t.lower() for t in hyp]):
         if op.tag == "equal":
-            pairs = zip(ref[op.src_start:op.src_end], hyp[op.dest_start:op.dest_end])
+            pairs = zip(ref[op.src_start : op.src_end], hyp[op.dest_start : op.dest_end])
             for r, h in pairs:
                 same += 1
                 differ += r != h
@@ -126,8 +129,12 @@ def numbers_only_difference(reference: list[str], hypothesis: list[str]) -> bool
     hyp = [t.lower() for t in hypothesis if not _is_mark(t)]
     if ref == hyp:
         return False
-    changed = [t for op in Levenshtein.opcodes(ref, hyp) if op.tag != "equal"
-               for t in ref[op.src_start:op.src_end] + hyp[op.dest_start:op.dest_end]]
+    changed = [
+        t
+        for op in Levenshtein.opcodes(ref, hyp)
+        if op.tag != "equal"
+        for t in ref[op.src_start : op.src_end] + hyp[op.dest_start : op.dest_end]
+    ]
     return any(any(c.isdigit() for c in t) for t in changed)
 
 
@@ -143,10 +150,20 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
     punct = punctuation_counts(ref, hyp)
     case_differ, case_same = casing_counts(ref, hyp)
     normalized_same = example.words.errors == 0 and example.status == "ok"
-    columns = {"examples": 1.0, "f_errors": f_errors, "f_words": f_words, "c_errors": c_errors, "c_words": c_words,
-               "pc_errors": pc_errors, "pc_words": pc_words, "punct_errors": float(punct["errors"]),
-               "punct_marks": float(punct["marks"]), "case_errors": float(case_differ), "case_words": float(case_same),
-               "itn": float(normalized_same and numbers_only_difference(ref, hyp))}
+    columns = {
+        "examples": 1.0,
+        "f_errors": f_errors,
+        "f_words": f_words,
+        "c_errors": c_errors,
+        "c_words": c_words,
+        "pc_errors": pc_errors,
+        "pc_words": pc_words,
+        "punct_errors": float(punct["errors"]),
+        "punct_marks": float(punct["marks"]),
+        "case_errors": float(case_differ),
+        "case_words": float(case_same),
+        "itn": float(normalized_same and numbers_only_difference(ref, hyp)),
+    }
     for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
         columns[f"{name}_errors"], columns[f"{name}_marks"] = (float(n) for n in punct[mark])
     return columns
@@ -160,14 +177,20 @@ def formatting_value(sums: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     """The run's figures from the summed counts; None (``formatting: null``) without a formatted transcript."""
     if not sums.get("examples"):
         return None
-    by_mark = {mark: _rate(sums.get(f"{name}_errors"), sums.get(f"{name}_marks"))
-               for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation"))}
-    return {"examples": int(sums["examples"]), "f_wer": _rate(sums.get("f_errors"), sums.get("f_words")),
-            "wer_c": _rate(sums.get("c_errors"), sums.get("c_words")),
-            "wer_pc": _rate(sums.get("pc_errors"), sums.get("pc_words")),
-            "per": _rate(sums.get("punct_errors"), sums.get("punct_marks")), "per_by_mark": by_mark,
-            "casing_error_rate": _rate(sums.get("case_errors"), sums.get("case_words")),
-            "itn_examples": int(sums.get("itn") or 0)}
+    by_mark = {
+        mark: _rate(sums.get(f"{name}_errors"), sums.get(f"{name}_marks"))
+        for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation"))
+    }
+    return {
+        "examples": int(sums["examples"]),
+        "f_wer": _rate(sums.get("f_errors"), sums.get("f_words")),
+        "wer_c": _rate(sums.get("c_errors"), sums.get("c_words")),
+        "wer_pc": _rate(sums.get("pc_errors"), sums.get("pc_words")),
+        "per": _rate(sums.get("punct_errors"), sums.get("punct_marks")),
+        "per_by_mark": by_mark,
+        "casing_error_rate": _rate(sums.get("case_errors"), sums.get("case_words")),
+        "itn_examples": int(sums.get("itn") or 0),
+    }
 
 
 def formatting_parity(pairs: Iterable[tuple[str, str]], normalizer: str) -> Optional[dict[str, Any]]:
@@ -198,11 +221,23 @@ def formatting_parity(pairs: Iterable[tuple[str, str]], normalizer: str) -> Opti
             numbers += numbers_only_difference(ref_tokens, cand_tokens)
     if not n:
         return None
-    return {"examples": n, "drift_examples": drift, "drift_pct": 100.0 * drift / n, "number_drift_examples": numbers,
-            "per": _rate(punct_errors, marks), "casing_error_rate": _rate(case_errors, case_words)}
+    return {
+        "examples": n,
+        "drift_examples": drift,
+        "drift_pct": 100.0 * drift / n,
+        "number_drift_examples": numbers,
+        "per": _rate(punct_errors, marks),
+        "casing_error_rate": _rate(case_errors, case_words),
+    }
 
 
-METRIC = Metric("formatting", "punctuation, casing and number formatting against formatted transcripts (F-WER, "
-                              "WER_C, WER_PC, PER, casing; docs/measuring.md)",
-                per_example=formatting_columns, aggregate="sum", headline="f_wer", better="lower",
-                finish=formatting_value)
+METRIC = Metric(
+    "formatting",
+    "punctuation, casing and number formatting against formatted transcripts (F-WER, "
+    "WER_C, WER_PC, PER, casing; docs/measuring.md)",
+    per_example=formatting_columns,
+    aggregate="sum",
+    headline="f_wer",
+    better="lower",
+    finish=formatting_value,
+)

@@ -44,9 +44,14 @@ from .metrics import Metric, MetricContext
 
 
 #: each threshold's range: a loop needs two copies; a burst, a loop, an n-gram at least one word
-THRESHOLD_LIMITS = {"loop_repeats": Range(2, 1000, integer=True), "loop_words": Range(1, 10_000, integer=True),
-                    "max_ngram": Range(1, 1000, integer=True), "burst_words": Range(1, 10_000, integer=True),
-                    "compression_ratio": Range(0, 100, open_low=True), "catastrophic_wer": Range(0, 10_000, unit="%")}
+THRESHOLD_LIMITS = {
+    "loop_repeats": Range(2, 1000, integer=True),
+    "loop_words": Range(1, 10_000, integer=True),
+    "max_ngram": Range(1, 1000, integer=True),
+    "burst_words": Range(1, 10_000, integer=True),
+    "compression_ratio": Range(0, 100, open_low=True),
+    "catastrophic_wer": Range(0, 10_000, unit="%"),
+}
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,10 @@ class Thresholds:
             try:
                 typed[key] = kind(value)
             except (TypeError, ValueError):
-                raise ValueError(f"hallucination threshold {key}={value!r}: expected {kind.__name__} "
-                                 f"(default {getattr(defaults, key)})") from None
+                raise ValueError(
+                    f"hallucination threshold {key}={value!r}: expected {kind.__name__} "
+                    f"(default {getattr(defaults, key)})"
+                ) from None
         return cls(**typed)
 
 
@@ -102,7 +109,7 @@ def _runs(words: Sequence[str], periods: Iterable[int]) -> Iterator[Repeat]:
         for same, group in groupby(map(eq, words, words[n:])):  # words[j] == words[j + n], run by run
             length = len(list(group))
             if same and length >= n:  # words[start : start + length + n] has period n
-                yield Repeat(tuple(words[start:start + n]), (length + n) // n)
+                yield Repeat(tuple(words[start : start + n]), (length + n) // n)
             start += length
 
 
@@ -121,7 +128,7 @@ def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
     n, best = len(phrase), 0
     for start in range(len(words) - n + 1):
         copies = 0
-        while tuple(words[start + copies * n:start + (copies + 1) * n]) == phrase:
+        while tuple(words[start + copies * n : start + (copies + 1) * n]) == phrase:
             copies += 1
         best = max(best, copies)
     return best
@@ -141,7 +148,7 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
             continue
         seen = set(where)
         for i, first in enumerate(where):
-            for second in where[i + 1:]:
+            for second in where[i + 1 :]:
                 gap = second - first
                 if gap > thresholds.max_ngram:
                     break
@@ -153,9 +160,13 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
 def loop_of(reference: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
     """The repeated run that makes ``hypothesis`` a loop against ``reference`` (normalized texts), or None."""
     ref_words, hyp_words = reference.split(), hypothesis.split()
-    loops = [r for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
-             if r.copies >= thresholds.loop_repeats and r.words >= thresholds.loop_words
-             and r.copies > copies_in_a_row(ref_words, r.phrase)]
+    loops = [
+        r
+        for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
+        if r.copies >= thresholds.loop_repeats
+        and r.words >= thresholds.loop_words
+        and r.copies > copies_in_a_row(ref_words, r.phrase)
+    ]
     return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
 
 
@@ -178,8 +189,12 @@ def insertion_burst(reference: str, hypothesis: str) -> int:
 
 
 #: summary key -> the per-example flag it counts
-KINDS = {"loops": "loop", "bursts": "burst", "nonspeech_with_output": "nonspeech_output",
-         "catastrophic": "catastrophic"}
+KINDS = {
+    "loops": "loop",
+    "bursts": "burst",
+    "nonspeech_with_output": "nonspeech_output",
+    "catastrophic": "catastrophic",
+}
 
 
 @dataclass(frozen=True)
@@ -212,8 +227,9 @@ def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds(
     ref, hyp = score.reference_norm, score.hypothesis_norm
     ok = pred.status == "ok"
     insertions = score.words.insertions
-    burst = 0 if not ok else insertions if insertions < 2 else \
-        insertion_burst(ref, hyp)  # fewer than two insertions: the longest run is their number
+    burst = (
+        0 if not ok else insertions if insertions < 2 else insertion_burst(ref, hyp)
+    )  # fewer than two insertions: the longest run is their number
     return ExampleHallucination(
         id=pred.id,
         loop_run=loop_of(ref, hyp, thresholds) if ok and hyp != ref else None,
@@ -251,5 +267,9 @@ def _options(values: dict[str, Any]) -> dict[str, Any]:
     return dataclasses.asdict(Thresholds.from_options(values))
 
 
-METRIC = Metric("hallucination", "repetition loops, insertion bursts, output on non-speech audio, catastrophic "
-                                 "examples (scoring/hallucination.py)", summarize, options=_options)
+METRIC = Metric(
+    "hallucination",
+    "repetition loops, insertion bursts, output on non-speech audio, catastrophic examples (scoring/hallucination.py)",
+    summarize,
+    options=_options,
+)

@@ -47,7 +47,12 @@ METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing", "formatting")
 ENTRY_POINT_GROUP = "whisperbench.metrics"
 #: how a per-example column becomes the run's value (empty values left out)
 AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
-    "sum": np.sum, "mean": np.mean, "median": np.median, "max": np.max, "min": np.min}
+    "sum": np.sum,
+    "mean": np.mean,
+    "median": np.median,
+    "max": np.max,
+    "min": np.min,
+}
 BETTER = ("lower", "higher")
 #: the column (and key of the run's value) counting the examples on which a per-example kernel raised
 ERRORS = "errors"
@@ -95,9 +100,20 @@ class ScoredExample:
     def from_prediction(cls, pred: Prediction) -> "ScoredExample":
         """The example of a scored prediction (``scoring.summary.score_prediction``)."""
         score = pred.scored()
-        return cls(pred.id, pred.status, pred.reference, pred.hypothesis if pred.status == "ok" else "",
-                   score.reference_norm, score.hypothesis_norm, score.words, score.chars, pred.language,
-                   pred.audio_s, pred.infer_s, pred.extra)
+        return cls(
+            pred.id,
+            pred.status,
+            pred.reference,
+            pred.hypothesis if pred.status == "ok" else "",
+            score.reference_norm,
+            score.hypothesis_norm,
+            score.words,
+            score.chars,
+            pred.language,
+            pred.audio_s,
+            pred.infer_s,
+            pred.extra,
+        )
 
 
 @dataclass(frozen=True)
@@ -135,7 +151,9 @@ class Metric:
         if (self.summarize is None) == (self.per_example is None):
             raise ValueError(f"metric {self.name!r}: give per_example or summarize (one of them)")
         if self.aggregate not in AGGREGATES:
-            raise ValueError(f"metric {self.name!r}: aggregate {self.aggregate!r} is not one of {', '.join(AGGREGATES)}")
+            raise ValueError(
+                f"metric {self.name!r}: aggregate {self.aggregate!r} is not one of {', '.join(AGGREGATES)}"
+            )
         if self.better not in BETTER:
             raise ValueError(f"metric {self.name!r}: better must be 'lower' or 'higher', not {self.better!r}")
 
@@ -155,15 +173,17 @@ class Metric:
                 rows.append({str(k): _finite(v) for k, v in dict(self.per_example(example)).items()})
             except Exception as exc:  # a plug-in's bug fails this example's value, never the run
                 if not failed:
-                    logger.warning("metric %s failed on example %s: %s: %s", self.name, example.id,
-                                   type(exc).__name__, exc)
+                    logger.warning(
+                        "metric %s failed on example %s: %s: %s", self.name, example.id, type(exc).__name__, exc
+                    )
                 failed.append(len(rows))
                 rows.append({})
         names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
         columns: dict[str, list[Optional[float]]] = {name: [row.get(name) for row in rows] for name in names}
         if failed:
-            logger.warning("metric %s failed on %d of %d examples (their values left empty)", self.name,
-                           len(failed), len(rows))
+            logger.warning(
+                "metric %s failed on %d of %d examples (their values left empty)", self.name, len(failed), len(rows)
+            )
             flags: list[Optional[float]] = [0.0] * len(rows)
             for i in failed:
                 flags[i] = 1.0
@@ -199,6 +219,7 @@ class Metric:
         number = value.get(name) if isinstance(value, Mapping) and name else None
         return float(number) if number is not None and _is_number(number) else None
 
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -225,12 +246,21 @@ def registered() -> tuple[Metric, ...]:
         try:
             metric = ep.load()
         except Exception as exc:  # a broken plug-in must not stop every command
-            logger.warning("metric entry point %s = %s cannot be loaded (%s: %s): left out", ep.name, ep.value,
-                           type(exc).__name__, exc)
+            logger.warning(
+                "metric entry point %s = %s cannot be loaded (%s: %s): left out",
+                ep.name,
+                ep.value,
+                type(exc).__name__,
+                exc,
+            )
             continue
         if not isinstance(metric, Metric):
-            logger.warning("metric entry point %s = %s is a %s, not a whisperbench Metric: left out", ep.name,
-                           ep.value, type(metric).__name__)
+            logger.warning(
+                "metric entry point %s = %s is a %s, not a whisperbench Metric: left out",
+                ep.name,
+                ep.value,
+                type(metric).__name__,
+            )
             continue
         metrics.append(metric)
     names = [m.name for m in metrics]
@@ -269,8 +299,10 @@ def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[
         if not (dot and column and str(number).strip()):
             raise OptionError(f"{option} {key}={number}: expected METRIC.COLUMN=N, e.g. zcount.z_letters=0")
         if not metric_named(metric).columnar:
-            raise OptionError(f"{option} {key}: {metric!r} is a run-level metric; this limit takes a per-example "
-                              f"one ({', '.join(m.name for m in per_example_metrics()) or 'none installed'})")
+            raise OptionError(
+                f"{option} {key}: {metric!r} is a run-level metric; this limit takes a per-example "
+                f"one ({', '.join(m.name for m in per_example_metrics()) or 'none installed'})"
+            )
         try:
             limit = float(number)
         except (TypeError, ValueError):
@@ -283,8 +315,11 @@ def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[
 
 def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[Optional[float]]]:
     """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's)."""
-    return {f"{metric.name}.{name}": values for metric in per_example_metrics()
-            for name, values in metric.columns_of(examples).items()}
+    return {
+        f"{metric.name}.{name}": values
+        for metric in per_example_metrics()
+        for name, values in metric.columns_of(examples).items()
+    }
 
 
 def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -324,8 +359,11 @@ def checked_options(options: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
 def stored_options(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The options a run's stored metrics were computed with (each metric's value keeps them as ``thresholds``),
     so a recomputation (another normalizer, a rescore) uses the same ones."""
-    return {name: dict(value["thresholds"]) for name, value in metrics.items()
-            if isinstance(value, dict) and isinstance(value.get("thresholds"), dict)}
+    return {
+        name: dict(value["thresholds"])
+        for name, value in metrics.items()
+        if isinstance(value, dict) and isinstance(value.get("thresholds"), dict)
+    }
 
 
 def run_metrics(scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any]:

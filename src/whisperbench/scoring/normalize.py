@@ -41,8 +41,24 @@ NOT_IN_OPENAI_WHISPER = (r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b")
 CACHE_SIZE = 1 << 18
 
 # non-ASCII letters that NFKD does not separate (openai-whisper's ADDITIONAL_DIACRITICS)
-ADDITIONAL_DIACRITICS = {"œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "ß": "ss", "ẞ": "SS",
-                         "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "th", "ł": "l", "Ł": "L"}
+ADDITIONAL_DIACRITICS = {
+    "œ": "oe",
+    "Œ": "OE",
+    "ø": "o",
+    "Ø": "O",
+    "æ": "ae",
+    "Æ": "AE",
+    "ß": "ss",
+    "ẞ": "SS",
+    "đ": "d",
+    "Đ": "D",
+    "ð": "d",
+    "Ð": "D",
+    "þ": "th",
+    "Þ": "th",
+    "ł": "l",
+    "Ł": "L",
+}
 
 _BRACKETS = re.compile(r"[<\[][^>\]]*[>\]]")
 _PARENTHESES = re.compile(r"\(([^)]+?)\)")
@@ -104,8 +120,11 @@ class EnglishNormalizer:
         from whisper_normalizer.english import EnglishNumberNormalizer, EnglishSpellingNormalizer, EnglishTextNormalizer
 
         rules = EnglishTextNormalizer().replacers
-        self.replacers = [(_literal(pattern), re.compile(pattern), replacement)
-                          for pattern, replacement in rules.items() if pattern not in NOT_IN_OPENAI_WHISPER]
+        self.replacers = [
+            (_literal(pattern), re.compile(pattern), replacement)
+            for pattern, replacement in rules.items()
+            if pattern not in NOT_IN_OPENAI_WHISPER
+        ]
         self.numbers = EnglishNumberNormalizer()
         self.number_words = frozenset(self.numbers.words)
         self.spellings = EnglishSpellingNormalizer().mapping

@@ -55,8 +55,9 @@ def _z(alpha: float, power: float) -> float:
     return float(stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power))
 
 
-def detectable_wer_increase(sd_difference: float, words_per_example: float, examples: int, alpha: float = 0.05,
-                            power: float = 0.8) -> float:
+def detectable_wer_increase(
+    sd_difference: float, words_per_example: float, examples: int, alpha: float = 0.05, power: float = 0.8
+) -> float:
     """Smallest WER increase (points) a two-sided level-α paired test detects with probability ``power``.
 
     >>> round(detectable_wer_increase(2.0, 20.0, 100), 3)
@@ -65,8 +66,9 @@ def detectable_wer_increase(sd_difference: float, words_per_example: float, exam
     return _z(alpha, power) * 100.0 * sd_difference / (math.sqrt(examples) * words_per_example)
 
 
-def examples_for_wer_increase(sd_difference: float, words_per_example: float, increase: float, alpha: float = 0.05,
-                              power: float = 0.8) -> int:
+def examples_for_wer_increase(
+    sd_difference: float, words_per_example: float, increase: float, alpha: float = 0.05, power: float = 0.8
+) -> int:
     """Examples needed to detect a WER increase of ``increase`` points (the inverse of the above).
 
     >>> examples_for_wer_increase(2.0, 20.0, 2.802)
@@ -123,18 +125,32 @@ def paired_spread(reference_errors: ArrayLike, candidate_errors: Optional[ArrayL
     return math.sqrt(2.0 * float(ref.mean())), "Poisson errors of the reference (var(D) ≈ 2 · errors)"
 
 
-def plan(reference_errors: ArrayLike, reference_words: ArrayLike, *, candidate_errors: Optional[ArrayLike] = None,
-         examples: Optional[int] = None, wer_increase: Optional[float] = None, qoi_drop: Optional[float] = None,
-         alpha: float = 0.05, power: float = 0.8, baseline_regressed: float = 0.0) -> Plan:
+def plan(
+    reference_errors: ArrayLike,
+    reference_words: ArrayLike,
+    *,
+    candidate_errors: Optional[ArrayLike] = None,
+    examples: Optional[int] = None,
+    wer_increase: Optional[float] = None,
+    qoi_drop: Optional[float] = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    baseline_regressed: float = 0.0,
+) -> Plan:
     """The plan for a set like the reference's (``examples``: another size; default the reference's own).
 
     ``baseline_regressed``: % of examples regressed with no real change (run-to-run noise).
     """
-    bad = [f"{name} {value:g} (between 0 and 1, exclusive)" for name, value in (("alpha", alpha), ("power", power))
-           if not 0.0 < value < 1.0]
-    bad += [f"{name} {value:g} (above 0)" for name, value in (("wer_increase", wer_increase), ("qoi_drop", qoi_drop),
-                                                              ("examples", examples))
-            if value is not None and value <= 0]
+    bad = [
+        f"{name} {value:g} (between 0 and 1, exclusive)"
+        for name, value in (("alpha", alpha), ("power", power))
+        if not 0.0 < value < 1.0
+    ]
+    bad += [
+        f"{name} {value:g} (above 0)"
+        for name, value in (("wer_increase", wer_increase), ("qoi_drop", qoi_drop), ("examples", examples))
+        if value is not None and value <= 0
+    ]
     bad += [f"baseline_regressed {baseline_regressed:g} (0 to 100 %)"] if not 0.0 <= baseline_regressed < 100.0 else []
     if bad:
         raise ValueError(f"cannot plan with {', '.join(bad)}")
@@ -144,12 +160,19 @@ def plan(reference_errors: ArrayLike, reference_words: ArrayLike, *, candidate_e
     sd, basis = paired_spread(reference_errors, candidate_errors)
     n, w, base = examples or len(words), float(words.mean()), baseline_regressed / 100.0
     return Plan(
-        examples=n, alpha=alpha, power=power, sd_difference=sd, words_per_example=w, basis=basis,
+        examples=n,
+        alpha=alpha,
+        power=power,
+        sd_difference=sd,
+        words_per_example=w,
+        basis=basis,
         baseline_regressed=baseline_regressed,
         detectable_wer_increase=detectable_wer_increase(sd, w, n, alpha, power),
         detectable_qoi_drop=detectable_qoi_drop(n, alpha, power, base),
         wer_increase=wer_increase,
-        examples_for_wer_increase=(examples_for_wer_increase(sd, w, wer_increase, alpha, power) if wer_increase
-                                   else None),
+        examples_for_wer_increase=(
+            examples_for_wer_increase(sd, w, wer_increase, alpha, power) if wer_increase else None
+        ),
         qoi_drop=qoi_drop,
-        examples_for_qoi_drop=examples_for_qoi_drop(qoi_drop, alpha, power, base) if qoi_drop else None)
+        examples_for_qoi_drop=examples_for_qoi_drop(qoi_drop, alpha, power, base) if qoi_drop else None,
+    )

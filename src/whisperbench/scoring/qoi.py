@@ -60,12 +60,16 @@ class ExampleRows(Protocol):
     def __getitem__(self, index: int) -> ExampleComparison: ...
     def regressed_examples(self) -> list[ExampleComparison]:
         """The regressed examples only."""
+
     def regressed_count(self) -> int:
         """How many examples regressed."""
+
     def worst(self, n: int) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
+
     def where_language(self, language: str) -> "ExampleRows":
         """The examples labelled ``language``."""
+
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label: joined, regressed, QoI %."""
 
@@ -83,7 +87,7 @@ class ExampleList(list[ExampleComparison]):
 
     def worst(self, n: int) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
-        return sorted(self.regressed_examples(), key=lambda e: (-e.delta_errors, e.id))[:max(n, 0)]
+        return sorted(self.regressed_examples(), key=lambda e: (-e.delta_errors, e.id))[: max(n, 0)]
 
     def regressed_count(self) -> int:
         """How many examples regressed."""
@@ -91,9 +95,12 @@ class ExampleList(list[ExampleComparison]):
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Ids, reference errors, candidate errors and reference words, in order, as arrays."""
-        return ([e.id for e in self], np.array([e.reference_errors for e in self], dtype=float),
-                np.array([e.candidate_errors for e in self], dtype=float),
-                np.array([e.reference_words for e in self], dtype=float))
+        return (
+            [e.id for e in self],
+            np.array([e.reference_errors for e in self], dtype=float),
+            np.array([e.candidate_errors for e in self], dtype=float),
+            np.array([e.reference_words for e in self], dtype=float),
+        )
 
     def where_language(self, language: str) -> "ExampleList":
         """The examples labelled ``language``."""
@@ -159,8 +166,11 @@ def _by_id(predictions: Iterable[Prediction], role: str) -> dict[str, Prediction
 
 def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Prediction:
     """``pred`` scored as an example of ``language`` (its characters counted without spaces where that applies)."""
-    return pred if pred.language == language else score_prediction(dataclasses.replace(pred, language=language),
-                                                                     normalizer)
+    return (
+        pred
+        if pred.language == language
+        else score_prediction(dataclasses.replace(pred, language=language), normalizer)
+    )
 
 
 def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english") -> QoiResult:
@@ -202,8 +212,9 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
     return result
 
 
-def _compare_one(ref_pred: Prediction, cand_pred: Prediction, normalizer: str,
-                 result: QoiResult) -> Optional[ExampleComparison]:
+def _compare_one(
+    ref_pred: Prediction, cand_pred: Prediction, normalizer: str, result: QoiResult
+) -> Optional[ExampleComparison]:
     """One joined example (None, and listed in ``reference_failed``, when the reference failed on it)."""
     ex_id = ref_pred.id
     if ref_pred.status != "ok":

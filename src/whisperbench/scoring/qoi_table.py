@@ -62,18 +62,41 @@ class ExampleColumns:
 
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
         ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])
-        texts = [self.ids.slice(start, stop - start).to_pylist(),
-                 self.reference_table["reference"].take(ref_rows).to_pylist(),
-                 self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
-                 self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
-                 self.language.slice(start, stop - start).to_pylist()]
-        numbers = [a[start:stop].tolist() for a in (self.reference_errors, self.candidate_errors, self.reference_wer,
-                                                   self.candidate_wer, self.candidate_failed, self.reference_words)]
-        return [ExampleComparison(ex_id, ref_e, cand_e, None if ref_w != ref_w else ref_w,
-                                  None if cand_w != cand_w else cand_w, failed, text, ref_h, cand_h, words, lang,
-                                  headline_metric(lang))
-                for ex_id, text, ref_h, cand_h, lang, ref_e, cand_e, ref_w, cand_w, failed, words
-                in zip(*texts, *numbers)]
+        texts = [
+            self.ids.slice(start, stop - start).to_pylist(),
+            self.reference_table["reference"].take(ref_rows).to_pylist(),
+            self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
+            self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
+            self.language.slice(start, stop - start).to_pylist(),
+        ]
+        numbers = [
+            a[start:stop].tolist()
+            for a in (
+                self.reference_errors,
+                self.candidate_errors,
+                self.reference_wer,
+                self.candidate_wer,
+                self.candidate_failed,
+                self.reference_words,
+            )
+        ]
+        return [
+            ExampleComparison(
+                ex_id,
+                ref_e,
+                cand_e,
+                None if ref_w != ref_w else ref_w,
+                None if cand_w != cand_w else cand_w,
+                failed,
+                text,
+                ref_h,
+                cand_h,
+                words,
+                lang,
+                headline_metric(lang),
+            )
+            for ex_id, text, ref_h, cand_h, lang, ref_e, cand_e, ref_w, cand_w, failed, words in zip(*texts, *numbers)
+        ]
 
     def regressed_examples(self) -> list[ExampleComparison]:
         """The regressed examples only (built from their rows)."""
@@ -98,14 +121,25 @@ class ExampleColumns:
         """The examples labelled ``language``."""
         mask = pc.fill_null(pc.equal(self.language, language), False)
         rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-        return ExampleColumns(**{name: value if isinstance(value, pa.Table) else
-                                 value.take(pa.array(rows)) if isinstance(value, pa.Array) else value[rows]
-                                 for name, value in self.__dict__.items()})
+        return ExampleColumns(
+            **{
+                name: value
+                if isinstance(value, pa.Table)
+                else value.take(pa.array(rows))
+                if isinstance(value, pa.Array)
+                else value[rows]
+                for name, value in self.__dict__.items()
+            }
+        )
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Ids, reference errors, candidate errors and reference words, in order, as arrays (no records built)."""
-        return (self.ids.to_pylist(), self.reference_errors.astype(float), self.candidate_errors.astype(float),
-                self.reference_words.astype(float))
+        return (
+            self.ids.to_pylist(),
+            self.reference_errors.astype(float),
+            self.candidate_errors.astype(float),
+            self.reference_words.astype(float),
+        )
 
     def regressed_count(self) -> int:
         """How many examples regressed."""
@@ -177,8 +211,9 @@ def _headline(table: pa.Table, is_cer: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return (np.where(is_cer, c_subs + c_dels + c_ins, errors), np.where(is_cer, c_hits + c_subs + c_dels, words), wer)
 
 
-def _columns(ref: pa.Table, cand: pa.Table, reference: pa.Table, candidate: pa.Table, ref_rows: np.ndarray,
-             cand_rows: np.ndarray) -> ExampleColumns:
+def _columns(
+    ref: pa.Table, cand: pa.Table, reference: pa.Table, candidate: pa.Table, ref_rows: np.ndarray, cand_rows: np.ndarray
+) -> ExampleColumns:
     language = _language(ref, cand)
     language = language.combine_chunks() if isinstance(language, pa.ChunkedArray) else language
     codes = pc.dictionary_encode(language)
@@ -188,22 +223,34 @@ def _columns(ref: pa.Table, cand: pa.Table, reference: pa.Table, candidate: pa.T
     ref_errors, ref_words, ref_wer = _headline(ref, is_cer)
     cand_errors, _, cand_wer = _headline(cand, is_cer)
     return ExampleColumns(
-        ids=ref["id"].combine_chunks(), reference_errors=ref_errors, candidate_errors=cand_errors,
-        reference_wer=ref_wer, candidate_wer=cand_wer,
+        ids=ref["id"].combine_chunks(),
+        reference_errors=ref_errors,
+        candidate_errors=cand_errors,
+        reference_wer=ref_wer,
+        candidate_wer=cand_wer,
         candidate_failed=pc.not_equal(cand["status"], "ok").to_numpy(zero_copy_only=False),
-        reference_words=ref_words, language=language, reference_table=reference, candidate_table=candidate,
-        reference_rows=ref_rows, candidate_rows=cand_rows)
+        reference_words=ref_words,
+        language=language,
+        reference_table=reference,
+        candidate_table=candidate,
+        reference_rows=ref_rows,
+        candidate_rows=cand_rows,
+    )
 
 
-def _compare_special(ref: pa.Table, cand: pa.Table, columns: ExampleColumns, normalizer: str,
-                     result: QoiResult) -> None:
+def _compare_special(
+    ref: pa.Table, cand: pa.Table, columns: ExampleColumns, normalizer: str, result: QoiResult
+) -> None:
     """Compare, one by one, the examples whose transcripts or language labels differ between the runs."""
     labels = pc.or_(_differs(ref["language"], columns.language), _differs(cand["language"], columns.language))
     special = labels.to_numpy(zero_copy_only=False) | _texts_differ(columns)
     for i in np.flatnonzero(special):
-        one = _compare_one(_prediction(columns.reference_table, int(columns.reference_rows[i])),
-                           _prediction(columns.candidate_table, int(columns.candidate_rows[i])),
-                           normalizer, result)
+        one = _compare_one(
+            _prediction(columns.reference_table, int(columns.reference_rows[i])),
+            _prediction(columns.candidate_table, int(columns.candidate_rows[i])),
+            normalizer,
+            result,
+        )
         assert one is not None  # the joined rows are the reference's successes
         columns.reference_errors[i], columns.candidate_errors[i] = one.reference_errors, one.candidate_errors
         columns.reference_words[i] = one.reference_words
@@ -215,18 +262,18 @@ def _texts_differ(columns: ExampleColumns) -> np.ndarray:
     """Per joined example: whether the two runs hold different transcripts (compared a block at a time)."""
     out = np.zeros(len(columns), dtype=bool)
     for start in range(0, len(columns), CHUNK * 4):
-        ref_rows = pa.array(columns.reference_rows[start:start + CHUNK * 4])
-        cand_rows = pa.array(columns.candidate_rows[start:start + CHUNK * 4])
-        same = pc.equal(columns.reference_table["reference"].take(ref_rows),
-                        columns.candidate_table["reference"].take(cand_rows))
-        out[start:start + len(ref_rows)] = ~same.to_numpy(zero_copy_only=False)
+        ref_rows = pa.array(columns.reference_rows[start : start + CHUNK * 4])
+        cand_rows = pa.array(columns.candidate_rows[start : start + CHUNK * 4])
+        same = pc.equal(
+            columns.reference_table["reference"].take(ref_rows), columns.candidate_table["reference"].take(cand_rows)
+        )
+        out[start : start + len(ref_rows)] = ~same.to_numpy(zero_copy_only=False)
     return out
 
 
 def _differs(labels: pa.ChunkedArray, language: pa.Array) -> pa.Array:
     """Null-aware inequality of two label columns (None equals None only)."""
-    same = pc.or_(pc.fill_null(pc.equal(labels, language), False),
-                  pc.and_(pc.is_null(labels), pc.is_null(language)))
+    same = pc.or_(pc.fill_null(pc.equal(labels, language), False), pc.and_(pc.is_null(labels), pc.is_null(language)))
     return pc.invert(same)
 
 

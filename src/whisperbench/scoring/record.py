@@ -98,7 +98,9 @@ class Summary:
             value = getattr(self, f.name)
             if f.name == "load_s":  # the metrics after the scores, before what the harness measured
                 out.update(self.metrics)
-            if f.name in ("metrics", "extra", "schema_version") or (f.name in _OMITTED_WHEN_ABSENT and value in ({}, None)):
+            if f.name in ("metrics", "extra", "schema_version") or (
+                f.name in _OMITTED_WHEN_ABSENT and value in ({}, None)
+            ):
                 continue
             out[f.name] = value
         out.update({k: v for k, v in self.extra.items() if k not in out})
@@ -110,8 +112,10 @@ class Summary:
         """Read a stored summary of any schema version up to :data:`SCHEMA_VERSION` (missing figures: None)."""
         version = data.get("schema_version", 1)
         if not isinstance(version, int) or version > SCHEMA_VERSION:
-            raise SummaryError(f"{where}: schema version {version!r} is newer than this whisperbench reads "
-                               f"({SCHEMA_VERSION}); upgrade whisperbench")
+            raise SummaryError(
+                f"{where}: schema version {version!r} is newer than this whisperbench reads "
+                f"({SCHEMA_VERSION}); upgrade whisperbench"
+            )
         names = {f.name for f in dataclasses.fields(cls)} - {"metrics", "extra", "schema_version"}
         metric_names = {m.name for m in registered()}
         known = {k: v for k, v in data.items() if k in names}
@@ -126,5 +130,6 @@ class Summary:
         or a resume that computed nothing (None: unchanged)."""
         if other is None:
             return self
-        return dataclasses.replace(self, extra={**other.extra, **self.extra},
-                                   **{name: getattr(other, name) for name in names})
+        return dataclasses.replace(
+            self, extra={**other.extra, **self.extra}, **{name: getattr(other, name) for name in names}
+        )

@@ -123,11 +123,16 @@ class Resampling:
 
     def describe(self) -> str:
         """How examples were resampled, in words (printed beside every interval)."""
-        limit = (f"; above {NORMAL_LIMIT_UNITS:,} units the resampled sums are drawn from their normal limit"
-                 if self.units > NORMAL_LIMIT_UNITS else "")
+        limit = (
+            f"; above {NORMAL_LIMIT_UNITS:,} units the resampled sums are drawn from their normal limit"
+            if self.units > NORMAL_LIMIT_UNITS
+            else ""
+        )
         if self.method == "blocks":
-            return (f"blocked bootstrap by {self.block_by} ({self.units} blocks, {self.resamples} resamples, "
-                    f"seed {self.seed}{limit})")
+            return (
+                f"blocked bootstrap by {self.block_by} ({self.units} blocks, {self.resamples} resamples, "
+                f"seed {self.seed}{limit})"
+            )
         return f"bootstrap over {self.units} examples ({self.resamples} resamples, seed {self.seed}{limit})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,8 +160,14 @@ class BootstrapInterval:
 
     def to_dict(self) -> dict[str, Any]:
         """The interval as JSON-ready values."""
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence,
-                "p_value": self.p_value, "resampling": self.resampling.to_dict()}
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "p_value": self.p_value,
+            "resampling": self.resampling.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -173,12 +184,14 @@ class PairedSignificance:
 
     def to_dict(self) -> dict[str, Any]:
         """Every test and interval as JSON-ready values (``compare --json``)."""
-        return {"sign_test": self.sign_test.to_dict(),
-                "mapsswe": self.mapsswe.to_dict() if self.mapsswe else None,
-                "wilcoxon": self.wilcoxon.to_dict() if self.wilcoxon else None,
-                "wer_difference": self.wer_difference.to_dict() if self.wer_difference else None,
-                "qoi_drop": self.qoi_drop.to_dict() if self.qoi_drop else None,
-                "resampling": self.resampling.to_dict()}
+        return {
+            "sign_test": self.sign_test.to_dict(),
+            "mapsswe": self.mapsswe.to_dict() if self.mapsswe else None,
+            "wilcoxon": self.wilcoxon.to_dict() if self.wilcoxon else None,
+            "wer_difference": self.wer_difference.to_dict() if self.wer_difference else None,
+            "qoi_drop": self.qoi_drop.to_dict() if self.qoi_drop else None,
+            "resampling": self.resampling.to_dict(),
+        }
 
 
 def sign_test(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> SignTest:
@@ -256,8 +269,9 @@ def normal_limit_sums(columns: np.ndarray, resamples: int, seed: int) -> np.ndar
     return np.asarray(draws)
 
 
-def resampled_sums(columns: np.ndarray, resamples: int, seed: int, chunk: int = DEFAULT_CHUNK,
-                   exact_up_to: int = NORMAL_LIMIT_UNITS) -> np.ndarray:
+def resampled_sums(
+    columns: np.ndarray, resamples: int, seed: int, chunk: int = DEFAULT_CHUNK, exact_up_to: int = NORMAL_LIMIT_UNITS
+) -> np.ndarray:
     """Column sums (resamples × k) of ``resamples`` draws, with replacement, of the rows of ``columns`` (n × k).
 
     Draw r takes the r-th ``n`` integers of ``numpy.random.default_rng(seed)``; at most ``max(chunk, n)``
@@ -278,10 +292,18 @@ def resampled_sums(columns: np.ndarray, resamples: int, seed: int, chunk: int = 
     return out
 
 
-def paired_significance(reference_errors: ArrayLike, candidate_errors: ArrayLike, reference_words: ArrayLike, *,
-                        groups: Optional[Sequence[Any]] = None, block_by: Optional[str] = None,
-                        confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                        chunk: int = DEFAULT_CHUNK) -> PairedSignificance:
+def paired_significance(
+    reference_errors: ArrayLike,
+    candidate_errors: ArrayLike,
+    reference_words: ArrayLike,
+    *,
+    groups: Optional[Sequence[Any]] = None,
+    block_by: Optional[str] = None,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    chunk: int = DEFAULT_CHUNK,
+) -> PairedSignificance:
     """The sign test, MAPSSWE and the paired bootstrap of one comparison (see module doc).
 
     ``groups``: a block label per example (e.g. its speaker, named ``block_by``): whole blocks are resampled.
@@ -349,11 +371,13 @@ def _ratio(sums: np.ndarray, top: int, bottom: int) -> np.ndarray:
         return np.asarray(np.where(denominator > 0, 100.0 * numerator / denominator, np.nan))
 
 
-def _interval(estimate: np.ndarray, values: np.ndarray, confidence: float, resampling: Resampling,
-              null: Optional[float] = 0.0) -> BootstrapInterval:
+def _interval(
+    estimate: np.ndarray, values: np.ndarray, confidence: float, resampling: Resampling, null: Optional[float] = 0.0
+) -> BootstrapInterval:
     values = values[~np.isnan(values)]
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(values, [alpha, 1.0 - alpha])
-    p_value = None if null is None else min(1.0, 2.0 * min(float((values <= null).mean()),
-                                                           float((values >= null).mean())))
+    p_value = (
+        None if null is None else min(1.0, 2.0 * min(float((values <= null).mean()), float((values >= null).mean())))
+    )
     return BootstrapInterval(float(estimate), float(low), float(high), confidence, p_value, resampling)

@@ -8,7 +8,7 @@ import dataclasses
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from ..languages import cer_text, headline_metric
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
@@ -40,12 +40,14 @@ def score_example(pred: Prediction, normalizer: str, characters: bool = True) ->
     >>> score.words, round(score.wer, 1), score.normalizer
     (WordCounts(hits=1, substitutions=1, deletions=0, insertions=0), 50.0, 'basic')
     """
-    return _scores(pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer,
-                   characters)
+    return _scores(
+        pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer, characters
+    )
 
 
-def _scores(reference: str, hypothesis: Optional[str], language: Optional[str], normalizer: str,
-            characters: bool) -> ExampleScore:
+def _scores(
+    reference: str, hypothesis: Optional[str], language: Optional[str], normalizer: str, characters: bool
+) -> ExampleScore:
     """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis)."""
     ref_norm = normalize(reference, normalizer)
     hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
@@ -58,8 +60,9 @@ def _score_chunk(args: tuple[list[tuple[Any, ...]], str, bool]) -> list[ExampleS
     return [_scores(ref, hyp, language, normalizer, characters) for ref, hyp, language in chunk]
 
 
-def score_predictions(predictions: Sequence[Prediction], normalizer: str, characters: bool = True,
-                      workers: Optional[int] = None) -> list[Prediction]:
+def score_predictions(
+    predictions: Sequence[Prediction], normalizer: str, characters: bool = True, workers: Optional[int] = None
+) -> list[Prediction]:
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
     machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (workers get
     texts and give back scores)."""
@@ -68,7 +71,7 @@ def score_predictions(predictions: Sequence[Prediction], normalizer: str, charac
         return [score_prediction(pred, normalizer, characters) for pred in predictions]
     texts = [(p.reference, p.hypothesis if p.status == "ok" else None, p.language) for p in predictions]
     size = -(-len(texts) // (workers * 4))
-    chunks = [(texts[i:i + size], normalizer, characters) for i in range(0, len(texts), size)]
+    chunks = [(texts[i : i + size], normalizer, characters) for i in range(0, len(texts), size)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
         scores = [score for part in pool.map(_score_chunk, chunks) for score in part]
     return [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]

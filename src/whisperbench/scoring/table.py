@@ -26,14 +26,20 @@ from .wer import corpus_wer
 TABLE_VERSION = "2"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
-_RAW = [("id", pa.string()), ("reference", pa.string()), ("hypothesis", pa.string()), ("status", pa.string()),
-        ("language", pa.string()), ("audio_s", pa.float64()), ("infer_s", pa.float64())]
+_RAW = [
+    ("id", pa.string()),
+    ("reference", pa.string()),
+    ("hypothesis", pa.string()),
+    ("status", pa.string()),
+    ("language", pa.string()),
+    ("audio_s", pa.float64()),
+    ("infer_s", pa.float64()),
+]
 #: the columns of the raw output (the rest are the score's counts and ``timed``)
 RAW_COLUMNS = tuple(name for name, _ in _RAW)
 SCHEMA = pa.schema(
-    _RAW
-    + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS]
-    + [("timed", pa.bool_())])  # the prediction stored segment or word times (the timing reports read them)
+    _RAW + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS] + [("timed", pa.bool_())]
+)  # the prediction stored segment or word times (the timing reports read them)
 
 
 def score_table(predictions: Iterable[Prediction], normalizer: str) -> pa.Table:
@@ -63,7 +69,7 @@ def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
     names = [name for name in table.column_names if name.startswith(prefix)]
     if not names or table.num_rows == 0:
         return None
-    return metric.value_of({name[len(prefix):]: table[name].to_pylist() for name in names})
+    return metric.value_of({name[len(prefix) :]: table[name].to_pylist() for name in names})
 
 
 def metric_values(table: pa.Table) -> dict[str, dict[str, Any]]:

@@ -81,8 +81,10 @@ def matched_pairs(truth: Sequence[TimedToken], hypothesis: Sequence[TimedToken])
     pairs = []
     for chunk in out.alignments[0]:
         if chunk.type == "equal":
-            pairs += [(chunk.ref_start_idx + i, chunk.hyp_start_idx + i)
-                      for i in range(chunk.ref_end_idx - chunk.ref_start_idx)]
+            pairs += [
+                (chunk.ref_start_idx + i, chunk.hyp_start_idx + i)
+                for i in range(chunk.ref_end_idx - chunk.ref_start_idx)
+            ]
     return pairs
 
 
@@ -94,8 +96,10 @@ def word_errors(truth: Sequence[TimedToken], hypothesis: Sequence[TimedToken]) -
     ([0.1], [0.0])
     """
     pairs = matched_pairs(truth, hypothesis)
-    return ([abs(hypothesis[h].start - truth[t].start) for t, h in pairs],
-            [abs(hypothesis[h].end - truth[t].end) for t, h in pairs])
+    return (
+        [abs(hypothesis[h].start - truth[t].start) for t, h in pairs],
+        [abs(hypothesis[h].end - truth[t].end) for t, h in pairs],
+    )
 
 
 def hit_starts(reference_text: str, words: Sequence[dict[str, Any]], normalizer: str) -> dict[int, float]:
@@ -105,16 +109,18 @@ def hit_starts(reference_text: str, words: Sequence[dict[str, Any]], normalizer:
     return {t: hypothesis[h].start for t, h in matched_pairs(truth, hypothesis)}
 
 
-def start_shifts(reference: Prediction, candidate: Prediction, normalizer: str,
-                 candidate_transcript: Optional[str] = None) -> dict[int, float]:
+def start_shifts(
+    reference: Prediction, candidate: Prediction, normalizer: str, candidate_transcript: Optional[str] = None
+) -> dict[int, float]:
     """{index of a normalized transcript word both runs got right (a hit in each): the candidate's start minus the
     reference's (s)}; empty when either lacks word times. The candidate's words are aligned to its own transcript
     unless ``candidate_transcript`` is given."""
     if reference.words is None or candidate.words is None:
         return {}
     ours = hit_starts(reference.reference, reference.words, normalizer)
-    theirs = hit_starts(candidate.reference if candidate_transcript is None else candidate_transcript,
-                        candidate.words, normalizer)
+    theirs = hit_starts(
+        candidate.reference if candidate_transcript is None else candidate_transcript, candidate.words, normalizer
+    )
     return {index: theirs[index] - start for index, start in ours.items() if index in theirs}
 
 
@@ -133,16 +139,22 @@ def distribution_ms(errors_s: Sequence[float], collars_s: Sequence[float]) -> Op
     if not errors_s:
         return None
     values = np.asarray(errors_s, dtype=float)
-    out: dict[str, Any] = {"median": round(float(np.percentile(values, 50)) * 1000, 2),
-                           "p90": round(float(np.percentile(values, 90)) * 1000, 2)}
+    out: dict[str, Any] = {
+        "median": round(float(np.percentile(values, 50)) * 1000, 2),
+        "p90": round(float(np.percentile(values, 90)) * 1000, 2),
+    }
     for collar in collars_s:
         out[f"within_{round(collar * 1000)}ms"] = round(100.0 * float(np.mean(values <= collar + 1e-9)), 2)
     out["count"] = len(values)
     return out
 
 
-def parity(reference: Sequence[Prediction], candidate: Sequence[Prediction], normalizer: str,
-           tolerance_s: float = PARITY_TOLERANCE_S) -> Optional[dict[str, Any]]:
+def parity(
+    reference: Sequence[Prediction],
+    candidate: Sequence[Prediction],
+    normalizer: str,
+    tolerance_s: float = PARITY_TOLERANCE_S,
+) -> Optional[dict[str, Any]]:
     """Timing parity of two runs (matched by example id): the share (%) of commonly-correct words whose start
     lies within ``tolerance_s`` of the reference's, the median/p90 start difference, and the examples whose
     median difference exceeds the tolerance (timing regressions); None when no word times are shared."""
@@ -159,9 +171,14 @@ def parity(reference: Sequence[Prediction], candidate: Sequence[Prediction], nor
     if not differences:
         return None
     stats = distribution_ms(differences, (tolerance_s,)) or {}
-    return {"within_tolerance": stats[f"within_{round(tolerance_s * 1000)}ms"], "tolerance_ms": tolerance_s * 1000,
-            "median_ms": stats["median"], "p90_ms": stats["p90"], "words": stats["count"],
-            "regressed_examples": regressed}
+    return {
+        "within_tolerance": stats[f"within_{round(tolerance_s * 1000)}ms"],
+        "tolerance_ms": tolerance_s * 1000,
+        "median_ms": stats["median"],
+        "p90_ms": stats["p90"],
+        "words": stats["count"],
+        "regressed_examples": regressed,
+    }
 
 
 def example_timing(pred: Prediction, normalizer: str) -> dict[str, list[float]]:
@@ -176,8 +193,9 @@ def example_timing(pred: Prediction, normalizer: str) -> dict[str, list[float]]:
         out["starts_by_word"] = start_errors(true_starts, [float(w["start"]) for w in pred.words])
     truth_words = pred.extra.get("reference_words") or []
     if truth_words and pred.words is not None:
-        out["word_starts"], out["word_ends"] = word_errors(timed_tokens(truth_words, normalizer),
-                                                           timed_tokens(pred.words, normalizer))
+        out["word_starts"], out["word_ends"] = word_errors(
+            timed_tokens(truth_words, normalizer), timed_tokens(pred.words, normalizer)
+        )
     return out
 
 
@@ -203,8 +221,10 @@ def utterance_counts(pred: Prediction, normalizer: str) -> list[tuple[str, WordC
         middle = (float(unit["start"]) + float(unit["end"])) / 2
         index = max(0, int(np.searchsorted(starts, middle, side="right")) - 1)
         texts[index].append(str(unit.get("word", unit.get("text", ""))))
-    return [(str(s.get("id", i)), align(normalize(s["text"], normalizer), normalize(" ".join(t), normalizer)))
-            for i, (s, t) in enumerate(zip(truth, texts))]
+    return [
+        (str(s.get("id", i)), align(normalize(s["text"], normalizer), normalize(" ".join(t), normalizer)))
+        for i, (s, t) in enumerate(zip(truth, texts))
+    ]
 
 
 def crosses_seam(segment: dict[str, Any], seams_s: Sequence[float]) -> bool:
@@ -254,9 +274,13 @@ def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[di
     if not rows or _wer_of(rows) is None:
         return None
     worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].ref_words, 1)))[:3]
-    out = {"wer": _wer_of(rows), "utterances": len(rows), "seams": seams_label(sources, examples),
-           **_split(rows, seam, "at_seams", "away_from_seams"),
-           "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst]}
+    out = {
+        "wer": _wer_of(rows),
+        "utterances": len(rows),
+        "seams": seams_label(sources, examples),
+        **_split(rows, seam, "at_seams", "away_from_seams"),
+        "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst],
+    }
     if sources:
         out["at_30s_marks"] = _split(rows, marks, "at_seams", "away_from_seams")
     return out
@@ -267,8 +291,10 @@ Rows = list[tuple[str, WordCounts]]
 
 def _split(rows: Rows, at: Rows, at_key: str, away_key: str) -> dict[str, dict[str, Any]]:
     away = [row for row in rows if all(row is not other for other in at)]
-    return {at_key: {"utterances": len(at), "wer": _wer_of(at)},
-            away_key: {"utterances": len(away), "wer": _wer_of(away)}}
+    return {
+        at_key: {"utterances": len(at), "wer": _wer_of(at)},
+        away_key: {"utterances": len(away), "wer": _wer_of(away)},
+    }
 
 
 def seams_label(sources: Sequence[str], examples: int) -> str:
@@ -296,12 +322,16 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
         return None
     out: dict[str, Any] = {"examples_with_segments": stored["segments"], "examples_with_words": stored["words"]}
     if refused:  # times that cannot be right (Prediction.refuse_bad_times): counted and named, never scored
-        out["refused"] = {"examples": len(refused), "first": [reason for p in refused[:5]
-                                                              for reason in p.extra["timing_refused"].values()]}
-    for key, errors, collars in (("utterance_start_error_ms", pooled["starts"], START_COLLARS_S),
-                                 ("utterance_word_start_error_ms", pooled["starts_by_word"], START_COLLARS_S),
-                                 ("word_start_error_ms", pooled["word_starts"], WORD_COLLARS_S),
-                                 ("word_end_error_ms", pooled["word_ends"], WORD_COLLARS_S)):
+        out["refused"] = {
+            "examples": len(refused),
+            "first": [reason for p in refused[:5] for reason in p.extra["timing_refused"].values()],
+        }
+    for key, errors, collars in (
+        ("utterance_start_error_ms", pooled["starts"], START_COLLARS_S),
+        ("utterance_word_start_error_ms", pooled["starts_by_word"], START_COLLARS_S),
+        ("word_start_error_ms", pooled["word_starts"], WORD_COLLARS_S),
+        ("word_end_error_ms", pooled["word_ends"], WORD_COLLARS_S),
+    ):
         value = distribution_ms(errors, collars)
         if value is not None:
             out[key] = value
@@ -311,5 +341,6 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     return out
 
 
-METRIC = Metric("timing", "segment and word timing against ground-truth times (median/p90 ms, share within "
-                          "collars)", summarize)
+METRIC = Metric(
+    "timing", "segment and word timing against ground-truth times (median/p90 ms, share within collars)", summarize
+)

@@ -14,11 +14,15 @@ def _inspect(folder: Path) -> ModelLayout:
 
 
 FORMAT = Format(
-    name="coreml", title="Core ML", rank=60,
+    name="coreml",
+    title="Core ML",
+    rank=60,
     description="Core ML packages as whisperbench exports them (a folder with coreml.json); macOS runs them",
-    folder=lambda folder: (folder / "coreml.json").is_file(), inspect=_inspect,
+    folder=lambda folder: (folder / "coreml.json").is_file(),
+    inspect=_inspect,
     unreadable="a coreml model runs only in Core ML as it is; its weights cannot be read back for conversion: "
-               "convert from the checkpoint it was built from",
-    converter="whisperbench.models.coreml", variants="float16/float32",
+    "convert from the checkpoint it was built from",
+    converter="whisperbench.models.coreml",
+    variants="float16/float32",
     native_adapters=("coreml", "ane-pytorch"),
 )

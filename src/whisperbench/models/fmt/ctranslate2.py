@@ -44,10 +44,18 @@ def _embedding(source: SourceModel) -> np.ndarray:
 
 
 FORMAT = Format(
-    name="ctranslate2", title="CTranslate2", rank=10, aliases=("ct2",),
+    name="ctranslate2",
+    title="CTranslate2",
+    rank=10,
+    aliases=("ct2",),
     description="CTranslate2 folder (model.bin + config.json), as faster-whisper runs it",
-    folder=_looks_like, shadows=("transformers",), inspect=_inspect, check_dims=True,
-    read=_read, embedding=_embedding,
-    converter="whisperbench.models.ctranslate2_writer", variants="float16/int8/...",
+    folder=_looks_like,
+    shadows=("transformers",),
+    inspect=_inspect,
+    check_dims=True,
+    read=_read,
+    embedding=_embedding,
+    converter="whisperbench.models.ctranslate2_writer",
+    variants="float16/int8/...",
     native_adapters=("faster-whisper",),
 )

@@ -5,7 +5,10 @@ from __future__ import annotations
 from whisperbench.models.format import Format
 
 FORMAT = Format(
-    name="flax", title="Flax", rank=80,
+    name="flax",
+    title="Flax",
+    rank=80,
     description="transformers' Flax weights for the jax adapter (written, never read)",
-    converter="whisperbench.models.flax", native_adapters=("jax",),
+    converter="whisperbench.models.flax",
+    native_adapters=("jax",),
 )

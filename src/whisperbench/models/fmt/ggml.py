@@ -41,9 +41,19 @@ def _embedding(source: SourceModel) -> np.ndarray:
 
 
 FORMAT = Format(
-    name="ggml", title="ggml .bin", rank=40, aliases=("whisper.cpp",),
+    name="ggml",
+    title="ggml .bin",
+    rank=40,
+    aliases=("whisper.cpp",),
     description="whisper.cpp's ggml file (one .bin: f32, f16 or quantized q8_0/q5_0/...)",
-    file=_is_ggml, inspect=_inspect, check_dims=True, read=_read, embedding=_embedding,
-    converter="whisperbench.models.ggml", output_file="ggml-model.bin", default_variant="f16",
-    variants="f16/q8_0/q5_0", native_adapters=("whisper-cpp",),
+    file=_is_ggml,
+    inspect=_inspect,
+    check_dims=True,
+    read=_read,
+    embedding=_embedding,
+    converter="whisperbench.models.ggml",
+    output_file="ggml-model.bin",
+    default_variant="f16",
+    variants="f16/q8_0/q5_0",
+    native_adapters=("whisper-cpp",),
 )

@@ -10,8 +10,16 @@ from typing import Callable
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint, LazyStateDict
-from whisperbench.models.format import (DIMS, SAFETENSORS_DTYPES, Format, ModelLayout, bad, config_has, read_json,
-                                        safetensors_header)
+from whisperbench.models.format import (
+    DIMS,
+    SAFETENSORS_DTYPES,
+    Format,
+    ModelLayout,
+    bad,
+    config_has,
+    read_json,
+    safetensors_header,
+)
 from whisperbench.models.source import SourceModel
 
 
@@ -31,8 +39,11 @@ def _inspect(folder: Path) -> ModelLayout:
         if conv is None:
             raise bad(files[0], "mlx", "no tensor encoder.conv1.weight")
         if conv["shape"][-1] != dims["n_mels"]:
-            raise bad(folder, "mlx", f"config.json says n_mels={dims['n_mels']} but encoder.conv1.weight has "
-                      f"shape {conv['shape']}")
+            raise bad(
+                folder,
+                "mlx",
+                f"config.json says n_mels={dims['n_mels']} but encoder.conv1.weight has shape {conv['shape']}",
+            )
         dtype = SAFETENSORS_DTYPES.get(conv["dtype"], conv["dtype"].lower())
     else:
         dtype = "float16"
@@ -74,9 +85,17 @@ def _embedding(source: SourceModel) -> np.ndarray:
 
 
 FORMAT = Format(
-    name="mlx", title="MLX", rank=50,
+    name="mlx",
+    title="MLX",
+    rank=50,
     description="MLX folder (config.json in openai names + weights.safetensors or .npz), as mlx-whisper runs it",
-    folder=lambda folder: config_has(folder, "n_mels"), inspect=_inspect, check_dims=True,
-    read=_read, embedding=_embedding, converter="whisperbench.models.mlx", default_variant="float16",
-    variants="float16/float32/q4/q8", native_adapters=("mlx",),
+    folder=lambda folder: config_has(folder, "n_mels"),
+    inspect=_inspect,
+    check_dims=True,
+    read=_read,
+    embedding=_embedding,
+    converter="whisperbench.models.mlx",
+    default_variant="float16",
+    variants="float16/float32/q4/q8",
+    native_adapters=("mlx",),
 )

@@ -22,11 +22,22 @@ def _inspect(path: Path) -> ModelLayout:
     state = saved["model_state_dict"]
     conv = state.get("encoder.conv1.weight")
     if conv is None or conv.shape[1] != dims["n_mels"]:
-        raise bad(path, "openai-whisper", f"dims say n_mels={dims['n_mels']} but encoder.conv1.weight has shape "
-                  f"{None if conv is None else list(conv.shape)}")
+        raise bad(
+            path,
+            "openai-whisper",
+            f"dims say n_mels={dims['n_mels']} but encoder.conv1.weight has shape "
+            f"{None if conv is None else list(conv.shape)}",
+        )
     tensors = {k: (str(v.dtype), list(v.shape)) for k, v in state.items()}
-    check_layers(path, "openai-whisper", tensors, dims, "encoder.blocks.{}.mlp.0.weight",
-                 "decoder.blocks.{}.mlp.0.weight", ("n_audio_layer", "n_text_layer"))
+    check_layers(
+        path,
+        "openai-whisper",
+        tensors,
+        dims,
+        "encoder.blocks.{}.mlp.0.weight",
+        "decoder.blocks.{}.mlp.0.weight",
+        ("n_audio_layer", "n_text_layer"),
+    )
     dtype = str(conv.dtype).replace("torch.", "")
     return ModelLayout("openai-whisper", path, [path], dims, dtype, False)
 
@@ -35,8 +46,12 @@ def _read(source: SourceModel) -> Checkpoint:
     from whisperbench.models.readers import checkpoint_of
 
     saved = torch_load(Path(source.path), "openai-whisper")
-    state = LazyStateDict({name: partial(lambda t: t.float().numpy(), tensor)  # memory-mapped tensors
-                           for name, tensor in saved["model_state_dict"].items()})
+    state = LazyStateDict(
+        {
+            name: partial(lambda t: t.float().numpy(), tensor)  # memory-mapped tensors
+            for name, tensor in saved["model_state_dict"].items()
+        }
+    )
     return checkpoint_of(source, state, saved.get("alignment_heads"))
 
 
@@ -46,10 +61,18 @@ def _embedding(source: SourceModel) -> np.ndarray:
 
 
 FORMAT = Format(
-    name="openai-whisper", title="torch .pt", rank=30, aliases=("openai",),
+    name="openai-whisper",
+    title="torch .pt",
+    rank=30,
+    aliases=("openai",),
     description="openai-whisper checkpoint: one torch .pt file (dims + model_state_dict)",
-    file=lambda path, head: path.suffix == ".pt" and is_pickle_head(head), file_fallback=is_pickle_head,
-    inspect=_inspect, check_dims=True, read=_read, embedding=_embedding,
-    converter="whisperbench.models.convert", output_file="model.pt",
+    file=lambda path, head: path.suffix == ".pt" and is_pickle_head(head),
+    file_fallback=is_pickle_head,
+    inspect=_inspect,
+    check_dims=True,
+    read=_read,
+    embedding=_embedding,
+    converter="whisperbench.models.convert",
+    output_file="model.pt",
     native_adapters=("openai-whisper", "ane-pytorch"),
 )

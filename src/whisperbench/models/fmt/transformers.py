@@ -9,8 +9,18 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint, LazyStateDict, openai_name
-from whisperbench.models.format import (HF_DIMS, SAFETENSORS_DTYPES, Format, ModelLayout, bad, check_layers,
-                                        config_has, read_json, safetensors_header, torch_tensors)
+from whisperbench.models.format import (
+    HF_DIMS,
+    SAFETENSORS_DTYPES,
+    Format,
+    ModelLayout,
+    bad,
+    check_layers,
+    config_has,
+    read_json,
+    safetensors_header,
+    torch_tensors,
+)
 from whisperbench.models.source import SourceModel
 
 
@@ -32,8 +42,12 @@ def _tensors(folder: Path) -> tuple[list[Path], dict[str, tuple[str, list[int]]]
     elif (folder / "pytorch_model.bin").is_file():
         return [folder / "pytorch_model.bin"], torch_tensors(folder / "pytorch_model.bin", "transformers")
     else:
-        raise bad(folder, "transformers", "config.json says Whisper but there is no model.safetensors, "
-                  "model.safetensors.index.json or pytorch_model.bin")
+        raise bad(
+            folder,
+            "transformers",
+            "config.json says Whisper but there is no model.safetensors, "
+            "model.safetensors.index.json or pytorch_model.bin",
+        )
     tensors = {}
     for file in files:
         for name, info in safetensors_header(file, "transformers").items():
@@ -44,25 +58,40 @@ def _tensors(folder: Path) -> tuple[list[Path], dict[str, tuple[str, list[int]]]
 def _inspect(folder: Path) -> ModelLayout:
     config = read_json(folder / "config.json", "transformers")
     if config.get("model_type") != "whisper":
-        raise bad(folder / "config.json", "transformers",
-                  f"model_type is {config.get('model_type')!r}, not 'whisper': not a Whisper model")
+        raise bad(
+            folder / "config.json",
+            "transformers",
+            f"model_type is {config.get('model_type')!r}, not 'whisper': not a Whisper model",
+        )
     missing = [key for key in set(HF_DIMS.values()) if key not in config]
     if missing:
         raise bad(folder / "config.json", "transformers", f"no {', '.join(sorted(missing))}")
     dims = {ours: int(config[theirs]) for ours, theirs in HF_DIMS.items()}
     files, tensors = _tensors(folder)
     prefix = "model." if any(k.startswith("model.") for k in tensors) else ""
-    checks = {f"{prefix}encoder.conv1.weight": (1, "n_mels", "num_mel_bins"),
-              f"{prefix}decoder.embed_tokens.weight": (0, "n_vocab", "vocab_size"),
-              f"{prefix}encoder.embed_positions.weight": (0, "n_audio_ctx", "max_source_positions")}
+    checks = {
+        f"{prefix}encoder.conv1.weight": (1, "n_mels", "num_mel_bins"),
+        f"{prefix}decoder.embed_tokens.weight": (0, "n_vocab", "vocab_size"),
+        f"{prefix}encoder.embed_positions.weight": (0, "n_audio_ctx", "max_source_positions"),
+    }
     for name, (axis, ours, theirs) in checks.items():
         if name not in tensors:
             raise bad(files[0], "transformers", f"no tensor {name}")
         if tensors[name][1][axis] != dims[ours]:
-            raise bad(folder, "transformers", f"config.json says {theirs}={dims[ours]} but {name} has "
-                      f"shape {tensors[name][1]}")
-    check_layers(folder, "transformers", tensors, dims, f"{prefix}encoder.layers.{{}}.fc1.weight",
-                 f"{prefix}decoder.layers.{{}}.fc1.weight", ("encoder_layers", "decoder_layers"))
+            raise bad(
+                folder,
+                "transformers",
+                f"config.json says {theirs}={dims[ours]} but {name} has shape {tensors[name][1]}",
+            )
+    check_layers(
+        folder,
+        "transformers",
+        tensors,
+        dims,
+        f"{prefix}encoder.layers.{{}}.fc1.weight",
+        f"{prefix}decoder.layers.{{}}.fc1.weight",
+        ("encoder_layers", "decoder_layers"),
+    )
     dtype = tensors[f"{prefix}encoder.conv1.weight"][0]
     return ModelLayout("transformers", folder, files, dims, dtype, False)
 
@@ -90,12 +119,15 @@ def _read(source: SourceModel) -> Checkpoint:
         config = json.loads(gen_file.read_text(encoding="utf-8"))
         heads = config.get("alignment_heads")
         if config.get("suppress_tokens") is not None:
-            generation = {"suppress_ids": config["suppress_tokens"],
-                          "suppress_ids_begin": config.get("begin_suppress_tokens") or [],
-                          "lang_ids": sorted((config.get("lang_to_id") or {}).values())}
+            generation = {
+                "suppress_ids": config["suppress_tokens"],
+                "suppress_ids_begin": config.get("begin_suppress_tokens") or [],
+                "lang_ids": sorted((config.get("lang_to_id") or {}).values()),
+            }
     tokenizer = folder / "tokenizer.json"
-    return checkpoint_of(source, state, heads, tokenizer_file=str(tokenizer) if tokenizer.is_file() else "",
-                         generation=generation)
+    return checkpoint_of(
+        source, state, heads, tokenizer_file=str(tokenizer) if tokenizer.is_file() else "", generation=generation
+    )
 
 
 def _embedding(source: SourceModel) -> np.ndarray:
@@ -105,8 +137,16 @@ def _embedding(source: SourceModel) -> np.ndarray:
 
 
 FORMAT = Format(
-    name="transformers", title="transformers", rank=20, aliases=("hf",),
+    name="transformers",
+    title="transformers",
+    rank=20,
+    aliases=("hf",),
     description="Hugging Face transformers folder (config.json + safetensors or pytorch_model.bin)",
-    folder=_looks_like, inspect=_inspect, check_dims=True, read=_read, embedding=_embedding,
-    converter="whisperbench.models.convert", native_adapters=("transformers",),
+    folder=_looks_like,
+    inspect=_inspect,
+    check_dims=True,
+    read=_read,
+    embedding=_embedding,
+    converter="whisperbench.models.convert",
+    native_adapters=("transformers",),
 )

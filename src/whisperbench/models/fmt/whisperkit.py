@@ -21,10 +21,13 @@ def _inspect(folder: Path) -> ModelLayout:
 
 
 FORMAT = Format(
-    name="whisperkit", title="WhisperKit", rank=70,
+    name="whisperkit",
+    title="WhisperKit",
+    rank=70,
     description="WhisperKit folder (AudioEncoder + TextDecoder .mlmodelc/.mlpackage); macOS runs it",
-    folder=_looks_like, inspect=_inspect,
+    folder=_looks_like,
+    inspect=_inspect,
     unreadable="a whisperkit model runs only in Core ML as it is; its weights cannot be read back for conversion: "
-               "convert from the checkpoint it was built from",
+    "convert from the checkpoint it was built from",
     native_adapters=("whisperkit",),
 )
