@@ -137,3 +137,18 @@ def test_the_clis_trackers_are_the_apis():
     from whisperbench.cli.export import _TRACKERS
 
     assert sorted(_TRACKERS) == sorted(wb.api.TRACKERS)
+
+
+def test_demo_is_an_api_function_returning_what_it_made(tmp_path):
+    """``wb.demo`` is the command's whole logic: the runs, the reference, the leaderboard text and file, the failures
+    (the command only prints the markdown and turns failures into its exit code)."""
+    from .conftest import needs_adapter
+
+    needs_adapter("openai-whisper", "tiny.en")
+    result = wb.demo(limit=1, short_only=True, implementations="openai-whisper", runs_dir=tmp_path / "demo")
+    assert result.runs == result.references == ["openai-whisper_tiny.en_tiny-shortform"]
+    assert result.failed == 0 and result.leaderboard == tmp_path / "demo" / "leaderboard.md"
+    assert result.leaderboard.read_text(encoding="utf-8") == result.markdown and "openai-whisper" in result.markdown
+    assert wb.load_run(result.runs[0], tmp_path / "demo").summary.num_examples == 1
+    with pytest.raises(wb.api.WhisperbenchError, match="unexpected keyword"):
+        wb.demo(limti=1, runs_dir=tmp_path / "x")

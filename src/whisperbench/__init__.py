@@ -2,7 +2,7 @@
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
 :func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
-:func:`runs`, :func:`remove_runs`, :func:`rescore` and :func:`sweep`, and for the statistics :func:`compare_all`,
+:func:`runs`, :func:`remove_runs`, :func:`rescore`, :func:`demo` and :func:`sweep`, and for the statistics :func:`compare_all`,
 :func:`plan` and
 :func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and :class:`ScoredExample`, the metric protocol
 (docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are imported on
@@ -22,6 +22,7 @@ except PackageNotFoundError:  # running from a source tree
 if TYPE_CHECKING:
     from . import api
     from .api import (
+        demo,
         compare,
         compare_all,
         evaluate,
@@ -62,6 +63,7 @@ __all__ = [
     "publish",
     "sweep",
     "rescore",
+    "demo",
     "Metric",
     "ScoredExample",
 ]

@@ -6,9 +6,10 @@ are reported with the pip command that installs them, never as a traceback.
 
 from __future__ import annotations
 
+import logging
 import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -24,6 +25,39 @@ from .reports import leaderboard_frame, pick_references, render_markdown
 from .reports.leaderboard import record_references
 
 REFERENCE_ADAPTER = "openai-whisper"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """What the demo runs: the model of every row, where the runs go, where the leaderboard goes (default
+    ``leaderboard.md`` in ``runs_dir``), threads per implementation, the first ``limit`` examples, short-form only,
+    which rows (labels, comma-separated; the reference always runs), slow rows too (``all``), and an
+    OpenAI-compatible endpoint as the reference."""
+
+    model: str = "tiny.en"
+    runs_dir: str = "runs/demo"
+    out: Optional[str] = None
+    threads: Optional[int] = None
+    limit: Optional[int] = None
+    short_only: bool = False
+    implementations: Optional[str] = None
+    all: bool = False
+    reference_endpoint: Optional[str] = None
+    reference_model: str = "whisper-1"
+
+
+@dataclass
+class DemoResult:
+    """What the demo made: the runs, the reference runs, the leaderboard (its markdown and file), the failed
+    examples over all runs, and the rows skipped here with why."""
+
+    runs: list[str]
+    references: list[str]
+    markdown: str
+    leaderboard: Path
+    failed: int = 0
+    skipped: list[str] = field(default_factory=list)
 
 
 def _apple_silicon() -> bool:
@@ -88,14 +122,14 @@ CONTENDERS = (
 DATASETS = ("tiny-shortform", "tiny-longform")
 
 
-def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
+def _contenders(args: DemoSettings) -> tuple[list[tuple[Contender, str]], str]:
     """(contender, model) pairs to run, and the label of the reference."""
     pairs = [(c, args.model) for c in CONTENDERS]
     reference = REFERENCE_ADAPTER
     if args.reference_endpoint:
         api = Contender("openai-api", f"openai-api {args.reference_model}", (f"base_url={args.reference_endpoint}",))
         pairs, reference = [(api, args.reference_model)] + pairs, api.label
-    wanted = getattr(args, "implementations", None)
+    wanted = args.implementations
     if wanted:
         labels = {label.strip() for label in wanted.split(",") if label.strip()}
         unknown = labels - {c.label for c, _ in pairs}
@@ -108,35 +142,40 @@ def _contenders(args) -> tuple[list[tuple[Contender, str]], str]:
     return pairs, reference
 
 
-def run_demo(args) -> int:
-    """``whisperbench demo``: every installed implementation on the bundled sets, then the leaderboard; the exit
-    code."""
-    bundled = bundled_datasets()
-    names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
-    if not names:
-        print("error: the bundled datasets are missing (expected datasets/tiny/*/manifest.jsonl)", file=sys.stderr)
-        return 2
-    contenders, reference_label = _contenders(args)
-    resolve_source(args.model)  # a model that is not there stops the demo before any row (ModelError, exit 2)
-    available = []
+def _available(contenders: list[tuple[Contender, str]], args: DemoSettings) -> tuple[list, list[str]]:
+    """The rows that can run here, and why each other one is skipped (slow on this platform, not installed)."""
+    available, skipped = [], []
     for contender, model in contenders:
         adapter = get_adapter(contender.adapter)
         slow = contender.slow_here() if contender.slow_here and not args.all else None
         slow = slow or (contender.unavailable_here() if contender.unavailable_here else None)
+        if not slow and adapter.missing():
+            slow = f"not installed: pip install 'whisperbench[{adapter.extra}]'"
         if slow:
-            print(f"skip {contender.label}: {slow}", file=sys.stderr)
-        elif adapter.missing():
-            print(
-                f"skip {contender.label}: not installed: pip install 'whisperbench[{adapter.extra}]'", file=sys.stderr
-            )
+            skipped.append(f"{contender.label}: {slow}")
+            log.warning("skip %s: %s", contender.label, slow)
         else:
             available.append((contender, model))
+    return available, skipped
+
+
+def run_demo(args: DemoSettings) -> DemoResult:
+    """Every installed implementation on the bundled sets, then the leaderboard (written to ``args.out``, default
+    ``leaderboard.md`` in the runs folder); what it made. No bundled data, no implementation, or a model that is not
+    there: WhisperbenchError."""
+    bundled = bundled_datasets()
+    names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
+    if not names:
+        raise WhisperbenchError("the bundled datasets are missing (expected datasets/tiny/*/manifest.jsonl)")
+    contenders, reference_label = _contenders(args)
+    resolve_source(args.model)  # a model that is not there stops the demo before any row (ModelError, exit 2)
+    available, skipped = _available(contenders, args)
     if not available:
         raise WhisperbenchError(
             "demo: no implementation can run here (see the skips above): pip install 'whisperbench[local]'"
         )
     if not any(c.label == reference_label for c, _ in available):
-        print(f"note: the reference ({reference_label}) is not installed, so QoI cannot be computed", file=sys.stderr)
+        log.warning("the reference (%s) is not installed, so QoI cannot be computed", reference_label)
     threads = [f"threads={args.threads}"] if args.threads else []
     failures, made, references = 0, [], []
     for dataset in names:
@@ -163,10 +202,7 @@ def run_demo(args) -> int:
             failures += s.num_failed
             wer = "n/a" if s.wer is None else f"{s.wer:.2f}%"
             rtfx = "n/a" if s.rtfx is None else f"{s.rtfx:.1f}"
-            print(
-                f"{contender.label:<20} {dataset:<15} WER {wer:>7}  RTFx {rtfx:>6}  failed {s.num_failed}",
-                file=sys.stderr,
-            )
+            log.info("%-20s %-15s WER %7s  RTFx %6s  failed %d", contender.label, dataset, wer, rtfx, s.num_failed)
     runs = [r for r in list_runs(args.runs_dir) if r.name in made]
     chosen = pick_references(runs, names=references)
     record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
@@ -176,6 +212,5 @@ def run_demo(args) -> int:
     out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    print(text)
-    print(f"wrote {out}; runs in {args.runs_dir}/", file=sys.stderr)
-    return 0 if failures == 0 else 1
+    log.info("wrote %s; runs in %s/", out, args.runs_dir)
+    return DemoResult(made, [r.name for r in chosen.values()], text, out, failures, skipped)

@@ -8,10 +8,15 @@ from .common import whole
 
 
 def command(args) -> int:
-    """``whisperbench demo``: the default evaluation on the bundled sets."""
-    from ..demo import run_demo
+    """``whisperbench demo``: the default evaluation on the bundled sets; exit 1 when an example failed."""
+    import dataclasses
 
-    return run_demo(args)
+    from ..api import demo
+    from ..demo import DemoSettings
+
+    result = demo(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DemoSettings)})
+    print(result.markdown)
+    return 0 if result.failed == 0 else 1
 
 
 def register(sub: Any) -> None:
