@@ -110,7 +110,7 @@ def test_a_bad_input_is_one_line_and_exit_2(line, said, recorded_runs, tmp_path,
 
 
 def test_a_demo_with_nothing_installed_is_an_error_not_an_empty_leaderboard(tmp_path, monkeypatch, capsys):
-    import whisperbench.demo as demo
+    import whisperbench.demo_runner as demo
 
     class NotHere:
         extra = "local"

@@ -40,7 +40,7 @@ from .adapters import DecodingOptions
 from .limits import GATE_LIMITS, check_limits
 from .adapters.recorded import read_hypotheses
 from .datasets import Checked, column_values, from_hf_dataset
-from .demo import DemoResult, DemoSettings, run_demo
+from .demo_runner import DemoResult, DemoSettings, run_demo
 from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
@@ -345,7 +345,7 @@ def _stored(result: RunResult) -> StoredRun:
 def demo(model: str = "tiny.en", runs_dir: PathLike = "runs/demo", **settings: Any) -> DemoResult:
     """The offline default evaluation (``whisperbench demo``): every installed implementation on the bundled tiny
     sets with ``model``, then the leaderboard (``leaderboard.md`` in ``runs_dir``); ``settings`` as
-    :class:`~whisperbench.demo.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
+    :class:`~whisperbench.demo_runner.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
     ``threads``, ``out``…). Returns what it made: ``.runs``, ``.references``, ``.markdown``, ``.failed``,
     ``.skipped``."""
     try:

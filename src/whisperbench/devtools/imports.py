@@ -47,7 +47,7 @@ LAYERS = {
     "reports": 4,
     "api": 5,
     "__init__": 5,  # the public Python API (the package's top level re-exports it)
-    "demo": 5,
+    "demo_runner": 5,
     "cli": 5,
     "devtools": 5,
     "__main__": 5,
