@@ -2,11 +2,10 @@
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
 :func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
-:func:`runs`, :func:`remove_runs`, :func:`rescore`, :func:`demo` and :func:`sweep`, and for the statistics :func:`compare_all`,
-:func:`plan` and
-:func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and :class:`ScoredExample`, the metric protocol
-(docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are imported on
-first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
+:func:`runs`, :func:`remove_runs`, :func:`rescore`, :func:`demo` and :func:`sweep`, and for the statistics
+:func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and
+:class:`ScoredExample`, the metric protocol (docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are
+imported on first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
 """
 
 from __future__ import annotations
