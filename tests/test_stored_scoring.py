@@ -178,3 +178,38 @@ def test_a_missing_corrupt_or_stale_score_table_is_rebuilt_with_the_same_figures
         path.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     assert compare_runs(open_run(ref.store.path), open_run(cand.store.path)).to_json(with_examples=True) == before
     assert open_run(cand.store.path).store.read_score_table(cand.normalizer) is not None  # rebuilt and stored
+
+
+def test_a_score_table_with_one_flipped_bit_is_not_trusted(stored_runs):
+    """A table that still parses after a bit flipped in one of its counts would change the gate's verdict: its
+    checksum no longer matches, so it is rebuilt from predictions.jsonl and the figures stay what they were."""
+    ref, cand = stored_runs
+    before = compare_runs(ref, cand).to_json(with_examples=True)
+    path = ref.store.scores_path(ref.normalizer)
+    data = bytearray(path.read_bytes())
+    table = ref.score_table()
+    original = table["substitutions"].to_pylist()  # a copy: the table itself is memory-mapped from that file
+    import pyarrow as pa
+
+    needle = bytes(table["substitutions"].chunk(0).buffers()[1])[:64]  # the column's first values, as stored
+    tampered = None
+    for at in (i for i in range(len(data)) if data.startswith(needle, i)):
+        flipped = bytearray(data)
+        flipped[at] ^= 0x10  # still a valid Arrow file, one count changed
+        path.write_bytes(bytes(flipped))
+        tampered = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+        if tampered["substitutions"].to_pylist() != original:
+            break
+    assert tampered is not None and tampered["substitutions"].to_pylist() != original  # it parses, and lies
+    again = open_run(ref.store.path)
+    assert compare_runs(again, open_run(cand.store.path)).to_json(with_examples=True) == before
+    assert again.score_table()["substitutions"].to_pylist() == original  # rebuilt from the raw output
+
+
+def test_a_score_table_made_by_other_scoring_code_is_rebuilt(stored_runs, monkeypatch):
+    from whisperbench import scorefile
+
+    ref, _ = stored_runs
+    assert ref.store.read_score_table(ref.normalizer) is not None
+    monkeypatch.setattr(scorefile, "scorer_digest", lambda: "another-scorer")
+    assert ref.store.read_score_table(ref.normalizer) is None
