@@ -651,3 +651,32 @@ def test_an_unreachable_endpoint_names_the_host_and_the_cause(tmp_path, tiny_sho
     )
     (failed,) = _stored(runs, "down").values()
     assert "127.0.0.1:9" in failed.error and "refused" in failed.error.lower(), failed.error
+
+
+def test_a_resume_with_a_smaller_limit_is_refused_and_a_larger_one_extends(tmp_path, capsys):
+    """Re-running a finished run with ``--limit 2`` would leave it "6 of 2" with a summary of 2 examples beside a
+    table of 6: refused (exit 2, saying how to resume); a larger limit, or none, resumes and extends it."""
+    from whisperbench.cli import main
+
+    from .conftest import BUNDLED
+
+    args = [
+        "score",
+        "--dataset",
+        str(BUNDLED / "shortform" / "manifest.jsonl"),
+        "--hypotheses",
+        str(BUNDLED / "recorded" / "openai-whisper-base.jsonl"),
+        "--name",
+        "b",
+        "--runs-dir",
+        str(tmp_path),
+    ]
+    assert main(args + ["--limit", "3"]) == 0
+    assert main(args + ["--limit", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a selection of 3 examples; --limit 2 selects 2" in err and "--overwrite" in err
+    assert main(args) == 0  # the whole set: resumed, extended
+    from whisperbench.store import open_run
+
+    run = open_run("b", tmp_path)
+    assert run.summary.num_examples == 6 == run.score_table().num_rows and run.coverage.finished

@@ -144,6 +144,13 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
                 f"run {store.path} exists with a different {', '.join(diff)} ({settings}); "
                 "pass --name for a new run or --overwrite to replace it"
             )
+        narrower = request.limit is not None and info.dataset.num_examples < old.dataset.num_examples
+        if narrower:  # the run would say "6 of 2" and its summary cover 2 while its table holds 6
+            raise RunStoreError(
+                f"run {store.path} holds a selection of {old.dataset.num_examples} examples; --limit {request.limit} "
+                f"selects {info.dataset.num_examples}: leave --limit out (or raise it) to resume, pass --name for a "
+                "new run, or --overwrite to replace it"
+            )
     elif old is not None and request.overwrite:
         for leftover in (store.predictions_path, store.path / "summary.json"):
             leftover.unlink(missing_ok=True)
