@@ -144,11 +144,12 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
                 f"run {store.path} exists with a different {', '.join(diff)} ({settings}); "
                 "pass --name for a new run or --overwrite to replace it"
             )
-        narrower = request.limit is not None and info.dataset.num_examples < old.dataset.num_examples
+        new, stored = info.dataset.num_examples or 0, old.dataset.num_examples or 0
+        narrower = request.limit is not None and new < stored
         if narrower:  # the run would say "6 of 2" and its summary cover 2 while its table holds 6
             raise RunStoreError(
-                f"run {store.path} holds a selection of {old.dataset.num_examples} examples; --limit {request.limit} "
-                f"selects {info.dataset.num_examples}: leave --limit out (or raise it) to resume, pass --name for a "
+                f"run {store.path} holds a selection of {stored} examples; --limit {request.limit} "
+                f"selects {new}: leave --limit out (or raise it) to resume, pass --name for a "
                 "new run, or --overwrite to replace it"
             )
     elif old is not None and request.overwrite:
