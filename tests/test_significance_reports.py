@@ -304,10 +304,25 @@ def test_compare_several_candidates_adjusts_for_multiplicity(runs, capsys):
     assert "Holm-adjusted over 2 candidates" in capsys.readouterr().out
 
 
+def _repeats(runs_dir, rows, edits):
+    """Repeated runs of one configuration: the same recorded model file (rewritten before each), one run each."""
+    from .conftest import write_jsonl
+
+    hyp = runs_dir.parent / "repeated-model.jsonl"
+    for name, edit in edits.items():
+        if not (runs_dir / name).exists():
+            write_jsonl(hyp, [{"id": r["id"], "hypothesis": edit(r)} for r in rows])
+            manifest = shared_manifest("shortform")
+            args = ["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name]
+            assert main(args + ["--runs-dir", str(runs_dir)]) == 0
+
+
 def test_noise_of_repeated_runs_and_a_gate_that_must_hold_in_every_repeat(runs, capsys, tmp_path):
     runs_dir, rows = runs
+    edits = {"rep1": _drop(1, lambda i: i % 3 == 0), "rep2": _drop(1, lambda i: i % 3 == 1), "rep3": _drop(3, bool)}
+    _repeats(runs_dir, rows, edits)
     capsys.readouterr()
-    assert main(["noise", "ref", "close", "--runs-dir", str(runs_dir), "--json"]) == 0
+    assert main(["noise", "rep1", "rep2", "--runs-dir", str(runs_dir), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     third = sum(1 for r in rows if r["_i"] % 3 == 2)  # the examples both leave whole
     assert report["examples"] == len(rows) and not report["deterministic"]
@@ -316,14 +331,18 @@ def test_noise_of_repeated_runs_and_a_gate_that_must_hold_in_every_repeat(runs, 
     assert report["wer_spread"] == pytest.approx(0.0)  # as many words dropped in each
     regressed = sum(1 for r in rows if r["_i"] % 3 == 1 and len(r["text"].split()) > 1)
     assert report["regressed_between_repeats"] == pytest.approx(100 * regressed / len(rows))
-    assert main(["noise", "ref", str(runs_dir / "ref"), "--runs-dir", str(runs_dir)]) == 0
-    assert "deterministic" in capsys.readouterr().out
     assert main(["noise", "ref", "--runs-dir", str(runs_dir)]) == 2
-    code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", "3", "--repeat", "bad")
+    # not repeats: one run twice, two configurations (two recorded files): refused, never "deterministic"
+    for pair in (["rep1", str(runs_dir / "rep1")], ["ref", "close"]):
+        capsys.readouterr()
+        assert main(["noise", *pair, "--runs-dir", str(runs_dir)]) == 2
+        assert "deterministic" not in capsys.readouterr().out
+    code, out = _gate(runs_dir, "rep2", capsys, "--non-inferiority-margin", "3", "--repeat", "rep3")
     assert code == 1 and "repeats: the verdict must hold in each of 2 candidate runs" in out
-    assert "close: PASS — non-inferior" in out and "bad: FAIL (regression) — regression shown" in out
-    code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", "3", "--repeat", "close")
-    assert code == 0
+    assert "rep2: PASS — non-inferior" in out and "rep3: FAIL (regression) — regression shown" in out
+    for repeat, why in (("rep2", "is rep2 itself"), ("close", "another configuration")):
+        code, out = _gate(runs_dir, "rep2", capsys, "--non-inferiority-margin", "3", "--repeat", repeat)
+        assert code == 2 and why in out
 
 
 def test_the_report_flags_a_configuration_whose_repeats_disagree(tmp_path, tiny_rows, tiny_short):

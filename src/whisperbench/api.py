@@ -65,7 +65,7 @@ from .scoring.power import Plan
 from .scoring.record import Summary
 from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
-from .store import StoredRun, list_runs, open_run, same_run_reason
+from .store import StoredRun, list_runs, open_run, repeat_problem, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
 __all__ = [
@@ -504,7 +504,7 @@ def gate(
     settings = significance_settings(block_by, checked.confidence or 0.95, sampling["resamples"], sampling["seed"])
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
     if repeats:
-        candidates = [cand] + [load_run(run, runs_dir) for run in repeats]
+        candidates = _repeats([cand] + [load_run(run, runs_dir) for run in repeats])
         return evaluate_repeats(ref, candidates, checked, significance=settings, groups=groups)
     return evaluate_gate(ref, cand, checked, significance=settings, groups=groups)
 
@@ -512,10 +512,22 @@ def gate(
 def noise(runs: list[RunLike], runs_dir: PathLike = "runs") -> NoiseReport:
     """Run-to-run noise of repeated runs of one configuration (``whisperbench noise``): identical outputs and error
     counts per example, the WER's spread, the share of examples regressing between repeats, ``.deterministic``."""
+    loaded = [load_run(run, runs_dir) for run in runs]
     try:
-        return run_noise([load_run(run, runs_dir) for run in runs])
+        return run_noise(_repeats(loaded) if len(loaded) > 1 else loaded)
     except ValueError as exc:
         raise WhisperbenchError(str(exc)) from None
+
+
+def _repeats(runs: list[StoredRun]) -> list[StoredRun]:
+    """``runs`` when each is another run of the first one's configuration on its dataset (a repeat), never one run
+    twice; else a WhisperbenchError saying which is not (``store.repeat_problem``)."""
+    for i, run in enumerate(runs[1:], start=1):
+        for earlier in runs[:i]:
+            problem = repeat_problem(earlier, run)
+            if problem:
+                raise WhisperbenchError(f"repeats: {problem}")
+    return runs
 
 
 def plan(

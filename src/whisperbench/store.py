@@ -24,7 +24,7 @@ from .gcpause import paused_gc
 from .errors import RunStoreError
 from .files import write_json_atomic
 from .redact import redact, redact_text
-from .runinfo import RunInfo
+from .runinfo import RunInfo, identity_differences
 from .scorefile import read_table, write_table
 from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
 from .scoring.record import Summary, SummaryError
@@ -399,6 +399,27 @@ class Coverage:
 
     def __str__(self) -> str:
         return f"{self.stored} of {self.expected}, {self.state}"
+
+
+def repeat_problem(first: StoredRun, other: StoredRun) -> Optional[str]:
+    """Why ``other`` is not a repeat of ``first`` (another run of the same configuration on the same dataset), or
+    None: one run reached twice (the same folder, predictions file or run id), another configuration (its resume
+    identity differs) or another dataset (its content hash differs)."""
+    a, b = first.store.path.resolve(), other.store.path.resolve()
+    pa, pb = first.store.predictions_path, other.store.predictions_path
+    same = (
+        a == b
+        or (pa.exists() and pb.exists() and pa.resolve() == pb.resolve())
+        or (bool(first.meta.run_id) and first.meta.run_id == other.meta.run_id)
+    )
+    if same:
+        return f"{other.name} is {first.name} itself ({b}): a repeat is another run of the same configuration"
+    if first.meta.identity() != other.meta.identity():
+        said = "; ".join(identity_differences(first.meta, other.meta, first.name))
+        return f"{other.name} is not a repeat of {first.name}: another configuration ({said})"
+    if first.dataset_hash != other.dataset_hash:
+        return f"{other.name} is not a repeat of {first.name}: another dataset (content hashes differ)"
+    return None
 
 
 def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
