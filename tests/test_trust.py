@@ -680,3 +680,18 @@ def test_a_resume_with_a_smaller_limit_is_refused_and_a_larger_one_extends(tmp_p
 
     run = open_run("b", tmp_path)
     assert run.summary.num_examples == 6 == run.score_table().num_rows and run.coverage.finished
+
+
+def test_a_stopped_run_is_never_a_sweeps_reference(tmp_path):
+    """A run killed after 2 of 6 examples would be a reference with WER 0.00 and QoI 100: refused before any variant
+    runs, saying it is unfinished."""
+    import whisperbench as wb
+    from whisperbench.errors import WhisperbenchError
+
+    from .conftest import BUNDLED
+
+    run = wb.score(BUNDLED / "recorded" / "openai-whisper-base.jsonl", "tiny-shortform", runs_dir=tmp_path, name="b")
+    lines = run.store.predictions_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    run.store.predictions_path.write_text("".join(lines[:2]), encoding="utf-8")  # as if killed after 2 of 6
+    with pytest.raises(WhisperbenchError, match=r"--reference b: the run is unfinished \(2 of 6"):
+        wb.sweep("tiny.en", "tiny-shortform", reference="b", runs_dir=tmp_path, implementations=["faster-whisper"])

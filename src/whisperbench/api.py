@@ -281,6 +281,13 @@ def sweep(
     """
     if parallel < 1:
         raise WhisperbenchError(f"sweep: parallel must be at least 1, not {parallel}")
+    if reference:  # never silently a reference: a stopped run's WER covers only what it stored
+        given = load_run(reference, runs_dir)
+        if not given.coverage.finished:
+            raise WhisperbenchError(
+                f"sweep --reference {given.name}: the run is unfinished ({given.coverage}); a reference must be a "
+                "finished run: resume it (run the same command again) or leave --reference out"
+            )
     start = time.perf_counter()
     plan = plan_sweep(implementations or list(DEFAULT_IMPLEMENTATIONS), variants)
     limit = settings.get("limit")
