@@ -165,3 +165,26 @@ def test_gate_per_language_uses_the_confidence_asked_for(tmp_path, tiny_rows, lo
     out = capsys.readouterr().out
     assert code == 0, out
     assert "en 66.7% of 3 (95% CI [0.00, 100.00])" in out and "de 100.0% of 3 (95% CI [100.00, 100.00])" in out
+
+
+def test_a_wer_limit_on_a_non_speech_set_cannot_judge(tmp_path, capsys):
+    """Every transcript empty (non-speech audio): WER is n/a on both sides, so --max-wer-increase cannot say
+    "regression" (exit 1); it cannot judge (exit 2) and says what gates such a set."""
+    from .conftest import BUNDLED
+
+    clip = next(p for p in (BUNDLED / "shortform" / "audio").iterdir() if p.stem == "jfk")
+    manifest = write_jsonl(
+        tmp_path / "silence.jsonl",
+        [{"id": f"n{i}", "audio": str(clip), "text": "", "nonspeech": True} for i in range(3)],
+    )
+    runs = tmp_path / "runs"
+    for name, text in (("quiet", ""), ("talks", "thank you")):
+        hyp = write_jsonl(tmp_path / f"{name}.jsonl", [{"id": f"n{i}", "hypothesis": text} for i in range(3)])
+        args = ["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", name, "--runs-dir", str(runs)]
+        assert main(args) == 0
+    capsys.readouterr()
+    code = main(
+        ["gate", "--reference", "quiet", "--candidate", "talks", "--runs-dir", str(runs), "--max-wer-increase", "0"]
+    )
+    out = capsys.readouterr().out
+    assert code == 2 and "cannot be judged" in out and "--max-nonspeech-output-rate" in out

@@ -235,6 +235,14 @@ def _qoi_check(
 
 def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Optional[float]) -> GateCheck:
     ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
+    if ref_wer is None or cand_wer is None:  # no reference words (a non-speech set): nothing to judge, not a fail
+        return GateCheck(
+            "WER increase",
+            False,
+            f"WER {_pct(ref_wer)} → {_pct(cand_wer)}: no transcript words to count errors against, so the WER "
+            "increase cannot be judged (gate non-speech sets with --max-nonspeech-output-rate)",
+            CANNOT_JUDGE,
+        )
     ok = ref_wer is not None and cand_wer is not None and cand_wer - ref_wer <= max_wer_increase
     delta = "n/a" if ref_wer is None or cand_wer is None else f"{cand_wer - ref_wer:+.2f}"
     paired = comparison.significance.wer_difference if comparison.significance and confidence else None
