@@ -93,3 +93,39 @@ def test_a_lone_surrogate_is_stored_as_a_replacement_character_not_a_crash(tmp_p
         main(["score", "--dataset", str(manifest), "--hypotheses", str(hyp), "--name", "m", "--runs-dir", str(runs)])
         == 0
     )
+
+
+def test_a_token_in_the_tracking_uri_never_reaches_the_output(tmp_path, capsys):
+    """MLflow's client quotes the failed request's path and query without its URL (``url: /?token=…/api/…``): that
+    token is redacted too. A real export to a refused port, exit 2."""
+    import pytest
+
+    pytest.importorskip("mlflow", reason="pip install 'whisperbench[mlflow]'")
+    from whisperbench.cli import main
+
+    from .conftest import BUNDLED
+
+    args = [
+        "score",
+        "--dataset",
+        "tiny-shortform",
+        "--hypotheses",
+        str(BUNDLED / "recorded" / "openai-whisper-base.jsonl"),
+    ]
+    assert main(args + ["--name", "b", "--runs-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    code = main(
+        [
+            "export",
+            "b",
+            "--runs-dir",
+            str(tmp_path),
+            "--to",
+            "mlflow",
+            "--tracking-uri",
+            "http://127.0.0.1:9/?token=s3cret-value",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 2 and "REDACTED" in captured.err
+    assert "s3cret-value" not in captured.out + captured.err

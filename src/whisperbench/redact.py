@@ -11,6 +11,11 @@ what an endpoint does (``api-version=2024-06-01``).
 'openai-api base_url=https://h.example/v1?token=REDACTED'
 >>> redact_text("at sqlite:///mlflow.db and sqlite:////tmp/mlflow.db")
 'at sqlite:///mlflow.db and sqlite:////tmp/mlflow.db'
+
+A query without its URL (``url: /?token=abc/api/…`` in a client library's error) is redacted too:
+
+>>> redact_text("Max retries exceeded with url: /?token=s3cret/api/2.0/x&experiment_name=w")
+'Max retries exceeded with url: /?token=REDACTED&experiment_name=w'
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ REDACTED = "REDACTED"
 #: query parameter names treated as secret (matched as a part of the name, any case)
 _SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|sig|auth|credential|session|cookie|bearer", re.I)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>|]+")
+#: a secret-looking parameter anywhere in a text (a query quoted without its URL): its value runs to the next
+#: ``&``, ``#``, space or quote
+_PARAM = re.compile(r"([?&;])([^=&?;\s\"'<>]*)=([^&#\s\"'<>]*)")
 
 
 def redact_url(url: str) -> str:
@@ -47,10 +55,15 @@ def redact_url(url: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Every URL inside ``text`` redacted (labels, error messages, option values)."""
-    if "://" not in text:
+    """Every URL inside ``text`` redacted (labels, error messages, option values), and every secret-looking query
+    parameter outside one."""
+    if "://" in text:
+        text = _URL.sub(lambda match: redact_url(match.group(0)), text)
+    if "=" not in text:
         return text
-    return _URL.sub(lambda match: redact_url(match.group(0)), text)
+    return _PARAM.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}" if _SECRET_NAME.search(m.group(2)) else m.group(0), text
+    )
 
 
 def redact(value: Any) -> Any:
