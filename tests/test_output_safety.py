@@ -129,3 +129,41 @@ def test_a_token_in_the_tracking_uri_never_reaches_the_output(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 2 and "REDACTED" in captured.err
     assert "s3cret-value" not in captured.out + captured.err
+
+
+def test_small_trust_holes_stay_closed(tmp_path):
+    """A hard-linked predictions.jsonl is one run; ``runs remove`` of a symlinked run removes the link only; a
+    summary.json whose schema_version is "2" or null is malformed, not "newer"; a raw ``<script>`` label is text in
+    the markdown leaderboard."""
+    import os
+
+    import pytest
+
+    import whisperbench as wb
+    from whisperbench.errors import RunStoreError
+    from whisperbench.reports.escape import md_cell
+    from whisperbench.store import open_run, same_run_reason
+
+    from .conftest import BUNDLED
+
+    hyp = BUNDLED / "recorded" / "openai-whisper-base.jsonl"
+    runs = tmp_path / "runs"
+    a = wb.score(hyp, "tiny-shortform", runs_dir=runs, name="a")
+    b = wb.score(BUNDLED / "recorded" / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="b")
+    os.unlink(b.store.predictions_path)
+    os.link(a.store.predictions_path, b.store.predictions_path)
+    assert "one file, however linked" in same_run_reason(open_run(str(runs / "a")), open_run(str(runs / "b")))
+
+    elsewhere = tmp_path / "elsewhere"
+    wb.score(hyp, "tiny-shortform", runs_dir=elsewhere, name="kept")
+    os.symlink(elsewhere / "kept", runs / "linked")
+    wb.remove_runs(["linked"], runs_dir=runs)
+    assert not (runs / "linked").exists() and (elsewhere / "kept" / "predictions.jsonl").exists()
+
+    path = runs / "a" / "summary.json"
+    for bad in ('"2"', "null"):
+        path.write_text(path.read_text().replace('"schema_version": 2', f'"schema_version": {bad}'))
+        with pytest.raises(RunStoreError, match=r"schema_version must be a whole number"):
+            open_run(str(runs / "a"))
+        path.write_text(path.read_text().replace(f'"schema_version": {bad}', '"schema_version": 2'))
+    assert md_cell("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"

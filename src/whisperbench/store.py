@@ -205,7 +205,10 @@ class RunStore:
                 "removed; stop it first (Ctrl-C) or wait for it to finish"
             ) from None
         try:
-            shutil.rmtree(self.path)
+            if self.path.is_symlink():  # the link is the run in this folder; what it points at is someone else's
+                self.path.unlink()
+            else:
+                shutil.rmtree(self.path)
         finally:
             lock.release()
 
@@ -433,8 +436,8 @@ def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]
     if a == b:
         return f"both name the run folder {a}"
     pa, pb = reference.store.predictions_path, candidate.store.predictions_path
-    if pa.exists() and pb.exists() and pa.resolve() == pb.resolve():
-        return f"both read the predictions file {pa.resolve()}"
+    if pa.exists() and pb.exists() and (pa.resolve() == pb.resolve() or os.path.samefile(pa, pb)):
+        return f"both read the predictions file {pa.resolve()} (one file, however linked)"
     if reference.meta.run_id and reference.meta.run_id == candidate.meta.run_id:
         return f"both carry run id {reference.meta.run_id} (a copied run folder?): {a} and {b}"
     if (

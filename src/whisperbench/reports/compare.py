@@ -220,9 +220,9 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
 def _significance_columns(sig: PairedSignificance) -> dict[str, Any]:
     """The compare table's paired-significance cells: the WER difference with its interval and the p-values."""
     wer = sig.wer_difference
-    share = f"{wer.confidence:.0%}" if wer else ""
+    share = f"{wer.confidence:.0%} " if wer else ""
     return {
-        f"ΔWER [{share} CI]": str(wer) if wer else None,
+        f"ΔWER [{share}CI]": str(wer) if wer else None,
         "sign test p": sig.sign_test.p_value,
         "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None,
         "Wilcoxon p": sig.wilcoxon.p_value if sig.wilcoxon else None,

@@ -111,7 +111,9 @@ class Summary:
     def from_dict(cls, data: dict[str, Any], where: str = "summary.json") -> "Summary":
         """Read a stored summary of any schema version up to :data:`SCHEMA_VERSION` (missing figures: None)."""
         version = data.get("schema_version", 1)
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise SummaryError(f"{where}: schema_version must be a whole number from 1, not {version!r}")
+        if version > SCHEMA_VERSION:
             raise SummaryError(
                 f"{where}: schema version {version!r} is newer than this whisperbench reads "
                 f"({SCHEMA_VERSION}); upgrade whisperbench"
