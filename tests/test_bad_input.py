@@ -144,3 +144,36 @@ def test_manifest_loader_fuzz_only_raises_dataset_errors(tmp_path, rows, junk):
     ids = [ex.id for ex in checked.dataset.examples]
     assert len(ids) == len(set(ids))
     assert all(ex.text.strip() for ex in checked.dataset.examples)
+
+
+def test_invalid_examples_are_counted_as_invalid_not_resumed(tmp_path, capsys):
+    """With --skip-invalid a row whose audio is missing is stored as failed by this invocation: "1 invalid", never
+    "resumed"; run again, it is resumed like any stored result."""
+    from whisperbench.cli import main
+
+    from .conftest import BUNDLED, read_manifest_rows, write_jsonl
+
+    rows = [
+        dict(r, audio=str(BUNDLED / "shortform" / r["audio"]))
+        for r in read_manifest_rows(BUNDLED / "shortform" / "manifest.jsonl")
+    ]
+    rows[0] = dict(rows[0], audio=str(tmp_path / "gone.flac"))
+    manifest = write_jsonl(tmp_path / "m.jsonl", rows)
+    args = [
+        "score",
+        "--dataset",
+        str(manifest),
+        "--hypotheses",
+        str(BUNDLED / "recorded" / "openai-whisper-base.jsonl"),
+        "--name",
+        "r",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--skip-invalid",
+    ]
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "(5 computed, 0 resumed, 1 invalid), 1 failed" in capsys.readouterr().out
+    assert main(args) == 0  # an invalid example is tried again (a failure is), and is invalid again
+    second = capsys.readouterr()
+    assert "(0 computed, 5 resumed, 1 invalid), 1 failed" in second.out and "stopped at" not in second.err

@@ -40,8 +40,11 @@ class LogProgress:
     def __exit__(self, exc_type, *exc) -> None:
         if exc_type is not None and self.done == 0:  # refused before any example (bad input): its error says why
             return
-        if self.done < self.total:
-            self._say(f"stopped at {self.done}/{self.total} ({time.monotonic() - self.start:.0f} s)")
+        took = f"{time.monotonic() - self.start:.0f} s"
+        if exc_type is not None:
+            self._say(f"stopped at {self.done}/{self.total} ({took})")
+        elif self.done < self.total:  # a resume: the others were stored already (the run says how many)
+            self._say(f"{self.done} computed, {self.total - self.done} stored already ({took})")
 
     def _say(self, text: str) -> None:
         log.info("%s: %s", self.desc, text)

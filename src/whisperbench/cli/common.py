@@ -50,6 +50,15 @@ def fmt(value, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def pct(value, digits: int = 2) -> str:
+    """A percentage with its sign (``12.50%``), or ``n/a`` (never ``n/a%``) for None.
+
+    >>> pct(12.5), pct(None)
+    ('12.50%', 'n/a')
+    """
+    return "n/a" if value is None else f"{value:.{digits}f}%"
+
+
 def add_run_args(p: argparse.ArgumentParser) -> None:
     """The options ``run`` and ``score`` share: where the run goes, which examples, scoring, columns."""
     p.add_argument("--runs-dir", default="runs", help="where run folders go (default: runs/)")
@@ -118,7 +127,7 @@ def print_summary(result) -> None:
     s = result.summary
     print(
         f"run {result.store.path}: {s.num_examples} examples ({result.computed} computed, "
-        f"{result.resumed} resumed), {s.num_failed} failed"
+        f"{result.resumed} resumed{f', {result.invalid} invalid' if result.invalid else ''}), {s.num_failed} failed"
     )
     for note in result.notes:
         print(f"  resumed with {note}")
@@ -131,7 +140,7 @@ def print_summary(result) -> None:
             f"{', '.join(list(result.stale)[:10])}{' …' if len(result.stale) > 10 else ''}"
         )
     print(
-        f"  WER {fmt(s.wer)}%  (S {s.substitutions}, D {s.deletions}, I {s.insertions}, "
+        f"  WER {pct(s.wer)}  (S {s.substitutions}, D {s.deletions}, I {s.insertions}, "
         f"N {s.reference_words})  RTFx {fmt(s.rtfx, 1)}  normalizer {s.normalizer}  form {s.form}"
     )
     if s.rtfx_reliable is False and s.rtfx is not None:  # no speed measured: nothing to doubt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..scoring.normalize import NORMALIZER_NAMES
-from .common import add_runs_dir, add_threshold_arg, fmt, metric_options, print_json
+from .common import add_runs_dir, add_threshold_arg, metric_options, pct, print_json
 
 
 def command(args) -> int:
@@ -15,7 +15,7 @@ def command(args) -> int:
     run = load_run(args.run, args.runs_dir)
     summary = rescore(run, normalizer=args.normalizer, thresholds=metric_options(args) or None)
     print_json(summary.to_dict()) if args.json else print(
-        f"run {run.name}: WER {fmt(summary.wer)}% with normalizer {summary.normalizer}"
+        f"run {run.name}: WER {pct(summary.wer)} with normalizer {summary.normalizer}"
     )
     return 0
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import add_column_args, add_runs_dir, columns, finite, fmt, names, print_json, whole
+from .common import add_column_args, add_runs_dir, columns, finite, fmt, names, pct, print_json, whole
 
 
 def command(args) -> int:
@@ -18,7 +18,7 @@ def command(args) -> int:
     def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary
         result = (
-            f"WER {fmt(summary.wer)}%, {fmt(summary.model_size_mb, 1)} MB"
+            f"WER {pct(summary.wer)}, {fmt(summary.model_size_mb, 1)} MB"
             if summary is not None and entry.status == "finished"
             else f"{entry.status}: {entry.error}"
         )

@@ -103,6 +103,7 @@ class RunResult:
     stale: dict[str, str] = field(default_factory=dict)  # stored results redone: id -> why they no longer held
     notes: list[str] = field(default_factory=list)  # execution settings that differ from the stored run's
     warnings: list[str] = field(default_factory=list)  # said before the run (an English-only model on German…)
+    invalid: int = 0  # invalid examples (--skip-invalid) recorded as failed by this invocation
 
 
 def default_label(adapter: str, decoding: DecodingOptions) -> str:
@@ -208,11 +209,11 @@ def run_evaluation(
         report = _stored_report(old)  # nothing to do: the stored run's measurements stay (never lost on resume)
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
+        invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
         with store.open_for_append() as writer:
-            for bad in run.checked.invalid:
-                if bad.id not in done:
-                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                    writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
+            for bad in invalid_now:
+                invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
             if todo:
                 report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
@@ -222,10 +223,11 @@ def run_evaluation(
             run.info.to_dict(),
             summary,
             computed=len(todo),
-            resumed=summary.num_examples - len(todo),
+            resumed=summary.num_examples - len(todo) - len(invalid_now),
             stale=stale,
             notes=notes,
             warnings=run.warnings,
+            invalid=len(invalid_now),
         )
 
 
