@@ -160,3 +160,23 @@ def test_the_by_language_tables_mark_an_unfinished_run(tmp_path, tiny_rows, loca
     assert "| p (2 of 6, stopped) " in by_language and "| recorded cand " in by_language
     page = (runs / "leaderboard.html").read_text()
     assert page.count('<span class="status unfinished">(2 of 6, stopped)</span>') >= 2  # By language, explorer
+
+
+def test_one_unreadable_run_is_listed_and_the_others_reported(tmp_path, capsys):
+    """A run whose run.json cannot be read no longer makes `report` refuse the whole folder: the others are reported
+    and the broken one is named, with why, in the warnings and under the markdown leaderboard."""
+    from whisperbench.cli import main
+
+    from .conftest import BUNDLED
+
+    for name, model in (("b", "openai-whisper-base"), ("t", "openai-whisper-tiny.en")):
+        hyp = BUNDLED / "recorded" / f"{model}.jsonl"
+        args = ["score", "--dataset", "tiny-shortform", "--hypotheses", str(hyp), "--name", name]
+        assert main(args + ["--runs-dir", str(tmp_path)]) == 0
+    (tmp_path / "t" / "run.json").write_text("{broken", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", "--runs-dir", str(tmp_path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    board = (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
+    assert "`b`" in board and "`t`" not in board.split("## Left out")[0]
+    assert "## Left out (unreadable)" in board and "t: cannot read" in board and "left out of the report" in err

@@ -51,7 +51,7 @@ from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
 from .reports.compare import adjust_holm, paired_counts
 from .reports.document import DOCUMENTS, document_format
-from .reports.escape import one_line, spreadsheet_safe
+from .reports.escape import md_cell, one_line, spreadsheet_safe
 from .reports.export import example_frame
 from .reports.gate import evaluate_repeats
 from .reports.gate_thresholds import GateThresholds
@@ -65,7 +65,7 @@ from .scoring.power import Plan
 from .scoring.record import Summary
 from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
-from .store import StoredRun, list_runs, open_run, repeat_problem, same_run_reason
+from .store import StoredRun, open_run, readable_runs, repeat_problem, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
 __all__ = [
@@ -615,9 +615,13 @@ def report(
     >>> board.path.name, board.format, "| tiny" in board.text
     ('leaderboard.md', 'md', True)
     """
-    stored = list_runs(runs_dir)
+    stored, unreadable = readable_runs(runs_dir)
+    for line in unreadable:
+        log.warning("left out of the report, unreadable: %s", line)
     if not stored:
-        raise WhisperbenchError(f"no runs found in {runs_dir}")
+        raise WhisperbenchError(
+            f"no readable runs in {runs_dir}" + (f" ({'; '.join(unreadable)})" if unreadable else "")
+        )
     unknown = sorted(set(references or ()) - {run.name for run in stored})
     if unknown:
         raise WhisperbenchError(
@@ -634,6 +638,8 @@ def report(
     fmt = document_format(path, format)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = DOCUMENTS[fmt](leaderboard_frame(stored, chosen), stored, chosen, path, title)
+    if text is not None and unreadable and fmt == "md":  # the reader sees what is missing, and why
+        text += "\n## Left out (unreadable)\n\n" + "".join(f"- {md_cell(line)}\n" for line in unreadable)
     if text is not None:
         path.write_text(text, encoding="utf-8")
     log.debug("wrote %s", path)

@@ -537,6 +537,23 @@ def find_run(run: str, runs_dir: str | Path = "runs") -> RunStore:
     )
 
 
+def readable_runs(runs_dir: str | Path) -> tuple[list[StoredRun], list[str]]:
+    """Every run under ``runs_dir`` that can be read, sorted by name, and one line for each that cannot (its name
+    and why): one broken run never hides the others."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return [], []
+    runs, unreadable = [], []
+    for child in sorted(root.iterdir()):
+        store = RunStore(child)
+        if store.exists():
+            try:
+                runs.append(_stored_run(store))
+            except RunStoreError as exc:
+                unreadable.append(f"{child.name}: {exc}")
+    return runs, unreadable
+
+
 def list_runs(runs_dir: str | Path) -> list[StoredRun]:
     """Every run under ``runs_dir``, sorted by name."""
     root = Path(runs_dir)
