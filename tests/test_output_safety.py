@@ -167,3 +167,32 @@ def test_small_trust_holes_stay_closed(tmp_path):
             open_run(str(runs / "a"))
         path.write_text(path.read_text().replace(f'"schema_version": {bad}', '"schema_version": 2'))
     assert md_cell("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+def test_ids_with_a_nul_or_300_characters_make_files_not_crashes(tmp_path):
+    """Subtitles (and derived audio) are files named by example id: a NUL, a slash or 300 characters become a plain
+    name cut short with a digest of the id, one file per example."""
+    from whisperbench.reports.timing import write_subtitles
+    from whisperbench.store import open_run
+
+    from .conftest import BUNDLED
+
+    clip = next(p for p in (BUNDLED / "shortform" / "audio").iterdir() if p.stem == "jfk")
+    ids = ["nul\x00id", "x" * 300, "a/b", "plain"]
+    manifest = write_jsonl(tmp_path / "m.jsonl", [{"id": i, "audio": str(clip), "text": "hello"} for i in ids])
+    from whisperbench import score
+
+    run = score(
+        write_jsonl(tmp_path / "h.jsonl", [{"id": i, "hypothesis": "hello"} for i in ids]),
+        manifest,
+        runs_dir=tmp_path / "runs",
+        name="r",
+    )
+    lines = [json.loads(line) for line in run.store.predictions_path.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        line["segments"] = [{"start": 0.0, "end": 1.0, "text": "hello"}]
+    run.store.predictions_path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    written, untimed = write_subtitles(open_run(str(run.store.path)), tmp_path / "subs", "srt")
+    assert not untimed and len({p.name for p in written}) == 4
+    assert all(len(p.name) < 140 and "\x00" not in p.name for p in written)
+    assert (tmp_path / "subs" / "plain.srt").exists()

@@ -30,3 +30,25 @@ def write_json_atomic(path: Path, data: Any, indent: Optional[int] = 2) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+#: the longest file name stem :func:`safe_file_name` makes (file systems allow 255 bytes with the extension)
+MAX_STEM = 120
+
+
+def safe_file_name(text: str) -> str:
+    """A file name stem for an example id: kept as it is when it is plain (letters, digits, ``-_.@~``) and short,
+    else made plain and cut to :data:`MAX_STEM` characters with a digest of the id after it (two ids never share a
+    file; a NUL, a slash or 300 characters never reach the file system).
+
+    >>> safe_file_name("LJ001-0003"), safe_file_name("a/b")
+    ('LJ001-0003', 'a_b-3ec69c85')
+    >>> len(safe_file_name("x" * 300)) <= MAX_STEM + 9
+    True
+    """
+    import hashlib
+
+    plain = "".join(c if c.isalnum() or c in "-_.@~" else "_" for c in text).strip(".") or "_"
+    if plain == text and len(plain) <= MAX_STEM:
+        return plain
+    return f"{plain[:MAX_STEM]}-{hashlib.sha1(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"

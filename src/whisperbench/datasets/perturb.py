@@ -44,6 +44,7 @@ import numpy as np
 
 from ..audio import SAMPLE_RATE, load_audio
 from ..errors import DatasetError, OptionError
+from ..files import safe_file_name
 from ..limits import Range
 from ..scoring.conditions import SEPARATOR
 from ..types import Example
@@ -218,8 +219,7 @@ def _row(parent: Example, condition: str, **facts: Any) -> dict[str, Any]:
 
 
 def _file_name(ex_id: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_.@~" else "_" for c in ex_id)
-    return safe if safe == ex_id else f"{safe}-{hashlib.sha1(ex_id.encode()).hexdigest()[:8]}"
+    return safe_file_name(ex_id)
 
 
 def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Derived]:

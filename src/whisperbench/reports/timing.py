@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
 from ..scoring.timing import PARITY_TOLERANCE_S, parity, start_shifts, summarize
+from ..files import safe_file_name
 from ..types import Prediction
 from ..store import StoredRun
 from .escape import md_cell
@@ -255,7 +256,7 @@ def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list
         if not cues:
             untimed.append(pred.id)
             continue
-        path = folder / (pred.id.replace("/", "_").replace("\\", "_") + "." + fmt)
+        path = folder / f"{safe_file_name(pred.id)}.{fmt}"
         path.write_text(subtitles(cues, fmt), encoding="utf-8")
         written.append(path)
     return written, untimed
