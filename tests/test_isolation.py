@@ -168,3 +168,31 @@ def test_worker_crashed_is_raised_for_a_dead_child(tiny_short, importable_tests)
             adapter.transcribe(load_audio(example.audio), example, long_form=False)
     finally:
         adapter.close()
+
+
+def test_an_interrupted_call_never_answers_the_next_one(tmp_path):
+    """Ctrl-C while the parent waits for a child's reply: the reply would arrive later and answer the next request
+    (a Transcript where a list was expected: "TypeError: 'Transcript' object is not iterable"). The interrupted
+    child is stopped at once, so the next call fails as a crash, never with another call's answer; the child
+    itself ignores Ctrl-C (the parent stops it)."""
+    import signal
+
+    from whisperbench.supervise import ChildProcess, WorkerCrashed
+
+    child = ChildProcess("tests.slow_worker:SlowWorker", {"slow_s": 3.0}, tmp_path / "child.log", label="slow")
+    assert child.call("echo", 1) == 1
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            child.call("slow", 2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert child.process.poll() is not None  # stopped, not left to answer later
+    with pytest.raises(WorkerCrashed):
+        child.call("echo", 3)

@@ -150,6 +150,12 @@ class ChildProcess:
                 f"{self.label} (pid {self.process.pid}) {_exit_reason(code)} "
                 f"during {request[0]!r}{self._log_tail(log_start)}"
             ) from None
+        except WorkerTimeout:
+            raise
+        except BaseException:  # interrupted mid-request (Ctrl-C): its reply would answer the next request instead
+            self.process.kill()
+            self.process.wait()
+            raise
         self.peak_rss_mb = max(self.peak_rss_mb, reply["peak_rss_mb"])
         if "error" in reply:
             raise RemoteError(reply["error"])
@@ -182,6 +188,7 @@ def serve(fd: int, factory: str, parent_pid: Optional[int] = None, by_signal: bo
     parent is gone)."""
     if parent_pid is not None:
         die_with_parent(parent_pid, by_signal)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops this child
     conn = Connection(fd)
     _, config = conn.recv()
     module, _, name = factory.partition(":")
