@@ -177,3 +177,15 @@ def test_invalid_examples_are_counted_as_invalid_not_resumed(tmp_path, capsys):
     assert main(args) == 0  # an invalid example is tried again (a failure is), and is invalid again
     second = capsys.readouterr()
     assert "(0 computed, 5 resumed, 1 invalid), 1 failed" in second.out and "stopped at" not in second.err
+
+
+def test_a_refused_model_leaves_no_empty_run_folder(tmp_path):
+    """A model refused when the run starts (a folder holding no Whisper model) is an error naming it; the run folder
+    this invocation made is removed again, not left behind empty."""
+    from whisperbench.cli import main
+
+    (tmp_path / "empty").mkdir()
+    runs = tmp_path / "runs"
+    args = ["run", "--adapter", "openai-whisper", "--model", str(tmp_path / "empty"), "--dataset", "tiny-shortform"]
+    assert main(args + ["--runs-dir", str(runs)]) == 2
+    assert not runs.exists() or not any(runs.iterdir())

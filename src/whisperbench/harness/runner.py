@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -197,7 +198,26 @@ def run_evaluation(
     """
     run = _resolve(request, checked)
     store = _store_of(request, run.info)
+    created, held = not store.path.exists(), list[bool]()
+    try:
+        return _run_in(store, run, request, progress, held)
+    except BaseException:  # a model refused at load, a crash before any result: no empty run folder is left
+        empty = not (store.predictions_path.exists() and store.predictions_path.stat().st_size)
+        if created and held and empty:  # made by this invocation, which held its lock (never another writer's)
+            shutil.rmtree(store.path, ignore_errors=True)
+        raise
+
+
+def _run_in(
+    store: RunStore,
+    run: "_Resolved",
+    request: RunRequest,
+    progress: Optional[Callable[[int], object]],
+    held: list[bool],
+) -> RunResult:
+    """Open ``store`` (locked; ``held`` gets an item once the lock is ours), run what it lacks, finalize."""
     with store.lock():  # one writer per run: a second one is refused, naming the first
+        held.append(True)
         old = store.read_run_info() if store.exists() else None  # read once: checked, re-checked against, kept
         _open_store(store, old, request, run.info)
         previous = {p.id: p for p in store.read_predictions()}
