@@ -180,3 +180,25 @@ def test_one_unreadable_run_is_listed_and_the_others_reported(tmp_path, capsys):
     board = (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
     assert "`b`" in board and "`t`" not in board.split("## Left out")[0]
     assert "## Left out (unreadable)" in board and "t: cannot read" in board and "left out of the report" in err
+
+
+def test_a_stopped_run_never_tops_the_leaderboard(tmp_path):
+    """A run killed after 2 of 6 examples (WER 0.00 on what it stored) comes after the finished runs of its dataset,
+    marked unfinished."""
+    import whisperbench as wb
+    from whisperbench.reports import leaderboard_frame
+    from whisperbench.store import list_runs
+
+    from .conftest import BUNDLED
+
+    for name, model in (("b", "openai-whisper-base"), ("t", "openai-whisper-tiny.en")):
+        wb.score(BUNDLED / "recorded" / f"{model}.jsonl", "tiny-shortform", runs_dir=tmp_path, name=name)
+    perfect = tmp_path / "perfect.jsonl"
+    rows = [json.loads(line) for line in (BUNDLED / "shortform" / "manifest.jsonl").read_text().splitlines()]
+    perfect.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["text"]}) + "\n" for r in rows))
+    stopped = wb.score(perfect, "tiny-shortform", runs_dir=tmp_path, name="stopped")
+    lines = stopped.store.predictions_path.read_text().splitlines(keepends=True)
+    stopped.store.predictions_path.write_text("".join(lines[:2]))
+    frame = leaderboard_frame(list_runs(tmp_path), {})
+    assert list(frame["Run"])[-1] == "stopped" and frame.iloc[-1]["WER %"] == 0.0
+    assert not frame.iloc[-1]["Finished"] and frame.iloc[0]["WER %"] > 0

@@ -150,7 +150,10 @@ def leaderboard_frame(
         )
     frame = pd.DataFrame(rows)
     if not frame.empty:
-        frame = frame.sort_values(["Form", "Dataset", "WER %", "Implementation"], na_position="last")
+        # a stopped or partial run's WER covers only what it stored: it never tops its dataset's table
+        frame = frame.assign(_unfinished=~frame["Finished"].astype(bool))
+        frame = frame.sort_values(["Form", "Dataset", "_unfinished", "WER %", "Implementation"], na_position="last")
+        frame = frame.drop(columns="_unfinished")
     return frame.reset_index(drop=True)
 
 
