@@ -42,7 +42,7 @@ from .wer import count_edits
 
 #: the marks reported one by one (every punctuation character counts in ``per``)
 MARKS = (".", ",", "?", "!")
-_FORMATTING_MARKS = set(".,?!;:")
+_FORMATTING_MARK = re.compile(r"[.,?!;:]")
 #: a punctuation character, except an apostrophe, hyphen or full stop inside a word ("it's", "well-known", "p.m")
 _MARK = re.compile(r"(?:(?<=\w)['’\-.](?=\w))|([^\w\s])")
 
@@ -58,9 +58,9 @@ def is_formatted(transcript: str, override: Any = None) -> bool:
         return override
     if isinstance(override, str) and override.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
         return override.strip().lower() in ("true", "1", "yes")
-    letters = [c for c in transcript if c.isalpha() and c.lower() != c.upper()]
-    mixed = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
-    return mixed or any(c in _FORMATTING_MARKS for c in transcript)
+    if _FORMATTING_MARK.search(transcript):
+        return True
+    return transcript != transcript.upper() and transcript != transcript.lower()  # both cases: mixed
 
 
 def _is_mark(token: str) -> bool:
