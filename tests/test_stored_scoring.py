@@ -213,3 +213,22 @@ def test_a_score_table_made_by_other_scoring_code_is_rebuilt(stored_runs, monkey
     assert ref.store.read_score_table(ref.normalizer) is not None
     monkeypatch.setattr(scorefile, "scorer_digest", lambda: "another-scorer")
     assert ref.store.read_score_table(ref.normalizer) is None
+
+
+def test_the_run_writes_its_score_table_when_it_ends(tmp_path):
+    """Scoring happens once, when the run is finalized: the table (and its check) is there before any report reads
+    the run, and a report reads it as it is (predictions.jsonl is not read again)."""
+    rows = _rows()[:6]
+    manifest = write_jsonl(tmp_path / "m.jsonl", rows)
+    request = RunRequest(
+        "recorded",
+        str(_hypotheses(tmp_path, rows, 3, "h")),
+        str(manifest),
+        runs_dir=str(tmp_path),
+        name="r",
+        warmup=False,
+    )
+    result = run_evaluation(request)
+    table = result.store.read_score_table(result.summary.normalizer)
+    assert table is not None and table.num_rows == 6
+    assert open_run(str(result.store.path))._predictions is None  # opened from the table alone

@@ -24,7 +24,8 @@ from ..languages import english_only_warning
 from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions
-from ..scoring import choose_normalizer, summarize
+from ..scoring import choose_normalizer
+from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import checked_options, stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store import RunStore, safe_run_name
@@ -448,14 +449,18 @@ def _finalize(
     if run.long_form:
         adapter_info["long_form_algorithm"] = run.long_form.algorithm(run.adapter)
         adapter_info["long_form_seams"] = run.long_form.seams_source(run.adapter)
-    predictions = [stored[i] for i in ids]
-    summary = summarize(
+    whole = len(stored) == len(set(ids))  # the store holds exactly the dataset's examples (the usual case)
+    predictions = list(stored.values()) if whole else [stored[i] for i in ids]  # file order: the table's order
+    stamp = store.predictions_stamp()
+    summary, table = summarize_with_table(
         predictions,
         run.normalizer,
         run.dataset.form,
         metric_options=request.metric_options,
         language_detected=request.decoding.language is None,
     )
+    if whole:  # scored once, when the run ends: every report reads this table
+        store.write_score_table(table, run.normalizer, stamp)
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
     loop_wall = report.loop_wall_s
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
@@ -498,13 +503,15 @@ def rescore(
         info, old = store.read_run_info(), store.read_summary()
         normalizer = normalizer or info.normalizer
         options = stored_options(old.metrics if old else {}) | (metric_options or {})
-        scored = summarize(
+        stamp = store.predictions_stamp()
+        scored, table = summarize_with_table(
             store.read_predictions(),
             normalizer,
             info.dataset.form,
             language_detected=info.decoding.get("language") is None,
             metric_options=options,
         )
+        store.write_score_table(table, normalizer, stamp)  # rebuilt from the raw output, never trusted
         summary = scored.with_measurements(old)  # every figure not about scoring kept as it was
         store.write_summary(summary)
     return summary

@@ -40,6 +40,17 @@ def summarize(
     language_detected: bool = False,
     metric_options: Optional[dict[str, Any]] = None,
 ) -> Summary:
+    """summary.json's scores of ``predictions``: :func:`summarize_with_table` without the table."""
+    return summarize_with_table(predictions, normalizer, form, language_detected, metric_options)[0]
+
+
+def summarize_with_table(
+    predictions: Iterable[Prediction],
+    normalizer: str,
+    form: str,
+    language_detected: bool = False,
+    metric_options: Optional[dict[str, Any]] = None,
+) -> tuple[Summary, pa.Table]:
     """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
     their score table, the language identification when the model chose the language (``language_detected``),
     and every metric — per-example ones from the table's columns (null when they give the run no value),
@@ -49,13 +60,14 @@ def summarize(
     metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {})))
     if table.num_rows:
         metrics |= {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
-    return Summary(
+    summary = Summary(
         **table_figures(table),
         form=form,
         normalizer=normalizer,
         language_id=language_identification(scored) if language_detected and any(p.language for p in scored) else None,
         metrics=metrics,
     )
+    return summary, table
 
 
 def table_figures(table: pa.Table) -> dict[str, Any]:
