@@ -179,3 +179,26 @@ def test_formatting_parity_against_the_reference_run_needs_no_formatted_transcri
         c.detail for c in drifted.checks if c.name == "formatting drift"
     )
     assert gate(made["ref"], made["copy"], max_formatting_drift=0.0, allow_self_comparison=True).code == 0
+
+
+def test_with_confidence_the_per_limit_is_judged_on_its_paired_interval(runs):
+    """PER is a pooled rate over transcript marks, like WER over words: under --confidence the gate judges its
+    increase on a paired bootstrap over the examples, as it does WER's. Three of seven marks lost on 3 examples: the
+    point estimate exceeds 0, but the interval on so few examples reaches 0, so --max-increase formatting.per=0
+    passes at 95 % and fails without --confidence."""
+    from whisperbench import gate
+
+    store, made = runs
+    limits = {"max_increase": {"formatting.per": 0.0}}
+    point = gate(made["ref"], made["planted"], allow_self_comparison=True, **limits)
+    paired = gate(made["ref"], made["planted"], allow_self_comparison=True, confidence=0.95, **limits)
+    check = next(c for c in paired.checks if c.name == "formatting.per increase")
+    assert point.code == 1 and "paired 95% CI [0.00," in check.detail and check.passed and paired.code == 0
+    bigger = gate(
+        made["ref"],
+        made["planted"],
+        allow_self_comparison=True,
+        confidence=0.95,
+        max_increase={"formatting.per": -50.0},
+    )  # a limit the whole interval lies above: fails
+    assert bigger.code == 1

@@ -14,7 +14,10 @@ from typing import Any, Mapping, Optional
 
 from ..store import StoredRun, same_run_reason
 from ..scoring import Interval
+from ..scoring.bootstrap import paired_rate_test
+from ..scoring.metrics import metric_named
 from ..scoring.power import Plan, plan
+from ..scoring.table import paired_columns
 from ..scoring.qoi import QoiResult
 from ..scoring.significance import (
     INCONCLUSIVE,
@@ -185,8 +188,9 @@ def _quality_checks(
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     if t.max_formatting_drift is not None:
         checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
+    paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
-        checks += [_metric_check(comparison, key, limit, sign) for key, limit in (limits or {}).items()]
+        checks += [_metric_check(comparison, key, limit, sign, paired) for key, limit in (limits or {}).items()]
     return checks
 
 
@@ -388,9 +392,13 @@ def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:
     )
 
 
-def _metric_check(comparison: Comparison, key: str, limit: float, sign: int) -> GateCheck:
+def _metric_check(
+    comparison: Comparison, key: str, limit: float, sign: int, settings: Optional[SignificanceSettings] = None
+) -> GateCheck:
     """A per-example metric's column (``METRIC.COLUMN``): the candidate's run value may move past the reference's
-    by at most ``limit`` (``sign`` 1: up, -1: down); a side without the value cannot be judged."""
+    by at most ``limit`` (``sign`` 1: up, -1: down); a side without the value cannot be judged. With ``settings``
+    (``--confidence``) a pooled rate (the metric's ``ratios``) fails only when the paired-bootstrap interval of the
+    move lies wholly past the limit."""
     metric, _, column = key.partition(".")
     word = "increase" if sign > 0 else "decrease"
     sides = comparison.metrics.get(metric, {})
@@ -407,12 +415,30 @@ def _metric_check(comparison: Comparison, key: str, limit: float, sign: int) -> 
             CANNOT_JUDGE,
         )
     moved = sign * (cand - ref)
-    return GateCheck(
-        f"{key} {word}",
-        moved <= limit,
-        f"{key} {ref:g} → {cand:g} ({word} {moved:+g}, allowed ≤ {limit:g})",
-        REGRESSION,
-    )
+    ok, detail = moved <= limit, f"{key} {ref:g} → {cand:g} ({word} {moved:+g}, allowed ≤ {limit:g})"
+    paired = _paired_rate(comparison, metric, column, settings) if settings else None
+    if paired is not None:  # judged on the examples both runs have, with its interval
+        low, high = sorted((sign * paired.interval.low, sign * paired.interval.high))
+        ok = low <= limit
+        detail += (
+            f"; over the examples both have {sign * paired.delta:+.2f}, paired {paired.interval.confidence:.0%} CI "
+            f"[{low:.2f}, {high:.2f}], p = {paired.p_value:.3f}"
+        )
+    return GateCheck(f"{key} {word}", ok, detail, REGRESSION)
+
+
+def _paired_rate(comparison: Comparison, metric: str, column: str, settings: SignificanceSettings) -> Any:
+    """The paired bootstrap of a pooled-rate run value (the metric's ``ratios``), or None for any other value."""
+    pair = metric_named(metric).ratios.get(column)
+    if pair is None:
+        return None
+    errors, units = (f"{metric}.{name}" for name in pair)
+    normalizer = comparison.reference.normalizer
+    tables = comparison.reference.score_table(normalizer), comparison.candidate.score_table(normalizer)
+    if any(name not in table.column_names for table in tables for name in (errors, units)):
+        return None
+    ref, cand, totals = paired_columns(*tables, errors, units)
+    return paired_rate_test(ref, cand, totals, settings.confidence, settings.resamples, settings.seed)
 
 
 def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -> GateCheck:

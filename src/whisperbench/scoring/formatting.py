@@ -240,4 +240,10 @@ METRIC = Metric(
     headline="f_wer",
     better="lower",
     finish=formatting_value,
+    ratios={
+        "f_wer": ("f_errors", "f_words"),
+        "wer_c": ("c_errors", "c_words"),
+        "wer_pc": ("pc_errors", "pc_words"),
+        "per": ("punct_errors", "punct_marks"),
+    },
 )

@@ -144,6 +144,9 @@ class Metric:
     better: str = "lower"
     #: the run's value from the aggregated columns (e.g. rates from summed counts); None: the run has no value
     finish: Optional[Callable[[dict[str, Any]], Optional[dict[str, Any]]]] = None
+    #: run values that are pooled rates, ``{value: (errors column, units column)}`` with units counted on the
+    #: transcript (the same on both sides): the gate judges them with a paired bootstrap under ``--confidence``
+    ratios: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

@@ -120,3 +120,13 @@ def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """Per example: word errors (S+D+I) and reference words (H+S+D), as the bootstrap takes them."""
     hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
     return subs + dels + ins, hits + subs + dels
+
+
+def paired_columns(reference: pa.Table, candidate: pa.Table, errors: str, units: str) -> tuple[np.ndarray, ...]:
+    """Per example in both tables with values on both sides (joined by id): the reference's ``errors``, the
+    candidate's ``errors`` and the reference's ``units`` (counted on the transcript): what a paired bootstrap of a
+    pooled rate takes."""
+    ref = reference.select(["id", errors, units]).rename_columns(["id", "ref_errors", "units"])
+    cand = candidate.select(["id", errors]).rename_columns(["id", "cand_errors"])
+    joined = ref.join(cand, "id").drop_null()
+    return tuple(np.asarray(joined[name].to_numpy(), dtype=float) for name in ("ref_errors", "cand_errors", "units"))
