@@ -161,6 +161,7 @@ def test_formatting_parity_against_the_reference_run_needs_no_formatted_transcri
 
     store, made = runs
     parity = compare(made["ref"], made["planted"]).formatting_parity
+    assert parity.pop("drift_ids") == ["a", "b", "c"]
     marks = sum(t.count(",") + t.count(".") for t in TRANSCRIPTS.values())
     words_right = len(TRANSCRIPTS["a"].split()) + len(TRANSCRIPTS["b"].split()) + 5 + len(TRANSCRIPTS["d"].split())
     assert parity == pytest.approx(
@@ -202,3 +203,19 @@ def test_with_confidence_the_per_limit_is_judged_on_its_paired_interval(runs):
         max_increase={"formatting.per": -50.0},
     )  # a limit the whole interval lies above: fails
     assert bigger.code == 1
+
+
+def test_the_html_report_shows_each_formatting_drift_with_its_differences_marked(runs):
+    from whisperbench.reports.html import formatting_diff_html, render_html
+    from whisperbench.reports.leaderboard import leaderboard_frame
+    from whisperbench.store import list_runs
+
+    store, made = runs
+    assert formatting_diff_html("He was born in nineteen ninety.", "He was born in 1990.") == (
+        'He was born in <span class="sub">1990</span> <span class="del">ninety</span> .'
+    )
+    runs_ = [r for r in list_runs(store) if r.name in ("ref", "planted")]
+    references = {made["ref"].dataset_hash: next(r for r in runs_ if r.name == "ref")}
+    page = render_html(leaderboard_frame(runs_, references), runs_, references)
+    drift = page.split("<h2>Formatting drift</h2>")[1]
+    assert "formatting differs on 3 of 4 examples" in drift and '<span class="sub">1990</span>' in drift

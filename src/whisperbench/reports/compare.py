@@ -106,7 +106,7 @@ def compare_runs(
         significance=significance_of(result, significance, groups) if significance else None,
         metrics=paired_metric_values(ref_table, cand_table),
         formatting_parity=formatting_parity(
-            ((e.reference_hypothesis, e.candidate_hypothesis) for e in result.examples if not e.candidate_failed),
+            ((e.id, e.reference_hypothesis, e.candidate_hypothesis) for e in result.examples if not e.candidate_failed),
             normalizer,
         ),
     )

@@ -254,6 +254,48 @@ def _explorer(comparison: Comparison) -> str:
     )
 
 
+def formatting_diff_html(reference: str, candidate: str) -> str:
+    """The candidate's raw output with the tokens (words and punctuation marks, case kept) that differ from the
+    reference run's marked: what a formatting-only change looks like."""
+    from rapidfuzz.distance import Levenshtein
+
+    from ..scoring.formatting import tokens
+
+    ref, cand = tokens(reference), tokens(candidate)
+    marked = []
+    for op in Levenshtein.opcodes(ref, cand):
+        part = cand[op.dest_start : op.dest_end]
+        if op.tag == "equal":
+            marked += [_e(t) for t in part]
+        elif part:
+            marked += [f'<span class="{"ins" if op.tag == "insert" else "sub"}">{_e(t)}</span>' for t in part]
+        else:
+            marked += [f'<span class="del">{_e(t)}</span>' for t in ref[op.src_start : op.src_end]]
+    return " ".join(marked)
+
+
+def _formatting_drift(comparison: Comparison) -> str:
+    """The examples whose output differs from the reference run's in formatting only (the first ones by id)."""
+    parity = comparison.formatting_parity or {}
+    ids = set(parity.get("drift_ids") or ())
+    if not ids:
+        return ""
+    shown = {e.id: e for e in comparison.result.examples if e.id in ids}
+    rows = "".join(
+        f"<tr><td>{_e(i)}</td><td>{_e(shown[i].reference_hypothesis)}</td>"
+        f"<td>{formatting_diff_html(shown[i].reference_hypothesis, shown[i].candidate_hypothesis)}</td></tr>"
+        for i in sorted(shown)
+    )
+    title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}"
+    more = "" if len(ids) == parity["drift_examples"] else f" (the first {len(ids)} shown)"
+    return (
+        f"<h3>{title}: formatting differs on {parity['drift_examples']} of {parity['examples']} examples whose "
+        f'words agree{more}</h3><table class="sortable drift"><thead><tr><th>Example</th>'
+        "<th>Reference output</th><th>Candidate output (formatting differences marked)</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
 def render_html(
     frame: pd.DataFrame,
     runs: list[StoredRun],
@@ -288,11 +330,21 @@ def render_html(
         '<span class="ins">insertion</span>. Click a column to sort.</p>' + FILTER_HTML
     )
     explorer: list[str] = []
+    drift: list[str] = []
     for run in runs:
         reference = references.get(run.dataset_hash)
         if reference is not None and reference is not run:
-            explorer.append(_explorer(compare_runs(reference, run)))
+            comparison = compare_runs(reference, run)
+            explorer.append(_explorer(comparison))
+            drift.append(_formatting_drift(comparison))
     sections += explorer or ['<p class="muted">No candidate runs with a reference.</p>']
+    if any(drift):
+        sections += [
+            '<h2>Formatting drift</h2><p class="legend">Outputs whose normalized words equal the reference '
+            "run's but whose punctuation, casing or numbers differ (QoI cannot see them): "
+            '<span class="sub">changed</span><span class="ins">added</span><span class="del">dropped</span>.</p>',
+            *drift,
+        ]
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
         f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>"

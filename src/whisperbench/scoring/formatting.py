@@ -193,18 +193,25 @@ def formatting_value(sums: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     }
 
 
-def formatting_parity(pairs: Iterable[tuple[str, str]], normalizer: str) -> Optional[dict[str, Any]]:
-    """The candidate's formatting against the reference run's output on the same examples (``pairs``: the reference
-    run's and the candidate's raw output of each joined example both transcribed): the reference's output stands
-    for the transcript, so no formatted transcript is needed. ``drift_examples`` / ``drift_pct``: examples whose
-    output differs while the normalized words agree (formatting only), ``number_drift_examples`` those of them that
-    differ only in tokens with digits; ``per`` and ``casing_error_rate`` as in the metric. None without examples.
+#: drift examples named in a parity result (the first ones, by id)
+DRIFT_IDS_SHOWN = 50
 
-    >>> formatting_parity([("Hello, world.", "hello world"), ("Yes.", "Yes.")], "english")["drift_examples"]
-    1
+
+def formatting_parity(pairs: Iterable[tuple[str, str, str]], normalizer: str) -> Optional[dict[str, Any]]:
+    """The candidate's formatting against the reference run's output on the same examples (``pairs``: the id, the
+    reference run's and the candidate's raw output of each joined example both transcribed): the reference's output
+    stands for the transcript, so no formatted transcript is needed. ``drift_examples`` / ``drift_pct``: examples whose
+    output differs while the normalized words agree (formatting only), ``number_drift_examples`` those of them that
+    differ only in tokens with digits, ``drift_ids`` the first :data:`DRIFT_IDS_SHOWN` of them; ``per`` and
+    ``casing_error_rate`` as in the metric. None without examples.
+
+    >>> parity = formatting_parity([("a", "Hello, world.", "hello world"), ("b", "Yes.", "Yes.")], "english")
+    >>> parity["drift_examples"], parity["drift_ids"]
+    (1, ['a'])
     """
     n = drift = numbers = punct_errors = marks = case_errors = case_words = 0
-    for ref, cand in pairs:
+    drift_ids: list[str] = []
+    for ex_id, ref, cand in pairs:
         n += 1
         ref_tokens = tokens(ref)
         if ref == cand:
@@ -219,6 +226,8 @@ def formatting_parity(pairs: Iterable[tuple[str, str]], normalizer: str) -> Opti
         if normalize(ref, normalizer) == normalize(cand, normalizer):
             drift += 1
             numbers += numbers_only_difference(ref_tokens, cand_tokens)
+            if len(drift_ids) < DRIFT_IDS_SHOWN:
+                drift_ids.append(ex_id)
     if not n:
         return None
     return {
@@ -226,6 +235,7 @@ def formatting_parity(pairs: Iterable[tuple[str, str]], normalizer: str) -> Opti
         "drift_examples": drift,
         "drift_pct": 100.0 * drift / n,
         "number_drift_examples": numbers,
+        "drift_ids": drift_ids,
         "per": _rate(punct_errors, marks),
         "casing_error_rate": _rate(case_errors, case_words),
     }
