@@ -620,7 +620,9 @@ def report(
         log.warning("left out of the report, unreadable: %s", line)
     if not stored:
         raise WhisperbenchError(
-            f"no readable runs in {runs_dir}" + (f" ({'; '.join(unreadable)})" if unreadable else "")
+            f"no readable runs in {runs_dir} ({'; '.join(unreadable)})"
+            if unreadable
+            else f"no runs found in {runs_dir}"
         )
     unknown = sorted(set(references or ()) - {run.name for run in stored})
     if unknown:
