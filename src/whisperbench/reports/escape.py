@@ -20,8 +20,8 @@ def md_cell(value: object) -> str:
     """A markdown table cell: pipes escaped, HTML's ``<``, ``>`` and ``&`` as entities (a label like ``<script>``
     is text, not markup, wherever the markdown is rendered), line breaks and other control characters made spaces.
 
-    >>> md_cell("a|b <script>")
-    'a\\|b &lt;script&gt;'
+    >>> md_cell("<script> & co")
+    '&lt;script&gt; &amp; co'
     """
     text = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in str(value))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
