@@ -164,7 +164,7 @@ def test_a_planted_negative_time_is_refused_with_the_example_named(tmp_path, tin
         assert _score(tmp_path, tiny_short, tiny_rows, planted) == 0
     assert "example jfk: words refused: word 1 ('And') starts at -996.27 s, before the audio begins" in caplog.text
     run = open_run("planted", tmp_path / "runs")
-    jfk = next(p for p in run.predictions if p.id == "jfk")
+    jfk = next(p for p in run.scored() if p.id == "jfk")
     assert jfk.words is None and jfk.extra["refused_words"][0]["start"] == -996.27  # the raw output is kept
     assert jfk.wer is not None and jfk.hypothesis  # its text still scores
     timing = run.summary.metrics["timing"]
