@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
@@ -43,15 +44,15 @@ class Comparison:
     #: what ``compare`` prints under its table for this candidate (weights, unjoined examples, new hallucinations,
     #: paired tests, English-only models, differing settings); filled by the API (:mod:`whisperbench.reports.notes`)
     notes: list = field(default_factory=list)
-    #: the candidate's formatting against the reference run's output (scoring.formatting.formatting_parity)
-    formatting_parity: Optional[dict] = None
 
-    def metric_increase(self, metric: str, column: str) -> Optional[float]:
-        """How much the candidate's value of ``metric``'s ``column`` exceeds the reference's (None when either
-        lacks it)."""
-        sides = self.metrics.get(metric, {})
-        ref, cand = ((sides.get(side) or {}).get(column) for side in ("reference", "candidate"))
-        return None if ref is None or cand is None else cand - ref
+    @cached_property
+    def formatting_parity(self) -> Optional[dict]:
+        """The candidate's formatting against the reference run's output on the examples both transcribed
+        (:func:`~whisperbench.scoring.formatting.formatting_parity`), computed when first asked for: a gate, a plan
+        or a noise report that does not read it never tokenizes every output."""
+        examples = self.result.examples
+        pairs = ((e.id, e.reference_hypothesis, e.candidate_hypothesis) for e in examples if not e.candidate_failed)
+        return formatting_parity(pairs, self.reference.normalizer)
 
     @property
     def qoi(self) -> Optional[float]:
@@ -105,10 +106,6 @@ def compare_runs(
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
         metrics=paired_metric_values(ref_table, cand_table),
-        formatting_parity=formatting_parity(
-            ((e.id, e.reference_hypothesis, e.candidate_hypothesis) for e in result.examples if not e.candidate_failed),
-            normalizer,
-        ),
     )
 
 
