@@ -207,7 +207,7 @@ def _row(parent: Example, condition: str, **facts: Any) -> dict[str, Any]:
     ex_id = f"{parent.id}{SEPARATOR}{condition}"
     row = {
         "id": ex_id,
-        "audio": f"audio/{_file_name(ex_id)}.wav",
+        "audio": f"audio/{safe_file_name(ex_id)}.wav",
         "text": parent.text,
         "parent_id": parent.id,
         "condition": condition,
@@ -216,10 +216,6 @@ def _row(parent: Example, condition: str, **facts: Any) -> dict[str, Any]:
     if parent.language:
         row["language"] = parent.language
     return row
-
-
-def _file_name(ex_id: str) -> str:
-    return safe_file_name(ex_id)
 
 
 def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Derived]:
@@ -231,7 +227,7 @@ def plan(examples: list[Example], recipe: Recipe, babble_dir: Path) -> list[Deri
         for kind in recipe.noises:
             for snr in recipe.snrs_db:
                 condition = f"{kind}@{snr:g}dB"
-                babble = babble_dir / f"{_file_name(ex.id)}.wav"
+                babble = babble_dir / f"{safe_file_name(ex.id)}.wav"
                 out.append(
                     Derived(
                         _row(ex, condition, perturbation="noise", noise=kind, snr_db=snr),
@@ -343,7 +339,7 @@ def _write_babble(examples: list[Example], folder: Path, seed: int) -> None:
             mix[: len(voice)] += voice
         mix = np.resize(mix, longest)  # repeated to outlast every utterance: the SNR holds over the whole example
         mix /= max(float(np.sqrt(np.mean(mix**2))), 1e-9) * 10  # -20 dB RMS: headroom; the SNR sets the level
-        sf.write(folder / f"{_file_name(ex.id)}.wav", mix.astype(np.float32), SAMPLE_RATE, subtype="FLOAT")
+        sf.write(folder / f"{safe_file_name(ex.id)}.wav", mix.astype(np.float32), SAMPLE_RATE, subtype="FLOAT")
 
 
 def perturb(examples: list[Example], content_hash: str, recipe: Recipe, out_dir: str | Path) -> Path:
