@@ -14,6 +14,7 @@ fresh: what ``compare``/``gate`` cost from then on), ``gate``, and ``report`` (l
 table, markdown). On the smallest size the figures are checked equal to the per-object path.
 
     python benchmarks/scoring.py [--sizes 1000,10000,100000,1000000] [--pairs 3000]
+    python benchmarks/scoring.py --cold [--sizes 1000,10000,100000]   # the commands a CI job runs (cold.py)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from whisperbench.scoring import qoi, score_prediction, summarize
 from whisperbench.types import Prediction
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cold as cold_path  # noqa: E402
 from common import load_verdict  # noqa: E402
 
 BUNDLED = Path(__file__).resolve().parent.parent / "datasets" / "tiny"
@@ -115,6 +117,12 @@ def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "shortform" / "manifest.jsonl"
 
 
+def shared_or_bundled_transcripts() -> list[str]:
+    if not SHARED.exists():
+        return bundled_transcripts()
+    return [json.loads(line)["text"] for line in SHARED.read_text(encoding="utf-8").splitlines() if line]
+
+
 def naive_counts(pairs: list[tuple[str, str]], characters: bool) -> list[tuple]:
     """The naive loop: openai-whisper's (else whisper-normalizer's) English normalizer + jiwer, per pair."""
     import jiwer
@@ -154,11 +162,7 @@ def fresh_scoring(count: int) -> None:
     """Goal 1: the ratio naive loop / new scorer, one core, counts checked equal."""
     from whisperbench.scoring.normalize import _cached
 
-    texts = (
-        [json.loads(line)["text"] for line in SHARED.read_text(encoding="utf-8").splitlines() if line]
-        if SHARED.exists()
-        else bundled_transcripts()
-    )
+    texts = shared_or_bundled_transcripts()
     rng = random.Random(5)
     vocabulary = sorted({w for t in texts for w in t.split()})
     pairs = [
@@ -301,15 +305,24 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", type=int, default=4000, help="distinct scored predictions to draw from")
     parser.add_argument("--parallel", type=int, default=40_000, help="predictions scored on one core and on all")
     parser.add_argument("--report-max", type=int, default=100_000, help="largest size the report step runs at")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="time the CLI as a CI job runs it: score, score, gate, compare, report as fresh processes (cold.py)",
+    )
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.step:
         print(json.dumps(step(args.step, Path(args.folder))))
         return 0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.cold:
+        with tempfile.TemporaryDirectory() as tmp:
+            cold_path.run(sizes, shared_or_bundled_transcripts(), Path(tmp), naive_counts)
+        return 0
     fresh_scoring(args.pairs)
     all_cores(args.parallel)
-    sizes = [int(s) for s in args.sizes.split(",")]
     table = variants(bundled_transcripts(), args.variants, seed=0)
     results = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -145,6 +145,20 @@ def test_several_cores_give_the_same_predictions(monkeypatch):
     assert score_predictions(preds, "english", workers=2) == [score_prediction(p, "english") for p in preds]
 
 
+def test_a_score_table_built_on_several_cores_is_the_one_built_in_this_process(monkeypatch):
+    """Each worker scores its part and builds its part of the table (per-example metrics included): joined in
+    order, the same table and scores as in one process, to the bit."""
+    from whisperbench.scoring.table import scored_table
+
+    formatted = [Prediction(f"f{i}", "He said: no, thanks.", "he said no thanks" * (i % 3)) for i in range(20)]
+    preds = shared_pairs()[:180] + formatted
+    one_scored, one_table = scored_table(preds, "english", workers=1)
+    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    many_scored, many_table = scored_table(preds, "english", workers=2)
+    assert many_scored == one_scored and many_table.equals(one_table)
+    assert many_table.num_rows == 200 and "formatting.f_errors" in many_table.column_names
+
+
 #: few words, so random sentences repeat words and the aligner meets ties (several shortest alignments)
 TOKENS = st.sampled_from(["a", "b", "c", "the", "uh", "cat"])
 

@@ -274,3 +274,53 @@ def test_thresholds_from_the_command_line_are_kept_and_used_by_the_gate(tmp_path
         assert main(["rescore", "cand", "--runs-dir", str(runs), "--threshold", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert said in err and err.count("\n") == 0, err
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [Thresholds(), Thresholds(burst_words=2, catastrophic_wer=50.0), Thresholds(loop_repeats=2, loop_words=4)],
+)
+def test_flags_read_from_the_score_table_equal_those_of_each_example(tmp_path, thresholds):
+    """``compare`` and ``gate`` read the flags from the score table's columns (no text normalized or aligned
+    again); they must be the per-object measures' to the example, under default and other thresholds."""
+    import random
+
+    from whisperbench.reports.hallucination import flagged
+    from whisperbench.scoring.hallucination import KINDS
+    from whisperbench.store import RunStore, open_run
+
+    rng = random.Random(3)
+    words = "ask not what your country can do for you thank watching".split()
+    texts = [
+        ("Ask not what your country can do for you.", "ask not what your country " + LOOP, "ok"),
+        ("", "Thank you.", "ok"),
+        ("", "", "ok"),
+        ("ask not", "thank you for watching", "ok"),
+        ("ask not what your country", LOOP, "error"),
+        ("no", "no no no no", "ok"),
+        ("a", "thank you thank you", "ok"),
+    ] + [
+        (" ".join(rng.choices(words, k=8)), " ".join(rng.choices(words, k=rng.randint(0, 14))), "ok") for _ in range(60)
+    ]
+    store = RunStore(tmp_path / "run")
+    store.write_info({"adapter": "recorded", "model": "none", "normalizer": "english", "status": "finished"})
+    with store.open_for_append() as writer:
+        for i, (ref, hyp, status) in enumerate(texts):
+            writer.append(Prediction(f"e{i}", ref, hyp if status == "ok" else "", status=status))
+    run = open_run(str(tmp_path / "run"))
+    found = [example_hallucination(p, thresholds) for p in run.scored("english")]
+    expected = {kind: {h.id for h in found if getattr(h, attr)} for kind, attr in KINDS.items()}
+    expected["nonspeech"] = {h.id for h in found if h.nonspeech}
+    assert flagged(run, "english", thresholds) == expected
+    # summary.json's value: from the table's columns (as a run is finalized) and from the predictions alike
+    from dataclasses import asdict
+
+    from whisperbench.scoring.hallucination import summarize as summarize_hallucination
+    from whisperbench.scoring.metrics import MetricContext
+
+    options, scored = {"hallucination": asdict(thresholds)}, run.scored("english")
+    from_table = summarize_hallucination(scored, MetricContext("english", options=options, table=run.score_table()))
+    assert from_table == summarize_hallucination(scored, MetricContext("english", options=options))
+    assert {kind: set(from_table["ids"][kind]) for kind in KINDS} == {kind: expected[kind] for kind in KINDS}
+    assert from_table["longest_burst_words"] == max(h.burst_words for h in found)
+    assert expected["loops"] and expected["bursts"] and expected["nonspeech_with_output"] and expected["catastrophic"]

@@ -7,10 +7,11 @@ import html
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
-from ..scoring import rescored, score_prediction
-from ..scoring.hallucination import KINDS, Thresholds, example_hallucination
+from ..scoring import score_prediction
+from ..scoring.hallucination import KINDS, Measures, Thresholds, example_hallucination, loop_words_under, loops_stored
 from ..scoring.metrics import stored_options
 from ..store import StoredRun
 from ..types import Prediction
@@ -29,11 +30,18 @@ COLUMNS = {
 
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
     """Example ids of ``run`` per kind (``loops``, ``bursts``, ``nonspeech_with_output``, ``catastrophic``),
-    scored with ``normalizer``; also ``nonspeech`` (every example whose normalized transcript is empty)."""
-    found = [example_hallucination(rescored(p, normalizer), thresholds) for p in run.predictions]
-    ids = {kind: {h.id for h in found if getattr(h, attr)} for kind, attr in KINDS.items()}
-    ids["nonspeech"] = {h.id for h in found if h.nonspeech}
-    return ids
+    scored with ``normalizer``; also ``nonspeech`` (every example whose normalized transcript is empty). Read
+    from the run's score table; only loops under other than the default loop thresholds are looked for again."""
+    table = run.score_table(normalizer)
+    measures = Measures.of_table(table)
+    loops = None if loops_stored(thresholds) else _loop_words(run, normalizer, thresholds, measures.ids)
+    return {kind: set(measures.ids[flag].tolist()) for kind, flag in measures.flags(thresholds, loops).items()}
+
+
+def _loop_words(run: StoredRun, normalizer: str, thresholds: Thresholds, ids: np.ndarray) -> np.ndarray:
+    """Per example id of ``ids``, the words of its loop under ``thresholds`` (0: none)."""
+    scored = {p.id: p for p in run.scored(normalizer)}
+    return loop_words_under([scored[i] for i in ids.tolist()], thresholds)
 
 
 @dataclass

@@ -20,8 +20,7 @@ from ..languages import headline_metric
 from ..types import Prediction
 from .metrics import MetricContext, per_example_metrics, run_metrics
 from .record import Summary
-from .summary import rescored_all
-from .table import CHAR_COUNTS, counts, metric_value, score_table
+from .table import CHAR_COUNTS, counts, metric_value, scored_table
 from .wer import corpus_wer
 
 
@@ -55,9 +54,8 @@ def summarize_with_table(
     their score table, the language identification when the model chose the language (``language_detected``),
     and every metric — per-example ones from the table's columns (null when they give the run no value),
     run-level ones from the scored predictions (``metric_options``: their thresholds)."""
-    scored = rescored_all(unique_by_id(predictions), normalizer)
-    table = score_table(scored, normalizer)
-    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {})))
+    scored, table = scored_table(unique_by_id(predictions), normalizer)
+    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:
         metrics |= {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
     summary = Summary(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Optional
 
 from rapidfuzz.distance import Levenshtein
@@ -63,6 +64,7 @@ def is_formatted(transcript: str, override: Any = None) -> bool:
     return transcript != transcript.upper() and transcript != transcript.lower()  # both cases: mixed
 
 
+@lru_cache(maxsize=65536)  # tokens repeat: a run looks the same few thousand up again and again
 def _is_mark(token: str) -> bool:
     """A punctuation mark (Unicode category P*); a symbol such as $ or % is a word here."""
     return len(token) == 1 and unicodedata.category(token).startswith("P")

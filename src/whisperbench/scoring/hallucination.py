@@ -36,6 +36,7 @@ from operator import eq
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
+import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from ..limits import Range
@@ -242,22 +243,120 @@ def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds(
     )
 
 
+def stored_measures(pred: Prediction) -> tuple[int, int, Optional[float]]:
+    """The score table's hallucination columns of one scored prediction: the longest insertion burst, the words
+    of its loop under the default thresholds (0: none) and the compression ratio of its raw text. From them
+    :func:`flags_of_columns` gives each kind's flags without normalizing or aligning again.
+
+    >>> from whisperbench.scoring.summary import score_prediction
+    >>> looped = score_prediction(Prediction("a", "go", "go on and on and on and on"), "basic")
+    >>> burst, loop, ratio = stored_measures(looped)
+    >>> burst, loop, round(ratio, 2)
+    (7, 6, 1.44)
+    """
+    found = example_hallucination(pred)
+    return found.burst_words, found.loop_run.words if found.loop_run else 0, found.compression_ratio
+
+
+def loops_stored(thresholds: Thresholds) -> bool:
+    """Whether the stored ``loop_words`` column answers the loop question under ``thresholds`` (it was found
+    under the default loop thresholds)."""
+    default = Thresholds()
+    return (thresholds.loop_repeats, thresholds.loop_words, thresholds.max_ngram) == (
+        default.loop_repeats,
+        default.loop_words,
+        default.max_ngram,
+    )
+
+
+@dataclass(frozen=True)
+class Measures:
+    """A run's per-example measures as arrays (one entry per example, in one order): ids, status ok, word counts
+    (hits, substitutions, deletions, insertions) and :func:`stored_measures`' three; read from a score table's
+    columns (:meth:`of_table`) or computed from scored predictions (:meth:`of_predictions`)."""
+
+    ids: np.ndarray
+    ok: np.ndarray
+    counts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    burst_words: np.ndarray
+    loop_words: np.ndarray  # under the default loop thresholds
+    compression_ratio: np.ndarray  # NaN where the example has none
+
+    @classmethod
+    def of_table(cls, table: Any) -> "Measures":
+        """From a score table's columns (``scoring.table``: a pyarrow table)."""
+
+        def col(name: str) -> np.ndarray:
+            return np.asarray(table[name].to_numpy())
+
+        ratio = np.asarray(table["compression_ratio"].to_numpy(), dtype=np.float64)  # nulls as NaN
+        counts = (col("hits"), col("substitutions"), col("deletions"), col("insertions"))
+        return cls(col("id"), col("status") == "ok", counts, col("burst_words"), col("loop_words"), ratio)
+
+    @classmethod
+    def of_predictions(cls, scored: Sequence[Prediction]) -> "Measures":
+        """Computed from scored predictions (what the score table's columns hold)."""
+        measures = [stored_measures(p) for p in scored]
+        words = [p.scored().words for p in scored]
+        return cls(
+            np.array([p.id for p in scored], dtype=object),
+            np.array([p.status == "ok" for p in scored], dtype=bool),
+            tuple(np.array([getattr(w, k) for w in words], dtype=np.int64) for k in _COUNTS),  # type: ignore[arg-type]
+            np.array([m[0] for m in measures], dtype=np.int64),
+            np.array([m[1] for m in measures], dtype=np.int64),
+            np.array([np.nan if m[2] is None else m[2] for m in measures], dtype=np.float64),
+        )
+
+    def flags(self, thresholds: Thresholds, loop_words: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
+        """Per example, each kind's flag (``loops``, ``bursts``, ``nonspeech_with_output``, ``catastrophic``) and
+        ``nonspeech`` (the normalized transcript is empty), as :func:`example_hallucination` decides them;
+        ``loop_words`` found under ``thresholds`` where they are not the default loop thresholds."""
+        hits, subs, dels, ins = self.counts
+        ref_words = hits + subs + dels
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wer = np.where(ref_words > 0, 100.0 * (subs + dels + ins) / np.maximum(ref_words, 1), np.nan)
+        nonspeech = ref_words == 0
+        loops = self.loop_words if loop_words is None else loop_words
+        return {
+            "loops": self.ok & (loops > 0),
+            "bursts": self.ok & (self.burst_words >= thresholds.burst_words),
+            "nonspeech_with_output": self.ok & nonspeech & (hits + subs + ins > 0),
+            "catastrophic": self.ok & ~nonspeech & (wer >= thresholds.catastrophic_wer),
+            "nonspeech": nonspeech,
+        }
+
+
+_COUNTS = ("hits", "substitutions", "deletions", "insertions")
+
+
+def loop_words_under(scored: Sequence[Prediction], thresholds: Thresholds) -> np.ndarray:
+    """Per prediction, the words of its loop under ``thresholds`` (0: none): what the stored column cannot say
+    when the loop thresholds are not the defaults."""
+    found = (example_hallucination(p, thresholds).loop_run for p in scored)
+    return np.array([run.words if run else 0 for run in found], dtype=np.int64)
+
+
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
-    """``summary.json["hallucination"]``: counts and example ids of each kind, the thresholds used."""
+    """``summary.json["hallucination"]``: counts and example ids of each kind, the thresholds used; from the
+    run's score table when the context holds it (its rows are ``scored``, in order)."""
     if not scored:
         return None
     thresholds = Thresholds.from_options(context.options.get("hallucination", {}))
-    found = [example_hallucination(p, thresholds) for p in scored]
-    ids = {kind: sorted(h.id for h in found if getattr(h, attr)) for kind, attr in KINDS.items()}
-    ids["high_compression"] = sorted(h.id for h in found if (h.compression_ratio or 0) > thresholds.compression_ratio)
-    nonspeech = sum(h.nonspeech for h in found)
+    measures = Measures.of_table(context.table) if context.table is not None else Measures.of_predictions(scored)
+    loops = None if loops_stored(thresholds) else loop_words_under(scored, thresholds)
+    flags = measures.flags(thresholds, loops)
+    ratio = measures.compression_ratio
+    ids = {kind: sorted(measures.ids[flags[kind]].tolist()) for kind in KINDS}
+    ids["high_compression"] = sorted(measures.ids[ratio > thresholds.compression_ratio].tolist())
+    nonspeech = int(flags["nonspeech"].sum())
+    loop_words = measures.loop_words if loops is None else loops
     return {
         **{kind: len(names) for kind, names in ids.items()},
         "nonspeech_examples": nonspeech,
         "nonspeech_output_rate": 100.0 * len(ids["nonspeech_with_output"]) / nonspeech if nonspeech else None,
-        "longest_loop_words": max((h.loop_run.words for h in found if h.loop_run), default=0),
-        "longest_burst_words": max(h.burst_words for h in found),
-        "max_compression_ratio": max((h.compression_ratio for h in found if h.compression_ratio), default=None),
+        "longest_loop_words": int(loop_words.max(initial=0)),
+        "longest_burst_words": int(measures.burst_words.max(initial=0)),
+        "max_compression_ratio": float(np.nanmax(ratio)) if np.any(ratio > 0) else None,
         "ids": ids,
         "thresholds": dataclasses.asdict(thresholds),
     }

@@ -123,6 +123,9 @@ class MetricContext:
     normalizer: str
     form: str = "short"
     options: dict[str, Any] = field(default_factory=dict)  # thresholds, as documented by each metric
+    #: the run's score table (pyarrow, one row per scored prediction, in their order) when it is built: a metric
+    #: may read its columns instead of measuring each prediction again
+    table: Any = None
 
 
 @dataclass(frozen=True)

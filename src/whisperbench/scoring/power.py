@@ -22,7 +22,6 @@ from typing import Any, Optional
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, stats
 
 MAX_EXAMPLES = 10_000_000
 
@@ -52,6 +51,8 @@ class Plan:
 
 
 def _z(alpha: float, power: float) -> float:
+    from scipy import stats  # on use: importing scipy.stats takes 0.6 s
+
     return float(stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power))
 
 
@@ -79,12 +80,16 @@ def examples_for_wer_increase(
 
 def _critical(examples: np.ndarray, alpha: float, baseline: float) -> np.ndarray:
     """Smallest regressed count whose one-sided binomial p-value under ``baseline`` is ≤ α (per n)."""
+    from scipy import stats  # on use: importing scipy.stats takes 0.6 s
+
     if baseline <= 0.0:
         return np.ones_like(examples)
     return np.asarray(stats.binom.isf(alpha, examples, baseline), dtype=np.int64) + 1
 
 
 def _power(examples: np.ndarray, share: float, alpha: float, baseline: float) -> np.ndarray:
+    from scipy import stats  # on use: importing scipy.stats takes 0.6 s
+
     return np.asarray(stats.binom.sf(_critical(examples, alpha, baseline) - 1, examples, share))
 
 
@@ -95,6 +100,8 @@ def detectable_qoi_drop(examples: int, alpha: float = 0.05, power: float = 0.8, 
     >>> round(detectable_qoi_drop(100), 2)  # deterministic: one regression shows; 80 % chance to see one
     1.6
     """
+    from scipy import optimize  # on use: importing scipy.stats takes 0.6 s
+
     n = np.array([examples])
     share = optimize.brentq(lambda p: float(_power(n, p, alpha, baseline)[0]) - power, baseline + 1e-12, 1.0 - 1e-12)
     return float(100.0 * (share - baseline))

@@ -8,7 +8,7 @@ import dataclasses
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..languages import cer_text, headline_metric
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
@@ -66,15 +66,28 @@ def score_predictions(
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
     machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (workers get
     texts and give back scores)."""
-    workers = workers or os.cpu_count() or 1
-    if workers < 2 or len(predictions) < PARALLEL_MIN:
-        return [score_prediction(pred, normalizer, characters) for pred in predictions]
     texts = [(p.reference, p.hypothesis if p.status == "ok" else None, p.language) for p in predictions]
-    size = -(-len(texts) // (workers * 4))
-    chunks = [(texts[i : i + size], normalizer, characters) for i in range(0, len(texts), size)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
-        scores = [score for part in pool.map(_score_chunk, chunks) for score in part]
+    if not in_parallel(len(texts), workers):
+        scores = _score_chunk((texts, normalizer, characters))
+    else:
+        parts = map_chunks(_score_chunk, texts, workers, normalizer, characters)
+        scores = [score for part in parts for score in part]
     return [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
+
+
+def in_parallel(count: int, workers: Optional[int]) -> bool:
+    """Whether ``count`` items are worth a pool of ``workers`` processes (default: one per core)."""
+    return (workers or os.cpu_count() or 1) >= 2 and count >= PARALLEL_MIN
+
+
+def map_chunks(fn: Callable[[tuple[Any, ...]], Any], items: Sequence[Any], workers: Optional[int], *args: Any) -> list[Any]:
+    """``fn((chunk, *args))`` for consecutive chunks of ``items`` (four per worker), on ``workers`` processes
+    (default one per core; forked where the system can, so they share the loaded modules); results in order."""
+    workers = workers or os.cpu_count() or 1
+    size = -(-len(items) // (workers * 4))
+    chunks = [(items[i : i + size], *args) for i in range(0, len(items), size)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
+        return list(pool.map(fn, chunks))
 
 
 def counts_of(pred: Prediction) -> WordCounts:

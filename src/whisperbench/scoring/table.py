@@ -3,7 +3,8 @@
 
 The table holds each prediction's id, raw texts, status, language, durations and its word and character
 counts scored with one normalizer (the stored counts where the run was scored with it, else scored afresh:
-the counts every figure is computed from: :mod:`whisperbench.scoring.figures`), then one float column
+the counts every figure is computed from: :mod:`whisperbench.scoring.figures`), the hallucination measures the
+flags are read from (longest insertion burst, loop words, compression ratio), then one float column
 ``METRIC.COLUMN`` per column of each per-example metric (:mod:`whisperbench.scoring.metrics`). The run store
 keeps it beside ``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale (another
 set of metrics installed included: :func:`metrics_key`).
@@ -11,19 +12,21 @@ set of metrics installed included: :func:`metrics_key`).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+import dataclasses
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
+from .hallucination import stored_measures
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import rescored_all
+from .summary import in_parallel, map_chunks, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
-TABLE_VERSION = "2"
+TABLE_VERSION = "3"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
 _RAW = [
@@ -37,20 +40,53 @@ _RAW = [
 ]
 #: the columns of the raw output (the rest are the score's counts and ``timed``)
 RAW_COLUMNS = tuple(name for name, _ in _RAW)
+#: per example, the hallucination measures the flags are read from (``hallucination.stored_measures``)
+HALLUCINATION = [("burst_words", pa.int64()), ("loop_words", pa.int64()), ("compression_ratio", pa.float64())]
 SCHEMA = pa.schema(
-    _RAW + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS] + [("timed", pa.bool_())]
-)  # the prediction stored segment or word times (the timing reports read them)
+    _RAW
+    + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS]
+    + [("timed", pa.bool_())]  # the prediction stored segment or word times (the timing reports read them)
+    + HALLUCINATION
+)
 
 
-def score_table(predictions: Iterable[Prediction], normalizer: str) -> pa.Table:
+def score_table(predictions: Iterable[Prediction], normalizer: str, workers: Optional[int] = None) -> pa.Table:
     """The predictions scored with ``normalizer`` (stored counts reused where they were scored with it), as columns."""
-    scored = rescored_all(predictions, normalizer)
+    return scored_table(list(predictions), normalizer, workers)[1]
+
+
+def scored_table(
+    predictions: Sequence[Prediction], normalizer: str, workers: Optional[int] = None
+) -> tuple[list[Prediction], pa.Table]:
+    """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
+    processes (default one per core: ``summary.in_parallel``), each scoring its part and building its part of the
+    table (the per-example metrics included); the parts are joined in order."""
+    if not in_parallel(len(predictions), workers):
+        scored = rescored_all(predictions, normalizer)
+        return scored, _table(scored, normalizer)
+    parts = map_chunks(_scored_part, predictions, workers, normalizer)
+    scores = [score for part in parts for score in part[0]]
+    scored = [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
+    return scored, pa.concat_tables([part[1] for part in parts], promote_options="default")
+
+
+def _scored_part(args: tuple[Sequence[Prediction], str]) -> tuple[list[Any], pa.Table]:
+    """One worker's part of :func:`scored_table`: the scores of its predictions and their table."""
+    predictions, normalizer = args
+    scored = [rescored(pred, normalizer) for pred in predictions]
+    return [pred.score for pred in scored], _table(scored, normalizer)
+
+
+def _table(scored: Sequence[Prediction], normalizer: str) -> pa.Table:
+    """The score table of predictions already scored with ``normalizer``."""
     columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in scored] for name in RAW_COLUMNS}
     scores = [p.scored() for p in scored]
     for name, char_name in zip(WORD_COUNTS, CHAR_COUNTS):
         columns[name] = [getattr(s.words, name) for s in scores]
         columns[char_name] = [getattr(s.chars, name) if s.chars is not None else None for s in scores]
     columns["timed"] = [p.segments is not None or p.words is not None for p in scored]
+    measures = [stored_measures(p) for p in scored]
+    columns |= {name: [m[i] for m in measures] for i, (name, _) in enumerate(HALLUCINATION)}
     metric_columns = example_columns([ScoredExample.from_prediction(p) for p in scored]) if scored else {}
     schema = pa.schema(list(SCHEMA) + [pa.field(name, pa.float64()) for name in metric_columns])
     return pa.table(columns | metric_columns, schema=schema)

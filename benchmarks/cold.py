@@ -1,0 +1,160 @@
+"""The cold path a CI job runs, timed as it runs: ``score`` (reference), ``score`` (candidate), ``gate``,
+``compare``, ``report`` — each a fresh ``whisperbench`` process on runs written moments before, nothing cached
+but what the commands themselves keep (the audio-facts cache, which a CI runner starts without: it is emptied
+first). Each step's wall time and peak RSS (VmHWM of that process, read at its exit), and ``score``'s end to
+end time per pair against the naive loop (openai-whisper's normalizer + ``jiwer.process_words`` per pair) on
+the same pairs, counts checked equal to the last digit. Called by ``benchmarks/scoring.py --cold``.
+
+Pairs: the shared (else bundled) short-form transcripts, each made distinct by three of its own words inserted
+before its last word, in its own style (a formatted transcript stays formatted, an upper-case one upper-case; a
+QA set of 100k examples holds few repeated transcripts, so the scorer's text cache gets no free hits), and
+hypotheses with 0–3 random word edits. Every row of the manifest points at one bundled audio file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TINY_AUDIO = Path(__file__).resolve().parent.parent / "datasets" / "tiny" / "shortform" / "audio" / "jfk.flac"
+STEPS = ("score reference", "score candidate", "gate", "compare", "report")
+
+
+def pairs_for(texts: list[str], n: int, seed: int) -> tuple[list[str], list[str], list[str]]:
+    """``n`` distinct references and two hypothesis lists (reference-like and candidate-like), 0–3 word edits."""
+    rng = random.Random(seed)
+    vocabulary = sorted({w for t in texts for w in t.split()})
+    refs = [_distinct(texts[i % len(texts)], rng) for i in range(n)]
+    return refs, [_edits(r, vocabulary, rng) for r in refs], [_edits(r, vocabulary, rng) for r in refs]
+
+
+def _distinct(text: str, rng: random.Random) -> str:
+    """``text`` with three of its own words appended (its style kept: casing and punctuation stay as they were)."""
+    words = text.split()
+    return " ".join([*words[:-1], *(rng.choice(words).strip(".,?!;:") for _ in range(3)), words[-1]])
+
+
+def _edits(text: str, vocabulary: list[str], rng: random.Random) -> str:
+    words = text.split()
+    for _ in range(rng.randint(0, 3)):
+        kind, at = rng.randrange(3), rng.randrange(len(words))
+        if kind == 0:
+            words[at] = rng.choice(vocabulary)
+        elif kind == 1 and len(words) > 1:
+            del words[at]
+        else:
+            words.insert(at, rng.choice(vocabulary))
+    return " ".join(words)
+
+
+def write_inputs(folder: Path, refs: list[str], ref_hyps: list[str], cand_hyps: list[str]) -> None:
+    folder.mkdir(parents=True)
+    with open(folder / "manifest.jsonl", "w", encoding="utf-8") as fh:
+        for i, text in enumerate(refs):
+            fh.write(json.dumps({"id": f"utt{i:07d}", "audio": str(TINY_AUDIO), "text": text}) + "\n")
+    for name, hyps in (("reference", ref_hyps), ("candidate", cand_hyps)):
+        with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+            for i, hyp in enumerate(hyps):
+                fh.write(json.dumps({"id": f"utt{i:07d}", "hypothesis": hyp}) + "\n")
+
+
+#: runs the CLI and, at exit, writes the process's own peak RSS (VmHWM, kB) to the file named by argv[1]: not
+#: ``wait4``'s ru_maxrss, which counts the parent's memory at the fork
+LAUNCHER = """
+import atexit, sys
+peak_file = sys.argv.pop(1)
+def peak():
+    with open("/proc/self/status") as status, open(peak_file, "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+atexit.register(peak)
+from whisperbench.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def timed(args: list[str], env: dict, folder: Path) -> dict:
+    """``whisperbench ARGS`` in a fresh process: wall seconds, its own peak RSS, exit code and stdout."""
+    out, err, peak = folder / "stdout", folder / "stderr", folder / "peak"
+    with open(out, "wb") as o, open(err, "wb") as e:
+        t0 = time.perf_counter()
+        command = [sys.executable, "-c", LAUNCHER, str(peak), *args]
+        code = subprocess.run(command, stdout=o, stderr=e, env=env).returncode
+        seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "peak_mb": int(peak.read_text()) / 1024,
+        "code": code,
+        "stdout": out.read_text(encoding="utf-8"),
+        "stderr": err.read_text(encoding="utf-8")[-2000:],
+    }
+
+
+def commands(folder: Path) -> dict[str, list[str]]:
+    runs = ["--runs-dir", str(folder / "runs")]
+    score = ["score", "--dataset", str(folder / "manifest.jsonl"), *runs, "--json", "--hypotheses"]
+    pair = ["--reference", "reference", "--candidate", "candidate", *runs]
+    return {
+        "score reference": [*score, str(folder / "reference.jsonl"), "--name", "reference"],
+        "score candidate": [*score, str(folder / "candidate.jsonl"), "--name", "candidate"],
+        "gate": ["gate", *pair, "--min-qoi", "1", "--max-wer-increase", "100"],
+        "compare": ["compare", *pair],
+        "report": ["report", *runs, "--reference", "reference", "--format", "md", "--out", str(folder / "r.md")],
+    }
+
+
+def at_size(n: int, texts: list[str], tmp: Path, naive) -> dict:
+    """Every step at ``n`` pairs; the naive loop on the same candidate pairs; counts checked equal."""
+    folder = tmp / f"cold-{n}"
+    refs, ref_hyps, cand_hyps = pairs_for(texts, n, seed=n)
+    write_inputs(folder, refs, ref_hyps, cand_hyps)
+    env = dict(os.environ, XDG_CACHE_HOME=str(folder / "cache"))  # the audio-facts cache starts empty
+    steps = {}
+    for name, args in commands(folder).items():
+        steps[name] = row = timed(args, env, folder)
+        if row["code"] not in (0, 1):  # gate may fail on purpose; anything else is a broken step
+            raise SystemExit(f"{name} exited {row['code']}: {row['stderr']}")
+    summary = json.loads(steps["score candidate"]["stdout"])
+    t0 = time.perf_counter()
+    counts = naive(list(zip(refs, cand_hyps)), False)
+    naive_s = time.perf_counter() - t0
+    totals = [sum(c[k] for c in counts) for k in range(4)]
+    stored = [summary[k] for k in ("hits", "substitutions", "deletions", "insertions")]
+    assert totals == stored, f"score's counts {stored} differ from the naive loop's {totals}"
+    shutil.rmtree(folder)
+    return {"n": n, "naive_s": naive_s, "counts": totals, "wer": summary["wer"], **steps}
+
+
+def report(result: dict) -> None:
+    n, score_s = result["n"], result["score candidate"]["seconds"]
+    h, s, d, i = result["counts"]
+    print(
+        f"n={n:>9,}: score end to end x{result['naive_s'] / score_s:.1f} the naive loop "
+        f"({1e6 * score_s / n:.0f} vs {1e6 * result['naive_s'] / n:.0f} µs/pair; goal >= 4x); counts identical "
+        f"(H {h:,} S {s:,} D {d:,} I {i:,}; WER {result['wer']:.2f} %)"
+    )
+    for name in STEPS:
+        row = result[name]
+        print(
+            f"    {name:16s} {row['seconds']:8.2f} s  {1e6 * row['seconds'] / n:7.1f} µs/pair  "
+            f"peak RSS {row['peak_mb']:7,.0f} MiB  exit {row['code']}",
+            flush=True,
+        )
+
+
+def run(sizes: list[int], texts: list[str], tmp: Path, naive) -> list[dict]:
+    """The cold path at each size, printed as it goes, then the growth between sizes (1.0 = linear)."""
+    print("cold path: each command a fresh process on runs just written (score, score, gate, compare, report)")
+    results = []
+    for n in sizes:
+        results.append(at_size(n, texts, tmp, naive))
+        report(results[-1])
+    for small, big in zip(results, results[1:]):
+        growth = {k: big[k]["seconds"] / small[k]["seconds"] / (big["n"] / small["n"]) for k in STEPS}
+        print(f"  growth {small['n']:,} -> {big['n']:,}: " + ", ".join(f"{k} {v:.2f}" for k, v in growth.items()))
+    return results
