@@ -108,3 +108,59 @@ def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_h
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"{command} --help imported {out.stdout.strip()}"
+
+
+def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_doubled(tmp_path, tiny_rows):
+    """``score`` of 20,000 pairs is killed (SIGKILL) while it writes predictions, then run again: every example is
+    stored once, and the figures are those of one uninterrupted run (checked against jiwer-independent counts)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import BUNDLED
+    from whisperbench.store import open_run
+
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    words = tiny_rows[1]["text"].split()
+    rows = [{"id": f"u{i:05d}", "audio": audio, "text": " ".join(words[: 3 + i % 10])} for i in range(20_000)]
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    hypotheses = tmp_path / "hyps.jsonl"  # every third hypothesis drops its last word
+    hypotheses.write_text(
+        "".join(
+            json.dumps({"id": r["id"], "hypothesis": r["text"].rsplit(" ", 1)[0] if i % 3 == 0 else r["text"]}) + "\n"
+            for i, r in enumerate(rows)
+        ),
+        encoding="utf-8",
+    )
+    env = dict(os.environ, WHISPERBENCH_CACHE=str(tmp_path / "cache"))
+
+    def command(name: str) -> list[str]:
+        return [sys.executable, "-m", "whisperbench", "score", "--dataset", str(manifest), "--hypotheses",
+                str(hypotheses), "--runs-dir", str(tmp_path / "runs"), "--name", name, "--json"]  # fmt: skip
+
+    predictions = tmp_path / "runs" / "killed" / "predictions.jsonl"
+    proc = subprocess.Popen(command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if predictions.exists() and predictions.stat().st_size > 200_000:  # some thousands of lines written
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "score finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = predictions.read_bytes().count(b"\n")
+    assert 0 < written < len(rows)
+
+    resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    ids = [json.loads(line)["id"] for line in predictions.read_text(encoding="utf-8").splitlines()]
+    assert len(ids) == len(set(ids)) == len(rows)  # nothing lost, nothing doubled
+    summary = json.loads(resumed.stdout)
+    deleted = len(range(0, len(rows), 3))  # one deleted word per third example, nothing else wrong
+    assert (summary["deletions"], summary["substitutions"], summary["insertions"]) == (deleted, 0, 0)
+    assert summary["reference_words"] == sum(len(r["text"].split()) for r in rows)
+    assert summary["num_examples"] == len(rows) and summary["num_failed"] == 0
+    assert open_run(str(tmp_path / "runs" / "killed")).score_table().num_rows == len(rows)

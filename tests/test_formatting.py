@@ -182,6 +182,31 @@ def test_formatting_parity_against_the_reference_run_needs_no_formatted_transcri
     assert gate(made["ref"], made["copy"], max_formatting_drift=0.0, allow_self_comparison=True).code == 0
 
 
+def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object_one(runs, monkeypatch):
+    """``compare`` reads the normalized outputs from the runs' score tables, and splits a large set among the
+    cores: the same parity as the per-example records (each output normalized again) in one process."""
+    import random
+
+    from whisperbench import compare
+    from whisperbench.scoring import summary as summary_module
+    from whisperbench.scoring.formatting import formatting_parity
+    from whisperbench.scoring.qoi import ExampleList
+
+    store, made = runs
+    comparison = compare(made["ref"], made["planted"])
+    by_records = ExampleList(comparison.result.examples).output_pairs(comparison.reference.normalizer)
+    assert list(comparison.result.examples.output_pairs("english")) == list(by_records)
+    rng = random.Random(1)
+    words = "He said: no, thanks. It was 20 twenty Dollars $5 OK".split()
+    pairs = [
+        (f"e{i}", " ".join(rng.choices(words, k=8)), " ".join(rng.choices(words, k=8)), rng.random() < 0.3)
+        for i in range(300)
+    ]
+    alone = formatting_parity(pairs)
+    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    assert formatting_parity(pairs) == alone and alone["drift_examples"] > 0
+
+
 def test_with_confidence_the_per_limit_is_judged_on_its_paired_interval(runs):
     """PER is a pooled rate over transcript marks, like WER over words: under --confidence the gate judges its
     increase on a paired bootstrap over the examples, as it does WER's. Three of seven marks lost on 3 examples: the

@@ -38,7 +38,7 @@ import pandas as pd
 
 from .adapters import DecodingOptions
 from .limits import GATE_LIMITS, check_limits
-from .adapters.recorded import read_hypotheses
+from .adapters.recorded import read_rows
 from .datasets import Checked, column_values, from_hf_dataset
 from .demo_runner import DemoResult, DemoSettings, run_demo
 from .datasets import load_dataset as _load_checked
@@ -325,7 +325,7 @@ def score_request(
     """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
     ids the dataset lacks. Missing ids become failed examples, counted."""
     settings["columns"] = ColumnMap.of(settings.get("columns"))
-    read_hypotheses(str(hypotheses))  # a bad file is refused before the dataset is read (its ids: the runner warns)
+    read_rows(str(hypotheses))  # a bad file is refused before the dataset is read (its ids: the runner warns)
     settings["label"] = settings.get("label") or f"recorded {Path(hypotheses).stem}"
     return RunRequest(
         adapter="recorded",

@@ -9,7 +9,10 @@ from the file fail with a clear error, so they count as failed examples.
 from __future__ import annotations
 
 import json
-from typing import Optional
+import os
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -27,8 +30,18 @@ def read_hypotheses(path: str) -> dict[str, str]:
     return {ex_id: text for ex_id, (text, _) in read_rows(path).items()}
 
 
-def read_rows(path: str) -> dict[str, tuple[str, Optional[str]]]:
-    """``id -> (hypothesis, detected language or None)``; duplicate ids or bad lines are errors naming the line."""
+def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:
+    """``id -> (hypothesis, detected language or None)``; duplicate ids or bad lines are errors naming the line.
+    Read once per process while the file is unchanged (``score`` checks it, warns about its ids and loads it)."""
+    try:
+        stat = os.stat(path)
+    except OSError as exc:
+        raise WhisperbenchError(f"cannot read hypotheses file {path}: {exc}") from exc
+    return _read_rows(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, Optional[str]]]:
     table: dict[str, tuple[str, Optional[str]]] = {}
     try:
         with open(path, encoding="utf-8") as fh:
@@ -47,7 +60,7 @@ def read_rows(path: str) -> dict[str, tuple[str, Optional[str]]]:
         if ex_id in table:
             raise WhisperbenchError(f"{path} line {number}: duplicate id {ex_id!r}")
         table[ex_id] = ("" if text is None else str(text), _language(row.get("language"), path, number))
-    return table
+    return MappingProxyType(table)  # shared by every caller: read-only
 
 
 def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]]]]:
@@ -55,7 +68,9 @@ def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]
     table = {}
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
-            row = json.loads(line) if line.strip() else {}
+            if '"segments"' not in line and '"words"' not in line:
+                continue  # no times on this line (its keys as JSON writers spell them): not parsed
+            row = json.loads(line)
             if not row.get("segments") and row.get("words") is None:
                 continue
             try:

@@ -50,9 +50,7 @@ class Comparison:
         """The candidate's formatting against the reference run's output on the examples both transcribed
         (:func:`~whisperbench.scoring.formatting.formatting_parity`), computed when first asked for: a gate, a plan
         or a noise report that does not read it never tokenizes every output."""
-        examples = self.result.examples
-        pairs = ((e.id, e.reference_hypothesis, e.candidate_hypothesis) for e in examples if not e.candidate_failed)
-        return formatting_parity(pairs, self.reference.normalizer)
+        return formatting_parity(self.result.examples.output_pairs(self.reference.normalizer))
 
     @property
     def qoi(self) -> Optional[float]:

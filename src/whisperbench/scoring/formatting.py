@@ -32,13 +32,13 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
 from .metrics import Metric, ScoredExample
-from .normalize import normalize
+from .summary import in_parallel, map_chunks
 from .wer import count_edits
 
 #: the marks reported one by one (every punctuation character counts in ``per``)
@@ -80,7 +80,7 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
     """The marks of ``reference`` and their errors against ``hypothesis`` (tokens), aligned with the words
     (compared without case): ``errors``, ``marks``, and per mark of :data:`MARKS` a pair (errors, marks)."""
     ref_l, hyp_l = [t.lower() for t in reference], [t.lower() for t in hypothesis]
-    per_mark = {mark: [0, sum(t == mark for t in reference)] for mark in MARKS}
+    per_mark = {mark: [0, reference.count(mark)] for mark in MARKS}
     errors = 0
 
     def err(mark: str) -> None:
@@ -89,7 +89,7 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
         if mark in per_mark:
             per_mark[mark][0] += 1
 
-    for op in Levenshtein.opcodes(ref_l, hyp_l):
+    for op in Levenshtein.opcodes(ref_l, hyp_l) if ref_l != hyp_l else ():  # the same tokens: no mark wrong
         ref_part, hyp_part = reference[op.src_start : op.src_end], hypothesis[op.dest_start : op.dest_end]
         if op.tag == "replace" and len(ref_part) == len(hyp_part):
             for r, h in zip(ref_part, hyp_part):
@@ -102,7 +102,7 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
                 err(token)
     return {
         "errors": errors,
-        "marks": sum(_is_mark(t) for t in reference),
+        "marks": sum(map(_is_mark, reference)),
         **{mark: tuple(counts) for mark, counts in per_mark.items()},
     }
 
@@ -111,8 +111,11 @@ def casing_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int
     """(words right ignoring case whose casing differs, words right ignoring case), marks left out."""
     ref = [t for t in reference if not _is_mark(t)]
     hyp = [t for t in hypothesis if not _is_mark(t)]
+    ref_l, hyp_l = [t.lower() for t in ref], [t.lower() for t in hyp]
+    if ref_l == hyp_l:  # the same words: no alignment needed
+        return sum(r != h for r, h in zip(ref, hyp)), len(ref)
     differ = same = 0
-    for op in Levenshtein.opcodes([t.lower() for t in ref], [t.lower() for t in hyp]):
+    for op in Levenshtein.opcodes(ref_l, hyp_l):
         if op.tag == "equal":
             pairs = zip(ref[op.src_start : op.src_end], hyp[op.dest_start : op.dest_end])
             for r, h in pairs:
@@ -199,47 +202,68 @@ def formatting_value(sums: Mapping[str, Any]) -> Optional[dict[str, Any]]:
 DRIFT_IDS_SHOWN = 50
 
 
-def formatting_parity(pairs: Iterable[tuple[str, str, str]], normalizer: str) -> Optional[dict[str, Any]]:
+def formatting_parity(pairs: Iterable[tuple[str, str, str, bool]]) -> Optional[dict[str, Any]]:
     """The candidate's formatting against the reference run's output on the same examples (``pairs``: the id, the
-    reference run's and the candidate's raw output of each joined example both transcribed): the reference's output
-    stands for the transcript, so no formatted transcript is needed. ``drift_examples`` / ``drift_pct``: examples whose
-    output differs while the normalized words agree (formatting only), ``number_drift_examples`` those of them that
-    differ only in tokens with digits, ``drift_ids`` the first :data:`DRIFT_IDS_SHOWN` of them; ``per`` and
-    ``casing_error_rate`` as in the metric. None without examples.
+    reference run's and the candidate's raw output of each joined example both transcribed, and whether their
+    normalized words agree: ``ExampleRows.output_pairs``): the reference's output stands for the transcript, so no
+    formatted transcript is needed. ``drift_examples`` / ``drift_pct``: examples whose output differs while the
+    normalized words agree (formatting only), ``number_drift_examples`` those of them that differ only in tokens
+    with digits, ``drift_ids`` the first :data:`DRIFT_IDS_SHOWN` of them; ``per`` and ``casing_error_rate`` as in
+    the metric. None without examples.
 
-    >>> parity = formatting_parity([("a", "Hello, world.", "hello world"), ("b", "Yes.", "Yes.")], "english")
+    >>> parity = formatting_parity([("a", "Hello, world.", "hello world", True), ("b", "Yes.", "Yes.", True)])
     >>> parity["drift_examples"], parity["drift_ids"]
     (1, ['a'])
     """
+    pairs = list(pairs)
+    if in_parallel(len(pairs), None):
+        parts = map_chunks(_parity_counts, pairs, None)
+    else:
+        parts = [_parity_counts((pairs,))]
+    sums = {key: sum(part[key] for part in parts) for key in parts[0] if key != "drift_ids"} if parts else {}
+    if not sums.get("examples"):
+        return None
+    return {
+        "examples": sums["examples"],
+        "drift_examples": sums["drift"],
+        "drift_pct": 100.0 * sums["drift"] / sums["examples"],
+        "number_drift_examples": sums["numbers"],
+        "drift_ids": [i for part in parts for i in part["drift_ids"]][:DRIFT_IDS_SHOWN],
+        "per": _rate(sums["punct_errors"], sums["marks"]),
+        "casing_error_rate": _rate(sums["case_errors"], sums["case_words"]),
+    }
+
+
+def _parity_counts(args: tuple[Sequence[tuple[str, str, str, bool]]]) -> dict[str, Any]:
+    """:func:`formatting_parity`'s counts over some pairs (one worker's part, or all of them)."""
     n = drift = numbers = punct_errors = marks = case_errors = case_words = 0
     drift_ids: list[str] = []
-    for ex_id, ref, cand in pairs:
+    for ex_id, ref, cand, same_words in args[0]:
         n += 1
         ref_tokens = tokens(ref)
         if ref == cand:
-            marks += sum(_is_mark(t) for t in ref_tokens)
-            case_words += sum(not _is_mark(t) for t in ref_tokens)
+            ref_marks = sum(map(_is_mark, ref_tokens))
+            marks, case_words = marks + ref_marks, case_words + len(ref_tokens) - ref_marks
             continue
         cand_tokens = tokens(cand)
         punct = punctuation_counts(ref_tokens, cand_tokens)
         punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
         differ, same = casing_counts(ref_tokens, cand_tokens)
         case_errors, case_words = case_errors + differ, case_words + same
-        if normalize(ref, normalizer) == normalize(cand, normalizer):
+        if same_words:
             drift += 1
             numbers += numbers_only_difference(ref_tokens, cand_tokens)
             if len(drift_ids) < DRIFT_IDS_SHOWN:
                 drift_ids.append(ex_id)
-    if not n:
-        return None
     return {
         "examples": n,
-        "drift_examples": drift,
-        "drift_pct": 100.0 * drift / n,
-        "number_drift_examples": numbers,
+        "drift": drift,
+        "numbers": numbers,
+        "punct_errors": punct_errors,
+        "marks": marks,
+        "case_errors": case_errors,
+        "case_words": case_words,
         "drift_ids": drift_ids,
-        "per": _rate(punct_errors, marks),
-        "casing_error_rate": _rate(case_errors, case_words),
     }
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
+from .normalize import normalize
 from .summary import headline_counts, rescored, score_prediction
 
 
@@ -77,6 +78,10 @@ class ExampleRows(Protocol):
         """Ids, reference errors, candidate errors and reference words (characters where CER is the headline),
         in order, as arrays (what the paired tests and intervals take)."""
 
+    def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
+        """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
+        normalized with ``normalizer`` (what the formatting parity takes)."""
+
 
 class ExampleList(list[ExampleComparison]):
     """The joined examples as records (predictions compared one by one)."""
@@ -101,6 +106,13 @@ class ExampleList(list[ExampleComparison]):
             np.array([e.candidate_errors for e in self], dtype=float),
             np.array([e.reference_words for e in self], dtype=float),
         )
+
+    def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
+        """Per example the candidate transcribed: its id, both raw outputs, whether their normalized words agree."""
+        for e in self:
+            if not e.candidate_failed:
+                ref, cand = e.reference_hypothesis, e.candidate_hypothesis
+                yield e.id, ref, cand, ref == cand or normalize(ref, normalizer) == normalize(cand, normalizer)
 
     def where_language(self, language: str) -> "ExampleList":
         """The examples labelled ``language``."""

@@ -60,6 +60,22 @@ class ExampleColumns:
             return NotImplemented
         return list(self) == list(other)
 
+    def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
+        """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
+        normalized (the tables' ``hypothesis_norm``, scored with ``normalizer``)."""
+        keep = np.flatnonzero(~self.candidate_failed)
+        ref_rows, cand_rows = pa.array(self.reference_rows[keep]), pa.array(self.candidate_rows[keep])
+        same = pc.equal(
+            self.reference_table["hypothesis_norm"].take(ref_rows),
+            self.candidate_table["hypothesis_norm"].take(cand_rows),
+        )
+        yield from zip(
+            self.ids.take(pa.array(keep)).to_pylist(),
+            self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
+            self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
+            same.to_pylist(),
+        )
+
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
         ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])
         texts = [

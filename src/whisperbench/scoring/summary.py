@@ -80,7 +80,9 @@ def in_parallel(count: int, workers: Optional[int]) -> bool:
     return (workers or os.cpu_count() or 1) >= 2 and count >= PARALLEL_MIN
 
 
-def map_chunks(fn: Callable[[tuple[Any, ...]], Any], items: Sequence[Any], workers: Optional[int], *args: Any) -> list[Any]:
+def map_chunks(
+    fn: Callable[[tuple[Any, ...]], Any], items: Sequence[Any], workers: Optional[int], *args: Any
+) -> list[Any]:
     """``fn((chunk, *args))`` for consecutive chunks of ``items`` (four per worker), on ``workers`` processes
     (default one per core; forked where the system can, so they share the loaded modules); results in order."""
     workers = workers or os.cpu_count() or 1

@@ -3,7 +3,8 @@
 
 The table holds each prediction's id, raw texts, status, language, durations and its word and character
 counts scored with one normalizer (the stored counts where the run was scored with it, else scored afresh:
-the counts every figure is computed from: :mod:`whisperbench.scoring.figures`), the hallucination measures the
+the counts every figure is computed from: :mod:`whisperbench.scoring.figures`), the normalized output, the
+hallucination measures the
 flags are read from (longest insertion burst, loop words, compression ratio), then one float column
 ``METRIC.COLUMN`` per column of each per-example metric (:mod:`whisperbench.scoring.metrics`). The run store
 keeps it beside ``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale (another
@@ -46,6 +47,7 @@ SCHEMA = pa.schema(
     _RAW
     + [(name, pa.int64()) for name in WORD_COUNTS + CHAR_COUNTS]
     + [("timed", pa.bool_())]  # the prediction stored segment or word times (the timing reports read them)
+    + [("hypothesis_norm", pa.string())]  # the output normalized (empty for a failed example)
     + HALLUCINATION
 )
 
@@ -85,6 +87,7 @@ def _table(scored: Sequence[Prediction], normalizer: str) -> pa.Table:
         columns[name] = [getattr(s.words, name) for s in scores]
         columns[char_name] = [getattr(s.chars, name) if s.chars is not None else None for s in scores]
     columns["timed"] = [p.segments is not None or p.words is not None for p in scored]
+    columns["hypothesis_norm"] = [s.hypothesis_norm for s in scores]
     measures = [stored_measures(p) for p in scored]
     columns |= {name: [m[i] for m in measures] for i, (name, _) in enumerate(HALLUCINATION)}
     metric_columns = example_columns([ScoredExample.from_prediction(p) for p in scored]) if scored else {}
