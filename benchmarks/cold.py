@@ -150,6 +150,7 @@ def report(result: dict) -> None:
 def run(sizes: list[int], texts: list[str], tmp: Path, naive) -> list[dict]:
     """The cold path at each size, printed as it goes, then the growth between sizes (1.0 = linear)."""
     print("cold path: each command a fresh process on runs just written (score, score, gate, compare, report)")
+    naive([(texts[0], texts[0])] * 20, False)  # its imports (openai-whisper pulls torch) are not a pair's cost
     results = []
     for n in sizes:
         results.append(at_size(n, texts, tmp, naive))

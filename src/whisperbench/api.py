@@ -435,11 +435,15 @@ def compare(
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    speed_basis: str = "wall",
+    allow_different_machines: bool = False,
 ) -> Comparison:
     """QoI and WER of ``candidate`` against ``reference`` (runs or their names/paths), with the reference's
-    normalizer: ``.qoi``, ``.reference_wer``, ``.candidate_wer``, ``.result`` (per-example outcome), and
+    normalizer: ``.qoi``, ``.reference_wer``, ``.candidate_wer``, ``.result`` (per-example outcome),
     ``.significance``: the exact sign test, MAPSSWE and paired-bootstrap intervals (``confidence``, ``resamples``,
-    ``seed``; whole blocks of ``block_by``'s values resampled when given, see :func:`block_labels`).
+    ``seed``; whole blocks of ``block_by``'s values resampled when given, see :func:`block_labels`), and ``.speed``:
+    the paired speed on ``speed_basis`` ("wall" or "cpu" time), memory and load time (runs of different machines
+    only with ``allow_different_machines``).
 
     >>> import tempfile
     >>> runs = tempfile.mkdtemp()
@@ -457,11 +461,12 @@ def compare(
     reason = same_run_reason(ref, cand)
     if reason:
         log.warning("%s is the reference run itself (%s): QoI 100 %% proves nothing", cand.name, one_line(reason))
-    if not significance:
-        return _noted([compare_runs(ref, cand)])[0]
-    settings = significance_settings(block_by, confidence, resamples, seed)
-    groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
-    return _noted([compare_runs(ref, cand, settings, groups)])[0]
+    settings = significance_settings(block_by, confidence, resamples, seed) if significance else None
+    groups = block_labels(ref, block_by, dataset=block_dataset) if block_by and significance else None
+    comparison = compare_runs(
+        ref, cand, settings, groups, speed_basis=speed_basis, allow_different_machines=allow_different_machines
+    )
+    return _noted([comparison])[0]
 
 
 def _noted(comparisons: list[Comparison]) -> list[Comparison]:

@@ -131,6 +131,8 @@ class Transcript:
     #: inference time the adapter knows better than the harness's stopwatch (e.g. the original
     #: request time of a cached API result); None means: use the stopwatch
     infer_s: Optional[float] = None
+    #: CPU time the adapter knows (a device's, recorded in a hypotheses file); None: the harness's process clock
+    cpu_s: Optional[float] = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # stored in the prediction's ``extra``
     #: a window decoded with timestamps whose last segment was unfinished (the model predicted where
@@ -268,6 +270,8 @@ class Prediction:
     segments: Optional[list[dict[str, Any]]] = None
     words: Optional[list[dict[str, Any]]] = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the process's CPU time (all its threads) during the implementation's call, in seconds; None: not measured
+    cpu_s: Optional[float] = None
     score: Optional[ExampleScore] = None
 
     @property

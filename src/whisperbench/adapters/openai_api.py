@@ -137,6 +137,7 @@ class OpenAIAPIAdapter(Adapter):
     extra = "openai-api"
     distributions = ("openai",)
     uses_weights = False
+    cpu_in_process = False  # the server computes; this process only waits
     long_form_algorithm = "the endpoint's own (server side); parts over the upload limit split on silence"
     word_timing = (
         "the endpoint's verbose_json words (timestamp_granularities=['segment', 'word']); whether its "

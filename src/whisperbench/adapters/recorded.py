@@ -9,10 +9,11 @@ from the file fail with a clear error, so they count as failed examples.
 from __future__ import annotations
 
 import json
+import math
 import os
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -92,6 +93,37 @@ def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]
     return table
 
 
+#: per-example costs a hypotheses line may carry, measured where the model ran (a phone, a Mac, a server)
+COST_KEYS = ("infer_s", "cpu_s")
+
+
+def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float]]]:
+    """``id -> (infer_s, cpu_s)`` for the lines that carry either (seconds, finite, not negative); a bad value is an
+    error naming the line."""
+    table = {}
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not any(f'"{key}"' in line for key in COST_KEYS):
+                continue  # no cost on this line: not parsed
+            row = json.loads(line)
+            infer_s, cpu_s = (_seconds(row.get(key), key, path, number) for key in COST_KEYS)
+            if infer_s is not None or cpu_s is not None:
+                table[str(row["id"])] = (infer_s, cpu_s)
+    return table
+
+
+def _seconds(value: Any, key: str, path: str, number: int) -> Optional[float]:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds < 0 or isinstance(value, bool):
+        raise WhisperbenchError(f"{path} line {number}: {key} must be a number of seconds ≥ 0, not {value!r}")
+    return seconds
+
+
 def _language(label, path: str, number: int) -> Optional[str]:
     if label in (None, ""):
         return None
@@ -127,6 +159,7 @@ class RecordedAdapter(Adapter):
         self.rows = read_rows(self.model)
         self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}
         self.timing = read_timing(self.model)
+        self.costs = read_costs(self.model)
 
     def segments_timed(self, long_form: bool) -> bool:
         """A recorded file's segments are the implementation's own times."""
@@ -144,7 +177,9 @@ class RecordedAdapter(Adapter):
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")
         text, language = self.rows[example.id]
         segments, words = self.timing.get(example.id, ([], None))
-        return Transcript(text=text, language=language, segments=segments, words=words)
+        infer_s, cpu_s = self.costs.get(example.id, (None, None))
+        return Transcript(text=text, language=language, segments=segments, words=words, infer_s=infer_s, cpu_s=cpu_s)
 
     def describe(self) -> dict:
-        return super().describe() | {"hypotheses_file": self.model}
+        recorded = {"timings_from": f"recorded in {self.model}"} if getattr(self, "costs", None) else {}
+        return super().describe() | {"hypotheses_file": self.model} | recorded

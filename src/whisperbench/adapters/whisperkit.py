@@ -157,6 +157,7 @@ class WhisperKitAdapter(Adapter):
     name = "whisperkit"
     description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
     uses_weights = False
+    cpu_in_process = False  # a whisperkit-cli process computes
     long_form_algorithm = "WhisperKit: its own 30 s windowing"
     word_timing = "WhisperKit's report words (--word-timestamps: its own DTW over the alignment heads)"
     native_seams = SEAMS_FROM_DECODER  # each report segment's ``seek``: its window's start in 16 kHz samples

@@ -27,6 +27,8 @@ def command(args) -> int:
         args.candidate,
         args.runs_dir,
         confidence=confidence_fraction(args.confidence),
+        speed_basis=args.speed_basis,
+        allow_different_machines=args.allow_different_machines,
         **significance_args(args),
     )
     if args.json:
@@ -71,7 +73,7 @@ def _print_regressions(comparisons, n: int) -> None:
 
 def _print_compare_notes(comparisons) -> None:
     for c in comparisons:
-        for note in c.notes:
+        for note in c.notes + ([c.speed.line()] if c.speed else []):
             print(f"  {c.candidate.name}: {note}")
 
 
@@ -106,6 +108,17 @@ def register(sub: Any) -> None:
         default=95.0,
         metavar="PCT",
         help="confidence of the bootstrap intervals (default %(default)g)",
+    )
+    p.add_argument(
+        "--speed-basis",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="the per-example time the speed comparison pairs: wall time of the call, or the process's CPU time",
+    )
+    p.add_argument(
+        "--allow-different-machines",
+        action="store_true",
+        help="compare speed even when the runs were made on different machines (CPU model, cores)",
     )
     significance_options(p)
     p.set_defaults(func=command)

@@ -50,7 +50,7 @@ def thresholds_of(args) -> Any:
 
 def add_threshold_flags(p: Any) -> None:
     """One flag per ``GateThresholds`` field, its help and kind from the field (the one definition)."""
-    from ..reports.gate_thresholds import INCONCLUSIVE_POLICIES, GateThresholds, flag
+    from ..reports.gate_thresholds import GateThresholds, flag
 
     for f in dataclasses.fields(GateThresholds):
         meta = f.metadata
@@ -58,7 +58,7 @@ def add_threshold_flags(p: Any) -> None:
         shown = f" (default {default:g}%%)" if isinstance(default, float) else ""
         kinds: dict[str, dict[str, Any]] = {
             "flag": {"action": "store_true"},
-            "choice": {"choices": INCONCLUSIVE_POLICIES, "default": default},
+            "choice": {"choices": meta["choices"], "default": default},
             "metric": {"action": "append", "metavar": meta["metavar"]},
             "count": {"type": whole, "metavar": meta["metavar"]},
         }

@@ -14,7 +14,7 @@ import numpy as np
 from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
 from ..types import Example, Prediction, storable_text
-from .longform import LongFormConfig, Outcome, strategy_for
+from .longform import Clock, LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -118,22 +118,25 @@ class ExampleRunner:
             pred.audio_s = len(audios[-1]) / SAMPLE_RATE
             ready.append((example, pred))
         if ready:
-            start = time.perf_counter()
+            clock = Clock()
             try:
                 transcripts = self.adapter.transcribe_batch(audios, [example for example, _ in ready])
                 if len(transcripts) != len(ready):
                     raise RuntimeError(f"transcribe_batch returned {len(transcripts)} results for {len(ready)} audios")
             except Exception:
                 return [self.run(example) for example in examples]
-            elapsed = time.perf_counter() - start
+            elapsed, cpu = clock.elapsed()
             total_s = sum(pred.audio_s for _, pred in ready)
             for (_, pred), transcript in zip(ready, transcripts):
-                share = elapsed * pred.audio_s / total_s if total_s > 0 else elapsed / len(ready)
-                _fill(
-                    pred,
-                    Outcome(transcript, pred.audio_s, share if transcript.infer_s is None else transcript.infer_s),
-                    self.timed,
+                share = pred.audio_s / total_s if total_s > 0 else 1.0 / len(ready)
+                cpu_s = cpu * share if self.adapter.cpu_in_process else None
+                outcome = Outcome(
+                    transcript,
+                    pred.audio_s,
+                    elapsed * share if transcript.infer_s is None else transcript.infer_s,
+                    cpu_s if transcript.cpu_s is None else transcript.cpu_s,
                 )
+                _fill(pred, outcome, self.timed)
                 pred.extra["batch"] = {"size": len(ready), "batch_s": round(elapsed, 6)}
         return preds
 
@@ -157,6 +160,7 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
         log.warning("%s", reason)
     if outcome.infer_s is not None:
         pred.infer_s = outcome.infer_s
+    pred.cpu_s = outcome.cpu_s
     pred.hypothesis = storable_text(transcript.text.strip())  # a lone surrogate would stop the store mid-line
     pred.extra.update(transcript.extra)
     if transcript.cached:

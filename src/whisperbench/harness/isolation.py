@@ -26,6 +26,8 @@ from ..types import Example, Transcript
 class IsolatedAdapter(Adapter):
     """Another adapter, run in a child process that is replaced after a crash or a timeout."""
 
+    cpu_in_process = False  # the model computes in the child process
+
     name = "isolated"  # not registered: built by the runner around the requested adapter
     uses_weights = False
 

@@ -235,6 +235,24 @@ class Outcome:
     transcript: Transcript
     audio_s: float
     infer_s: Optional[float]
+    cpu_s: Optional[float] = None  # the process's CPU seconds during the calls (None: not measured)
+
+
+class Clock:
+    """Wall and process-CPU seconds since it was made (CPU: every thread of this process, what a model's thread
+    pool burns; a busy machine disturbs it less than the wall clock)."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def elapsed(self) -> tuple[float, float]:
+        """(wall seconds, CPU seconds) since the clock was made."""
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def _own(measured: float, known: Optional[float]) -> float:
+    """The adapter's own figure where it knows better (a device's recorded time), else the harness's."""
+    return measured if known is None else known
 
 
 class Strategy:
@@ -258,12 +276,13 @@ class NativeStrategy(Strategy):
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
         audio = load_audio(example.audio) if adapter.needs_audio else None
         audio_s = len(audio) / SAMPLE_RATE if audio is not None else (example.duration_s or 0.0)
-        start = time.perf_counter()
+        clock = Clock()
         transcript = adapter.transcribe(audio, example, long_form=long_form)
-        elapsed = time.perf_counter() - start
-        if not adapter.needs_audio:  # a recorded hypothesis has no inference time of its own
-            return Outcome(transcript, audio_s, 0.0)
-        return Outcome(transcript, audio_s, elapsed if transcript.infer_s is None else transcript.infer_s)
+        wall, cpu = clock.elapsed()
+        if not adapter.needs_audio:  # a recorded hypothesis: the device's times when its file carries them
+            return Outcome(transcript, audio_s, _own(0.0, transcript.infer_s), transcript.cpu_s)
+        cpu_s = _own(cpu, transcript.cpu_s) if adapter.cpu_in_process or transcript.cpu_s is not None else None
+        return Outcome(transcript, audio_s, _own(wall, transcript.infer_s), cpu_s)
 
 
 class WindowedStrategy(Strategy):
@@ -283,15 +302,16 @@ class WindowedStrategy(Strategy):
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
-        timestamps, infer_s, count = self.timestamps(adapter), 0.0, 0
+        timestamps, infer_s, cpu_s, count = self.timestamps(adapter), 0.0, 0.0, 0
 
         def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
-            nonlocal infer_s, count
+            nonlocal infer_s, cpu_s, count
             probes = [Example(id=f"{example.id}@{count + i}", audio=b"", text="") for i in range(len(windows))]
             count += len(windows)
-            start = time.perf_counter()
+            clock = Clock()
             out = adapter.transcribe_batch(windows, probes, timestamps=timestamps)
-            infer_s += time.perf_counter() - start
+            wall, cpu = clock.elapsed()
+            infer_s, cpu_s = infer_s + wall, cpu_s + cpu
             return out
 
         windows = stream_windows(example.audio, self.config.chunk_s, self.config.step_s)
@@ -313,7 +333,8 @@ class WindowedStrategy(Strategy):
             "seams_s": self._seams(timed),
             "seams_from": SEAMS_FROM_HARNESS,
         }
-        return Outcome(Transcript(text=text, segments=segments, words=words, extra=extra), audio_s, infer_s)
+        transcript = Transcript(text=text, segments=segments, words=words, extra=extra)
+        return Outcome(transcript, audio_s, infer_s, cpu_s if adapter.cpu_in_process else None)
 
     def _seams(self, timed: list["TimedPart"]) -> list[float]:
         """Where one window's text gives way to the next, in seconds into the file: each later window's start

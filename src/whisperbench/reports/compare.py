@@ -17,6 +17,7 @@ from ..scoring.significance import PairedSignificance, SignificanceSettings, hol
 from ..scoring.formatting import formatting_parity
 from ..scoring.metrics import metric_named, per_example_metrics
 from ..scoring.table import metric_values, table_wer
+from .speed import SpeedComparison, compare_speed
 from .timing import timing_columns
 from .weights import weights_relation
 
@@ -41,6 +42,8 @@ class Comparison:
     holm: dict = field(default_factory=dict)
     #: every per-example metric's run value on each side: ``{metric: {"reference": {...}, "candidate": {...}}}``
     metrics: dict = field(default_factory=dict)
+    #: the candidate's speed, memory and load time against the reference's (:mod:`whisperbench.reports.speed`)
+    speed: Optional[SpeedComparison] = None
     #: what ``compare`` prints under its table for this candidate (weights, unjoined examples, new hallucinations,
     #: paired tests, English-only models, differing settings); filled by the API (:mod:`whisperbench.reports.notes`)
     notes: list = field(default_factory=list)
@@ -73,6 +76,7 @@ class Comparison:
             **({"metrics": self.metrics} if self.metrics else {}),
             **({"notes": self.notes} if self.notes else {}),
             **({"formatting_parity": self.formatting_parity} if self.formatting_parity else {}),
+            **({"speed": self.speed.to_json()} if self.speed else {}),
             **self.result.to_json(with_examples),
         }
 
@@ -82,8 +86,12 @@ def compare_runs(
     candidate: StoredRun,
     significance: Optional[SignificanceSettings] = None,
     groups: Optional[Mapping[str, Any]] = None,
+    *,
+    speed_basis: str = "wall",
+    allow_different_machines: bool = False,
 ) -> Comparison:
-    """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer.
+    """QoI and WER of ``candidate`` against ``reference``, scored with the reference's normalizer, and the paired
+    speed on ``speed_basis`` (wall or CPU time; runs of different machines only with ``allow_different_machines``).
 
     Computed from the runs' score tables (columns, stored beside the predictions and rebuilt when stale):
     the same figures as ``summarize`` and ``qoi`` on their predictions. With ``significance`` also the paired
@@ -104,6 +112,14 @@ def compare_runs(
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
         metrics=paired_metric_values(ref_table, cand_table),
+        speed=compare_speed(
+            reference,
+            candidate,
+            basis=speed_basis,
+            settings=significance or SignificanceSettings(),
+            groups=dict(groups) if groups is not None else None,
+            allow_different_machines=allow_different_machines,
+        ),
     )
 
 

@@ -27,11 +27,13 @@ from ..scoring.significance import (
     SignificanceSettings,
     non_inferiority,
 )
+from ..scoring.speed import speed_verdict
 from ..scoring.timing import parity
 from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids, hallucination_diff
+from .speed import SpeedComparison
 from .timing import run_timing
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
@@ -111,7 +113,14 @@ def evaluate_gate(
     settings = significance or SignificanceSettings(confidence=t.confidence or 0.95)
     if t.confidence and settings.confidence != t.confidence:
         settings = dataclasses.replace(settings, confidence=t.confidence)
-    comparison = compare_runs(reference, candidate, settings, groups)
+    comparison = compare_runs(
+        reference,
+        candidate,
+        settings,
+        groups,
+        speed_basis=t.speed_basis,
+        allow_different_machines=t.allow_different_machines,
+    )
     result = GateResult(comparison)
     result.checks += _comparability_checks(comparison, t)
     result.checks += _quality_checks(comparison, t, settings, groups, result)
@@ -188,10 +197,56 @@ def _quality_checks(
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     if t.max_formatting_drift is not None:
         checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
+    if comparison.speed is not None:
+        checks += speed_checks(comparison.speed, t)
     paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
         checks += [_metric_check(comparison, key, limit, sign, paired) for key, limit in (limits or {}).items()]
     return checks
+
+
+def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
+    """``--max-slowdown`` (three verdicts on the paired interval), ``--max-memory-increase`` and
+    ``--max-load-increase``: each a check, "cannot judge" where the runs give no figure to judge."""
+    checks = []
+    if t.max_slowdown is not None:
+        checks.append(_slowdown_check(speed, t.max_slowdown, t.inconclusive))
+    for name, limit, value in (
+        ("peak memory", t.max_memory_increase, speed.memory_increase_pct),
+        ("load time", t.max_load_increase, speed.load_increase_pct),
+    ):
+        if limit is None:
+            continue
+        if value is None:
+            checks.append(GateCheck(name, False, f"no {name} recorded in both runs: cannot judge", CANNOT_JUDGE))
+        else:
+            detail = f"candidate {value:+.1f}% against the reference (allowed ≤ {limit:+g}%)"
+            checks.append(GateCheck(name, value <= limit, detail, REGRESSION))
+    return checks
+
+
+def _slowdown_check(speed: SpeedComparison, limit: float, inconclusive: str) -> GateCheck:
+    stats, interval = speed.stats, speed.stats.slowdown_interval if speed.stats else None
+    cannot = speed.refused or (
+        "no example timed in both runs" + (" (no CPU times recorded)" if stats and stats.basis == "cpu" else "")
+        if stats is None or stats.ratio is None or interval is None
+        else None
+    )
+    if not cannot and stats is not None and stats.basis == "wall" and speed.busy:
+        busy = "; ".join(f"{role}: {why}" for role, why in speed.busy.items())
+        cannot = f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can"
+    if cannot or stats is None or interval is None or stats.ratio is None:
+        return GateCheck("speed", False, f"cannot judge: {cannot}", CANNOT_JUDGE)
+    verdict = speed_verdict(interval, limit)
+    detail = (
+        f"{verdict}: slowdown {stats.slowdown_pct:+.1f}% ({stats.basis} time, geometric mean over {stats.examples} "
+        f"examples), {100 * stats.confidence:g}% interval [{interval[0]:+.1f}%, {interval[1]:+.1f}%] against "
+        f"the limit {limit:+g}% ({stats.resampled} resampled; slower on {stats.slower}, faster on {stats.faster})"
+    )
+    if verdict == INCONCLUSIVE:
+        detail += f"; inconclusive {'fails' if inconclusive == 'fail' else 'passes'} (--inconclusive {inconclusive})"
+    passed = verdict == NON_INFERIOR or (verdict == INCONCLUSIVE and inconclusive == "pass")
+    return GateCheck("speed", passed, detail, REGRESSION)
 
 
 def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:

@@ -25,14 +25,21 @@ QUALITY = (
     "max_increase",
     "max_decrease",
     "max_formatting_drift",
+    "max_slowdown",
+    "max_memory_increase",
+    "max_load_increase",
 )
 INCONCLUSIVE_POLICIES = ("fail", "pass")
+SPEED_BASES = ("wall", "cpu")
 
 
-def _limit(default: Any, help: str, metavar: Optional[str] = None, kind: str = "number") -> Any:
+def _limit(
+    default: Any, help: str, metavar: Optional[str] = None, kind: str = "number", choices: tuple[str, ...] = ()
+) -> Any:
     """A field with what its command-line flag needs: ``kind`` is number (a finite float), count (0 or more),
-    percent (the flag in %, the field a fraction), choice, flag (on/off) or metric (``METRIC.COLUMN=N``, repeatable)."""
-    return field(default=default, metadata={"help": help, "metavar": metavar, "kind": kind})
+    percent (the flag in %, the field a fraction), choice (one of ``choices``), flag (on/off) or metric
+    (``METRIC.COLUMN=N``, repeatable)."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "kind": kind, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,10 @@ class GateThresholds:
         None, "non-inferiority on QoI: the upper bound of the QoI drop (% of examples regressed) below POINTS", "POINTS"
     )
     inconclusive: str = _limit(
-        "fail", "exit code of an inconclusive non-inferiority verdict: fail (1) or pass (0)", kind="choice"
+        "fail",
+        "exit code of an inconclusive non-inferiority or speed verdict: fail (1) or pass (0)",
+        kind="choice",
+        choices=INCONCLUSIVE_POLICIES,
     )
     max_increase: Optional[Mapping[str, float]] = _limit(
         None,
@@ -114,6 +124,32 @@ class GateThresholds:
         "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
         "on more than PCT % of the examples whose normalized words agree (docs/measuring.md)",
         "PCT",
+    )
+    max_slowdown: Optional[float] = _limit(
+        None,
+        "speed: the geometric mean of the per-example time ratio candidate/reference may be at most PCT % slower; "
+        "non-inferior when its interval's upper bound is below PCT, regression shown when its lower bound is "
+        "above, else inconclusive (--inconclusive); a run timed on a busy machine cannot be judged on wall time",
+        "PCT",
+    )
+    max_memory_increase: Optional[float] = _limit(
+        None, "fail when the candidate's peak memory exceeds the reference's by more than PCT %", "PCT"
+    )
+    max_load_increase: Optional[float] = _limit(
+        None, "fail when the candidate's model load time exceeds the reference's by more than PCT %", "PCT"
+    )
+    speed_basis: str = _limit(
+        "wall",
+        "what a per-example time is: wall time of the implementation's call, or the process's CPU time during it "
+        "(what a busy CI runner disturbs least; in-process implementations only)",
+        kind="choice",
+        choices=SPEED_BASES,
+    )
+    allow_different_machines: bool = _limit(
+        False,
+        "judge speed even when the two runs were made on different machines (CPU model, cores): their times then "
+        "compare the machines as much as the implementations",
+        kind="flag",
     )
     allow_self_comparison: bool = _limit(
         False,
@@ -137,10 +173,10 @@ class GateThresholds:
         for key in ("max_increase", "max_decrease"):
             if key in checked:
                 checked[key] = metric_limits(checked[key], flag(key))
-        if checked.get("inconclusive", "fail") not in INCONCLUSIVE_POLICIES:
-            raise OptionError(
-                f"--inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, not {checked['inconclusive']!r}"
-            )
+        for f in dataclasses.fields(cls):
+            choices, value = f.metadata["choices"], checked.get(f.name, f.default)
+            if choices and value not in choices:
+                raise OptionError(f"{flag(f.name)} must be one of {', '.join(choices)}, not {value!r}")
         return cls(**checked)
 
     def quality_criteria(self) -> list[str]:

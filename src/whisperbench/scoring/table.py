@@ -38,6 +38,7 @@ _RAW = [
     ("language", pa.string()),
     ("audio_s", pa.float64()),
     ("infer_s", pa.float64()),
+    ("cpu_s", pa.float64()),
 ]
 #: the columns of the raw output (the rest are the score's counts and ``timed``)
 RAW_COLUMNS = tuple(name for name, _ in _RAW)

@@ -1,0 +1,169 @@
+"""Speed, memory and load time of a candidate against its reference run: what ``compare`` shows as ``speed`` and
+the gate judges with ``--max-slowdown``, ``--max-memory-increase`` and ``--max-load-increase``.
+
+The per-example times come from the runs' score tables (``infer_s``: wall time of the implementation's call;
+``cpu_s``: the process's CPU time during it; both as recorded by a device when a hypotheses file carries them), the
+run figures (peak memory, load time) from summary.json and run.json. Two runs made on different machines (CPU model,
+usable cores) are compared only when asked: their speed says more about the machines than the implementations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..scoring.significance import SignificanceSettings
+from ..scoring.speed import SpeedStats, increase_pct, paired_speed
+from ..store import StoredRun
+
+#: the score-table column of each basis
+BASIS_COLUMN = {"wall": "infer_s", "cpu": "cpu_s"}
+#: what makes two machines different for a speed comparison (keys of run.json's ``machine``)
+MACHINE_KEYS = ("cpu", "usable_cpus", "machine")
+
+
+@dataclass(frozen=True)
+class SpeedComparison:
+    """The candidate's speed against the reference's: paired per-example ``stats`` (None when the runs cannot be
+    compared), peak memory and load time as increases in percent, which runs were made on a busy machine, and why
+    the runs cannot be compared (``refused``) or which settings differ."""
+
+    stats: Optional[SpeedStats]
+    memory_increase_pct: Optional[float]
+    load_increase_pct: Optional[float]
+    busy: dict[str, str] = field(default_factory=dict)  # run role -> why its machine was busy
+    machines_differ: Optional[str] = None
+    refused: Optional[str] = None
+    timings_from: dict[str, str] = field(default_factory=dict)  # run role -> "this machine" or the device's note
+
+    def to_json(self) -> dict[str, Any]:
+        """``compare --json``'s ``speed``."""
+        return {
+            **(self.stats.to_json() if self.stats else {"basis": None}),
+            "memory_increase_pct": self.memory_increase_pct,
+            "load_increase_pct": self.load_increase_pct,
+            "busy": self.busy,
+            "machines_differ": self.machines_differ,
+            "refused": self.refused,
+            "timings_from": self.timings_from,
+        }
+
+    def line(self) -> str:
+        """One line for the terminal."""
+        if self.refused:
+            return f"speed: not compared ({self.refused})"
+        s = self.stats
+        if s is None or s.ratio is None or s.slowdown_interval is None:
+            return "speed: no example timed in both runs"
+        low, high = s.slowdown_interval
+        parts = [
+            f"speed ({s.basis} time, {s.examples} paired examples): candidate x{s.ratio:.3f} the reference's time "
+            f"(geometric mean; {100 * s.confidence:g}% interval x{s.low:.3f}–x{s.high:.3f}, i.e. {low:+.1f}% to "
+            f"{high:+.1f}%), slower on {s.slower}, faster on {s.faster}"
+            + (f" (sign test p={s.sign_p:.3g})" if s.sign_p is not None else "")
+        ]
+        if self.memory_increase_pct is not None:
+            parts.append(f"peak memory {self.memory_increase_pct:+.1f}%")
+        if self.load_increase_pct is not None:
+            parts.append(f"load time {self.load_increase_pct:+.1f}%")
+        if self.busy:
+            parts.append("busy machine: " + "; ".join(f"{role}: {why}" for role, why in self.busy.items()))
+        if self.machines_differ:
+            parts.append(f"different machines ({self.machines_differ})")
+        return "; ".join(parts)
+
+
+def machines_differ(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
+    """What differs between the machines the two runs were made on (None: the same, or unknown)."""
+    ref, cand = reference.meta.machine or {}, candidate.meta.machine or {}
+    differ = [
+        f"{key} {ref.get(key)!r} vs {cand.get(key)!r}"
+        for key in MACHINE_KEYS
+        if ref.get(key) is not None and cand.get(key) is not None and ref.get(key) != cand.get(key)
+    ]
+    return "; ".join(differ) or None
+
+
+def timings_from(run: StoredRun) -> str:
+    """Where the run's times were measured: this machine, or the device that recorded a hypotheses file."""
+    return str(run.meta.adapter_info.get("timings_from") or "this machine")
+
+
+def compare_speed(
+    reference: StoredRun,
+    candidate: StoredRun,
+    *,
+    basis: str = "wall",
+    settings: SignificanceSettings = SignificanceSettings(),
+    groups: Optional[dict[str, Any]] = None,
+    allow_different_machines: bool = False,
+) -> SpeedComparison:
+    """The candidate's speed against the reference's on the examples both transcribed (``groups``: a block label
+    per example id, for ``--block-by``)."""
+    differ = machines_differ(reference, candidate)
+    origin = {"reference": timings_from(reference), "candidate": timings_from(candidate)}
+    busy = {
+        role: run.meta.machine_load.get("why") or "busy" for role, run in _roles(reference, candidate) if _busy(run)
+    }
+    memory, load = _run_increases(reference, candidate)
+    if differ and not allow_different_machines and origin["reference"] == origin["candidate"] == "this machine":
+        refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
+        return SpeedComparison(None, memory, load, busy, differ, refused, origin)
+    ref_s, cand_s, audio_s, ids = _paired_times(reference, candidate, BASIS_COLUMN[basis])
+    labels = [groups.get(i) for i in ids] if groups is not None else None
+    stats = paired_speed(
+        ref_s,
+        cand_s,
+        audio_s,
+        basis=basis,
+        groups=labels,
+        block_by=settings.block_by,
+        confidence=settings.confidence,
+        resamples=settings.resamples,
+        seed=settings.seed,
+    )
+    return SpeedComparison(stats, memory, load, busy, differ, None, origin)
+
+
+def _roles(reference: StoredRun, candidate: StoredRun) -> list[tuple[str, StoredRun]]:
+    return [("reference", reference), ("candidate", candidate)]
+
+
+def _busy(run: StoredRun) -> bool:
+    """Whether the run's times were taken here on a busy machine (a device's recorded times are not)."""
+    return bool(run.meta.machine_load.get("busy")) and timings_from(run) == "this machine"
+
+
+def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional[float], Optional[float]]:
+    """Peak memory and load time of the candidate over the reference's, in percent; None where either run's times
+    were recorded on a device (this machine's memory and load time are then the harness's, not the model's)."""
+    if timings_from(reference) != "this machine" or timings_from(candidate) != "this machine":
+        return None, None
+    ref, cand = reference.summary, candidate.summary
+    memory = increase_pct(ref.peak_rss_mb if ref else None, cand.peak_rss_mb if cand else None)
+    return memory, increase_pct(reference.meta.load_s, candidate.meta.load_s)
+
+
+def _paired_times(
+    reference: StoredRun, candidate: StoredRun, column: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Per example both runs transcribed (by id, in the reference's order): each run's time in ``column``, the
+    audio seconds and the ids."""
+    ref, cand = reference.score_table(), candidate.score_table()
+    ref = ref.filter(pc.equal(ref["status"], "ok"))
+    cand = cand.filter(pc.equal(cand["status"], "ok"))
+    at = pc.index_in(ref["id"], value_set=cand["id"].combine_chunks())
+    joined = pc.is_valid(at)
+    ref = ref.filter(joined)
+    rows = pa.array(pc.filter(at, joined).to_numpy(zero_copy_only=False))
+    cand = cand.take(rows)
+
+    def times(table: pa.Table) -> np.ndarray:
+        return np.asarray(table[column].to_numpy(zero_copy_only=False), dtype=np.float64)  # nulls as NaN
+
+    audio = np.asarray(ref["audio_s"].to_numpy(zero_copy_only=False), dtype=np.float64)
+    return times(ref), times(cand), audio, ref["id"].to_pylist()

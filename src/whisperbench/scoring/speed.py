@@ -1,0 +1,157 @@
+"""Speed as a paired comparison: on the examples both runs transcribed, the candidate's time over the reference's.
+
+Per example the ratio r = candidate time / reference time (wall time of the implementation's call, or the
+process's CPU time during it: the ``basis``), compared on the log scale, where a 2× slowdown and a 2× speed-up
+are equally far from 1. The run's figure is the **geometric mean** of r (exp of the mean log ratio); its interval
+is a seeded bootstrap over examples (or over whole blocks, e.g. speakers, with ``groups``), and the sign test
+counts the examples on which the candidate was slower against those on which it was faster. Slowdown is
+``100 × (ratio − 1)`` percent (negative: faster). Pure functions of arrays; the run-level reading (which runs, which
+machine, memory and load time) is :mod:`whisperbench.reports.speed`.
+
+Anchors: open_asr_leaderboard's RTFx (Σ audio seconds / Σ transcription seconds), Picovoice's core-hour (CPU hours per
+audio hour), here ``core_s_per_audio_s``.
+
+>>> stats = paired_speed([1.0, 2.0, 4.0], [1.1, 2.2, 4.4], [10.0, 20.0, 40.0], basis="wall")
+>>> round(stats.ratio, 3), round(stats.slowdown_pct, 1), stats.slower, stats.faster
+(1.1, 10.0, 3, 0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .significance import (
+    DEFAULT_RESAMPLES,
+    INCONCLUSIVE,
+    NON_INFERIOR,
+    REGRESSION_SHOWN,
+    block_columns,
+    resampled_sums,
+)
+
+#: what a per-example time measures: the wall clock of the call, or the process's CPU time during it
+BASES = ("wall", "cpu")
+
+
+@dataclass(frozen=True)
+class SpeedStats:
+    """The paired speed figures of one comparison (times in seconds; ratios candidate / reference)."""
+
+    basis: str
+    examples: int  # paired examples with a positive time on both sides
+    ratio: Optional[float]  # geometric mean of the per-example ratios
+    low: Optional[float]  # its bootstrap interval at ``confidence``
+    high: Optional[float]
+    confidence: float
+    slower: int  # examples on which the candidate took longer
+    faster: int
+    sign_p: Optional[float]  # two-sided sign test (ties left out)
+    reference_rtfx: Optional[float]  # Σ audio / Σ time over the paired examples
+    candidate_rtfx: Optional[float]
+    resampled: str = "examples"  # or "blocks of <column>"
+
+    @property
+    def slowdown_pct(self) -> Optional[float]:
+        """How much slower the candidate is, in percent of the reference's time (negative: faster)."""
+        return None if self.ratio is None else 100.0 * (self.ratio - 1.0)
+
+    @property
+    def slowdown_interval(self) -> Optional[tuple[float, float]]:
+        """The slowdown's interval in percent."""
+        if self.low is None or self.high is None:
+            return None
+        return 100.0 * (self.low - 1.0), 100.0 * (self.high - 1.0)
+
+    def to_json(self) -> dict[str, Any]:
+        """``compare --json``'s ``speed`` figures."""
+        interval = self.slowdown_interval
+        return asdict(self) | {
+            "slowdown_pct": self.slowdown_pct,
+            "slowdown_interval_pct": list(interval) if interval else None,
+        }
+
+
+def paired_speed(
+    reference_s: ArrayLike,
+    candidate_s: ArrayLike,
+    audio_s: ArrayLike,
+    *,
+    basis: str,
+    groups: Optional[Sequence[Any]] = None,
+    block_by: Optional[str] = None,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> SpeedStats:
+    """The paired speed figures of per-example times (same examples, same order); examples without a positive
+    time on both sides are left out. ``groups``: a block label per example (named ``block_by``) whose blocks are
+    resampled whole."""
+    ref, cand, audio = (np.asarray(a, dtype=np.float64) for a in (reference_s, candidate_s, audio_s))
+    keep = np.isfinite(ref) & np.isfinite(cand) & (ref > 0) & (cand > 0)
+    ref, cand, audio = ref[keep], cand[keep], audio[keep]
+    log_ratio = np.log(cand / ref)
+    resampled = "examples" if groups is None else f"blocks of {block_by or 'group'}"
+    if not len(log_ratio):
+        return SpeedStats(basis, 0, None, None, None, confidence, 0, 0, None, None, None, resampled)
+    columns = np.column_stack([log_ratio, np.ones(len(log_ratio))])
+    if groups is not None:
+        columns = block_columns(columns, list(np.asarray(groups, dtype=object)[keep]))
+    sums = resampled_sums(columns, resamples, seed)
+    means = sums[:, 0] / np.maximum(sums[:, 1], 1e-12)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.exp(np.quantile(means, [alpha, 1.0 - alpha]))
+    slower, faster = int((cand > ref).sum()), int((cand < ref).sum())
+    return SpeedStats(
+        basis=basis,
+        examples=len(log_ratio),
+        ratio=float(np.exp(log_ratio.mean())),
+        low=float(low),
+        high=float(high),
+        confidence=confidence,
+        slower=slower,
+        faster=faster,
+        sign_p=_sign_p(slower, faster),
+        reference_rtfx=float(audio.sum() / ref.sum()),
+        candidate_rtfx=float(audio.sum() / cand.sum()),
+        resampled=resampled,
+    )
+
+
+def _sign_p(slower: int, faster: int) -> Optional[float]:
+    """Two-sided exact binomial test of ``slower`` against a fair coin over the untied examples."""
+    if not slower + faster:
+        return None
+    from scipy import stats  # on use: importing scipy.stats takes 0.6 s
+
+    return float(stats.binomtest(slower, slower + faster, 0.5).pvalue)
+
+
+def increase_pct(reference: Optional[float], candidate: Optional[float]) -> Optional[float]:
+    """How much larger ``candidate`` is than ``reference``, in percent (None when either is unknown or the
+    reference is not positive).
+
+    >>> increase_pct(100.0, 150.0), increase_pct(None, 3.0)
+    (50.0, None)
+    """
+    if reference is None or candidate is None or reference <= 0:
+        return None
+    return 100.0 * (candidate / reference - 1.0)
+
+
+def speed_verdict(interval: tuple[float, float], max_slowdown: float) -> str:
+    """The three verdicts the quality gate has, on the slowdown's interval (percent): non-inferior when its upper
+    bound is below ``max_slowdown``, a regression shown when its lower bound is above it, else inconclusive.
+
+    >>> speed_verdict((2.0, 8.0), 10.0), speed_verdict((12.0, 30.0), 10.0), speed_verdict((5.0, 15.0), 10.0)
+    ('non-inferior', 'regression shown', 'inconclusive (set too small)')
+    """
+    low, high = interval
+    if high < max_slowdown:
+        return NON_INFERIOR
+    if low > max_slowdown:
+        return REGRESSION_SHOWN
+    return INCONCLUSIVE

@@ -1,0 +1,155 @@
+"""Speed as a gate input: the paired speed figures checked against independent computations, the gate's
+calibration on seeded simulations, and planted device timings (a hypotheses file with ``infer_s``) judged
+end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+import numpy as np
+import pytest
+
+from whisperbench.scoring.significance import INCONCLUSIVE, NON_INFERIOR, REGRESSION_SHOWN
+from whisperbench.scoring.speed import paired_speed, speed_verdict
+
+
+def test_paired_speed_equals_an_independent_computation():
+    rng = np.random.default_rng(4)
+    ref = rng.uniform(0.2, 2.0, 60)
+    cand = ref * rng.lognormal(0.1, 0.2, 60)
+    cand[3] = ref[3]  # a tie: neither slower nor faster
+    audio = rng.uniform(1, 30, 60)
+    ref[7] = 0.0  # untimed on one side: left out
+    stats = paired_speed(ref, cand, audio, basis="wall", resamples=500)
+    keep = [i for i in range(60) if ref[i] > 0]
+    ratios = [cand[i] / ref[i] for i in keep]
+    assert stats.examples == 59
+    assert stats.ratio == pytest.approx(statistics.geometric_mean(ratios), rel=1e-12)
+    assert stats.reference_rtfx == pytest.approx(sum(audio[i] for i in keep) / sum(ref[i] for i in keep))
+    assert stats.candidate_rtfx == pytest.approx(sum(audio[i] for i in keep) / sum(cand[i] for i in keep))
+    slower = sum(r > 1 for r in ratios)
+    faster = sum(r < 1 for r in ratios)
+    assert (stats.slower, stats.faster) == (slower, faster)
+    n, k = slower + faster, min(slower, faster)  # exact two-sided sign test by hand (symmetric under p = 0.5)
+    assert stats.sign_p == pytest.approx(min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n))
+    assert stats.low < stats.ratio < stats.high
+    assert stats.slowdown_pct == pytest.approx(100 * (stats.ratio - 1))
+
+
+def _simulate(true_slowdown: float, noise: float, examples: int, runs: int, limit: float) -> dict[str, float]:
+    """Share of seeded simulated comparisons given each verdict at ``--max-slowdown limit``."""
+    rng = np.random.default_rng(11)
+    verdicts = []
+    for seed in range(runs):
+        ref = rng.uniform(0.5, 3.0, examples) * rng.lognormal(0, noise, examples)
+        cand = ref / rng.lognormal(0, noise, examples) * rng.lognormal(0, noise, examples) * (1 + true_slowdown / 100)
+        stats = paired_speed(ref, cand, np.ones(examples), basis="wall", resamples=400, seed=seed)
+        verdicts.append(speed_verdict(stats.slowdown_interval, limit))
+    return {v: verdicts.count(v) / runs for v in (NON_INFERIOR, INCONCLUSIVE, REGRESSION_SHOWN)}
+
+
+def test_the_speed_gate_is_calibrated_on_seeded_simulations():
+    """No slowdown: a regression is shown no more often than the interval's nominal 2.5 % one-sided rate (at the
+    limit itself, the hardest case); a true 25 % slowdown with 5 % per-example noise on 50 examples: shown in at
+    least 95 % of the comparisons."""
+    at_the_limit = _simulate(10.0, 0.05, 50, 200, limit=10.0)
+    assert at_the_limit[REGRESSION_SHOWN] <= 0.05
+    assert _simulate(0.0, 0.05, 50, 200, limit=10.0)[REGRESSION_SHOWN] == 0.0
+    assert _simulate(25.0, 0.05, 50, 200, limit=10.0)[REGRESSION_SHOWN] >= 0.95
+    assert _simulate(0.0, 0.05, 50, 200, limit=10.0)[NON_INFERIOR] >= 0.95
+
+
+def _device_run(tmp_path, name: str, rows: list[dict], times: np.ndarray, manifest) -> str:
+    """A recorded run whose hypotheses file carries the device's per-example ``infer_s`` (and ``cpu_s``)."""
+    from whisperbench.cli import main
+
+    path = tmp_path / f"{name}.jsonl"
+    lines = [
+        {"id": r["id"], "hypothesis": r["text"], "infer_s": float(t), "cpu_s": float(t) * 1.8}
+        for r, t in zip(rows, times)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    args = ["score", "--dataset", str(manifest), "--hypotheses", str(path), "--name", name]
+    assert main(args + ["--runs-dir", str(tmp_path / "runs")]) == 0
+    return name
+
+
+def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_distribution_passes(
+    tmp_path, tiny_rows, local_manifest, capsys
+):
+    """A hypotheses file may carry the times measured where the model ran. A candidate 25 % slower (5 %
+    per-example noise) fails ``--max-slowdown 10`` with the regression shown; one drawn from the reference's own
+    distribution passes as non-inferior; both say their interval. The stored RTFx is Σ audio / Σ infer_s."""
+    from whisperbench.cli import main
+    from whisperbench.store import open_run
+
+    rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(8) for r in tiny_rows]  # 48 examples
+    manifest = local_manifest(rows)
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.5, 3.0, len(rows))
+    _device_run(tmp_path, "phone-ref", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest)
+    _device_run(tmp_path, "phone-slow", rows, base * 1.25 * rng.lognormal(0, 0.05, len(rows)), manifest)
+    _device_run(tmp_path, "phone-same", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest)
+    runs = str(tmp_path / "runs")
+    stored = open_run(str(tmp_path / "runs" / "phone-ref"))
+    table = stored.score_table()
+    audio, infer = np.array(table["audio_s"].to_pylist()), np.array(table["infer_s"].to_pylist())
+    assert stored.summary.rtfx == pytest.approx(audio.sum() / infer.sum())
+    assert stored.meta.adapter_info["timings_from"].startswith("recorded in ")
+    gate = ["gate", "--reference", "phone-ref", "--runs-dir", runs, "--max-slowdown", "10"]
+    capsys.readouterr()
+    assert main(gate + ["--candidate", "phone-slow"]) == 1
+    slow = capsys.readouterr().out
+    assert "regression shown: slowdown +2" in slow and "interval [" in slow
+    assert main(gate + ["--candidate", "phone-same"]) == 0
+    assert "non-inferior: slowdown" in capsys.readouterr().out
+    assert main(gate + ["--candidate", "phone-slow", "--speed-basis", "cpu"]) == 1  # the device's CPU times too
+    capsys.readouterr()
+    assert main(["compare", "--reference", "phone-ref", "--candidate", "phone-slow", "--runs-dir", runs, "--json"]) == 0
+    speed = json.loads(capsys.readouterr().out)[0]["speed"]
+    slow_table = open_run(str(tmp_path / "runs" / "phone-slow")).score_table()
+    ratios = np.array(slow_table["infer_s"].to_pylist()) / infer  # same ids, same order (one manifest)
+    assert speed["ratio"] == pytest.approx(statistics.geometric_mean(ratios), rel=1e-9)
+    assert speed["timings_from"]["candidate"].startswith("recorded in ")
+    assert speed["memory_increase_pct"] is None  # this machine's memory is not the device's
+
+
+def _timed_run(folder, times, *, busy: bool = False, cpu: str = "cpu-a", cpu_times=None):
+    from whisperbench.store import RunStore
+    from whisperbench.types import Prediction
+
+    store = RunStore(folder)
+    store.write_info(
+        {
+            "adapter": "faster-whisper",
+            "model": "tiny.en",
+            "status": "finished",
+            "dataset": {"name": "d", "form": "short", "content_hash": "sha256:x"},
+            "machine": {"cpu": cpu, "usable_cpus": 2, "machine": "x86_64"},
+            "machine_load": {"busy": busy, "why": "other processes kept 1.5 of 2 CPU(s) busy" if busy else ""},
+        }
+    )
+    with store.open_for_append() as writer:
+        for i, t in enumerate(times):
+            cpu_s = None if cpu_times is None else float(cpu_times[i])
+            writer.append(Prediction(f"e{i}", "a b c", "a b c", audio_s=5.0, infer_s=float(t), cpu_s=cpu_s))
+    return str(folder)
+
+
+def test_a_busy_machine_cannot_judge_wall_time_and_other_machines_are_compared_only_when_asked(tmp_path):
+    from whisperbench import gate
+
+    rng = np.random.default_rng(3)
+    times = rng.uniform(0.5, 2.0, 40)
+    ref = _timed_run(tmp_path / "ref", times, cpu_times=times * 1.9)
+    busy = _timed_run(tmp_path / "busy", times * 1.3, busy=True, cpu_times=times * 1.9)
+    other = _timed_run(tmp_path / "other", times, cpu="cpu-b")
+    result = gate(ref, busy, max_slowdown=10.0)
+    assert result.code == 2 and "busy machine" in next(c.detail for c in result.checks if c.name == "speed")
+    on_cpu = gate(ref, busy, max_slowdown=10.0, speed_basis="cpu")  # CPU time: the busy run is judged
+    assert on_cpu.code == 0 and "non-inferior" in next(c.detail for c in on_cpu.checks if c.name == "speed")
+    refused = gate(ref, other, max_slowdown=10.0)
+    assert refused.code == 2 and "different machines" in next(c.detail for c in refused.checks if c.name == "speed")
+    assert gate(ref, other, max_slowdown=10.0, allow_different_machines=True).code == 0
