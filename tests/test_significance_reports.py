@@ -152,6 +152,10 @@ def test_non_inferiority_verdicts_and_exit_codes(runs, capsys):
     assert low < 0 < high  # as many errors as the reference, elsewhere: no difference shown
     code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", f"{high + 0.5:.2f}")
     assert code == 0 and "gate: PASS — non-inferior" in out
+    # the margin holds but another criterion fails: the verdict line names that criterion, never "FAIL — non-inferior"
+    code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", f"{high + 0.5:.2f}", "--min-qoi", "100")
+    verdict = next(line for line in out.splitlines() if line.startswith("gate:"))
+    assert code == 1 and verdict == "gate: FAIL (regression: QoI) — the margin alone: non-inferior", verdict
     margin = f"{high / 2:.3f}"  # inside the interval: neither side shown
     code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", margin)
     assert code == 1 and "FAIL (regression) — inconclusive (set too small)" in out

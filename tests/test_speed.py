@@ -97,6 +97,7 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     table = stored.score_table()
     audio, infer = np.array(table["audio_s"].to_pylist()), np.array(table["infer_s"].to_pylist())
     assert stored.summary.rtfx == pytest.approx(audio.sum() / infer.sum())
+    assert stored.summary.core_s_per_audio_s == pytest.approx(1.8 * infer.sum() / audio.sum())  # cpu_s = 1.8 infer_s
     assert stored.meta.adapter_info["timings_from"].startswith("recorded in ")
     gate = ["gate", "--reference", "phone-ref", "--runs-dir", runs, "--max-slowdown", "10"]
     capsys.readouterr()

@@ -26,13 +26,17 @@ def command(args) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
-    print(format_plan(result))
+    print(format_plan(result, pointer=False))
     for asked, needed, what in (
         (result.wer_increase, result.examples_for_wer_increase, "a WER increase of {} points"),
         (result.qoi_drop, result.examples_for_qoi_drop, "a QoI drop of {} points"),
     ):
         if asked:
-            print(f"examples needed to detect {what.format(f'{asked:g}')} at {result.power:.0%} power: {needed}")
+            print(
+                f"examples needed to detect {what.format(f'{asked:g}')} at {result.power:.0%} power: {needed} "
+                f"(spread from {result.basis}"
+                + ("; --candidate measures it on a real candidate instead)" if not args.candidate else ")")
+            )
     return 0
 
 

@@ -74,11 +74,16 @@ class GateResult:
 
     @property
     def verdict(self) -> str:
-        """PASS / FAIL (regression) / CANNOT JUDGE, with the non-inferiority verdict after a dash when asked for."""
+        """PASS / FAIL (regression) / CANNOT JUDGE, with the non-inferiority verdict after a dash when asked for; a
+        failure decided by another criterion than the margin names that criterion."""
         code = self.code
-        if self.non_inferiority and code != CANNOT_JUDGE:
-            return f"{VERDICTS[code]} — {self.non_inferiority}"
-        return VERDICTS[code]
+        if not self.non_inferiority or code == CANNOT_JUDGE:
+            return VERDICTS[code]
+        decided_by = [c.name for c in self.checks if not c.passed and c.blocking == code]
+        if code == REGRESSION and not any(name.startswith("non-inferiority") for name in decided_by):
+            # the margin held, another criterion failed: name it, so the line does not read "FAIL — non-inferior"
+            return f"FAIL (regression: {', '.join(decided_by)}) — the margin alone: {self.non_inferiority}"
+        return f"{VERDICTS[code]} — {self.non_inferiority}"
 
 
 def evaluate_gate(
@@ -699,13 +704,20 @@ def format_significance(sig: PairedSignificance) -> list[str]:
     return lines
 
 
-def format_plan(p: Plan) -> str:
-    """One line: what a gate on the set detects at its power (see ``whisperbench plan``)."""
+def format_plan(p: Plan, pointer: bool = True) -> str:
+    """What a gate on the set detects at its power, as plain sentences with their assumptions (``pointer``: end
+    with where to ask for other sizes; ``plan`` itself prints it without)."""
+    baseline = (
+        "assuming no example would regress without a real change"
+        if p.baseline_regressed == 0
+        else f"beyond the {p.baseline_regressed:g}% of examples that regress with no real change"
+    )
     return (
-        f"power: with {p.examples} examples a level-{p.alpha:g} gate detects, at {p.power:.0%} power, a WER "
-        f"increase of {p.detectable_wer_increase:.2f} points ({p.basis}) and a QoI drop of "
-        f"{p.detectable_qoi_drop:.2f} points beyond {p.baseline_regressed:g}% of examples regressing with no change "
-        f"(`whisperbench plan` for other sizes and baselines)"
+        f"power: with {p.examples} examples, a gate at significance level {p.alpha:g} catches with {p.power:.0%} "
+        f"probability a WER increase of {p.detectable_wer_increase:.2f} points or more (the spread of per-example "
+        f"error differences from {p.basis}), and a rise of {p.detectable_qoi_drop:.2f} points or more in the share of "
+        f"examples that regress ({baseline})"
+        + (" — `whisperbench plan` answers for other sizes and baselines" if pointer else "")
     )
 
 

@@ -100,8 +100,21 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
         latency_p50_s=_percentile(latencies, 50),
         latency_p90_s=_percentile(latencies, 90),
         latency_p99_s=_percentile(latencies, 99),
+        **_cpu(table, ok),
         **by_language(table),
     )
+
+
+def _cpu(table: pa.Table, ok: Any) -> dict[str, Optional[float]]:
+    """Σ ``cpu_s`` over the successful examples that have it, and per audio second of those examples."""
+    if "cpu_s" not in table.column_names:
+        return {}
+    timed = pc.and_(ok, pc.is_valid(table["cpu_s"]))
+    cpu = pc.filter(table["cpu_s"], timed).to_pylist()
+    if not cpu:
+        return {}
+    audio = sum(pc.filter(table["audio_s"], timed).to_pylist())
+    return {"cpu_s": sum(cpu), "core_s_per_audio_s": sum(cpu) / audio if audio > 0 else None}
 
 
 def _reference_words(table: pa.Table) -> np.ndarray:

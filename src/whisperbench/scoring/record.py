@@ -34,7 +34,14 @@ MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtf
 #: figures the harness adds to the scores (rescoring keeps them as they were)
 MEASURED = ("load_s", "warmup_s", "peak_rss_mb", "model_size_mb") + MEASURED_BY_COMPUTING
 #: optional keys left out of ``summary.json`` when absent (no language labels, no detected languages)
-_OMITTED_WHEN_ABSENT = ("languages", "macro_error_rate", "unlabelled_examples", "language_id")
+_OMITTED_WHEN_ABSENT = (
+    "languages",
+    "macro_error_rate",
+    "unlabelled_examples",
+    "language_id",
+    "cpu_s",
+    "core_s_per_audio_s",
+)
 
 
 class SummaryError(ValueError):
@@ -69,6 +76,10 @@ class Summary:
     latency_p50_s: Optional[float] = None
     latency_p90_s: Optional[float] = None
     latency_p99_s: Optional[float] = None
+    #: Σ CPU seconds of the calls over the successful examples that have them, and that per audio second
+    #: (Picovoice's core-hour per audio hour); absent where no CPU time was measured
+    cpu_s: Optional[float] = None
+    core_s_per_audio_s: Optional[float] = None
     form: str = "short"
     normalizer: str = "english"
     #: per labelled language: examples, failures, WER, CER, the headline metric and its value
