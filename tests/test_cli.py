@@ -310,3 +310,30 @@ def test_without_a_terminal_no_bar_but_one_line_per_phase(tmp_path, tiny_rows, t
     assert any("6 example(s): loading the model" in line for line in lines), proc.stderr
     assert any("first result after" in line for line in lines) and any("6/6 done" in line for line in lines)
     assert len(lines) <= 8  # a line per phase, not per example
+
+
+def test_a_closed_pipe_keeps_the_gates_verdict_and_q_works_after_the_command(tmp_path, tiny_rows, local_manifest):
+    """``whisperbench gate … | head -3``: the reader gone, the gate still exits with its verdict (here 1), never
+    2 "Broken pipe"; ``-q`` after the command name is the same as before it."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import record_run
+
+    runs = tmp_path / "runs"
+    manifest = local_manifest(tiny_rows)
+    record_run(runs, manifest, tiny_rows, "ref", lambda r: r["text"])
+    record_run(runs, manifest, tiny_rows, "bad", lambda r: "completely wrong words")
+    gate = [sys.executable, "-m", "whisperbench", "gate", "--reference", "ref", "--candidate", "bad"]
+    gate += ["--runs-dir", str(runs), "--min-qoi", "90"]
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line
+    try:
+        closed = subprocess.run(gate, stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert closed.returncode == 1, closed.stderr
+    assert "Broken pipe" not in closed.stderr
+    quiet = subprocess.run(gate + ["-q"], capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 1 and "FAIL" in quiet.stdout

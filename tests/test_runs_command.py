@@ -107,6 +107,10 @@ def test_runs_prints_a_table_and_json(runs, capsys):
 
 
 def test_remove_asks_and_yes_removes(runs, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)  # a script, a CI job: nobody to ask
+    assert main(["runs", "remove", "empty", "--runs-dir", str(runs)]) == 2
+    assert "add --yes" in capsys.readouterr().err and (runs / "empty").exists()
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     assert main(["runs", "remove", "empty", "broken", "--runs-dir", str(runs)]) == 1
     assert (runs / "empty").exists() and "nothing removed" in capsys.readouterr().out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from typing import Any, Optional
 
@@ -67,7 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
+    for command in sub.choices.values():  # -q / -v after the command name too (`report … -q`)
+        _add_log_level(command)
     return parser
+
+
+def _add_log_level(parser: argparse.ArgumentParser) -> None:
+    """``-v`` and ``-q`` on a sub-command (where it does not use those letters itself), leaving the level
+    given before the command name as it is when they are not given."""
+    taken = parser._option_string_actions  # argparse keeps no public view of the flags a parser has
+    group = parser.add_mutually_exclusive_group()
+    for flags, level, what in (
+        (("-v", "--verbose"), logging.DEBUG, "log debug messages too"),
+        (("-q", "--quiet"), logging.WARNING, "log warnings and errors only (no progress lines)"),
+    ):
+        free = [f for f in flags if f not in taken]
+        if free:
+            group.add_argument(
+                *free, dest="log_level", action="store_const", const=level, default=argparse.SUPPRESS, help=what
+            )
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -97,8 +116,38 @@ def _configure_logging(level: int) -> None:
         logger.addHandler(_StderrHandler())
 
 
+class _PipeSafe:
+    """``sys.stdout`` that survives a closed pipe (``whisperbench gate … | head -3``): once the reader has gone,
+    further output goes nowhere and the command still ends with its own exit code (the gate's verdict)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._silence()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._silence()
+
+    def _silence(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what is still buffered, and the interpreter's flush at exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv``); the exit code (bad input: one line and 2)."""
+    if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
+        sys.stdout = _PipeSafe(sys.stdout)
     args = build_parser().parse_args(argv)
     _configure_logging(args.log_level)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..errors import OptionError
@@ -27,6 +28,9 @@ def command(args) -> int:
     rows = runs(args.runs_dir, args.names)  # every name checked before anything is asked or removed
     print(render_runs(rows))
     size = human_size(sum(r.size_bytes for r in rows))
+    if not args.yes and not sys.stdin.isatty():
+        print("runs remove: no terminal to confirm on: nothing removed; add --yes to remove them", file=sys.stderr)
+        return 2
     if not args.yes and not _confirm(f"remove these {len(rows)} run(s), {size}?"):
         print("nothing removed")
         return 1
