@@ -38,6 +38,22 @@ def test_foreign_columns_are_one_error_naming_the_file_the_columns_and_the_optio
     assert "--audio-column wav --text-column words" in text
 
 
+def test_the_suggestion_covers_ids_and_languages_too_and_following_it_keeps_them(tmp_path, tiny_rows):
+    """Columns ``utt, wav, words, spk, lng``: the error suggests the id and language columns as well, so that
+    following it keeps the ids (not file names) and the per-language figures."""
+    (tmp_path / "clips").symlink_to(BUNDLED / "shortform" / "audio")
+    rows = [[f"u{i}", "clips/" + r["audio"].split("/")[-1], r["text"], "s1", "en"] for i, r in enumerate(tiny_rows)]
+    path = _write(tmp_path / "qa.tsv", ["utt", "wav", "words", "spk", "lng"], rows)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(str(path))
+    suggestion = next(line for line in str(caught.value).splitlines() if "map them:" in line)
+    assert "--audio-column wav --text-column words --id-column utt --language-column lng" in suggestion
+    mapped = ColumnMap(audio="wav", text="words", id="utt", language="lng")
+    examples = load_dataset(str(path), columns=mapped).dataset.examples
+    assert [e.id for e in examples] == [f"u{i}" for i in range(len(tiny_rows))]
+    assert {e.language for e in examples} == {"en"}
+
+
 def test_mapped_tsv_loads_the_same_examples_as_the_bundled_manifest(qa_tsv):
     mapped = load_dataset(str(qa_tsv), columns=ColumnMap(audio="wav", text="words", language="lang_tag")).dataset
     bundled = load_dataset("tiny-shortform").dataset

@@ -37,7 +37,7 @@ _NAME_HINTS = {
     "audio": ("audio", "wav", "flac", "mp3", "file", "path", "clip", "recording", "speech", "utterance_path"),
     "text": ("text", "sentence", "transcri", "label", "utterance", "words", "caption", "norm", "reference", "content"),
     "id": ("id", "utt", "key", "uid", "name"),
-    "language": ("lang", "locale"),
+    "language": ("lang", "lng", "locale"),
 }
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm", ".aac", ".aiff", ".sph")
 
@@ -72,14 +72,23 @@ def check_columns(found: list[str], rows: list[dict[str, Any]], columns: ColumnM
         return
     problems = [f"{option_of(r)} {getattr(columns, r)!r}: no such column" for r in absent]
     problems += [f"no {ROLE_WORDS[r]} column (one of {', '.join(USUAL_NAMES[r])})" for r in missing]
+    unfound = [  # optional roles no column serves yet: suggested too when a column looks like one
+        role
+        for role in COLUMN_ROLES
+        if role not in REQUIRED and role not in absent and not set(keys_for(role, columns)) & set(found)
+    ]
     raise DatasetError(
         f"{source}: the columns do not fit: {'; '.join(problems)}\n"
         f"  columns found: {', '.join(found)}\n"
-        f"  map them: {_suggestion(absent + missing, found, rows, columns)}"
+        f"  map them: {_suggestion(absent + missing, found, rows, columns, unfound)}"
     )
 
 
-def _suggestion(roles: list[str], found: list[str], rows: list[dict[str, Any]], columns: ColumnMap) -> str:
+def _suggestion(
+    roles: list[str], found: list[str], rows: list[dict[str, Any]], columns: ColumnMap, optional: Iterable[str] = ()
+) -> str:
+    """The options mapping ``roles`` (a guess each, else COLUMN), then those of the ``optional`` roles a column
+    looks like (ids from a column rather than from file names; a language column for the per-language tables)."""
     taken = {c for role in COLUMN_ROLES if role not in roles for c in [getattr(columns, role)] if c}
     taken |= {
         c
@@ -89,12 +98,13 @@ def _suggestion(roles: list[str], found: list[str], rows: list[dict[str, Any]], 
         if c in found
     }
     options, mapping = [], {}
-    for role in roles:
+    for role in [*roles, *optional]:
         guess = guess_column(role, [c for c in found if c not in taken], rows)
         if guess:
             taken.add(guess)
             mapping[role] = guess
-        options.append(f"{option_of(role)} {_quoted(guess) if guess else 'COLUMN'}")
+        if guess or role in roles:
+            options.append(f"{option_of(role)} {_quoted(guess) if guess else 'COLUMN'}")
     python = f"  (Python: columns={mapping!r})" if mapping else ""
     return " ".join(options) + python
 
