@@ -61,12 +61,14 @@ def test_the_speed_gate_is_calibrated_on_seeded_simulations():
     assert _simulate(0.0, 0.05, 50, 200, limit=10.0)[NON_INFERIOR] >= 0.95
 
 
-def _device_run(tmp_path, name: str, rows: list[dict], times: np.ndarray, manifest) -> str:
-    """A recorded run whose hypotheses file carries the device's per-example ``infer_s`` (and ``cpu_s``)."""
+def _device_run(tmp_path, name: str, rows: list[dict], times: np.ndarray, manifest, device=None) -> str:
+    """A recorded run whose hypotheses file carries the device's per-example ``infer_s`` (and ``cpu_s``), and a
+    header row describing the device when ``device`` is given."""
     from whisperbench.cli import main
 
     path = tmp_path / f"{name}.jsonl"
-    lines = [
+    lines = [{"device": device}] if device else []
+    lines += [
         {"id": r["id"], "hypothesis": r["text"], "infer_s": float(t), "cpu_s": float(t) * 1.8}
         for r, t in zip(rows, times)
     ]
@@ -89,8 +91,10 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     manifest = local_manifest(rows)
     rng = np.random.default_rng(7)
     base = rng.uniform(0.5, 3.0, len(rows))
-    _device_run(tmp_path, "phone-ref", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest)
-    _device_run(tmp_path, "phone-slow", rows, base * 1.25 * rng.lognormal(0, 0.05, len(rows)), manifest)
+    phone = {"name": "phone A", "load_s": 2.0, "peak_rss_mb": 400}
+    _device_run(tmp_path, "phone-ref", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest, phone)
+    heavier = {"name": "phone A", "load_s": 3.0, "peak_rss_mb": 500}
+    _device_run(tmp_path, "phone-slow", rows, base * 1.25 * rng.lognormal(0, 0.05, len(rows)), manifest, heavier)
     _device_run(tmp_path, "phone-same", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest)
     runs = str(tmp_path / "runs")
     stored = open_run(str(tmp_path / "runs" / "phone-ref"))
@@ -98,7 +102,7 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     audio, infer = np.array(table["audio_s"].to_pylist()), np.array(table["infer_s"].to_pylist())
     assert stored.summary.rtfx == pytest.approx(audio.sum() / infer.sum())
     assert stored.summary.core_s_per_audio_s == pytest.approx(1.8 * infer.sum() / audio.sum())  # cpu_s = 1.8 infer_s
-    assert stored.meta.adapter_info["timings_from"].startswith("recorded in ")
+    assert stored.meta.adapter_info["timings_from"].startswith("recorded on phone A (")
     gate = ["gate", "--reference", "phone-ref", "--runs-dir", runs, "--max-slowdown", "10"]
     capsys.readouterr()
     assert main(gate + ["--candidate", "phone-slow"]) == 1
@@ -113,8 +117,17 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     slow_table = open_run(str(tmp_path / "runs" / "phone-slow")).score_table()
     ratios = np.array(slow_table["infer_s"].to_pylist()) / infer  # same ids, same order (one manifest)
     assert speed["ratio"] == pytest.approx(statistics.geometric_mean(ratios), rel=1e-9)
-    assert speed["timings_from"]["candidate"].startswith("recorded in ")
-    assert speed["memory_increase_pct"] is None  # this machine's memory is not the device's
+    assert speed["timings_from"]["candidate"].startswith("recorded on phone A")
+    assert speed["memory_increase_pct"] == pytest.approx(25.0) and speed["load_increase_pct"] == pytest.approx(50.0)
+    capsys.readouterr()
+    assert main(gate + ["--candidate", "phone-slow", "--max-memory-increase", "30", "--inconclusive", "pass"]) == 1
+    assert main(gate + ["--candidate", "phone-slow", "--max-load-increase", "40"]) == 1
+    assert "load time" in capsys.readouterr().out
+    # a device run against one without the header: no device memory on one side, so no memory figure
+    assert (
+        main(["compare", "--reference", "phone-same", "--candidate", "phone-slow", "--runs-dir", runs, "--json"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)[0]["speed"]["memory_increase_pct"] is None
 
 
 def _timed_run(folder, times, *, busy: bool = False, cpu: str = "cpu-a", cpu_times=None):

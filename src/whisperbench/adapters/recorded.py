@@ -54,6 +54,8 @@ def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, O
             continue
         try:
             row = json.loads(line)
+            if isinstance(row, dict) and "device" in row and "id" not in row:
+                continue  # the header row (read_device)
             ex_id = str(row["id"])
             text = row["hypothesis"] if "hypothesis" in row else row["text"]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
@@ -93,6 +95,29 @@ def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]
     return table
 
 
+#: what the header row of a hypotheses file may say of the device the model ran on (besides its ``name``)
+DEVICE_FIGURES = ("load_s", "peak_rss_mb")
+
+
+def read_device(path: str) -> dict[str, Any]:
+    """The device a hypotheses file was recorded on, from its optional header row
+    ``{"device": {"name": "iPhone 15 Pro", "load_s": 1.9, "peak_rss_mb": 412}}`` (every key optional; figures are
+    numbers ≥ 0); {} without one. A bad figure is an error naming the line."""
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not (isinstance(row, dict) and "device" in row and "id" not in row):
+                return {}  # the first line is an example: no header
+            device = row["device"]
+            if not isinstance(device, dict):
+                raise WhisperbenchError(f'{path} line {number}: device must be an object, e.g. {{"name": "…"}}')
+            figures = {key: _seconds(device.get(key), key, path, number) for key in DEVICE_FIGURES}
+            return {"name": str(device.get("name") or "a device")} | {k: v for k, v in figures.items() if v is not None}
+    return {}
+
+
 #: per-example costs a hypotheses line may carry, measured where the model ran (a phone, a Mac, a server)
 COST_KEYS = ("infer_s", "cpu_s")
 
@@ -120,7 +145,7 @@ def _seconds(value: Any, key: str, path: str, number: int) -> Optional[float]:
     except (TypeError, ValueError):
         seconds = float("nan")
     if not math.isfinite(seconds) or seconds < 0 or isinstance(value, bool):
-        raise WhisperbenchError(f"{path} line {number}: {key} must be a number of seconds ≥ 0, not {value!r}")
+        raise WhisperbenchError(f"{path} line {number}: {key} must be a number ≥ 0, not {value!r}")
     return seconds
 
 
@@ -160,6 +185,7 @@ class RecordedAdapter(Adapter):
         self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}
         self.timing = read_timing(self.model)
         self.costs = read_costs(self.model)
+        self.device = read_device(self.model)
 
     def segments_timed(self, long_form: bool) -> bool:
         """A recorded file's segments are the implementation's own times."""
@@ -181,5 +207,8 @@ class RecordedAdapter(Adapter):
         return Transcript(text=text, language=language, segments=segments, words=words, infer_s=infer_s, cpu_s=cpu_s)
 
     def describe(self) -> dict:
-        recorded = {"timings_from": f"recorded in {self.model}"} if getattr(self, "costs", None) else {}
-        return super().describe() | {"hypotheses_file": self.model} | recorded
+        device = getattr(self, "device", {})
+        where = f"recorded on {device['name']} ({self.model})" if device else f"recorded in {self.model}"
+        recorded = {"timings_from": where} if getattr(self, "costs", None) or device else {}
+        figures = {f"device_{key}": device[key] for key in DEVICE_FIGURES if key in device}
+        return super().describe() | {"hypotheses_file": self.model} | recorded | figures

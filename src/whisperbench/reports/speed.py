@@ -139,13 +139,18 @@ def _busy(run: StoredRun) -> bool:
 
 
 def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional[float], Optional[float]]:
-    """Peak memory and load time of the candidate over the reference's, in percent; None where either run's times
-    were recorded on a device (this machine's memory and load time are then the harness's, not the model's)."""
-    if timings_from(reference) != "this machine" or timings_from(candidate) != "this machine":
+    """Peak memory and load time of the candidate over the reference's, in percent: measured here, or both
+    recorded by the devices (a hypotheses file's header row); None when one side has no such figure."""
+    here = [timings_from(run) == "this machine" for run in (reference, candidate)]
+    if all(here):
+        ref, cand = reference.summary, candidate.summary
+        memory = increase_pct(ref.peak_rss_mb if ref else None, cand.peak_rss_mb if cand else None)
+        return memory, increase_pct(reference.meta.load_s, candidate.meta.load_s)
+    if any(here):  # one measured here, one on a device: the harness's memory is not the device's
         return None, None
-    ref, cand = reference.summary, candidate.summary
-    memory = increase_pct(ref.peak_rss_mb if ref else None, cand.peak_rss_mb if cand else None)
-    return memory, increase_pct(reference.meta.load_s, candidate.meta.load_s)
+    ref_info, cand_info = reference.meta.adapter_info, candidate.meta.adapter_info
+    memory = increase_pct(ref_info.get("device_peak_rss_mb"), cand_info.get("device_peak_rss_mb"))
+    return memory, increase_pct(ref_info.get("device_load_s"), cand_info.get("device_load_s"))
 
 
 def _paired_times(
