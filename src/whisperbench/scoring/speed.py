@@ -24,14 +24,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .significance import (
-    DEFAULT_RESAMPLES,
-    INCONCLUSIVE,
-    NON_INFERIOR,
-    REGRESSION_SHOWN,
-    block_columns,
-    resampled_sums,
-)
+from .significance import DEFAULT_RESAMPLES, block_columns, resampled_sums, verdict_of_bounds
 
 #: what a per-example time measures: the wall clock of the call, or the process's CPU time during it
 BASES = ("wall", "cpu")
@@ -149,9 +142,4 @@ def speed_verdict(interval: tuple[float, float], max_slowdown: float) -> str:
     >>> speed_verdict((2.0, 8.0), 10.0), speed_verdict((12.0, 30.0), 10.0), speed_verdict((5.0, 15.0), 10.0)
     ('non-inferior', 'regression shown', 'inconclusive (set too small)')
     """
-    low, high = interval
-    if high < max_slowdown:
-        return NON_INFERIOR
-    if low > max_slowdown:
-        return REGRESSION_SHOWN
-    return INCONCLUSIVE
+    return verdict_of_bounds(interval[0], interval[1], max_slowdown)
