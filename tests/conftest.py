@@ -79,6 +79,22 @@ def record_run(runs_dir: Path, manifest: Path, rows: list[dict], name: str, edit
     )
 
 
+def kill_9_when(cmd: list[str], ready, env=None, timeout_s: float = 240) -> None:
+    """Start ``cmd``, wait until ``ready()`` (e.g. some predictions written) and kill it with SIGKILL; it must still
+    be running then (a finished command proves nothing about resuming)."""
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None and not ready():
+        time.sleep(0.01)
+    assert proc.poll() is None, "the command finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -114,12 +114,10 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
     """``score`` of 20,000 pairs is killed (SIGKILL) while it writes predictions, then run again: every example is
     stored once, and the figures are those of one uninterrupted run (checked against jiwer-independent counts)."""
     import os
-    import signal
     import subprocess
     import sys
-    import time
 
-    from tests.conftest import BUNDLED
+    from tests.conftest import BUNDLED, kill_9_when
     from whisperbench.store import open_run
 
     audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
@@ -142,15 +140,7 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
                 str(hypotheses), "--runs-dir", str(tmp_path / "runs"), "--name", name, "--json"]  # fmt: skip
 
     predictions = tmp_path / "runs" / "killed" / "predictions.jsonl"
-    proc = subprocess.Popen(command("killed"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if predictions.exists() and predictions.stat().st_size > 200_000:  # some thousands of lines written
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "score finished before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(command("killed"), lambda: predictions.exists() and predictions.stat().st_size > 200_000, env=env)
     written = predictions.read_bytes().count(b"\n")
     assert 0 < written < len(rows)
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from whisperbench.harness import open_run
+
+from .conftest import kill_9_when
 
 
 def test_kill_9_then_rerun_finishes_with_each_example_once(tmp_path, tiny_rows, local_manifest):
@@ -45,15 +44,7 @@ def test_kill_9_then_rerun_finishes_with_each_example_once(tmp_path, tiny_rows, 
         "compute_type=int8",
     ]
     predictions = runs / "killed" / "predictions.jsonl"
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if predictions.exists() and predictions.read_bytes().count(b"\n") >= 3:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: predictions.exists() and predictions.read_bytes().count(b"\n") >= 3)
     done_before = predictions.read_bytes().count(b"\n")
     assert 3 <= done_before < 12
 
