@@ -124,3 +124,23 @@ def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, l
     assert capsys.readouterr().out.count("| 50.0 ") == 1  # the same accuracy, counted from its predictions
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--format", "html", "--quiet"]) == 0
     assert "<th>Language ID %</th>" in (runs / "leaderboard.html").read_text()
+
+
+def test_the_compare_table_fits_120_columns_and_wide_keeps_one_row_per_candidate(tmp_path, capsys):
+    """One candidate's table is wider than a terminal: printed one row per figure; ``--wide`` keeps the wide
+    layout (one row per candidate) for scripts that want it."""
+    from whisperbench.api import RECORDED
+
+    runs = tmp_path / "runs"
+    for name, file in (("base", "openai-whisper-base.jsonl"), ("tiny", "openai-whisper-tiny.en.jsonl")):
+        assert main(["score", "--dataset", "tiny-shortform", "--hypotheses", str(RECORDED / file), "--name", name,
+                     "--runs-dir", str(runs)]) == 0  # fmt: skip
+    capsys.readouterr()
+    compare = ["compare", "--reference", "base", "--candidate", "tiny", "--runs-dir", str(runs)]
+    assert main(compare) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert max(len(line) for line in table) <= 120
+    assert any(line.startswith("| QoI %") and "83.33" in line for line in table)
+    assert main(compare + ["--wide"]) == 0
+    wide = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert max(len(line) for line in wide) > 120 and "QoI %" in wide[0] and wide[2].startswith("| tiny ")

@@ -44,12 +44,28 @@ def command(args) -> int:
             ]
         )
         return 0
-    print(comparison_table(comparisons).to_markdown(index=False, floatfmt=".2f"))
+    print(_fitted(comparison_table(comparisons), args.wide))
     _print_compare_notes(comparisons)
     _print_languages(reference, comparisons)
     if args.examples:
         _print_regressions(comparisons, args.examples)
     return 0
+
+
+#: the widest table printed one row per candidate; a wider one is printed one row per figure (``--wide``: never)
+MAX_WIDTH = 120
+
+
+def _fitted(table, wide: bool) -> str:
+    """The comparison table as markdown: one row per candidate when it fits :data:`MAX_WIDTH` columns (or with
+    ``--wide``), else transposed (one row per figure, one column per candidate)."""
+    text = table.to_markdown(index=False, floatfmt=".2f")
+    if wide or max(len(line) for line in text.splitlines()) <= MAX_WIDTH:
+        return text
+    cells = table.astype(object).map(lambda v: f"{v:.2f}" if isinstance(v, float) else v)  # mixed columns
+    vertical = cells.set_index("candidate").T
+    vertical.index.name = "figure"
+    return vertical.to_markdown()
 
 
 def _print_languages(reference, comparisons) -> None:
@@ -108,6 +124,11 @@ def register(sub: Any) -> None:
         default=95.0,
         metavar="PCT",
         help="confidence of the bootstrap intervals (default %(default)g)",
+    )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help=f"one table row per candidate even when wider than {MAX_WIDTH} columns (else one row per figure)",
     )
     p.add_argument(
         "--speed-basis",
