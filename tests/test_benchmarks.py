@@ -31,3 +31,18 @@ def test_scoring_benchmark_runs_at_its_smallest_size():
     assert "equal to the per-object path" in out.stdout and "600 predictions per run: compare" in out.stdout
     final = next(line for line in out.stdout.splitlines() if line.startswith("600 predictions per run"))
     assert "gate" in final and "report" in final
+
+
+def test_the_cold_path_benchmark_runs_at_its_smallest_size():
+    """``scoring.py --cold``: score, score, gate, compare and report as fresh processes, counts checked equal to the
+    naive loop's (the script asserts it)."""
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "scoring.py"), "--cold", "--sizes", "100,200"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("counts identical") == 2 and "growth 100 -> 200" in out.stdout
+    for step in ("score reference", "score candidate", "gate", "compare", "report"):
+        assert f"    {step} " in out.stdout
