@@ -89,7 +89,7 @@ def _print_regressions(comparisons, n: int) -> None:
 
 def _print_compare_notes(comparisons) -> None:
     for c in comparisons:
-        for note in c.notes + ([c.speed.line()] if c.speed else []):
+        for note in c.notes + [c.speed.line()]:
             print(f"  {c.candidate.name}: {note}")
 
 

@@ -42,8 +42,12 @@ class Comparison:
     holm: dict = field(default_factory=dict)
     #: every per-example metric's run value on each side: ``{metric: {"reference": {...}, "candidate": {...}}}``
     metrics: dict = field(default_factory=dict)
-    #: the candidate's speed, memory and load time against the reference's (:mod:`whisperbench.reports.speed`)
-    speed: Optional[SpeedComparison] = None
+    #: how :attr:`speed` is computed: the basis (wall or cpu), whether runs of different machines are compared, the
+    #: bootstrap's settings and blocks (id -> label)
+    speed_basis: str = "wall"
+    allow_different_machines: bool = False
+    speed_settings: SignificanceSettings = field(default_factory=SignificanceSettings)
+    speed_groups: Optional[dict[str, Any]] = None
     #: what ``compare`` prints under its table for this candidate (weights, unjoined examples, new hallucinations,
     #: paired tests, English-only models, differing settings); filled by the API (:mod:`whisperbench.reports.notes`)
     notes: list = field(default_factory=list)
@@ -54,6 +58,19 @@ class Comparison:
         (:func:`~whisperbench.scoring.formatting.formatting_parity`), computed when first asked for: a gate, a plan
         or a noise report that does not read it never tokenizes every output."""
         return formatting_parity(self.result.examples.output_pairs(self.reference.normalizer))
+
+    @cached_property
+    def speed(self) -> SpeedComparison:
+        """The candidate's speed, memory and load time against the reference's (:mod:`whisperbench.reports.speed`),
+        computed when first read: a report that shows no speed never bootstraps the times."""
+        return compare_speed(
+            self.reference,
+            self.candidate,
+            basis=self.speed_basis,
+            settings=self.speed_settings,
+            groups=self.speed_groups,
+            allow_different_machines=self.allow_different_machines,
+        )
 
     @property
     def qoi(self) -> Optional[float]:
@@ -76,7 +93,7 @@ class Comparison:
             **({"metrics": self.metrics} if self.metrics else {}),
             **({"notes": self.notes} if self.notes else {}),
             **({"formatting_parity": self.formatting_parity} if self.formatting_parity else {}),
-            **({"speed": self.speed.to_json()} if self.speed else {}),
+            "speed": self.speed.to_json(),
             **self.result.to_json(with_examples),
         }
 
@@ -112,14 +129,10 @@ def compare_runs(
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
         metrics=paired_metric_values(ref_table, cand_table),
-        speed=compare_speed(
-            reference,
-            candidate,
-            basis=speed_basis,
-            settings=significance or SignificanceSettings(),
-            groups=dict(groups) if groups is not None else None,
-            allow_different_machines=allow_different_machines,
-        ),
+        speed_basis=speed_basis,
+        allow_different_machines=allow_different_machines,
+        speed_settings=significance or SignificanceSettings(),
+        speed_groups=dict(groups) if groups is not None else None,
     )
 
 

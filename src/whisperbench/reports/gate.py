@@ -202,7 +202,7 @@ def _quality_checks(
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     if t.max_formatting_drift is not None:
         checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
-    if comparison.speed is not None:
+    if (t.max_slowdown, t.max_memory_increase, t.max_load_increase) != (None, None, None):
         checks += speed_checks(comparison.speed, t)
     paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
