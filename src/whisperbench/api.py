@@ -36,7 +36,7 @@ from typing import Any, Callable, Optional, Union, cast
 
 import pandas as pd
 
-from .adapters import DecodingOptions
+from .adapters import DecodingOptions, get_adapter
 from .limits import GATE_LIMITS, check_limits
 from .adapters.recorded import read_rows
 from .datasets import Checked, column_values, from_hf_dataset
@@ -198,8 +198,9 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     checked = _checked(
         request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid, request.columns
     )
+    starting = get_adapter(request.adapter).starting
     bar = (
-        progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}")
+        progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}", starting=starting)
         if show_progress
         else nullcontext(None)
     )

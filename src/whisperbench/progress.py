@@ -18,12 +18,12 @@ log = logging.getLogger(__name__)
 class LogProgress:
     """tqdm's ``update``/context-manager interface, logging plain lines at INFO (``--quiet`` hides them)."""
 
-    def __init__(self, total: int, desc: str):
-        self.total, self.desc = total, desc.strip()
+    def __init__(self, total: int, desc: str, starting: str = "loading the model and warming up"):
+        self.total, self.desc, self.starting = total, desc.strip(), starting
         self.done, self.start, self.next_mark = 0, time.monotonic(), 1
 
     def __enter__(self) -> "LogProgress":
-        self._say(f"{self.total} example(s): loading the model and warming up")
+        self._say(f"{self.total} example(s): {self.starting}")
         return self
 
     def update(self, count: int = 1) -> None:
@@ -50,11 +50,12 @@ class LogProgress:
         log.info("%s: %s", self.desc, text)
 
 
-def progress(total: int, desc: str, stream: TextIO | None = None):
-    """A tqdm bar with ETA on a terminal (``stream``, default stderr), logged phase lines otherwise."""
+def progress(total: int, desc: str, stream: TextIO | None = None, starting: str = "loading the model and warming up"):
+    """A tqdm bar with ETA on a terminal (``stream``, default stderr), logged phase lines otherwise (the first says
+    what happens before the first result: ``starting``)."""
     stream = stream or sys.stderr
     if stream.isatty():
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, unit="ex", file=stream, dynamic_ncols=True)
-    return LogProgress(total, desc)
+    return LogProgress(total, desc, starting)

@@ -259,6 +259,8 @@ class Adapter(ABC):
     #: whether the implementation computes in this process (its CPU time is the harness's process clock); one that
     #: runs in a worker process reports ``Transcript.cpu_s`` itself or leaves the CPU basis unmeasured
     cpu_in_process: ClassVar[bool] = True
+    #: what a run's log says happens before its first result
+    starting: ClassVar[str] = "loading the model and warming up"
     #: how the implementation gives word times with ``--word-timestamps`` (run.json ``adapter_info.word_timing``),
     #: decoded so that the text stays the text without them; None: it cannot, and word timing is refused (exit 2)
     word_timing: ClassVar[Optional[str]] = None

@@ -138,6 +138,7 @@ class OpenAIAPIAdapter(Adapter):
     distributions = ("openai",)
     uses_weights = False
     cpu_in_process = False  # the server computes; this process only waits
+    starting = "preparing the requests to the endpoint"
     long_form_algorithm = "the endpoint's own (server side); parts over the upload limit split on silence"
     word_timing = (
         "the endpoint's verbose_json words (timestamp_granularities=['segment', 'word']); whether its "
