@@ -15,7 +15,7 @@ import whisperbench as wb
 from whisperbench.cli import main
 from whisperbench.errors import RunStoreError
 
-from .conftest import REPO, record_run
+from .conftest import BUNDLED, REPO, record_run
 
 
 def _stop(runs, source: str, name: str, keep: int) -> None:
@@ -144,3 +144,18 @@ def test_a_run_another_process_writes_is_never_removed(runs, holder, capsys):
     holder.wait()  # a dead writer's lock is free: the run shows stopped and can go
     assert {r.name: r.status for r in wb.runs(runs)}["partial"] == "stopped"
     assert wb.remove_runs(["partial"], runs) == [runs / "partial"] and not (runs / "partial").exists()
+
+
+def test_a_rerun_that_computes_nothing_keeps_the_runs_dates(tmp_path):
+    """``evaluate``/``score`` again on a finished run: nothing recomputed, and `runs` still shows when it was made."""
+    runs = tmp_path / "runs"
+    hyps = BUNDLED / "recorded" / "openai-whisper-base.jsonl"
+    wb.score(hyps, "tiny-shortform", runs_dir=runs, name="done")
+    info_path = runs / "done" / "run.json"
+    info = json.loads(info_path.read_text())
+    info["started_at"], info["finished_at"] = "2020-01-01T00:00:00+00:00", "2020-01-01T00:01:00+00:00"
+    info_path.write_text(json.dumps(info))
+    wb.score(hyps, "tiny-shortform", runs_dir=runs, name="done")  # every example stored already
+    again = json.loads(info_path.read_text())
+    assert (again["started_at"], again["finished_at"]) == (info["started_at"], info["finished_at"])
+    assert next(r for r in wb.runs(runs) if r.name == "done").date.startswith("2020-01-01")
