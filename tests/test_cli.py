@@ -125,7 +125,9 @@ def test_report_markdown_and_csv(runs, tmp_path, capsys):
     out = tmp_path / "board.md"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "## Short-form" in text and "## Long-form" in text and "`bad`" in text
+    assert "## Short-form" in text and "`bad`" in text
+    assert "## Long-form" not in text and "_No runs._" not in text  # no long-form run: no empty section
+    assert "English-only model:" not in text and "⚠ busy:" not in text  # notes only for marks that appear
     row = next(line for line in text.splitlines() if "`good`" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
     # a recorded run has no weights: no size

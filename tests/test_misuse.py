@@ -70,6 +70,7 @@ def test_the_tables_mark_it(tmp_path, german, capsys):
     lines = (runs / "leaderboard.md").read_text().splitlines()
     assert "⚠ English-only model, labels in de" in next(line for line in lines if "`en-only`" in line)
     assert "English-only" not in next(line for line in lines if "`multi`" in line)
+    assert any(line.startswith("WER: ") and "⚠ English-only model: a model" in line for line in lines)  # its note
     languages = [line for line in lines if line.startswith("| de ") or line.startswith("| en ")]
     marked = [line.split("|")[1].strip() for line in languages if "⚠ English-only model" in line]
     assert marked == ["de"], languages  # only the German rows of the English-only run
