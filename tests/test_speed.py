@@ -167,3 +167,18 @@ def test_a_busy_machine_cannot_judge_wall_time_and_other_machines_are_compared_o
     refused = gate(ref, other, max_slowdown=10.0)
     assert refused.code == 2 and "different machines" in next(c.detail for c in refused.checks if c.name == "speed")
     assert gate(ref, other, max_slowdown=10.0, allow_different_machines=True).code == 0
+
+
+def test_noise_reports_the_speed_spread_between_repeats(tmp_path, capsys):
+    """Repeats of one configuration whose every example ran 10 % slower in one run and 5 % faster in another (a
+    run-level shift no per-example interval sees): ``noise`` states the largest slowdown between two repeats."""
+    from whisperbench.cli import main
+
+    times = np.random.default_rng(5).uniform(0.5, 2.0, 30)
+    for name, scale in (("r1", 1.0), ("r2", 1.1), ("r3", 0.95)):
+        _timed_run(tmp_path / name, times * scale)
+    assert main(["noise", "r1", "r2", "r3", "--runs-dir", str(tmp_path), "--json"]) == 0
+    spread = json.loads(capsys.readouterr().out)["speed_spread_pct"]
+    assert spread == pytest.approx(100 * (1.1 / 0.95 - 1), rel=1e-9)
+    assert main(["noise", "r1", "r2", "r3", "--runs-dir", str(tmp_path)]) == 0
+    assert "speed between repeats: up to 15.8% slower" in capsys.readouterr().out

@@ -38,6 +38,9 @@ class NoiseReport:
     wer_sd: Optional[float]
     regressed_between_repeats: float  # mean % of examples regressed, over ordered pairs of runs
     different_ids: list[str]  # some differing examples (at most 10)
+    #: the largest slowdown between two repeats in percent (geometric mean of the paired per-example wall-time
+    #: ratios, the faster run as reference); None without times
+    speed_spread_pct: Optional[float] = None
 
     @property
     def deterministic(self) -> bool:
@@ -81,7 +84,15 @@ def run_noise(runs: list[StoredRun]) -> NoiseReport:
         wer_sd=statistics.stdev(known) if len(known) > 1 else None,
         regressed_between_repeats=statistics.fmean(regressed) if regressed else 0.0,
         different_ids=differing[:10],
+        speed_spread_pct=_speed_spread(comparisons.values()),
     )
+
+
+def _speed_spread(comparisons: Any) -> Optional[float]:
+    """The largest slowdown between two repeats, in percent: run-level noise no per-example interval sees (a
+    machine's clock or cache state shifts every example of a run alike), so ``--max-slowdown`` must exceed it."""
+    ratios = [c.speed.stats.ratio for c in comparisons if c.speed.stats and c.speed.stats.ratio]
+    return 100.0 * (max(max(r, 1.0 / r) for r in ratios) - 1.0) if ratios else None
 
 
 def format_noise(report: NoiseReport) -> str:
@@ -102,6 +113,11 @@ def format_noise(report: NoiseReport) -> str:
         f"  regressed from one repeat to another: {report.regressed_between_repeats:.1f}% of examples "
         f"(whisperbench plan --baseline-regressed {report.regressed_between_repeats:.1f})",
     ]
+    if report.speed_spread_pct is not None:
+        lines.append(
+            f"  speed between repeats: up to {report.speed_spread_pct:.1f}% slower (geometric mean of per-example "
+            f"wall-time ratios): a gate's --max-slowdown below that fails repeats of one configuration"
+        )
     if report.different_ids:
         lines.append(f"  outputs differ on e.g.: {', '.join(report.different_ids)}")
     return "\n".join(lines)
