@@ -91,7 +91,7 @@ def test_quiet_hides_progress_but_not_warnings(tmp_path):
     quiet = subprocess.run(
         [sys.executable, "-m", "whisperbench", "-q", *args, "--name", "b"], capture_output=True, text=True
     )
-    assert "6 example(s): loading" in loud.stderr and "6 example(s)" not in quiet.stderr
+    assert "6 example(s): reading the hypotheses file" in loud.stderr and "6 example(s)" not in quiet.stderr
     assert "warning: 1 id(s)" in loud.stderr and "warning: 1 id(s)" in quiet.stderr
 
 
