@@ -13,7 +13,7 @@ import math
 import os
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -66,32 +66,36 @@ def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, O
     return MappingProxyType(table)  # shared by every caller: read-only
 
 
+def _rows_with(path: str, keys: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, row) of the lines of ``path`` that mention one of ``keys`` (as JSON writers spell a key);
+    the others are not parsed."""
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if any(f'"{key}"' in line for key in keys):
+                yield number, json.loads(line)
+
+
 def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]]]]:
     """``id -> (segments, words or None)`` for the lines that carry times; bad times are errors naming the line."""
     table = {}
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if '"segments"' not in line and '"words"' not in line:
-                continue  # no times on this line (its keys as JSON writers spell them): not parsed
-            row = json.loads(line)
-            if not row.get("segments") and row.get("words") is None:
-                continue
-            try:
-                segments = [
-                    Segment(float(s["start"]), float(s["end"]), str(s.get("text", "")))
-                    for s in row.get("segments") or []
-                ]
-                words = (
-                    None
-                    if row.get("words") is None
-                    else [Word(str(w["word"]), float(w["start"]), float(w["end"])) for w in row["words"]]
-                )
-            except (KeyError, TypeError, ValueError) as exc:
-                raise WhisperbenchError(
-                    f"{path} line {number}: segments need start, end (and text), words need "
-                    f"word, start, end, in seconds ({type(exc).__name__}: {exc})"
-                ) from None
-            table[str(row["id"])] = (segments, words)
+    for number, row in _rows_with(path, ("segments", "words")):
+        if not row.get("segments") and row.get("words") is None:
+            continue
+        try:
+            segments = [
+                Segment(float(s["start"]), float(s["end"]), str(s.get("text", ""))) for s in row.get("segments") or []
+            ]
+            words = (
+                None
+                if row.get("words") is None
+                else [Word(str(w["word"]), float(w["start"]), float(w["end"])) for w in row["words"]]
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise WhisperbenchError(
+                f"{path} line {number}: segments need start, end (and text), words need "
+                f"word, start, end, in seconds ({type(exc).__name__}: {exc})"
+            ) from None
+        table[str(row["id"])] = (segments, words)
     return table
 
 
@@ -113,7 +117,7 @@ def read_device(path: str) -> dict[str, Any]:
             device = row["device"]
             if not isinstance(device, dict):
                 raise WhisperbenchError(f'{path} line {number}: device must be an object, e.g. {{"name": "…"}}')
-            figures = {key: _seconds(device.get(key), key, path, number) for key in DEVICE_FIGURES}
+            figures = {key: _non_negative(device.get(key), key, path, number) for key in DEVICE_FIGURES}
             return {"name": str(device.get("name") or "a device")} | {k: v for k, v in figures.items() if v is not None}
     return {}
 
@@ -126,18 +130,14 @@ def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float]]]:
     """``id -> (infer_s, cpu_s)`` for the lines that carry either (seconds, finite, not negative); a bad value is an
     error naming the line."""
     table = {}
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not any(f'"{key}"' in line for key in COST_KEYS):
-                continue  # no cost on this line: not parsed
-            row = json.loads(line)
-            infer_s, cpu_s = (_seconds(row.get(key), key, path, number) for key in COST_KEYS)
-            if infer_s is not None or cpu_s is not None:
-                table[str(row["id"])] = (infer_s, cpu_s)
+    for number, row in _rows_with(path, COST_KEYS):
+        infer_s, cpu_s = (_non_negative(row.get(key), key, path, number) for key in COST_KEYS)
+        if infer_s is not None or cpu_s is not None:
+            table[str(row["id"])] = (infer_s, cpu_s)
     return table
 
 
-def _seconds(value: Any, key: str, path: str, number: int) -> Optional[float]:
+def _non_negative(value: Any, key: str, path: str, number: int) -> Optional[float]:
     if value is None:
         return None
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..reports.gate_thresholds import SPEED_BASES
 from .common import (
     add_runs_dir,
     confidence_fraction,
@@ -132,7 +133,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--speed-basis",
-        choices=("wall", "cpu"),
+        choices=SPEED_BASES,
         default="wall",
         help="the per-example time the speed comparison pairs: wall time of the call, or the process's CPU time",
     )

@@ -480,15 +480,14 @@ def _finalize(
         extra=run.adapter_cls.summary_fields(adapter_info, predictions),
     )  # e.g. compile time, cost
     summary = summary.with_measurements(kept, MEASURED_BY_COMPUTING)
-    untouched = not todo and old is not None and old.status == "finished" and old.finished_at
+    started, finished = info.started_at, datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if not todo and old is not None and old.status == "finished" and old.finished_at:
+        started, finished = old.started_at, old.finished_at  # computed nothing: `runs` shows when it was made
     run.info = dataclasses.replace(
         info,
         status="finished",
-        # a rerun that computed nothing leaves the run's dates as they were (`runs` shows when it was made)
-        started_at=old.started_at if untouched and old is not None else info.started_at,
-        finished_at=old.finished_at
-        if untouched and old is not None
-        else datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        started_at=started,
+        finished_at=finished,
         adapter_info=adapter_info,
         machine_load=busy,
         backend_info=report.backend_info or info.backend_info,

@@ -231,17 +231,17 @@ def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
 
 
 def _slowdown_check(speed: SpeedComparison, limit: float, inconclusive: str) -> GateCheck:
-    stats, interval = speed.stats, speed.stats.slowdown_interval if speed.stats else None
-    cannot = speed.refused or (
-        "no example timed in both runs" + (" (no CPU times recorded)" if stats and stats.basis == "cpu" else "")
-        if stats is None or stats.ratio is None or interval is None
-        else None
-    )
-    if not cannot and stats is not None and stats.basis == "wall" and speed.busy:
+    stats = speed.stats
+    interval = stats.slowdown_interval if stats else None
+    if speed.refused:
+        return GateCheck("speed", False, f"cannot judge: {speed.refused}", CANNOT_JUDGE)
+    if stats is None or stats.slowdown_pct is None or interval is None:
+        cpu = " (no CPU times recorded)" if stats and stats.basis == "cpu" else ""
+        return GateCheck("speed", False, f"cannot judge: no example timed in both runs{cpu}", CANNOT_JUDGE)
+    if stats.basis == "wall" and speed.busy:
         busy = "; ".join(f"{role}: {why}" for role, why in speed.busy.items())
-        cannot = f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can"
-    if cannot or stats is None or interval is None or stats.ratio is None:
-        return GateCheck("speed", False, f"cannot judge: {cannot}", CANNOT_JUDGE)
+        why = f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can"
+        return GateCheck("speed", False, f"cannot judge: {why}", CANNOT_JUDGE)
     verdict = speed_verdict(interval, limit)
     detail = (
         f"{verdict}: slowdown {stats.slowdown_pct:+.1f}% ({stats.basis} time, geometric mean over {stats.examples} "

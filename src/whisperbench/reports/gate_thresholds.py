@@ -30,6 +30,7 @@ QUALITY = (
     "max_load_increase",
 )
 INCONCLUSIVE_POLICIES = ("fail", "pass")
+#: what a per-example time measures: the wall clock of the call, or the process's CPU time during it
 SPEED_BASES = ("wall", "cpu")
 
 

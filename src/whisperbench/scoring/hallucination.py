@@ -42,6 +42,7 @@ from rapidfuzz.distance import Levenshtein
 from ..limits import Range
 from ..types import Prediction
 from .metrics import Metric, MetricContext
+from .wer import example_wers
 
 
 #: each threshold's range: a loop needs two copies; a burst, a loop, an n-gram at least one word
@@ -246,7 +247,7 @@ def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds(
 def stored_measures(pred: Prediction) -> tuple[int, int, Optional[float]]:
     """The score table's hallucination columns of one scored prediction: the longest insertion burst, the words
     of its loop under the default thresholds (0: none) and the compression ratio of its raw text. From them
-    :func:`flags_of_columns` gives each kind's flags without normalizing or aligning again.
+    :meth:`Measures.flags` gives each kind's flags without normalizing or aligning again.
 
     >>> from whisperbench.scoring.summary import score_prediction
     >>> looped = score_prediction(Prediction("a", "go", "go on and on and on and on"), "basic")
@@ -313,8 +314,7 @@ class Measures:
         ``loop_words`` found under ``thresholds`` where they are not the default loop thresholds."""
         hits, subs, dels, ins = self.counts
         ref_words = hits + subs + dels
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wer = np.where(ref_words > 0, 100.0 * (subs + dels + ins) / np.maximum(ref_words, 1), np.nan)
+        wer = example_wers(subs + dels + ins, ref_words)
         nonspeech = ref_words == 0
         loops = self.loop_words if loop_words is None else loop_words
         return {

@@ -21,6 +21,7 @@ from ..languages import headline_metric
 from ..types import Prediction
 from .qoi import ExampleComparison, QoiResult, _compare_one
 from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
+from .wer import example_wers
 
 CHUNK = 65_536  # examples built at a time when iterating
 
@@ -222,8 +223,7 @@ def _headline(table: pa.Table, is_cer: np.ndarray) -> tuple[np.ndarray, np.ndarr
     hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
     c_hits, c_subs, c_dels, c_ins = (column(table, name) for name in CHAR_COUNTS)
     words, errors = hits + subs + dels, subs + dels + ins
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wer = np.where(words > 0, 100.0 * errors / np.maximum(words, 1), np.nan)
+    wer = example_wers(errors, words)
     return (np.where(is_cer, c_subs + c_dels + c_ins, errors), np.where(is_cer, c_hits + c_subs + c_dels, words), wer)
 
 

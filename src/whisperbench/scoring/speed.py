@@ -26,9 +26,6 @@ from numpy.typing import ArrayLike
 
 from .significance import DEFAULT_RESAMPLES, block_columns, resampled_sums, verdict_of_bounds
 
-#: what a per-example time measures: the wall clock of the call, or the process's CPU time during it
-BASES = ("wall", "cpu")
-
 
 @dataclass(frozen=True)
 class SpeedStats:

@@ -4,8 +4,8 @@
 The table holds each prediction's id, raw texts, status, language, durations and its word and character
 counts scored with one normalizer (the stored counts where the run was scored with it, else scored afresh:
 the counts every figure is computed from: :mod:`whisperbench.scoring.figures`), the normalized output, the
-hallucination measures the
-flags are read from (longest insertion burst, loop words, compression ratio), then one float column
+hallucination measures the flags are read from (longest insertion burst, loop words, compression ratio), then one
+float column
 ``METRIC.COLUMN`` per column of each per-example metric (:mod:`whisperbench.scoring.metrics`). The run store
 keeps it beside ``predictions.jsonl`` (the durable record) and rebuilds it when it is missing or stale (another
 set of metrics installed included: :func:`metrics_key`).
@@ -66,7 +66,7 @@ def scored_table(
     table (the per-example metrics included); the parts are joined in order."""
     if not in_parallel(len(predictions), workers):
         scored = rescored_all(predictions, normalizer)
-        return scored, _table(scored, normalizer)
+        return scored, _table(scored)
     parts = map_chunks(_scored_part, predictions, workers, normalizer)
     scores = [score for part in parts for score in part[0]]
     scored = [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
@@ -77,11 +77,11 @@ def _scored_part(args: tuple[Sequence[Prediction], str]) -> tuple[list[Any], pa.
     """One worker's part of :func:`scored_table`: the scores of its predictions and their table."""
     predictions, normalizer = args
     scored = [rescored(pred, normalizer) for pred in predictions]
-    return [pred.score for pred in scored], _table(scored, normalizer)
+    return [pred.score for pred in scored], _table(scored)
 
 
-def _table(scored: Sequence[Prediction], normalizer: str) -> pa.Table:
-    """The score table of predictions already scored with ``normalizer``."""
+def _table(scored: Sequence[Prediction]) -> pa.Table:
+    """The score table of predictions already scored (with the normalizer their scores name)."""
     columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in scored] for name in RAW_COLUMNS}
     scores = [p.scored() for p in scored]
     for name, char_name in zip(WORD_COUNTS, CHAR_COUNTS):

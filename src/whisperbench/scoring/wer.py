@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Optional, Sequence
 
+import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
@@ -67,6 +68,17 @@ def align_characters(reference: str, hypothesis: str) -> WordCounts:
 def example_wer(counts: WordCounts) -> Optional[float]:
     """Per-example WER in percent; None when the normalized reference is empty (undefined)."""
     return counts.error_rate()
+
+
+def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """:func:`example_wer` over arrays of per-example errors and reference words: percent, NaN where a
+    reference has no words (the same floats as ``WordCounts.error_rate``).
+
+    >>> example_wers(np.array([1, 0]), np.array([2, 0])).tolist()
+    [50.0, nan]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(words > 0, 100.0 * errors / np.maximum(words, 1), np.nan)
 
 
 def corpus_wer(counts: WordCounts) -> Optional[float]:
