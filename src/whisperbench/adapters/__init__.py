@@ -23,6 +23,7 @@ _BUILTIN_MODULES = (
     "ane_torch",
     "coreml",
     "whisperkit",
+    "whisperlivekit",
 )
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False

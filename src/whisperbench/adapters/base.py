@@ -242,6 +242,8 @@ class Adapter(ABC):
     description: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     extra: ClassVar[str] = ""
+    #: the install command when ``pip install 'whisperbench[extra]'`` cannot say it (e.g. ``--no-deps``)
+    install: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}  # adapter-specific options (see adapters/options.py)
     #: the compressed or reduced-precision variants ``whisperbench sweep`` runs: name -> adapter options
     variants: ClassVar[dict[str, dict[str, str]]] = {}
@@ -288,8 +290,16 @@ class Adapter(ABC):
         """Raise AdapterUnavailable (naming what to install) when the implementation's packages are missing."""
         missing = cls.missing()
         if missing:
-            hint = f"pip install 'whisperbench[{cls.extra}]'" if cls.extra else f"pip install {' '.join(missing)}"
-            raise AdapterUnavailable(f"adapter {cls.name}: not installed ({', '.join(missing)} missing): {hint}")
+            raise AdapterUnavailable(
+                f"adapter {cls.name}: not installed ({', '.join(missing)} missing): {cls.install_hint()}"
+            )
+
+    @classmethod
+    def install_hint(cls) -> str:
+        """The command that installs what the implementation needs (``install`` when the adapter gives one)."""
+        if cls.install:
+            return cls.install
+        return f"pip install 'whisperbench[{cls.extra}]'" if cls.extra else f"pip install {' '.join(cls.requires)}"
 
     @abstractmethod
     def load(self) -> None:

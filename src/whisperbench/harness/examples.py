@@ -161,6 +161,12 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
     if outcome.infer_s is not None:
         pred.infer_s = outcome.infer_s
     pred.cpu_s = outcome.cpu_s
+    if transcript.stream is not None:
+        pred.stream = [
+            emission.to_json()
+            | {"committed": storable_text(emission.committed), "interim": storable_text(emission.interim)}
+            for emission in transcript.stream
+        ]
     pred.hypothesis = storable_text(transcript.text.strip())  # a lone surrogate would stop the store mid-line
     pred.extra.update(transcript.extra)
     if transcript.cached:

@@ -120,7 +120,7 @@ def _why_not(variant: Variant) -> tuple[str, Optional[str]]:
     cls = get_adapter(variant.adapter)
     missing = cls.missing()
     if missing:
-        return "unavailable", f"not installed ({', '.join(missing)} missing): pip install 'whisperbench[{cls.extra}]'"
+        return "unavailable", f"not installed ({', '.join(missing)} missing): {cls.install_hint()}"
     if variant.name:
         why = cls.variant_refused(variant.name)
         if why:

@@ -42,7 +42,7 @@ from ..types import Prediction, WordCounts
 logger = logging.getLogger(__name__)
 
 #: the modules (under ``whisperbench.scoring``) that each define ``METRIC: Metric``
-METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing", "formatting")
+METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing", "formatting", "streaming")
 #: the entry-point group through which an installed package adds metrics (``name = "module:METRIC"``)
 ENTRY_POINT_GROUP = "whisperbench.metrics"
 #: how a per-example column becomes the run's value (empty values left out)

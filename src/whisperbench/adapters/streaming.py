@@ -1,0 +1,129 @@
+"""Streaming implementations: the audio fed in chunks under one of two clocks, every output recorded.
+
+A streaming adapter opens a :class:`StreamSession` per audio (the implementation's online processor, or a
+connection to its server); :func:`feed` drives it and returns the stream's :class:`~whisperbench.types.Emission`
+list. The final hypothesis is the committed text, so every file-based figure (WER, QoI, hallucination,
+formatting) applies to a streaming run unchanged; ``scoring/streaming.py`` measures the stream itself.
+
+The two clocks, as SimulStreaming's authors separate them:
+
+- ``simulated`` (computation-unaware, the default): the next chunk is fed when the previous one is processed;
+  an emission counts at its audio cursor. The lower bound of latency, the same on a busy machine.
+- ``real-time`` (computation-aware): audio arrives as it would from a microphone; while the implementation
+  works, audio accumulates and the next call gets all of it. An emission counts at its wall time since the
+  stream started: what a user on this machine would see.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from typing import Any, Callable, Optional, Protocol
+
+import numpy as np
+
+from ..audio import SAMPLE_RATE
+from ..types import Emission, Example, Transcript
+from .base import Adapter
+from .options import Option
+
+#: ``-o clock=…``: simulated (computation-unaware) or real-time (computation-aware)
+CLOCKS = ("simulated", "real-time")
+
+
+class StreamSession(Protocol):
+    """One audio's stream: ``feed`` a chunk ending at ``end_s`` (seconds of audio fed so far) and get back the
+    text it commits and the whole interim text; ``finish`` at the end of the audio commits what is left."""
+
+    def feed(self, chunk: np.ndarray, end_s: float) -> tuple[str, str]: ...
+
+    def finish(self) -> tuple[str, str]: ...
+
+
+def feed(
+    session: StreamSession,
+    audio: np.ndarray,
+    chunk_s: float,
+    clock: str = "simulated",
+    *,
+    now: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[Emission]:
+    """Drive ``session`` over ``audio`` (16 kHz mono) in chunks of ``chunk_s`` seconds under ``clock``; the
+    emissions that changed what is shown (new committed text or a different interim), and always the last.
+
+    >>> class Echo:  # commits each chunk's length, keeps nothing interim
+    ...     def feed(self, chunk, end_s): return f" {len(chunk)}", ""
+    ...     def finish(self): return "", ""
+    >>> [(e.audio_s, e.committed) for e in feed(Echo(), np.zeros(24000, np.float32), 1.0)]
+    [(1.0, ' 16000'), (1.5, ' 8000'), (1.5, '')]
+    """
+    if clock not in CLOCKS:
+        raise ValueError(f"clock {clock!r}: use one of {', '.join(CLOCKS)}")
+    step = max(1, int(round(chunk_s * SAMPLE_RATE)))
+    total = len(audio)
+    emissions: list[Emission] = []
+    interim = ""
+    start = now()
+    fed = 0
+    while fed < total:
+        upto = min(total, fed + step)
+        if clock == "real-time":
+            arrived = min(total, int((now() - start) * SAMPLE_RATE))
+            if arrived < upto:
+                sleep((upto - arrived) / SAMPLE_RATE)
+                continue
+            upto = arrived  # what arrived while the previous chunk was processed comes in one piece
+        committed, shown = session.feed(audio[fed:upto], upto / SAMPLE_RATE)
+        fed = upto
+        if committed or shown != interim:
+            emissions.append(Emission(fed / SAMPLE_RATE, now() - start, committed, shown))
+        interim = shown
+    committed, shown = session.finish()
+    emissions.append(Emission(total / SAMPLE_RATE, now() - start, committed, shown))
+    return emissions
+
+
+def committed_text(stream: list[Emission]) -> str:
+    """The stream's final hypothesis: every committed piece in order, then what the last emission still showed
+    as interim (an implementation that ends with uncommitted text has said it)."""
+    return ("".join(e.committed for e in stream) + (stream[-1].interim if stream else "")).strip()
+
+
+class StreamingAdapter(Adapter):
+    """An implementation fed like a live stream: subclasses load the model and open one session per audio."""
+
+    native_long_form = True
+    long_form_algorithm = "streaming: the whole audio fed in chunks, the policy decides what to commit"
+    options = {
+        "chunk_s": Option(1.0, "seconds of audio per chunk fed to the stream", value_type=float),
+        "clock": Option(
+            "simulated",
+            "simulated (computation-unaware: the next chunk when the last is processed; latency in audio "
+            "time, the default on CI) or real-time (audio arrives as it is spoken; latency in wall time)",
+            CLOCKS,
+        ),
+    }
+
+    @abstractmethod
+    def open_stream(self, example: Example) -> StreamSession:
+        """A fresh session for one audio."""
+
+    def policy(self) -> str:
+        """The streaming policy's name (for run.json and tables)."""
+        return self.name
+
+    def stream_facts(self) -> dict[str, Any]:
+        """What each prediction records of how it was streamed (``extra["streaming"]``)."""
+        return {"policy": self.policy(), "chunk_s": self.settings["chunk_s"], "clock": self.settings["clock"]}
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        assert audio is not None
+        chunk_s = float(self.settings["chunk_s"])
+        if not chunk_s > 0:
+            raise ValueError(f"chunk_s {chunk_s!r}: give a positive number of seconds")
+        stream = feed(self.open_stream(example), audio, chunk_s, self.settings["clock"])
+        return Transcript(committed_text(stream), stream=stream, extra={"streaming": self.stream_facts()})
+
+    def describe(self) -> dict[str, Any]:
+        return super().describe() | {"streaming": self.stream_facts()}

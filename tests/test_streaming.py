@@ -1,0 +1,236 @@
+"""Streaming: the clocks that feed a stream, the latency and revision figures on a planted emission log (checked
+against hand computations), and real WhisperLiveKit streams scored exactly like batch runs."""
+
+from __future__ import annotations
+
+import json
+
+import jiwer
+import numpy as np
+import pytest
+
+from tests.conftest import needs_adapter
+from whisperbench.adapters.streaming import committed_text, feed
+from whisperbench.scoring.metrics import MetricContext
+from whisperbench.scoring.normalize import normalize
+from whisperbench.scoring.streaming import example_facts, percentiles, revisions, summarize
+from whisperbench.types import Prediction
+
+# --- the clocks -------------------------------------------------------------------------------------------
+
+
+class _Recorder:
+    """A stream that commits, per call, the seconds it was given (and takes ``cost`` of the fake clock)."""
+
+    def __init__(self, clock=None, cost=0.0):
+        self.calls: list[tuple[int, float]] = []
+        self.clock, self.cost = clock, cost
+
+    def feed(self, chunk, end_s):
+        self.calls.append((len(chunk), end_s))
+        if self.clock is not None:
+            self.clock.t += self.cost
+        return f" {len(chunk) / 16000:g}", ""
+
+    def finish(self):
+        return "", ""
+
+
+class _FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def now(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+def test_simulated_clock_feeds_fixed_chunks_and_counts_in_audio_time():
+    session = _Recorder()
+    stream = feed(session, np.zeros(16000 * 5 // 2, np.float32), 1.0)
+    assert session.calls == [(16000, 1.0), (16000, 2.0), (8000, 2.5)]
+    assert [e.audio_s for e in stream] == [1.0, 2.0, 2.5, 2.5]  # three outputs, then the end of the stream
+    assert committed_text(stream) == "1 1 0.5"
+
+
+def test_real_time_clock_hands_a_slow_stream_all_the_audio_that_arrived_meanwhile():
+    """A stream that takes 1.5 s per call on 1 s chunks falls behind: each call gets the audio that arrived while
+    the previous one ran (1 s, then 1.5 s, 1.5 s …), and each emission's wall time is when it came."""
+    clock = _FakeClock()
+    session = _Recorder(clock, cost=1.5)
+    stream = feed(session, np.zeros(16000 * 5, np.float32), 1.0, "real-time", now=clock.now, sleep=clock.sleep)
+    assert [round(end, 3) for _, end in session.calls] == [1.0, 2.5, 4.0, 5.0]
+    assert [round(e.wall_s, 3) for e in stream[:-1]] == [2.5, 4.0, 5.5, 7.0]
+    assert sum(n for n, _ in session.calls) == 16000 * 5  # every sample fed once
+
+
+def test_unknown_clock_is_refused():
+    with pytest.raises(ValueError, match="clock 'fast'"):
+        feed(_Recorder(), np.zeros(160, np.float32), 1.0, "fast")
+
+
+# --- the figures on a planted log ---------------------------------------------------------------------------
+
+TRUTH_WORDS = [
+    {"word": "hello", "start": 0.2, "end": 0.6},
+    {"word": "big", "start": 0.7, "end": 1.0},
+    {"word": "world", "start": 1.1, "end": 1.5},
+    {"word": "good", "start": 2.6, "end": 2.9},
+    {"word": "bye", "start": 3.0, "end": 3.4},
+]
+TRUTH_SEGMENTS = [
+    {"start": 0.2, "end": 1.5, "text": "hello big world"},
+    {"start": 2.6, "end": 3.4, "text": "good bye"},
+]
+# what a LocalAgreement-like stream showed, hand-written: interim text revised once ("bid" -> "big world")
+PLANTED = [
+    {"audio_s": 1.0, "wall_s": 0.4, "committed": "", "interim": "hello bid"},
+    {"audio_s": 2.0, "wall_s": 1.3, "committed": "hello", "interim": "big world"},
+    {"audio_s": 3.0, "wall_s": 2.2, "committed": "big world", "interim": "good"},
+    {"audio_s": 4.0, "wall_s": 3.1, "committed": "", "interim": "good bye"},
+    {"audio_s": 4.0, "wall_s": 3.6, "committed": "good bye", "interim": ""},
+]
+
+
+def _planted(clock="simulated") -> Prediction:
+    pred = Prediction(
+        "a", "hello big world good bye", "hello big world good bye", audio_s=4.0, stream=[dict(e) for e in PLANTED]
+    )
+    pred.extra = {
+        "reference_words": TRUTH_WORDS,
+        "reference_segments": TRUTH_SEGMENTS,
+        "streaming": {"policy": "planted", "chunk_s": 1.0, "clock": clock},
+    }
+    return pred
+
+
+def test_planted_log_latencies_and_revisions_by_hand():
+    facts = example_facts(_planted(), "english")
+    # committed: t=2.0 commits "hello" (last right word hello, ends 0.6) -> 1.4; t=3.0 commits "big world"
+    # (world ends 1.5) -> 1.5; t=4.0 commits "good bye" (bye ends 3.4) -> 0.6
+    assert facts.committed == pytest.approx([1.4, 1.5, 0.6])
+    # interim: t=1 "hello bid": hello (0.6) -> 0.4; t=2 "hello big world": world 1.5 -> 0.5;
+    # t=3 "hello big world good": good starts 2.6 < 3.0 and is right -> 3.0 - 2.9 = 0.1; t=4 "... good bye" -> 0.6
+    assert facts.interim == pytest.approx([0.4, 0.5, 0.1, 0.6])
+    # end of utterance: "world" committed at t=3.0 (ends 1.5) -> 1.5; "bye" committed at t=4.0 (ends 3.4) -> 0.6
+    assert facts.end_of_utterance == pytest.approx([1.5, 0.6])
+    assert facts.missed_utterances == 0
+    # revisions: shown "hello bid" -> "hello big world": 1 word changed ("bid"); later emissions only append
+    assert (facts.revised, facts.words) == (1, 5)
+    assert facts.first_output_s == 1.0
+    assert facts.final_lag_s is None  # simulated clock: the final text comes at the audio's end by construction
+
+
+def test_real_time_clock_counts_latency_in_wall_time():
+    facts = example_facts(_planted("real-time"), "english")
+    assert facts.committed == pytest.approx([1.3 - 0.6, 2.2 - 1.5, 3.6 - 3.4])
+    assert facts.first_output_s == pytest.approx(0.4)
+    assert facts.final_lag_s == 0.0  # 3.6 s of wall time, the audio is 4 s long: the final text came in time
+
+
+def test_a_missed_utterance_is_counted_not_scored():
+    pred = _planted()
+    pred.stream = [{"audio_s": 4.0, "wall_s": 1.0, "committed": "hello big world", "interim": ""}]
+    facts = example_facts(pred, "english")
+    assert facts.end_of_utterance == pytest.approx([2.5])
+    assert facts.missed_utterances == 1
+
+
+def test_revisions_count_changed_and_removed_words_not_appended_ones():
+    log = [
+        {"committed": "", "interim": "a b c"},
+        {"committed": "", "interim": "a x"},  # b, c changed/removed: 2
+        {"committed": "a", "interim": "x y"},  # appended only
+        {"committed": "x y z", "interim": ""},
+    ]
+    assert revisions(log) == (2, 4)
+
+
+def test_percentiles_pool_examples_and_bound_p90():
+    values = [[1.0, 2.0, 3.0], [4.0], [5.0, 6.0]]
+    out = percentiles(values)
+    pooled = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert out["p50"] == pytest.approx(np.percentile(pooled, 50))
+    assert out["p90"] == pytest.approx(np.percentile(pooled, 90))
+    low, high = out["p90_ci"]
+    assert low <= out["p90"] <= high
+    assert percentiles([[], []]) is None
+
+
+def test_summary_of_a_run_without_streams_is_absent():
+    pred = Prediction("a", "hi", "hi")
+    assert summarize([pred], MetricContext("english")) is None
+
+
+def test_summary_of_the_planted_run():
+    value = summarize([_planted(), _planted()], MetricContext("english"))
+    assert value["examples"] == 2 and value["clock"] == "simulated" and value["policy"] == "planted"
+    assert value["committed_latency_s"]["p50"] == pytest.approx(np.percentile([1.4, 1.5, 0.6] * 2, 50))
+    assert value["end_of_utterance_latency_s"]["p90"] == pytest.approx(np.percentile([1.5, 0.6] * 2, 90))
+    assert value["revisions_per_word"] == pytest.approx(2 / 10)
+
+
+# --- real streams ----------------------------------------------------------------------------------------------
+
+
+def _jfk_manifest(tmp_path, tiny_rows):
+    from tests.conftest import BUNDLED, write_jsonl
+
+    row = next(r for r in tiny_rows if r["id"] == "jfk")
+    return write_jsonl(tmp_path / "jfk.jsonl", [dict(row, audio=str(BUNDLED / "shortform" / row["audio"]))])
+
+
+def _check_stream(run):
+    pred = run.predictions[0]
+    assert pred.status == "ok", pred.error
+    stream = pred.stream
+    assert stream and stream[-1]["audio_s"] == pytest.approx(11.0, abs=0.01)
+    cursors = [e["audio_s"] for e in stream]
+    assert cursors == sorted(cursors)
+    assert ("".join(e["committed"] for e in stream) + stream[-1]["interim"]).strip() == pred.hypothesis
+    truth, said = normalize(pred.reference, "english"), normalize(pred.hypothesis, "english")
+    assert run.summary.wer == pytest.approx(100 * jiwer.wer(truth, said))  # scored exactly like a batch run
+    streaming = run.summary.metrics["streaming"]
+    assert streaming["examples"] == 1 and streaming["clock"] == "simulated"
+    assert streaming["first_output_s"]["p50"] <= 11.0
+    return pred
+
+
+def test_whisperlivekit_simulstreaming_streams_jfk(tmp_path, tiny_rows):
+    """SimulStreaming (AlignAtt) on tiny.en, 1 s chunks, computation-unaware: a real stream whose final text is
+    scored like any run; jfk comes out nearly word for word (tiny.en batch gets it exactly)."""
+    needs_adapter("whisperlivekit", "tiny.en")
+    from whisperbench import api
+
+    run = api.evaluate(
+        "whisperlivekit", "tiny.en", _jfk_manifest(tmp_path, tiny_rows), runs_dir=tmp_path / "runs", warmup=False
+    )
+    pred = _check_stream(run)
+    assert run.summary.wer < 20.0, pred.hypothesis
+    assert run.info["adapter_info"]["streaming"] == {"policy": "simulstreaming", "chunk_s": 1.0, "clock": "simulated"}
+
+
+@pytest.mark.slow
+def test_whisperlivekit_localagreement_streams_jfk_with_interim_text(tmp_path, tiny_rows):
+    needs_adapter("whisperlivekit", "tiny.en")
+    from whisperbench import api
+
+    run = api.evaluate(
+        "whisperlivekit",
+        "tiny.en",
+        _jfk_manifest(tmp_path, tiny_rows),
+        runs_dir=tmp_path / "runs",
+        options={"policy": "localagreement"},
+        warmup=False,
+    )
+    pred = _check_stream(run)
+    assert any(e["interim"] for e in pred.stream)  # LocalAgreement shows text before it commits it
+    assert run.summary.wer < 20.0, pred.hypothesis
+
+
+def test_stored_stream_round_trips(tmp_path):
+    pred = _planted()
+    again = Prediction.from_json(json.loads(json.dumps(pred.to_json())))
+    assert again.stream == pred.stream
