@@ -234,3 +234,84 @@ def test_stored_stream_round_trips(tmp_path):
     pred = _planted()
     again = Prediction.from_json(json.loads(json.dumps(pred.to_json())))
     assert again.stream == pred.stream
+
+
+# --- recorded streams through score, gate, compare and report -------------------------------------------------
+
+
+def _recorded_stream_runs(tmp_path, tiny_rows):
+    """Two examples with planted utterance times; a batch reference and a streaming candidate (the planted log's
+    shape on each transcript's words: each utterance committed one chunk after it ends)."""
+    from tests.conftest import BUNDLED, write_jsonl
+    from whisperbench import api
+
+    rows = []
+    for row in tiny_rows[:2]:
+        rows.append(
+            dict(
+                row,
+                audio=str(BUNDLED / "shortform" / row["audio"]),
+                segments=[{"start": 0.5, "end": 3.0, "text": row["text"]}],
+            )
+        )
+    manifest = write_jsonl(tmp_path / "set.jsonl", rows)
+    batch = write_jsonl(tmp_path / "batch.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in rows])
+    lines = []
+    for r, commit_at in zip(rows, (4.0, 5.0)):  # the last word committed 1 s and 2 s after the utterance ends
+        words = r["text"].split()
+        stream = [
+            {"audio_s": 2.0, "wall_s": 0.5, "committed": "", "interim": " ".join(words[:2])},
+            {"audio_s": commit_at, "wall_s": 1.0, "committed": r["text"], "interim": ""},
+        ]
+        lines.append({"id": r["id"], "hypothesis": r["text"], "stream": stream, "streaming": {"policy": "planted"}})
+    streamed = write_jsonl(tmp_path / "streamed.jsonl", lines)
+    runs = tmp_path / "runs"
+    api.score(batch, manifest, runs_dir=runs, name="batch")
+    api.score(streamed, manifest, runs_dir=runs, name="stream")
+    return runs
+
+
+def test_a_recorded_stream_is_measured_gated_compared_and_reported(tmp_path, tiny_rows):
+    from whisperbench import api
+
+    runs = _recorded_stream_runs(tmp_path, tiny_rows)
+    value = api.load_run("stream", runs).summary.metrics["streaming"]
+    expected = [4.0 - 3.0, 5.0 - 3.0]  # commit time minus the utterance's end, by hand
+    assert value["end_of_utterance_latency_s"]["p90"] == pytest.approx(np.percentile(expected, 90))
+    assert value["clock"] == "simulated" and value["policy"] == "planted"
+    assert value["committed_latency_s"] is None  # no word times in the set
+
+    p90 = float(np.percentile(expected, 90))
+    passed = api.gate("batch", "stream", runs_dir=runs, min_qoi=100, max_latency_p90=p90 + 0.01)
+    failed = api.gate("batch", "stream", runs_dir=runs, min_qoi=100, max_latency_p90=p90 - 0.01)
+    assert (passed.code, failed.code) == (0, 1)
+    check = next(c for c in failed.checks if c.name == "latency")
+    assert "end-of-utterance latency p90" in check.detail and "simulated clock" in check.detail
+
+    batch_as_candidate = api.gate("stream", "batch", runs_dir=runs, min_qoi=100, max_latency_p90=10)
+    assert batch_as_candidate.code == 2  # a batch run has no latency to judge
+
+    comparison = api.compare("batch", "stream", runs_dir=runs)
+    assert comparison.to_json()["streaming"]["reference"] is None
+    assert any(note.startswith("streaming, candidate stream: planted") for note in comparison.notes)
+
+    board = api.report(runs, out=tmp_path / "board.md", references=["batch"])
+    section = board.text.split("## Streaming", 1)[1]
+    assert "| stream | recorded | planted |" in section
+    assert "+0.00 [+0.00, +0.00] vs batch" in section  # the same words as the batch reference
+
+
+def test_a_bad_recorded_stream_names_the_line(tmp_path, tiny_rows):
+    from tests.conftest import write_jsonl
+    from whisperbench.adapters.recorded import read_streams
+    from whisperbench.errors import WhisperbenchError
+
+    bad = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {"id": "a", "hypothesis": "x"},
+            {"id": "b", "hypothesis": "x", "stream": [{"audio_s": 2.0, "wall_s": 1}, {"audio_s": 1.0, "wall_s": 2}]},
+        ],
+    )
+    with pytest.raises(WhisperbenchError, match="line 2: stream audio_s goes back"):
+        read_streams(str(bad))

@@ -73,6 +73,7 @@ GATE_LIMITS: dict[str, Range] = {
     "max_slowdown": Range(-99, 100_000, unit="%"),
     "max_memory_increase": Range(-99, 100_000, unit="%"),
     "max_load_increase": Range(-99, 100_000, unit="%"),
+    "max_latency_p90": Range(0, 3600, unit="s"),
     "non_inferiority_margin": POINTS,
     "non_inferiority_qoi_margin": POINTS,
     "resamples": Range(100, 1_000_000, integer=True),

@@ -20,10 +20,11 @@ import numpy as np
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
 from ..languages import LanguageError, language_code
-from ..types import Example, Segment, Transcript, Word
+from ..types import Emission, Example, Segment, Transcript, Word
 from . import register
 from .base import Adapter
 from .options import Option
+from .streaming import CLOCKS
 
 
 def read_hypotheses(path: str) -> dict[str, str]:
@@ -96,6 +97,38 @@ def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]
                 f"word, start, end, in seconds ({type(exc).__name__}: {exc})"
             ) from None
         table[str(row["id"])] = (segments, words)
+    return table
+
+
+def read_streams(path: str) -> dict[str, tuple[list[Emission], dict[str, Any]]]:
+    """``id -> (emissions, streaming facts)`` for the lines that carry a ``stream`` (a streaming implementation's
+    outputs recorded elsewhere: ``[{audio_s, wall_s, committed, interim}]``, docs/streaming.md) and optionally
+    ``streaming`` (``{"policy", "chunk_s", "clock"}``; the clock ``simulated`` when unsaid). Times must be numbers
+    ≥ 0 with the audio cursor never going back; a bad one is an error naming the line."""
+    table = {}
+    for number, row in _rows_with(path, ("stream",)):
+        stream, facts = row.get("stream"), row.get("streaming") or {}
+        if stream is None:
+            continue
+        try:
+            emissions = [Emission.from_json(e) for e in stream]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise WhisperbenchError(
+                f"{path} line {number}: stream must be a list of {{audio_s, wall_s, committed, interim}} "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        cursor = 0.0
+        for e in emissions:
+            for key in ("audio_s", "wall_s"):
+                _non_negative(getattr(e, key), f"stream {key}", path, number)
+            if e.audio_s < cursor:
+                raise WhisperbenchError(
+                    f"{path} line {number}: stream audio_s goes back ({cursor:g} s, then {e.audio_s:g} s)"
+                )
+            cursor = e.audio_s
+        if not isinstance(facts, dict) or facts.get("clock", "simulated") not in CLOCKS:
+            raise WhisperbenchError(f"{path} line {number}: streaming.clock must be one of {', '.join(CLOCKS)}")
+        table[str(row["id"])] = (emissions, {"clock": "simulated"} | facts)
     return table
 
 
@@ -186,6 +219,7 @@ class RecordedAdapter(Adapter):
         self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}
         self.timing = read_timing(self.model)
         self.costs = read_costs(self.model)
+        self.streams = read_streams(self.model)
         self.device = read_device(self.model)
 
     def segments_timed(self, long_form: bool) -> bool:
@@ -205,7 +239,17 @@ class RecordedAdapter(Adapter):
         text, language = self.rows[example.id]
         segments, words = self.timing.get(example.id, ([], None))
         infer_s, cpu_s = self.costs.get(example.id, (None, None))
-        return Transcript(text=text, language=language, segments=segments, words=words, infer_s=infer_s, cpu_s=cpu_s)
+        stream, facts = self.streams.get(example.id, (None, None))
+        return Transcript(
+            text=text,
+            language=language,
+            segments=segments,
+            words=words,
+            infer_s=infer_s,
+            cpu_s=cpu_s,
+            stream=stream,
+            extra={"streaming": facts} if facts else {},
+        )
 
     def describe(self) -> dict:
         device = getattr(self, "device", {})

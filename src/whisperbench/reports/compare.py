@@ -18,6 +18,7 @@ from ..scoring.formatting import formatting_parity
 from ..scoring.metrics import metric_named, per_example_metrics
 from ..scoring.table import metric_values, table_wer
 from .speed import SpeedComparison, compare_speed
+from .streaming import run_streaming
 from .timing import timing_columns
 from .weights import weights_relation
 
@@ -77,6 +78,11 @@ class Comparison:
         """QoI %: the share of joined examples whose WER did not rise (None when none joined)."""
         return self.result.qoi
 
+    def _streaming_json(self) -> dict:
+        """``{"streaming": {"reference": …, "candidate": …}}`` when either side is a stream (its summary figures)."""
+        sides = {"reference": run_streaming(self.reference), "candidate": run_streaming(self.candidate)}
+        return {"streaming": sides} if any(sides.values()) else {}
+
     def to_json(self, with_examples: bool = False) -> dict:
         """The comparison as JSON (``compare --json``): WERs, QoI, weights relation, significance, examples."""
         return {
@@ -94,6 +100,7 @@ class Comparison:
             **({"notes": self.notes} if self.notes else {}),
             **({"formatting_parity": self.formatting_parity} if self.formatting_parity else {}),
             "speed": self.speed.to_json(),
+            **self._streaming_json(),
             **self.result.to_json(with_examples),
         }
 

@@ -27,6 +27,7 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
     from .languages import language_frame, render_language_markdown
     from .noise import noise_frame, render_noise_markdown
     from .robustness import render_robustness_markdown, robustness_frame
+    from .streaming import render_streaming_markdown
     from .timing import render_timing_markdown, timing_frame
 
     return (
@@ -35,6 +36,7 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
         + render_hallucination_markdown(frame)
         + render_robustness_markdown(robustness_frame(runs, references))
         + render_timing_markdown(timing_frame(runs))
+        + render_streaming_markdown(runs, references)
         + render_noise_markdown(noise_frame(runs))
     )
 

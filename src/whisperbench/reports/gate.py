@@ -34,6 +34,7 @@ from .escape import one_line
 from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids, hallucination_diff
 from .speed import SpeedComparison
+from .streaming import latency_of, run_streaming
 from .timing import run_timing
 
 PASS, REGRESSION, CANNOT_JUDGE = 0, 1, 2
@@ -204,6 +205,8 @@ def _quality_checks(
         checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
     if (t.max_slowdown, t.max_memory_increase, t.max_load_increase) != (None, None, None):
         checks += speed_checks(comparison.speed, t)
+    if t.max_latency_p90 is not None:
+        checks.append(_latency_check(comparison, t.max_latency_p90, t.confidence))
     paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
         checks += [_metric_check(comparison, key, limit, sign, paired) for key, limit in (limits or {}).items()]
@@ -517,6 +520,31 @@ def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -
         "compared with itself always passes (pass --allow-self-comparison for a deliberate self-check)",
         CANNOT_JUDGE,
     )
+
+
+def _latency_check(comparison: Comparison, limit_s: float, confidence: Optional[float]) -> GateCheck:
+    """The candidate stream's 90th-percentile latency (committed, else end of utterance) must not exceed
+    ``limit_s``; with ``confidence``, fail only when its interval's lower bound does. A batch candidate, or a
+    dataset without word or utterance times, cannot be judged."""
+    value = run_streaming(comparison.candidate)
+    if value is None:
+        why = "the candidate is not a streaming run (no emissions stored)"
+        return GateCheck("latency", False, f"cannot judge: {why}", CANNOT_JUDGE)
+    latency = latency_of(value)
+    if latency is None:
+        why = "the dataset has neither word times nor utterance segments to measure latency from"
+        return GateCheck("latency", False, f"cannot judge: {why} (docs/streaming.md)", CANNOT_JUDGE)
+    name, figure = latency
+    p90, interval = figure["p90"], figure.get("p90_ci")
+    judged = interval[0] if confidence and interval else p90
+    detail = f"{name} p90 {p90:.2f} s over {figure['n']} points ({value.get('clock')} clock)"
+    if interval:
+        detail += f", 95% interval [{interval[0]:.2f}, {interval[1]:.2f}] s"
+    reference = latency_of(run_streaming(comparison.reference))
+    if reference is not None:
+        detail += f"; the reference's {reference[0]} p90 {reference[1]['p90']:.2f} s"
+    basis = " (judged on the interval's lower bound)" if confidence and interval else ""
+    return GateCheck("latency", judged <= limit_s, f"{detail} (allowed ≤ {limit_s:g} s){basis}", REGRESSION)
 
 
 def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:

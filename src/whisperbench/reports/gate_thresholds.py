@@ -28,6 +28,7 @@ QUALITY = (
     "max_slowdown",
     "max_memory_increase",
     "max_load_increase",
+    "max_latency_p90",
 )
 INCONCLUSIVE_POLICIES = ("fail", "pass")
 #: what a per-example time measures: the wall clock of the call, or the process's CPU time during it
@@ -138,6 +139,13 @@ class GateThresholds:
     )
     max_load_increase: Optional[float] = _limit(
         None, "fail when the candidate's model load time exceeds the reference's by more than PCT %", "PCT"
+    )
+    max_latency_p90: Optional[float] = _limit(
+        None,
+        "streaming: fail when the candidate's 90th-percentile latency exceeds S seconds — committed latency where "
+        "the dataset has word times, else end-of-utterance latency (utterance segments); with --confidence, only "
+        "when its interval's lower bound does (docs/streaming.md)",
+        "S",
     )
     speed_basis: str = _limit(
         "wall",

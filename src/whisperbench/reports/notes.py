@@ -13,6 +13,7 @@ from .escape import one_line
 from .gate import format_significance
 from .hallucination import describe_ids, hallucination_diff
 from .weights import english_only_languages
+from .streaming import compare_lines
 
 
 def comparison_notes(c: Comparison) -> list[str]:
@@ -37,7 +38,7 @@ def comparison_notes(c: Comparison) -> list[str]:
             f"{_p(c.holm['sign_test'])}, MAPSSWE p = {_p(c.holm['mapsswe'])}, bootstrap WER p = "
             f"{_p(c.holm['wer_difference'])}"
         )
-    return notes + _english_only_notes(c) + _setting_notes(c)
+    return notes + _english_only_notes(c) + _setting_notes(c) + compare_lines(c.reference, c.candidate)
 
 
 def _p(value) -> str:

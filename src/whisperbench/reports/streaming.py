@@ -1,0 +1,146 @@
+"""Streaming runs in reports: the latency a gate judges, ``compare``'s side-by-side lines and the leaderboard's
+streaming table (implementation, policy, chunk, clock, WER, WER vs batch, latency, revisions).
+
+>>> latency_of({"committed_latency_s": None, "end_of_utterance_latency_s": {"p50": 0.8, "p90": 1.5}})
+('end-of-utterance latency', {'p50': 0.8, 'p90': 1.5})
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..store import StoredRun
+
+#: the latency figures in the order the gate prefers them: word-level (OpenBench) where the dataset has word times
+LATENCIES = (("committed_latency_s", "committed latency"), ("end_of_utterance_latency_s", "end-of-utterance latency"))
+
+
+def run_streaming(run: StoredRun) -> Optional[dict[str, Any]]:
+    """A run's ``summary.json["streaming"]`` (None: not a streaming run)."""
+    if run.summary is None:
+        return None
+    value = run.summary.metrics.get("streaming")
+    return value if isinstance(value, dict) else None
+
+
+def latency_of(value: Optional[dict[str, Any]]) -> Optional[tuple[str, dict[str, Any]]]:
+    """(name, percentiles) of the latency a gate judges: committed where the dataset has word times, else end of
+    utterance where it has utterance times; None when neither."""
+    for key, name in LATENCIES:
+        figure = (value or {}).get(key)
+        if figure:
+            return name, figure
+    return None
+
+
+def _seconds(figure: Optional[dict[str, Any]], q: str = "p90") -> str:
+    return "–" if not figure or figure.get(q) is None else f"{figure[q]:.2f} s"
+
+
+def describe(value: dict[str, Any]) -> str:
+    """One line: the policy, chunk, clock and the figures.
+
+    >>> line = describe({"policy": "simulstreaming", "chunk_s": 1.0, "clock": "simulated",
+    ...                  "first_output_s": {"p50": 1.0}, "end_of_utterance_latency_s": {"p50": 0.9, "p90": 1.6}})
+    >>> line.split(": ")[1]
+    'end-of-utterance latency p50 0.90 s, p90 1.60 s; first output p50 1.00 s'
+    """
+    chunk = f", {value['chunk_s']:g} s chunks" if isinstance(value.get("chunk_s"), (int, float)) else ""
+    parts = [f"{value.get('policy') or 'a stream'}{chunk}, {value.get('clock')} clock:"]
+    latency = latency_of(value)
+    figures = []
+    if latency:
+        figures.append(f"{latency[0]} p50 {_seconds(latency[1], 'p50')}, p90 {_seconds(latency[1])}")
+    figures.append(f"first output p50 {_seconds(value.get('first_output_s'), 'p50')}")
+    if value.get("revisions_per_word") is not None:
+        figures.append(f"revisions {value['revisions_per_word']:.3f} per word")
+    return " ".join(parts) + " " + "; ".join(figures)
+
+
+def compare_lines(reference: StoredRun, candidate: StoredRun) -> list[str]:
+    """What ``compare`` says of streaming runs: each side's streaming figures (a batch side says so)."""
+    sides = [(role, run, run_streaming(run)) for role, run in (("reference", reference), ("candidate", candidate))]
+    if not any(value for _, _, value in sides):
+        return []
+    lines = []
+    for role, run, value in sides:
+        lines.append(f"streaming, {role} {run.name}: " + (describe(value) if value else "batch (not a stream)"))
+    return lines
+
+
+def paired_wer_delta(reference: StoredRun, run: StoredRun) -> Optional[Any]:
+    """The paired bootstrap of ``run``'s WER minus ``reference``'s over the examples both scored (points, 95 %
+    interval; :func:`~whisperbench.scoring.bootstrap.paired_rate_test`), scored with the reference's normalizer."""
+    import pyarrow.compute as pc
+
+    from ..scoring.bootstrap import paired_rate_test
+    from ..scoring.table import paired_columns
+
+    def counts(table: Any) -> Any:
+        errors = pc.add(pc.add(table["substitutions"], table["deletions"]), table["insertions"])
+        units = pc.add(pc.add(table["hits"], table["substitutions"]), table["deletions"])
+        return table.select(["id"]).append_column("errors", errors).append_column("units", units)
+
+    normalizer = reference.normalizer
+    ref, cand, totals = paired_columns(
+        counts(reference.score_table(normalizer)), counts(run.score_table(normalizer)), "errors", "units"
+    )
+    return paired_rate_test(ref, cand, totals)
+
+
+def leaderboard_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[dict[str, Any]]:
+    """One row per streaming run: implementation, policy, chunk, clock, WER, its paired difference from the
+    dataset's reference run (a batch run of the same weights, as a streaming comparison should have it) with its
+    95 % interval, latency p50/p90 and revisions per word."""
+    rows = []
+    for run in runs:
+        value = run_streaming(run)
+        if not value or run.summary is None:
+            continue
+        latency = latency_of(value)
+        reference = references.get(run.dataset_hash)
+        delta = paired_wer_delta(reference, run) if reference is not None and reference is not run else None
+        rows.append(
+            {
+                "run": run.name,
+                "implementation": run.meta.adapter,
+                "policy": value.get("policy"),
+                "chunk": f"{value['chunk_s']:g} s" if isinstance(value.get("chunk_s"), (int, float)) else None,
+                "clock": value.get("clock"),
+                "WER %": run.summary.wer,
+                "Δ WER vs reference [95% CI]": (
+                    f"{delta.delta:+.2f} [{delta.interval.low:+.2f}, {delta.interval.high:+.2f}] vs {reference.name}"
+                    if delta is not None and reference is not None
+                    else None
+                ),
+                "latency": latency[0] if latency else None,
+                "p50 s": latency[1].get("p50") if latency else None,
+                "p90 s": latency[1].get("p90") if latency else None,
+                "revisions / word": value.get("revisions_per_word"),
+            }
+        )
+    return rows
+
+
+def render_streaming_markdown(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
+    """The leaderboard's streaming section ('' when no run is a stream)."""
+    from .escape import md_cell
+
+    rows = leaderboard_rows(runs, references)
+    if not rows:
+        return ""
+    columns = list(rows[0])
+
+    def cell(value: Any) -> str:
+        if value is None:
+            return "–"
+        return f"{value:.2f}" if isinstance(value, float) else md_cell(str(value))
+
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    body = "".join("| " + " | ".join(cell(row[c]) for c in columns) + " |\n" for row in rows)
+    return (
+        "\n## Streaming\n\nEach streaming run's final text scored like any run; its WER against the dataset's "
+        "reference run, paired over the examples both scored (bootstrap). Latency: committed (word times) or end "
+        "of utterance (utterance segments), in audio time under the simulated clock, wall time under the "
+        "real-time clock (docs/streaming.md).\n\n" + head + body
+    )
