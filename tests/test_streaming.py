@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_adapter
-from whisperbench.adapters.streaming import committed_text, feed
+from whisperbench.adapters.streaming import Output, committed_text, feed
 from whisperbench.scoring.metrics import MetricContext
 from whisperbench.scoring.normalize import normalize
 from whisperbench.scoring.streaming import example_facts, percentiles, revisions, summarize
@@ -30,10 +30,10 @@ class _Recorder:
         self.calls.append((len(chunk), end_s))
         if self.clock is not None:
             self.clock.t += self.cost
-        return f" {len(chunk) / 16000:g}", ""
+        return [Output(f" {len(chunk) / 16000:g}")]
 
     def finish(self):
-        return "", ""
+        return []
 
 
 class _FakeClock:
@@ -128,6 +128,17 @@ def test_real_time_clock_counts_latency_in_wall_time():
     assert facts.committed == pytest.approx([1.3 - 0.6, 2.2 - 1.5, 3.6 - 3.4])
     assert facts.first_output_s == pytest.approx(0.4)
     assert facts.final_lag_s == 0.0  # 3.6 s of wall time, the audio is 4 s long: the final text came in time
+
+
+def test_final_lag_counts_from_when_the_final_text_was_first_shown():
+    """A server that repeats its final text after the audio's end: the lag ends at the first showing."""
+    pred = _planted("real-time")
+    pred.stream = [
+        {"audio_s": 4.0, "wall_s": 4.5, "committed": "", "interim": "hello big world good"},
+        {"audio_s": 4.0, "wall_s": 5.25, "committed": "", "interim": "hello big world good bye"},
+        {"audio_s": 4.0, "wall_s": 6.0, "committed": "", "interim": "hello big world good bye"},
+    ]
+    assert example_facts(pred, "english").final_lag_s == pytest.approx(1.25)
 
 
 def test_a_missed_utterance_is_counted_not_scored():
@@ -228,6 +239,37 @@ def test_whisperlivekit_localagreement_streams_jfk_with_interim_text(tmp_path, t
     pred = _check_stream(run)
     assert any(e["interim"] for e in pred.stream)  # LocalAgreement shows text before it commits it
     assert run.summary.wer < 20.0, pred.hypothesis
+
+
+def test_whisper_live_server_streams_a_clip_in_real_time(tmp_path, tiny_rows):
+    """WhisperLive's own server on 127.0.0.1 (started by the adapter), a 5.4 s clip sent in real time: every answer
+    stored as it arrived, the final text scored like any run, the real-time figures present."""
+    needs_adapter("whisper-live", "tiny.en")
+    from tests.conftest import BUNDLED, write_jsonl
+    from whisperbench import api
+
+    row = next(r for r in tiny_rows if r["id"] == "1089-134691-0001")
+    manifest = write_jsonl(tmp_path / "one.jsonl", [dict(row, audio=str(BUNDLED / "shortform" / row["audio"]))])
+    run = api.evaluate("whisper-live", "tiny.en", manifest, runs_dir=tmp_path / "runs", warmup=False)
+    pred = run.predictions[0]
+    assert pred.status == "ok", pred.error
+    walls = [e["wall_s"] for e in pred.stream]
+    assert walls == sorted(walls) and walls[-1] >= 5.0  # real time: nothing before the audio was spoken
+    truth, said = normalize(pred.reference, "english"), normalize(pred.hypothesis, "english")
+    assert run.summary.wer == pytest.approx(100 * jiwer.wer(truth, said))
+    assert run.summary.wer < 30.0, pred.hypothesis
+    streaming = run.summary.metrics["streaming"]
+    assert streaming["clock"] == "real-time" and streaming["final_lag_s"]["n"] == 1
+
+
+def test_whisper_live_refuses_the_simulated_clock(tmp_path):
+    from whisperbench.adapters import get_adapter
+    from whisperbench.adapters.base import DecodingOptions
+    from whisperbench.errors import OptionError
+
+    cls = get_adapter("whisper-live")
+    with pytest.raises(OptionError, match="real-time"):
+        cls("tiny.en", DecodingOptions.from_pairs(["clock=simulated"]))
 
 
 def test_stored_stream_round_trips(tmp_path):

@@ -24,6 +24,7 @@ _BUILTIN_MODULES = (
     "coreml",
     "whisperkit",
     "whisperlivekit",
+    "whisper_live",
 )
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False

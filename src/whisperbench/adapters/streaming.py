@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
@@ -31,13 +32,29 @@ from .options import Option
 CLOCKS = ("simulated", "real-time")
 
 
+@dataclass(frozen=True)
+class Output:
+    """One output of a stream: the text it commits, the whole interim text after it, and — for an implementation
+    that answers on its own time (a server) — when it arrived (``time.perf_counter``) and how much audio had been
+    sent by then; None: now, and all the audio fed so far."""
+
+    committed: str = ""
+    interim: str = ""
+    at: Optional[float] = None
+    audio_s: Optional[float] = None
+
+
 class StreamSession(Protocol):
     """One audio's stream: ``feed`` a chunk ending at ``end_s`` (seconds of audio fed so far) and get back the
-    text it commits and the whole interim text; ``finish`` at the end of the audio commits what is left."""
+    outputs it gave since the last call; ``finish`` at the end of the audio gives the last ones."""
 
-    def feed(self, chunk: np.ndarray, end_s: float) -> tuple[str, str]: ...
+    def feed(self, chunk: np.ndarray, end_s: float) -> list[Output]:
+        """Take ``chunk`` (the audio up to ``end_s``); return the outputs since the last call, in order."""
+        ...
 
-    def finish(self) -> tuple[str, str]: ...
+    def finish(self) -> list[Output]:
+        """The audio has ended: return the last outputs (what is still interim stays interim)."""
+        ...
 
 
 def feed(
@@ -53,8 +70,8 @@ def feed(
     emissions that changed what is shown (new committed text or a different interim), and always the last.
 
     >>> class Echo:  # commits each chunk's length, keeps nothing interim
-    ...     def feed(self, chunk, end_s): return f" {len(chunk)}", ""
-    ...     def finish(self): return "", ""
+    ...     def feed(self, chunk, end_s): return [Output(f" {len(chunk)}")]
+    ...     def finish(self): return []
     >>> [(e.audio_s, e.committed) for e in feed(Echo(), np.zeros(24000, np.float32), 1.0)]
     [(1.0, ' 16000'), (1.5, ' 8000'), (1.5, '')]
     """
@@ -63,8 +80,20 @@ def feed(
     step = max(1, int(round(chunk_s * SAMPLE_RATE)))
     total = len(audio)
     emissions: list[Emission] = []
-    interim = ""
+    shown = [""]  # the interim text the last emission left
     start = now()
+
+    def record(outputs: list[Output], fed_s: float, last: bool = False) -> None:
+        for i, out in enumerate(outputs):
+            final = last and i == len(outputs) - 1
+            if out.committed or out.interim != shown[0] or final:
+                at = now() if out.at is None else out.at
+                cursor = fed_s if out.audio_s is None else out.audio_s
+                emissions.append(Emission(cursor, at - start, out.committed, out.interim))
+            shown[0] = out.interim
+        if last and not outputs:  # the end of the stream is always an emission: the final text stands
+            emissions.append(Emission(fed_s, now() - start, "", shown[0]))
+
     fed = 0
     while fed < total:
         upto = min(total, fed + step)
@@ -74,13 +103,10 @@ def feed(
                 sleep((upto - arrived) / SAMPLE_RATE)
                 continue
             upto = arrived  # what arrived while the previous chunk was processed comes in one piece
-        committed, shown = session.feed(audio[fed:upto], upto / SAMPLE_RATE)
+        outputs = session.feed(audio[fed:upto], upto / SAMPLE_RATE)
         fed = upto
-        if committed or shown != interim:
-            emissions.append(Emission(fed / SAMPLE_RATE, now() - start, committed, shown))
-        interim = shown
-    committed, shown = session.finish()
-    emissions.append(Emission(total / SAMPLE_RATE, now() - start, committed, shown))
+        record(outputs, fed / SAMPLE_RATE)
+    record(session.finish(), total / SAMPLE_RATE, last=True)
     return emissions
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from ..types import Example
 from . import register
 from .options import Option
-from .streaming import StreamingAdapter, StreamSession
+from .streaming import Output, StreamingAdapter, StreamSession
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +39,17 @@ class _Session:
         self.processor = processor
         self.simul = simul
 
-    def feed(self, chunk: np.ndarray, end_s: float) -> tuple[str, str]:
+    def feed(self, chunk: np.ndarray, end_s: float) -> list[Output]:
         self.processor.insert_audio_chunk(chunk.astype(np.float32, copy=False), end_s)
         tokens, _ = self.processor.process_iter()
-        return _text(tokens), self.processor.get_buffer().text or ""
+        return [Output(_text(tokens), self.processor.get_buffer().text or "")]
 
-    def finish(self) -> tuple[str, str]:
+    def finish(self) -> list[Output]:
         if self.simul:
             tokens, _ = self.processor.process_iter(is_last=True)
         else:
             tokens, _ = self.processor.finish()
-        return _text(tokens), ""
+        return [Output(_text(tokens), "")]
 
 
 def _text(tokens: Any) -> str:
@@ -65,7 +65,9 @@ class WhisperLiveKitAdapter(StreamingAdapter):
     description = "WhisperLiveKit streaming (SimulStreaming AlignAtt or LocalAgreement), fed in chunks"
     requires = ("whisperlivekit", "faster_whisper")
     distributions = ("whisperlivekit", "faster-whisper", "ctranslate2", "torch")
-    install = "pip install --no-deps whisperlivekit==0.2.26  (docs/streaming.md: its torchaudio is not used)"
+    install = (
+        "pip install 'whisperbench[streaming]' && pip install --no-deps whisperlivekit==0.2.26 (docs/streaming.md)"
+    )
     starting = "loading the model and warming the streaming policy up"
     options = StreamingAdapter.options | {
         "policy": Option("simulstreaming", "the streaming policy", POLICIES),

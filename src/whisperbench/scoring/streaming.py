@@ -15,7 +15,7 @@ Texts are normalized with the run's normalizer; words are matched to the truth b
 - ``revisions_per_word``: words shown (committed + interim) that a later emission changed or removed, per word of
   the final text (committed text is never revised; appending is not a revision).
 - ``first_output_s``: the time of the first emission that shows any text. ``final_lag_s`` (real-time clock): how
-  long after the audio's end the final text came. ``wall_per_audio``: the stream's wall time per audio second.
+  long after the audio's end the final text was shown (the first emission from which the shown text stays final). ``wall_per_audio``: the stream's wall time per audio second.
 
 The 90th percentiles carry a 95 % interval from resampling examples (a cluster bootstrap, seeded).
 
@@ -85,6 +85,18 @@ def revisions(stream: Sequence[dict[str, Any]]) -> tuple[int, int]:
     return changed, len(shown)
 
 
+def _settled(stream: Sequence[dict[str, Any]]) -> int:
+    """The index of the emission from which the text shown (committed + interim) stays the final text."""
+    shown, committed = [], ""
+    for e in stream:
+        committed += str(e.get("committed") or "")
+        shown.append((committed + str(e.get("interim") or "")).split())
+    k = len(shown) - 1
+    while k > 0 and shown[k - 1] == shown[-1]:
+        k -= 1
+    return k
+
+
 def _tokens(text: str, normalizer: str) -> list[str]:
     return normalize(text, normalizer).split() if text.strip() else []
 
@@ -151,7 +163,7 @@ def example_facts(pred: Prediction, normalizer: str) -> StreamFacts:
     shown = [t for e, t in zip(stream, times) if str(e.get("committed") or "").strip() or str(e.get("interim") or "")]
     facts.first_output_s = shown[0] if shown else None
     if clock == "real-time" and stream:
-        facts.final_lag_s = max(0.0, times[-1] - float(stream[-1]["audio_s"]))
+        facts.final_lag_s = max(0.0, times[_settled(stream)] - float(stream[-1]["audio_s"]))
     truth_words = pred.extra.get("reference_words") or []
     if truth_words:
         truth = timed_tokens(truth_words, normalizer)
