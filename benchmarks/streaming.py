@@ -44,8 +44,8 @@ def table(runs_dir: str, labels: list[str]) -> list[str]:
 
     batch = api.load_run("batch", runs_dir)
     rows = [
-        "| run | policy | chunk | clock | WER % | Δ WER vs batch [95% CI] | latency | p50 s | p90 s | first output p50 s "
-        "| revisions / word | wall s / audio s |",
+        "| run | policy | chunk | clock | WER % | Δ WER vs batch [95% CI] | latency | p50 s | p90 s "
+        "| first output p50 s | revisions / word | wall s / audio s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| batch | faster-whisper | – | – | {batch.summary.wer:.2f} | – | – | – | – | – | – | "
         f"{batch.summary.infer_s / batch.summary.audio_s:.2f} |",

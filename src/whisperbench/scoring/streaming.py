@@ -15,7 +15,8 @@ Texts are normalized with the run's normalizer; words are matched to the truth b
 - ``revisions_per_word``: words shown (committed + interim) that a later emission changed or removed, per word of
   the final text (committed text is never revised; appending is not a revision).
 - ``first_output_s``: the time of the first emission that shows any text. ``final_lag_s`` (real-time clock): how
-  long after the audio's end the final text was shown (the first emission from which the shown text stays final). ``wall_per_audio``: the stream's wall time per audio second.
+  long after the audio's end the final text was shown (the first emission from which the shown text stays
+  final). ``wall_per_audio``: the stream's wall time per audio second.
 
 The 90th percentiles carry a 95 % interval from resampling examples (a cluster bootstrap, seeded).
 
