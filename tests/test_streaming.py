@@ -341,6 +341,8 @@ def test_a_recorded_stream_is_measured_gated_compared_and_reported(tmp_path, tin
     section = board.text.split("## Streaming", 1)[1]
     assert "| stream | recorded | planted |" in section
     assert "+0.00 [+0.00, +0.00] vs batch" in section  # the same words as the batch reference
+    page = api.report(runs, out=tmp_path / "board.html", references=["batch"]).path.read_text()
+    assert "<h2>Streaming</h2>" in page and "<td>planted</td>" in page
 
 
 def test_a_bad_recorded_stream_names_the_line(tmp_path, tiny_rows):

@@ -122,6 +122,30 @@ def leaderboard_rows(runs: list[StoredRun], references: dict[str, StoredRun]) ->
     return rows
 
 
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def streaming_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
+    """The streaming table as an HTML section, sortable ('' when no run is a stream)."""
+    import html
+
+    rows = leaderboard_rows(runs, references)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row.values()) + "</tr>" for row in rows
+    )
+    return (
+        '<h2>Streaming</h2><p class="muted">Latency in audio time under the simulated clock, wall time under the '
+        "real-time clock; WER difference paired against the dataset's reference run.</p>"
+        f'<table class="sortable streaming"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+
+
 def render_streaming_markdown(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     """The leaderboard's streaming section ('' when no run is a stream)."""
     from .escape import md_cell
@@ -132,9 +156,7 @@ def render_streaming_markdown(runs: list[StoredRun], references: dict[str, Store
     columns = list(rows[0])
 
     def cell(value: Any) -> str:
-        if value is None:
-            return "–"
-        return f"{value:.2f}" if isinstance(value, float) else md_cell(str(value))
+        return md_cell(_cell(value))
 
     head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
     body = "".join("| " + " | ".join(cell(row[c]) for c in columns) + " |\n" for row in rows)
