@@ -208,3 +208,4 @@ class WhisperLiveAdapter(StreamingAdapter):
         log_file = getattr(self, "_log", None)
         if log_file is not None:
             log_file.close()
+            self.log_path.unlink(missing_ok=True)  # quoted in the error when the server failed; not needed after
