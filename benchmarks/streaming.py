@@ -1,4 +1,5 @@
-"""Streaming measured: WhisperLiveKit's policies (SimulStreaming's AlignAtt, LocalAgreement) against faster-whisper
+"""Streaming measured: WhisperLiveKit's policies (SimulStreaming's AlignAtt, LocalAgreement) and WhisperLive's server
+(real-time only) against faster-whisper
 batch on the same weights, per set, chunk size and clock — each a fresh `whisperbench run` — and one table per set:
 WER, the paired WER difference from batch with its 95 % interval, latency p50/p90 (end of utterance where the set
 has utterance texts, committed where it has word times), first output, revisions per word and wall time per audio
@@ -29,6 +30,7 @@ CONFIGS = {
     "la-2": (WLK, ["policy=localagreement", "chunk_s=2"]),
     "simul-1-rt": (WLK, ["policy=simulstreaming", "chunk_s=1", "clock=real-time"]),
     "la-1-rt": (WLK, ["policy=localagreement", "chunk_s=1", "clock=real-time"]),
+    "wl-1-rt": ("whisper-live", ["chunk_s=1"]),
 }
 DEFAULT = "batch,simul-1,la-1,simul-0.5,simul-2,la-2,simul-1-rt"
 
