@@ -72,20 +72,39 @@ def test_compare_examples_shows_the_worst_regressions_aligned(runs, capsys):
         for line in (BUNDLED / "shortform" / "manifest.jsonl").read_text().splitlines()
     }
     assert rows["transcript"] == normalize(manifest["1998-15444-0000"], "english").split()
-    written = [w for w in rows["candidate"] if set(w) != {"*"}]  # * marks a word left out
+    written = [w.lstrip("~+") for w in rows["candidate"] if set(w) != {"*"}]  # * marks a word left out
     assert written == normalize(hypotheses["1998-15444-0000"], "english").split()
+    assert any(w.startswith("~") for w in rows["candidate"])  # no colour: each error's kind is marked
+    assert "~word substituted  *** left out  +word inserted" in out
+
+
+def _words(text: str, label: str) -> list[str]:
+    return [w.lstrip("~+") for line in text.splitlines() if line.startswith(label) for w in line.split()[1:]]
 
 
 def test_colour_where_the_terminal_takes_it(runs):
     comparison = wb.compare("base", "tiny", runs_dir=runs)
     coloured = render_regressions(comparison, 1, colour=True, width=80)
-    assert "\033[33m" in coloured and ANSI.sub("", coloured) == render_regressions(comparison, 1, width=80)
+    plain = render_regressions(comparison, 1, width=80)
+    assert "\033[33m" in coloured and "~" not in ANSI.sub("", coloured)  # colour tells the kinds: no marks
+    for label in ("transcript", "reference", "candidate"):
+        assert _words(ANSI.sub("", coloured), label) == _words(plain, label)
     assert max(len(line) for line in render_regressions(comparison, 1, width=60).splitlines()) <= 80
     assert all(
         len(line) <= 60
         for line in render_regressions(comparison, 1, width=60).splitlines()
         if line.startswith(("transcript", "reference", "candidate"))
     )
+
+
+def test_force_color_colours_a_pipe_and_no_color_wins(runs, capsys, monkeypatch):
+    args = ["compare", "--reference", "base", "--candidate", "tiny", "--runs-dir", str(runs), "--examples", "1"]
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert main(args) == 0
+    assert ANSI.search(capsys.readouterr().out)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert main(args) == 0
+    assert not ANSI.search(capsys.readouterr().out)
 
 
 def test_compare_prints_the_language_table_with_language_id_accuracy(tmp_path, local_manifest, tiny_rows, capsys):

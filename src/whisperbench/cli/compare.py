@@ -83,7 +83,9 @@ def _print_regressions(comparisons, n: int) -> None:
 
     from ..reports.terminal import render_regressions
 
-    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    # NO_COLOR wins (no-color.org); FORCE_COLOR colours a pipe or a CI log that shows ANSI colours
+    tty = sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+    colour = not os.environ.get("NO_COLOR") and (tty or bool(os.environ.get("FORCE_COLOR")))
     for c in comparisons:
         print("\n" + render_regressions(c, n, colour=colour))
 

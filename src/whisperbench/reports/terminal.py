@@ -3,8 +3,8 @@ transcript, the reference run's output and the candidate's, coloured where the t
 
 Each output is aligned against the normalized transcript (the alignment WER counts); the two alignments are
 merged on the transcript's words, so a column holds one transcript word and what each run wrote for it, and a
-word a run inserted gets a column of its own. Without colour, a deleted word shows as ``*`` and the kind of each
-error is still readable from its column.
+word a run inserted gets a column of its own. Without colour (a pipe, a CI log, ``NO_COLOR``), a substituted word
+is marked ``~``, an inserted one ``+`` and a deleted one shows as ``*``, and the legend says so.
 
 >>> rows = align_three("ask not what your country", "ask what your country", "ask not what you country can")
 >>> [" ".join(cell.text or "-" for cell in row) for row in rows]
@@ -27,6 +27,8 @@ from .escape import one_line
 
 #: ANSI colours per kind of cell (substitution, deletion, insertion)
 COLOURS = {"sub": "\033[33m", "del": "\033[31m", "ins": "\033[32m"}
+#: without colour: the mark before a substituted or inserted word (a deleted word is already ``*``)
+MARKS = {"sub": "~", "ins": "+"}
 RESET = "\033[0m"
 LABELS = ("transcript", "reference", "candidate")
 
@@ -82,8 +84,14 @@ def align_three(transcript: str, reference_output: str, candidate_output: str) -
     return rows
 
 
+def _shown(cell: Cell, colour: bool) -> str:
+    """The cell's text as printed: marked by its kind when there is no colour to tell it."""
+    text = one_line(cell.text)
+    return text if colour or not text else MARKS.get(cell.kind, "") + text
+
+
 def _paint(cell: Cell, width: int, colour: bool) -> str:
-    text = one_line(cell.text).ljust(width)
+    text = _shown(cell, colour).ljust(width)
     return f"{COLOURS[cell.kind]}{text}{RESET}" if colour and cell.kind in COLOURS else text
 
 
@@ -93,7 +101,7 @@ def render_alignment(
     """The aligned rows as text, wrapped at ``width`` columns (default: the terminal's), each line labelled."""
     width = width or shutil.get_terminal_size((100, 24)).columns
     label_width = max(len(label) for label in labels) + 2
-    widths = [max(len(one_line(row[i].text)) for row in rows) for i in range(len(rows[0]))] if rows[0] else []
+    widths = [max(len(_shown(row[i], colour)) for row in rows) for i in range(len(rows[0]))] if rows[0] else []
     blocks: list[str] = []
     start = 0
     while start < len(widths) or not blocks:
@@ -133,10 +141,12 @@ def render_regressions(comparison: Comparison, n: int, colour: bool = False, wid
             for text in (example.reference_text, example.reference_hypothesis, example.candidate_hypothesis)
         ]
         parts.append(render_alignment(align_three(*texts), colour, width))
-    legend = (Cell("substitution", "sub"), Cell("deletion", "del"), Cell("insertion", "ins"))
-    parts.append(
-        "\n" + "  ".join(_paint(cell, 0, colour) for cell in legend) + "  (normalized text; * marks a word left out)"
-    )
+    if colour:
+        legend = (Cell("substitution", "sub"), Cell("deletion", "del"), Cell("insertion", "ins"))
+        key = "  ".join(_paint(cell, 0, colour) for cell in legend) + "  (normalized text; * marks a word left out)"
+    else:
+        key = "~word substituted  *** left out  +word inserted  (normalized text)"
+    parts.append("\n" + key)
     return "\n".join(parts)
 
 
