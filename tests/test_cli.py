@@ -288,30 +288,16 @@ def test_export_per_example_results_for_pandas(runs, tmp_path):
 
 def test_without_a_terminal_no_bar_but_one_line_per_phase(tmp_path, tiny_rows, tiny_short):
     hyp = write_jsonl(tmp_path / "h.jsonl", [{"id": r["id"], "hypothesis": r["text"]} for r in tiny_rows])
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "whisperbench",
-            "score",
-            "--dataset",
-            str(tiny_short),
-            "--hypotheses",
-            str(hyp),
-            "--name",
-            "q",
-            "--runs-dir",
-            str(tmp_path / "r"),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    cmd = [sys.executable, "-m", "whisperbench", "score", "--dataset", str(tiny_short), "--hypotheses", str(hyp)]
+    cmd += ["--name", "q", "--runs-dir", str(tmp_path / "r")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert "\r" not in proc.stderr and "ex/s" not in proc.stderr and "WER 0.00%" in proc.stdout
     lines = proc.stderr.splitlines()
     assert any("6 example(s): reading the hypotheses file" in line for line in lines), proc.stderr  # no model here
     assert any("first result after" in line for line in lines) and any("6/6 done" in line for line in lines)
     assert len(lines) <= 8  # a line per phase, not per example
+    again = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    assert "reading the hypotheses file" not in again and "0 computed, 6 stored already" in again, again
 
 
 def test_a_closed_pipe_keeps_the_gates_verdict_and_q_works_after_the_command(tmp_path, tiny_rows, local_manifest):

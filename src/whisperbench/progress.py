@@ -20,14 +20,20 @@ class LogProgress:
 
     def __init__(self, total: int, desc: str, starting: str = "loading the model and warming up"):
         self.total, self.desc, self.starting = total, desc.strip(), starting
-        self.done, self.start, self.next_mark = 0, time.monotonic(), 1
+        self.done, self.start, self.next_mark, self.announced = 0, time.monotonic(), 1, False
 
     def __enter__(self) -> "LogProgress":
-        self._say(f"{self.total} example(s): {self.starting}")
         return self
 
     def update(self, count: int = 1) -> None:
-        """Count ``count`` more examples done; log a line when enough time has passed."""
+        """Count ``count`` more examples done; log a line when enough time has passed. ``update(0)``: the work
+        starts (the runner says so when it has examples to compute; a resume with none loads nothing, says nothing
+        of loading)."""
+        if not self.announced:
+            self.announced = True
+            self._say(f"{self.total} example(s): {self.starting}")
+        if count == 0:
+            return
         self.done += count
         if self.done == count:
             self._say(f"first result after {time.monotonic() - self.start:.0f} s")

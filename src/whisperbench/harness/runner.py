@@ -236,6 +236,8 @@ def _run_in(
                 invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
                 writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
             if todo:
+                if progress is not None:
+                    progress(0)  # the model loads now: a resume with nothing to compute never says so
                 report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
