@@ -66,6 +66,8 @@ def test_report_in_a_browser_shows_tables_regressions_and_escaped_text(report, t
     assert 'class="sortable leaderboard"' in dom and "Short-form" in dom and "Long-form" in dom
     assert 'class="plot wer-rtfx"' in dom or "No timed runs to plot" in dom
     assert 'class="plot qoi"' in dom
+    qoi_plot = dom[dom.index('class="plot qoi"') : dom.index("</svg>", dom.index('class="plot qoi"'))]
+    assert qoi_plot.count("(reference)") == 1 and 'fill="#bbbbbb"' in qoi_plot  # the reference's bar set apart
     # both regressed examples are in the explorer, the worst first
     jfk_row = dom.index('id="cand--jfk"')
     other_row = dom.index('id="cand--1089-134691-0001"')

@@ -175,9 +175,13 @@ def _qoi_bars(frame: pd.DataFrame) -> str:
     parts = [f'<svg class="plot qoi" width="{width}" height="{row_h * len(bars) + 10}" role="img" aria-label="QoI">']
     for i, (_, r) in enumerate(bars.iterrows()):
         w = (width - label_w - 60) * r["QoI %"] / 100.0
+        reference = bool(r.get("Reference"))  # 100 % by definition: drawn apart, labelled, not a result
+        name = _e(r["Implementation"]) + (" (reference)" if reference else "")
+        fill = "#bbbbbb" if reference else "#6aa56a"
+        weight = ' font-weight="bold"' if reference else ""
         parts.append(
-            f'<text x="0" y="{i * row_h + 15}">{_e(r["Implementation"])}</text>'
-            f'<rect x="{label_w}" y="{i * row_h + 3}" width="{w:.1f}" height="{row_h - 6}" fill="#6aa56a"/>'
+            f'<text x="0" y="{i * row_h + 15}"{weight}>{name}</text>'
+            f'<rect x="{label_w}" y="{i * row_h + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{fill}"/>'
             f'<text x="{label_w + w + 4:.1f}" y="{i * row_h + 15}">{r["QoI %"]:.1f} %</text>'
         )
     return "".join(parts) + "</svg>"
