@@ -2,6 +2,7 @@
 the workflow's env and its `if: always()` rule, on the bundled data; the GitLab job runs the same commands."""
 
 import os
+import sys
 import re
 import shutil
 import subprocess
@@ -39,7 +40,11 @@ def _run_steps(steps: list[dict], env: dict, cwd: Path) -> list[tuple[str, int, 
         done = subprocess.run(
             ["bash", "-e", "-c", step["run"]],
             cwd=cwd,
-            env=os.environ | _THIS_CHECKOUT | env,
+            # the job's steps find `whisperbench` where this Python's scripts are (an activated venv, or not)
+            env=os.environ
+            | _THIS_CHECKOUT
+            | env
+            | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
             text=True,
             capture_output=True,
             timeout=600,
