@@ -206,7 +206,7 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     )
     with bar as shown:
         update: Optional[Callable[[int], object]] = shown.update if shown is not None else None
-        return run_evaluation(request, progress=update, checked=checked)
+        return run_evaluation(request, progress=update, checked=checked, begin=getattr(shown, "begin", None))
 
 
 def evaluate(

@@ -194,7 +194,9 @@ def run_demo(args: DemoSettings) -> DemoResult:
                 isolate=contender.isolate,
             )
             with progress(len(checked.dataset), f"{contender.label:<20} {dataset}") as bar:
-                result = run_evaluation(request, progress=bar.update, checked=checked)
+                result = run_evaluation(
+                    request, progress=bar.update, checked=checked, begin=getattr(bar, "begin", None)
+                )
             made.append(result.store.name)
             if contender.label == reference_label:
                 references.append(result.store.name)

@@ -25,15 +25,16 @@ class LogProgress:
     def __enter__(self) -> "LogProgress":
         return self
 
-    def update(self, count: int = 1) -> None:
-        """Count ``count`` more examples done; log a line when enough time has passed. ``update(0)``: the work
-        starts (the runner says so when it has examples to compute; a resume with none loads nothing, says nothing
-        of loading)."""
+    def begin(self) -> None:
+        """The model loads now (the runner calls it when it has examples to compute: a resume with none loads
+        nothing and says nothing of loading)."""
         if not self.announced:
             self.announced = True
             self._say(f"{self.total} example(s): {self.starting}")
-        if count == 0:
-            return
+
+    def update(self, count: int = 1) -> None:
+        """Count ``count`` more examples done; log a line when enough time has passed."""
+        self.begin()
         self.done += count
         if self.done == count:
             self._say(f"first result after {time.monotonic() - self.start:.0f} s")

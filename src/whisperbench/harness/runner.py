@@ -190,18 +190,19 @@ def run_evaluation(
     request: RunRequest,
     progress: Optional[Callable[[int], object]] = None,
     checked: Optional[Checked] = None,
+    begin: Optional[Callable[[], object]] = None,
 ) -> RunResult:
     """Evaluate ``request.adapter`` on ``request.dataset``; resume what the store already holds.
 
-    ``progress`` is called with the number of examples finished since the last call. ``checked``
-    lets a caller pass an already-loaded dataset. Resolve the run, open its store, run the backend,
-    finalize the summary.
+    ``progress`` is called with the number of examples finished since the last call; ``begin`` once, just before
+    the model loads, when there is anything to compute. ``checked`` lets a caller pass an already-loaded dataset.
+    Resolve the run, open its store, run the backend, finalize the summary.
     """
     run = _resolve(request, checked)
     store = _store_of(request, run.info)
     created, held = not store.path.exists(), list[bool]()
     try:
-        return _run_in(store, run, request, progress, held)
+        return _run_in(store, run, request, (progress, begin), held)
     except BaseException:  # a model refused at load, a crash before any result: no empty run folder is left
         empty = not (store.predictions_path.exists() and store.predictions_path.stat().st_size)
         if created and held and empty:  # made by this invocation, which held its lock (never another writer's)
@@ -213,10 +214,12 @@ def _run_in(
     store: RunStore,
     run: "_Resolved",
     request: RunRequest,
-    progress: Optional[Callable[[int], object]],
+    callbacks: tuple[Optional[Callable[[int], object]], Optional[Callable[[], object]]],
     held: list[bool],
 ) -> RunResult:
-    """Open ``store`` (locked; ``held`` gets an item once the lock is ours), run what it lacks, finalize."""
+    """Open ``store`` (locked; ``held`` gets an item once the lock is ours), run what it lacks, finalize;
+    ``callbacks``: (progress, begin) as :func:`run_evaluation` takes them."""
+    progress, begin = callbacks
     with store.lock():  # one writer per run: a second one is refused, naming the first
         held.append(True)
         old = store.read_run_info() if store.exists() else None  # read once: checked, re-checked against, kept
@@ -236,8 +239,8 @@ def _run_in(
                 invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
                 writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
             if todo:
-                if progress is not None:
-                    progress(0)  # the model loads now: a resume with nothing to compute never says so
+                if begin is not None:
+                    begin()  # the model loads now: a resume with nothing to compute never says so
                 report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
