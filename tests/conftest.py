@@ -27,7 +27,15 @@ pytest_plugins = ["tests.exit_guard"]
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked for."""
+    """Tests listed in ``tests/heavy.json`` (over 3 s when last measured) are marked ``heavy``: the quick loop
+    (``-m "not slow and not heavy"``) leaves them out. Tests marked ``long_running`` (tens of minutes on 2 CPU
+    cores) run only when asked for."""
+    from tests.heavy import listed
+
+    heavy = listed()
+    for item in items:
+        if item.nodeid in heavy:
+            item.add_marker(pytest.mark.heavy)
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return
     skip = pytest.mark.skip(

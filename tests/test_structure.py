@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -237,3 +238,13 @@ def test_a_record_needs_a_docstring_of_its_own():
         pass
 
     assert not _own_doc(Bare) and _own_doc(Said) and not _own_doc(Inherits)
+
+
+def test_the_heavy_list_names_tests_that_exist():
+    """tests/heavy.json (the quick loop leaves these out) names real test files, by pytest's node ids."""
+    from tests.heavy import listed, node_id
+
+    assert node_id("tests.test_cli", "test_x[a-b]") == "tests/test_cli.py::test_x[a-b]"
+    heavy = listed()
+    root = Path(__file__).resolve().parent.parent
+    assert heavy and all((root / node.split("::")[0]).exists() for node in heavy)
