@@ -5,12 +5,18 @@ WER, the paired WER difference from batch with its 95 % interval, latency p50/p9
 has utterance texts, committed where it has word times), first output, revisions per word and wall time per audio
 second. Runs are kept in --runs-dir (a second call reuses them).
 
-    python benchmarks/streaming.py [--sets shortform,longform] [--model tiny.en] [--configs simul-1,la-1,...]
+With ``--words``, a set without word times is aligned once (``whisperbench align``: openai-whisper's aligner with
+the base weights on the transcript) and each streaming run's emissions are scored again against it (a hypotheses
+file with each prediction's ``stream``), so committed and interim latency are measured on short clips too.
+
+    python benchmarks/streaming.py [--sets shortform,longform] [--model tiny.en] [--configs simul-1,la-1,...] [--words]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,12 +41,35 @@ CONFIGS = {
 DEFAULT = "batch,simul-1,la-1,simul-0.5,simul-2,la-2,simul-1-rt"
 
 
+def rescore_on_words(runs_dir: str, label: str, dataset: Path) -> str:
+    """Score ``label``'s stored emissions again against a word-timed copy of its set (aligned once); the run's name."""
+    from whisperbench import api
+
+    timed = Path(runs_dir) / "words.jsonl"
+    if not timed.exists():
+        cmd = [sys.executable, "-m", "whisperbench", "align", "--dataset", str(dataset), "--out", str(timed), "-q"]
+        subprocess.run(cmd, check=True)
+    name = f"{label}@words"
+    if not (Path(runs_dir) / name / "summary.json").exists():
+        run = api.load_run(label, runs_dir)
+        lines = [
+            {"id": p.id, "hypothesis": p.hypothesis, "stream": p.stream, "streaming": p.extra.get("streaming")}
+            for p in run.predictions
+            if p.status == "ok"
+        ]
+        hypotheses = Path(runs_dir) / f"{label}-streams.jsonl"
+        hypotheses.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        api.score(hypotheses, timed, runs_dir=runs_dir, name=name)
+    return name
+
+
 def _seconds(figure, q):
     return "–" if not figure or figure.get(q) is None else f"{figure[q]:.2f}"
 
 
-def table(runs_dir: str, labels: list[str]) -> list[str]:
-    """The markdown rows of one set's streaming runs against its batch run."""
+def table(runs_dir: str, labels: list[str], words: dict[str, str]) -> list[str]:
+    """The markdown rows of one set's streaming runs against its batch run (latency from ``words[label]``, the run
+    scored again on word times, where given)."""
     from whisperbench import api
     from whisperbench.reports.streaming import latency_of, paired_wer_delta, run_streaming
 
@@ -58,7 +87,7 @@ def table(runs_dir: str, labels: list[str]) -> list[str]:
         run = api.load_run(label, runs_dir)
         value = run_streaming(run) or {}
         delta = paired_wer_delta(batch, run)
-        latency = latency_of(value)
+        latency = latency_of(run_streaming(api.load_run(words[label], runs_dir)) if label in words else value)
         name, figure = latency if latency else ("–", None)
         rows.append(
             f"| {label} | {value.get('policy')} | {value.get('chunk_s'):g} s | {value.get('clock')} | "
@@ -79,6 +108,7 @@ def main(argv=None) -> int:
     parser.add_argument("--runs-dir", default="runs/streaming-benchmark")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--words", action="store_true", help="committed latency on word times aligned once")
     args = parser.parse_args(argv)
     labels = args.configs.split(",")
     if "batch" not in labels:
@@ -103,8 +133,10 @@ def main(argv=None) -> int:
                 runs_dir=runs_dir,
                 limit=args.limit,
             )
+        streams = [label for label in labels if label != "batch" and (Path(runs_dir) / label / "summary.json").exists()]
+        words = {label: rescore_on_words(runs_dir, label, dataset) for label in streams} if args.words else {}
         print(f"\n### {name}, {args.model}\n")
-        print("\n".join(table(runs_dir, labels)))
+        print("\n".join(table(runs_dir, labels, words)))
     print("\n" + load_verdict())
     return 0
 
