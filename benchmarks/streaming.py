@@ -49,7 +49,7 @@ def rescore_on_words(runs_dir: str, label: str, dataset: Path) -> str:
     if not timed.exists():
         cmd = [sys.executable, "-m", "whisperbench", "align", "--dataset", str(dataset), "--out", str(timed), "-q"]
         subprocess.run(cmd, check=True)
-    name = f"{label}@words"
+    name = f"{label}-words"
     if not (Path(runs_dir) / name / "summary.json").exists():
         run = api.load_run(label, runs_dir)
         lines = [
