@@ -81,7 +81,10 @@ class WhisperLiveKitAdapter(StreamingAdapter):
         return str(self.settings["policy"])
 
     def load(self) -> None:
+        import torch
+
         TranscriptionEngine = _core().TranscriptionEngine
+        torch.set_num_threads(self.decoding.threads)  # the PyTorch decoder; CTranslate2 picks its own threads
 
         from ..models import converted, resolve_source
 
