@@ -102,29 +102,29 @@ def _tokens(text: str, normalizer: str) -> list[str]:
     return normalize(text, normalizer).split() if text.strip() else []
 
 
+def _last_right_end(spoken: Sequence[TimedToken], tokens: list[str]) -> Optional[float]:
+    """The true end of the last truth word (of ``spoken``) that ``tokens`` got right; None: none right."""
+    pairs = matched_pairs(spoken, [TimedToken(token, 0.0, 0.0) for token in tokens])
+    return spoken[max(pairs, key=lambda pair: pair[1])[0]].end if pairs else None
+
+
 def cursor_latencies(
-    stream: Sequence[dict[str, Any]],
-    times: Sequence[float],
-    truth: Sequence[TimedToken],
-    normalizer: str,
-    interim: bool,
-) -> list[float]:
-    """OpenBench's latencies: per emission with new committed (or any interim) text, its time minus the true end
-    of the last truth word (of those begun before the cursor) that the text so far got right."""
+    stream: Sequence[dict[str, Any]], times: Sequence[float], truth: Sequence[TimedToken], normalizer: str
+) -> tuple[list[float], list[float]]:
+    """OpenBench's latencies, (committed, interim): per emission with new committed (or any interim) text, its time
+    minus the true end of the last truth word (of those begun before the cursor) that the text so far got right
+    (committed text; committed + interim text). Each piece of text is normalized once."""
     committed: list[str] = []
-    out: list[float] = []
+    out: tuple[list[float], list[float]] = ([], [])
     for e, t in zip(stream, times):
         piece = _tokens(str(e.get("committed") or ""), normalizer)
         committed += piece
-        extra = _tokens(str(e.get("interim") or ""), normalizer) if interim else []
-        if not (extra if interim else piece):
-            continue
+        extra = _tokens(str(e.get("interim") or ""), normalizer)
         spoken = [w for w in truth if w.start < float(e["audio_s"])]
-        shown = [TimedToken(token, 0.0, 0.0) for token in committed + extra]
-        pairs = matched_pairs(spoken, shown)
-        if pairs:
-            last_truth = max(pairs, key=lambda pair: pair[1])[0]
-            out.append(t - spoken[last_truth].end)
+        for latencies, new, shown in ((out[0], piece, committed), (out[1], extra, committed + extra)):
+            end = _last_right_end(spoken, shown) if new else None
+            if end is not None:
+                latencies.append(t - end)
     return out
 
 
@@ -167,9 +167,9 @@ def example_facts(pred: Prediction, normalizer: str) -> StreamFacts:
         facts.final_lag_s = max(0.0, times[_settled(stream)] - float(stream[-1]["audio_s"]))
     truth_words = pred.extra.get("reference_words") or []
     if truth_words:
-        truth = timed_tokens(truth_words, normalizer)
-        facts.committed = cursor_latencies(stream, times, truth, normalizer, interim=False)
-        facts.interim = cursor_latencies(stream, times, truth, normalizer, interim=True)
+        facts.committed, facts.interim = cursor_latencies(
+            stream, times, timed_tokens(truth_words, normalizer), normalizer
+        )
     segments = pred.extra.get("reference_segments") or []
     if segments:
         facts.end_of_utterance, facts.missed_utterances = utterance_latencies(stream, times, segments, normalizer)
