@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -60,13 +61,19 @@ MAX_WIDTH = 120
 def _fitted(table, wide: bool) -> str:
     """The comparison table as markdown: one row per candidate when it fits :data:`MAX_WIDTH` columns (or with
     ``--wide``), else transposed (one row per figure, one column per candidate)."""
-    text = table.to_markdown(index=False, floatfmt=".2f")
+    cells = table.astype(object).map(_cell)  # mixed columns; a figure that does not apply shows "–", never "nan"
+    text = cells.to_markdown(index=False, floatfmt=".2f")
     if wide or max(len(line) for line in text.splitlines()) <= MAX_WIDTH:
         return text
-    cells = table.astype(object).map(lambda v: f"{v:.2f}" if isinstance(v, float) else v)  # mixed columns
     vertical = cells.set_index("candidate").T
     vertical.index.name = "figure"
     return vertical.to_markdown()
+
+
+def _cell(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.2f}" if isinstance(value, float) else value
 
 
 def _print_languages(reference, comparisons) -> None:
