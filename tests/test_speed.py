@@ -182,3 +182,44 @@ def test_noise_reports_the_speed_spread_between_repeats(tmp_path, capsys):
     assert spread == pytest.approx(100 * (1.1 / 0.95 - 1), rel=1e-9)
     assert main(["noise", "r1", "r2", "r3", "--runs-dir", str(tmp_path)]) == 0
     assert "speed between repeats: up to 15.8% slower" in capsys.readouterr().out
+
+
+def test_repeated_candidate_runs_feed_one_pooled_interval(tmp_path):
+    """``gate --repeat``: speed is judged once on every repeat pooled. Three repeats of an unchanged candidate,
+    each shifted as a whole (x1.00, x1.12, x0.95: a busier minute), are not a regression shown — judged repeat by
+    repeat the x1.12 run was — and their interval is wider than any one run's; a true 25 % slowdown under the same
+    shifts is still shown. The pooled ratio is the geometric mean over every (run, example) pair."""
+    from whisperbench import gate
+
+    rng = np.random.default_rng(9)
+    times = rng.uniform(0.5, 2.0, 40)
+    ref = _timed_run(tmp_path / "ref", times * rng.lognormal(0, 0.03, 40))
+    shifts = (1.0, 1.12, 0.95)
+
+    def repeats(prefix: str, slowdown: float) -> list[str]:
+        noisy = [times * slowdown * shift * rng.lognormal(0, 0.03, 40) for shift in shifts]
+        return [_timed_run(tmp_path / f"{prefix}{i}", t) for i, t in enumerate(noisy)]
+
+    same = repeats("same", 1.0)
+    alone = gate(ref, same[1], max_slowdown=10.0)
+    assert "regression shown" in next(c.detail for c in alone.checks if c.name == "speed")
+    pooled = gate(ref, same[0], max_slowdown=10.0, repeats=same[1:])
+    speed = next(c for c in pooled.checks if c.name == "speed")
+    assert [c.name for c in pooled.checks].count("speed") == 1
+    assert "inconclusive" in speed.detail and "3 candidate runs and examples resampled" in speed.detail
+    assert gate(ref, same[0], max_slowdown=10.0, repeats=same[1:], inconclusive="pass").code == 0
+
+    from whisperbench.reports.speed import compare_speed
+    from whisperbench.store import open_run
+
+    runs = [open_run(r) for r in [ref, *same]]
+    stats = compare_speed(runs[0], runs[1], repeats=runs[2:]).stats
+    ref_t = np.array(runs[0].score_table()["infer_s"].to_pylist())
+    ratios = [c / r for run in runs[1:] for c, r in zip(run.score_table()["infer_s"].to_pylist(), ref_t)]
+    assert stats.ratio == pytest.approx(statistics.geometric_mean(ratios), rel=1e-9)
+    one = compare_speed(runs[0], runs[2]).stats
+    assert stats.high - stats.low > one.high - one.low  # the run-level shifts widen the interval
+
+    slower = repeats("slow", 1.25)
+    shown = gate(ref, slower[0], max_slowdown=10.0, repeats=slower[1:])
+    assert shown.code == 1 and "regression shown" in next(c.detail for c in shown.checks if c.name == "speed")

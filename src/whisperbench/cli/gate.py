@@ -86,7 +86,8 @@ def register(sub: Any) -> None:
         action="append",
         metavar="RUN",
         help="another run of the candidate's configuration (repeat --repeat for several): the verdict "
-        "must hold in each; the worst is reported (see `whisperbench noise`)",
+        "must hold in each; the worst is reported (see `whisperbench noise`); --max-slowdown is judged once on "
+        "every repeat pooled",
     )
     p.add_argument("--junit", help="write JUnit XML here")
     p.set_defaults(func=command)

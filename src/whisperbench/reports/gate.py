@@ -33,7 +33,7 @@ from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids, hallucination_diff
-from .speed import SpeedComparison
+from .speed import SpeedComparison, compare_speed
 from .streaming import latency_of, run_streaming
 from .timing import run_timing
 
@@ -116,9 +116,7 @@ def evaluate_gate(
     may exceed (fall below) the reference's by at most N.
     """
     t = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
-    settings = significance or SignificanceSettings(confidence=t.confidence or 0.95)
-    if t.confidence and settings.confidence != t.confidence:
-        settings = dataclasses.replace(settings, confidence=t.confidence)
+    settings = _settings(t, significance)
     comparison = compare_runs(
         reference,
         candidate,
@@ -132,6 +130,14 @@ def evaluate_gate(
     result.checks += _quality_checks(comparison, t, settings, groups, result)
     result.plan = _plan(comparison.result, settings.confidence)
     return result
+
+
+def _settings(t: GateThresholds, significance: Optional[SignificanceSettings]) -> SignificanceSettings:
+    """The significance settings of a gate: those given, at the thresholds' confidence when it names one."""
+    settings = significance or SignificanceSettings(confidence=t.confidence or 0.95)
+    if t.confidence and settings.confidence != t.confidence:
+        settings = dataclasses.replace(settings, confidence=t.confidence)
+    return settings
 
 
 def _comparability_checks(comparison: Comparison, t: GateThresholds) -> list[GateCheck]:
@@ -266,13 +272,35 @@ def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
 
 
 def evaluate_repeats(
-    reference: StoredRun, candidates: list[StoredRun], thresholds: Optional[GateThresholds] = None, **options: Any
+    reference: StoredRun,
+    candidates: list[StoredRun],
+    thresholds: Optional[GateThresholds] = None,
+    *,
+    significance: Optional[SignificanceSettings] = None,
+    groups: Optional[Mapping[str, Any]] = None,
+    **limits: Any,
 ) -> GateResult:
-    """The gate on each repeated run of the candidate (same settings, ``options`` as :func:`evaluate_gate`): the
-    verdict must hold in every repeat, so the result is the worst repeat's (its ``repeats`` lists them all)."""
-    results = [evaluate_gate(reference, candidate, thresholds, **options) for candidate in candidates]
+    """The gate on each repeated run of the candidate (same settings, arguments as :func:`evaluate_gate`): the
+    verdict must hold in every repeat, so the result is the worst repeat's (its ``repeats`` lists them all). The
+    speed limit is judged once, on every repeat pooled (:func:`~whisperbench.scoring.speed.pooled_speed`: a
+    two-stage interval that a shift of one whole run widens), not repeat by repeat."""
+    t = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
+    pooled = len(candidates) > 1 and t.max_slowdown is not None
+    each = dataclasses.replace(t, max_slowdown=None) if pooled else t
+    results = [evaluate_gate(reference, c, each, significance=significance, groups=groups) for c in candidates]
     worst = max(results, key=lambda r: (r.code, NI_ORDER.index(r.non_inferiority) if r.non_inferiority else 0))
     worst.repeats = [(r.comparison.candidate.name, r.verdict) for r in results]
+    if pooled:
+        speed = compare_speed(
+            reference,
+            candidates[0],
+            basis=t.speed_basis,
+            settings=_settings(t, significance),
+            groups=dict(groups) if groups is not None else None,
+            allow_different_machines=t.allow_different_machines,
+            repeats=candidates[1:],
+        )
+        worst.checks.append(_slowdown_check(speed, t.max_slowdown or 0.0, t.inconclusive))
     return worst
 
 

@@ -10,14 +10,14 @@ usable cores) are compared only when asked: their speed says more about the mach
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..scoring.significance import SignificanceSettings
-from ..scoring.speed import SpeedStats, increase_pct, paired_speed
+from ..scoring.speed import SpeedStats, increase_pct, pooled_speed
 from ..store import StoredRun
 
 #: the score-table column of each basis
@@ -101,21 +101,23 @@ def compare_speed(
     settings: SignificanceSettings = SignificanceSettings(),
     groups: Optional[dict[str, Any]] = None,
     allow_different_machines: bool = False,
+    repeats: Sequence[StoredRun] = (),
 ) -> SpeedComparison:
     """The candidate's speed against the reference's on the examples both transcribed (``groups``: a block label
-    per example id, for ``--block-by``)."""
-    differ = machines_differ(reference, candidate)
-    origin = {"reference": timings_from(reference), "candidate": timings_from(candidate)}
-    busy = {
-        role: run.meta.machine_load.get("why") or "busy" for role, run in _roles(reference, candidate) if _busy(run)
-    }
+    per example id, for ``--block-by``); with ``repeats`` (further runs of the candidate's configuration), one
+    figure pooled over every candidate run with a two-stage interval (:func:`pooled_speed`)."""
+    roles = _roles(reference, candidate, repeats)
+    differ = "; ".join(filter(None, (machines_differ(reference, run) for _, run in roles[1:]))) or None
+    origin = {role: timings_from(run) for role, run in roles}
+    busy = {role: run.meta.machine_load.get("why") or "busy" for role, run in roles if _busy(run)}
     memory, load = _run_increases(reference, candidate)
-    if differ and not allow_different_machines and origin["reference"] == origin["candidate"] == "this machine":
+    if differ and not allow_different_machines and set(origin.values()) == {"this machine"}:
         refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
         return SpeedComparison(None, memory, load, busy, differ, refused, origin)
-    ref_s, cand_s, audio_s, ids = _paired_times(reference, candidate, BASIS_COLUMN[basis])
+    ref_s, audio_s, ids = _reference_times(reference, BASIS_COLUMN[basis])
+    cand_s = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
     labels = [groups.get(i) for i in ids] if groups is not None else None
-    stats = paired_speed(
+    stats = pooled_speed(
         ref_s,
         cand_s,
         audio_s,
@@ -129,8 +131,9 @@ def compare_speed(
     return SpeedComparison(stats, memory, load, busy, differ, None, origin)
 
 
-def _roles(reference: StoredRun, candidate: StoredRun) -> list[tuple[str, StoredRun]]:
-    return [("reference", reference), ("candidate", candidate)]
+def _roles(reference: StoredRun, candidate: StoredRun, repeats: Sequence[StoredRun]) -> list[tuple[str, StoredRun]]:
+    extra = [(f"candidate repeat {number}", run) for number, run in enumerate(repeats, start=2)]
+    return [("reference", reference), ("candidate", candidate), *extra]
 
 
 def _busy(run: StoredRun) -> bool:
@@ -153,22 +156,28 @@ def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional
     return memory, increase_pct(ref_info.get("device_load_s"), cand_info.get("device_load_s"))
 
 
-def _paired_times(
-    reference: StoredRun, candidate: StoredRun, column: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Per example both runs transcribed (by id, in the reference's order): each run's time in ``column``, the
-    audio seconds and the ids."""
-    ref, cand = reference.score_table(), candidate.score_table()
-    ref = ref.filter(pc.equal(ref["status"], "ok"))
-    cand = cand.filter(pc.equal(cand["status"], "ok"))
-    at = pc.index_in(ref["id"], value_set=cand["id"].combine_chunks())
-    joined = pc.is_valid(at)
-    ref = ref.filter(joined)
-    rows = pa.array(pc.filter(at, joined).to_numpy(zero_copy_only=False))
-    cand = cand.take(rows)
+def _ok(run: StoredRun) -> pa.Table:
+    table = run.score_table()
+    return table.filter(pc.equal(table["status"], "ok"))
 
-    def times(table: pa.Table) -> np.ndarray:
-        return np.asarray(table[column].to_numpy(zero_copy_only=False), dtype=np.float64)  # nulls as NaN
 
-    audio = np.asarray(ref["audio_s"].to_numpy(zero_copy_only=False), dtype=np.float64)
-    return times(ref), times(cand), audio, ref["id"].to_pylist()
+def _column(table: pa.Table, column: str) -> np.ndarray:
+    return np.asarray(table[column].to_numpy(zero_copy_only=False), dtype=np.float64)  # nulls as NaN
+
+
+def _reference_times(reference: StoredRun, column: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The reference's transcribed examples: each one's time in ``column``, its audio seconds, the ids."""
+    ref = _ok(reference)
+    return _column(ref, column), _column(ref, "audio_s"), ref["id"].to_pylist()
+
+
+def _times_on(ids: list[str], run: StoredRun, column: str) -> np.ndarray:
+    """``run``'s time in ``column`` for each of ``ids`` (NaN where it did not transcribe that example)."""
+    table = _ok(run)
+    at = pc.index_in(pa.array(ids, type=table["id"].type), value_set=table["id"].combine_chunks())
+    times = _column(table, column)
+    rows = np.asarray(at.to_numpy(zero_copy_only=False), dtype=np.float64)  # null (absent) as NaN
+    found = np.isfinite(rows)
+    out = np.full(len(ids), np.nan)
+    out[found] = times[rows[found].astype(np.int64)]
+    return out

@@ -42,7 +42,8 @@ class SpeedStats:
     sign_p: Optional[float]  # two-sided sign test (ties left out)
     reference_rtfx: Optional[float]  # Σ audio / Σ time over the paired examples
     candidate_rtfx: Optional[float]
-    resampled: str = "examples"  # or "blocks of <column>"
+    resampled: str = "examples"  # or "blocks of <column>", "<k> candidate runs and examples"
+    runs: int = 1  # candidate runs pooled (``gate --repeat``)
 
     @property
     def slowdown_pct(self) -> Optional[float]:
@@ -79,26 +80,75 @@ def paired_speed(
 ) -> SpeedStats:
     """The paired speed figures of per-example times (same examples, same order); examples without a positive
     time on both sides are left out. ``groups``: a block label per example (named ``block_by``) whose blocks are
-    resampled whole."""
-    ref, cand, audio = (np.asarray(a, dtype=np.float64) for a in (reference_s, candidate_s, audio_s))
-    keep = np.isfinite(ref) & np.isfinite(cand) & (ref > 0) & (cand > 0)
-    ref, cand, audio = ref[keep], cand[keep], audio[keep]
-    log_ratio = np.log(cand / ref)
+    resampled whole. One candidate run: :func:`pooled_speed` of one run."""
+    return pooled_speed(
+        reference_s,
+        [candidate_s],
+        audio_s,
+        basis=basis,
+        groups=groups,
+        block_by=block_by,
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+    )
+
+
+def pooled_speed(
+    reference_s: ArrayLike,
+    candidate_runs_s: Sequence[ArrayLike],
+    audio_s: ArrayLike,
+    *,
+    basis: str,
+    groups: Optional[Sequence[Any]] = None,
+    block_by: Optional[str] = None,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> SpeedStats:
+    """The speed figures of repeated candidate runs (``gate --repeat``) against one reference run, each run's times
+    on the reference's examples (NaN where untimed). The ratio is the geometric mean over every timed (run, example)
+    pair; the interval is a two-stage bootstrap: examples (or blocks) resampled, then the candidate runs drawn with
+    replacement, so a shift of a whole run (a busier minute, another CPU frequency) widens it as it should; the
+    sign test counts examples by their mean log ratio over the runs. One run: the paired bootstrap over examples.
+
+    >>> one = pooled_speed([1.0, 2.0, 4.0], [[1.1, 2.2, 4.4]], [10.0, 20.0, 40.0], basis="wall")
+    >>> two = pooled_speed([1.0, 2.0, 4.0], [[1.1, 2.2, 4.4], [1.0, 2.0, 4.0]], [10.0, 20.0, 40.0], basis="wall")
+    >>> round(one.ratio, 3), (round(one.low, 3), round(one.high, 3))  # every example 10 % slower: no spread
+    (1.1, (1.1, 1.1))
+    >>> round(two.ratio ** 2, 3), two.runs, (round(two.low, 3), round(two.high, 3))  # a repeat as fast: it widens
+    (1.1, 2, (1.0, 1.1))
+    """
+    ref = np.asarray(reference_s, dtype=np.float64)
+    cand = np.atleast_2d(np.asarray(candidate_runs_s, dtype=np.float64))
+    audio = np.asarray(audio_s, dtype=np.float64)
+    timed = np.isfinite(ref) & (ref > 0) & np.isfinite(cand) & (cand > 0)  # runs × examples
+    keep = timed.any(axis=0)
+    ref, cand, audio, timed = ref[keep], cand[:, keep], audio[keep], timed[:, keep]
     resampled = "examples" if groups is None else f"blocks of {block_by or 'group'}"
-    if not len(log_ratio):
-        return SpeedStats(basis, 0, None, None, None, confidence, 0, 0, None, None, None, resampled)
-    columns = np.column_stack([log_ratio, np.ones(len(log_ratio))])
+    runs = len(cand)
+    if runs > 1:
+        resampled = f"{runs} candidate runs and {resampled}"
+    if not keep.any():
+        return SpeedStats(basis, 0, None, None, None, confidence, 0, 0, None, None, None, resampled, runs)
+    log_ratio = np.where(timed, np.log(np.where(timed, cand, 1.0) / np.where(timed, ref, 1.0)), 0.0)
+    columns = np.column_stack([part for r in range(runs) for part in (log_ratio[r], timed[r].astype(np.float64))])
     if groups is not None:
         columns = block_columns(columns, list(np.asarray(groups, dtype=object)[keep]))
     sums = resampled_sums(columns, resamples, seed)
-    means = sums[:, 0] / np.maximum(sums[:, 1], 1e-12)
+    logs, counts = sums[:, 0::2], sums[:, 1::2]
+    if runs > 1:  # second stage: draw the runs too
+        picks = np.random.default_rng(seed + 1).integers(0, runs, size=(resamples, runs))
+        logs, counts = np.take_along_axis(logs, picks, 1), np.take_along_axis(counts, picks, 1)
+    means = logs.sum(axis=1) / np.maximum(counts.sum(axis=1), 1e-12)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.exp(np.quantile(means, [alpha, 1.0 - alpha]))
-    slower, faster = int((cand > ref).sum()), int((cand < ref).sum())
+    per_example = log_ratio.sum(axis=0) / np.maximum(timed.sum(axis=0), 1)
+    slower, faster = int((per_example > 0).sum()), int((per_example < 0).sum())
     return SpeedStats(
         basis=basis,
-        examples=len(log_ratio),
-        ratio=float(np.exp(log_ratio.mean())),
+        examples=int(keep.sum()),
+        ratio=float(np.exp(log_ratio.sum() / timed.sum())),
         low=float(low),
         high=float(high),
         confidence=confidence,
@@ -106,8 +156,9 @@ def paired_speed(
         faster=faster,
         sign_p=_sign_p(slower, faster),
         reference_rtfx=float(audio.sum() / ref.sum()),
-        candidate_rtfx=float(audio.sum() / cand.sum()),
+        candidate_rtfx=float((audio * timed).sum() / np.where(timed, cand, 0.0).sum()),
         resampled=resampled,
+        runs=runs,
     )
 
 
