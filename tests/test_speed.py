@@ -223,3 +223,83 @@ def test_repeated_candidate_runs_feed_one_pooled_interval(tmp_path):
     slower = repeats("slow", 1.25)
     shown = gate(ref, slower[0], max_slowdown=10.0, repeats=slower[1:])
     assert shown.code == 1 and "regression shown" in next(c.detail for c in shown.checks if c.name == "speed")
+
+
+def test_tokens_recorded_on_a_device_give_ms_per_token_and_bad_counts_are_refused(tmp_path, tiny_rows, local_manifest):
+    """A hypotheses line may carry ``tokens`` (what the device's decoder produced): summary.json's ``ms_per_token``
+    is 1000 × Σ infer_s / Σ tokens over the examples that carry both, and ``compare`` shows both runs' figure.
+    A count that is not a whole number ≥ 0 is refused naming its line."""
+    from whisperbench.cli import main
+    from whisperbench.errors import WhisperbenchError
+    from whisperbench.reports.speed import compare_speed
+    from whisperbench.store import open_run
+
+    manifest = local_manifest()
+    rows = [
+        {"id": r["id"], "hypothesis": r["text"], "infer_s": 0.5 + i, "tokens": 20 + 3 * i}
+        for i, r in enumerate(tiny_rows)
+    ]
+    rows[-1].pop("tokens")  # one example without a count: left out of both sums
+    path = tmp_path / "phone.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runs = str(tmp_path / "runs")
+    assert (
+        main(["score", "--dataset", str(manifest), "--hypotheses", str(path), "--name", "phone", "--runs-dir", runs])
+        == 0
+    )
+    summary = open_run(f"{runs}/phone").summary
+    counted = rows[:-1]
+    assert summary.tokens == sum(r["tokens"] for r in counted)
+    assert summary.ms_per_token == pytest.approx(1000 * sum(r["infer_s"] for r in counted) / summary.tokens)
+    halved = [dict(r, infer_s=r["infer_s"] / 2) for r in rows]
+    (tmp_path / "fast.jsonl").write_text("".join(json.dumps(r) + "\n" for r in halved))
+    assert (
+        main(
+            [
+                "score",
+                "--dataset",
+                str(manifest),
+                "--hypotheses",
+                str(tmp_path / "fast.jsonl"),
+                "--name",
+                "fast",
+                "--runs-dir",
+                runs,
+            ]
+        )
+        == 0
+    )
+    speed = compare_speed(open_run(f"{runs}/phone"), open_run(f"{runs}/fast"))
+    assert speed.ms_per_token["candidate"] == pytest.approx(speed.ms_per_token["reference"] / 2)
+    assert "ms per token" in speed.line()
+    for bad in (1.5, -2, "many", True):
+        (tmp_path / "bad.jsonl").write_text(json.dumps(dict(rows[0], tokens=bad)) + "\n")
+        with pytest.raises(WhisperbenchError, match=r"bad\.jsonl line 1: tokens must be a whole number"):
+            from whisperbench.adapters.recorded import read_costs
+
+            read_costs(str(tmp_path / "bad.jsonl"))
+
+
+@pytest.mark.slow
+def test_implementations_count_the_tokens_they_decode(tmp_path):
+    """openai-whisper's count is its text's tokens (the tokenizer re-encodes the text to the same count), faster-
+    whisper on the same weights counts the same, and a run without a count (transformers' pipeline hides its ids)
+    says nothing rather than zero."""
+    import whisper.tokenizer
+
+    from whisperbench import evaluate
+
+    runs = {
+        name: evaluate(name, "tiny.en", "tiny-shortform", limit=3, runs_dir=tmp_path, options={"threads": "2"})
+        for name in ("openai-whisper", "faster-whisper", "transformers")
+    }
+    tokenizer = whisper.tokenizer.get_tokenizer(False)
+    ow = {p.id: p for p in runs["openai-whisper"].predictions}
+    assert all(p.tokens == len(tokenizer.encode(" " + p.hypothesis)) for p in ow.values()), ow
+    fw = {p.id: p.tokens for p in runs["faster-whisper"].predictions}
+    assert fw == {i: p.tokens for i, p in ow.items()}
+    summary = runs["openai-whisper"].summary
+    infer = sum(p.infer_s for p in ow.values())
+    assert summary.ms_per_token == pytest.approx(1000 * infer / sum(p.tokens for p in ow.values()))
+    assert runs["transformers"].summary.ms_per_token is None
+    assert all(p.tokens is None for p in runs["transformers"].predictions)

@@ -168,6 +168,9 @@ class Transcript:
     infer_s: Optional[float] = None
     #: CPU time the adapter knows (a device's, recorded in a hypotheses file); None: the harness's process clock
     cpu_s: Optional[float] = None
+    #: tokens the decoder produced for this text (timestamp tokens included, the prompt and end-of-text not), as
+    #: the implementation reports them; None: it does not say
+    tokens: Optional[int] = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # stored in the prediction's ``extra``
     #: a streaming implementation's outputs in the order it gave them (``text`` is the final committed text);
@@ -310,6 +313,8 @@ class Prediction:
     extra: dict[str, Any] = field(default_factory=dict)
     #: the process's CPU time (all its threads) during the implementation's call, in seconds; None: not measured
     cpu_s: Optional[float] = None
+    #: tokens decoded (``Transcript.tokens``), for ms per token; None: the implementation does not say
+    tokens: Optional[int] = None
     #: a streaming run's emissions (``Emission.to_json`` each: audio cursor, wall time, committed piece, interim
     #: text); None: not a stream
     stream: Optional[list[dict[str, Any]]] = None

@@ -113,7 +113,9 @@ class AnePyTorchAdapter(Adapter):
             return window_transcript(
                 result.tokens, self.decoder.tokenizer, result.text, language=result.language, timings=result.timings
             )
-        return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
+        return Transcript(
+            text=result.text.strip(), language=result.language, timings=result.timings, tokens=len(result.tokens)
+        )
 
     def close(self) -> None:
         self.decoder = None  # type: ignore[assignment]  # released; never used after close

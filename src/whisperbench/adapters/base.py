@@ -200,8 +200,15 @@ def transcript_from_whisper_result(result: dict, long_form: bool = False, word_t
     seeks = [s["seek"] for s in result["segments"] if "seek" in s and s["text"].strip()]
     known = long_form and all("seek" in s for s in result["segments"])
     extra = seam_extra(seams_from_seeks(seeks), SEAMS_FROM_DECODER) if known else {}
+    counted = [s.get("tokens") for s in result["segments"]]
+    tokens = sum(len(t) for t in counted) if all(isinstance(t, list) for t in counted) else None
     return Transcript(
-        text=result["text"].strip(), segments=segments, language=result.get("language"), words=words, extra=extra
+        text=result["text"].strip(),
+        segments=segments,
+        language=result.get("language"),
+        words=words,
+        extra=extra,
+        tokens=tokens,
     )
 
 
@@ -211,8 +218,9 @@ def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) ->
     Segments lie between timestamp tokens (``<|t0|> text <|t1|>``). When the tokens end with a
     timestamp that opens a segment (the model stopped inside it), that segment is left out and its
     start becomes ``resume_s``, where openai-whisper's loop resumes; ``text`` is kept whole when no
-    segment finished at all.
+    segment finished at all. ``tokens`` counts what was decoded (below end-of-text, timestamps included).
     """
+    fields.setdefault("tokens", sum(1 for token in tokens if token != tokenizer.eot))
     segments, start, pending = [], None, []
     for token in tokens:
         if token >= tokenizer.eot and token < tokenizer.timestamp_begin:

@@ -97,7 +97,9 @@ class CoreMLAdapter(Adapter):
             timestamps=not self.decoding.timestamps_off(long_form),
             language=self.decoding.language_for(True, example),
         )
-        return Transcript(text=result.text.strip(), language=result.language, timings=result.timings)
+        return Transcript(
+            text=result.text.strip(), language=result.language, timings=result.timings, tokens=len(result.tokens)
+        )
 
     def describe(self) -> dict:
         info = super().describe()

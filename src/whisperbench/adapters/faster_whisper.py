@@ -124,7 +124,12 @@ class FasterWhisperAdapter(Adapter):
         if long_form and self.native_seams:
             extra |= seam_extra(seams_from_seeks((s.seek for s in decoded), FRAMES_PER_SECOND), self.native_seams)
         return Transcript(
-            text="".join(s.text for s in segs).strip(), segments=segs, words=words, language=info.language, extra=extra
+            text="".join(s.text for s in segs).strip(),
+            segments=segs,
+            words=words,
+            language=info.language,
+            extra=extra,
+            tokens=sum(len(s.tokens) for s in decoded),
         )
 
     def _words(self, decoded: list, audio: np.ndarray, language: str) -> list[Word]:

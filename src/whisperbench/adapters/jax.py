@@ -235,7 +235,7 @@ class JaxAdapter(Adapter):
         if timestamps:
             tokenizer = SimpleNamespace(eot=self.eot, timestamp_begin=self.timestamp_begin, decode=self._decode)
             return window_transcript(tokens, tokenizer, text, language=language)
-        return Transcript(text=text.strip(), language=language)
+        return Transcript(text=text.strip(), language=language, tokens=len(tokens))
 
     def _decode(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=False, clean_up_tokenization_spaces=False)

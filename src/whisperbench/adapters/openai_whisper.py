@@ -142,7 +142,7 @@ class OpenAIWhisperAdapter(Adapter):
         with torch.inference_mode():
             results = whisper.decode(self.net, torch.stack(mels).to(self.net.device), options)
         if not timestamps:
-            return [Transcript(text=r.text.strip(), language=r.language) for r in results]
+            return [Transcript(text=r.text.strip(), language=r.language, tokens=len(r.tokens)) for r in results]
         from whisper.tokenizer import get_tokenizer
 
         tokenizer = get_tokenizer(

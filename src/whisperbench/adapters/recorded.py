@@ -155,18 +155,24 @@ def read_device(path: str) -> dict[str, Any]:
     return {}
 
 
-#: per-example costs a hypotheses line may carry, measured where the model ran (a phone, a Mac, a server)
-COST_KEYS = ("infer_s", "cpu_s")
+#: per-example costs a hypotheses line may carry, measured where the model ran (a phone, a Mac, a server): seconds,
+#: and the tokens the decoder produced (for ms per token)
+COST_KEYS = ("infer_s", "cpu_s", "tokens")
 
 
-def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float]]]:
-    """``id -> (infer_s, cpu_s)`` for the lines that carry either (seconds, finite, not negative); a bad value is an
-    error naming the line."""
+def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float], Optional[int]]]:
+    """``id -> (infer_s, cpu_s, tokens)`` for the lines that carry any (seconds finite and not negative, tokens a
+    whole number ≥ 0); a bad value is an error naming the line."""
     table = {}
     for number, row in _rows_with(path, COST_KEYS):
-        infer_s, cpu_s = (_non_negative(row.get(key), key, path, number) for key in COST_KEYS)
-        if infer_s is not None or cpu_s is not None:
-            table[str(row["id"])] = (infer_s, cpu_s)
+        infer_s, cpu_s = (_non_negative(row.get(key), key, path, number) for key in COST_KEYS[:2])
+        tokens = row.get("tokens")
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens < 0):
+            tokens = math.nan
+        if tokens is not None and not float(tokens).is_integer():
+            raise WhisperbenchError(f"{path} line {number}: tokens must be a whole number ≥ 0, not {row['tokens']!r}")
+        if (infer_s, cpu_s, tokens) != (None, None, None):
+            table[str(row["id"])] = (infer_s, cpu_s, None if tokens is None else int(tokens))
     return table
 
 
@@ -238,7 +244,7 @@ class RecordedAdapter(Adapter):
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")
         text, language = self.rows[example.id]
         segments, words = self.timing.get(example.id, ([], None))
-        infer_s, cpu_s = self.costs.get(example.id, (None, None))
+        infer_s, cpu_s, tokens = self.costs.get(example.id, (None, None, None))
         stream, facts = self.streams.get(example.id, (None, None))
         return Transcript(
             text=text,
@@ -247,6 +253,7 @@ class RecordedAdapter(Adapter):
             words=words,
             infer_s=infer_s,
             cpu_s=cpu_s,
+            tokens=tokens,
             stream=stream,
             extra={"streaming": facts} if facts else {},
         )

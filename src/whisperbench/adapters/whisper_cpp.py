@@ -218,7 +218,11 @@ class WhisperCppAdapter(Adapter):
         segments = [Segment(t0, t1, text) for t0, t1, text in reply["segments"]]
         words = token_words(reply["tokens"], self.dtw is not None) if reply.get("tokens") is not None else None
         return Transcript(
-            text="".join(s.text for s in segments).strip(), segments=segments, language=reply["language"], words=words
+            text="".join(s.text for s in segments).strip(),
+            segments=segments,
+            language=reply["language"],
+            words=words,
+            tokens=reply.get("decoded"),
         )
 
     @property
@@ -375,7 +379,8 @@ class _Engine:
         segments, detected = self.engine.transcribe(
             np.ascontiguousarray(audio, dtype=np.float32), no_timestamps, language
         )
-        return {"segments": segments, "language": detected, "tokens": self.engine.tokens() if self.timed else None}
+        tokens = self.engine.tokens() if self.timed else None
+        return {"segments": segments, "language": detected, "tokens": tokens, "decoded": self.engine.decoded()}
 
 
 def _loaded_library_version(fragment: str) -> Optional[str]:
@@ -453,6 +458,12 @@ class _PyWhisperCpp:
         ]
         return segments, pw.whisper_lang_str(pw.whisper_full_lang_id(ctx))
 
+    def decoded(self) -> int:
+        """How many tokens the last call decoded (:func:`_decoded_count`)."""
+        pw = self.pw
+        ids = (pw.whisper_full_n_segments, pw.whisper_full_n_tokens, pw.whisper_full_get_token_id)
+        return _decoded_count(self.ctx, pw.whisper_token_eot(self.ctx), pw.whisper_token_beg(self.ctx), *ids)
+
     def tokens(self) -> list[tuple[str, float, float, float]]:
         """The last call's text tokens ``(text, t0 s, t1 s, t_dtw s)`` (special and timestamp tokens left out)."""
         pw, ctx = self.pw, self.ctx
@@ -527,6 +538,12 @@ class _WhisperCppPython:
         ]
         return segments, wc.whisper_lang_str(wc.whisper_full_lang_id(ctx)).decode()
 
+    def decoded(self) -> int:
+        """How many tokens the last call decoded (:func:`_decoded_count`)."""
+        wc = self.wc
+        ids = (wc.whisper_full_n_segments, wc.whisper_full_n_tokens, wc.whisper_full_get_token_id)
+        return _decoded_count(self.ctx, wc.whisper_token_eot(self.ctx), wc.whisper_token_beg(self.ctx), *ids)
+
     def tokens(self) -> list[tuple[str, float, float, float]]:
         """The last call's text tokens ``(text, t0 s, t1 s, -0.01)`` (whisper.cpp 1.4.1 has no DTW time)."""
         wc, ctx = self.wc, self.ctx
@@ -538,6 +555,13 @@ class _WhisperCppPython:
             wc.whisper_full_get_token_data,
             wc.whisper_full_get_token_text,
         )
+
+
+def _decoded_count(ctx, eot: int, beg: int, n_segments, n_tokens, token_id) -> int:
+    """The tokens of every segment that the decoder produced: text and timestamp tokens (whisper.cpp keeps the
+    special tokens between end-of-text and the first timestamp, such as ``[_BEG_]``, in its segments: not counted)."""
+    ids = (token_id(ctx, i, j) for i in range(n_segments(ctx)) for j in range(n_tokens(ctx, i)))
+    return sum(1 for token in ids if token < eot or token >= beg)
 
 
 def _text_tokens(ctx, eot: int, n_segments, n_tokens, token_data, token_text) -> list[tuple[str, float, float, float]]:

@@ -161,6 +161,7 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
     if outcome.infer_s is not None:
         pred.infer_s = outcome.infer_s
     pred.cpu_s = outcome.cpu_s
+    pred.tokens = transcript.tokens
     if transcript.stream is not None:
         pred.stream = [
             emission.to_json()

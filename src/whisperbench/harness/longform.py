@@ -303,6 +303,7 @@ class WindowedStrategy(Strategy):
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
         timestamps, infer_s, cpu_s, count = self.timestamps(adapter), 0.0, 0.0, 0
+        tokens: list[Optional[int]] = []
 
         def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
             nonlocal infer_s, cpu_s, count
@@ -312,6 +313,7 @@ class WindowedStrategy(Strategy):
             out = adapter.transcribe_batch(windows, probes, timestamps=timestamps)
             wall, cpu = clock.elapsed()
             infer_s, cpu_s = infer_s + wall, cpu_s + cpu
+            tokens.extend(t.tokens for t in out)  # every window decoded, overlaps too: what the time was spent on
             return out
 
         windows = stream_windows(example.audio, self.config.chunk_s, self.config.step_s)
@@ -333,7 +335,8 @@ class WindowedStrategy(Strategy):
             "seams_s": self._seams(timed),
             "seams_from": SEAMS_FROM_HARNESS,
         }
-        transcript = Transcript(text=text, segments=segments, words=words, extra=extra)
+        decoded = None if not tokens or None in tokens else sum(t for t in tokens if t is not None)
+        transcript = Transcript(text=text, segments=segments, words=words, extra=extra, tokens=decoded)
         return Outcome(transcript, audio_s, infer_s, cpu_s if adapter.cpu_in_process else None)
 
     def _seams(self, timed: list["TimedPart"]) -> list[float]:

@@ -39,6 +39,8 @@ class SpeedComparison:
     machines_differ: Optional[str] = None
     refused: Optional[str] = None
     timings_from: dict[str, str] = field(default_factory=dict)  # run role -> "this machine" or the device's note
+    #: each run's inference milliseconds per decoded token (summary.json ``ms_per_token``), where it reports tokens
+    ms_per_token: dict[str, Optional[float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """``compare --json``'s ``speed``."""
@@ -50,6 +52,7 @@ class SpeedComparison:
             "machines_differ": self.machines_differ,
             "refused": self.refused,
             "timings_from": self.timings_from,
+            "ms_per_token": self.ms_per_token,
         }
 
     def line(self) -> str:
@@ -70,6 +73,9 @@ class SpeedComparison:
             parts.append(f"peak memory {self.memory_increase_pct:+.1f}%")
         if self.load_increase_pct is not None:
             parts.append(f"load time {self.load_increase_pct:+.1f}%")
+        ref_ms, cand_ms = self.ms_per_token.get("reference"), self.ms_per_token.get("candidate")
+        if ref_ms is not None and cand_ms is not None:
+            parts.append(f"ms per token {ref_ms:.1f} → {cand_ms:.1f}")
         if self.busy:
             parts.append("busy machine: " + "; ".join(f"{role}: {why}" for role, why in self.busy.items()))
         if self.machines_differ:
@@ -111,9 +117,10 @@ def compare_speed(
     origin = {role: timings_from(run) for role, run in roles}
     busy = {role: run.meta.machine_load.get("why") or "busy" for role, run in roles if _busy(run)}
     memory, load = _run_increases(reference, candidate)
+    per_token = {role: run.summary.ms_per_token if run.summary else None for role, run in roles[:2]}
     if differ and not allow_different_machines and set(origin.values()) == {"this machine"}:
         refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
-        return SpeedComparison(None, memory, load, busy, differ, refused, origin)
+        return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token)
     ref_s, audio_s, ids = _reference_times(reference, BASIS_COLUMN[basis])
     cand_s = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
     labels = [groups.get(i) for i in ids] if groups is not None else None
@@ -128,7 +135,7 @@ def compare_speed(
         resamples=settings.resamples,
         seed=settings.seed,
     )
-    return SpeedComparison(stats, memory, load, busy, differ, None, origin)
+    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token)
 
 
 def _roles(reference: StoredRun, candidate: StoredRun, repeats: Sequence[StoredRun]) -> list[tuple[str, StoredRun]]:

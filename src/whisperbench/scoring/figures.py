@@ -101,6 +101,7 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
         latency_p90_s=_percentile(latencies, 90),
         latency_p99_s=_percentile(latencies, 99),
         **_cpu(table, ok),
+        **_tokens(table, ok),
         **by_language(table),
     )
 
@@ -115,6 +116,19 @@ def _cpu(table: pa.Table, ok: Any) -> dict[str, Optional[float]]:
         return {}
     audio = sum(pc.filter(table["audio_s"], timed).to_pylist())
     return {"cpu_s": sum(cpu), "core_s_per_audio_s": sum(cpu) / audio if audio > 0 else None}
+
+
+def _tokens(table: pa.Table, ok: Any) -> dict[str, Any]:
+    """Σ ``tokens`` over the successful examples whose implementation reported them, and their Σ ``infer_s`` per
+    token in milliseconds (the decoder's cost per token, the encoder's share included)."""
+    if "tokens" not in table.column_names:
+        return {}
+    counted = pc.and_(ok, pc.is_valid(table["tokens"]))
+    tokens = sum(pc.filter(table["tokens"], counted).to_pylist())
+    if not tokens:
+        return {}
+    infer = sum(pc.filter(table["infer_s"], counted).to_pylist())
+    return {"tokens": int(tokens), "ms_per_token": 1000.0 * infer / tokens}
 
 
 def _reference_words(table: pa.Table) -> np.ndarray:

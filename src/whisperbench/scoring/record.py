@@ -41,6 +41,8 @@ _OMITTED_WHEN_ABSENT = (
     "language_id",
     "cpu_s",
     "core_s_per_audio_s",
+    "tokens",
+    "ms_per_token",
 )
 
 
@@ -80,6 +82,10 @@ class Summary:
     #: (Picovoice's core-hour per audio hour); absent where no CPU time was measured
     cpu_s: Optional[float] = None
     core_s_per_audio_s: Optional[float] = None
+    #: Σ tokens decoded over the successful examples whose implementation reports them, and their Σ inference time
+    #: per token in milliseconds; absent where no implementation reported tokens
+    tokens: Optional[int] = None
+    ms_per_token: Optional[float] = None
     form: str = "short"
     normalizer: str = "english"
     #: per labelled language: examples, failures, WER, CER, the headline metric and its value

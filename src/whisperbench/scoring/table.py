@@ -27,7 +27,7 @@ from .summary import in_parallel, map_chunks, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
-TABLE_VERSION = "3"
+TABLE_VERSION = "4"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
 _RAW = [
@@ -39,6 +39,7 @@ _RAW = [
     ("audio_s", pa.float64()),
     ("infer_s", pa.float64()),
     ("cpu_s", pa.float64()),
+    ("tokens", pa.int64()),
 ]
 #: the columns of the raw output (the rest are the score's counts and ``timed``)
 RAW_COLUMNS = tuple(name for name, _ in _RAW)
