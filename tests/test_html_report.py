@@ -176,7 +176,7 @@ def _is_ordered(values: list, descending: bool) -> bool:
 
 
 def test_clicking_every_sortable_header_sorts_its_own_table_without_an_error(tmp_path, tiny_rows, local_manifest):
-    """Leaderboard, By-language table and two regression explorers: each header clicked twice (ascending, then
+    """Leaderboard, By-language, speed table and two regression explorers: each header clicked twice (ascending, then
     descending); a numeric column reads back in order, a text column reversed by the second click; no error
     (the explorer's headers once took their column index across every table: a TypeError)."""
     labels = ["en", "en", "en", "de", "de", "de"]
@@ -191,7 +191,7 @@ def test_clicking_every_sortable_header_sorts_its_own_table_without_an_error(tmp
     assert probe["errors"] == [], probe["errors"]
     assert "Uncaught" not in stderr, stderr[-2000:]
     tables = {r["table"] for r in probe["results"]}
-    assert len(tables) == 5, tables  # leaderboard, languages, hallucinations, two explorers
+    assert len(tables) == 6, tables  # leaderboard, languages, hallucinations, speed, two explorers
     numeric_checked = 0
     for first, second in zip(probe["results"][::2], probe["results"][1::2]):
         assert first["header"] == second["header"] and (first["dir"], second["dir"]) == ("asc", "desc"), first

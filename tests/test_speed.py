@@ -303,3 +303,27 @@ def test_implementations_count_the_tokens_they_decode(tmp_path):
     assert summary.ms_per_token == pytest.approx(1000 * infer / sum(p.tokens for p in ow.values()))
     assert runs["transformers"].summary.ms_per_token is None
     assert all(p.tokens is None for p in runs["transformers"].predictions)
+
+
+def test_the_report_has_a_speed_section_with_the_paired_figures(tmp_path, capsys):
+    """``report`` (markdown and HTML) shows each run's time against its reference: the geometric mean of the
+    per-example ratios with its interval, RTFx of both, and why a figure is missing (a busy machine)."""
+    from whisperbench.cli import main
+
+    times = np.random.default_rng(2).uniform(0.5, 2.0, 30)
+    _timed_run(tmp_path / "ref", times)
+    slower = times * np.random.default_rng(3).lognormal(np.log(1.2), 0.02, 30)
+    _timed_run(tmp_path / "slow", slower)
+    _timed_run(tmp_path / "busy", times, busy=True)
+    runs = str(tmp_path)
+    assert main(["report", "--runs-dir", runs, "--reference", "ref", "--out", str(tmp_path / "board.md"), "-q"]) == 0
+    section = (tmp_path / "board.md").read_text().split("## Speed")[1]
+    row = next(line for line in section.splitlines() if line.startswith("| slow "))
+    ratio = statistics.geometric_mean(slower / times)
+    assert f"×{ratio:.3f} [×" in row
+    assert f"{150 / times.sum():.1f} → {150 / slower.sum():.1f}" in row  # RTFx: Σ audio (30 × 5 s) / Σ time
+    busy = next(line for line in section.splitlines() if line.startswith("| busy "))
+    assert "busy machine (candidate: other processes kept 1.5 of 2 CPU(s) busy)" in busy
+    assert main(["report", "--runs-dir", runs, "--reference", "ref", "--out", str(tmp_path / "board.html"), "-q"]) == 0
+    html = (tmp_path / "board.html").read_text()
+    assert "<h2>Speed</h2>" in html and f"×{ratio:.3f} [×" in html

@@ -2,7 +2,7 @@
 
 One function per format takes the leaderboard frame, the runs and their references and returns the text to
 write (markdown, a model card) or writes the file itself (HTML, CSV) and returns None. The markdown document is
-every section the harness has: the leaderboard, languages, hallucinations, robustness, timing and run-to-run
+every section the harness has: the leaderboard, languages, hallucinations, robustness, speed, timing and run-to-run
 noise; a new section is one more call in :func:`markdown_document`.
 """
 
@@ -27,6 +27,7 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
     from .languages import language_frame, render_language_markdown
     from .noise import noise_frame, render_noise_markdown
     from .robustness import render_robustness_markdown, robustness_frame
+    from .speed import render_speed_markdown
     from .streaming import render_streaming_markdown
     from .timing import render_timing_markdown, timing_frame
 
@@ -35,6 +36,7 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
         + render_language_markdown(language_frame(runs, references))
         + render_hallucination_markdown(frame)
         + render_robustness_markdown(robustness_frame(runs, references))
+        + render_speed_markdown(runs, references)
         + render_timing_markdown(timing_frame(runs))
         + render_streaming_markdown(runs, references)
         + render_noise_markdown(noise_frame(runs))

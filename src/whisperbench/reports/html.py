@@ -23,6 +23,7 @@ from .leaderboard import metric_columns
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
+from .speed import speed_html
 from .streaming import streaming_html
 from .timing import timed_predictions, timing_frame, timing_html, words_html
 
@@ -328,6 +329,7 @@ def render_html(
     if not languages.empty:
         sections += ["<h2>By language</h2>", _language_table(languages)]
     sections += [hallucination_html(frame), robustness_html(robustness_frame(runs, references))]
+    sections.append(speed_html(runs, references))
     sections += [timing_html(timing_frame(runs)), streaming_html(runs, references), noise_html(noise_frame(runs))]
     sections.append(
         '<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '

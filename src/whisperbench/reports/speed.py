@@ -188,3 +188,80 @@ def _times_on(ids: list[str], run: StoredRun, column: str) -> np.ndarray:
     out = np.full(len(ids), np.nan)
     out[found] = times[rows[found].astype(np.int64)]
     return out
+
+
+def speed_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[dict[str, Any]]:
+    """One row per run that has a reference run on its dataset: its time against the reference's (wall time, the
+    geometric mean of the per-example ratios with its 95 % interval and the sign test), RTFx, core-seconds per
+    audio second, ms per token, peak memory and load time against the reference's, and why a figure is missing."""
+    rows = []
+    for run in runs:
+        reference = references.get(run.dataset_hash)
+        if reference is None or reference is run:
+            continue
+        speed = compare_speed(reference, run)
+        s = speed.stats
+        ratio, rtfx = _ratio_cells(s)
+        rows.append(
+            {
+                "run": run.name,
+                "reference": reference.name,
+                "examples": s.examples if s else None,
+                "time × reference [95% CI]": ratio,
+                "sign test p": s.sign_p if s else None,
+                "RTFx": rtfx,
+                "core-s / audio-s": run.summary.core_s_per_audio_s if run.summary else None,
+                "ms / token": _arrow(speed.ms_per_token, ".1f"),
+                "peak memory Δ %": speed.memory_increase_pct,
+                "load time Δ %": speed.load_increase_pct,
+                "note": _note(speed),
+            }
+        )
+    return rows
+
+
+def _ratio_cells(s: Optional[SpeedStats]) -> tuple[Optional[str], Optional[str]]:
+    """The time ratio with its interval, and both RTFx, as cells (None when no example was timed in both runs)."""
+    if s is None or None in (s.ratio, s.low, s.high, s.reference_rtfx, s.candidate_rtfx):
+        return None, None
+    return f"×{s.ratio:.3f} [×{s.low:.3f}, ×{s.high:.3f}]", f"{s.reference_rtfx:.1f} → {s.candidate_rtfx:.1f}"
+
+
+def _arrow(sides: dict[str, Optional[float]], spec: str) -> Optional[str]:
+    ref, cand = sides.get("reference"), sides.get("candidate")
+    return None if ref is None or cand is None else f"{ref:{spec}} → {cand:{spec}}"
+
+
+def _note(speed: SpeedComparison) -> Optional[str]:
+    notes = [speed.refused] if speed.refused else []
+    if not speed.refused and (speed.stats is None or speed.stats.ratio is None):
+        notes.append("no example timed in both runs")
+    notes += [f"busy machine ({role}: {why})" for role, why in speed.busy.items()]
+    if speed.machines_differ and not speed.refused:
+        notes.append(f"different machines ({speed.machines_differ})")
+    notes += [f"{role} timed {where}" for role, where in speed.timings_from.items() if where != "this machine"]
+    return "; ".join(notes) or None
+
+
+_SPEED_LEGEND = (
+    "Each run against its dataset's reference run on the examples both transcribed: wall time per example as a "
+    "ratio (geometric mean, 95 % bootstrap interval, sign test p), RTFx (Σ audio / Σ time), CPU core-seconds per "
+    "audio second, inference milliseconds per decoded token where the implementation counts tokens, peak memory and "
+    "load time as increases (docs/measuring.md). Runs timed on a busy machine say so: judge them on CPU time."
+)
+
+
+def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
+    """The speed table as an HTML section ('' when no run has a reference)."""
+    from .tables import html_table
+
+    rows = speed_rows(runs, references)
+    return f'<h2>Speed</h2><p class="muted">{_SPEED_LEGEND}</p>' + html_table(rows, "speed") if rows else ""
+
+
+def render_speed_markdown(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
+    """The leaderboard's speed section ('' when no run has a reference)."""
+    from .tables import markdown_table
+
+    rows = speed_rows(runs, references)
+    return f"\n## Speed\n\n{_SPEED_LEGEND}\n\n" + markdown_table(rows) if rows else ""

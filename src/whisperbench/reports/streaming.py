@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..store import StoredRun
+from .tables import html_table, markdown_table
 
 #: the latency figures in the order the gate prefers them: word-level (OpenBench) where the dataset has word times
 LATENCIES = (("committed_latency_s", "committed latency"), ("end_of_utterance_latency_s", "end-of-utterance latency"))
@@ -122,47 +123,26 @@ def leaderboard_rows(runs: list[StoredRun], references: dict[str, StoredRun]) ->
     return rows
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
 def streaming_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     """The streaming table as an HTML section, sortable ('' when no run is a stream)."""
-    import html
-
     rows = leaderboard_rows(runs, references)
     if not rows:
         return ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row.values()) + "</tr>" for row in rows
-    )
     return (
         '<h2>Streaming</h2><p class="muted">Latency in audio time under the simulated clock, wall time under the '
         "real-time clock; WER difference paired against the dataset's reference run.</p>"
-        f'<table class="sortable streaming"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        + html_table(rows, "streaming")
     )
 
 
 def render_streaming_markdown(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     """The leaderboard's streaming section ('' when no run is a stream)."""
-    from .escape import md_cell
-
     rows = leaderboard_rows(runs, references)
     if not rows:
         return ""
-    columns = list(rows[0])
-
-    def cell(value: Any) -> str:
-        return md_cell(_cell(value))
-
-    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
-    body = "".join("| " + " | ".join(cell(row[c]) for c in columns) + " |\n" for row in rows)
     return (
         "\n## Streaming\n\nEach streaming run's final text scored like any run; its WER against the dataset's "
         "reference run, paired over the examples both scored (bootstrap). Latency: committed (word times) or end "
         "of utterance (utterance segments), in audio time under the simulated clock, wall time under the "
-        "real-time clock (docs/streaming.md).\n\n" + head + body
+        "real-time clock (docs/streaming.md).\n\n" + markdown_table(rows)
     )
