@@ -284,7 +284,7 @@ def test_tokens_recorded_on_a_device_give_ms_per_token_and_bad_counts_are_refuse
 def test_implementations_count_the_tokens_they_decode(tmp_path):
     """openai-whisper's count is its text's tokens (the tokenizer re-encodes the text to the same count), faster-
     whisper on the same weights counts the same, and a run without a count (transformers' pipeline hides its ids)
-    says nothing rather than zero."""
+    says nothing rather than zero. A fresh run's first-result time is its load, warm-up and first inference."""
     import whisper.tokenizer
 
     from whisperbench import evaluate
@@ -301,6 +301,8 @@ def test_implementations_count_the_tokens_they_decode(tmp_path):
     summary = runs["openai-whisper"].summary
     infer = sum(p.infer_s for p in ow.values())
     assert summary.ms_per_token == pytest.approx(1000 * infer / sum(p.tokens for p in ow.values()))
+    first = runs["openai-whisper"].predictions[0]  # file order: the first computed
+    assert summary.first_result_s == pytest.approx(summary.load_s + summary.warmup_s + first.infer_s)
     assert runs["transformers"].summary.ms_per_token is None
     assert all(p.tokens is None for p in runs["transformers"].predictions)
 

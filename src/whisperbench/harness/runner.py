@@ -467,11 +467,15 @@ def _finalize(
     if whole:  # scored once, when the run ends: every report reads this table
         store.write_score_table(table, run.normalizer, stamp)
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
+    first = stored[todo[0].id] if todo else None
+    waited = first is not None and first.status == "ok" and report.load_s is not None
+    first_result_s = (report.load_s or 0.0) + (report.warmup_s or 0.0) + first.infer_s if waited and first else None
     loop_wall = report.loop_wall_s
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
     summary = dataclasses.replace(
         summary,
         **measured,
+        first_result_s=first_result_s,
         # speed measured by this invocation: reliable only on a machine nothing else kept busy
         rtfx_reliable=not busy["busy"] if todo else None,
         rtfx_unreliable_why=(busy["why"] or None) if todo else None,

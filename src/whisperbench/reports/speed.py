@@ -41,6 +41,8 @@ class SpeedComparison:
     timings_from: dict[str, str] = field(default_factory=dict)  # run role -> "this machine" or the device's note
     #: each run's inference milliseconds per decoded token (summary.json ``ms_per_token``), where it reports tokens
     ms_per_token: dict[str, Optional[float]] = field(default_factory=dict)
+    #: each run's wait for its first transcript in a fresh process (summary.json ``first_result_s``)
+    first_result_s: dict[str, Optional[float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """``compare --json``'s ``speed``."""
@@ -53,6 +55,7 @@ class SpeedComparison:
             "refused": self.refused,
             "timings_from": self.timings_from,
             "ms_per_token": self.ms_per_token,
+            "first_result_s": self.first_result_s,
         }
 
     def line(self) -> str:
@@ -73,9 +76,13 @@ class SpeedComparison:
             parts.append(f"peak memory {self.memory_increase_pct:+.1f}%")
         if self.load_increase_pct is not None:
             parts.append(f"load time {self.load_increase_pct:+.1f}%")
-        ref_ms, cand_ms = self.ms_per_token.get("reference"), self.ms_per_token.get("candidate")
-        if ref_ms is not None and cand_ms is not None:
-            parts.append(f"ms per token {ref_ms:.1f} → {cand_ms:.1f}")
+        for name, sides, spec in (
+            ("ms per token", self.ms_per_token, ".1f"),
+            ("first result", self.first_result_s, ".2f"),
+        ):
+            both = _arrow(sides, spec)
+            if both:
+                parts.append(f"{name} {both}{' s' if name == 'first result' else ''}")
         if self.busy:
             parts.append("busy machine: " + "; ".join(f"{role}: {why}" for role, why in self.busy.items()))
         if self.machines_differ:
@@ -118,9 +125,10 @@ def compare_speed(
     busy = {role: run.meta.machine_load.get("why") or "busy" for role, run in roles if _busy(run)}
     memory, load = _run_increases(reference, candidate)
     per_token = {role: run.summary.ms_per_token if run.summary else None for role, run in roles[:2]}
+    first = {role: run.summary.first_result_s if run.summary else None for role, run in roles[:2]}
     if differ and not allow_different_machines and set(origin.values()) == {"this machine"}:
         refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
-        return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token)
+        return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token, first)
     ref_s, audio_s, ids = _reference_times(reference, BASIS_COLUMN[basis])
     cand_s = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
     labels = [groups.get(i) for i in ids] if groups is not None else None
@@ -135,7 +143,7 @@ def compare_speed(
         resamples=settings.resamples,
         seed=settings.seed,
     )
-    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token)
+    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token, first)
 
 
 def _roles(reference: StoredRun, candidate: StoredRun, repeats: Sequence[StoredRun]) -> list[tuple[str, StoredRun]]:
@@ -212,6 +220,7 @@ def speed_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[
                 "RTFx": rtfx,
                 "core-s / audio-s": run.summary.core_s_per_audio_s if run.summary else None,
                 "ms / token": _arrow(speed.ms_per_token, ".1f"),
+                "first result s": _arrow(speed.first_result_s, ".2f"),
                 "peak memory Δ %": speed.memory_increase_pct,
                 "load time Δ %": speed.load_increase_pct,
                 "note": _note(speed),
@@ -246,8 +255,9 @@ def _note(speed: SpeedComparison) -> Optional[str]:
 _SPEED_LEGEND = (
     "Each run against its dataset's reference run on the examples both transcribed: wall time per example as a "
     "ratio (geometric mean, 95 % bootstrap interval, sign test p), RTFx (Σ audio / Σ time), CPU core-seconds per "
-    "audio second, inference milliseconds per decoded token where the implementation counts tokens, peak memory and "
-    "load time as increases (docs/measuring.md). Runs timed on a busy machine say so: judge them on CPU time."
+    "audio second, inference milliseconds per decoded token where the implementation counts tokens, the wait for the "
+    "first transcript in a fresh process (load, warm-up, first example), peak memory and load time as increases "
+    "(docs/measuring.md). Runs timed on a busy machine say so: judge them on CPU time."
 )
 
 

@@ -30,7 +30,7 @@ from .metrics import registered
 SCHEMA_VERSION = 2
 
 #: figures only an invocation that transcribed examples can measure (a resume that computes none keeps them)
-MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why")
+MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why", "first_result_s")
 #: figures the harness adds to the scores (rescoring keeps them as they were)
 MEASURED = ("load_s", "warmup_s", "peak_rss_mb", "model_size_mb") + MEASURED_BY_COMPUTING
 #: optional keys left out of ``summary.json`` when absent (no language labels, no detected languages)
@@ -104,6 +104,9 @@ class Summary:
     harness_overhead_pct: Optional[float] = None
     rtfx_reliable: Optional[bool] = None
     rtfx_unreliable_why: Optional[str] = None
+    #: a fresh process's wait for its first transcript: the model's load (imports included) + warm-up + the first
+    #: computed example's inference; None where this invocation computed nothing
+    first_result_s: Optional[float] = None
     #: figures an implementation adds (``Adapter.summary_fields``: compile time, API cost…)
     extra: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
