@@ -61,9 +61,9 @@ def test_the_speed_gate_is_calibrated_on_seeded_simulations():
     assert _simulate(0.0, 0.05, 50, 200, limit=10.0)[NON_INFERIOR] >= 0.95
 
 
-def _device_run(tmp_path, name: str, rows: list[dict], times: np.ndarray, manifest, device=None) -> str:
-    """A recorded run whose hypotheses file carries the device's per-example ``infer_s`` (and ``cpu_s``), and a
-    header row describing the device when ``device`` is given."""
+def _device_run(tmp_path, name: str, rows: list[dict], times: np.ndarray, manifest, device=None, tokens=None) -> str:
+    """A recorded run whose hypotheses file carries the device's per-example ``infer_s`` (and ``cpu_s``, and
+    ``tokens`` where that list gives a count), and a header row describing the device when ``device`` is given."""
     from whisperbench.cli import main
 
     path = tmp_path / f"{name}.jsonl"
@@ -72,6 +72,9 @@ def _device_run(tmp_path, name: str, rows: list[dict], times: np.ndarray, manife
         {"id": r["id"], "hypothesis": r["text"], "infer_s": float(t), "cpu_s": float(t) * 1.8}
         for r, t in zip(rows, times)
     ]
+    for line, count in zip(lines[-len(rows) :], tokens or []):
+        if count is not None:
+            line["tokens"] = count
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     args = ["score", "--dataset", str(manifest), "--hypotheses", str(path), "--name", name]
     assert main(args + ["--runs-dir", str(tmp_path / "runs")]) == 0
@@ -229,51 +232,25 @@ def test_tokens_recorded_on_a_device_give_ms_per_token_and_bad_counts_are_refuse
     """A hypotheses line may carry ``tokens`` (what the device's decoder produced): summary.json's ``ms_per_token``
     is 1000 × Σ infer_s / Σ tokens over the examples that carry both, and ``compare`` shows both runs' figure.
     A count that is not a whole number ≥ 0 is refused naming its line."""
-    from whisperbench.cli import main
     from whisperbench.errors import WhisperbenchError
     from whisperbench.reports.speed import compare_speed
     from whisperbench.store import open_run
 
     manifest = local_manifest()
-    rows = [
-        {"id": r["id"], "hypothesis": r["text"], "infer_s": 0.5 + i, "tokens": 20 + 3 * i}
-        for i, r in enumerate(tiny_rows)
-    ]
-    rows[-1].pop("tokens")  # one example without a count: left out of both sums
-    path = tmp_path / "phone.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    times = 0.5 + np.arange(len(tiny_rows))
+    tokens = [20 + 3 * i for i in range(len(tiny_rows) - 1)] + [None]  # the last without a count: left out
+    _device_run(tmp_path, "phone", tiny_rows, times, manifest, tokens=tokens)
     runs = str(tmp_path / "runs")
-    assert (
-        main(["score", "--dataset", str(manifest), "--hypotheses", str(path), "--name", "phone", "--runs-dir", runs])
-        == 0
-    )
     summary = open_run(f"{runs}/phone").summary
-    counted = rows[:-1]
-    assert summary.tokens == sum(r["tokens"] for r in counted)
-    assert summary.ms_per_token == pytest.approx(1000 * sum(r["infer_s"] for r in counted) / summary.tokens)
-    halved = [dict(r, infer_s=r["infer_s"] / 2) for r in rows]
-    (tmp_path / "fast.jsonl").write_text("".join(json.dumps(r) + "\n" for r in halved))
-    assert (
-        main(
-            [
-                "score",
-                "--dataset",
-                str(manifest),
-                "--hypotheses",
-                str(tmp_path / "fast.jsonl"),
-                "--name",
-                "fast",
-                "--runs-dir",
-                runs,
-            ]
-        )
-        == 0
-    )
+    assert summary.tokens == sum(tokens[:-1])
+    assert summary.ms_per_token == pytest.approx(1000 * times[:-1].sum() / summary.tokens)
+    _device_run(tmp_path, "fast", tiny_rows, times / 2, manifest, tokens=tokens)
     speed = compare_speed(open_run(f"{runs}/phone"), open_run(f"{runs}/fast"))
     assert speed.ms_per_token["candidate"] == pytest.approx(speed.ms_per_token["reference"] / 2)
     assert "ms per token" in speed.line()
+    row = {"id": tiny_rows[0]["id"], "hypothesis": "x"}
     for bad in (1.5, -2, "many", True):
-        (tmp_path / "bad.jsonl").write_text(json.dumps(dict(rows[0], tokens=bad)) + "\n")
+        (tmp_path / "bad.jsonl").write_text(json.dumps(dict(row, tokens=bad)) + "\n")
         with pytest.raises(WhisperbenchError, match=r"bad\.jsonl line 1: tokens must be a whole number"):
             from whisperbench.adapters.recorded import read_costs
 

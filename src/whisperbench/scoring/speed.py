@@ -66,32 +66,11 @@ class SpeedStats:
         }
 
 
-def paired_speed(
-    reference_s: ArrayLike,
-    candidate_s: ArrayLike,
-    audio_s: ArrayLike,
-    *,
-    basis: str,
-    groups: Optional[Sequence[Any]] = None,
-    block_by: Optional[str] = None,
-    confidence: float = 0.95,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-) -> SpeedStats:
+def paired_speed(reference_s: ArrayLike, candidate_s: ArrayLike, audio_s: ArrayLike, **settings: Any) -> SpeedStats:
     """The paired speed figures of per-example times (same examples, same order); examples without a positive
-    time on both sides are left out. ``groups``: a block label per example (named ``block_by``) whose blocks are
-    resampled whole. One candidate run: :func:`pooled_speed` of one run."""
-    return pooled_speed(
-        reference_s,
-        [candidate_s],
-        audio_s,
-        basis=basis,
-        groups=groups,
-        block_by=block_by,
-        confidence=confidence,
-        resamples=resamples,
-        seed=seed,
-    )
+    time on both sides are left out. ``settings``: those of :func:`pooled_speed`, of which this is the one-run case
+    (``groups``: a block label per example, named ``block_by``, whose blocks are resampled whole)."""
+    return pooled_speed(reference_s, [candidate_s], audio_s, **settings)
 
 
 def pooled_speed(
