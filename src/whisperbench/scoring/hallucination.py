@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from collections import Counter
 from itertools import groupby
 from operator import eq
 from dataclasses import dataclass
@@ -141,13 +142,13 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     phrase length is one of them (its first word comes back so), found without looking for the runs."""
     if len(words) - len(set(words)) < thresholds.loop_repeats - 1:
         return set()  # no word said loop_repeats times: the common case
-    positions: dict[str, list[int]] = {}
+    frequent = {word for word, count in Counter(words).items() if count >= thresholds.loop_repeats}
+    positions: dict[str, list[int]] = {word: [] for word in frequent}
     for index, word in enumerate(words):
-        positions.setdefault(word, []).append(index)
+        if word in frequent:
+            positions[word].append(index)
     periods = set()
     for where in positions.values():
-        if len(where) < thresholds.loop_repeats:
-            continue
         seen = set(where)
         for i, first in enumerate(where):
             for second in where[i + 1 :]:
