@@ -43,6 +43,7 @@ _OMITTED_WHEN_ABSENT = (
     "core_s_per_audio_s",
     "tokens",
     "ms_per_token",
+    "first_result_s",
 )
 
 
