@@ -181,6 +181,28 @@ def test_summary_of_the_planted_run():
     assert value["committed_latency_s"]["p50"] == pytest.approx(np.percentile([1.4, 1.5, 0.6] * 2, 50))
     assert value["end_of_utterance_latency_s"]["p90"] == pytest.approx(np.percentile([1.5, 0.6] * 2, 90))
     assert value["revisions_per_word"] == pytest.approx(2 / 10)
+    assert value["shown_then_dropped"] == {"examples": 0, "ids": []}
+
+
+def test_a_stream_that_showed_words_and_ended_empty_is_counted():
+    """WhisperLiveKit 0.2.26's SimulStreaming with language detection keeps a short clip's words in its buffer until
+    the language is detected, and at the end drops them: the user saw "What a spiteful thing I", the transcript is
+    empty. The run says how many examples did so, and which."""
+    stream = [
+        {"audio_s": 2.0, "wall_s": 1.8, "committed": "", "interim": " What a spiteful thing"},
+        {"audio_s": 2.115, "wall_s": 2.8, "committed": "", "interim": " What a spiteful thing I"},
+        {"audio_s": 2.115, "wall_s": 3.6, "committed": "", "interim": ""},
+    ]
+    lost = Prediction(
+        "lost",
+        "what a spiteful thing i am",
+        "",
+        audio_s=2.115,
+        stream=stream,
+        extra={"streaming": {"clock": "simulated"}},
+    )
+    value = summarize([lost, _planted()], MetricContext("english"))
+    assert value["shown_then_dropped"] == {"examples": 1, "ids": ["lost"]}
 
 
 # --- real streams ----------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ The two clocks, as SimulStreaming's authors separate them:
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -24,9 +25,12 @@ from typing import Any, Callable, Optional, Protocol
 import numpy as np
 
 from ..audio import SAMPLE_RATE
+from ..scoring.streaming import shown_then_dropped
 from ..types import Emission, Example, Transcript
 from .base import Adapter
 from .options import Option
+
+log = logging.getLogger(__name__)
 
 #: ``-o clock=…``: simulated (computation-unaware) or real-time (computation-aware)
 CLOCKS = ("simulated", "real-time")
@@ -149,7 +153,11 @@ class StreamingAdapter(Adapter):
         if not chunk_s > 0:
             raise ValueError(f"chunk_s {chunk_s!r}: give a positive number of seconds")
         stream = feed(self.open_stream(example), audio, chunk_s, self.settings["clock"])
-        return Transcript(committed_text(stream), stream=stream, extra={"streaming": self.stream_facts()})
+        text = committed_text(stream)
+        dropped = shown_then_dropped([e.to_json() for e in stream], text)
+        if dropped:
+            log.warning("example %s: the stream showed %r, then ended with an empty transcript", example.id, dropped)
+        return Transcript(text, stream=stream, extra={"streaming": self.stream_facts()})
 
     def describe(self) -> dict[str, Any]:
         return super().describe() | {"streaming": self.stream_facts()}

@@ -55,6 +55,10 @@ def describe(value: dict[str, Any]) -> str:
     figures.append(f"first output p50 {_seconds(value.get('first_output_s'), 'p50')}")
     if value.get("revisions_per_word") is not None:
         figures.append(f"revisions {value['revisions_per_word']:.3f} per word")
+    dropped = value.get("shown_then_dropped") or {}
+    if dropped.get("examples"):
+        ids = ", ".join(dropped["ids"])
+        figures.append(f"{dropped['examples']} example(s) showed words, then ended empty ({ids})")
     return " ".join(parts) + " " + "; ".join(figures)
 
 
@@ -118,6 +122,7 @@ def leaderboard_rows(runs: list[StoredRun], references: dict[str, StoredRun]) ->
                 "p50 s": latency[1].get("p50") if latency else None,
                 "p90 s": latency[1].get("p90") if latency else None,
                 "revisions / word": value.get("revisions_per_word"),
+                "shown, then dropped": (value.get("shown_then_dropped") or {}).get("examples"),
             }
         )
     return rows

@@ -206,6 +206,7 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     words = sum(f.words for f in facts)
     audio = sum(f.audio_s for f in facts)
     lags = [[f.final_lag_s] for f in facts if f.final_lag_s is not None]
+    dropped = [p.id for p in streamed if shown_then_dropped(p.stream or [], p.hypothesis)]
     eou = percentiles([f.end_of_utterance for f in facts], (50, 90))
     if eou is not None:
         eou["missed_utterances"] = sum(f.missed_utterances for f in facts)
@@ -220,7 +221,27 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
         "first_output_s": percentiles(first, (50, 90)),
         "final_lag_s": percentiles(lags, (50, 90)),
         "wall_per_audio": round(sum(f.wall_s for f in facts) / audio, 4) if audio > 0 else None,
+        "shown_then_dropped": {"examples": len(dropped), "ids": dropped[:10]},
     }
+
+
+def shown_then_dropped(stream: Sequence[dict[str, Any]], final_text: str) -> Optional[str]:
+    """The last text a stream showed when its final text is empty (the stream ended without committing what it had
+    shown: the user saw words that the transcript lost), else None.
+
+    >>> shown_then_dropped([{"committed": "", "interim": " What a"}, {"committed": "", "interim": ""}], "")
+    'What a'
+    >>> shown_then_dropped([{"committed": " hi", "interim": ""}], "hi") is None
+    True
+    """
+    if final_text.strip():
+        return None
+    shown = "".join(str(e.get("committed") or "") for e in stream)
+    for emission in reversed(stream):
+        text = (shown + str(emission.get("interim") or "")).strip()
+        if text:
+            return text
+    return None
 
 
 def _one_setting(preds: Sequence[Prediction], key: str) -> Any:
