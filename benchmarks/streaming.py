@@ -10,6 +10,7 @@ the base weights on the transcript) and each streaming run's emissions are score
 file with each prediction's ``stream``), so committed and interim latency are measured on short clips too.
 
     python benchmarks/streaming.py [--sets shortform,longform] [--model tiny.en] [--configs simul-1,la-1,...] [--words]
+                                    [-o language=en ...]   # every run, batch too: runs in SET-MODEL-language=en
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--words", action="store_true", help="committed latency on word times aligned once")
+    parser.add_argument(
+        "-o", "--option", action="append", default=[], help="KEY=VALUE for every run, batch too (repeat for several)"
+    )
     args = parser.parse_args(argv)
     labels = args.configs.split(",")
     if "batch" not in labels:
@@ -118,7 +122,8 @@ def main(argv=None) -> int:
         if not dataset.exists():
             print(f"{name}: skipped (no {dataset})")
             continue
-        runs_dir = str(Path(args.runs_dir) / f"{Path(name).stem}-{args.model}")
+        tag = "".join(f"-{option}" for option in args.option)  # e.g. -language=en
+        runs_dir = str(Path(args.runs_dir) / f"{Path(name).stem}-{args.model}{tag}")
         for label in labels:
             if (Path(runs_dir) / label / "summary.json").exists():
                 continue
@@ -126,7 +131,7 @@ def main(argv=None) -> int:
             run_implementation(
                 label,
                 adapter,
-                options,
+                options + args.option,
                 model=args.model,
                 dataset=str(dataset),
                 threads=args.threads,
