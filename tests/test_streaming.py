@@ -205,6 +205,24 @@ def test_a_stream_that_showed_words_and_ended_empty_is_counted():
     assert value["shown_then_dropped"] == {"examples": 1, "ids": ["lost"]}
 
 
+def test_whisperlivekit_decodes_in_the_language_the_run_names():
+    """``-o language=en`` reaches WhisperLiveKit's engine: told "auto", its SimulStreaming buffers every word until
+    it has detected the language and drops them at the end of a short clip (base, 7 of the 81 shared clips empty;
+    with the language named, "What a spiteful thing I am" and the others came back). Detect only when nothing is
+    named, or per example with ``language=dataset``."""
+    from whisperbench.adapters.base import DecodingOptions
+    from whisperbench.adapters.whisperlivekit import WhisperLiveKitAdapter
+
+    def engine_language(language, multilingual=True):
+        adapter = WhisperLiveKitAdapter("base", DecodingOptions(language=language))
+        adapter.multilingual = multilingual
+        return adapter._engine_language()
+
+    assert engine_language("en") == "en" and engine_language("de") == "de"
+    assert engine_language(None) == "auto" and engine_language("dataset") == "auto"
+    assert engine_language(None, multilingual=False) == "en"
+
+
 # --- real streams ----------------------------------------------------------------------------------------------
 
 

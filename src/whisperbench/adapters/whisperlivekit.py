@@ -94,7 +94,7 @@ class WhisperLiveKitAdapter(StreamingAdapter):
         kwargs: dict[str, Any] = {
             "backend_policy": self.policy(),
             "backend": "faster-whisper",
-            "lan": "auto" if self.multilingual else "en",
+            "lan": self._engine_language(),
             "vac": False,
             "vad": False,
             "min_chunk_size": float(self.settings["chunk_s"]),
@@ -113,6 +113,13 @@ class WhisperLiveKitAdapter(StreamingAdapter):
         self.weights_path = ct2
         TranscriptionEngine.reset()  # a process-wide singleton: a second adapter must not get the first's model
         self.engine = TranscriptionEngine(**kwargs)
+
+    def _engine_language(self) -> str:
+        """The language the engine decodes in: the run's ``-o language=…`` when it names one (WhisperLiveKit's
+        SimulStreaming commits nothing until it has detected the language when told "auto", and drops what it held
+        at the end of a clip too short for that), "auto" to detect (or per example with ``language=dataset``)."""
+        forced = self.decoding.language_for(self.multilingual)
+        return forced if forced and forced != "dataset" else "auto"
 
     def _named_checkpoint(self, checkpoint: Path) -> Path:
         """The checkpoint under a name WhisperLiveKit reads correctly: it takes an English-only model from a
