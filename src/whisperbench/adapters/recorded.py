@@ -166,14 +166,23 @@ def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float], O
     table = {}
     for number, row in _rows_with(path, COST_KEYS):
         infer_s, cpu_s = (_non_negative(row.get(key), key, path, number) for key in COST_KEYS[:2])
-        tokens = row.get("tokens")
-        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens < 0):
-            tokens = math.nan
-        if tokens is not None and not float(tokens).is_integer():
-            raise WhisperbenchError(f"{path} line {number}: tokens must be a whole number ≥ 0, not {row['tokens']!r}")
+        tokens = _whole(row.get("tokens"), "tokens", path, number)
         if (infer_s, cpu_s, tokens) != (None, None, None):
-            table[str(row["id"])] = (infer_s, cpu_s, None if tokens is None else int(tokens))
+            table[str(row["id"])] = (infer_s, cpu_s, tokens)
     return table
+
+
+def _whole(value: Any, key: str, path: str, number: int) -> Optional[int]:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value >= 0
+        or not float(value).is_integer()
+    ):
+        raise WhisperbenchError(f"{path} line {number}: {key} must be a whole number ≥ 0, not {value!r}")
+    return int(value)
 
 
 def _non_negative(value: Any, key: str, path: str, number: int) -> Optional[float]:

@@ -468,8 +468,9 @@ def _finalize(
         store.write_score_table(table, run.normalizer, stamp)
     measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
     first = stored[todo[0].id] if todo else None
-    waited = first is not None and first.status == "ok" and report.load_s is not None
-    first_result_s = (report.load_s or 0.0) + (report.warmup_s or 0.0) + first.infer_s if waited and first else None
+    first_result_s = None  # load + warm-up + the first computed example: a fresh process's wait for a transcript
+    if first is not None and first.status == "ok" and report.load_s is not None:
+        first_result_s = report.load_s + (report.warmup_s or 0.0) + first.infer_s
     loop_wall = report.loop_wall_s
     computed_infer = sum(stored[ex.id].infer_s for ex in todo)
     summary = dataclasses.replace(
