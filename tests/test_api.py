@@ -133,10 +133,19 @@ def test_report_and_export_write_what_the_cli_writes(runs, capsys):
         wb.report(runs, references=["nope"])
 
 
-def test_the_clis_trackers_are_the_apis():
-    from whisperbench.cli.export import _TRACKERS
+def test_every_trackers_options_are_export_flags_and_publish_parameters():
+    """The command line passes a tracker's options from the flags of their names to its publish function."""
+    import argparse
+    import inspect
 
-    assert sorted(_TRACKERS) == sorted(wb.api.TRACKERS)
+    from whisperbench.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    flags = {action.dest for action in sub.choices["export"]._actions}
+    assert wb.api.TRACKERS.names() == ["mlflow", "wandb"]
+    for tracker in wb.api.TRACKERS.items():
+        assert set(tracker.options) <= flags, tracker.name
+        assert set(tracker.options) <= set(inspect.signature(tracker.function()).parameters), tracker.name
 
 
 def test_demo_is_an_api_function_returning_what_it_made(tmp_path):

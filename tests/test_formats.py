@@ -17,7 +17,7 @@ from whisperbench.cli import build_parser, main
 from whisperbench.errors import ModelError
 from whisperbench.models import format as fmtmod
 from whisperbench.models.format import DIMS, Format, ModelLayout
-from whisperbench.models.registry import SourceModel, converter
+from whisperbench.models.registry import SourceModel
 
 TOY_DIMS = {
     "n_mels": 80,
@@ -41,7 +41,6 @@ def _toy_inspect(folder: Path) -> ModelLayout:
     return ModelLayout("toy", folder, [folder / "toy.weights"], {k: info["dims"][k] for k in DIMS}, "float16", False)
 
 
-@converter("toy")
 def _to_toy(source: SourceModel, out_dir: Path, variant: str) -> None:
     (out_dir / "toy.json").write_text(json.dumps({"dims": source.dims, "from": source.format}))
     (out_dir / "toy.weights").write_bytes(source.sha256.encode())
@@ -56,7 +55,7 @@ TOY = Format(
     folder=lambda folder: (folder / "toy.json").is_file(),
     inspect=_toy_inspect,
     check_dims=True,
-    converter=__name__,
+    converter=f"{__name__}:_to_toy",
     variants="plain",
     native_adapters=("toy-runner",),
 )
@@ -78,6 +77,11 @@ def toy(monkeypatch, tmp_path) -> Path:
 # --------------------------------------------------------------------------- derived tables = the objects
 
 
+def _function(reference: str):
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def test_the_derived_tables_are_the_per_format_objects():
     from whisperbench.models.formats import FORMAT_ALIASES, FORMATS
 
@@ -95,7 +99,7 @@ def test_the_derived_tables_are_the_per_format_objects():
     assert modules == {f.name.replace("-", "_") for f in formats}
     for f in formats:
         assert f.description and f.title, f.name
-        assert f.converter is None or importlib.util.find_spec(f.converter) is not None, f.name
+        assert f.converter is None or callable(_function(f.converter)), f.name
         assert bool(f.read) != bool(f.unreadable) or not f.detectable, f.name  # either read back or say why not
         assert f.inspect is not None or not f.detectable, f.name
     # what the registry, the CLI and compare used to keep in their own tables

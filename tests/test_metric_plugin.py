@@ -38,13 +38,13 @@ def toy_site(tmp_path, monkeypatch):
     (site / "toy_metric.py").write_text(_docs_example(), encoding="utf-8")
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-metric\nVersion: 1.0\n", encoding="utf-8")
     (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nzcount = toy_metric:METRIC\n", encoding="utf-8")
-    from whisperbench.scoring.metrics import registered
+    from whisperbench.scoring.metrics import METRICS
 
     monkeypatch.syspath_prepend(str(site))
-    registered.cache_clear()
+    METRICS.reload()
     yield site
     sys.modules.pop("toy_metric", None)
-    registered.cache_clear()
+    METRICS.reload()
 
 
 def _hypotheses(tmp_path: Path) -> tuple[Path, Path, dict[str, int], dict[str, int]]:
@@ -150,17 +150,17 @@ def test_an_installed_metric_shows_in_every_output_and_gates(toy_site, tmp_path)
 def test_a_metric_installed_after_the_run_shows_for_it(toy_site, tmp_path):
     """The score table records its metrics: one built before the plug-in is rebuilt with its columns."""
     from whisperbench import load_run, score
-    from whisperbench.scoring.metrics import registered
+    from whisperbench.scoring.metrics import METRICS, registered
     from whisperbench.scoring.table import metric_values
 
     ref_path, _, ref_z, _ = _hypotheses(tmp_path)
     sys.path.remove(str(toy_site))
-    registered.cache_clear()
+    METRICS.reload()
     assert "zcount" not in [m.name for m in registered()]
     run = score(ref_path, BUNDLED / "shortform" / "manifest.jsonl", runs_dir=tmp_path / "runs", name="before")
     assert "zcount" not in metric_values(run.score_table())
     sys.path.insert(0, str(toy_site))
-    registered.cache_clear()
+    METRICS.reload()
     assert metric_values(load_run(run.store.path).score_table())["zcount"] == {"z_letters": sum(ref_z.values())}
 
 
@@ -199,18 +199,18 @@ def test_a_malformed_metric_is_refused_naming_it(kwargs, message):
 
 
 def test_a_broken_entry_point_is_left_out_with_a_warning(tmp_path, monkeypatch, caplog):
-    from whisperbench.scoring.metrics import registered
+    from whisperbench.scoring.metrics import METRICS, registered
 
     dist = tmp_path / "broken-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 1.0\n", encoding="utf-8")
     (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nbroken = no_such_module:METRIC\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registered.cache_clear()
+    METRICS.reload()
     try:
         names = [m.name for m in registered()]
     finally:
-        registered.cache_clear()
+        METRICS.reload()
     assert "hallucination" in names and "broken" not in names
     assert "broken = no_such_module:METRIC" in caplog.text
 

@@ -51,6 +51,7 @@ from .progress import progress as progress_bar
 from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
 from .reports.compare import adjust_holm, paired_counts
 from .reports.document import DOCUMENTS, document_format
+from .reports.trackers import TRACKERS
 from .reports.escape import md_cell, one_line, spreadsheet_safe
 from .reports.export import example_frame
 from .reports.gate import evaluate_repeats
@@ -645,17 +646,13 @@ def report(
     path = Path(out or Path(runs_dir) / default)
     fmt = document_format(path, format)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = DOCUMENTS[fmt](leaderboard_frame(stored, chosen), stored, chosen, path, title)
+    text = DOCUMENTS.get(fmt).write(leaderboard_frame(stored, chosen), stored, chosen, path, title)
     if text is not None and unreadable and fmt == "md":  # the reader sees what is missing, and why
         text += "\n## Left out (unreadable)\n\n" + "".join(f"- {md_cell(line)}\n" for line in unreadable)
     if text is not None:
         path.write_text(text, encoding="utf-8")
     log.debug("wrote %s", path)
     return Report(path, fmt, text, chosen, describe_references(chosen))
-
-
-#: experiment trackers :func:`publish` reaches: each is the module ``whisperbench.reports.<name>_export``
-TRACKERS = ("mlflow", "wandb")
 
 
 def export(
@@ -691,13 +688,9 @@ def publish(
     """Publish a run to an experiment tracker (``to``: one of :data:`TRACKERS`; ``whisperbench export --to``):
     params, metrics, the per-example table and the reports; ``options`` are the tracker's (``tracking_uri``,
     ``experiment`` for MLflow; ``project``, ``entity`` for W&B). Returns where it went, redacted."""
-    import importlib
-
     from .redact import redact_text
     from .reports.tracking import tracked_run
 
-    if to not in TRACKERS:
-        raise WhisperbenchError(f"unknown tracker {to!r} (trackers: {', '.join(TRACKERS)})")
-    module = importlib.import_module(f"whisperbench.reports.{to}_export")
+    tracker = TRACKERS.get(to)
     ref = load_run(reference, runs_dir) if reference is not None else None
-    return redact_text(module.publish(tracked_run(load_run(run, runs_dir), ref), **options))
+    return redact_text(tracker.send(tracked_run(load_run(run, runs_dir), ref), **options))

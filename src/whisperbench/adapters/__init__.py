@@ -1,52 +1,34 @@
-"""Adapters registered by name. Built-in modules are listed below; third parties add theirs with an
-entry point in the group ``whisperbench.adapters`` pointing at an :class:`Adapter` subclass."""
+"""Adapters by name (:data:`ADAPTERS`): each module of this package that defines ``ADAPTER``; third parties add
+theirs with an entry point in the group ``whisperbench.adapters`` pointing at an :class:`Adapter` subclass."""
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 
 from ..errors import WhisperbenchError
+from ..registry import Registry, package_items
 from .base import Adapter, DecodingOptions
 
-__all__ = ["Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]
+__all__ = ["ADAPTERS", "Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]
 
-_BUILTIN_MODULES = (
-    "recorded",
-    "openai_whisper",
-    "faster_whisper",
-    "transformers",
-    "openai_api",
-    "whisper_cpp",
-    "mlx",
-    "jax",
-    "ane_torch",
-    "coreml",
-    "whisperkit",
-    "whisperlivekit",
-    "whisper_live",
+#: every adapter: each module of this package that defines ``ADAPTER`` (a new implementation is one module), then
+#: installed packages' (entry-point group ``whisperbench.adapters``), then those :func:`register` adds
+ADAPTERS: Registry[type[Adapter]] = Registry(
+    "adapter",
+    builtin=lambda: package_items(__name__, "ADAPTER"),
+    kind=lambda cls: isinstance(cls, type) and issubclass(cls, Adapter),
+    group="whisperbench.adapters",
 )
-_REGISTRY: dict[str, type[Adapter]] = {}
-_loaded = False
 
 
 def register(cls: type[Adapter]) -> type[Adapter]:
-    """Class decorator: make an adapter available under ``cls.name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
+    """Class decorator: make an adapter (a test's, a team's own) available under ``cls.name``."""
+    return ADAPTERS.add(cls)
 
 
 def registry() -> dict[str, type[Adapter]]:
-    """All registered adapters (built-in first, then entry points)."""
-    global _loaded
-    if not _loaded:
-        for module in _BUILTIN_MODULES:
-            importlib.import_module(f"{__name__}.{module}")
-        for ep in entry_points(group="whisperbench.adapters"):
-            cls = ep.load()
-            _REGISTRY.setdefault(cls.name, cls)
-        _loaded = True
-    return _REGISTRY
+    """All adapters by name (built in, then entry points, then registered)."""
+    return {cls.name: cls for cls in ADAPTERS.items()}
 
 
 def adapter_names() -> list[str]:
@@ -57,9 +39,8 @@ def adapter_names() -> list[str]:
 def get_adapter(name: str) -> type[Adapter]:
     """The adapter class called ``name``, or given as ``package.module:Class`` (an unregistered adapter, e.g.
     a team's own wrapper, importable where the run and its worker processes start); a clear error otherwise."""
-    table = registry()
-    if name in table:
-        return table[name]
+    if name in ADAPTERS:
+        return ADAPTERS.get(name)
     if ":" in name:
         module, _, attribute = name.partition(":")
         try:
@@ -70,5 +51,5 @@ def get_adapter(name: str) -> type[Adapter]:
             raise WhisperbenchError(f"adapter {name!r} is not a whisperbench Adapter subclass")
         return cls
     raise WhisperbenchError(
-        f"unknown adapter {name!r}; known adapters: {', '.join(sorted(table))} (or package.module:Class)"
+        f"unknown adapter {name!r}; known adapters: {', '.join(sorted(ADAPTERS.names()))} (or package.module:Class)"
     )

@@ -19,7 +19,6 @@ import numpy as np
 
 from ..errors import OptionError
 from ..types import Example, Transcript
-from . import register
 from .base import Adapter, DecodingOptions, window_transcript
 from .options import Option
 from ..models.coreml_compress import COMPRESSIONS
@@ -27,7 +26,6 @@ from ..models.coreml_compress import COMPRESSIONS
 DTYPES = ("float32", "float16")
 
 
-@register
 class AnePyTorchAdapter(Adapter):
     """openai-whisper's weights in the Apple Neural Engine layout, run with PyTorch (the numerical check of the layout
     Core ML exports)."""
@@ -119,3 +117,7 @@ class AnePyTorchAdapter(Adapter):
 
     def close(self) -> None:
         self.decoder = None  # type: ignore[assignment]  # released; never used after close
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = AnePyTorchAdapter

@@ -26,14 +26,12 @@ from ..errors import AdapterUnavailable, OptionError
 from ..models.coreml import VARIANTS
 from ..models.coreml_compress import COMPRESSIONS
 from ..types import Example, Transcript
-from . import register
 from .base import Adapter, DecodingOptions
 from .options import Option
 
 NOT_MACOS = "Core ML runs only on macOS (no Core ML runtime on {platform}); the export works everywhere"
 
 
-@register
 class CoreMLAdapter(Adapter):
     """Core ML packages of the ANE-layout Whisper, run through coremltools on macOS (exported everywhere)."""
 
@@ -109,3 +107,7 @@ class CoreMLAdapter(Adapter):
 
     def close(self) -> None:
         self.decoder = self.step_model = None  # type: ignore[assignment]  # released; never used after close
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = CoreMLAdapter

@@ -7,7 +7,6 @@ from typing import Optional
 import numpy as np
 
 from ..types import Example, Segment, Transcript, Word
-from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, seam_extra, seams_from_seeks
 from .options import Option
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
@@ -23,7 +22,6 @@ WORD_TIMING = (
 )
 
 
-@register
 class FasterWhisperAdapter(Adapter):
     """faster-whisper (CTranslate2): ``WhisperModel.transcribe`` on the model converted to, or given in, CTranslate2's
     format."""
@@ -165,3 +163,7 @@ class FasterWhisperAdapter(Adapter):
         """Each Segment's ``seek`` is its window's start in feature frames (hop 160 at 16 kHz: 100 a second); with
         the VAD filter, frames of the audio with the silences cut out, which it does not map back: not told."""
         return None if self.settings["vad_filter"] else SEAMS_FROM_DECODER
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = FasterWhisperAdapter

@@ -38,7 +38,6 @@ import numpy as np
 from ..audio import SAMPLE_RATE
 from ..errors import OptionError
 from ..types import Example, Transcript
-from . import register
 from .base import Adapter, DecodingOptions, window_transcript
 from .jax_compile import N_FRAMES, Program, ProgramBuilder
 from .options import Option
@@ -79,7 +78,6 @@ def _limit_xla_threads(threads: int) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
 
 
-@register
 class JaxAdapter(Adapter):
     """Flax Whisper as Whisper JAX runs it: jit-compiled, batched greedy decoding on the same weights."""
 
@@ -270,3 +268,7 @@ def _describe(a: "JaxAdapter", info: dict[str, Any]) -> dict[str, Any]:
         }
         info.update(programs=programs, jax_backend=jax.default_backend(), devices=[str(d) for d in jax.devices()])
     return info
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = JaxAdapter

@@ -33,13 +33,11 @@ import numpy as np
 
 from ..errors import ModelError, OptionError
 from ..types import Example, Transcript
-from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, transcript_from_whisper_result
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 from .options import Option
 
 
-@register
 class MLXAdapter(Adapter):
     """mlx-whisper: ``mlx_whisper.transcribe`` on the model converted to, or given in, MLX's format."""
 
@@ -230,3 +228,7 @@ def blas_library(choice: str) -> str:
     if not Path(choice).is_file():
         raise OptionError(f"adapter mlx: blas={choice}: no such file")
     return choice
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = MLXAdapter

@@ -30,7 +30,6 @@ from ..files import write_json_atomic
 from ..errors import OptionError, WhisperbenchError
 from ..redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript, Word
-from . import register
 from .base import Adapter
 from .options import Option
 
@@ -127,7 +126,6 @@ def _to_cache(path: Path, result: Transcript) -> None:
     )
 
 
-@register
 class OpenAIAPIAdapter(Adapter):
     """The OpenAI transcription API, or any OpenAI-compatible endpoint, through the official ``openai`` client."""
 
@@ -298,3 +296,7 @@ class OpenAIAPIAdapter(Adapter):
         info["price_per_audio_minute"] = float(self.settings["price_per_minute"])
         info["api_key_source"] = f"${API_KEY_ENV}" if os.environ.get(API_KEY_ENV) else "none"
         return info
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = OpenAIAPIAdapter

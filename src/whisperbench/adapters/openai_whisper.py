@@ -8,13 +8,11 @@ import numpy as np
 
 from ..errors import OptionError
 from ..types import Example, Transcript
-from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, transcript_from_whisper_result, window_transcript
 from .options import Option
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 
 
-@register
 class OpenAIWhisperAdapter(Adapter):
     """openai-whisper (PyTorch): ``whisper.transcribe``, the reference implementation."""
 
@@ -149,3 +147,7 @@ class OpenAIWhisperAdapter(Adapter):
             self.net.is_multilingual, num_languages=self.net.num_languages, language=options.language, task=d.task
         )
         return [window_transcript(r.tokens, tokenizer, r.text, language=r.language) for r in results]
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = OpenAIWhisperAdapter

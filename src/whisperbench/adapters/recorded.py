@@ -21,7 +21,6 @@ from ..digest import sha256_of
 from ..errors import WhisperbenchError
 from ..languages import LanguageError, language_code
 from ..types import Emission, Example, Segment, Transcript, Word
-from . import register
 from .base import Adapter
 from .options import Option
 from .streaming import CLOCKS
@@ -206,7 +205,6 @@ def _language(label, path: str, number: int) -> Optional[str]:
         raise WhisperbenchError(f"{path} line {number}: {exc}") from None
 
 
-@register
 class RecordedAdapter(Adapter):
     """Hypotheses made elsewhere (a JSONL file of id and hypothesis): a phone's, a Mac's or another tool's results
     scored like any run."""
@@ -273,3 +271,7 @@ class RecordedAdapter(Adapter):
         recorded = {"timings_from": where} if getattr(self, "costs", None) or device else {}
         figures = {f"device_{key}": device[key] for key in DEVICE_FIGURES if key in device}
         return super().describe() | {"hypotheses_file": self.model} | recorded | figures
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = RecordedAdapter

@@ -12,7 +12,6 @@ import numpy as np
 
 from ..audio import SAMPLE_RATE
 from ..types import Example, Segment, Transcript, Word
-from . import register
 from .base import SEAMS_FROM_PIPELINE, Adapter, seam_extra
 from .options import Option
 from .word_timing import words_from_tokens
@@ -22,7 +21,6 @@ _WINDOW_FRAMES = 3000
 _SECONDS_PER_POSITION = 0.02
 
 
-@register
 class TransformersAdapter(Adapter):
     """Hugging Face transformers: the automatic-speech-recognition pipeline on the model in transformers' format."""
 
@@ -230,3 +228,7 @@ def _timed(kind, chunks: list[dict], audio_s: float) -> list:
         items.append(kind(text, start, end) if kind is Word else kind(start, end, text))
         previous = end
     return items
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = TransformersAdapter

@@ -27,7 +27,6 @@ import numpy as np
 from ..errors import AdapterUnavailable, ModelError, OptionError
 from ..supervise import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Segment, Transcript, Word
-from . import register
 from .base import Adapter
 from .options import Option
 from .word_timing import dtw_token_spans, words_from_tokens
@@ -88,7 +87,6 @@ def _route(variant: str, converted: bool) -> str:
     return "quantized from the float32 weights (whisper.cpp's route rounds to float16 first: -o quantize_from=f16)"
 
 
-@register
 class WhisperCppAdapter(Adapter):
     """whisper.cpp through pywhispercpp or whisper-cpp-python, on a ggml file, in a worker process."""
 
@@ -578,3 +576,7 @@ def _text_tokens(ctx, eot: int, n_segments, n_tokens, token_data, token_text) ->
             text = text.decode("utf-8", "surrogateescape") if isinstance(text, bytes) else text
             tokens.append((text, data.t0 / 100, data.t1 / 100, getattr(data, "t_dtw", -1) / 100))
     return tokens
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = WhisperCppAdapter

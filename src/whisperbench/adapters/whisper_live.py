@@ -28,7 +28,6 @@ import numpy as np
 
 from ..supervise import started_from_main_thread
 from ..types import Example
-from . import register
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -135,7 +134,6 @@ class _Session:
         return self._drain()
 
 
-@register
 class WhisperLiveAdapter(StreamingAdapter):
     """WhisperLive's server (faster-whisper backend, int8 on CPU as it chooses) on the model's CTranslate2
     conversion, one WebSocket stream per audio."""
@@ -209,3 +207,7 @@ class WhisperLiveAdapter(StreamingAdapter):
         if log_file is not None:
             log_file.close()
             self.log_path.unlink(missing_ok=True)  # quoted in the error when the server failed; not needed after
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = WhisperLiveAdapter

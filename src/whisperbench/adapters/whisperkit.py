@@ -48,7 +48,6 @@ import numpy as np
 from ..audio import SAMPLE_RATE
 from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
 from ..types import Example, Segment, Transcript, Word
-from . import register
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, seam_extra, seams_from_seeks
 from .options import Option
 
@@ -150,7 +149,6 @@ def transcript_from_report(report: dict, word_timing: bool, long_form: bool) -> 
     )
 
 
-@register
 class WhisperKitAdapter(Adapter):
     """Argmax's WhisperKit CLI (Core ML Whisper) on macOS 14+ with Apple silicon."""
 
@@ -237,3 +235,7 @@ class WhisperKitAdapter(Adapter):
 
     def describe(self) -> dict:
         return super().describe() | {"whisperkit_model": self.settings["model_path"] or f"openai_whisper-{self.model}"}
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = WhisperKitAdapter

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from ..types import Example
-from . import register
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -56,7 +55,6 @@ def _text(tokens: Any) -> str:
     return "".join(token.text or "" for token in tokens or [])
 
 
-@register
 class WhisperLiveKitAdapter(StreamingAdapter):
     """WhisperLiveKit (SimulStreaming's AlignAtt or LocalAgreement) on the model's PyTorch and CTranslate2
     conversions."""
@@ -171,3 +169,7 @@ def _warmup_clip() -> Path:
     from ..datasets import bundled_datasets
 
     return bundled_datasets()["tiny-shortform"].parent / "audio" / "jfk.flac"
+
+
+#: the adapter this module adds (found by :data:`whisperbench.adapters.ADAPTERS`)
+ADAPTER = WhisperLiveKitAdapter

@@ -2,7 +2,8 @@
 
 Each command's module has ``register(sub)``, which adds its parser and options, and ``command(args)``, which
 calls the API and prints; the options several commands share are in :mod:`whisperbench.cli.common`. A new
-command is one module here and its name in :data:`COMMANDS`.
+command is one module here and its name in :data:`BUILTIN` (the order ``--help`` lists them in); another package
+adds one through the entry-point group ``whisperbench.commands`` (:data:`COMMANDS`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any, Optional
 from .. import __version__
 from ..errors import WhisperbenchError
 from ..redact import redact_text
+from ..registry import Registry
 
-#: the commands, one module each, in the order ``--help`` lists them
-COMMANDS = (
+#: the built-in commands, one module each, in the order ``--help`` lists them
+BUILTIN = (
     "run",
     "score",
     "rescore",
@@ -38,6 +40,26 @@ COMMANDS = (
     "models",
     "datasets",
     "demo",
+)
+
+
+def _command_name(module: Any) -> str:
+    return getattr(module, "NAME", module.__name__.rpartition(".")[2])
+
+
+def _is_command(module: Any) -> bool:
+    return callable(getattr(module, "register", None)) and callable(getattr(module, "command", None))
+
+
+#: every command: the modules of :data:`BUILTIN`, then installed packages' (entry-point group
+#: ``whisperbench.commands``, pointing at a module with ``register(sub)`` and ``command(args)``, named by its
+#: ``NAME`` or its module name)
+COMMANDS: Registry[Any] = Registry(
+    "command",
+    builtin=lambda: [importlib.import_module(f"{__name__}.{name}") for name in BUILTIN],
+    kind=_is_command,
+    group="whisperbench.commands",
+    name_of=_command_name,
 )
 
 
@@ -66,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="log warnings and errors only (no progress lines)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+    for module in COMMANDS.items():
+        module.register(sub)
     for command in sub.choices.values():  # -q / -v after the command name too (`report … -q`)
         _add_log_level(command)
     return parser

@@ -23,7 +23,7 @@ def command(args) -> int:
                 f"export: no runs named, and none in {args.runs_dir}" if args.all else "export: name a run (or --all)"
             )
         for run in runs:  # each publishes on its own: a failure names its run, those done stay done
-            print(publish(run, args.to, reference=reference, **_TRACKERS[args.to](args)))
+            print(publish(run, args.to, reference=reference, **_options(args)))
         return 0
     if args.all or len(args.run) != 1:
         raise WhisperbenchError("export --out writes one run: name exactly one (--all goes with --to)")
@@ -32,15 +32,17 @@ def command(args) -> int:
     return 0
 
 
-#: each tracker's options from the command line (the trackers: ``api.TRACKERS``)
-_TRACKERS = {
-    "mlflow": lambda a: {"tracking_uri": a.tracking_uri, "experiment": a.experiment},
-    "wandb": lambda a: {"project": a.project, "entity": a.entity},
-}
+def _options(args) -> dict[str, Any]:
+    """The options ``--to``'s tracker takes, from the flags of the same names (an unset flag: its default)."""
+    from ..reports.trackers import TRACKERS
+
+    return {name: getattr(args, name, None) for name in TRACKERS.get(args.to).options}
 
 
 def register(sub: Any) -> None:
     """Add ``whisperbench export`` and its options to the sub-command parsers ``sub``."""
+    from ..reports.trackers import TRACKERS
+
     p = sub.add_parser("export", help="a run's per-example results as CSV/JSON lines, or the run to MLflow or W&B")
     p.add_argument("run", nargs="*", help="run name (under --runs-dir) or run folder; with --to, several")
     p.add_argument("--all", action="store_true", help="with --to: every run in --runs-dir (e.g. a whole sweep)")
@@ -48,7 +50,7 @@ def register(sub: Any) -> None:
     where.add_argument("--out", help="FILE.csv, FILE.jsonl or FILE.json")
     where.add_argument(
         "--to",
-        choices=sorted(_TRACKERS),
+        choices=TRACKERS.names(),
         help="an experiment tracker: params, metrics, the per-example table and the reports "
         "(a re-export updates the same tracker run)",
     )

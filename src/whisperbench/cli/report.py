@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", help="file to write (default: leaderboard.md, or .html/.csv with --format, in --runs-dir)")
     p.add_argument(
         "--format",
-        choices=sorted(DOCUMENTS),
+        choices=sorted(DOCUMENTS.names()),
         help="default: from --out's extension; hf: a model-card section (model-index metadata and a "
         "WER / QoI / size table per dataset) to paste into a Hugging Face README.md",
     )

@@ -36,6 +36,7 @@ LAYERS = {
             "runlock",
             "limits",
             "lazy",
+            "registry",
         )
     },
     "models": 1,

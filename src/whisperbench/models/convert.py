@@ -21,7 +21,7 @@ from whisperbench.models.checkpoint import (
     transformers_name,
 )
 from whisperbench.models.readers import read_checkpoint
-from whisperbench.models.registry import SourceModel, converter
+from whisperbench.models.registry import SourceModel
 
 logger = logging.getLogger(__name__)
 
@@ -201,11 +201,11 @@ def _generation_config(ckpt: Checkpoint, config_json: dict, tokenizer, ids: dict
 # ------------------------------------------------------------------------- registered converters
 
 
-@converter("openai-whisper")
-def _to_openai_whisper(source: SourceModel, out_dir: Path, variant: str) -> None:
+def to_openai_whisper(source: SourceModel, out_dir: Path, variant: str) -> None:
+    """The converter of its Format: ``source`` as openai-whisper's one ``.pt`` file into ``out_dir``."""
     write_openai_whisper(read_checkpoint(source), out_dir / OPENAI_WHISPER_FILE)
 
 
-@converter("transformers")
-def _to_transformers(source: SourceModel, out_dir: Path, variant: str) -> None:
+def to_transformers(source: SourceModel, out_dir: Path, variant: str) -> None:
+    """The converter of its Format: ``source`` as a Hugging Face transformers folder into ``out_dir``."""
     write_transformers(read_checkpoint(source), out_dir)

@@ -11,15 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from whisperbench.errors import ModelError
-from whisperbench.models.registry import SourceModel, converted, converter
+from whisperbench.models.registry import SourceModel, converted
 
 #: files faster-whisper reads beside model.bin (preprocessor_config.json carries the mel count)
 COPIED = ("tokenizer.json", "preprocessor_config.json")
 QUANTIZATIONS = ("float32", "float16", "bfloat16", "int8", "int8_float32", "int8_float16", "int16")
 
 
-@converter("ctranslate2")
-def _to_ctranslate2(source: SourceModel, out_dir: Path, variant: str) -> None:
+def to_ctranslate2(source: SourceModel, out_dir: Path, variant: str) -> None:
+    """The converter of its Format: ``source`` as a CTranslate2 folder (``variant``: its quantization)
+    into ``out_dir``."""
     from ctranslate2.converters import TransformersConverter
 
     hf_folder = source.path if source.format == "transformers" else converted(str(source.path), "transformers")

@@ -25,7 +25,7 @@ from whisperbench.models.convert import (
     read_checkpoint,
     transformers_name,
 )
-from whisperbench.models.registry import SourceModel, converter
+from whisperbench.models.registry import SourceModel
 
 FLAX_WEIGHTS_FILE = "flax_model.msgpack"
 
@@ -107,6 +107,6 @@ def write_flax(ckpt: Checkpoint, out_dir: str | Path) -> None:
     ).save_pretrained(str(out_dir))
 
 
-@converter("flax")
-def _to_flax(source: SourceModel, out_dir: Path, variant: str) -> None:
+def to_flax(source: SourceModel, out_dir: Path, variant: str) -> None:
+    """The converter of its Format: ``source`` as a Flax (Whisper JAX) folder into ``out_dir``."""
     write_flax(read_checkpoint(source), out_dir)

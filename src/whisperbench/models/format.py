@@ -19,9 +19,7 @@ Shared here too: the header readers every inspector uses (JSON, safetensors, a s
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from whisperbench.errors import ModelError
+from whisperbench.registry import Registry, package_items
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,7 +116,7 @@ class Format:
     read: Optional[Callable[["SourceModel"], "Checkpoint"]] = None  # back to float32 openai-whisper names
     unreadable: str = ""  # why ``read`` is None (the error a conversion from it gets)
     embedding: Optional[Callable[["SourceModel"], "np.ndarray"]] = None  # the token embedding: the fingerprint
-    converter: Optional[str] = None  # module registering ``@converter(name)`` (imported on first use)
+    converter: Optional[str] = None  # "module:function" writing ``fn(source, out_dir, variant)`` (imported on use)
     output_file: Optional[str] = None  # its implementation loads one file: the converter writes this name
     default_variant: str = ""  # the variant an empty variant name means
     variants: str = ""  # for the help: "f16/q8_0/q5_0"
@@ -129,37 +128,36 @@ class Format:
         return self.folder is not None or self.file is not None
 
 
-def _format_modules() -> list[str]:
-    package = importlib.import_module(FORMAT_PACKAGE)
-    return [f"{FORMAT_PACKAGE}.{info.name}" for info in pkgutil.iter_modules(package.__path__)]
-
-
 @lru_cache(maxsize=1)
 def builtin_formats() -> tuple[Format, ...]:
     """The ``FORMAT`` of every module in :mod:`whisperbench.models.fmt`, by rank."""
-    found = [importlib.import_module(module).FORMAT for module in _format_modules()]
-    return tuple(sorted(found, key=lambda f: (f.rank, f.name)))
+    return tuple(sorted(package_items(FORMAT_PACKAGE, "FORMAT"), key=_rank))
 
 
-_REGISTERED: dict[str, Format] = {}
+def _rank(fmt: Format) -> tuple[int, str]:
+    return fmt.rank, fmt.name
+
+
+#: every format: one module each in :mod:`whisperbench.models.fmt`, then installed packages' (entry-point group
+#: ``whisperbench.formats``), then those :func:`register` adds; by rank
+FORMATS: Registry[Format] = Registry(
+    "format", builtin=builtin_formats, kind=Format, group="whisperbench.formats", order=_rank, error=ModelError
+)
 
 
 def register(fmt: Format) -> Format:
     """Add (or replace) a format at run time: detection, ``models info``, conversion and the help see it."""
-    if any(f.name == fmt.name for f in builtin_formats()):
-        raise ModelError(f"format {fmt.name!r} is built in; a registered format needs a new name")
-    _REGISTERED[fmt.name] = fmt
-    return fmt
+    return FORMATS.add(fmt)
 
 
 def unregister(name: str) -> None:
     """Remove a format added by :func:`register` (nothing when it is not there)."""
-    _REGISTERED.pop(name, None)
+    FORMATS.remove(name)
 
 
 def all_formats() -> tuple[Format, ...]:
-    """Every known format, built in and registered, by rank."""
-    return tuple(sorted((*builtin_formats(), *_REGISTERED.values()), key=lambda f: (f.rank, f.name)))
+    """Every known format, built in, installed and registered, by rank."""
+    return FORMATS.items()
 
 
 def format_names() -> dict[str, str]:

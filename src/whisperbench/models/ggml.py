@@ -45,7 +45,7 @@ from whisperbench.models.ggml_format import (
     validate_ggml_header,
 )
 from whisperbench.models.readers import read_checkpoint
-from whisperbench.models.registry import SourceModel, converter
+from whisperbench.models.registry import SourceModel
 
 GGML_FILE = "ggml-model.bin"
 #: variant -> (hparams ftype, weight type, quantization format version)
@@ -221,6 +221,7 @@ def write_ggml(ckpt: Checkpoint, out_path: str | Path, variant: str = "f16") -> 
     validate_ggml_header(out_path)
 
 
-@converter("ggml")
-def _to_ggml(source: SourceModel, out_dir: Path, variant: str) -> None:
+def to_ggml(source: SourceModel, out_dir: Path, variant: str) -> None:
+    """The converter of its Format: ``source`` as whisper.cpp's ggml file (``variant``: its type, e.g. q5_0)
+    into ``out_dir``."""
     write_ggml(read_checkpoint(source), out_dir / GGML_FILE, variant)

@@ -24,7 +24,7 @@ import numpy as np
 
 from whisperbench.errors import ModelError
 from whisperbench.models.convert import Checkpoint, read_checkpoint
-from whisperbench.models.registry import SourceModel, converter
+from whisperbench.models.registry import SourceModel
 
 DTYPES = ("float16", "float32")
 QUANTIZATIONS = {"": None, "q4": 4, "q8": 8}
@@ -140,6 +140,7 @@ def _write_mlx_quantized(ckpt: Checkpoint, out_dir: str | Path, dtype: str, quan
     (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
-@converter("mlx")
-def _to_mlx(source: SourceModel, out_dir: Path, variant: str) -> None:
+def to_mlx(source: SourceModel, out_dir: Path, variant: str) -> None:
+    """The converter of its Format: ``source`` as an MLX folder (``variant``: its dtype or quantization)
+    into ``out_dir``."""
     write_mlx(read_checkpoint(source), out_dir, variant)

@@ -230,22 +230,6 @@ def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
     return target
 
 
-Converter = Callable[[SourceModel, Path, str], None]
-#: format -> its converter, registered by the module its Format names (imported on first use; heavy imports
-#: stay inside)
-_CONVERTERS: dict[str, Converter] = {}
-
-
-def converter(fmt: str) -> Callable[[Converter], Converter]:
-    """Decorator: register ``fn(source, out_dir, variant)`` that writes format ``fmt`` into ``out_dir``."""
-
-    def register(fn: Converter) -> Converter:
-        _CONVERTERS[fmt] = fn
-        return fn
-
-    return register
-
-
 def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
     """Whether ``source`` already is format ``fmt`` in ``variant`` (None: any variant it has)."""
     if source.format != fmt:
@@ -276,8 +260,8 @@ def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = Non
     if spec is None or spec.converter is None:
         known = ", ".join(f.name for f in all_formats() if f.converter)
         raise ModelError(f"no converter to format {fmt!r} (known: {known})")
-    importlib.import_module(spec.converter)
-    write = _CONVERTERS[fmt]
+    module, _, function = spec.converter.partition(":")
+    write = getattr(importlib.import_module(module), function)
     key = source.key + (f"-{variant}" if variant else "")
     folder = _build_cached(cache_dir() / fmt / key, lambda out: write(source, out, variant or ""))
     return folder / spec.output_file if spec.output_file else folder

@@ -8,8 +8,11 @@ noise; a new section is one more call in :func:`markdown_document`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TypeAlias
+
+from ..registry import Registry
 
 if TYPE_CHECKING:  # the writers import what they use when they run: the CLI lists DOCUMENTS in --help
     import pandas as pd
@@ -67,13 +70,31 @@ def model_card_document(
     return render_model_card(frame, title=title)
 
 
-#: report formats by name: each returns the text to write, or writes ``out`` itself and returns None
-DOCUMENTS: dict[str, Writer] = {
-    "md": markdown_document,
-    "html": html_document,
-    "csv": csv_document,
-    "hf": model_card_document,
-}
+@dataclass(frozen=True)
+class Document:
+    """A kind of report ``whisperbench report`` writes: its ``name`` (``--format NAME``), the file ``suffix`` that
+    chooses it, a one-line ``description`` and ``write`` (:data:`Writer`: returns the text to write, or writes the
+    file itself and returns None)."""
+
+    name: str
+    suffix: str
+    description: str
+    write: Writer
+
+
+#: report formats by name: built in md, html, csv and hf; others from installed packages (entry-point group
+#: ``whisperbench.documents``, pointing at a :class:`Document`)
+DOCUMENTS: Registry[Document] = Registry(
+    "report format",
+    builtin=lambda: [
+        Document("md", ".md", "the leaderboard and every section as markdown", markdown_document),
+        Document("html", ".html", "sortable tables, plots and the example explorer", html_document),
+        Document("csv", ".csv", "the leaderboard as one flat table", csv_document),
+        Document("hf", "", "a Hugging Face model-card section", model_card_document),
+    ],
+    kind=Document,
+    group="whisperbench.documents",
+)
 
 
 def document_format(out: Path, fmt: Optional[str]) -> str:
@@ -84,9 +105,13 @@ def document_format(out: Path, fmt: Optional[str]) -> str:
     """
     from ..errors import WhisperbenchError
 
-    chosen = fmt or out.suffix.lstrip(".").lower()
-    if chosen not in DOCUMENTS:
+    if fmt:
+        return DOCUMENTS.get(fmt).name
+    suffix = out.suffix.lower()
+    chosen = next((d.name for d in DOCUMENTS.items() if d.suffix and d.suffix == suffix), None)
+    if chosen is None:
+        suffixes = ", ".join(d.suffix for d in DOCUMENTS.items() if d.suffix)
         raise WhisperbenchError(
-            f"unknown report format {chosen!r} (use .md, .html or .csv, or --format {'|'.join(DOCUMENTS)})"
+            f"unknown report format {suffix.lstrip('.')!r} (use {suffixes}, or --format {'|'.join(DOCUMENTS.names())})"
         )
     return chosen

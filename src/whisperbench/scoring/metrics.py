@@ -14,8 +14,9 @@ A metric is one of two kinds:
   ``dict`` (hallucination, timing), or ``None`` when it does not apply (no timing, no labels): then its key
   is left out, never filled with zeros.
 
-Metrics come from the modules of :data:`METRIC_MODULES` and from any installed package through the entry-point
-group ``whisperbench.metrics`` (docs/metrics.md): nothing else changes for a new one to show everywhere.
+Metrics come from every module of this package that defines ``METRIC`` and from any installed package through the
+entry-point group ``whisperbench.metrics`` (:data:`METRICS`, docs/metrics.md): a new metric is one module, nothing
+else changes for it to show everywhere.
 
 >>> toy = Metric("toy", "letters z", per_example=lambda e: {"z": float(e.hypothesis.count("z"))}, aggregate="sum")
 >>> example = ScoredExample("a", "ok", "jazz", "jazz", "jazz", "jazz", WordCounts(1, 0, 0, 0))
@@ -25,24 +26,20 @@ group ``whisperbench.metrics`` (docs/metrics.md): nothing else changes for a new
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..errors import OptionError
+from ..registry import Registry, package_items
 from ..types import Prediction, WordCounts
 
 logger = logging.getLogger(__name__)
 
-#: the modules (under ``whisperbench.scoring``) that each define ``METRIC: Metric``
-METRIC_MODULES: tuple[str, ...] = ("hallucination", "timing", "formatting", "streaming")
 #: the entry-point group through which an installed package adds metrics (``name = "module:METRIC"``)
 ENTRY_POINT_GROUP = "whisperbench.metrics"
 #: how a per-example column becomes the run's value (empty values left out)
@@ -242,37 +239,20 @@ def _finite(value: Any) -> Optional[float]:
     return number
 
 
-@lru_cache(maxsize=None)
+#: every metric: each module of this package that defines ``METRIC``, then installed packages' (the entry-point
+#: group ``whisperbench.metrics``), by name; one that cannot be loaded is left out with a warning naming it
+METRICS: Registry[Metric] = Registry(
+    "metric",
+    builtin=lambda: package_items(__package__ or "whisperbench.scoring", "METRIC"),
+    kind=Metric,
+    group=ENTRY_POINT_GROUP,
+    error=OptionError,
+)
+
+
 def registered() -> tuple[Metric, ...]:
-    """Every metric: those of :data:`METRIC_MODULES`, in that order, then those of installed packages (the
-    entry-point group ``whisperbench.metrics``, by entry-point name). One that cannot be loaded is left out
-    with a warning naming it (every other command still works); two metrics of one name: ValueError."""
-    metrics = [importlib.import_module(f"{__package__}.{module}").METRIC for module in METRIC_MODULES]
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            metric = ep.load()
-        except Exception as exc:  # a broken plug-in must not stop every command
-            logger.warning(
-                "metric entry point %s = %s cannot be loaded (%s: %s): left out",
-                ep.name,
-                ep.value,
-                type(exc).__name__,
-                exc,
-            )
-            continue
-        if not isinstance(metric, Metric):
-            logger.warning(
-                "metric entry point %s = %s is a %s, not a whisperbench Metric: left out",
-                ep.name,
-                ep.value,
-                type(metric).__name__,
-            )
-            continue
-        metrics.append(metric)
-    names = [m.name for m in metrics]
-    if len(set(names)) != len(names):
-        raise ValueError(f"two metrics share a name: {names}")
-    return tuple(metrics)
+    """Every metric (:data:`METRICS`): those of this package's modules by module name, then installed ones."""
+    return METRICS.items()
 
 
 def per_example_metrics() -> tuple[Metric, ...]:
@@ -282,10 +262,7 @@ def per_example_metrics() -> tuple[Metric, ...]:
 
 def metric_named(name: str) -> Metric:
     """The registered metric ``name``; an OptionError listing the known ones otherwise."""
-    for metric in registered():
-        if metric.name == name:
-            return metric
-    raise OptionError(f"unknown metric {name!r}; registered metrics: {', '.join(m.name for m in registered())}")
+    return METRICS.get(name)
 
 
 def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[str, float]]:

@@ -22,7 +22,7 @@ FORMAT = Format(
     inspect=_inspect,
     unreadable="a coreml model runs only in Core ML as it is; its weights cannot be read back for conversion: "
     "convert from the checkpoint it was built from",
-    converter="whisperbench.models.coreml",
+    converter="whisperbench.models.coreml:to_coreml",
     variants="float16/float32",
     native_adapters=("coreml", "ane-pytorch"),
 )

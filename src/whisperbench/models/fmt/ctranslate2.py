@@ -55,7 +55,7 @@ FORMAT = Format(
     check_dims=True,
     read=_read,
     embedding=_embedding,
-    converter="whisperbench.models.ctranslate2_writer",
+    converter="whisperbench.models.ctranslate2_writer:to_ctranslate2",
     variants="float16/int8/...",
     native_adapters=("faster-whisper",),
 )

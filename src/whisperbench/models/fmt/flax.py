@@ -9,6 +9,6 @@ FORMAT = Format(
     title="Flax",
     rank=80,
     description="transformers' Flax weights for the jax adapter (written, never read)",
-    converter="whisperbench.models.flax",
+    converter="whisperbench.models.flax:to_flax",
     native_adapters=("jax",),
 )

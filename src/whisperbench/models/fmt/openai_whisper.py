@@ -72,7 +72,7 @@ FORMAT = Format(
     check_dims=True,
     read=_read,
     embedding=_embedding,
-    converter="whisperbench.models.convert",
+    converter="whisperbench.models.convert:to_openai_whisper",
     output_file="model.pt",
     native_adapters=("openai-whisper", "ane-pytorch"),
 )

@@ -147,6 +147,6 @@ FORMAT = Format(
     check_dims=True,
     read=_read,
     embedding=_embedding,
-    converter="whisperbench.models.convert",
+    converter="whisperbench.models.convert:to_transformers",
     native_adapters=("transformers",),
 )

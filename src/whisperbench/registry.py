@@ -1,0 +1,159 @@
+"""One registry pattern for every kind of thing whisperbench can be extended with: adapters, model formats,
+metrics, experiment trackers, report documents and commands.
+
+A :class:`Registry` holds named items of one kind from three places, in this order:
+
+1. **built in**: ``builtin()``, usually :func:`package_items` — the ``ATTRIBUTE`` of every module of one package
+   (a new built-in item is one new module, nothing else);
+2. **installed packages**: the entry-point group ``group`` (``name = "module:OBJECT"``), by entry-point name; an
+   entry point that cannot be loaded, or holds something of the wrong kind, is left out with a warning naming it
+   (every other command still works), and one whose name is taken is left out the same way;
+3. **added at run time**: :meth:`Registry.add` (a test, a notebook, a team's wrapper).
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Colour:
+...     name: str
+>>> colours = Registry("colour", builtin=lambda: [Colour("red"), Colour("blue")], kind=Colour)
+>>> colours.names(), colours.get("blue")
+(['red', 'blue'], Colour(name='blue'))
+>>> colours.get("green")
+Traceback (most recent call last):
+...
+whisperbench.errors.WhisperbenchError: unknown colour 'green' (colours: red, blue)
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+from importlib.metadata import entry_points
+from typing import Any, Callable, Generic, Iterable, Iterator, Optional, TypeVar
+
+from .errors import WhisperbenchError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def package_items(package: str, attribute: str) -> list[Any]:
+    """The ``attribute`` of every module of ``package`` that defines it, modules in name order.
+
+    >>> [m.name for m in package_items("whisperbench.scoring", "METRIC")][:2]
+    ['formatting', 'hallucination']
+    """
+    found = []
+    for info in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{package}.{info.name}")
+        if hasattr(module, attribute):
+            found.append(getattr(module, attribute))
+    return found
+
+
+def _name(item: Any) -> str:
+    return item.name
+
+
+class Registry(Generic[T]):
+    """Named items of one kind: built in, from installed packages, added at run time (see the module).
+
+    ``kind`` (a type, or a predicate) is what every item must be; ``name_of`` its name (``item.name``);
+    ``order`` sorts the whole list (default: built in first, then entry points, then added); ``error`` is the
+    exception an unknown name raises (its message lists the known names).
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        builtin: Callable[[], Iterable[T]],
+        kind: Any = object,
+        group: Optional[str] = None,
+        name_of: Callable[[T], str] = _name,
+        order: Optional[Callable[[T], Any]] = None,
+        error: type[Exception] = WhisperbenchError,
+    ) -> None:
+        self.what, self.group, self.error = what, group, error
+        self._builtin, self._kind, self._name_of, self._order = builtin, kind, name_of, order
+        self._loaded: Optional[dict[str, T]] = None
+        self._added: dict[str, T] = {}
+
+    def _fits(self, item: Any) -> bool:
+        return isinstance(item, self._kind) if isinstance(self._kind, type) else bool(self._kind(item))
+
+    def _load(self) -> dict[str, T]:
+        if self._loaded is None:
+            items: dict[str, T] = {}
+            for item in self._builtin():
+                name = self._name_of(item)
+                if name in items:
+                    raise ValueError(f"two built-in {self.what}s are called {name!r}")
+                items[name] = item
+            self._loaded = items  # what a plug-in importing whisperbench sees while the plug-ins load: built-ins
+            for name, item in self._plugins(set(items)):
+                items[name] = item
+        return self._loaded
+
+    def _plugins(self, taken: set[str]) -> Iterator[tuple[str, T]]:
+        if self.group is None:
+            return
+        for ep in sorted(entry_points(group=self.group), key=lambda e: e.name):
+            where = f"{self.what} entry point {ep.name} = {ep.value}"
+            try:
+                item = ep.load()
+            except Exception as exc:  # a broken plug-in must not stop every command
+                logger.warning("%s cannot be loaded (%s: %s): left out", where, type(exc).__name__, exc)
+                continue
+            if not self._fits(item):
+                logger.warning("%s is a %s, not a whisperbench %s: left out", where, type(item).__name__, self.what)
+                continue
+            name = self._name_of(item)
+            if name in taken:
+                logger.warning("%s is called %r, a name already taken: left out", where, name)
+                continue
+            taken.add(name)
+            yield name, item
+
+    def items(self) -> tuple[T, ...]:
+        """Every item: built in, then installed, then added (or by ``order``)."""
+        found = [*self._load().values(), *(v for k, v in self._added.items() if k not in self._load())]
+        return tuple(sorted(found, key=self._order) if self._order else found)
+
+    def names(self) -> list[str]:
+        """Every item's name, in :meth:`items`' order."""
+        return [self._name_of(item) for item in self.items()]
+
+    def find(self, name: str) -> Optional[T]:
+        """The item called ``name``, else None."""
+        return self._load().get(name, self._added.get(name))
+
+    def get(self, name: str) -> T:
+        """The item called ``name``; ``error`` naming the known ones otherwise."""
+        item = self.find(name)
+        if item is None:
+            raise self.error(f"unknown {self.what} {name!r} ({self.what}s: {', '.join(self.names())})")
+        return item
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find(name) is not None
+
+    def add(self, item: T) -> T:
+        """Add (or replace) an item at run time (usable as a decorator); a built-in or installed item's name is
+        refused: the new one needs its own."""
+        if not self._fits(item):
+            raise TypeError(f"{item!r} is not a whisperbench {self.what}")
+        name = self._name_of(item)
+        if name in self._load():
+            raise self.error(f"{self.what} {name!r} is built in or installed; one added at run time needs a new name")
+        self._added[name] = item
+        return item
+
+    def remove(self, name: str) -> None:
+        """Remove an item :meth:`add` added (nothing when it is not there)."""
+        self._added.pop(name, None)
+
+    def reload(self) -> None:
+        """Look for built-in and installed items again on the next read (after installing a package)."""
+        self._loaded = None
