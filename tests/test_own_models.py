@@ -537,7 +537,7 @@ def test_quantize_from_f16_is_whisper_cpps_route(own, tmp_path):
 
 def test_a_folder_with_a_transformers_model_and_a_ggml_file_says_what_it_found(tmp_path):
     """Detection alone (no extra needed): config.json of a transformers model and a file with ggml's magic."""
-    from whisperbench.models.formats import detect_format, parse_model_format
+    from whisperbench.models.detect import detect_format, parse_model_format
 
     folder = tmp_path / "both"
     folder.mkdir()

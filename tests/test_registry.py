@@ -18,7 +18,7 @@ from .conftest import BUNDLED
 PLUGIN = '''
 import json, os
 from whisperbench.adapters.recorded import RecordedAdapter
-from whisperbench.models.format import Format
+from whisperbench.models.formats import Format
 from whisperbench.reports.document import Document
 from whisperbench.reports.trackers import Tracker
 
@@ -139,7 +139,7 @@ def test_an_entry_point_of_the_wrong_kind_is_left_out_with_a_warning(site, tmp_p
 
 def test_a_name_taken_at_run_time_is_refused_and_a_new_one_added_and_removed():
     from whisperbench.errors import ModelError
-    from whisperbench.models.format import FORMATS, Format
+    from whisperbench.models.formats import FORMATS, Format
 
     with pytest.raises(ModelError, match="format 'ggml' is built in or installed"):
         FORMATS.add(Format(name="ggml", title="x", description="x", rank=1))

@@ -18,7 +18,7 @@ def command(args) -> int:
     if args.action == "formats":
         return _models_formats(args)
     from ..models import cache_dir, list_models
-    from ..models.format import help_texts
+    from ..models.formats import help_texts
 
     rows = list_models()
     if args.json:
@@ -37,7 +37,7 @@ def command(args) -> int:
 
 
 def _models_formats(args) -> int:
-    from ..models.format import format_table
+    from ..models.formats import format_table
 
     rows = format_table()
     if args.json:
@@ -66,7 +66,7 @@ def _models_formats(args) -> int:
 
 def _models_info(args) -> int:
     from ..models import describe_source
-    from ..models.format import find_format
+    from ..models.formats import find_format
 
     if not args.model:
         raise OptionError("models info: name a MODEL (a known name, a path, hf:ORG/NAME or openai:NAME)")
@@ -97,7 +97,7 @@ def _models_info(args) -> int:
 
 
 def _models_convert(args) -> int:
-    from ..models.format import find_format, help_texts
+    from ..models.formats import find_format, help_texts
     from ..models.registry import export_model
 
     if not args.model or not args.to or not args.out:
@@ -115,7 +115,7 @@ def _models_convert(args) -> int:
 
 def register(sub: Any) -> None:
     """Add ``whisperbench models`` and its options to the sub-command parsers ``sub``."""
-    from ..models.format import help_texts
+    from ..models.formats import help_texts
 
     texts = help_texts()
     p = sub.add_parser(

@@ -44,7 +44,7 @@ from typing import Any, Optional
 
 from ..errors import WhisperbenchError
 from ..machine import peak_rss_mb
-from ..models.formats import parse_model_format
+from ..models.detect import parse_model_format
 from ..redact import redact_text
 from . import ray_env
 from ..types import Example, Prediction

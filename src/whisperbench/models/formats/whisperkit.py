@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from whisperbench.models.format import HF_DIMS, Format, ModelLayout, coreml_weights, read_json
+from whisperbench.models.formats import HF_DIMS, Format, ModelLayout, coreml_weights, read_json
 
 
 def _looks_like(folder: Path) -> bool:

@@ -1,12 +1,12 @@
 """One :class:`Format` object per Whisper model format, and the registry of them.
 
-Everything whisperbench knows about one format lives in its module under :mod:`whisperbench.models.fmt`
+Everything whisperbench knows about one format lives in its module under :mod:`whisperbench.models.formats`
 (``FORMAT = Format(...)``): how to recognise it from its contents, how to describe it from its headers
 (:class:`ModelLayout`), how to read it back to a float32 ``Checkpoint``, its token embedding (the
 fingerprint), which module converts to it, the file name its implementation loads, its default variant,
-the adapters that run it as it is and one line for the help. The tables of :mod:`~whisperbench.models.formats`,
+the adapters that run it as it is and one line for the help. The tables of :mod:`~whisperbench.models.detect`,
 :mod:`~whisperbench.models.readers`, :mod:`~whisperbench.models.registry` and the CLI are derived from
-:func:`all_formats`. A new format is one new module in ``models/fmt/`` (found by its presence), or
+:func:`all_formats`. A new format is one new module in ``models/formats/`` (found by its presence), or
 :func:`register` at run time (a plug-in, a test).
 
 Shared here too: the header readers every inspector uses (JSON, safetensors, a safe ``torch.load``).
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from whisperbench.models.source import SourceModel
 
 #: the package whose modules each define one ``FORMAT``
-FORMAT_PACKAGE = "whisperbench.models.fmt"
+FORMAT_PACKAGE = "whisperbench.models.formats"
 DIMS = (
     "n_mels",
     "n_vocab",
@@ -75,7 +75,7 @@ SAFETENSORS_DTYPES = {
 
 @dataclass
 class ModelLayout:
-    """What :func:`~whisperbench.models.formats.inspect_model` found: enough to decide, convert and record,
+    """What :func:`~whisperbench.models.detect.inspect_model` found: enough to decide, convert and record,
     without the weights."""
 
     format: str
@@ -130,7 +130,7 @@ class Format:
 
 @lru_cache(maxsize=1)
 def builtin_formats() -> tuple[Format, ...]:
-    """The ``FORMAT`` of every module in :mod:`whisperbench.models.fmt`, by rank."""
+    """The ``FORMAT`` of every module in :mod:`whisperbench.models.formats`, by rank."""
     return tuple(sorted(package_items(FORMAT_PACKAGE, "FORMAT"), key=_rank))
 
 
@@ -138,7 +138,7 @@ def _rank(fmt: Format) -> tuple[int, str]:
     return fmt.rank, fmt.name
 
 
-#: every format: one module each in :mod:`whisperbench.models.fmt`, then installed packages' (entry-point group
+#: every format: one module each in :mod:`whisperbench.models.formats`, then installed packages' (entry-point group
 #: ``whisperbench.formats``), then those :func:`register` adds; by rank
 FORMATS: Registry[Format] = Registry(
     "format", builtin=builtin_formats, kind=Format, group="whisperbench.formats", order=_rank, error=ModelError

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint
-from whisperbench.models.format import Format, ModelLayout
+from whisperbench.models.formats import Format, ModelLayout
 from whisperbench.models.ggml_format import MAGIC
 from whisperbench.models.source import SourceModel
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from whisperbench.models.format import Format
+from whisperbench.models.formats import Format
 
 FORMAT = Format(
     name="flax",

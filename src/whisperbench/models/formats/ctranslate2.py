@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint
-from whisperbench.models.format import Format, ModelLayout, bad, is_pickle
+from whisperbench.models.formats import Format, ModelLayout, bad, is_pickle
 from whisperbench.models.source import SourceModel
 
 

@@ -4,9 +4,9 @@
 headers, a memory-mapped ``.pt``): the format, the weight files, the dimensions in openai-whisper's
 names, the stored precision and whether it is quantized. Every problem is a :class:`ModelError`
 naming the file and the format that was guessed. What each format looks like is its
-:class:`~whisperbench.models.format.Format` (:mod:`whisperbench.models.fmt`); this module only asks them.
+:class:`~whisperbench.models.formats.Format` (:mod:`whisperbench.models.formats`); this module only asks them.
 
->>> sorted(FORMATS)
+>>> sorted(DETECTABLE)
 ['coreml', 'ctranslate2', 'ggml', 'mlx', 'openai-whisper', 'transformers', 'whisperkit']
 >>> FORMAT_ALIASES["hf"], FORMAT_ALIASES["openai"]
 ('transformers', 'openai-whisper')
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from whisperbench.errors import ModelError
-from whisperbench.models.format import (
+from whisperbench.models.formats import (
     DIMS,
     ModelLayout,
     all_formats,
@@ -31,7 +31,7 @@ from whisperbench.models.format import (
 
 __all__ = [
     "DIMS",
-    "FORMATS",
+    "DETECTABLE",
     "FORMAT_ALIASES",
     "ModelLayout",
     "check_dims",
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: the built-in formats a model on disk is recognised as (run.json, ``converted``, ``--model FORMAT:PATH``)
-FORMATS = tuple(f.name for f in builtin_formats() if f.detectable)
+DETECTABLE = tuple(f.name for f in builtin_formats() if f.detectable)
 #: every name users type -> the format's name (built-in formats; :func:`format_names` sees registered ones too)
 FORMAT_ALIASES = {alias: f.name for f in builtin_formats() for alias in (*f.aliases, f.name)}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint, LazyStateDict
-from whisperbench.models.format import DIMS, Format, ModelLayout, bad, check_layers, is_pickle_head, torch_load
+from whisperbench.models.formats import DIMS, Format, ModelLayout, bad, check_layers, is_pickle_head, torch_load
 from whisperbench.models.source import SourceModel
 
 

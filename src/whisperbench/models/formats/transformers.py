@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint, LazyStateDict, openai_name
-from whisperbench.models.format import (
+from whisperbench.models.formats import (
     HF_DIMS,
     SAFETENSORS_DTYPES,
     Format,

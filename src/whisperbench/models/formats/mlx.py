@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from whisperbench.models.checkpoint import Checkpoint, LazyStateDict
-from whisperbench.models.format import (
+from whisperbench.models.formats import (
     DIMS,
     SAFETENSORS_DTYPES,
     Format,
