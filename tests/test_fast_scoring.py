@@ -40,7 +40,9 @@ def naive_score(pred: Prediction, normalizer: str) -> dict:
     ref = naive_norm(pred.reference, normalizer)
     hyp = naive_norm(pred.hypothesis, normalizer) if pred.status == "ok" else ""
     words = jiwer_counts(jiwer.process_words, ref, hyp)
-    chars = jiwer_counts(jiwer.process_characters, cer_text(ref, pred.language), cer_text(hyp, pred.language))
+    chars = jiwer_counts(
+        jiwer.process_characters, cer_text(ref, pred.language_label), cer_text(hyp, pred.language_label)
+    )
     return {"words": words, "chars": chars}
 
 
@@ -83,7 +85,7 @@ def shared_pairs() -> list[Prediction]:
                     id=f"{row['id']}-{k}",
                     reference=row["text"],
                     hypothesis=_edit(row["text"], vocabulary, rng),
-                    language=row.get("language"),
+                    language_label=row.get("language"),
                 )
             )
         preds.append(
@@ -91,7 +93,7 @@ def shared_pairs() -> list[Prediction]:
                 id=f"{row['id']}-x",
                 reference=row["text"],
                 hypothesis="",
-                language=row.get("language"),
+                language_label=row.get("language"),
                 status="error" if i % 2 else "ok",
                 error="boom" if i % 2 else None,
             )
@@ -124,7 +126,7 @@ def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
     result = qoi(reference, candidate, "english")
     regressed = 0
     for ref, cand in zip(reference, candidate):
-        key = "chars" if headline_metric(ref.language) == "cer" else "words"
+        key = "chars" if headline_metric(ref.language_label) == "cer" else "words"
         ref_errors = sum(naive_score(ref, "english")[key][1:])
         regressed += sum(naive_score(cand, "english")[key][1:]) > ref_errors
     assert result.joined == len(reference)
@@ -301,7 +303,9 @@ def _awkward_runs():
         if i % 11 == 0:
             c.reference = p.reference + " extra words"
         if i % 7 == 0:
-            r.language, c.language = [("zh", None), (None, "ja"), ("", "zh"), ("de", "zh"), (None, None)][i % 5]
+            r.language_label, c.language_label = [("zh", None), (None, "ja"), ("", "zh"), ("de", "zh"), (None, None)][
+                i % 5
+            ]
         if i % 19 == 0:
             r.reference = c.reference = "[noise]"
         ref.append(score_prediction(r, "english") if i % 2 else r)

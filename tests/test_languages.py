@@ -210,7 +210,7 @@ def test_language_from_the_dataset_is_forced_per_example(adapter, multilingual, 
     )
     run = open_run("forced", tmp_path / "runs")
     assert run.info["decoding"]["language"] == "dataset"
-    assert {p.id: p.extra.get("language") for p in run.predictions} == {r["id"]: r["language"] for r in rows}
+    assert {p.id: p.detected_language for p in run.predictions} == {r["id"]: r["language"] for r in rows}
     assert run.summary.language_id is None  # forced: nothing was identified
     assert not any("language_probability" in p.extra for p in run.predictions)  # nor a confidence kept
     assert set(run.summary.languages) == {"de", "zh", "ja"} and run.summary.languages["ja"]["metric"] == "cer"
@@ -251,10 +251,10 @@ def test_detected_language_keeps_the_implementations_confidence(multilingual, tm
     model = WhisperModel(str(converted("base", "ctranslate2")), device="cpu", compute_type="float32")
     for pred, row in zip(sorted(run.predictions, key=lambda p: p.id), sorted(rows, key=lambda r: r["id"])):
         language, probability, _ = model.detect_language(decode_audio(row["audio"]))
-        assert pred.extra["language"] == language and 0 < pred.extra["language_probability"] <= 1
+        assert pred.detected_language == language and 0 < pred.extra["language_probability"] <= 1
         assert pred.extra["language_probability"] == pytest.approx(probability, abs=1e-3)
     lid = run.summary.language_id
-    right = [p.extra["language_probability"] for p in run.predictions if p.extra["language"] == p.language]
+    right = [p.extra["language_probability"] for p in run.predictions if p.detected_language == p.language_label]
     assert lid["mean_probability_correct"] == pytest.approx(sum(right) / len(right))
 
 

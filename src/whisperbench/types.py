@@ -306,7 +306,10 @@ class Prediction:
     error: Optional[str] = None
     audio_s: float = 0.0
     infer_s: float = 0.0
-    language: Optional[str] = None  # the example's language (the dataset's label, as Whisper's code)
+    #: the example's language as the dataset labels it (Whisper's code); None: unlabelled
+    language_label: Optional[str] = None
+    #: the language the implementation chose or detected (Whisper's code); None: it does not say
+    detected_language: Optional[str] = None
     #: the implementation's timing, ``[{start, end, text}]`` / ``[{word, start, end}]`` in seconds; None: absent
     segments: Optional[list[dict[str, Any]]] = None
     words: Optional[list[dict[str, Any]]] = None
@@ -388,7 +391,7 @@ class Prediction:
             reference=storable_text(example.text),
             hypothesis="",
             audio_s=example.duration_s or 0.0,
-            language=example.language,
+            language_label=example.language,
             extra=extra,
         )
 
@@ -410,12 +413,29 @@ class Prediction:
         to ``extra``), unscored: the score fields that lines stored by earlier versions carry are dropped, never
         trusted (every score is computed afresh from the raw output)."""
         raw = {k: v for k, v in data.items() if k not in SCORE_FIELDS}
+        _read_languages_of_earlier_versions(raw)
         if not raw.keys() <= _RAW_FIELDS:
             unknown = {k: raw.pop(k) for k in list(raw) if k not in _RAW_FIELDS}
             raw["extra"] = {**raw.get("extra", {}), **unknown}
         pred = cls(**raw)
         pred.refuse_bad_times()  # times stored before they were checked (or edited since) never reach a table
         return pred
+
+
+def _read_languages_of_earlier_versions(raw: dict[str, Any]) -> None:
+    """Lines written before the two languages had their own fields: ``language`` was the dataset's label and
+    ``extra["language"]`` the detected one.
+
+    >>> raw = {"language": "de", "extra": {"language": "en"}}
+    >>> _read_languages_of_earlier_versions(raw); raw
+    {'extra': {}, 'language_label': 'de', 'detected_language': 'en'}
+    """
+    if "language" in raw:
+        raw.setdefault("language_label", raw.pop("language"))
+    extra = raw.get("extra")
+    if isinstance(extra, dict) and "language" in extra:
+        extra = raw["extra"] = dict(extra)
+        raw.setdefault("detected_language", extra.pop("language"))
 
 
 _RAW_ORDER = tuple(f.name for f in dataclasses.fields(Prediction) if f.name != "score")

@@ -107,7 +107,7 @@ def record_to_example(record: RawRecord, base_dir: Optional[str], columns: Colum
         text="" if text is None else storable_text(str(text)),
         duration_s=float(duration) if duration not in (None, "") else None,
         language=language,
-        extra=extra | ({"language_label": label} if label is not None and str(label) != language else {}),
+        extra=extra | ({"language_as_written": label} if label is not None and str(label) != language else {}),
     )
 
 

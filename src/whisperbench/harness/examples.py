@@ -173,7 +173,7 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
     if transcript.cached:
         pred.extra["cached"] = True
     if transcript.language:
-        pred.extra["language"] = transcript.language
+        pred.detected_language = transcript.language
     if transcript.timings:
         pred.extra["timings"] = transcript.timings
 

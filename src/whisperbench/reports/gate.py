@@ -607,7 +607,7 @@ def _timing_check(comparison: Comparison, limit_ms: float) -> GateCheck:
 
 def _languages(*runs: StoredRun) -> set[str]:
     """Every language label in the runs' datasets (failed and unjoined examples included)."""
-    return {p.language for run in runs for p in run.predictions if p.language}
+    return {p.language_label for run in runs for p in run.predictions if p.language_label}
 
 
 def _per_language(

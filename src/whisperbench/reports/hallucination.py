@@ -170,7 +170,7 @@ def example_flags(example, normalizer: str) -> list[str]:
         example.reference_text,
         example.candidate_hypothesis,
         status="error" if example.candidate_failed else "ok",
-        language=example.language,
+        language_label=example.language,
     )
     return example_hallucination(score_prediction(pred, normalizer)).flags
 

@@ -47,7 +47,7 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
         table = run.score_table(normalizer)
-        languages = sorted(name for name in pc.unique(table["language"]).to_pylist() if name)
+        languages = sorted(name for name in pc.unique(table["language_label"]).to_pylist() if name)
         if not languages:
             continue
         result = compare_runs(reference, run).result if reference is not None else None
@@ -92,16 +92,16 @@ def _identified(run: StoredRun) -> dict[str, float]:
         return {language: row["accuracy"] for language, row in identified["by_language"].items()}
     counts: dict[str, list[int]] = {}
     for pred in run.predictions:
-        if pred.language:
-            right = pred.status == "ok" and pred.extra.get("language") == pred.language
-            counts.setdefault(pred.language, [0, 0])[right] += 1
+        if pred.language_label:
+            right = pred.status == "ok" and pred.detected_language == pred.language_label
+            counts.setdefault(pred.language_label, [0, 0])[right] += 1
     return {language: 100.0 * right / (wrong + right) for language, (wrong, right) in counts.items()}
 
 
 def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.ndarray]:
     """Per example of ``language``: headline errors and reference units (characters for CER languages)."""
     names = CHAR_COUNTS if headline_metric(language) == "cer" else WORD_COUNTS
-    rows = table.filter(pc.fill_null(pc.equal(table["language"], language), False))
+    rows = table.filter(pc.fill_null(pc.equal(table["language_label"], language), False))
     hits, subs, dels, ins = (column(rows, name) for name in names)
     return subs + dels + ins, hits + subs + dels
 

@@ -62,7 +62,9 @@ def summarize_with_table(
         **table_figures(table),
         form=form,
         normalizer=normalizer,
-        language_id=language_identification(scored) if language_detected and any(p.language for p in scored) else None,
+        language_id=language_identification(scored)
+        if language_detected and any(p.language_label for p in scored)
+        else None,
         metrics=metrics,
     )
     return summary, table
@@ -143,12 +145,12 @@ def _percentile(values: list[float], q: float) -> Optional[float]:
 def by_language(table: pa.Table) -> dict[str, Any]:
     """``languages`` (per labelled language: examples, failures, WER, CER, the headline metric and its value)
     and ``macro_error_rate`` (the mean headline error rate over languages); empty without labels."""
-    labels = table["language"].to_pylist()
+    labels = table["language_label"].to_pylist()
     if not any(labels):
         return {}
     rows: dict[str, dict[str, Any]] = {}
     for language in sorted({label for label in labels if label}):
-        mask = pc.equal(table["language"], language)
+        mask = pc.equal(table["language_label"], language)
         part = table.filter(mask)
         wer, cer = corpus_wer(counts(part)), corpus_wer(counts(part, CHAR_COUNTS))
         metric = headline_metric(language)
@@ -172,8 +174,8 @@ def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[st
     """Per label: examples, those whose language the implementation identified right, and that accuracy in %."""
     tally: dict[str, list[int]] = {}
     for pred in labelled:
-        right = pred.status == "ok" and pred.extra.get("language") == pred.language
-        tally.setdefault(str(pred.language), [0, 0])[right] += 1
+        right = pred.status == "ok" and pred.detected_language == pred.language_label
+        tally.setdefault(str(pred.language_label), [0, 0])[right] += 1
     return {
         language: {"labelled": wrong + right, "correct": right, "accuracy": 100.0 * right / (wrong + right)}
         for language, (wrong, right) in sorted(tally.items())
@@ -181,19 +183,19 @@ def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[st
 
 
 def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
-    """How often the language the model chose (``extra["language"]``) is the example's label; a failed
+    """How often the language the model chose (``detected_language``) is the example's label; a failed
     example, or one without a reported language, counts as not identified. An implementation that reports
     no language at all (the transformers pipeline) gets no accuracy (``reported`` 0). Where the implementation
     gives its confidence (``extra["language_probability"]``: faster-whisper), the mean confidence of its right
     and of its wrong choices (a well-calibrated model is sure when right, unsure when wrong)."""
-    labelled = [p for p in scored if p.language]
-    reported = sum(bool(p.extra.get("language")) for p in labelled)
-    correct = sum(p.status == "ok" and p.extra.get("language") == p.language for p in labelled)
+    labelled = [p for p in scored if p.language_label]
+    reported = sum(bool(p.detected_language) for p in labelled)
+    correct = sum(p.status == "ok" and p.detected_language == p.language_label for p in labelled)
     confusions: dict[str, int] = {}
     for pred in labelled:
-        detected = pred.extra.get("language") if pred.status == "ok" else None
-        if detected != pred.language:
-            key = f"{pred.language}->{detected or 'none'}"
+        detected = pred.detected_language if pred.status == "ok" else None
+        if detected != pred.language_label:
+            key = f"{pred.language_label}->{detected or 'none'}"
             confusions[key] = confusions.get(key, 0) + 1
     result = {
         "labelled": len(labelled),
@@ -209,7 +211,7 @@ def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
             for p in labelled
             if p.status == "ok"
             and p.extra.get("language_probability") is not None
-            and (p.extra.get("language") == p.language) == right
+            and (p.detected_language == p.language_label) == right
         ]
         if sure:
             result[name] = sum(sure) / len(sure)

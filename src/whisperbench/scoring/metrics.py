@@ -77,7 +77,8 @@ class ScoredExample:
     hypothesis_norm: str
     words: WordCounts
     chars: Optional[WordCounts] = None
-    language: Optional[str] = None
+    #: the example's language as the dataset labels it (``Prediction.language_label``)
+    language_label: Optional[str] = None
     audio_s: float = 0.0
     infer_s: float = 0.0
     #: what the dataset says of the example beyond its text (e.g. a manifest's ``formatted`` column)
@@ -106,7 +107,7 @@ class ScoredExample:
             score.hypothesis_norm,
             score.words,
             score.chars,
-            pred.language,
+            pred.language_label,
             pred.audio_s,
             pred.infer_s,
             pred.extra,

@@ -180,8 +180,8 @@ def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Pre
     """``pred`` scored as an example of ``language`` (its characters counted without spaces where that applies)."""
     return (
         pred
-        if pred.language == language
-        else score_prediction(dataclasses.replace(pred, language=language), normalizer)
+        if pred.language_label == language
+        else score_prediction(dataclasses.replace(pred, language_label=language), normalizer)
     )
 
 
@@ -237,7 +237,7 @@ def _compare_one(
         cand_pred = dataclasses.replace(cand_pred, reference=ref_pred.reference, score=None)
     ref_scored = rescored(ref_pred, normalizer)
     cand_scored = rescored(cand_pred, normalizer)
-    language = ref_pred.language or cand_pred.language  # the reference run's label decides the units
+    language = ref_pred.language_label or cand_pred.language_label  # the reference run's label decides the units
     ref_scored, cand_scored = _labelled(ref_scored, language, normalizer), _labelled(cand_scored, language, normalizer)
     ref_counts, cand_counts = headline_counts(ref_scored), headline_counts(cand_scored)
     return ExampleComparison(

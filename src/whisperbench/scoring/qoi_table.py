@@ -177,7 +177,7 @@ class ExampleColumns:
 
 
 #: the columns joined and compared (the texts stay where they are, read by row index when needed)
-LIGHT = ("id", "status", "language") + WORD_COUNTS + CHAR_COUNTS
+LIGHT = ("id", "status", "language_label") + WORD_COUNTS + CHAR_COUNTS
 
 
 def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> QoiResult:
@@ -214,8 +214,8 @@ def _sorted_rows(table: pa.Table, keep: pa.ChunkedArray) -> np.ndarray:
 
 def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
     """``ref.language or cand.language`` per row (the reference run's label unless it has none)."""
-    labelled = pc.fill_null(pc.not_equal(ref["language"], ""), False)
-    return pc.if_else(labelled, ref["language"], cand["language"])
+    labelled = pc.fill_null(pc.not_equal(ref["language_label"], ""), False)
+    return pc.if_else(labelled, ref["language_label"], cand["language_label"])
 
 
 def _headline(table: pa.Table, is_cer: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -258,7 +258,9 @@ def _compare_special(
     ref: pa.Table, cand: pa.Table, columns: ExampleColumns, normalizer: str, result: QoiResult
 ) -> None:
     """Compare, one by one, the examples whose transcripts or language labels differ between the runs."""
-    labels = pc.or_(_differs(ref["language"], columns.language), _differs(cand["language"], columns.language))
+    labels = pc.or_(
+        _differs(ref["language_label"], columns.language), _differs(cand["language_label"], columns.language)
+    )
     special = labels.to_numpy(zero_copy_only=False) | _texts_differ(columns)
     for i in np.flatnonzero(special):
         one = _compare_one(

@@ -41,7 +41,7 @@ def score_example(pred: Prediction, normalizer: str, characters: bool = True) ->
     (WordCounts(hits=1, substitutions=1, deletions=0, insertions=0), 50.0, 'basic')
     """
     return _scores(
-        pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language, normalizer, characters
+        pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language_label, normalizer, characters
     )
 
 
@@ -66,7 +66,7 @@ def score_predictions(
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
     machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (workers get
     texts and give back scores)."""
-    texts = [(p.reference, p.hypothesis if p.status == "ok" else None, p.language) for p in predictions]
+    texts = [(p.reference, p.hypothesis if p.status == "ok" else None, p.language_label) for p in predictions]
     if not in_parallel(len(texts), workers):
         scores = _score_chunk((texts, normalizer, characters))
     else:
@@ -106,7 +106,7 @@ def char_counts_of(pred: Prediction) -> WordCounts:
 
 def headline_counts(pred: Prediction) -> WordCounts:
     """The counts QoI compares: characters for languages written without spaces, else words."""
-    return char_counts_of(pred) if headline_metric(pred.language) == "cer" else counts_of(pred)
+    return char_counts_of(pred) if headline_metric(pred.language_label) == "cer" else counts_of(pred)
 
 
 def rescored(pred: Prediction, normalizer: str) -> Prediction:

@@ -27,7 +27,7 @@ from .summary import in_parallel, map_chunks, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
-TABLE_VERSION = "4"
+TABLE_VERSION = "5"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
 _RAW = [
@@ -35,7 +35,7 @@ _RAW = [
     ("reference", pa.string()),
     ("hypothesis", pa.string()),
     ("status", pa.string()),
-    ("language", pa.string()),
+    ("language_label", pa.string()),
     ("audio_s", pa.float64()),
     ("infer_s", pa.float64()),
     ("cpu_s", pa.float64()),
