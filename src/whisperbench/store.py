@@ -320,16 +320,18 @@ class StoredRun:
         normalizer = normalizer or self.normalizer
         if normalizer not in self._tables:
             table = self.store.read_score_table(normalizer)
-            if table is None:
-                from .scoring.table import score_table_of_chunks
-
-                stamp = self.store.predictions_stamp()
-                chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()
-                table = score_table_of_chunks(chunks, normalizer)
-                self.store.write_score_table(table, normalizer, stamp)
-                table = self.store.read_score_table(normalizer) or table  # memory-mapped: the built copy is freed
-            self._tables[normalizer] = table
+            self._tables[normalizer] = table if table is not None else self._build_score_table(normalizer)
         return self._tables[normalizer]
+
+    def _build_score_table(self, normalizer: str):
+        """Build the score table from the predictions, store it beside them and return it (memory-mapped)."""
+        from .scoring.table import score_table_of_chunks
+
+        stamp = self.store.predictions_stamp()
+        chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()
+        table = score_table_of_chunks(chunks, normalizer)
+        self.store.write_score_table(table, normalizer, stamp)
+        return self.store.read_score_table(normalizer) or table  # memory-mapped: the built copy is freed
 
     @cached_property
     def meta(self) -> RunInfo:
@@ -474,11 +476,10 @@ def _stored_run(store: RunStore) -> StoredRun:
     score table with the run's normalizer shows they were read whole since they last changed."""
     run = StoredRun(store, store.read_info(), None, store.read_summary())
     normalizer = run.info.get("normalizer")
-    fresh = store.read_score_table(normalizer) if isinstance(normalizer, str) else None
-    if fresh is not None:
-        run._tables[normalizer] = fresh
-    elif isinstance(normalizer, str):
-        run.score_table(normalizer)  # reads every line now, in bounded memory (a malformed one is an error here)
+    if isinstance(normalizer, str):
+        fresh = store.read_score_table(normalizer)
+        # a stale table is rebuilt now: every line read, in bounded memory (a malformed one is an error here)
+        run._tables[normalizer] = fresh if fresh is not None else run._build_score_table(normalizer)
     else:
         run.predictions  # noqa: B018 (read now)
     return run

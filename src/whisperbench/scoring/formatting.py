@@ -46,6 +46,8 @@ MARKS = (".", ",", "?", "!")
 _FORMATTING_MARK = re.compile(r"[.,?!;:]")
 #: a punctuation character, except an apostrophe, hyphen or full stop inside a word ("it's", "well-known", "p.m")
 _MARK = re.compile(r"(?:(?<=\w)['’\-.](?=\w))|([^\w\s])")
+#: what :data:`_MARK` could split off: anything but a word character, a space or an apostrophe inside a word
+_PLAIN = re.compile(r"[^\w\s']|(?<!\w)'|'(?!\w)")
 
 
 def is_formatted(transcript: str, override: Any = None) -> bool:
@@ -71,9 +73,15 @@ def _is_mark(token: str) -> bool:
 
 
 def tokens(text: str) -> list[str]:
-    """Words and punctuation marks, each mark a token of its own (a mark inside a word stays in it)."""
-    spaced = _MARK.sub(lambda m: f" {m.group(1)} " if m.group(1) else m.group(0), unicodedata.normalize("NFC", text))
-    return spaced.split()
+    """Words and punctuation marks, each mark a token of its own (a mark inside a word stays in it).
+
+    >>> tokens("Don't stop, 'now' - ok?")
+    ["Don't", 'stop', ',', "'", 'now', "'", '-', 'ok', '?']
+    """
+    text = unicodedata.normalize("NFC", text)
+    if _PLAIN.search(text) is None:  # words and inner apostrophes only (most output): nothing to split off
+        return text.split()
+    return _MARK.sub(lambda m: f" {m.group(1)} " if m.group(1) else m.group(0), text).split()
 
 
 def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str, Any]:
@@ -109,8 +117,11 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
 
 def casing_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int]:
     """(words right ignoring case whose casing differs, words right ignoring case), marks left out."""
-    ref = [t for t in reference if not _is_mark(t)]
-    hyp = [t for t in hypothesis if not _is_mark(t)]
+    return _casing_of_words([t for t in reference if not _is_mark(t)], [t for t in hypothesis if not _is_mark(t)])
+
+
+def _casing_of_words(ref: list[str], hyp: list[str]) -> tuple[int, int]:
+    """:func:`casing_counts` of token lists that hold no mark."""
     ref_l, hyp_l = [t.lower() for t in ref], [t.lower() for t in hyp]
     if ref_l == hyp_l:  # the same words: no alignment needed
         return sum(r != h for r, h in zip(ref, hyp)), len(ref)
@@ -246,9 +257,12 @@ def _parity_counts(args: tuple[Sequence[tuple[str, str, str, bool]]]) -> dict[st
             marks, case_words = marks + ref_marks, case_words + len(ref_tokens) - ref_marks
             continue
         cand_tokens = tokens(cand)
-        punct = punctuation_counts(ref_tokens, cand_tokens)
-        punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
-        differ, same = casing_counts(ref_tokens, cand_tokens)
+        if any(map(_is_mark, ref_tokens)) or any(map(_is_mark, cand_tokens)):
+            punct = punctuation_counts(ref_tokens, cand_tokens)
+            punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
+            differ, same = casing_counts(ref_tokens, cand_tokens)
+        else:  # no mark on either side (most unformatted output): no punctuation error, one alignment for casing
+            differ, same = _casing_of_words(ref_tokens, cand_tokens)
         case_errors, case_words = case_errors + differ, case_words + same
         if same_words:
             drift += 1

@@ -30,7 +30,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -194,16 +194,17 @@ class Metric:
             columns[ERRORS] = flags
         return columns
 
-    def value_of(self, columns: Mapping[str, Sequence[Optional[float]]]) -> Optional[dict[str, Any]]:
+    def value_of(self, columns: Mapping[str, Union[Sequence[Optional[float]], np.ndarray]]) -> Optional[dict[str, Any]]:
         """The run's value: each column aggregated over the examples that have it (None when none has), then
         ``finish`` when the metric has one (it may say the run has no value: None)."""
         reduce = AGGREGATES[self.aggregate]
         value: dict[str, Any] = {}
         for name, values in columns.items():
+            numbers = _floats(values)
             if name == ERRORS:
-                value[ERRORS] = int(sum(v or 0 for v in values))
+                value[ERRORS] = int(np.nansum(numbers))
                 continue
-            present = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+            present = numbers[~np.isnan(numbers)]
             value[name] = float(reduce(present)) if present.size else None
         errors = value.pop(ERRORS, 0)
         finished = self.finish(value) if self.finish is not None else value
@@ -222,6 +223,13 @@ class Metric:
         name = self.headline_column(value)
         number = value.get(name) if isinstance(value, Mapping) and name else None
         return float(number) if number is not None and _is_number(number) else None
+
+
+def _floats(values: Union[Sequence[Optional[float]], np.ndarray]) -> np.ndarray:
+    """A column's values as float64, NaN where a value is missing (an array passes as it is)."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.float64, copy=False)
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def _is_number(value: Any) -> bool:

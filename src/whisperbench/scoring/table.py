@@ -110,7 +110,13 @@ def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
     names = [name for name in table.column_names if name.startswith(prefix)]
     if not names or table.num_rows == 0:
         return None
-    return metric.value_of({name[len(prefix) :]: table[name].to_pylist() for name in names})
+    return metric.value_of({name[len(prefix) :]: _floats(table[name]) for name in names})
+
+
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
+    """A metric column as float64, NaN where it is null."""
+    floats: np.ndarray = column.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return floats
 
 
 def metric_values(table: pa.Table) -> dict[str, dict[str, Any]]:
