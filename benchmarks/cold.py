@@ -1,9 +1,10 @@
 """The cold path a CI job runs, timed as it runs: ``score`` (reference), ``score`` (candidate), ``gate``,
-``compare``, ``report`` — each a fresh ``whisperbench`` process on runs written moments before, nothing cached
-but what the commands themselves keep (the audio-facts cache, which a CI runner starts without: it is emptied
-first). Each step's wall time and peak RSS (VmHWM of that process, read at its exit), and ``score``'s end to
-end time per pair against the naive loop (openai-whisper's normalizer + ``jiwer.process_words`` per pair) on
-the same pairs, counts checked equal to the last digit. Called by ``benchmarks/scoring.py --cold``.
+``compare``, ``compare --json``, ``report`` — each a fresh ``whisperbench`` process on runs written moments
+before, nothing cached but what the commands themselves keep (the audio-facts cache, which a CI runner starts
+without: it is emptied first). Each step's wall time and peak RSS (VmHWM of that process, read at its exit),
+and ``score``'s end to end time per pair against the naive loop (openai-whisper's normalizer +
+``jiwer.process_words`` per pair) on the same pairs, counts checked equal to the last digit.
+Called by ``benchmarks/scoring.py --cold``.
 
 Pairs: the shared (else bundled) short-form transcripts, each made distinct by three of its own words inserted
 before its last word, in its own style (a formatted transcript stays formatted, an upper-case one upper-case; a
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 TINY_AUDIO = Path(__file__).resolve().parent.parent / "datasets" / "tiny" / "shortform" / "audio" / "jfk.flac"
-STEPS = ("score reference", "score candidate", "gate", "compare", "report")
+STEPS = ("score reference", "score candidate", "gate", "compare", "compare --json", "report")
 
 
 def pairs_for(texts: list[str], n: int, seed: int) -> tuple[list[str], list[str], list[str]]:
@@ -104,6 +105,7 @@ def commands(folder: Path) -> dict[str, list[str]]:
         "score candidate": [*score, str(folder / "candidate.jsonl"), "--name", "candidate"],
         "gate": ["gate", *pair, "--min-qoi", "1", "--max-wer-increase", "100"],
         "compare": ["compare", *pair],
+        "compare --json": ["compare", *pair, "--json"],  # also the formatting parity's PER and casing (every pair)
         "report": ["report", *runs, "--reference", "reference", "--format", "md", "--out", str(folder / "r.md")],
     }
 

@@ -207,6 +207,24 @@ def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object
     assert formatting_parity(pairs) == alone and alone["drift_examples"] > 0
 
 
+def test_the_drift_alone_equals_the_paritys_drift_part(runs):
+    """``compare``'s table, the leaderboard and the HTML report read the drift without aligning every pair
+    (``Comparison.formatting_drift``): the same figures as the full parity, from the tables and from records."""
+    from whisperbench import compare
+    from whisperbench.scoring.formatting import formatting_drift
+    from whisperbench.scoring.qoi import ExampleList
+
+    _, made = runs
+    for candidate in ("planted", "copy"):
+        fresh = compare(made["ref"], made[candidate])
+        drift = fresh.formatting_drift  # first: computed on its own, not cut from the parity
+        parity = compare(made["ref"], made[candidate]).formatting_parity
+        assert drift == {k: parity[k] for k in drift} and set(drift) < set(parity)
+        records = ExampleList(fresh.result.examples).drifted_outputs("english")
+        assert formatting_drift(*records) == drift
+    assert fresh.formatting_drift["drift_examples"] == 0 and drift is not None
+
+
 def test_with_confidence_the_per_limit_is_judged_on_its_paired_interval(runs):
     """PER is a pooled rate over transcript marks, like WER over words: under --confidence the gate judges its
     increase on a paired bootstrap over the examples, as it does WER's. Three of seven marks lost on 3 examples: the

@@ -14,13 +14,17 @@ from ..store import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
-from ..scoring.formatting import formatting_parity
+from ..scoring.formatting import formatting_drift, formatting_parity
 from ..scoring.metrics import metric_named, per_example_metrics
 from ..scoring.table import metric_values, table_wer
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
 from .timing import timing_columns
 from .weights import weights_relation
+
+
+#: the keys of a formatting parity that its drift part holds (:attr:`Comparison.formatting_drift`)
+_DRIFT_KEYS = ("examples", "drift_examples", "drift_pct", "number_drift_examples", "drift_ids")
 
 
 @dataclass
@@ -59,6 +63,15 @@ class Comparison:
         (:func:`~whisperbench.scoring.formatting.formatting_parity`), computed when first asked for: a gate, a plan
         or a noise report that does not read it never tokenizes every output."""
         return formatting_parity(self.result.examples.output_pairs(self.reference.normalizer))
+
+    @cached_property
+    def formatting_drift(self) -> Optional[dict]:
+        """The drift part of :attr:`formatting_parity` (examples, drift count and %, number drift, ids) without
+        aligning every output pair: what the tables and the drift gate show (the same figures as the parity's)."""
+        if "formatting_parity" in self.__dict__:  # computed already: its drift part
+            parity = self.__dict__["formatting_parity"]
+            return None if parity is None else {k: v for k, v in parity.items() if k in _DRIFT_KEYS}
+        return formatting_drift(*self.result.examples.drifted_outputs(self.reference.normalizer))
 
     @cached_property
     def speed(self) -> SpeedComparison:
@@ -239,7 +252,7 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
                 "weights": c.weights,
                 "cand status": str(c.candidate.coverage),
                 **c.timing,
-                "format drift %": (c.formatting_parity or {}).get("drift_pct"),
+                "format drift %": (c.formatting_drift or {}).get("drift_pct"),
                 **{name: metric_named(name).headline_of(sides["candidate"]) for name, sides in c.metrics.items()},
                 **(_significance_columns(c.significance) if c.significance else {}),
                 **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),

@@ -282,7 +282,7 @@ def formatting_diff_html(reference: str, candidate: str) -> str:
 
 def _formatting_drift(comparison: Comparison) -> str:
     """The examples whose output differs from the reference run's in formatting only (the first ones by id)."""
-    parity = comparison.formatting_parity or {}
+    parity = comparison.formatting_drift or {}
     ids = set(parity.get("drift_ids") or ())
     if not ids:
         return ""

@@ -120,7 +120,7 @@ def leaderboard_frame(
             comparison = compare_runs(reference, run)
             result = comparison.result
             qoi_value, qoi_ci = result.qoi, qoi_interval(result, confidence)
-            drift = None if reference is run else (comparison.formatting_parity or {}).get("drift_pct")
+            drift = None if reference is run else (comparison.formatting_drift or {}).get("drift_pct")
         stored = run.summary
         rows.append(
             {

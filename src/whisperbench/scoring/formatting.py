@@ -245,6 +245,27 @@ def formatting_parity(pairs: Iterable[tuple[str, str, str, bool]]) -> Optional[d
     }
 
 
+def formatting_drift(examples: int, drifted: Sequence[tuple[str, str, str]]) -> Optional[dict[str, Any]]:
+    """The drift part of :func:`formatting_parity` alone, without aligning every pair: of ``examples`` both runs
+    transcribed, ``drifted`` (id, reference run's output, candidate's output) differ in formatting only. Keys:
+    ``examples``, ``drift_examples``, ``drift_pct``, ``number_drift_examples``, ``drift_ids``; None without
+    examples.
+
+    >>> formatting_drift(2, [("a", "Hello, world.", "hello world")])["drift_pct"]
+    50.0
+    """
+    if not examples:
+        return None
+    numbers = sum(numbers_only_difference(tokens(ref), tokens(cand)) for _, ref, cand in drifted)
+    return {
+        "examples": examples,
+        "drift_examples": len(drifted),
+        "drift_pct": 100.0 * len(drifted) / examples,
+        "number_drift_examples": numbers,
+        "drift_ids": [i for i, _, _ in drifted[:DRIFT_IDS_SHOWN]],
+    }
+
+
 def _parity_counts(args: tuple[Sequence[tuple[str, str, str, bool]]]) -> dict[str, Any]:
     """:func:`formatting_parity`'s counts over some pairs (one worker's part, or all of them)."""
     n = drift = numbers = punct_errors = marks = case_errors = case_words = 0

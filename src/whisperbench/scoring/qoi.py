@@ -82,6 +82,11 @@ class ExampleRows(Protocol):
         """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
         normalized with ``normalizer`` (what the formatting parity takes)."""
 
+    def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
+        """How many examples the candidate transcribed, and those whose raw outputs differ while their words agree
+        once normalized (formatting only): id, reference run's output, candidate's output (what the formatting
+        drift takes)."""
+
 
 class ExampleList(list[ExampleComparison]):
     """The joined examples as records (predictions compared one by one)."""
@@ -113,6 +118,11 @@ class ExampleList(list[ExampleComparison]):
             if not e.candidate_failed:
                 ref, cand = e.reference_hypothesis, e.candidate_hypothesis
                 yield e.id, ref, cand, ref == cand or normalize(ref, normalizer) == normalize(cand, normalizer)
+
+    def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
+        """The examples the candidate transcribed (a count) and those of them that differ in formatting only."""
+        pairs = list(self.output_pairs(normalizer))
+        return len(pairs), [(i, ref, cand) for i, ref, cand, same in pairs if same and ref != cand]
 
     def where_language(self, language: str) -> "ExampleList":
         """The examples labelled ``language``."""

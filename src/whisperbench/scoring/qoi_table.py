@@ -77,6 +77,22 @@ class ExampleColumns:
             same.to_pylist(),
         )
 
+    def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
+        """The examples the candidate transcribed (a count) and those whose raw outputs differ while their
+        normalized words agree, found on the tables' columns (only those texts are read)."""
+        keep = np.flatnonzero(~self.candidate_failed)
+        ref_rows, cand_rows = pa.array(self.reference_rows[keep]), pa.array(self.candidate_rows[keep])
+        ref_out = self.reference_table["hypothesis"].take(ref_rows)
+        cand_out = self.candidate_table["hypothesis"].take(cand_rows)
+        same = pc.equal(
+            self.reference_table["hypothesis_norm"].take(ref_rows),
+            self.candidate_table["hypothesis_norm"].take(cand_rows),
+        )
+        drift = pc.fill_null(pc.and_(same, pc.not_equal(ref_out, cand_out)), False)
+        at = pa.array(np.flatnonzero(drift.to_numpy(zero_copy_only=False)))
+        ids = self.ids.take(pa.array(keep)).take(at).to_pylist()
+        return len(keep), list(zip(ids, ref_out.take(at).to_pylist(), cand_out.take(at).to_pylist()))
+
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
         ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])
         texts = [
