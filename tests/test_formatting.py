@@ -203,6 +203,10 @@ def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object
         for i in range(300)
     ]
     alone = formatting_parity(pairs)
+    from_tables = comparison.result.examples.formatting_parity("english")
+    assert from_tables == ExampleList(comparison.result.examples).formatting_parity("english")
+    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 2)  # row ranges read by forked workers from the tables
+    assert comparison.result.examples.formatting_parity("english") == from_tables and from_tables["drift_examples"]
     monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
     assert formatting_parity(pairs) == alone and alone["drift_examples"] > 0
 

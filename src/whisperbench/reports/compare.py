@@ -14,7 +14,7 @@ from ..store import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
-from ..scoring.formatting import formatting_drift, formatting_parity
+from ..scoring.formatting import formatting_drift
 from ..scoring.metrics import metric_named, per_example_metrics
 from ..scoring.table import metric_values, table_wer
 from .speed import SpeedComparison, compare_speed
@@ -62,7 +62,7 @@ class Comparison:
         """The candidate's formatting against the reference run's output on the examples both transcribed
         (:func:`~whisperbench.scoring.formatting.formatting_parity`), computed when first asked for: a gate, a plan
         or a noise report that does not read it never tokenizes every output."""
-        return formatting_parity(self.result.examples.output_pairs(self.reference.normalizer))
+        return self.result.examples.formatting_parity(self.reference.normalizer)
 
     @cached_property
     def formatting_drift(self) -> Optional[dict]:

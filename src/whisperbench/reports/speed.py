@@ -131,7 +131,7 @@ def compare_speed(
         return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token, first)
     ref_s, audio_s, ids = _reference_times(reference, BASIS_COLUMN[basis])
     cand_s = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
-    labels = [groups.get(i) for i in ids] if groups is not None else None
+    labels = [groups.get(i) for i in ids.to_pylist()] if groups is not None else None
     stats = pooled_speed(
         ref_s,
         cand_s,
@@ -172,7 +172,8 @@ def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional
 
 
 def _ok(run: StoredRun) -> pa.Table:
-    table = run.score_table()
+    """The run's transcribed examples: their ids, audio and times only (no text column is copied)."""
+    table = run.score_table().select(["id", "status", "audio_s", *BASIS_COLUMN.values()])
     return table.filter(pc.equal(table["status"], "ok"))
 
 
@@ -180,16 +181,16 @@ def _column(table: pa.Table, column: str) -> np.ndarray:
     return np.asarray(table[column].to_numpy(zero_copy_only=False), dtype=np.float64)  # nulls as NaN
 
 
-def _reference_times(reference: StoredRun, column: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _reference_times(reference: StoredRun, column: str) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """The reference's transcribed examples: each one's time in ``column``, its audio seconds, the ids."""
     ref = _ok(reference)
-    return _column(ref, column), _column(ref, "audio_s"), ref["id"].to_pylist()
+    return _column(ref, column), _column(ref, "audio_s"), ref["id"].combine_chunks()
 
 
-def _times_on(ids: list[str], run: StoredRun, column: str) -> np.ndarray:
+def _times_on(ids: pa.Array, run: StoredRun, column: str) -> np.ndarray:
     """``run``'s time in ``column`` for each of ``ids`` (NaN where it did not transcribe that example)."""
     table = _ok(run)
-    at = pc.index_in(pa.array(ids, type=table["id"].type), value_set=table["id"].combine_chunks())
+    at = pc.index_in(ids.cast(table["id"].type), value_set=table["id"].combine_chunks())
     times = _column(table, column)
     rows = np.asarray(at.to_numpy(zero_copy_only=False), dtype=np.float64)  # null (absent) as NaN
     found = np.isfinite(rows)

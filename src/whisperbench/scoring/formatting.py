@@ -228,10 +228,15 @@ def formatting_parity(pairs: Iterable[tuple[str, str, str, bool]]) -> Optional[d
     """
     pairs = list(pairs)
     if in_parallel(len(pairs), None):
-        parts = map_chunks(_parity_counts, pairs, None)
+        parts = map_chunks(_parity_chunk, pairs, None)
     else:
-        parts = [_parity_counts((pairs,))]
-    sums = {key: sum(part[key] for part in parts) for key in parts[0] if key != "drift_ids"} if parts else {}
+        parts = [parity_counts(pairs)]
+    return parity_of_parts(parts)
+
+
+def parity_of_parts(parts: Sequence[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    """:func:`formatting_parity`'s result from the counts of its parts (:func:`parity_counts` each, in order)."""
+    sums = sum_parity_parts(parts)
     if not sums.get("examples"):
         return None
     return {
@@ -239,7 +244,7 @@ def formatting_parity(pairs: Iterable[tuple[str, str, str, bool]]) -> Optional[d
         "drift_examples": sums["drift"],
         "drift_pct": 100.0 * sums["drift"] / sums["examples"],
         "number_drift_examples": sums["numbers"],
-        "drift_ids": [i for part in parts for i in part["drift_ids"]][:DRIFT_IDS_SHOWN],
+        "drift_ids": sums["drift_ids"],
         "per": _rate(sums["punct_errors"], sums["marks"]),
         "casing_error_rate": _rate(sums["case_errors"], sums["case_words"]),
     }
@@ -266,11 +271,24 @@ def formatting_drift(examples: int, drifted: Sequence[tuple[str, str, str]]) -> 
     }
 
 
-def _parity_counts(args: tuple[Sequence[tuple[str, str, str, bool]]]) -> dict[str, Any]:
+def sum_parity_parts(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The counts of consecutive parts as one (drift ids in order, the first :data:`DRIFT_IDS_SHOWN`)."""
+    if not parts:
+        return {}
+    sums = {key: sum(part[key] for part in parts) for key in parts[0] if key != "drift_ids"}
+    sums["drift_ids"] = [i for part in parts for i in part["drift_ids"]][:DRIFT_IDS_SHOWN]
+    return sums
+
+
+def _parity_chunk(args: tuple[Sequence[tuple[str, str, str, bool]]]) -> dict[str, Any]:
+    return parity_counts(args[0])
+
+
+def parity_counts(pairs: Iterable[tuple[str, str, str, bool]]) -> dict[str, Any]:
     """:func:`formatting_parity`'s counts over some pairs (one worker's part, or all of them)."""
     n = drift = numbers = punct_errors = marks = case_errors = case_words = 0
     drift_ids: list[str] = []
-    for ex_id, ref, cand, same_words in args[0]:
+    for ex_id, ref, cand, same_words in pairs:
         n += 1
         ref_tokens = tokens(ref)
         if ref == cand:

@@ -82,6 +82,9 @@ class ExampleRows(Protocol):
         """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
         normalized with ``normalizer`` (what the formatting parity takes)."""
 
+    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+        """The formatting parity of :meth:`output_pairs` (``scoring.formatting.formatting_parity``)."""
+
     def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
         """How many examples the candidate transcribed, and those whose raw outputs differ while their words agree
         once normalized (formatting only): id, reference run's output, candidate's output (what the formatting
@@ -118,6 +121,12 @@ class ExampleList(list[ExampleComparison]):
             if not e.candidate_failed:
                 ref, cand = e.reference_hypothesis, e.candidate_hypothesis
                 yield e.id, ref, cand, ref == cand or normalize(ref, normalizer) == normalize(cand, normalizer)
+
+    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+        """The formatting parity of :meth:`output_pairs` (each output normalized again)."""
+        from .formatting import formatting_parity
+
+        return formatting_parity(self.output_pairs(normalizer))
 
     def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
         """The examples the candidate transcribed (a count) and those of them that differ in formatting only."""

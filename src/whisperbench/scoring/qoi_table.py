@@ -11,7 +11,7 @@ other one from the stored counts, vectorized. The per-example records are built 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -19,11 +19,52 @@ import pyarrow.compute as pc
 
 from ..languages import headline_metric
 from ..types import Prediction
+from .formatting import parity_counts, parity_of_parts, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one
+from .summary import map_ranges
 from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
 from .wer import example_wers
 
 CHUNK = 65_536  # examples built at a time when iterating
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Both runs' raw and normalized outputs of the examples the candidate transcribed, left in their tables:
+    ``ids`` and the rows of each table, read a range at a time."""
+
+    ids: pa.Array
+    reference: pa.Table
+    candidate: pa.Table
+    reference_rows: np.ndarray
+    candidate_rows: np.ndarray
+
+    @property
+    def count(self) -> int:
+        """Examples the candidate transcribed."""
+        return len(self.ids)
+
+    def _columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+        ref = self.reference.take(pa.array(self.reference_rows[start:stop]))
+        cand = self.candidate.take(pa.array(self.candidate_rows[start:stop]))
+        same = pc.fill_null(pc.equal(ref["hypothesis_norm"], cand["hypothesis_norm"]), False)
+        return self.ids.slice(start, stop - start), ref["hypothesis"], cand["hypothesis"], same
+
+    def pairs(self, start: int, stop: int) -> list[tuple[str, str, str, bool]]:
+        """(id, reference run's output, candidate's output, normalized words agree) of rows ``start:stop``."""
+        return list(zip(*(column.to_pylist() for column in self._columns(start, stop))))
+
+    def drifted(self, start: int, stop: int) -> list[tuple[str, str, str]]:
+        """(id, both outputs) of the rows ``start:stop`` whose outputs differ while their normalized words agree."""
+        ids, ref, cand, same = self._columns(start, stop)
+        at = pa.array(np.flatnonzero(pc.and_(same, pc.fill_null(pc.not_equal(ref, cand), False)).to_numpy(False)))
+        return list(zip(ids.take(at).to_pylist(), ref.take(at).to_pylist(), cand.take(at).to_pylist()))
+
+
+def _parity_part(outputs: Outputs, start: int, stop: int) -> dict[str, Any]:
+    """One range's formatting parity counts (a worker's part), read from the tables a chunk at a time."""
+    parts = [parity_counts(outputs.pairs(i, min(i + CHUNK, stop))) for i in range(start, stop, CHUNK)]
+    return sum_parity_parts(parts)
 
 
 @dataclass
@@ -63,35 +104,33 @@ class ExampleColumns:
 
     def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
         """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
-        normalized (the tables' ``hypothesis_norm``, scored with ``normalizer``)."""
-        keep = np.flatnonzero(~self.candidate_failed)
-        ref_rows, cand_rows = pa.array(self.reference_rows[keep]), pa.array(self.candidate_rows[keep])
-        same = pc.equal(
-            self.reference_table["hypothesis_norm"].take(ref_rows),
-            self.candidate_table["hypothesis_norm"].take(cand_rows),
-        )
-        yield from zip(
-            self.ids.take(pa.array(keep)).to_pylist(),
-            self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
-            self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
-            same.to_pylist(),
-        )
+        normalized (the tables' ``hypothesis_norm``, scored with ``normalizer``), read a chunk at a time."""
+        outputs = self._outputs()
+        for start in range(0, outputs.count, CHUNK):
+            yield from outputs.pairs(start, min(start + CHUNK, outputs.count))
 
     def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
         """The examples the candidate transcribed (a count) and those whose raw outputs differ while their
-        normalized words agree, found on the tables' columns (only those texts are read)."""
+        normalized words agree, found on the tables' columns a chunk at a time (only those texts are read)."""
+        outputs = self._outputs()
+        drifted = [d for start in range(0, outputs.count, CHUNK) for d in outputs.drifted(start, start + CHUNK)]
+        return outputs.count, drifted
+
+    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+        """:func:`~whisperbench.scoring.formatting.formatting_parity` of :meth:`output_pairs`, a large set split
+        among the cores by row ranges: each worker reads its outputs from the (memory-mapped) tables itself."""
+        outputs = self._outputs()
+        return parity_of_parts(map_ranges(_parity_part, outputs, outputs.count) if outputs.count else [])
+
+    def _outputs(self) -> "Outputs":
         keep = np.flatnonzero(~self.candidate_failed)
-        ref_rows, cand_rows = pa.array(self.reference_rows[keep]), pa.array(self.candidate_rows[keep])
-        ref_out = self.reference_table["hypothesis"].take(ref_rows)
-        cand_out = self.candidate_table["hypothesis"].take(cand_rows)
-        same = pc.equal(
-            self.reference_table["hypothesis_norm"].take(ref_rows),
-            self.candidate_table["hypothesis_norm"].take(cand_rows),
+        return Outputs(
+            self.ids.take(pa.array(keep)),
+            self.reference_table.select(["hypothesis", "hypothesis_norm"]),
+            self.candidate_table.select(["hypothesis", "hypothesis_norm"]),
+            self.reference_rows[keep],
+            self.candidate_rows[keep],
         )
-        drift = pc.fill_null(pc.and_(same, pc.not_equal(ref_out, cand_out)), False)
-        at = pa.array(np.flatnonzero(drift.to_numpy(zero_copy_only=False)))
-        ids = self.ids.take(pa.array(keep)).take(at).to_pylist()
-        return len(keep), list(zip(ids, ref_out.take(at).to_pylist(), cand_out.take(at).to_pylist()))
 
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
         ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])

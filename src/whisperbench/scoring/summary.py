@@ -92,6 +92,36 @@ def map_chunks(
         return list(pool.map(fn, chunks))
 
 
+#: what forked :func:`map_ranges` workers read (set in the parent just before they are forked)
+_SHARED: Any = None
+
+
+def map_ranges(fn: Callable[[Any, int, int], Any], shared: Any, count: int, workers: Optional[int] = None) -> list[Any]:
+    """``fn(shared, start, stop)`` over consecutive ranges of ``range(count)`` (four per worker), results in order;
+    on ``workers`` processes when ``count`` is worth it (:func:`in_parallel`), else one call here. Forked workers
+    read ``shared`` from the memory they inherit (nothing pickled: e.g. memory-mapped tables and row indices);
+    spawned ones (where the system cannot fork) get it pickled with each range."""
+    if not in_parallel(count, workers):
+        return [fn(shared, 0, count)]
+    global _SHARED
+    workers = workers or os.cpu_count() or 1
+    size = -(-count // (workers * 4))
+    ranges = [(start, min(start + size, count)) for start in range(0, count, size)]
+    forked = _START_METHOD == "fork"
+    calls = [(fn, None if forked else shared, start, stop) for start, stop in ranges]
+    _SHARED = shared if forked else None
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
+            return list(pool.map(_range_call, calls))
+    finally:
+        _SHARED = None
+
+
+def _range_call(args: tuple[Callable[[Any, int, int], Any], Any, int, int]) -> Any:
+    fn, shared, start, stop = args
+    return fn(_SHARED if shared is None else shared, start, stop)
+
+
 def counts_of(pred: Prediction) -> WordCounts:
     """Word counts of an already-scored prediction (:func:`score_prediction`); unscored: UnscoredError."""
     return pred.scored().words
