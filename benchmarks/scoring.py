@@ -84,7 +84,7 @@ def variants(texts: list[str], count: int, seed: int) -> list[list[dict]]:
                 error="example x: RuntimeError: injected" if failed else None,
                 audio_s=round(rng.uniform(1, 30), 3),
                 infer_s=0.0 if failed else rng.uniform(0.05, 2),
-                language="en",
+                language_label="en",
             )
             rows.append(score_prediction(pred, NORMALIZER).to_json())
         table.append(rows)
