@@ -39,8 +39,9 @@ def adapter_names() -> list[str]:
 def get_adapter(name: str) -> type[Adapter]:
     """The adapter class called ``name``, or given as ``package.module:Class`` (an unregistered adapter, e.g.
     a team's own wrapper, importable where the run and its worker processes start); a clear error otherwise."""
-    if name in ADAPTERS:
-        return ADAPTERS.get(name)
+    found = ADAPTERS.find(name)
+    if found is not None:
+        return found
     if ":" in name:
         module, _, attribute = name.partition(":")
         try:

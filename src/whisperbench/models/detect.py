@@ -24,6 +24,7 @@ from whisperbench.models.formats import (
     all_formats,
     bad,
     builtin_formats,
+    format_names,
     get_format,
     safetensors_header,
     torch_load,
@@ -47,7 +48,7 @@ __all__ = [
 #: the built-in formats a model on disk is recognised as (run.json, ``converted``, ``--model FORMAT:PATH``)
 DETECTABLE = tuple(f.name for f in builtin_formats() if f.detectable)
 #: every name users type -> the format's name (built-in formats; :func:`format_names` sees registered ones too)
-FORMAT_ALIASES = {alias: f.name for f in builtin_formats() for alias in (*f.aliases, f.name)}
+FORMAT_ALIASES = format_names(builtin_formats())
 
 
 def _head(path: Path) -> Optional[bytes]:

@@ -23,10 +23,6 @@ from .timing import timing_columns
 from .weights import weights_relation
 
 
-#: the keys of a formatting parity that its drift part holds (:attr:`Comparison.formatting_drift`)
-_DRIFT_KEYS = ("examples", "drift_examples", "drift_pct", "number_drift_examples", "drift_ids")
-
-
 @dataclass
 class Comparison:
     """A candidate run against a reference run: the per-example QoI result, both WERs, whether the datasets and weights
@@ -68,9 +64,6 @@ class Comparison:
     def formatting_drift(self) -> Optional[dict]:
         """The drift part of :attr:`formatting_parity` (examples, drift count and %, number drift, ids) without
         aligning every output pair: what the tables and the drift gate show (the same figures as the parity's)."""
-        if "formatting_parity" in self.__dict__:  # computed already: its drift part
-            parity = self.__dict__["formatting_parity"]
-            return None if parity is None else {k: v for k, v in parity.items() if k in _DRIFT_KEYS}
         return formatting_drift(*self.result.examples.drifted_outputs(self.reference.normalizer))
 
     @cached_property

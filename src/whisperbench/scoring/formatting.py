@@ -38,7 +38,7 @@ from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
 from .metrics import Metric, ScoredExample
-from .summary import in_parallel, map_chunks
+from .summary import map_ranges
 from .wer import count_edits
 
 #: the marks reported one by one (every punctuation character counts in ``per``)
@@ -227,11 +227,7 @@ def formatting_parity(pairs: Iterable[tuple[str, str, str, bool]]) -> Optional[d
     (1, ['a'])
     """
     pairs = list(pairs)
-    if in_parallel(len(pairs), None):
-        parts = map_chunks(_parity_chunk, pairs, None)
-    else:
-        parts = [parity_counts(pairs)]
-    return parity_of_parts(parts)
+    return parity_of_parts(map_ranges(_pairs_part, pairs, len(pairs)))
 
 
 def parity_of_parts(parts: Sequence[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
@@ -280,8 +276,8 @@ def sum_parity_parts(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return sums
 
 
-def _parity_chunk(args: tuple[Sequence[tuple[str, str, str, bool]]]) -> dict[str, Any]:
-    return parity_counts(args[0])
+def _pairs_part(pairs: Sequence[tuple[str, str, str, bool]], start: int, stop: int) -> dict[str, Any]:
+    return parity_counts(pairs[start:stop])
 
 
 def parity_counts(pairs: Iterable[tuple[str, str, str, bool]]) -> dict[str, Any]:

@@ -86,10 +86,15 @@ def map_chunks(
     """``fn((chunk, *args))`` for consecutive chunks of ``items`` (four per worker), on ``workers`` processes
     (default one per core; forked where the system can, so they share the loaded modules); results in order."""
     workers = workers or os.cpu_count() or 1
-    size = -(-len(items) // (workers * 4))
-    chunks = [(items[i : i + size], *args) for i in range(0, len(items), size)]
+    chunks = [(items[start:stop], *args) for start, stop in _ranges(len(items), workers)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
         return list(pool.map(fn, chunks))
+
+
+def _ranges(count: int, workers: int) -> list[tuple[int, int]]:
+    """Consecutive ``(start, stop)`` ranges covering ``range(count)``, four per worker."""
+    size = max(1, -(-count // (workers * 4)))
+    return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
 #: what forked :func:`map_ranges` workers read (set in the parent just before they are forked)
@@ -105,10 +110,8 @@ def map_ranges(fn: Callable[[Any, int, int], Any], shared: Any, count: int, work
         return [fn(shared, 0, count)]
     global _SHARED
     workers = workers or os.cpu_count() or 1
-    size = -(-count // (workers * 4))
-    ranges = [(start, min(start + size, count)) for start in range(0, count, size)]
     forked = _START_METHOD == "fork"
-    calls = [(fn, None if forked else shared, start, stop) for start, stop in ranges]
+    calls = [(fn, None if forked else shared, start, stop) for start, stop in _ranges(count, workers)]
     _SHARED = shared if forked else None
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:

@@ -24,7 +24,7 @@ import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from whisperbench.errors import ModelError
 from whisperbench.registry import Registry, package_items
@@ -160,10 +160,11 @@ def all_formats() -> tuple[Format, ...]:
     return FORMATS.items()
 
 
-def format_names() -> dict[str, str]:
-    """Every name a user may type (the names and their aliases) -> the format's name."""
+def format_names(formats: Optional[Iterable[Format]] = None) -> dict[str, str]:
+    """Every name a user may type (the names and their aliases) -> the format's name, of ``formats`` (default:
+    every known format)."""
     names: dict[str, str] = {}
-    for fmt in all_formats():
+    for fmt in all_formats() if formats is None else formats:
         names |= {alias: fmt.name for alias in fmt.aliases}
         names[fmt.name] = fmt.name
     return names
