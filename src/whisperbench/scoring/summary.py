@@ -5,6 +5,7 @@ counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -55,23 +56,19 @@ def _scores(
     return ExampleScore(normalizer, ref_norm, hyp_norm, align(ref_norm, hyp_norm), chars)
 
 
-def _score_chunk(args: tuple[list[tuple[Any, ...]], str, bool]) -> list[ExampleScore]:
-    chunk, normalizer, characters = args
-    return [_scores(ref, hyp, language, normalizer, characters) for ref, hyp, language in chunk]
+def _score_range(shared: tuple[Sequence[Prediction], str, bool], start: int, stop: int) -> list[ExampleScore]:
+    predictions, normalizer, characters = shared
+    return [score_example(pred, normalizer, characters) for pred in predictions[start:stop]]
 
 
 def score_predictions(
     predictions: Sequence[Prediction], normalizer: str, characters: bool = True, workers: Optional[int] = None
 ) -> list[Prediction]:
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
-    machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (workers get
-    texts and give back scores)."""
-    texts = [(p.reference, p.hypothesis if p.status == "ok" else None, p.language_label) for p in predictions]
-    if not in_parallel(len(texts), workers):
-        scores = _score_chunk((texts, normalizer, characters))
-    else:
-        parts = map_chunks(_score_chunk, texts, workers, normalizer, characters)
-        scores = [score for part in parts for score in part]
+    machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (forked workers read the
+    predictions they inherit and give back scores: :func:`map_ranges`)."""
+    parts = map_ranges(_score_range, (predictions, normalizer, characters), len(predictions), workers)
+    scores = [score for part in parts for score in part]
     return [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
 
 
@@ -80,19 +77,12 @@ def in_parallel(count: int, workers: Optional[int]) -> bool:
     return (workers or os.cpu_count() or 1) >= 2 and count >= PARALLEL_MIN
 
 
-def map_chunks(
-    fn: Callable[[tuple[Any, ...]], Any], items: Sequence[Any], workers: Optional[int], *args: Any
-) -> list[Any]:
-    """``fn((chunk, *args))`` for consecutive chunks of ``items`` (four per worker), on ``workers`` processes
-    (default one per core; forked where the system can, so they share the loaded modules); results in order."""
-    workers = workers or os.cpu_count() or 1
-    chunks = [(items[start:stop], *args) for start, stop in _ranges(len(items), workers)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
-        return list(pool.map(fn, chunks))
-
-
 def _ranges(count: int, workers: int) -> list[tuple[int, int]]:
-    """Consecutive ``(start, stop)`` ranges covering ``range(count)``, four per worker."""
+    """Consecutive ``(start, stop)`` ranges covering ``range(count)``, four per worker.
+
+    >>> _ranges(10, 2)
+    [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]
+    """
     size = max(1, -(-count // (workers * 4)))
     return [(start, min(start + size, count)) for start in range(0, count, size)]
 
@@ -113,16 +103,22 @@ def map_ranges(fn: Callable[[Any, int, int], Any], shared: Any, count: int, work
     forked = _START_METHOD == "fork"
     calls = [(fn, None if forked else shared, start, stop) for start, stop in _ranges(count, workers)]
     _SHARED = shared if forked else None
+    gc.freeze()  # what the workers inherit is never traced by their collector (nor its pages copied on write)
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
             return list(pool.map(_range_call, calls))
     finally:
+        gc.unfreeze()
         _SHARED = None
 
 
 def _range_call(args: tuple[Callable[[Any, int, int], Any], Any, int, int]) -> Any:
     fn, shared, start, stop = args
-    return fn(_SHARED if shared is None else shared, start, stop)
+    gc.disable()  # a range's objects live until it returns: tracing them again and again would only cost time
+    try:
+        return fn(_SHARED if shared is None else shared, start, stop)
+    finally:
+        gc.enable()
 
 
 def counts_of(pred: Prediction) -> WordCounts:

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from ..types import Prediction, WordCounts
 from .hallucination import stored_measures
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import in_parallel, map_chunks, rescored, rescored_all
+from .summary import in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -68,16 +68,16 @@ def scored_table(
     if not in_parallel(len(predictions), workers):
         scored = rescored_all(predictions, normalizer)
         return scored, _table(scored)
-    parts = map_chunks(_scored_part, predictions, workers, normalizer)
+    parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
     scores = [score for part in parts for score in part[0]]
     scored = [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
     return scored, pa.concat_tables([part[1] for part in parts], promote_options="default")
 
 
-def _scored_part(args: tuple[Sequence[Prediction], str]) -> tuple[list[Any], pa.Table]:
-    """One worker's part of :func:`scored_table`: the scores of its predictions and their table."""
-    predictions, normalizer = args
-    scored = [rescored(pred, normalizer) for pred in predictions]
+def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int) -> tuple[list[Any], pa.Table]:
+    """One worker's part of :func:`scored_table`: the scores of ``predictions[start:stop]`` and their table."""
+    predictions, normalizer = shared
+    scored = [rescored(pred, normalizer) for pred in predictions[start:stop]]
     return [pred.score for pred in scored], _table(scored)
 
 
