@@ -78,7 +78,7 @@ def variants(texts: list[str], count: int, seed: int) -> list[list[dict]]:
             hyp = "" if failed else edited(text.split(), vocabulary, rng.uniform(0.0, 0.3), rng)
             pred = Prediction(
                 id="",
-                reference=text,
+                transcript=text,
                 hypothesis=hyp,
                 status="error" if failed else "ok",
                 error="example x: RuntimeError: injected" if failed else None,
@@ -151,7 +151,7 @@ def fast_counts(pairs: list[tuple[str, str]], characters: bool, cold: bool) -> l
     for i, (ref, hyp) in enumerate(pairs):
         if cold:
             _cached(NORMALIZER).cache_clear()
-        p = score_prediction(Prediction(id=str(i), reference=ref, hypothesis=hyp), NORMALIZER, characters=characters)
+        p = score_prediction(Prediction(id=str(i), transcript=ref, hypothesis=hyp), NORMALIZER, characters=characters)
         w, c = p.scored().words, p.scored().chars
         row = (w.hits, w.substitutions, w.deletions, w.insertions)
         out.append(row + (c.hits, c.substitutions, c.deletions, c.insertions) if c is not None else row)
@@ -208,7 +208,7 @@ def all_cores(count: int) -> None:
     preds = [
         Prediction(
             id=str(i),
-            reference=f"{texts[i % len(texts)]} {i}",  # distinct references: no cache hits
+            transcript=f"{texts[i % len(texts)]} {i}",  # distinct references: no cache hits
             hypothesis=edited(texts[i % len(texts)].split(), vocabulary, 0.2, rng),
         )
         for i in range(count)

@@ -87,7 +87,7 @@ def test_empty_and_punctuation_only_references_are_scored_by_rule(tmp_path):
     )
     result = run_evaluation(RunRequest("recorded", str(hyp), str(manifest), runs_dir=str(tmp_path / "r")))
     s = result.summary
-    assert s.empty_references == 1 and s.insertions == 2 and s.reference_words == 2
+    assert s.empty_transcripts == 1 and s.insertions == 2 and s.transcript_words == 2
     assert s.wer == pytest.approx(100.0)  # 2 insertions over 2 reference words
     punct = next(p for p in open_run(result.store.name, tmp_path / "r").scored() if p.id == "punct")
     assert punct.wer is None and punct.scored().words.insertions == 2

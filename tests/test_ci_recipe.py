@@ -107,7 +107,7 @@ def _regressed_by_jiwer(runs: Path) -> list[str]:
     def errors(run):
         return {
             p.id: (lambda o: o.substitutions + o.deletions + o.insertions)(
-                jiwer.process_words(p.scored().reference_norm, p.scored().hypothesis_norm)
+                jiwer.process_words(p.scored().transcript_norm, p.scored().hypothesis_norm)
             )
             for p in open_run(run, runs).scored()
         }

@@ -151,6 +151,6 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
     summary = json.loads(resumed.stdout)
     deleted = len(range(0, len(rows), 3))  # one deleted word per third example, nothing else wrong
     assert (summary["deletions"], summary["substitutions"], summary["insertions"]) == (deleted, 0, 0)
-    assert summary["reference_words"] == sum(len(r["text"].split()) for r in rows)
+    assert summary["transcript_words"] == sum(len(r["text"].split()) for r in rows)
     assert summary["num_examples"] == len(rows) and summary["num_failed"] == 0
     assert open_run(str(tmp_path / "runs" / "killed")).score_table().num_rows == len(rows)

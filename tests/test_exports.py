@@ -38,7 +38,7 @@ def _with_secret(runs_dir: Path, name: str) -> None:
 def _expected(runs_dir: Path, name: str) -> dict:
     """WER straight from jiwer on the stored normalized texts, and the stored summary."""
     run = open_run(name, runs_dir)
-    refs = [p.scored().reference_norm for p in run.scored()]
+    refs = [p.scored().transcript_norm for p in run.scored()]
     hyps = [p.scored().hypothesis_norm for p in run.scored()]
     return {"wer": 100 * jiwer.wer(refs, hyps), "summary": run.summary.to_dict(), "key": run_key(run)}
 

@@ -37,7 +37,7 @@ def jiwer_counts(process, ref: str, hyp: str) -> tuple[int, int, int, int]:
 
 
 def naive_score(pred: Prediction, normalizer: str) -> dict:
-    ref = naive_norm(pred.reference, normalizer)
+    ref = naive_norm(pred.transcript, normalizer)
     hyp = naive_norm(pred.hypothesis, normalizer) if pred.status == "ok" else ""
     words = jiwer_counts(jiwer.process_words, ref, hyp)
     chars = jiwer_counts(
@@ -83,7 +83,7 @@ def shared_pairs() -> list[Prediction]:
             preds.append(
                 Prediction(
                     id=f"{row['id']}-{k}",
-                    reference=row["text"],
+                    transcript=row["text"],
                     hypothesis=_edit(row["text"], vocabulary, rng),
                     language_label=row.get("language"),
                 )
@@ -91,7 +91,7 @@ def shared_pairs() -> list[Prediction]:
         preds.append(
             Prediction(
                 id=f"{row['id']}-x",
-                reference=row["text"],
+                transcript=row["text"],
                 hypothesis="",
                 language_label=row.get("language"),
                 status="error" if i % 2 else "ok",
@@ -135,7 +135,7 @@ def test_summary_and_qoi_equal_the_old_code_path_to_1e9():
 
 def test_words_only_scoring_skips_characters():
     pred = score_prediction(
-        Prediction(id="a", reference="the cat sat", hypothesis="the bat sat"), "english", characters=False
+        Prediction(id="a", transcript="the cat sat", hypothesis="the bat sat"), "english", characters=False
     )
     words = pred.scored().words
     assert (words.substitutions, words.hits) == (1, 2) and pred.scored().chars is None and pred.cer is None
@@ -294,24 +294,24 @@ def _awkward_runs():
     for i, p in enumerate(base):
         r = Prediction(**{**p.__dict__, "id": f"u{i:03d}"})
         c = Prediction(
-            **{**p.__dict__, "id": f"u{i:03d}", "hypothesis": _edit(p.reference, ["x", "the"], random.Random(i))}
+            **{**p.__dict__, "id": f"u{i:03d}", "hypothesis": _edit(p.transcript, ["x", "the"], random.Random(i))}
         )
         if i % 17 == 0:
             r.status, r.error = "error", "boom"
         if i % 13 == 0:
             c.status, c.error, c.hypothesis = "error", "boom", ""
         if i % 11 == 0:
-            c.reference = p.reference + " extra words"
+            c.transcript = p.transcript + " extra words"
         if i % 7 == 0:
             r.language_label, c.language_label = [("zh", None), (None, "ja"), ("", "zh"), ("de", "zh"), (None, None)][
                 i % 5
             ]
         if i % 19 == 0:
-            r.reference = c.reference = "[noise]"
+            r.transcript = c.transcript = "[noise]"
         ref.append(score_prediction(r, "english") if i % 2 else r)
         cand.append(score_prediction(c, "english") if i % 3 else c)
-    ref.append(Prediction(id="only-ref", reference="a b", hypothesis="a b"))
-    cand.append(Prediction(id="only-cand", reference="a b", hypothesis="a"))
+    ref.append(Prediction(id="only-ref", transcript="a b", hypothesis="a b"))
+    cand.append(Prediction(id="only-cand", transcript="a b", hypothesis="a"))
     return ref, cand
 
 
@@ -347,7 +347,7 @@ def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
     assert table.exists()
     fresh = open_run(str(tmp_path / "cand"))
     assert fresh._predictions is None  # a fresh table: predictions.jsonl is not read
-    extra = Prediction(id="only-ref", reference="a b", hypothesis="c d e")
+    extra = Prediction(id="only-ref", transcript="a b", hypothesis="c d e")
     with open(tmp_path / "cand" / PREDICTIONS, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(extra.to_json()) + "\n")  # appended after the table was built: stale
     before = table.stat().st_mtime_ns
@@ -368,7 +368,7 @@ def test_score_table_keeps_the_last_line_per_id_in_bounded_chunks(tmp_path):
     from whisperbench.scoring.table import score_table, score_table_of_chunks
     from whisperbench.store import RunStore
 
-    preds = [Prediction(id=f"u{i % 7}", reference="a b c", hypothesis="a " * (i % 4)) for i in range(20)]
+    preds = [Prediction(id=f"u{i % 7}", transcript="a b c", hypothesis="a " * (i % 4)) for i in range(20)]
     _write_run(tmp_path / "r", preds)
     store = RunStore(tmp_path / "r")
     with open(store.predictions_path, "a", encoding="utf-8") as fh:
@@ -385,11 +385,11 @@ def test_html_explorer_shows_the_worst_rows_of_a_large_comparison(tmp_path):
 
     n = EXPLORER_ROWS + 100
     _write_run(
-        tmp_path / "ref", [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a b c d") for i in range(n)]
+        tmp_path / "ref", [Prediction(id=f"u{i:04d}", transcript="a b c d", hypothesis="a b c d") for i in range(n)]
     )
     _write_run(
         tmp_path / "cand",
-        [Prediction(id=f"u{i:04d}", reference="a b c d", hypothesis="a" if i % 2 else "x b c d") for i in range(n)],
+        [Prediction(id=f"u{i:04d}", transcript="a b c d", hypothesis="a" if i % 2 else "x b c d") for i in range(n)],
     )
     html = _explorer(compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))))
     assert f"{n} regressed of {n} (the {EXPLORER_ROWS} worst shown)" in html
@@ -407,10 +407,10 @@ def test_worst_regressions_from_columns_equal_the_sorted_records(tmp_path):
     ids = [f"u{i:04d}" for i in rng.permutation(300)]
     hyps = ["a b c d", "a b c", "a b", "a", "x b c d", "x y c d", ""]
     _write_run(
-        tmp_path / "ref", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 3)]) for i in ids]
+        tmp_path / "ref", [Prediction(id=i, transcript="a b c d", hypothesis=hyps[rng.integers(0, 3)]) for i in ids]
     )
     _write_run(
-        tmp_path / "cand", [Prediction(id=i, reference="a b c d", hypothesis=hyps[rng.integers(0, 7)]) for i in ids]
+        tmp_path / "cand", [Prediction(id=i, transcript="a b c d", hypothesis=hyps[rng.integers(0, 7)]) for i in ids]
     )
     result = compare_runs(open_run(str(tmp_path / "ref")), open_run(str(tmp_path / "cand"))).result
     everything = sorted((e for e in result.examples if e.regressed), key=lambda e: (-e.delta_errors, e.id))

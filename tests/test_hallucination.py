@@ -123,7 +123,7 @@ def test_empty_reference_scoring_as_documented():
     run = summarize(
         [Prediction("a", "ask not what", "ask not what"), Prediction("b", "", "Thank you.")], "english", "short"
     )
-    assert run.wer == pytest.approx(100.0 * 2 / 3) and run.empty_references == 1
+    assert run.wer == pytest.approx(100.0 * 2 / 3) and run.empty_transcripts == 1
     assert run.cer == pytest.approx(100.0 * len("thank you") / len("ask not what"))
     quiet = Prediction("b", "", "")
     result = qoi([speech, quiet], [speech, Prediction("b", "", "Thank you.")])

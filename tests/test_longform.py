@@ -192,7 +192,7 @@ def _hypothesis(result) -> dict:
 def test_chunked_transcript_matches_native_long_form(long_runs):
     native, chunked = _hypothesis(long_runs["native"]), _hypothesis(long_runs["chunked4"])
     assert chunked["status"] == "ok" and chunked["extra"]["windows"] == 4  # 84 s: windows at 0, 20, 40, 60 s
-    reference = native["reference"]
+    reference = native["transcript"]
     assert _wer(chunked["hypothesis"], reference) <= _wer(native["hypothesis"], reference) + 2.0
     # the merge keeps one copy of the overlaps: as many words as the native transcript, give or take a few
     assert abs(len(chunked["hypothesis"].split()) - len(native["hypothesis"].split())) <= 3
@@ -216,7 +216,7 @@ def test_strategy_is_recorded_and_part_of_the_run_identity(long_runs, tmp_path):
     assert "seek by timestamps" in long_runs["native"].info["adapter_info"]["long_form_algorithm"]
     sequential = _hypothesis(long_runs["sequential"])
     assert sequential["extra"]["windows"] >= 3 and sequential["status"] == "ok"
-    assert _wer(sequential["hypothesis"], sequential["reference"]) <= 5.0  # resumes where a segment was cut
+    assert _wer(sequential["hypothesis"], sequential["transcript"]) <= 5.0  # resumes where a segment was cut
     store = long_runs["chunked4"].store
     again = RunRequest(
         adapter="openai-whisper",

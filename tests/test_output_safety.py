@@ -161,11 +161,12 @@ def test_small_trust_holes_stay_closed(tmp_path):
     assert not (runs / "linked").exists() and (elsewhere / "kept" / "predictions.jsonl").exists()
 
     path = runs / "a" / "summary.json"
-    for bad in ('"2"', "null"):
-        path.write_text(path.read_text().replace('"schema_version": 2', f'"schema_version": {bad}'))
+    good = json.loads(path.read_text())
+    for bad in ("2", None):
+        path.write_text(json.dumps(dict(good, schema_version=bad)))
         with pytest.raises(RunStoreError, match=r"schema_version must be a whole number"):
             open_run(str(runs / "a"))
-        path.write_text(path.read_text().replace(f'"schema_version": {bad}', '"schema_version": 2'))
+    path.write_text(json.dumps(good))
     assert md_cell("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 

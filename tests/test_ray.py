@@ -121,10 +121,10 @@ def _same_results(a, b):
     assert left.keys() == right.keys()
     for ex_id, pred in left.items():
         other = right[ex_id]
-        assert (pred.status, pred.hypothesis, pred.reference, pred.wer) == (
+        assert (pred.status, pred.hypothesis, pred.transcript, pred.wer) == (
             other.status,
             other.hypothesis,
-            other.reference,
+            other.transcript,
             other.wer,
         ), ex_id
         assert pred.scored().words == other.scored().words, ex_id
@@ -209,7 +209,7 @@ def test_crashing_examples_are_retried_elsewhere_then_recorded_as_failed(ray_clu
     assert poison.status == "error" and f"on each of its {attempts} attempts" in poison.error
     assert poison.error.startswith("example jfk")
     flaky = preds["LJ001-0003"]
-    assert flaky.status == "ok" and flaky.hypothesis == flaky.reference and flaky.extra["attempts"] == 2
+    assert flaky.status == "ok" and flaky.hypothesis == flaky.transcript and flaky.extra["attempts"] == 2
     backend = result.info["backend_info"]
     assert len(backend["deaths"]) == attempts + 1 and len(backend["retried_examples"]["jfk"]) == attempts
     assert result.info["execution"]["retry"]["attempts"] == attempts == backend["max_attempts"]
@@ -234,7 +234,7 @@ def test_a_run_started_in_process_resumes_on_ray(ray_cluster, tmp_path, local_ma
     second = run_evaluation(RunRequest("test-ray-crash", "m", manifest, backend="ray", workers=2, **common))
     assert (second.computed, second.resumed) == (3, 3) and second.info["backend"] == "ray"
     preds = open_run("mixed", tmp_path / "r").predictions
-    assert len(preds) == 6 and all(p.status == "ok" and p.hypothesis == p.reference for p in preds)
+    assert len(preds) == 6 and all(p.status == "ok" and p.hypothesis == p.transcript for p in preds)
     assert sum("worker" in p.extra for p in preds) == 3  # only the examples computed on Ray
 
 

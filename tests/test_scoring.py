@@ -34,12 +34,12 @@ def test_align_matches_jiwer():
 
 def test_empty_reference_rule():
     counts = align("", "uh huh")
-    assert counts.insertions == 2 and counts.ref_words == 0
+    assert counts.insertions == 2 and counts.transcript_words == 0
     assert align("", "").errors == 0
 
 
 def _preds(pairs, prefix="ex"):
-    return [Prediction(id=f"{prefix}{i}", reference=r, hypothesis=h) for i, (r, h) in enumerate(pairs)]
+    return [Prediction(id=f"{prefix}{i}", transcript=r, hypothesis=h) for i, (r, h) in enumerate(pairs)]
 
 
 def test_corpus_wer_is_pooled_not_mean_and_matches_jiwer():
@@ -67,7 +67,7 @@ def _independent_qoi(ref_preds, cand_preds):
     cand = {p.id: p for p in cand_preds}
     flags = []
     for p in ref_preds:
-        r = normalize(p.reference)
+        r = normalize(p.transcript)
         ref_wer = jiwer.wer(r, normalize(p.hypothesis) or "<empty>")
         c = cand[p.id]
         cand_wer = jiwer.wer(r, normalize(c.hypothesis) or "<empty>") if c.status == "ok" else float("inf")

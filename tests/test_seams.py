@@ -173,8 +173,8 @@ def _utterance_prediction(seams: list[float] | None, source: str | None) -> Pred
         {"word": w, "start": s, "end": s + 0.3}
         for w, s in (("the", 21.0), ("cat", 25.0), ("sat", 30.0), ("town", 35.0))
     ]
-    pred = Prediction(id="a", reference="", hypothesis="", words=words)
-    pred.extra["reference_segments"] = truth
+    pred = Prediction(id="a", transcript="", hypothesis="", words=words)
+    pred.extra["true_segments"] = truth
     if seams is not None:
         pred.extra.update(seams_s=seams, seams_from=source)
     return pred

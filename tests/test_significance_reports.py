@@ -232,7 +232,7 @@ def test_plan_command_and_the_gate_power_line(runs, capsys):
     runs_dir, rows = runs
     data = _compare_json(runs_dir, "close", capsys)
     diff = [e["candidate_errors"] - e["reference_errors"] for e in data["examples"]]
-    words = [e["reference_words"] for e in data["examples"]]
+    words = [e["transcript_words"] for e in data["examples"]]
     capsys.readouterr()
     assert (
         main(

@@ -92,7 +92,7 @@ def test_stored_counts_give_the_same_summary_and_qoi(stored_runs):
         assert all(p.score is None for p in run.predictions)
         fast = summarize(run.scored(), run.normalizer, run.form)
         assert fast == summarize(_unscored(run.predictions), run.normalizer, run.form)
-        assert fast.num_failed > 0 and fast.empty_references == 1
+        assert fast.num_failed > 0 and fast.empty_transcripts == 1
         scores = {k: v for k, v in fast.to_dict().items() if k not in MEASURED}
         assert {k: run.summary.to_dict()[k] for k in scores} == scores  # what the runner wrote
     slow = qoi(_unscored(ref.predictions), _unscored(cand.predictions), "english")
@@ -113,17 +113,17 @@ def test_a_score_is_never_read_for_another_normalizer(stored_runs):
     ref, cand = stored_runs
     basic = [score_prediction(p, "basic") for p in cand.predictions]
     by_text = summarize(basic, "basic", "short")
-    assert by_text.reference_words == sum(p.scored().words.ref_words for p in basic)
+    assert by_text.transcript_words == sum(p.scored().words.transcript_words for p in basic)
     english_scored = cand.scored("english")
     assert summarize(english_scored, "basic", "short") == by_text  # scored with english: scored afresh
     english = summarize(english_scored, "english", "short")
-    assert (by_text.reference_words, by_text.wer) != (english.reference_words, english.wer)
+    assert (by_text.transcript_words, by_text.wer) != (english.transcript_words, english.wer)
     pred = next(
         p for p, b in zip(english_scored, basic) if p.status == "ok" and p.scored().words != b.scored().words
     )  # the two normalizers differ on it
     assert rescored(pred, "english") is pred
     assert rescored(pred, "basic") == score_prediction(pred, "basic") != pred
-    unscored = type(pred)(id=pred.id, reference=pred.reference, hypothesis=pred.hypothesis)
+    unscored = type(pred)(id=pred.id, transcript=pred.transcript, hypothesis=pred.hypothesis)
     assert rescored(unscored, "english") == score_prediction(unscored, "english")
     # a score whose key is not the normalizer asked for is never read, whatever its fields hold
     planted = dataclasses.replace(
@@ -143,7 +143,7 @@ def test_scores_stored_by_earlier_versions_are_never_trusted(stored_runs):
     planted = [
         dict(
             line,
-            reference_norm="x",
+            transcript_norm="x",
             hypothesis_norm="y",
             hits=0,
             substitutions=999,

@@ -99,8 +99,8 @@ def _planted(clock="simulated") -> Prediction:
         "a", "hello big world good bye", "hello big world good bye", audio_s=4.0, stream=[dict(e) for e in PLANTED]
     )
     pred.extra = {
-        "reference_words": TRUTH_WORDS,
-        "reference_segments": TRUTH_SEGMENTS,
+        "true_words": TRUTH_WORDS,
+        "true_segments": TRUTH_SEGMENTS,
         "streaming": {"policy": "planted", "chunk_s": 1.0, "clock": clock},
     }
     return pred
@@ -241,7 +241,7 @@ def _check_stream(run):
     cursors = [e["audio_s"] for e in stream]
     assert cursors == sorted(cursors)
     assert ("".join(e["committed"] for e in stream) + stream[-1]["interim"]).strip() == pred.hypothesis
-    truth, said = normalize(pred.reference, "english"), normalize(pred.hypothesis, "english")
+    truth, said = normalize(pred.transcript, "english"), normalize(pred.hypothesis, "english")
     assert run.summary.wer == pytest.approx(100 * jiwer.wer(truth, said))  # scored exactly like a batch run
     streaming = run.summary.metrics["streaming"]
     assert streaming["examples"] == 1 and streaming["clock"] == "simulated"
@@ -295,7 +295,7 @@ def test_whisper_live_server_streams_a_clip_in_real_time(tmp_path, tiny_rows):
     assert pred.status == "ok", pred.error
     walls = [e["wall_s"] for e in pred.stream]
     assert walls == sorted(walls) and walls[-1] >= 5.0  # real time: nothing before the audio was spoken
-    truth, said = normalize(pred.reference, "english"), normalize(pred.hypothesis, "english")
+    truth, said = normalize(pred.transcript, "english"), normalize(pred.hypothesis, "english")
     assert run.summary.wer == pytest.approx(100 * jiwer.wer(truth, said))
     assert run.summary.wer < 30.0, pred.hypothesis
     streaming = run.summary.metrics["streaming"]

@@ -7,7 +7,7 @@ import pytest
 
 from whisperbench.errors import RunStoreError
 from whisperbench.harness import rescore
-from whisperbench.scoring.record import MEASURED, SCHEMA_VERSION, Summary
+from whisperbench.scoring.record import MEASURED, RENAMED_IN_3, SCHEMA_VERSION, Summary
 from whisperbench.store import open_run
 
 from .conftest import BUNDLED, REPO
@@ -24,7 +24,9 @@ def old_runs(tmp_path):
 def test_round_trip_keeps_every_key_of_summary_json(old_runs):
     stored = json.loads((old_runs / "old-tiny" / "summary.json").read_text())
     again = Summary.from_dict(stored).to_dict()
-    assert again.pop("schema_version") == SCHEMA_VERSION and again == stored  # same keys, same values
+    renamed = {RENAMED_IN_3.get(k, k): v for k, v in stored.items()}  # "transcript" for the human text
+    assert again.pop("schema_version") == SCHEMA_VERSION and again == renamed  # same keys, same values
+    assert {"reference_words", "empty_references"} <= stored.keys() and "reference_words" not in again
     extra = dict(stored, cost_estimate_usd=0.01, hallucination={"loops": 1})
     record = Summary.from_dict(extra)
     assert record.extra == {"cost_estimate_usd": 0.01} and record.metrics == {"hallucination": {"loops": 1}}
@@ -73,7 +75,9 @@ def test_a_store_written_by_an_older_version_reads_reports_and_rescores(old_runs
 def test_a_newer_schema_is_refused_with_the_file_named(old_runs):
     path = old_runs / "old-tiny" / "summary.json"
     path.write_text(json.dumps(dict(json.loads(path.read_text()), schema_version=SCHEMA_VERSION + 1)))
-    with pytest.raises(RunStoreError, match=r"summary.json: schema version 3 is newer than this whisperbench reads"):
+    with pytest.raises(
+        RunStoreError, match=rf"summary.json: schema version {SCHEMA_VERSION + 1} is newer than this whisperbench reads"
+    ):
         open_run("old-tiny", old_runs)
 
 
@@ -109,7 +113,8 @@ def test_a_store_written_by_a758ad9_rescores_to_the_same_figures(tmp_path, capsy
     for name in ("ref", "cand"):
         old = json.loads((runs / name / "summary.json").read_text())
         new = rescore(open_run(name, runs).store).to_dict()
-        _close({k: v for k, v in old.items() if k not in MEASURED}, new, name)
+        new.pop("schema_version")  # 3 today: the renamed keys
+        _close({RENAMED_IN_3.get(k, k): v for k, v in old.items() if k not in (*MEASURED, "schema_version")}, new, name)
     capsys.readouterr()
     assert main(["compare", "--runs-dir", str(runs), "--reference", "ref", "--candidate", "cand", "--json"]) == 0
     now = json.loads(capsys.readouterr().out)[0]

@@ -119,7 +119,7 @@ def test_tradeoff_table_numbers_are_the_stored_runs(sweep):
     assert sorted(frame["Run"]) == sorted(finished)
     for _, row in frame.iterrows():
         run = open_run(row["Run"], runs)
-        refs = [normalize(p.reference, "english") for p in run.predictions]
+        refs = [normalize(p.transcript, "english") for p in run.predictions]
         hyps = [normalize(p.hypothesis, "english") for p in run.predictions]
         assert row["WER %"] == pytest.approx(100 * jiwer.wer(refs, hyps))
         loaded = Path(run.info["adapter_info"]["weights"]["loaded_path"])

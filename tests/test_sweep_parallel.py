@@ -84,13 +84,13 @@ def test_parallel_sweep_equals_sequential_and_a_failure_stays_alone(tmp_path, ti
             "substitutions",
             "deletions",
             "insertions",
-            "reference_words",
+            "transcript_words",
             "num_failed",
             "model_size_mb",
         ):
             assert getattr(a.summary, field) == getattr(b.summary, field), field
         assert b.meta.execution["threads"] == 1
         # and the score is the transcripts' own (an independent WER)
-        refs = [normalize(p.reference, "english") for p in b.predictions]
+        refs = [normalize(p.transcript, "english") for p in b.predictions]
         hyps = [normalize(p.hypothesis, "english") for p in b.predictions]
         assert b.summary.wer == pytest.approx(100 * jiwer.wer(refs, hyps))

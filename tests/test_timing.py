@@ -30,10 +30,10 @@ TRUTH_SEGMENTS = [
 ]
 
 
-def _prediction(pid: str, words, segments, reference="And so my fellow Americans, ask") -> Prediction:
-    pred = Prediction(id=pid, reference=reference, hypothesis=" ".join(w["word"] for w in words or []))
+def _prediction(pid: str, words, segments, transcript="And so my fellow Americans, ask") -> Prediction:
+    pred = Prediction(id=pid, transcript=transcript, hypothesis=" ".join(w["word"] for w in words or []))
     pred.words, pred.segments = words, segments
-    pred.extra = {"reference_words": TRUTH_WORDS, "reference_segments": TRUTH_SEGMENTS}
+    pred.extra = {"true_words": TRUTH_WORDS, "true_segments": TRUTH_SEGMENTS}
     return pred
 
 
@@ -96,7 +96,7 @@ def test_nearest_predicted_start_is_matched():
 
 
 def test_no_timing_leaves_the_summary_key_out():
-    pred = Prediction(id="a", reference="hi", hypothesis="hi")
+    pred = Prediction(id="a", transcript="hi", hypothesis="hi")
     assert summarize([pred], MetricContext("english")) is None
 
 
@@ -218,7 +218,7 @@ def test_manifest_rows_carry_timing_and_bad_times_are_one_error(tmp_path, tiny_r
     manifest.write_text(json.dumps(good) + "\n")
     example = load_dataset(str(manifest)).dataset.examples[0]
     assert example.extra["words"][1] == {"word": "so", "start": 0.55, "end": 0.75}
-    assert Prediction.for_example(example).extra["reference_segments"] == [{"start": 0.3, "end": 8.0}]
+    assert Prediction.for_example(example).extra["true_segments"] == [{"start": 0.3, "end": 8.0}]
     manifest.write_text(json.dumps(dict(row, words=[{"word": "x", "start": 2.0, "end": 1.0}])) + "\n")
     with pytest.raises(DatasetError, match=r"m.jsonl line 1 \(id jfk\): words: item 0: need 0 <= start <= end"):
         load_dataset(str(manifest))
@@ -333,8 +333,8 @@ def test_per_utterance_wer_assigns_words_by_time():
         {"id": "u2", "start": 2.0, "end": 3.9, "text": "on mats"},
     ]
     words = [{"word": w, "start": 0.6 * i, "end": 0.6 * i + 0.3} for i, w in enumerate("the cat sat on mats".split())]
-    pred = Prediction(id="a", reference="", hypothesis="", words=words)
-    pred.extra["reference_segments"] = truth
+    pred = Prediction(id="a", transcript="", hypothesis="", words=words)
+    pred.extra["true_segments"] = truth
     # "on" lies at 1.8-2.1 s: its middle (1.95 s) falls in u1, so u1 gets an insertion and u2 a deletion
     counts = dict(utterance_counts(pred, "english"))
     assert (counts["u1"].insertions, counts["u2"].deletions) == (1, 1)
@@ -344,11 +344,11 @@ def test_per_utterance_wer_assigns_words_by_time():
     # the same 29 s later: u1 (29.0-30.9 s) spans the 30 s mark, u2 does not
     later = Prediction(
         id="b",
-        reference="",
+        transcript="",
         hypothesis="",
         words=[dict(w, start=w["start"] + 29.0, end=w["end"] + 29.0) for w in words],
     )
-    later.extra["reference_segments"] = [dict(s, start=s["start"] + 29.0, end=s["end"] + 29.0) for s in truth]
+    later.extra["true_segments"] = [dict(s, start=s["start"] + 29.0, end=s["end"] + 29.0) for s in truth]
     split = summarize([later], MetricContext("english"))["utterance_wer"]
     assert split["at_seams"] == {"utterances": 1, "wer": pytest.approx(100 / 3, abs=0.01)}
     assert split["away_from_seams"] == {"utterances": 1, "wer": 50.0} and split["seams"] == "30 s marks"

@@ -195,7 +195,7 @@ def test_resume_redoes_results_whose_transcript_audio_or_hypotheses_changed(
     )
     out = capsys.readouterr().out
     assert "(1 computed, 5 resumed)" in out and "its transcript changed" in out and rows[1]["id"] in out, out
-    assert _stored(runs, "device")[rows[1]["id"]].reference == "a corrected transcript"
+    assert _stored(runs, "device")[rows[1]["id"]].transcript == "a corrected transcript"
     # another recording behind the same path: its audio digest changed
     swapped = tmp_path / "swapped.flac"
     shutil.copy(rows[0]["audio"], swapped)
@@ -262,9 +262,9 @@ def test_skip_invalid_keeps_the_transcript_and_counts_a_failure(tmp_path, tiny_r
     assert broken_run.summary.num_failed == 1 and broken_run.summary.num_examples == 2
     bad = _stored(runs, "broken")[rows[1]["id"]]
     assert bad.status == "error" and "invalid" in bad.error and "audio file not found" in bad.error
-    assert bad.reference == rows[1]["text"]
+    assert bad.transcript == rows[1]["text"]
     # all of its words count as deleted: the broken run is no better than the whole one
-    assert broken_run.summary.reference_words == whole_run.summary.reference_words
+    assert broken_run.summary.transcript_words == whole_run.summary.transcript_words
     assert broken_run.summary.wer >= whole_run.summary.wer > 0
 
 
@@ -490,7 +490,7 @@ def test_a_truncated_flac_is_refused_even_when_ffmpeg_decodes_part_of_it(tmp_pat
     )
     stored = _stored(runs, "cut")
     failed = stored[row["id"]]
-    assert failed.status == "error" and "cut.flac" in failed.error and failed.reference == row["text"], failed.error
+    assert failed.status == "error" and "cut.flac" in failed.error and failed.transcript == row["text"], failed.error
     assert stored[tiny_rows[0]["id"]].status == "ok"
 
 

@@ -70,7 +70,7 @@ class Example:
     """One utterance to transcribe.
 
     ``audio`` is a file path, or the encoded bytes of an audio file (as a Hugging Face dataset
-    holds them). ``text`` is the human reference transcript, raw (not normalized).
+    holds them). ``text`` is the human transcript, raw (not normalized).
     """
 
     id: str
@@ -184,7 +184,7 @@ class Transcript:
 
 @dataclass
 class WordCounts:
-    """Alignment counts between a normalized reference and hypothesis."""
+    """Alignment counts between a normalized transcript and hypothesis."""
 
     hits: int = 0
     substitutions: int = 0
@@ -197,17 +197,17 @@ class WordCounts:
         return self.substitutions + self.deletions + self.insertions
 
     @property
-    def ref_words(self) -> int:
-        """Reference words (hits + substitutions + deletions): WER's denominator."""
+    def transcript_words(self) -> int:
+        """Transcript words (hits + substitutions + deletions): WER's denominator."""
         return self.hits + self.substitutions + self.deletions
 
     def error_rate(self) -> Optional[float]:
-        """Errors per reference word in percent (WER, or CER over characters); None without reference words.
+        """Errors per transcript word in percent (WER, or CER over characters); None without transcript words.
 
         >>> WordCounts(3, 1, 0, 1).error_rate()
         50.0
         """
-        return None if self.ref_words == 0 else 100.0 * self.errors / self.ref_words
+        return None if self.transcript_words == 0 else 100.0 * self.errors / self.transcript_words
 
     def __add__(self, other: "WordCounts") -> "WordCounts":
         return WordCounts(
@@ -234,14 +234,14 @@ class ExampleScore:
     """
 
     normalizer: str
-    reference_norm: str
+    transcript_norm: str
     hypothesis_norm: str
     words: WordCounts
     chars: Optional[WordCounts] = None
 
     @property
     def wer(self) -> Optional[float]:
-        """The example's WER in percent; None when its normalized reference is empty."""
+        """The example's WER in percent; None when its normalized transcript is empty."""
         return self.words.error_rate()
 
     @property
@@ -253,7 +253,7 @@ class ExampleScore:
         """The flat fields a ``predictions.jsonl`` line stores (``scored_with`` names the normalizer)."""
         chars = self.chars
         return {
-            "reference_norm": self.reference_norm,
+            "transcript_norm": self.transcript_norm,
             "hypothesis_norm": self.hypothesis_norm,
             "wer": self.wer,
             **dataclasses.asdict(self.words),
@@ -262,24 +262,14 @@ class ExampleScore:
             "scored_with": self.normalizer,
         }
 
-    @classmethod
-    def from_fields(cls, data: dict[str, Any], normalizer: Optional[str]) -> Optional["ExampleScore"]:
-        """The score in a stored line's flat fields (:meth:`to_fields`); None when it has none, or no
-        normalizer says what it was scored with (``normalizer``: the run's, for lines stored before the key)."""
-        key = data.get("scored_with") or normalizer
-        if key is None or data.get("reference_norm") is None or data.get("hits") is None:
-            return None
-        words = WordCounts(*(data[k] for k in _COUNT_NAMES))
-        has_chars = data.get("char_hits") is not None
-        chars = WordCounts(*(data[f"char_{k}"] for k in _COUNT_NAMES)) if has_chars else None
-        return cls(key, data["reference_norm"], data.get("hypothesis_norm") or "", words, chars)
-
 
 _COUNT_NAMES = ("hits", "substitutions", "deletions", "insertions")
-#: a stored line's score fields (:meth:`ExampleScore.to_fields`), apart from the raw output's
+#: the score fields lines stored by earlier versions carry beside the raw output (:meth:`ExampleScore.to_fields`,
+#: under the names of then): dropped on reading, never trusted
 SCORE_FIELDS = frozenset(
     (
         "reference_norm",
+        "transcript_norm",
         "hypothesis_norm",
         "wer",
         "cer",
@@ -300,7 +290,8 @@ class Prediction:
     """
 
     id: str
-    reference: str
+    #: the human transcript of the example, raw (the dataset's text)
+    transcript: str
     hypothesis: str
     status: Status = "ok"
     error: Optional[str] = None
@@ -325,7 +316,7 @@ class Prediction:
 
     @property
     def wer(self) -> Optional[float]:
-        """The scored WER in percent (None: not scored, or an empty normalized reference)."""
+        """The scored WER in percent (None: not scored, or an empty normalized transcript)."""
         return self.score.wer if self.score is not None else None
 
     @property
@@ -383,12 +374,12 @@ class Prediction:
         for key in ("segments", "words"):  # ground-truth timing (seconds), for the timing metrics
             value = example.extra.get(key)
             if value and isinstance(value, list) and all(isinstance(item, dict) for item in value):
-                extra[f"reference_{key}"] = value  # (a "words" column of plain strings is someone else's data)
+                extra[f"true_{key}"] = value  # (a "words" column of plain strings is someone else's data)
         if isinstance(example.extra.get("formatted"), (bool, str)):  # the manifest says whether the text is formatted
             extra["formatted"] = example.extra["formatted"]
         return cls(
             id=example.id,
-            reference=storable_text(example.text),
+            transcript=storable_text(example.text),
             hypothesis="",
             audio_s=example.duration_s or 0.0,
             language_label=example.language,
@@ -413,7 +404,7 @@ class Prediction:
         to ``extra``), unscored: the score fields that lines stored by earlier versions carry are dropped, never
         trusted (every score is computed afresh from the raw output)."""
         raw = {k: v for k, v in data.items() if k not in SCORE_FIELDS}
-        _read_languages_of_earlier_versions(raw)
+        _read_earlier_versions(raw)
         if not raw.keys() <= _RAW_FIELDS:
             unknown = {k: raw.pop(k) for k in list(raw) if k not in _RAW_FIELDS}
             raw["extra"] = {**raw.get("extra", {}), **unknown}
@@ -422,20 +413,26 @@ class Prediction:
         return pred
 
 
-def _read_languages_of_earlier_versions(raw: dict[str, Any]) -> None:
-    """Lines written before the two languages had their own fields: ``language`` was the dataset's label and
-    ``extra["language"]`` the detected one.
+def _read_earlier_versions(raw: dict[str, Any]) -> None:
+    """Lines written by earlier versions: the transcript was ``reference`` and the ground-truth times
+    ``extra["reference_segments"]``/``["reference_words"]``; before the two languages had their own fields,
+    ``language`` was the dataset's label and ``extra["language"]`` the detected one.
 
-    >>> raw = {"language": "de", "extra": {"language": "en"}}
-    >>> _read_languages_of_earlier_versions(raw); raw
-    {'extra': {}, 'language_label': 'de', 'detected_language': 'en'}
+    >>> raw = {"reference": "hi", "language": "de", "extra": {"language": "en", "reference_words": []}}
+    >>> _read_earlier_versions(raw); raw
+    {'extra': {'true_words': []}, 'transcript': 'hi', 'language_label': 'de', 'detected_language': 'en'}
     """
-    if "language" in raw:
-        raw.setdefault("language_label", raw.pop("language"))
+    for old, new in (("reference", "transcript"), ("language", "language_label")):
+        if old in raw:
+            raw.setdefault(new, raw.pop(old))
     extra = raw.get("extra")
-    if isinstance(extra, dict) and "language" in extra:
+    if isinstance(extra, dict) and extra.keys() & {"language", "reference_segments", "reference_words"}:
         extra = raw["extra"] = dict(extra)
-        raw.setdefault("detected_language", extra.pop("language"))
+        if "language" in extra:
+            raw.setdefault("detected_language", extra.pop("language"))
+        for key in ("segments", "words"):
+            if f"reference_{key}" in extra:
+                extra.setdefault(f"true_{key}", extra.pop(f"reference_{key}"))
 
 
 _RAW_ORDER = tuple(f.name for f in dataclasses.fields(Prediction) if f.name != "score")

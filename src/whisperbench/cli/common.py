@@ -106,9 +106,7 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         "have other names than the usual ones (audio, text, id, language)",
     )
     group.add_argument("--audio-column", metavar="COLUMN", help="the column of audio paths (e.g. wav, clip_path)")
-    group.add_argument(
-        "--text-column", metavar="COLUMN", help="the column of reference transcripts (e.g. words, label)"
-    )
+    group.add_argument("--text-column", metavar="COLUMN", help="the column of transcripts (e.g. words, label)")
     group.add_argument(
         "--id-column", metavar="COLUMN", help="the column of example ids (default: id, else the file name)"
     )
@@ -141,7 +139,7 @@ def print_summary(result) -> None:
         )
     print(
         f"  WER {pct(s.wer)}  (S {s.substitutions}, D {s.deletions}, I {s.insertions}, "
-        f"N {s.reference_words})  RTFx {fmt(s.rtfx, 1)}  normalizer {s.normalizer}  form {s.form}"
+        f"N {s.transcript_words})  RTFx {fmt(s.rtfx, 1)}  normalizer {s.normalizer}  form {s.form}"
     )
     if s.rtfx_reliable is False and s.rtfx is not None:  # no speed measured: nothing to doubt
         print(

@@ -179,7 +179,7 @@ def _stale(
         stored_audio = pred.extra.get("audio_sha256")
         if source_changed:
             why[example.id] = "the adapter's source (hypotheses file) changed"
-        elif pred.reference != example.text:
+        elif pred.transcript != example.text:
             why[example.id] = "its transcript changed"
         elif (stored_audio or dataset_changed) and stored_audio != example.extra.get("audio_sha256"):
             why[example.id] = "its audio changed"

@@ -186,7 +186,7 @@ def adjust_holm(comparisons: list[Comparison]) -> None:
 
 
 def paired_counts(result: QoiResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """The joined examples' ids, reference errors, candidate errors and reference words (or characters)."""
+    """The joined examples' ids, reference errors, candidate errors and transcript words (or characters)."""
     return result.examples.paired_counts()
 
 

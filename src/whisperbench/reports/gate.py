@@ -330,7 +330,7 @@ def _qoi_check(
 
 def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Optional[float]) -> GateCheck:
     ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
-    if ref_wer is None or cand_wer is None:  # no reference words (a non-speech set): nothing to judge, not a fail
+    if ref_wer is None or cand_wer is None:  # no transcript words (a non-speech set): nothing to judge, not a fail
         return GateCheck(
             "WER increase",
             False,
@@ -392,7 +392,7 @@ def _non_inferiority_checks(
                 GateCheck(
                     name,
                     False,
-                    "no joined example with reference words: non-inferiority cannot be judged",
+                    "no joined example with transcript words: non-inferiority cannot be judged",
                     CANNOT_JUDGE,
                 )
             )
@@ -799,7 +799,7 @@ def junit_xml(result: GateResult) -> str:
                 f"{example.id}: {example.reference_errors} → {example.candidate_errors} {unit} wrong",
                 "regression",
                 (
-                    f"expected:  {example.reference_text}",
+                    f"expected:  {example.transcript}",
                     f"reference: {example.reference_hypothesis}",
                     f"candidate: {example.candidate_hypothesis}",
                 ),

@@ -167,7 +167,7 @@ def example_flags(example, normalizer: str) -> list[str]:
     """The hallucination kinds of a compared example's candidate output (an ``ExampleComparison``)."""
     pred = Prediction(
         example.id,
-        example.reference_text,
+        example.transcript,
         example.candidate_hypothesis,
         status="error" if example.candidate_failed else "ok",
         language_label=example.language,

@@ -188,18 +188,18 @@ def _qoi_bars(frame: pd.DataFrame) -> str:
     return "".join(parts) + "</svg>"
 
 
-def alignment_html(reference_text: str, hypothesis_text: str, normalizer: str) -> str:
+def alignment_html(transcript: str, hypothesis_text: str, normalizer: str) -> str:
     """The word alignment of a hypothesis against the transcript (normalized), errors marked."""
-    ref, hyp = normalize(reference_text, normalizer), normalize(hypothesis_text, normalizer)
+    ref, hyp = normalize(transcript, normalizer), normalize(hypothesis_text, normalizer)
     if not ref.split() or not hyp.split():
         marked = [f'<span class="del">{_e(w)}</span>' for w in ref.split()]
         marked += [f'<span class="ins">{_e(w)}</span>' for w in hyp.split()]
         return " ".join(marked)
     out = jiwer.process_words(ref, hyp)
-    ref_words, hyp_words = out.references[0], out.hypotheses[0]
+    transcript_words, hyp_words = out.references[0], out.hypotheses[0]
     marked = []
     for chunk in out.alignments[0]:
-        r = ref_words[chunk.ref_start_idx : chunk.ref_end_idx]
+        r = transcript_words[chunk.ref_start_idx : chunk.ref_end_idx]
         h = hyp_words[chunk.hyp_start_idx : chunk.hyp_end_idx]
         if chunk.type == "equal":
             marked += [_e(w) for w in r]
@@ -232,7 +232,10 @@ def _explorer(comparison: Comparison) -> str:
         return f'<h3>{title}</h3><p class="muted">No regressed examples.</p>'
     normalizer = comparison.reference.normalizer
     ids = {e.id for e in regressed}
-    ref_words, cand_words = timed_predictions(comparison.reference, ids), timed_predictions(comparison.candidate, ids)
+    transcript_words, cand_words = (
+        timed_predictions(comparison.reference, ids),
+        timed_predictions(comparison.candidate, ids),
+    )
     rows = []
     for e in regressed:
         rows.append(
@@ -241,12 +244,12 @@ def _explorer(comparison: Comparison) -> str:
             f'<td class="num" data-value="{e.delta_errors}">+{e.delta_errors}</td>'
             f"{_num(_wer_increase(e), 1)}"
             f"{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}"
-            f'<td class="transcript">{_e(e.reference_text)}</td>'
-            f'<td class="hyp-ref">{_e(e.reference_hypothesis)}<br><small>{alignment_html(e.reference_text, e.reference_hypothesis, normalizer)}</small></td>'  # noqa: E501
+            f'<td class="transcript">{_e(e.transcript)}</td>'
+            f'<td class="hyp-ref">{_e(e.reference_hypothesis)}<br><small>{alignment_html(e.transcript, e.reference_hypothesis, normalizer)}</small></td>'  # noqa: E501
             f'<td class="hyp-cand">{_e(e.candidate_hypothesis)}'
             f'{" <b>(failed)</b>" if e.candidate_failed else ""}<br><small class="alignment">'
-            f"{alignment_html(e.reference_text, e.candidate_hypothesis, normalizer)}</small>"
-            f"{words_html(ref_words.get(e.id), cand_words.get(e.id), normalizer)}</td></tr>"
+            f"{alignment_html(e.transcript, e.candidate_hypothesis, normalizer)}</small>"
+            f"{words_html(transcript_words.get(e.id), cand_words.get(e.id), normalizer)}</td></tr>"
         )
     head = (
         "<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th>"

@@ -251,7 +251,7 @@ def render_markdown(
 def _footnotes(tables: str) -> str:
     """How the figures were made; a note on a mark (⚠ busy, ⚠ English-only, Format drift) only where it appears."""
     notes = [
-        "WER: Σ(substitutions + deletions + insertions) / Σ reference words over Whisper-normalized text; "
+        "WER: Σ(substitutions + deletions + insertions) / Σ transcript words over Whisper-normalized text; "
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
         "seed 0; above 50,000 examples the resampled sums are drawn from their normal limit).",

@@ -138,7 +138,7 @@ def render_regressions(comparison: Comparison, n: int, colour: bool = False, wid
         parts.append(f"\n{one_line(example.id)}: +{example.delta_errors} errors ({rates}{language}{failed})")
         texts = [
             normalize(text, normalizer)
-            for text in (example.reference_text, example.reference_hypothesis, example.candidate_hypothesis)
+            for text in (example.transcript, example.reference_hypothesis, example.candidate_hypothesis)
         ]
         parts.append(render_alignment(align_three(*texts), colour, width))
     if colour:

@@ -58,8 +58,8 @@ def words_html(reference: Optional[Prediction], candidate: Optional[Prediction],
         for label, pred in (("reference run", reference), ("candidate", candidate))
     ]
     if reference is not None and candidate is not None and reference.words and candidate.words:
-        shifts = start_shifts(reference, candidate, normalizer, candidate_transcript=reference.reference)
-        words = normalize(reference.reference, normalizer).split()
+        shifts = start_shifts(reference, candidate, normalizer, candidate_transcript=reference.transcript)
+        words = normalize(reference.transcript, normalizer).split()
         moved = [
             f"{html.escape(words[i])} ({1000 * shift:+.0f} ms)"
             for i, shift in sorted(shifts.items())

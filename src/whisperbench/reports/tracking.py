@@ -61,8 +61,8 @@ SUMMARY_METRICS = (
     "deletions",
     "insertions",
     "hits",
-    "reference_words",
-    "reference_characters",
+    "transcript_words",
+    "transcript_characters",
     "char_errors",
     "audio_s",
     "infer_s",
@@ -200,7 +200,7 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     summary = run.summary.to_dict() if run.summary else {}
     metrics = {name: summary.get(name) for name in SUMMARY_METRICS}
     scored = [counts_of(rescored(p, run.normalizer)) for p in run.predictions]
-    interval = wer_interval([c.errors for c in scored], [c.ref_words for c in scored])
+    interval = wer_interval([c.errors for c in scored], [c.transcript_words for c in scored])
     if interval is not None:
         metrics |= {"wer_ci_low": interval.low, "wer_ci_high": interval.high}
     for language, figures in (summary.get("languages") or {}).items():

@@ -1,7 +1,7 @@
 """Uncertainty by resampling examples (seeded bootstrap): CIs for WER and QoI, and a paired test.
 
 Examples, not words, are resampled: words of one utterance are not independent. Each resample
-recomputes the pooled WER = Σ errors / Σ reference words of the drawn examples. Every statistic here is a ratio
+recomputes the pooled WER = Σ errors / Σ transcript words of the drawn examples. Every statistic here is a ratio
 of sums, drawn in bounded chunks by :func:`~whisperbench.scoring.significance.resampled_sums` (memory O(n), never
 O(n × resamples)); the paired tests, blocks and non-inferiority are in :mod:`whisperbench.scoring.significance`.
 """
@@ -53,13 +53,17 @@ def _quantiles(values: np.ndarray, confidence: float) -> Interval:
 
 
 def wer_interval(
-    errors: ArrayLike, ref_words: ArrayLike, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    errors: ArrayLike,
+    transcript_words: ArrayLike,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
 ) -> Optional[Interval]:
-    """CI of the pooled WER (percent) from per-example error and reference-word counts."""
-    errors, ref_words = np.asarray(errors, dtype=float), np.asarray(ref_words, dtype=float)
-    if len(errors) == 0 or ref_words.sum() == 0:
+    """CI of the pooled WER (percent) from per-example error and transcript-word counts."""
+    errors, transcript_words = np.asarray(errors, dtype=float), np.asarray(transcript_words, dtype=float)
+    if len(errors) == 0 or transcript_words.sum() == 0:
         return None
-    sums = _sums(resamples, seed, errors, ref_words)
+    sums = _sums(resamples, seed, errors, transcript_words)
     words = sums[:, 1]
     values = 100.0 * sums[:, 0] / np.where(words > 0, words, np.nan)
     return _quantiles(values[~np.isnan(values)], confidence)
@@ -96,7 +100,7 @@ def paired_rate_test(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> Optional[PairedTest]:
-    """Paired bootstrap of any pooled error rate with one denominator for both sides (errors per reference unit:
+    """Paired bootstrap of any pooled error rate with one denominator for both sides (errors per transcript unit:
     WER over transcript words, PER over transcript marks): candidate minus reference in points, its CI, p-value;
     None without units.
 

@@ -72,7 +72,7 @@ def summarize_with_table(
 
 def table_figures(table: pa.Table) -> dict[str, Any]:
     """Every figure of a run computed from its counts and durations: WER (failed examples as empty hypotheses),
-    ``wer_ok`` (successful examples only), CER, S/D/I/hits, examples and failures, empty references, audio and
+    ``wer_ok`` (successful examples only), CER, S/D/I/hits, examples and failures, empty transcripts, audio and
     inference seconds, RTFx (Σ audio_s / Σ infer_s over successful examples), latency percentiles, and per language
     (:func:`by_language`)."""
     ok = pc.equal(table["status"], "ok")
@@ -92,10 +92,10 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
         deletions=total.deletions,
         insertions=total.insertions,
         hits=total.hits,
-        reference_words=total.ref_words,
-        reference_characters=chars.ref_words,
+        transcript_words=total.transcript_words,
+        transcript_characters=chars.transcript_words,
         char_errors=chars.errors,
-        empty_references=int(np.sum(_reference_words(table) == 0)) if table.num_rows else 0,
+        empty_transcripts=int(np.sum(_transcript_words(table) == 0)) if table.num_rows else 0,
         audio_s=audio_s,
         infer_s=infer_s,
         rtfx=audio_s / infer_s if infer_s > 0 else None,
@@ -133,7 +133,7 @@ def _tokens(table: pa.Table, ok: Any) -> dict[str, Any]:
     return {"tokens": int(tokens), "ms_per_token": 1000.0 * infer / tokens}
 
 
-def _reference_words(table: pa.Table) -> np.ndarray:
+def _transcript_words(table: pa.Table) -> np.ndarray:
     hits, subs, dels = (np.asarray(table[name].to_numpy()) for name in ("hits", "substitutions", "deletions"))
     return np.asarray(hits + subs + dels)
 

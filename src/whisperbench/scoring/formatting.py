@@ -136,7 +136,7 @@ def _casing_of_words(ref: list[str], hyp: list[str]) -> tuple[int, int]:
 
 
 def _words(counts: WordCounts) -> tuple[float, float]:
-    return float(counts.errors), float(counts.ref_words)
+    return float(counts.errors), float(counts.transcript_words)
 
 
 def numbers_only_difference(reference: list[str], hypothesis: list[str]) -> bool:

@@ -6,15 +6,15 @@ Per example, from the raw output and the (normalized) reference:
   2-gram ``a b`` three times in a row), and Whisper's own signal, the gzip compression ratio of the raw text
   (openai-whisper retries a window whose ratio is above 2.4). An example is a **loop** when some phrase of up
   to ``max_ngram`` words repeats at least ``loop_repeats`` times in a row, over at least ``loop_words`` words,
-  *and* more times in a row than in the reference (a transcript saying "thank you thank you thank you" does not
+  *and* more times in a row than in the transcript (one saying "thank you thank you thank you" does not
   make that a loop; "no, no, no" is too short to be one).
 - **insertion burst**: the longest run of consecutive inserted words in the word alignment against the
-  reference; a **burst** when it is at least ``burst_words`` long. On an empty reference every output word is
+  transcript; a **burst** when it is at least ``burst_words`` long. On an empty transcript every output word is
   inserted, so a long output on silence is also a burst.
-- **non-speech output**: the normalized reference is empty (non-speech audio: silence, noise, music) and the
+- **non-speech output**: the normalized transcript is empty (non-speech audio: silence, noise, music) and the
   normalized hypothesis is not. Its words are errors (insertions).
 - **catastrophic**: the example's WER is at least ``catastrophic_wer`` (100 %); undefined, hence never, on an
-  empty reference (non-speech output is counted on its own).
+  empty transcript (non-speech output is counted on its own).
 
 Failed examples are counted by the summary (``num_failed``), never flagged here. The thresholds are
 :class:`Thresholds`; a run's ``summary.json["hallucination"]`` holds the counts and the example ids of each
@@ -61,7 +61,7 @@ THRESHOLD_LIMITS = {
 class Thresholds:
     """When an example counts as each kind of hallucination (the documented defaults)."""
 
-    loop_repeats: int = 3  # a phrase said this many times in a row (and more often in a row than the reference)
+    loop_repeats: int = 3  # a phrase said this many times in a row (and more often in a row than the transcript)
     loop_words: int = 5  # ... covering at least this many words ("no, no, no" is not a loop; "thank you" x 3 is)
     max_ngram: int = 20  # the longest phrase (in words) looked for as a repeated unit
     burst_words: int = 5  # this many consecutive inserted words
@@ -160,15 +160,15 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     return periods
 
 
-def loop_of(reference: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
-    """The repeated run that makes ``hypothesis`` a loop against ``reference`` (normalized texts), or None."""
-    ref_words, hyp_words = reference.split(), hypothesis.split()
+def loop_of(transcript: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
+    """The repeated run that makes ``hypothesis`` a loop against ``transcript`` (normalized texts), or None."""
+    transcript_words, hyp_words = transcript.split(), hypothesis.split()
     loops = [
         r
         for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
         if r.copies >= thresholds.loop_repeats
         and r.words >= thresholds.loop_words
-        and r.copies > copies_in_a_row(ref_words, r.phrase)
+        and r.copies > copies_in_a_row(transcript_words, r.phrase)
     ]
     return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
 
@@ -179,13 +179,13 @@ def compression_ratio(text: str) -> Optional[float]:
     return len(data) / len(zlib.compress(data)) if data.strip() else None
 
 
-def insertion_burst(reference: str, hypothesis: str) -> int:
+def insertion_burst(transcript: str, hypothesis: str) -> int:
     """The longest run of consecutive inserted words in the word alignment of two normalized texts."""
-    ref_words, hyp_words = reference.split(), hypothesis.split()
-    if not ref_words:
+    transcript_words, hyp_words = transcript.split(), hypothesis.split()
+    if not transcript_words:
         return len(hyp_words)
     longest = 0
-    for op in Levenshtein.opcodes(ref_words, hyp_words):
+    for op in Levenshtein.opcodes(transcript_words, hyp_words):
         if op.tag == "insert":
             longest = max(longest, op.dest_end - op.dest_start)
     return longest
@@ -209,13 +209,13 @@ class ExampleHallucination:
     compression_ratio: Optional[float]
     burst_words: int
     burst: bool
-    nonspeech: bool  # the normalized reference is empty
+    nonspeech: bool  # the normalized transcript is empty
     nonspeech_output: bool  # ... and the normalized hypothesis is not
     catastrophic: bool
 
     @property
     def loop(self) -> bool:
-        """Whether a phrase repeats beyond the reference (see :func:`loop_of`)."""
+        """Whether a phrase repeats beyond the transcript (see :func:`loop_of`)."""
         return self.loop_run is not None
 
     @property
@@ -227,7 +227,7 @@ class ExampleHallucination:
 def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds()) -> ExampleHallucination:
     """The measures of one prediction already scored (its normalized texts and WER; unscored: UnscoredError)."""
     score = pred.scored()
-    ref, hyp = score.reference_norm, score.hypothesis_norm
+    ref, hyp = score.transcript_norm, score.hypothesis_norm
     ok = pred.status == "ok"
     insertions = score.words.insertions
     burst = (
@@ -314,9 +314,9 @@ class Measures:
         ``nonspeech`` (the normalized transcript is empty), as :func:`example_hallucination` decides them;
         ``loop_words`` found under ``thresholds`` where they are not the default loop thresholds."""
         hits, subs, dels, ins = self.counts
-        ref_words = hits + subs + dels
-        wer = example_wers(subs + dels + ins, ref_words)
-        nonspeech = ref_words == 0
+        transcript_words = hits + subs + dels
+        wer = example_wers(subs + dels + ins, transcript_words)
+        nonspeech = transcript_words == 0
         loops = self.loop_words if loop_words is None else loop_words
         return {
             "loops": self.ok & (loops > 0),

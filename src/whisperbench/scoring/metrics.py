@@ -92,7 +92,7 @@ class ScoredExample:
     @property
     def transcript_words(self) -> int:
         """Words of the normalized transcript (WER's denominator)."""
-        return self.words.ref_words
+        return self.words.transcript_words
 
     @classmethod
     def from_prediction(cls, pred: Prediction) -> "ScoredExample":
@@ -101,9 +101,9 @@ class ScoredExample:
         return cls(
             pred.id,
             pred.status,
-            pred.reference,
+            pred.transcript,
             pred.hypothesis if pred.status == "ok" else "",
-            score.reference_norm,
+            score.transcript_norm,
             score.hypothesis_norm,
             score.words,
             score.chars,

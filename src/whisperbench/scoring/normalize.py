@@ -10,7 +10,7 @@ how they run, never what they give:
   (``unicodedata.category`` once per distinct character instead of once per character per call);
 - the number normalizer's word loop is skipped when no word can start or extend a number (no digit and
   no number word), where it gives its input back unchanged;
-- normalized texts are cached by content (a bounded LRU keyed by normalizer and text), so a reference
+- normalized texts are cached by content (a bounded LRU keyed by normalizer and text), so a transcript
   scored against many hypotheses is normalized once.
 
 ``whisper-normalizer`` adds four English rules of its own ("kinda", "sorta", "dunno" and ``\\bcause\\b`` ->

@@ -3,7 +3,7 @@ examples needed for a given one (``whisperbench plan``).
 
 **WER** (normal approximation, the test of :func:`~whisperbench.scoring.significance.mapsswe`): the WER difference
 is ``Σ D_i / Σ words`` with ``D_i`` the candidate's minus the reference's errors on example i, so its standard error
-is ``sd(D) · √n / (n · w̄)`` (w̄: reference words per example). A two-sided test at level α detects, with
+is ``sd(D) · √n / (n · w̄)`` (w̄: transcript words per example). A two-sided test at level α detects, with
 probability ``power``, an increase of ``(z₁₋α/₂ + z_power) · 100 · sd(D) / (√n · w̄)`` points — which is
 also the smallest non-inferiority margin that an equally good candidate proves with that probability. ``sd(D)``
 comes from a comparison's paired differences when one is given; from the reference alone it is taken as Poisson
@@ -134,7 +134,7 @@ def paired_spread(reference_errors: ArrayLike, candidate_errors: Optional[ArrayL
 
 def plan(
     reference_errors: ArrayLike,
-    reference_words: ArrayLike,
+    transcript_words: ArrayLike,
     *,
     candidate_errors: Optional[ArrayLike] = None,
     examples: Optional[int] = None,
@@ -161,9 +161,9 @@ def plan(
     bad += [f"baseline_regressed {baseline_regressed:g} (0 to 100 %)"] if not 0.0 <= baseline_regressed < 100.0 else []
     if bad:
         raise ValueError(f"cannot plan with {', '.join(bad)}")
-    words = np.asarray(reference_words, dtype=float)
+    words = np.asarray(transcript_words, dtype=float)
     if len(words) == 0 or words.sum() == 0:
-        raise ValueError("the reference has no example with reference words")
+        raise ValueError("the reference has no example with transcript words")
     sd, basis = paired_spread(reference_errors, candidate_errors)
     n, w, base = examples or len(words), float(words.mean()), baseline_regressed / 100.0
     return Plan(

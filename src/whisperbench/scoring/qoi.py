@@ -34,10 +34,10 @@ class ExampleComparison:
     reference_wer: Optional[float]
     candidate_wer: Optional[float]
     candidate_failed: bool
-    reference_text: str
+    transcript: str
     reference_hypothesis: str
     candidate_hypothesis: str
-    reference_words: int = 0  # words, or characters where ``metric`` is "cer"
+    transcript_words: int = 0  # words, or characters where ``metric`` is "cer"
     language: Optional[str] = None
     metric: str = "wer"
 
@@ -75,7 +75,7 @@ class ExampleRows(Protocol):
         """QoI per language label: joined, regressed, QoI %."""
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Ids, reference errors, candidate errors and reference words (characters where CER is the headline),
+        """Ids, reference errors, candidate errors and transcript words (characters where CER is the headline),
         in order, as arrays (what the paired tests and intervals take)."""
 
     def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
@@ -107,12 +107,12 @@ class ExampleList(list[ExampleComparison]):
         return sum(e.regressed for e in self)
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Ids, reference errors, candidate errors and reference words, in order, as arrays."""
+        """Ids, reference errors, candidate errors and transcript words, in order, as arrays."""
         return (
             [e.id for e in self],
             np.array([e.reference_errors for e in self], dtype=float),
             np.array([e.candidate_errors for e in self], dtype=float),
-            np.array([e.reference_words for e in self], dtype=float),
+            np.array([e.transcript_words for e in self], dtype=float),
         )
 
     def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
@@ -251,9 +251,9 @@ def _compare_one(
     if ref_pred.status != "ok":
         result.reference_failed.append(ex_id)
         return None
-    if cand_pred.reference != ref_pred.reference:  # its stored fields were scored against another transcript
+    if cand_pred.transcript != ref_pred.transcript:  # its stored fields were scored against another transcript
         result.text_mismatch.append(ex_id)
-        cand_pred = dataclasses.replace(cand_pred, reference=ref_pred.reference, score=None)
+        cand_pred = dataclasses.replace(cand_pred, transcript=ref_pred.transcript, score=None)
     ref_scored = rescored(ref_pred, normalizer)
     cand_scored = rescored(cand_pred, normalizer)
     language = ref_pred.language_label or cand_pred.language_label  # the reference run's label decides the units
@@ -266,10 +266,10 @@ def _compare_one(
         reference_wer=ref_scored.wer,
         candidate_wer=cand_scored.wer,
         candidate_failed=cand_pred.status != "ok",
-        reference_text=ref_pred.reference,
+        transcript=ref_pred.transcript,
         reference_hypothesis=ref_pred.hypothesis,
         candidate_hypothesis=cand_pred.hypothesis,
-        reference_words=ref_counts.ref_words,
+        transcript_words=ref_counts.transcript_words,
         language=language,
         metric=headline_metric(language),
     )

@@ -80,7 +80,7 @@ class ExampleColumns:
     reference_wer: np.ndarray  # NaN where undefined (None in the record)
     candidate_wer: np.ndarray
     candidate_failed: np.ndarray
-    reference_words: np.ndarray
+    transcript_words: np.ndarray
     language: pa.Array
     reference_table: pa.Table
     candidate_table: pa.Table
@@ -136,7 +136,7 @@ class ExampleColumns:
         ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])
         texts = [
             self.ids.slice(start, stop - start).to_pylist(),
-            self.reference_table["reference"].take(ref_rows).to_pylist(),
+            self.reference_table["transcript"].take(ref_rows).to_pylist(),
             self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
             self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
             self.language.slice(start, stop - start).to_pylist(),
@@ -149,7 +149,7 @@ class ExampleColumns:
                 self.reference_wer,
                 self.candidate_wer,
                 self.candidate_failed,
-                self.reference_words,
+                self.transcript_words,
             )
         ]
         return [
@@ -205,12 +205,12 @@ class ExampleColumns:
         )
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Ids, reference errors, candidate errors and reference words, in order, as arrays (no records built)."""
+        """Ids, reference errors, candidate errors and transcript words, in order, as arrays (no records built)."""
         return (
             self.ids.to_pylist(),
             self.reference_errors.astype(float),
             self.candidate_errors.astype(float),
-            self.reference_words.astype(float),
+            self.transcript_words.astype(float),
         )
 
     def regressed_count(self) -> int:
@@ -274,7 +274,7 @@ def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
 
 
 def _headline(table: pa.Table, is_cer: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(headline errors, headline reference units, word-level WER with NaN where undefined) per row."""
+    """(headline errors, headline transcript units, word-level WER with NaN where undefined) per row."""
     hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
     c_hits, c_subs, c_dels, c_ins = (column(table, name) for name in CHAR_COUNTS)
     words, errors = hits + subs + dels, subs + dels + ins
@@ -291,7 +291,7 @@ def _columns(
     cer_codes = np.array([headline_metric(name) == "cer" for name in codes.dictionary.to_pylist()] + [False])
     index = codes.indices.fill_null(len(codes.dictionary)).to_numpy(zero_copy_only=False)
     is_cer = cer_codes[index]
-    ref_errors, ref_words, ref_wer = _headline(ref, is_cer)
+    ref_errors, transcript_words, ref_wer = _headline(ref, is_cer)
     cand_errors, _, cand_wer = _headline(cand, is_cer)
     return ExampleColumns(
         ids=ref["id"].combine_chunks(),
@@ -300,7 +300,7 @@ def _columns(
         reference_wer=ref_wer,
         candidate_wer=cand_wer,
         candidate_failed=pc.not_equal(cand["status"], "ok").to_numpy(zero_copy_only=False),
-        reference_words=ref_words,
+        transcript_words=transcript_words,
         language=language,
         reference_table=reference,
         candidate_table=candidate,
@@ -326,7 +326,7 @@ def _compare_special(
         )
         assert one is not None  # the joined rows are the reference's successes
         columns.reference_errors[i], columns.candidate_errors[i] = one.reference_errors, one.candidate_errors
-        columns.reference_words[i] = one.reference_words
+        columns.transcript_words[i] = one.transcript_words
         columns.reference_wer[i] = np.nan if one.reference_wer is None else one.reference_wer
         columns.candidate_wer[i] = np.nan if one.candidate_wer is None else one.candidate_wer
 
@@ -338,7 +338,7 @@ def _texts_differ(columns: ExampleColumns) -> np.ndarray:
         ref_rows = pa.array(columns.reference_rows[start : start + CHUNK * 4])
         cand_rows = pa.array(columns.candidate_rows[start : start + CHUNK * 4])
         same = pc.equal(
-            columns.reference_table["reference"].take(ref_rows), columns.candidate_table["reference"].take(cand_rows)
+            columns.reference_table["transcript"].take(ref_rows), columns.candidate_table["transcript"].take(cand_rows)
         )
         out[start : start + len(ref_rows)] = ~same.to_numpy(zero_copy_only=False)
     return out

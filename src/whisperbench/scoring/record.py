@@ -8,13 +8,15 @@ the scores :func:`~whisperbench.scoring.figures.summarize` computes, what the ha
 ``cost_estimate_usd``…).
 
 Schema versions: 1 is every summary written before the version was recorded (the same keys, some of them
-absent in older stores: they read as None); 2 adds ``schema_version``. A summary written by a newer
-whisperbench is refused with a clear message rather than misread.
+absent in older stores: they read as None); 2 adds ``schema_version``; 3 names the human text "transcript"
+(``transcript_words``, ``transcript_characters``, ``empty_transcripts``: :data:`RENAMED_IN_3`, read from older
+summaries under their old names). A summary written by a newer whisperbench is refused with a clear message
+rather than misread.
 
 >>> s = Summary.from_dict({"wer": 12.5, "num_examples": 4, "num_failed": 1, "form": "short",
 ...                        "normalizer": "english", "hallucination": {"loops": 0}, "compile_s": 3.0})
 >>> s.wer, s.num_ok, s.metrics["hallucination"], s.extra, s.schema_version
-(12.5, None, {'loops': 0}, {'compile_s': 3.0}, 2)
+(12.5, None, {'loops': 0}, {'compile_s': 3.0}, 3)
 >>> Summary.from_dict(s.to_dict()) == s
 True
 """
@@ -27,7 +29,13 @@ from typing import Any, Optional
 
 from .metrics import registered
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: keys of summary.json that schema versions before 3 named after the "reference" (the human transcript)
+RENAMED_IN_3 = {
+    "reference_words": "transcript_words",
+    "reference_characters": "transcript_characters",
+    "empty_references": "empty_transcripts",
+}
 
 #: figures only an invocation that transcribed examples can measure (a resume that computes none keeps them)
 MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why", "first_result_s")
@@ -69,10 +77,10 @@ class Summary:
     deletions: Optional[int] = None
     insertions: Optional[int] = None
     hits: Optional[int] = None
-    reference_words: Optional[int] = None
-    reference_characters: Optional[int] = None
+    transcript_words: Optional[int] = None
+    transcript_characters: Optional[int] = None
     char_errors: Optional[int] = None
-    empty_references: Optional[int] = None
+    empty_transcripts: Optional[int] = None
     audio_s: Optional[float] = None
     infer_s: Optional[float] = None
     rtfx: Optional[float] = None
@@ -139,6 +147,8 @@ class Summary:
                 f"{where}: schema version {version!r} is newer than this whisperbench reads "
                 f"({SCHEMA_VERSION}); upgrade whisperbench"
             )
+        if version < 3:
+            data = {RENAMED_IN_3.get(k, k): v for k, v in data.items()}
         names = {f.name for f in dataclasses.fields(cls)} - {"metrics", "extra", "schema_version"}
         metric_names = {m.name for m in registered()}
         known = {k: v for k, v in data.items() if k in names}

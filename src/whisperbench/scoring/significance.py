@@ -300,7 +300,7 @@ def resampled_sums(
 def paired_significance(
     reference_errors: ArrayLike,
     candidate_errors: ArrayLike,
-    reference_words: ArrayLike,
+    transcript_words: ArrayLike,
     *,
     groups: Optional[Sequence[Any]] = None,
     block_by: Optional[str] = None,
@@ -313,7 +313,7 @@ def paired_significance(
 
     ``groups``: a block label per example (e.g. its speaker, named ``block_by``): whole blocks are resampled.
     """
-    ref, cand, words = _counts(reference_errors), _counts(candidate_errors), _counts(reference_words)
+    ref, cand, words = _counts(reference_errors), _counts(candidate_errors), _counts(transcript_words)
     columns = np.column_stack([cand - ref, words, (cand > ref).astype(float), np.ones(len(ref))])
     resampling = Resampling("examples", len(ref), resamples, seed)
     if groups is not None:

@@ -165,12 +165,12 @@ def example_facts(pred: Prediction, normalizer: str) -> StreamFacts:
     facts.first_output_s = shown[0] if shown else None
     if clock == "real-time" and stream:
         facts.final_lag_s = max(0.0, times[_settled(stream)] - float(stream[-1]["audio_s"]))
-    truth_words = pred.extra.get("reference_words") or []
+    truth_words = pred.extra.get("true_words") or []
     if truth_words:
         facts.committed, facts.interim = cursor_latencies(
             stream, times, timed_tokens(truth_words, normalizer), normalizer
         )
-    segments = pred.extra.get("reference_segments") or []
+    segments = pred.extra.get("true_segments") or []
     if segments:
         facts.end_of_utterance, facts.missed_utterances = utterance_latencies(stream, times, segments, normalizer)
     return facts

@@ -27,7 +27,7 @@ def score_prediction(pred: Prediction, normalizer: str, characters: bool = True)
     normalized texts, S/D/I/hits and WER over words, the same over characters (CER; spaces left out for languages
     written without them). The raw output is not changed.
 
-    A failed example is scored as an empty hypothesis (every reference word deleted), so a failure
+    A failed example is scored as an empty hypothesis (every transcript word deleted), so a failure
     can never lower a run's WER or CER. With ``characters=False`` the character alignment is skipped
     (the score's ``chars`` stay None: the caller asks for WER only).
     """
@@ -42,18 +42,18 @@ def score_example(pred: Prediction, normalizer: str, characters: bool = True) ->
     (WordCounts(hits=1, substitutions=1, deletions=0, insertions=0), 50.0, 'basic')
     """
     return _scores(
-        pred.reference, pred.hypothesis if pred.status == "ok" else None, pred.language_label, normalizer, characters
+        pred.transcript, pred.hypothesis if pred.status == "ok" else None, pred.language_label, normalizer, characters
     )
 
 
 def _scores(
-    reference: str, hypothesis: Optional[str], language: Optional[str], normalizer: str, characters: bool
+    transcript: str, hypothesis: Optional[str], language: Optional[str], normalizer: str, characters: bool
 ) -> ExampleScore:
     """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis)."""
-    ref_norm = normalize(reference, normalizer)
+    transcript_norm = normalize(transcript, normalizer)
     hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
-    chars = align_characters(cer_text(ref_norm, language), cer_text(hyp_norm, language)) if characters else None
-    return ExampleScore(normalizer, ref_norm, hyp_norm, align(ref_norm, hyp_norm), chars)
+    chars = align_characters(cer_text(transcript_norm, language), cer_text(hyp_norm, language)) if characters else None
+    return ExampleScore(normalizer, transcript_norm, hyp_norm, align(transcript_norm, hyp_norm), chars)
 
 
 def _score_range(shared: tuple[Sequence[Prediction], str, bool], start: int, stop: int) -> list[ExampleScore]:

@@ -27,12 +27,12 @@ from .summary import in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
-TABLE_VERSION = "5"
+TABLE_VERSION = "6"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
 _RAW = [
     ("id", pa.string()),
-    ("reference", pa.string()),
+    ("transcript", pa.string()),
     ("hypothesis", pa.string()),
     ("status", pa.string()),
     ("language_label", pa.string()),
@@ -164,7 +164,7 @@ def column(table: pa.Table, name: str) -> np.ndarray:
 
 
 def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Per example: word errors (S+D+I) and reference words (H+S+D), as the bootstrap takes them."""
+    """Per example: word errors (S+D+I) and transcript words (H+S+D), as the bootstrap takes them."""
     hits, subs, dels, ins = (column(table, name) for name in WORD_COUNTS)
     return subs + dels + ins, hits + subs + dels
 

@@ -2,7 +2,7 @@
 
 Pure functions over stored predictions. A prediction carries its implementation's ``segments``
 (``[{start, end, text}]``) and ``words`` (``[{word, start, end}]``) in seconds; the ground truth, where the
-dataset has it, is copied from the manifest row into ``extra["reference_segments"]`` / ``["reference_words"]``.
+dataset has it, is copied from the manifest row into ``extra["true_segments"]`` / ``["true_words"]``.
 
 - **utterance-start error**: for each true segment start, the distance to the nearest predicted segment start
   (and, with word timing, to the nearest predicted word start: an utterance may begin inside a segment);
@@ -10,7 +10,7 @@ dataset has it, is copied from the manifest row into ``extra["reference_segments
   word's times) and aligned by the WER alignment; over the hits, the start and end errors;
 - **per-utterance WER** inside a long transcript: predicted words (else segments) assigned to the true
   utterances by time, each scored against its utterance's text (a word put in the wrong utterance counts);
-- **timing parity** (no truth needed): over reference-transcript words that two runs both got right, the share
+- **timing parity** (no truth needed): over transcript words that two runs both got right, the share
   whose start in the candidate lies within :data:`PARITY_TOLERANCE_S` of the reference run's.
 
 Errors are absolute, in seconds per example and in milliseconds in the summaries (median, p90, share within a
@@ -102,9 +102,9 @@ def word_errors(truth: Sequence[TimedToken], hypothesis: Sequence[TimedToken]) -
     )
 
 
-def hit_starts(reference_text: str, words: Sequence[dict[str, Any]], normalizer: str) -> dict[int, float]:
-    """{index of a normalized reference-transcript word: the start of the predicted word aligned to it as a hit}."""
-    truth = [TimedToken(token, 0.0, 0.0) for token in normalize(reference_text, normalizer).split()]
+def hit_starts(transcript: str, words: Sequence[dict[str, Any]], normalizer: str) -> dict[int, float]:
+    """{index of a normalized transcript-transcript word: the start of the predicted word aligned to it as a hit}."""
+    truth = [TimedToken(token, 0.0, 0.0) for token in normalize(transcript, normalizer).split()]
     hypothesis = timed_tokens(words, normalizer)
     return {t: hypothesis[h].start for t, h in matched_pairs(truth, hypothesis)}
 
@@ -117,9 +117,9 @@ def start_shifts(
     unless ``candidate_transcript`` is given."""
     if reference.words is None or candidate.words is None:
         return {}
-    ours = hit_starts(reference.reference, reference.words, normalizer)
+    ours = hit_starts(reference.transcript, reference.words, normalizer)
     theirs = hit_starts(
-        candidate.reference if candidate_transcript is None else candidate_transcript, candidate.words, normalizer
+        candidate.transcript if candidate_transcript is None else candidate_transcript, candidate.words, normalizer
     )
     return {index: theirs[index] - start for index, start in ours.items() if index in theirs}
 
@@ -185,13 +185,13 @@ def example_timing(pred: Prediction, normalizer: str) -> dict[str, list[float]]:
     """One example's errors (s): ``starts`` (each true utterance start to the nearest predicted segment start),
     ``starts_by_word`` (… to the nearest predicted word start), ``word_starts``, ``word_ends``; lists may be empty."""
     out: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}
-    truth_segments = pred.extra.get("reference_segments") or []
+    truth_segments = pred.extra.get("true_segments") or []
     true_starts = [float(s["start"]) for s in truth_segments]
     if truth_segments and pred.segments is not None:
         out["starts"] = start_errors(true_starts, [float(s["start"]) for s in pred.segments])
     if truth_segments and pred.words is not None:  # an utterance may start inside a predicted segment
         out["starts_by_word"] = start_errors(true_starts, [float(w["start"]) for w in pred.words])
-    truth_words = pred.extra.get("reference_words") or []
+    truth_words = pred.extra.get("true_words") or []
     if truth_words and pred.words is not None:
         out["word_starts"], out["word_ends"] = word_errors(
             timed_tokens(truth_words, normalizer), timed_tokens(pred.words, normalizer)
@@ -206,12 +206,12 @@ def utterance_counts(pred: Prediction, normalizer: str) -> list[tuple[str, WordC
 
     >>> pred = Prediction("a", "", "", words=[{"word": "hi", "start": 0.1, "end": 0.3},
     ...                                       {"word": "there", "start": 0.9, "end": 1.2}])
-    >>> pred.extra["reference_segments"] = [{"id": "u1", "start": 0.0, "end": 0.5, "text": "hi there"},
+    >>> pred.extra["true_segments"] = [{"id": "u1", "start": 0.0, "end": 0.5, "text": "hi there"},
     ...                                     {"id": "u2", "start": 0.8, "end": 1.5, "text": "there"}]
     >>> [(name, counts.hits, counts.deletions) for name, counts in utterance_counts(pred, "english")]
     [('u1', 1, 1), ('u2', 1, 0)]
     """
-    truth = [s for s in pred.extra.get("reference_segments") or [] if s.get("text")]
+    truth = [s for s in pred.extra.get("true_segments") or [] if s.get("text")]
     units = pred.words if pred.words is not None else pred.segments
     if not truth or units is None:
         return []
@@ -249,7 +249,7 @@ def crosses_window_mark(segment: dict[str, Any], window_s: float = 30.0) -> bool
 
 def _wer_of(rows: list[tuple[str, WordCounts]]) -> Optional[float]:
     total = sum((counts for _, counts in rows), WordCounts())
-    return round(100.0 * total.errors / total.ref_words, 2) if total.ref_words else None
+    return round(100.0 * total.errors / total.transcript_words, 2) if total.transcript_words else None
 
 
 def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
@@ -263,7 +263,7 @@ def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[di
         counted = utterance_counts(pred, normalizer)
         if not counted:
             continue
-        truth = [s for s in pred.extra.get("reference_segments") or [] if s.get("text")]
+        truth = [s for s in pred.extra.get("true_segments") or [] if s.get("text")]
         rows += counted
         seams, examples = pred.extra.get("seams_s"), examples + 1
         if seams is not None:
@@ -273,13 +273,13 @@ def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[di
         marks += [row for row, segment in zip(counted, truth) if crosses_window_mark(segment)]
     if not rows or _wer_of(rows) is None:
         return None
-    worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].ref_words, 1)))[:3]
+    worst = sorted(rows, key=lambda row: -(row[1].errors / max(row[1].transcript_words, 1)))[:3]
     out = {
         "wer": _wer_of(rows),
         "utterances": len(rows),
         "seams": seams_label(sources, examples),
         **_split(rows, seam, "at_seams", "away_from_seams"),
-        "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.ref_words, 1), 2)} for name, c in worst],
+        "worst": [{"id": name, "wer": round(100.0 * c.errors / max(c.transcript_words, 1), 2)} for name, c in worst],
     }
     if sources:
         out["at_30s_marks"] = _split(rows, marks, "at_seams", "away_from_seams")

@@ -1,4 +1,4 @@
-"""Word error rate: per-example alignment counts and corpus WER = Σ(S+D+I) / Σ reference words."""
+"""Word error rate: per-example alignment counts and corpus WER = Σ(S+D+I) / Σ transcript words."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def count_edits(reference: Sequence[Any], hypothesis: Sequence[Any]) -> WordCoun
 def align(reference: str, hypothesis: str) -> WordCounts:
     """Count hits/S/D/I between two already-normalized strings (word-level Levenshtein alignment).
 
-    An empty reference is allowed: every hypothesis word is then an insertion.
+    An empty transcript is allowed: every hypothesis word is then an insertion.
     """
     return count_edits(_ids(reference.split()), _ids(hypothesis.split()))
 
@@ -66,12 +66,12 @@ def align_characters(reference: str, hypothesis: str) -> WordCounts:
 
 
 def example_wer(counts: WordCounts) -> Optional[float]:
-    """Per-example WER in percent; None when the normalized reference is empty (undefined)."""
+    """Per-example WER in percent; None when the normalized transcript is empty (undefined)."""
     return counts.error_rate()
 
 
 def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """:func:`example_wer` over arrays of per-example errors and reference words: percent, NaN where a
+    """:func:`example_wer` over arrays of per-example errors and transcript words: percent, NaN where a
     reference has no words (the same floats as ``WordCounts.error_rate``).
 
     >>> example_wers(np.array([1, 0]), np.array([2, 0])).tolist()
@@ -82,7 +82,7 @@ def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
 
 
 def corpus_wer(counts: WordCounts) -> Optional[float]:
-    """Corpus WER in percent from summed counts; None with no reference words."""
+    """Corpus WER in percent from summed counts; None with no transcript words."""
     return example_wer(counts)
 
 
@@ -99,5 +99,5 @@ class WordErrorRate:
             self.counts = self.counts + align(normalize(ref, self.normalizer), normalize(hyp, self.normalizer))
 
     def compute(self) -> Optional[float]:
-        """Corpus WER in percent over every pair added so far; None before any reference word."""
+        """Corpus WER in percent over every pair added so far; None before any transcript word."""
         return corpus_wer(self.counts)
