@@ -240,3 +240,61 @@ def test_gate_thresholds_as_a_record_or_as_keywords_judge_alike(tmp_path):
     wer_delta = by_record.comparison.candidate_wer - by_record.comparison.reference_wer
     assert by_record.code == by_keywords.code == 0  # six examples: not significant at 90 %
     assert wer_delta > 0 and gate(ref, cand, thresholds=GateThresholds(max_wer_increase=0.0)).code == 1
+
+
+LONGEST = '''
+from whisperbench.scoring.metrics import Display, Metric
+
+
+def longest(scored, context):
+    """Run level: the longest hypothesis in words, and how many hypotheses end with a question mark."""
+    ok = [p for p in scored if p.status == "ok"]
+    words = max(len(p.hypothesis.split()) for p in ok)
+    return {"words": words, "questions": sum(p.hypothesis.endswith("?") for p in ok)}
+
+
+METRIC = Metric("longest", "the longest output", summarize=longest,
+                display=Display("Longest outputs", {"Longest (words)": "words", "Questions": "questions"}, "a note"))
+'''
+
+
+def test_an_installed_run_level_metric_gets_its_own_report_section(tmp_path, monkeypatch):
+    """A run-level metric that declares a ``Display`` gets a section in the markdown and HTML reports, columns in the
+    CSV and its figures in the trackers' metrics — from the registry alone, like hallucination and timing."""
+    from whisperbench.reports.tracking import tracked_run
+    from whisperbench.scoring.metrics import METRICS
+    from whisperbench.store import open_run
+
+    site = tmp_path / "site"
+    dist = site / "longest-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (site / "longest_metric.py").write_text(LONGEST, encoding="utf-8")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: longest\nVersion: 1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(
+        "[whisperbench.metrics]\nlongest = longest_metric:METRIC\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    METRICS.reload()
+    try:
+        rows = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
+        words = max(len(r["hypothesis"].split()) for r in rows)  # counted here, without whisperbench
+        questions = sum(r["hypothesis"].endswith("?") for r in rows)
+        runs = tmp_path / "runs"
+        args = ["--dataset", str(BUNDLED / "shortform" / "manifest.jsonl"), "--runs-dir", str(runs)]
+        assert _cli(["score", *args, "--hypotheses", str(RECORDED), "--name", "b"], site, tmp_path).returncode == 0
+        for suffix in ("md", "html", "csv"):
+            done = _cli(["report", "--runs-dir", str(runs), "--out", str(tmp_path / f"r.{suffix}")], site, tmp_path)
+            assert done.returncode == 0, done.stderr
+        section = (tmp_path / "r.md").read_text(encoding="utf-8").split("## Longest outputs")[1]
+        row = next(line for line in section.splitlines() if line.endswith("| b |"))
+        assert [c.strip() for c in row.split("|")[3:5]] == [str(words), str(questions)] and "a note" in section
+        page = (tmp_path / "r.html").read_text(encoding="utf-8")
+        assert "<h2>Longest outputs</h2>" in page and 'class="sortable longest"' in page
+        table = list(csv.DictReader((tmp_path / "r.csv").open(encoding="utf-8")))
+        assert float(table[0]["longest.words"]) == words and float(table[0]["longest.questions"]) == questions
+        tracked = tracked_run(open_run("b", runs)).metrics
+        assert (tracked["longest.words"], tracked["longest.questions"]) == (words, questions)
+        assert tracked["hallucination.loops"] == 0  # the built-in sections' figures still reach the trackers
+    finally:
+        sys.modules.pop("longest_metric", None)
+        METRICS.reload()

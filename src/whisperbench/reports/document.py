@@ -2,8 +2,8 @@
 
 One function per format takes the leaderboard frame, the runs and their references and returns the text to
 write (markdown, a model card) or writes the file itself (HTML, CSV) and returns None. The markdown document is
-every section the harness has: the leaderboard, languages, hallucinations, robustness, speed, timing and run-to-run
-noise; a new section is one more call in :func:`markdown_document`.
+every section the harness has: the leaderboard, languages, each metric's own section (hallucinations, timing:
+:mod:`whisperbench.reports.sections`, from the registry), robustness, speed, streaming and run-to-run noise.
 """
 
 from __future__ import annotations
@@ -26,21 +26,19 @@ Writer: TypeAlias = "Callable[[pd.DataFrame, list[StoredRun], References, Path, 
 def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str) -> str:
     """The leaderboard and every per-run section as one markdown document (``out`` is not written here)."""
     from . import render_markdown
-    from .hallucination import render_hallucination_markdown
     from .languages import language_frame, render_language_markdown
     from .noise import noise_frame, render_noise_markdown
     from .robustness import render_robustness_markdown, robustness_frame
     from .speed import render_speed_markdown
     from .streaming import render_streaming_markdown
-    from .timing import render_timing_markdown, timing_frame
+    from .sections import sections_markdown
 
     return (
         render_markdown(frame, references, title=title)
         + render_language_markdown(language_frame(runs, references))
-        + render_hallucination_markdown(frame)
+        + sections_markdown(frame)
         + render_robustness_markdown(robustness_frame(runs, references))
         + render_speed_markdown(runs, references)
-        + render_timing_markdown(timing_frame(runs))
         + render_streaming_markdown(runs, references)
         + render_noise_markdown(noise_frame(runs))
     )

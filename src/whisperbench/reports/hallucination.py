@@ -1,31 +1,19 @@
-"""Hallucinations in reports: per-run counts (leaderboard, HTML) and what a candidate does that its reference
-does not (``compare``, the gate). The measures are :mod:`whisperbench.scoring.hallucination`'s."""
+"""Hallucinations in reports: what a candidate does that its reference does not (``compare``, the gate) and the
+regression explorer's flags. The measures are :mod:`whisperbench.scoring.hallucination`'s; the per-run counts
+are the metric's own report section (its ``Display``: :mod:`whisperbench.reports.sections`)."""
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from ..scoring import score_prediction
 from ..scoring.hallucination import KINDS, Measures, Thresholds, example_hallucination, loop_words_under, loops_stored
 from ..scoring.metrics import stored_options
 from ..store import StoredRun
 from ..types import Prediction
-from .escape import md_cell
-
-#: the leaderboard's hallucination columns: heading -> key of summary.json["hallucination"]
-COLUMNS = {
-    "Loops": "loops",
-    "Bursts": "bursts",
-    "Non-speech examples": "nonspeech_examples",
-    "Output on non-speech": "nonspeech_with_output",
-    "Catastrophic": "catastrophic",
-    "Ratio > 2.4": "high_compression",
-}
 
 
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
@@ -86,81 +74,6 @@ def hallucination_diff(reference: StoredRun, candidate: StoredRun) -> Hallucinat
 def describe_ids(ids: list[str], limit: int = 10) -> str:
     """``a, b, c …`` (at most ``limit`` ids named), or ``none``."""
     return (", ".join(ids[:limit]) + (" …" if len(ids) > limit else "")) if ids else "none"
-
-
-def hallucination_rows(frame: pd.DataFrame) -> list[dict]:
-    """One row per leaderboard run: implementation, dataset, and each of :data:`COLUMNS` (None: not measured)."""
-    rows = []
-    for _, r in frame.iterrows():
-        counts = r.get("Hallucination") or {}
-        rows.append(
-            {
-                "Implementation": r["Implementation"],
-                "Reference": r["Reference"],
-                "Dataset": r["Dataset"],
-                **{head: counts.get(key) for head, key in COLUMNS.items()},
-                "Run": r["Run"],
-            }
-        )
-    return rows
-
-
-def render_hallucination_markdown(frame: pd.DataFrame) -> str:
-    """The markdown section "Hallucinations": counts per run (empty text when no run has them)."""
-    rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
-    if not rows:
-        return ""
-    lines = [
-        "",
-        "## Hallucinations",
-        "",
-        "| Implementation | Dataset | " + " | ".join(COLUMNS) + " | Run |",
-        "|" + "---|" * (len(COLUMNS) + 3),
-    ]
-    for r in rows:
-        name = f"**{md_cell(r['Implementation'])}** (reference)" if r["Reference"] else md_cell(r["Implementation"])
-        cells = " | ".join("–" if r[c] is None else str(r[c]) for c in COLUMNS)
-        # the run name plain: `run` is how the leaderboard's own row names it
-        lines.append(f"| {name} | {md_cell(r['Dataset'])} | {cells} | {md_cell(r['Run'])} |")
-    return "\n".join(lines + ["", HALLUCINATION_NOTE, ""])
-
-
-HALLUCINATION_NOTE = (
-    "Examples counted (defaults, docs/robustness.md): loop: a phrase said ≥ 3 times in a row (≥ 5 words), more "
-    "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on "
-    "audio whose transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip "
-    "compression ratio of the raw output above openai-whisper's retry threshold."
-)
-
-
-def hallucination_html(frame: pd.DataFrame) -> str:
-    """The HTML table of the same counts (sortable), or empty text."""
-    rows = [r for r in hallucination_rows(frame) if r["Loops"] is not None]
-    if not rows:
-        return ""
-    head = (
-        "<tr><th>Implementation</th><th>Dataset</th>"
-        + "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-        + "<th>Run</th></tr>"
-    )
-    body = []
-    for r in rows:
-        name = html.escape(str(r["Implementation"])) + (
-            ' <span class="muted">(reference)</span>' if r["Reference"] else ""
-        )
-        cells = "".join(
-            f'<td class="num" data-value="{"" if r[c] is None else r[c]}">{"–" if r[c] is None else r[c]}</td>'
-            for c in COLUMNS
-        )
-        body.append(
-            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td>'
-            f"<td>{html.escape(str(r['Dataset']))}</td>{cells}<td><code>{html.escape(str(r['Run']))}</code>"
-            f"</td></tr>"
-        )
-    return (
-        f'<h2>Hallucinations</h2><table class="sortable hallucination"><thead>{head}</thead>'
-        f'<tbody>{"".join(body)}</tbody></table><p class="muted">{html.escape(HALLUCINATION_NOTE)}</p>'
-    )
 
 
 def example_flags(example, normalizer: str) -> list[str]:

@@ -18,14 +18,15 @@ from ..store import StoredRun
 from ..scoring import normalize
 from ..scoring.metrics import per_example_metrics
 from .compare import Comparison, compare_runs
-from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags, hallucination_html
+from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags
 from .leaderboard import metric_columns
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
 from .speed import speed_html
 from .streaming import streaming_html
-from .timing import timed_predictions, timing_frame, timing_html, words_html
+from .sections import sections_html
+from .timing import timed_predictions, timing_bars, words_html
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -331,9 +332,9 @@ def render_html(
     languages = language_frame(runs, references)
     if not languages.empty:
         sections += ["<h2>By language</h2>", _language_table(languages)]
-    sections += [hallucination_html(frame), robustness_html(robustness_frame(runs, references))]
+    sections += [*sections_html(frame), timing_bars(frame), robustness_html(robustness_frame(runs, references))]
     sections.append(speed_html(runs, references))
-    sections += [timing_html(timing_frame(runs)), streaming_html(runs, references), noise_html(noise_frame(runs))]
+    sections += [streaming_html(runs, references), noise_html(noise_frame(runs))]
     sections.append(
         '<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
         '<span class="sub">substitution</span><span class="del">deletion</span>'

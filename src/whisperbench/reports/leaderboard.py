@@ -11,12 +11,13 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
-from ..scoring.metrics import MetricContext, per_example_metrics, run_metrics, stored_options
+from ..scoring.metrics import MetricContext, displayed_metrics, per_example_metrics, run_metrics, stored_options
 from ..scoring.summary import rescored
 from ..scoring.figures import table_figures
 from ..scoring.table import metric_values, word_errors
 from .compare import compare_runs
 from .escape import md_cell
+from .sections import flat_values, value_column
 from .weights import english_only_languages, english_only_note, model_label, size_mb
 
 COLUMNS = [
@@ -85,7 +86,9 @@ def _metric_values(run: StoredRun, normalizer: str) -> dict:
         return dict(run.summary.metrics)
     scored = [rescored(p, normalizer) for p in run.predictions]
     options = stored_options(run.summary.metrics if run.summary else {})  # the thresholds it was scored with
-    return run_metrics(scored, MetricContext(normalizer, run.form, options))
+    return run_metrics(scored, MetricContext(normalizer, run.form, options)) | metric_values(
+        run.score_table(normalizer)
+    )
 
 
 def recorded_references(runs_dir: str | Path) -> list[str]:
@@ -143,8 +146,8 @@ def leaderboard_frame(
                 "Status": str(run.coverage),
                 "Finished": run.coverage.finished,
                 "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
-                "Hallucination": summary.get("hallucination"),
                 **metric_cells(run.score_table(normalizer)),
+                **{value_column(metric): summary.get(metric.name) for metric in displayed_metrics()},
                 "Run": run.name,
             }
         )
@@ -180,7 +183,12 @@ def flat_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for name in ("WER CI", "QoI CI"):
         flat[f"{name} low"] = [ci.low if ci else None for ci in frame[name]]
         flat[f"{name} high"] = [ci.high if ci else None for ci in frame[name]]
-    return flat.drop(columns=["WER CI", "QoI CI", "Hallucination"], errors="ignore")
+    for metric in displayed_metrics():  # a section's value as one numeric column per displayed key
+        column = value_column(metric)
+        if column in flat:
+            values = [flat_values(v if isinstance(v, dict) else None, metric) for v in flat.pop(column)]
+            flat = flat.assign(**{name: [v[name] for v in values] for name in values[0]}) if values else flat
+    return flat.drop(columns=["WER CI", "QoI CI"], errors="ignore")
 
 
 def _fmt(value, digits: int) -> str:

@@ -1,8 +1,8 @@
-"""Timing reports: a table per implementation (markdown, HTML with a bar plot of error distributions), the
-timing columns of ``compare``, and SRT / WebVTT subtitles of any stored run.
-
-Figures are recomputed from the stored predictions (:mod:`whisperbench.scoring.timing`), so runs stored before
-a metric existed are reported too. A run with no stored times has no row.
+"""Timing in reports: the bar plot under the timing metric's section (the section itself is the metric's
+:class:`~whisperbench.scoring.metrics.Display`, rendered by :mod:`whisperbench.reports.sections`), the timing
+columns of ``compare`` and the gate, the word times of the regression explorer, and SRT / WebVTT subtitles of any
+stored run. ``compare``'s figures are recomputed from the stored predictions (:mod:`whisperbench.scoring.timing`),
+so runs stored before the metric existed compare too.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pyarrow.compute as pc
 
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
-from ..scoring.timing import PARITY_TOLERANCE_S, parity, start_shifts, summarize
+from ..scoring.timing import METRIC, PARITY_TOLERANCE_S, parity, start_shifts, summarize
 from ..files import safe_file_name
 from ..types import Prediction
 from ..store import StoredRun
-from .escape import md_cell
+from .sections import section_rows
 
 SUBTITLE_FORMATS = ("srt", "vtt")
 
@@ -72,94 +72,24 @@ def words_html(reference: Optional[Prediction], candidate: Optional[Prediction],
     return f'<details class="words"><summary>word times</summary>{"".join(lines)}</details>'
 
 
-def timing_frame(runs: list[StoredRun]) -> pd.DataFrame:
-    """One row per run that stored times: its implementation, strategy, and the pooled errors (ms)."""
-    rows = []
-    for run in runs:
-        timing = run_timing(run)
-        if timing is None:
-            continue
-        start = timing.get("utterance_start_error_ms", {})
-        word = timing.get("word_start_error_ms", {})
-        meta = run.meta
-        rows.append(
-            {
-                "Run": run.name,
-                "Implementation": meta.label or meta.adapter,
-                "Form": run.form,
-                "Long-form": (meta.long_form or {}).get("strategy", "native") if run.form == "long" else "",
-                "Word timing": "on" if meta.decoding.get("word_timestamps") else "off",
-                "Examples timed": timing["examples_with_segments"],
-                "Start err median ms": start.get("median"),
-                "Start err p90 ms": start.get("p90"),
-                "Starts ≤200 ms %": start.get("within_200ms"),
-                "Starts ≤500 ms %": start.get("within_500ms"),
-                "True starts": start.get("count"),
-                "Start by word median ms": timing.get("utterance_word_start_error_ms", {}).get("median"),
-                "Utterance WER %": timing.get("utterance_wer", {}).get("wer"),
-                "Word start median ms": word.get("median"),
-                "Word start p90 ms": word.get("p90"),
-                "Words ≤100 ms %": word.get("within_100ms"),
-                "Words matched": word.get("count"),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def render_timing_markdown(frame: pd.DataFrame) -> str:
-    """The timing table as a markdown section ('' when no run stored times)."""
-    if frame.empty:
+def timing_bars(frame: pd.DataFrame) -> str:
+    """Horizontal bars under the timing section: median (dark) and p90 (light) of the utterance-start error, in
+    ms, one pair per run of the leaderboard ``frame`` that has them ('' when none has)."""
+    _, rows = section_rows(frame, METRIC)
+    data = [(r["Run"], r["cells"]["Start err median ms"], r["cells"]["Start err p90 ms"]) for r in rows]
+    data = [(run, median, p90) for run, median, p90 in data if median is not None and p90 is not None]
+    if not data:
         return ""
-    shown = frame.dropna(axis=1, how="all")
-    head = "| " + " | ".join(shown.columns) + " |\n|" + "---|" * len(shown.columns) + "\n"
-    body = "".join("| " + " | ".join(_cell(value) for value in row) + " |\n" for row in shown.itertuples(index=False))
-    return (
-        "\n## Timing\n\nErrors against ground-truth times: for each true utterance start, the nearest predicted "
-        "segment start; words matched by the WER alignment (see docs/timestamps.md).\n\n" + head + body
-    )
-
-
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "–"
-    return f"{value:.1f}" if isinstance(value, float) else md_cell(str(value))
-
-
-def timing_html(frame: pd.DataFrame) -> str:
-    """The timing table and a bar plot (median and p90 utterance-start error per run) as HTML ('' when empty)."""
-    if frame.empty:
-        return ""
-    shown = frame.dropna(axis=1, how="all")
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-        for row in shown.itertuples(index=False)
-    )
-    return (
-        f'<h2>Timing</h2><table class="sortable timing"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
-        f"</table>{_bars(frame)}"
-    )
-
-
-def _bars(frame: pd.DataFrame) -> str:
-    """Horizontal bars: median (dark) and p90 (light) of the utterance-start error, in ms, one pair per run."""
-    data = frame.dropna(subset=["Start err median ms"]) if "Start err median ms" in frame else frame.iloc[0:0]
-    if data.empty:
-        return ""
-    top = max(float(data["Start err p90 ms"].max()), 1.0)
+    top = max(max(p90 for _, _, p90 in data), 1.0)
     height, width, left = 22 * len(data) + 20, 640, 220
     bars = []
-    for i, row in enumerate(data.itertuples(index=False)):
-        y = 10 + 22 * i
-        p90 = (width - left - 60) * float(row[frame.columns.get_loc("Start err p90 ms")]) / top
-        median = (width - left - 60) * float(row[frame.columns.get_loc("Start err median ms")]) / top
+    for i, (run, median, p90) in enumerate(data):
+        y, long, short = 10 + 22 * i, (width - left - 60) * p90 / top, (width - left - 60) * median / top
         bars.append(
-            f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="11">{html.escape(row[0])}</text>'
-            f'<rect x="{left}" y="{y}" width="{p90:.1f}" height="16" fill="#9ecae1"/>'
-            f'<rect x="{left}" y="{y + 4}" width="{median:.1f}" height="8" fill="#08519c"/>'
-            f'<text x="{left + p90 + 4:.1f}" y="{y + 13}" font-size="11">'
-            f"{row[frame.columns.get_loc('Start err median ms')]:.0f} / "
-            f"{row[frame.columns.get_loc('Start err p90 ms')]:.0f} ms</text>"
+            f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="11">{html.escape(str(run))}</text>'
+            f'<rect x="{left}" y="{y}" width="{long:.1f}" height="16" fill="#9ecae1"/>'
+            f'<rect x="{left}" y="{y + 4}" width="{short:.1f}" height="8" fill="#08519c"/>'
+            f'<text x="{left + long + 4:.1f}" y="{y + 13}" font-size="11">{median:.0f} / {p90:.0f} ms</text>'
         )
     return (
         f'<h3>Utterance-start error: median (dark) and p90 (light)</h3><svg width="{width}" height="{height}" '

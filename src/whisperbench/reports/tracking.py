@@ -42,6 +42,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from ..redact import redact, redact_text
+from ..scoring.metrics import displayed_metrics
 from ..scoring.table import metric_values
 from ..scoring import counts_of, qoi_interval, rescored, wer_interval
 from ..store import StoredRun
@@ -49,6 +50,7 @@ from .compare import compare_runs
 from .export import example_frame
 from .languages import language_frame, render_language_markdown
 from .leaderboard import leaderboard_frame, render_markdown
+from .sections import flat_values
 
 #: the summary.json numbers a tracker gets as metrics (others stay in the run's files)
 SUMMARY_METRICS = (
@@ -206,11 +208,8 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     for language, figures in (summary.get("languages") or {}).items():
         metrics |= {f"language.{language}.{k}": figures.get(k) for k in ("error_rate", "wer", "cer", "num_examples")}
     metrics["language_id_accuracy"] = (summary.get("language_id") or {}).get("accuracy")
-    hallucination = summary.get("hallucination") or {}  # scoring/hallucination.py: counts of each kind
-    metrics |= {
-        f"hallucination.{k}": hallucination.get(k)
-        for k in ("loops", "bursts", "nonspeech_with_output", "catastrophic", "nonspeech_output_rate")
-    }
+    for metric in displayed_metrics():  # each column of a metric's report section (hallucination counts…)
+        metrics |= flat_values(summary.get(metric.name), metric)
     for name, value in metric_values(run.score_table(run.normalizer)).items():  # the per-example metrics
         metrics |= {f"{name}.{column}": number for column, number in value.items()}
     if reference is not None:

@@ -42,7 +42,7 @@ from rapidfuzz.distance import Levenshtein
 
 from ..limits import Range
 from ..types import Prediction
-from .metrics import Metric, MetricContext
+from .metrics import Display, Metric, MetricContext
 from .wer import example_wers
 
 
@@ -367,9 +367,28 @@ def _options(values: dict[str, Any]) -> dict[str, Any]:
     return dataclasses.asdict(Thresholds.from_options(values))
 
 
+#: the report section: one row per run, each kind's count (heading -> key of the value)
+DISPLAY = Display(
+    "Hallucinations",
+    {
+        "Loops": "loops",
+        "Bursts": "bursts",
+        "Non-speech examples": "nonspeech_examples",
+        "Output on non-speech": "nonspeech_with_output",
+        "Catastrophic": "catastrophic",
+        "Ratio > 2.4": "high_compression",
+        "Non-speech output %": "nonspeech_output_rate",
+    },
+    "Examples counted (defaults, docs/robustness.md): loop: a phrase said ≥ 3 times in a row (≥ 5 words), more "
+    "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on "
+    "audio whose transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip "
+    "compression ratio of the raw output above openai-whisper's retry threshold.",
+)
+
 METRIC = Metric(
     "hallucination",
     "repetition loops, insertion bursts, output on non-speech audio, catastrophic examples (scoring/hallucination.py)",
     summarize,
     options=_options,
+    display=DISPLAY,
 )

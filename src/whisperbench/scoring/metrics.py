@@ -127,13 +127,40 @@ class MetricContext:
 
 
 @dataclass(frozen=True)
+class Display:
+    """How the reports show a metric's run value beyond its headline: a section titled ``title`` (markdown and
+    HTML), one row per run, one column per entry of ``columns`` (heading -> the key of the value it shows, dotted
+    into a nested one), the ``note`` under it; the trackers get each column as ``METRIC.KEY``.
+
+    >>> shown = Display("Timing", {"Starts": "starts.count", "p90 ms": "starts.p90"})
+    >>> shown.cells({"starts": {"count": 4, "p90": 250.0}}), shown.cells(None)
+    ({'Starts': 4, 'p90 ms': 250.0}, {'Starts': None, 'p90 ms': None})
+    """
+
+    title: str
+    columns: Mapping[str, str]
+    note: str = ""
+
+    def cells(self, value: Optional[Mapping[str, Any]]) -> dict[str, Optional[float]]:
+        """``{heading: number}`` of one run's value (None where the value, or that key, is missing)."""
+        return {heading: _number_at(value, key) for heading, key in self.columns.items()}
+
+
+def _number_at(value: Any, key: str) -> Optional[float]:
+    """The number at dotted ``key`` of a nested mapping, None when a step is missing or it is no number."""
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value if _is_number(value) else None
+
+
+@dataclass(frozen=True)
 class Metric:
     """One measure: ``name`` (its key in summary.json, the prefix of its score-table columns), a one-line
     ``description``, and either ``per_example`` (one example -> ``{column: number}``) with ``aggregate``,
     ``headline`` (the column tables show; default the first), ``better`` ("lower" or "higher") and ``finish`` (the
     run's value from the aggregated columns, e.g. rates from summed counts), or
     ``summarize`` (the run's scored predictions -> its value, run level). ``options``: checks the metric's
-    ``--threshold`` options and returns them typed (run-level metrics)."""
+    ``--threshold`` options and returns them typed (run-level metrics). ``display``: its report section."""
 
     name: str
     description: str
@@ -148,6 +175,9 @@ class Metric:
     #: run values that are pooled rates, ``{value: (errors column, units column)}`` with units counted on the
     #: transcript (the same on both sides): the gate judges them with a paired bootstrap under ``--confidence``
     ratios: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: a section of its own in the reports (:class:`Display`); None: the value shows only in summary.json and,
+    #: per example, as its headline column
+    display: Optional[Display] = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -262,6 +292,11 @@ METRICS: Registry[Metric] = Registry(
 def registered() -> tuple[Metric, ...]:
     """Every metric (:data:`METRICS`): those of this package's modules by module name, then installed ones."""
     return METRICS.items()
+
+
+def displayed_metrics() -> tuple[Metric, ...]:
+    """The registered metrics with a report section of their own (:class:`Display`), in registry order."""
+    return tuple(m for m in registered() if m.display is not None)
 
 
 def per_example_metrics() -> tuple[Metric, ...]:

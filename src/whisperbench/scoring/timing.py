@@ -27,7 +27,7 @@ import jiwer
 import numpy as np
 
 from ..types import Prediction, WordCounts
-from .metrics import Metric, MetricContext
+from .metrics import Display, Metric, MetricContext
 from .normalize import normalize
 from .wer import align
 
@@ -341,6 +341,30 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     return out
 
 
+#: the report section: one row per run that stored times, the pooled errors (heading -> key of the value)
+DISPLAY = Display(
+    "Timing",
+    {
+        "Examples timed": "examples_with_segments",
+        "Start err median ms": "utterance_start_error_ms.median",
+        "Start err p90 ms": "utterance_start_error_ms.p90",
+        "Starts ≤200 ms %": "utterance_start_error_ms.within_200ms",
+        "Starts ≤500 ms %": "utterance_start_error_ms.within_500ms",
+        "True starts": "utterance_start_error_ms.count",
+        "Start by word median ms": "utterance_word_start_error_ms.median",
+        "Utterance WER %": "utterance_wer.wer",
+        "Word start median ms": "word_start_error_ms.median",
+        "Word start p90 ms": "word_start_error_ms.p90",
+        "Words ≤100 ms %": "word_start_error_ms.within_100ms",
+        "Words matched": "word_start_error_ms.count",
+    },
+    "Errors against ground-truth times: for each true utterance start, the nearest predicted segment start; words "
+    "matched by the WER alignment (see docs/timestamps.md).",
+)
+
 METRIC = Metric(
-    "timing", "segment and word timing against ground-truth times (median/p90 ms, share within collars)", summarize
+    "timing",
+    "segment and word timing against ground-truth times (median/p90 ms, share within collars)",
+    summarize,
+    display=DISPLAY,
 )
