@@ -233,10 +233,7 @@ def _explorer(comparison: Comparison) -> str:
         return f'<h3>{title}</h3><p class="muted">No regressed examples.</p>'
     normalizer = comparison.reference.normalizer
     ids = {e.id for e in regressed}
-    transcript_words, cand_words = (
-        timed_predictions(comparison.reference, ids),
-        timed_predictions(comparison.candidate, ids),
-    )
+    ref_timed, cand_timed = timed_predictions(comparison.reference, ids), timed_predictions(comparison.candidate, ids)
     rows = []
     for e in regressed:
         rows.append(
@@ -250,7 +247,7 @@ def _explorer(comparison: Comparison) -> str:
             f'<td class="hyp-cand">{_e(e.candidate_hypothesis)}'
             f'{" <b>(failed)</b>" if e.candidate_failed else ""}<br><small class="alignment">'
             f"{alignment_html(e.transcript, e.candidate_hypothesis, normalizer)}</small>"
-            f"{words_html(transcript_words.get(e.id), cand_words.get(e.id), normalizer)}</td></tr>"
+            f"{words_html(ref_timed.get(e.id), cand_timed.get(e.id), normalizer)}</td></tr>"
         )
     head = (
         "<tr><th>Example</th><th>Δ errors</th><th>Δ WER (points)</th><th>Ref WER %</th><th>Cand WER %</th>"
