@@ -30,8 +30,7 @@ def section_rows(frame: pd.DataFrame, metric: Metric) -> tuple[list[str], list[d
         if not isinstance(r[column], dict):
             continue
         cells = metric.display.cells(r[column])
-        rows.append({"Implementation": r["Implementation"], "Reference": r["Reference"], "Dataset": r["Dataset"]})
-        rows[-1] |= {"cells": cells, "Run": r["Run"]}
+        rows.append({**{key: r[key] for key in ("Implementation", "Reference", "Dataset", "Run")}, "cells": cells})
     shown = [h for h in metric.display.columns if any(row["cells"][h] is not None for row in rows)]
     return shown, rows
 
