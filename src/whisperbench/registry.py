@@ -42,7 +42,7 @@ def package_items(package: str, attribute: str) -> list[Any]:
     """The ``attribute`` of every module of ``package`` that defines it, modules in name order.
 
     >>> [m.name for m in package_items("whisperbench.scoring", "METRIC")][:2]
-    ['formatting', 'hallucination']
+    ['cer', 'formatting']
     """
     found = []
     for info in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__), key=lambda i: i.name):

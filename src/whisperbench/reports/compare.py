@@ -246,7 +246,11 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
                 "cand status": str(c.candidate.coverage),
                 **c.timing,
                 "format drift %": (c.formatting_drift or {}).get("drift_pct"),
-                **{name: metric_named(name).headline_of(sides["candidate"]) for name, sides in c.metrics.items()},
+                **{  # the metrics' own columns (CER, formatting…); WER has its columns above
+                    metric.label: metric.headline_of(sides["candidate"])
+                    for metric, sides in ((metric_named(name), sides) for name, sides in c.metrics.items())
+                    if not metric.core
+                },
                 **(_significance_columns(c.significance) if c.significance else {}),
                 **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
             }

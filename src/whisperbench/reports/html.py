@@ -16,10 +16,9 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import normalize
-from ..scoring.metrics import per_example_metrics
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags
-from .leaderboard import metric_columns
+from .leaderboard import shown_metrics
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
@@ -87,9 +86,9 @@ def _ci(interval) -> str:
 
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
-    metrics = {m.name: m for m in per_example_metrics() if m.name in metric_columns(frame)}
+    metrics = {m.label: m for m in shown_metrics(frame)}
     metric_heads = "".join(
-        f'<th title="{_e(m.description)} ({m.better} is better)">{_e(m.name)}</th>' for m in metrics.values()
+        f'<th title="{_e(m.description)} ({m.better} is better)">{_e(m.label)}</th>' for m in metrics.values()
     )
     head = (
         '<tr><th>Implementation</th><th>Model</th><th title="the weights as the implementation loaded them (its '

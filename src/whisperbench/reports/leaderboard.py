@@ -7,14 +7,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Optional
 
+import numpy as np
 import pandas as pd
 
 from ..store import StoredRun
 from ..scoring import qoi_interval, wer_interval
-from ..scoring.metrics import MetricContext, displayed_metrics, per_example_metrics, run_metrics, stored_options
+from ..scoring.metrics import (
+    Metric,
+    MetricContext,
+    column_metrics,
+    displayed_metrics,
+    metric_named,
+    run_metrics,
+    stored_options,
+)
 from ..scoring.summary import rescored
 from ..scoring.figures import table_figures
-from ..scoring.table import metric_values, word_errors
+from ..scoring.table import column as table_column, metric_values
 from .compare import compare_runs
 from .escape import md_cell
 from .sections import flat_values, value_column
@@ -86,9 +95,12 @@ def _metric_values(run: StoredRun, normalizer: str) -> dict:
         return dict(run.summary.metrics)
     scored = [rescored(p, normalizer) for p in run.predictions]
     options = stored_options(run.summary.metrics if run.summary else {})  # the thresholds it was scored with
-    return run_metrics(scored, MetricContext(normalizer, run.form, options)) | metric_values(
-        run.score_table(normalizer)
-    )
+    per_example = metric_values(run.score_table(normalizer))
+    return run_metrics(scored, MetricContext(normalizer, run.form, options)) | {
+        name: value
+        for name, value in per_example.items()
+        if not metric_named(name).top_level  # WER, CER: figures
+    }
 
 
 def recorded_references(runs_dir: str | Path) -> list[str]:
@@ -117,7 +129,7 @@ def leaderboard_frame(
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
         summary = table_figures(run.score_table(normalizer)) | _metric_values(run, normalizer)
-        wer_ci = wer_interval(*word_errors(run.score_table(normalizer)), confidence)
+        wer_ci = headline_interval(run.score_table(normalizer), metric_named("wer"), confidence)
         qoi_value = qoi_ci = drift = None
         if reference is not None:
             comparison = compare_runs(reference, run)
@@ -161,14 +173,32 @@ def leaderboard_frame(
 
 
 def metric_cells(table) -> dict[str, Optional[float]]:
-    """Each per-example metric's headline value for one run (a column named after the metric)."""
+    """Each per-example metric's headline value for one run (a column headed by its ``label``: "CER %", "formatting"),
+    the core WER aside (the fixed "WER %" column)."""
     values = metric_values(table)
-    return {metric.name: metric.headline_of(values.get(metric.name)) for metric in per_example_metrics()}
+    return {metric.label: metric.headline_of(values.get(metric.name)) for metric in column_metrics()}
+
+
+def headline_interval(table, metric: Metric, confidence: float = 0.95):
+    """The bootstrap interval of ``metric``'s headline when it is a pooled rate (its ``ratios``: WER, CER, F-WER…),
+    resampling the run's examples; None for any other headline."""
+    pair = metric.ratios.get(metric.headline or "")
+    names = [f"{metric.name}.{part}" for part in pair] if pair else []
+    if not names or any(name not in table.column_names for name in names):
+        return None
+    errors, units = (np.nan_to_num(table_column(table, name).astype(float)) for name in names)
+    return wer_interval(errors, units, confidence)
+
+
+def shown_metrics(frame: pd.DataFrame) -> list[Metric]:
+    """The per-example metrics with a column of their own in a leaderboard frame that some run has a value of, in
+    registry order."""
+    return [m for m in column_metrics() if m.label in frame and frame[m.label].notna().any()]
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:
-    """The per-example metrics' columns of a leaderboard frame that some run has a value of, in registry order."""
-    return [m.name for m in per_example_metrics() if m.name in frame and frame[m.name].notna().any()]
+    """The headings of :func:`shown_metrics`' columns."""
+    return [m.label for m in shown_metrics(frame)]
 
 
 def model_cell(frame: pd.DataFrame) -> list[str]:
@@ -266,6 +296,10 @@ def _footnotes(tables: str) -> str:
         "Format drift: % of examples whose output differs from the reference run's in punctuation, casing or numbers "
         "only (the normalized words agree)."
         if "Format drift %" in tables
+        else "",
+        "CER %: Σ character errors / Σ transcript characters over Whisper-normalized text (spaces left out for "
+        "languages written without them)."
+        if "CER %" in tables
         else "",
         "formatting: F-WER, unnormalized WER, on the examples with a formatted transcript (mixed case or punctuation)."
         if "formatting" in tables

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from .escape import md_cell
-from .leaderboard import _fmt, metric_columns
+from ..scoring.metrics import Metric
+from .leaderboard import _fmt, shown_metrics
 
 PROJECT_URL = "https://github.com/whisperbench/whisperbench"
 QOI_NOTE = (
@@ -27,7 +28,7 @@ QOI_NOTE = (
 )
 
 
-def _eval_results(rows: list[dict], metrics: list[str]) -> list:
+def _eval_results(rows: list[dict], metrics: list[Metric]) -> list:
     from huggingface_hub import EvalResult
 
     results = []
@@ -51,9 +52,11 @@ def _eval_results(rows: list[dict], metrics: list[str]) -> list:
                 EvalResult(metric_type="qoi", metric_name=f"QoI {name}", metric_value=round(row["QoI %"], 1), **common)
             )
         results += [
-            EvalResult(metric_type=metric, metric_name=f"{metric} {name}", metric_value=round(row[metric], 4), **common)
-            for metric in metrics
-            if row.get(metric) is not None
+            EvalResult(
+                metric_type=m.name, metric_name=f"{m.label} {name}", metric_value=round(row[m.label], 4), **common
+            )
+            for m in metrics
+            if row.get(m.label) is not None
         ]
     return results
 
@@ -79,7 +82,7 @@ def render_model_card(frame: pd.DataFrame, title: str = "Evaluation results", mo
     from huggingface_hub import ModelCardData
 
     records = frame.astype(object).where(frame.notna(), None).to_dict("records")
-    metrics = metric_columns(frame)
+    metrics = shown_metrics(frame)
     data = ModelCardData(
         model_name=model_name or title,
         pipeline_tag="automatic-speech-recognition",
@@ -90,6 +93,6 @@ def render_model_card(frame: pd.DataFrame, title: str = "Evaluation results", mo
     parts = ["---", data.to_yaml(), "---", "", f"# {md_cell(title)}", ""]
     for dataset, part in frame.groupby("Dataset", sort=False):  # the reference first, then by QoI and WER
         part = part.sort_values(["Reference", "QoI %", "WER %"], ascending=[False, False, True], na_position="last")
-        parts += [f"Dataset: {md_cell(dataset)}", "", _dataset_table(part, metrics), ""]
+        parts += [f"Dataset: {md_cell(dataset)}", "", _dataset_table(part, [m.label for m in metrics]), ""]
     parts += [QOI_NOTE, "", f"Measured with [whisperbench]({PROJECT_URL}).", ""]
     return "\n".join(parts)

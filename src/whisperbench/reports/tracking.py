@@ -42,14 +42,14 @@ from typing import Any, Optional
 import pandas as pd
 
 from ..redact import redact, redact_text
-from ..scoring.metrics import displayed_metrics
+from ..scoring.metrics import displayed_metrics, metric_named
 from ..scoring.table import metric_values
-from ..scoring import counts_of, qoi_interval, rescored, wer_interval
+from ..scoring import qoi_interval
 from ..store import StoredRun
 from .compare import compare_runs
 from .export import example_frame
 from .languages import language_frame, render_language_markdown
-from .leaderboard import leaderboard_frame, render_markdown
+from .leaderboard import headline_interval, leaderboard_frame, render_markdown
 from .sections import flat_values
 
 #: the summary.json numbers a tracker gets as metrics (others stay in the run's files)
@@ -201,8 +201,8 @@ def _number(value: Any) -> Optional[float]:
 def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]:
     summary = run.summary.to_dict() if run.summary else {}
     metrics = {name: summary.get(name) for name in SUMMARY_METRICS}
-    scored = [counts_of(rescored(p, run.normalizer)) for p in run.predictions]
-    interval = wer_interval([c.errors for c in scored], [c.transcript_words for c in scored])
+    table = run.score_table(run.normalizer)
+    interval = headline_interval(table, metric_named("wer"))
     if interval is not None:
         metrics |= {"wer_ci_low": interval.low, "wer_ci_high": interval.high}
     for language, figures in (summary.get("languages") or {}).items():
@@ -210,8 +210,9 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     metrics["language_id_accuracy"] = (summary.get("language_id") or {}).get("accuracy")
     for metric in displayed_metrics():  # each column of a metric's report section (hallucination counts…)
         metrics |= flat_values(summary.get(metric.name), metric)
-    for name, value in metric_values(run.score_table(run.normalizer)).items():  # the per-example metrics
-        metrics |= {f"{name}.{column}": number for column, number in value.items()}
+    for name, value in metric_values(table).items():  # the per-example metrics (WER and CER: their figures above)
+        if not metric_named(name).top_level:
+            metrics |= {f"{name}.{column}": number for column, number in value.items()}
     if reference is not None:
         result = compare_runs(reference, run).result
         qoi_ci = qoi_interval(result)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ..languages import headline_metric
 from ..types import Prediction
 from .metrics import MetricContext, per_example_metrics, run_metrics
-from .record import Summary
+from .record import SUMMARY_FIGURES, Summary
 from .table import CHAR_COUNTS, counts, metric_value, scored_table
 from .wer import corpus_wer
 
@@ -57,7 +57,9 @@ def summarize_with_table(
     scored, table = scored_table(unique_by_id(predictions), normalizer)
     metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:
-        metrics |= {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
+        metrics |= {
+            metric.name: metric_value(table, metric) for metric in per_example_metrics() if not metric.top_level
+        }
     summary = Summary(
         **table_figures(table),
         form=form,
@@ -76,15 +78,13 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
     inference seconds, RTFx (Σ audio_s / Σ infer_s over successful examples), latency percentiles, and per language
     (:func:`by_language`)."""
     ok = pc.equal(table["status"], "ok")
-    total, chars, ok_counts = counts(table), counts(table, CHAR_COUNTS), counts(table, mask=ok)
+    total, ok_counts = counts(table), counts(table, mask=ok)
     audio_s = sum(pc.filter(table["audio_s"], ok).to_pylist())  # summed in order, as Python sums
     latencies = pc.filter(table["infer_s"], ok).to_pylist()
     infer_s = sum(latencies)
     num_ok = pc.sum(ok).as_py() or 0
     return dict(
-        wer=corpus_wer(total),
         wer_ok=corpus_wer(ok_counts),
-        cer=corpus_wer(chars),
         num_examples=table.num_rows,
         num_ok=num_ok,
         num_failed=table.num_rows - num_ok,
@@ -92,9 +92,6 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
         deletions=total.deletions,
         insertions=total.insertions,
         hits=total.hits,
-        transcript_words=total.transcript_words,
-        transcript_characters=chars.transcript_words,
-        char_errors=chars.errors,
         empty_transcripts=int(np.sum(_transcript_words(table) == 0)) if table.num_rows else 0,
         audio_s=audio_s,
         infer_s=infer_s,
@@ -105,7 +102,23 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
         **_cpu(table, ok),
         **_tokens(table, ok),
         **by_language(table),
+        **top_level_figures(table),
     )
+
+
+def top_level_figures(table: pa.Table) -> dict[str, Any]:
+    """The values of the metrics whose figures are summary.json's own top-level ones (``wer``,
+    ``transcript_words``; ``cer``, ``char_errors``, ``transcript_characters``), from their columns: one path for
+    each figure. A key that is no figure of :class:`Summary`: ValueError naming the metric."""
+    figures: dict[str, Any] = {}
+    for metric in per_example_metrics():
+        if metric.top_level:
+            value = metric_value(table, metric) or metric.value_of({})  # an empty run: its rates None, counts 0
+            unknown = sorted(set(value or {}) - SUMMARY_FIGURES)
+            if unknown:
+                raise ValueError(f"metric {metric.name!r} is top level but {unknown} are no summary.json figures")
+            figures |= value or {}
+    return figures
 
 
 def _cpu(table: pa.Table, ok: Any) -> dict[str, Optional[float]]:

@@ -178,6 +178,13 @@ class Metric:
     #: a section of its own in the reports (:class:`Display`); None: the value shows only in summary.json and,
     #: per example, as its headline column
     display: Optional[Display] = None
+    #: the heading of its headline column in the tables (e.g. "CER %"); None: the metric's name
+    heading: Optional[str] = None
+    #: its value's keys are summary.json's own top-level figures (WER, CER: where every version wrote them), not an
+    #: object under the metric's name; each must be a field of :class:`~whisperbench.scoring.record.Summary`
+    top_level: bool = False
+    #: one of the tables' fixed columns (WER, placed by each report beside QoI), not among the metrics' columns
+    core: bool = False
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -242,6 +249,11 @@ class Metric:
             finished[ERRORS] = errors
         return finished
 
+    @property
+    def label(self) -> str:
+        """The heading of its headline column: ``heading``, else its name."""
+        return self.heading or self.name
+
     def headline_column(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
         """The column a table shows of a stored value: ``headline``, else the value's first numeric one."""
         if self.headline or not isinstance(value, Mapping):
@@ -302,6 +314,12 @@ def displayed_metrics() -> tuple[Metric, ...]:
 def per_example_metrics() -> tuple[Metric, ...]:
     """The registered metrics computed per example (their columns are in every score table)."""
     return tuple(m for m in registered() if m.columnar)
+
+
+def column_metrics() -> tuple[Metric, ...]:
+    """The per-example metrics the tables show as columns of their own (every one but the core WER, which each
+    table places among its fixed columns)."""
+    return tuple(m for m in per_example_metrics() if not m.core)
 
 
 def metric_named(name: str) -> Metric:

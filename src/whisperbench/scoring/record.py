@@ -149,14 +149,27 @@ class Summary:
             )
         if version < 3:
             data = {RENAMED_IN_3.get(k, k): v for k, v in data.items()}
-        names = {f.name for f in dataclasses.fields(cls)} - {"metrics", "extra", "schema_version"}
-        metric_names = {m.name for m in registered()}
+        names = SUMMARY_FIGURES
+        metric_names = {m.name for m in registered()} - names  # WER and CER are figures of their own
         known = {k: v for k, v in data.items() if k in names}
         metrics = {k: v for k, v in data.items() if k in metric_names}
         extra = {k: v for k, v in data.items() if k not in names and k not in metric_names and k != "schema_version"}
         if known.get("languages") is None:
             known.pop("languages", None)
         return cls(**known, metrics=metrics, extra=extra)
+
+    def value_of(self, metric: Any) -> Optional[dict[str, Any]]:
+        """``metric``'s stored value: its object under ``metrics``, or for a top-level metric (WER, CER) its
+        figures (None where the run has no value).
+
+        >>> from whisperbench.scoring.metrics import metric_named
+        >>> Summary(wer=12.5, transcript_words=8).value_of(metric_named("wer"))
+        {'wer': 12.5, 'transcript_words': 8}
+        """
+        if not metric.top_level:
+            return self.metrics.get(metric.name)
+        value = {key: getattr(self, key) for key in metric.value_of({}) or {}}
+        return value if any(v is not None for v in value.values()) else None
 
     def with_measurements(self, other: Optional["Summary"], names: tuple[str, ...] = MEASURED) -> "Summary":
         """This summary with ``other``'s measured figures (``names``) and implementation figures, for a rescore
@@ -166,3 +179,7 @@ class Summary:
         return dataclasses.replace(
             self, extra={**other.extra, **self.extra}, **{name: getattr(other, name) for name in names}
         )
+
+
+#: the figures a summary holds by name (its fields but the metrics' and the implementation's maps and the version)
+SUMMARY_FIGURES = frozenset(f.name for f in dataclasses.fields(Summary)) - {"metrics", "extra", "schema_version"}

@@ -71,7 +71,20 @@ def scored_table(
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
     scores = [score for part in parts for score in part[0]]
     scored = [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
-    return scored, pa.concat_tables([part[1] for part in parts], promote_options="default")
+    return scored, _joined([part[1] for part in parts])
+
+
+def _joined(parts: Sequence[pa.Table]) -> pa.Table:
+    """The parts' tables one after the other, columns in the order one process gives them: the fixed ones, then each
+    metric's in registry order (a part whose examples gave a metric no column gets it empty)."""
+    table = pa.concat_tables(parts, promote_options="default")
+    seen = list(dict.fromkeys(name for part in parts for name in part.column_names))
+    prefixes = [f"{metric.name}." for metric in per_example_metrics()]
+    rank = {prefix: i for i, prefix in enumerate(prefixes)}
+    fixed = [name for name in seen if not name.startswith(tuple(prefixes))]
+    metric_names = [name for name in seen if name not in fixed]
+    metric_names.sort(key=lambda name: rank[name.split(".", 1)[0] + "."])  # stable: first appearance within one
+    return table.select(fixed + metric_names)
 
 
 def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int) -> tuple[list[Any], pa.Table]:
