@@ -84,6 +84,7 @@ class RunInfo:
     backend_info: Optional[dict] = None
     load_s: Optional[float] = None
     warmup_s: Optional[float] = None
+    load_warm_s: Optional[float] = None  # --warm-load: the model loaded again in the same process
     peak_rss_mb: Optional[float] = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -31,6 +31,7 @@ def command(args) -> int:
         dataset_name=args.dataset_name,
         columns=columns(args),
         warmup=not args.no_warmup,
+        warm_load=args.warm_load,
         overwrite=args.overwrite,
         label=args.label,
         refresh=args.refresh,
@@ -101,6 +102,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")
+    p.add_argument(
+        "--warm-load",
+        action="store_true",
+        help="after the examples, load the model once more in this process and time it (summary.json "
+        "load_warm_s: caches warm; load_s is the cold start); in-process runs only",
+    )
     p.add_argument("--refresh", action="store_true", help="bypass an adapter's result cache (openai-api)")
     p.add_argument(
         "--long-form",

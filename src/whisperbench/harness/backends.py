@@ -65,6 +65,8 @@ class InProcess:
             report.peak_rss_mb = peak_rss_mb()
             report.adapter_info = adapter.describe()
             adapter.close()
+        if self.job.warm_load:
+            report.load_warm_s = runner.reload()
         return report
 
     @staticmethod

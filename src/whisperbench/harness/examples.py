@@ -68,6 +68,21 @@ class ExampleRunner:
                 pass
             self.warmup_s = time.perf_counter() - start
 
+    def reload(self) -> Optional[float]:
+        """Load the (closed) adapter's model once more and close it again: the seconds of that load — the library
+        imported, the weights in the page cache — or None when the reload failed (logged; the run's results
+        stand)."""
+        start = time.perf_counter()
+        try:
+            self.adapter.load()
+            seconds = time.perf_counter() - start
+        except Exception as exc:  # a measurement after the results: it never fails the run
+            log.warning("the warm reload of the model failed: %s: %s", type(exc).__name__, exc)
+            seconds = None
+        finally:
+            self.adapter.close()
+        return seconds
+
     @property
     def batch_size(self) -> int:
         """How many examples go to the adapter at once (short-form on batching adapters only)."""

@@ -34,6 +34,7 @@ class Job:
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # the same on every backend (harness/retry.py)
     runtime_env: Optional[dict] = None  # ray: the workers' runtime_env (--runtime-env); kept on the driver
     ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers
+    warm_load: bool = False  # in-process: load the model once more after the examples, timed (load_warm_s)
 
     def portable(self) -> "Job":
         """This job without its built adapter, to send to another process (which builds its own); the
@@ -62,6 +63,7 @@ class BackendReport:
     loop_wall_s: float = 0.0  # the inference loop (a process pool's includes its workers' start)
     load_s: Optional[float] = None
     warmup_s: Optional[float] = None
+    load_warm_s: Optional[float] = None  # a second load in the same process, caches warm (in-process only)
     peak_rss_mb: Optional[float] = None
     adapter_info: Optional[dict] = None  # the adapter's describe(), from where it ran
     backend_info: Optional[dict] = None  # Ray: cluster, actors, deaths and retries

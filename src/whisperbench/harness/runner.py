@@ -63,6 +63,9 @@ class RunRequest:
     variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
     warmup: bool = True
+    #: after the examples, close the model and load it once more in this process, timed (``load_warm_s``: imports
+    #: done, weights in the page cache); in-process runs only
+    warm_load: bool = False
     overwrite: bool = False
     long_form: LongFormConfig = field(default_factory=LongFormConfig)  # how long-form audio reaches the adapter
     isolate: bool = False  # run the adapter in a child process: a native crash fails one example
@@ -126,6 +129,13 @@ def backend_of(request: RunRequest) -> str:
         raise OptionError(f"an address ({request.address}) is for --backend ray, not {request.backend}")
     if (request.runtime_env or request.ray_env) and request.backend != "ray":
         raise OptionError(f"--runtime-env and --ray-env are for --backend ray, not {request.backend}")
+    if request.warm_load and (
+        request.backend != "in-process" or request.workers > 1 or request.isolate or request.timeout_s is not None
+    ):
+        raise OptionError(
+            "--warm-load reloads the model in the process that ran it: in-process runs only "
+            "(no --workers, --backend, --isolate or --timeout-s: an isolated child's reload would be a cold start)"
+        )
     if request.backend == "in-process" and request.workers > 1:
         return "process-pool"
     return request.backend
@@ -365,6 +375,7 @@ def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], sta
             "isolate": request.isolate,
             "timeout_s": request.timeout_s,
             "warmup": request.warmup,
+            "warm_load": request.warm_load,
             "refresh": request.refresh,
             "retry": RetryPolicy(request.attempts).to_json(),
             **_ray_environment(request),
@@ -406,6 +417,7 @@ def _stored_report(old: Optional[RunInfo]) -> BackendReport:
     return BackendReport(
         load_s=old.load_s,
         warmup_s=old.warmup_s,
+        load_warm_s=old.load_warm_s,
         peak_rss_mb=old.peak_rss_mb,
         adapter_info=old.adapter_info or None,
         backend_info=old.backend_info,
@@ -424,6 +436,7 @@ def _job(run: _Resolved, request: RunRequest) -> Job:
         RetryPolicy(request.attempts),
         ray_env.load_runtime_env(request.runtime_env),
         ray_env.check_names(request.ray_env),
+        warm_load=request.warm_load,
     )
 
 
@@ -466,7 +479,12 @@ def _finalize(
     )
     if whole:  # scored once, when the run ends: every report reads this table
         store.write_score_table(table, run.normalizer, stamp)
-    measured: dict[str, Any] = {"load_s": report.load_s, "warmup_s": report.warmup_s, "peak_rss_mb": report.peak_rss_mb}
+    measured: dict[str, Any] = {
+        "load_s": report.load_s,
+        "warmup_s": report.warmup_s,
+        "load_warm_s": report.load_warm_s,
+        "peak_rss_mb": report.peak_rss_mb,
+    }
     first = stored[todo[0].id] if todo else None
     first_result_s = None  # load + warm-up + the first computed example: a fresh process's wait for a transcript
     if first is not None and first.status == "ok" and report.load_s is not None:

@@ -43,6 +43,8 @@ class SpeedComparison:
     ms_per_token: dict[str, Optional[float]] = field(default_factory=dict)
     #: each run's wait for its first transcript in a fresh process (summary.json ``first_result_s``)
     first_result_s: dict[str, Optional[float]] = field(default_factory=dict)
+    #: each run's second load in the same process, caches warm (summary.json ``load_warm_s``, ``run --warm-load``)
+    load_warm_s: dict[str, Optional[float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """``compare --json``'s ``speed``."""
@@ -56,6 +58,7 @@ class SpeedComparison:
             "timings_from": self.timings_from,
             "ms_per_token": self.ms_per_token,
             "first_result_s": self.first_result_s,
+            "load_warm_s": self.load_warm_s,
         }
 
     def line(self) -> str:
@@ -79,10 +82,11 @@ class SpeedComparison:
         for name, sides, spec in (
             ("ms per token", self.ms_per_token, ".1f"),
             ("first result", self.first_result_s, ".2f"),
+            ("warm load", self.load_warm_s, ".2f"),
         ):
             both = _arrow(sides, spec)
             if both:
-                parts.append(f"{name} {both}{' s' if name == 'first result' else ''}")
+                parts.append(f"{name} {both}{'' if name == 'ms per token' else ' s'}")
         if self.busy:
             parts.append("busy machine: " + "; ".join(f"{role}: {why}" for role, why in self.busy.items()))
         if self.machines_differ:
@@ -126,9 +130,10 @@ def compare_speed(
     memory, load = _run_increases(reference, candidate)
     per_token = {role: run.summary.ms_per_token if run.summary else None for role, run in roles[:2]}
     first = {role: run.summary.first_result_s if run.summary else None for role, run in roles[:2]}
+    warm = {role: run.summary.load_warm_s if run.summary else None for role, run in roles[:2]}
     if differ and not allow_different_machines and set(origin.values()) == {"this machine"}:
         refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
-        return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token, first)
+        return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token, first, warm)
     ref_s, audio_s, ids = _reference_times(reference, BASIS_COLUMN[basis])
     cand_s = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
     labels = [groups.get(i) for i in ids.to_pylist()] if groups is not None else None
@@ -143,7 +148,7 @@ def compare_speed(
         resamples=settings.resamples,
         seed=settings.seed,
     )
-    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token, first)
+    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token, first, warm)
 
 
 def _roles(reference: StoredRun, candidate: StoredRun, repeats: Sequence[StoredRun]) -> list[tuple[str, StoredRun]]:
@@ -222,11 +227,14 @@ def speed_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[
                 "core-s / audio-s": run.summary.core_s_per_audio_s if run.summary else None,
                 "ms / token": _arrow(speed.ms_per_token, ".1f"),
                 "first result s": _arrow(speed.first_result_s, ".2f"),
+                "warm load s": _arrow(speed.load_warm_s, ".2f"),
                 "peak memory Δ %": speed.memory_increase_pct,
                 "load time Δ %": speed.load_increase_pct,
                 "note": _note(speed),
             }
         )
+    if not any(row["warm load s"] for row in rows):  # measured only by `run --warm-load`
+        rows = [{k: v for k, v in row.items() if k != "warm load s"} for row in rows]
     return rows
 
 
@@ -257,8 +265,9 @@ _SPEED_LEGEND = (
     "Each run against its dataset's reference run on the examples both transcribed: wall time per example as a "
     "ratio (geometric mean, 95 % bootstrap interval, sign test p), RTFx (Σ audio / Σ time), CPU core-seconds per "
     "audio second, inference milliseconds per decoded token where the implementation counts tokens, the wait for the "
-    "first transcript in a fresh process (load, warm-up, first example), peak memory and load time as increases "
-    "(docs/measuring.md). Runs timed on a busy machine say so: judge them on CPU time."
+    "first transcript in a fresh process (load, warm-up, first example), the model's second load with caches warm "
+    "where measured (run --warm-load), peak memory and load time as increases (docs/measuring.md). Runs timed on a "
+    "busy machine say so: judge them on CPU time."
 )
 
 

@@ -40,7 +40,7 @@ RENAMED_IN_3 = {
 #: figures only an invocation that transcribed examples can measure (a resume that computes none keeps them)
 MEASURED_BY_COMPUTING = ("wall_s", "harness_overhead_pct", "rtfx_reliable", "rtfx_unreliable_why", "first_result_s")
 #: figures the harness adds to the scores (rescoring keeps them as they were)
-MEASURED = ("load_s", "warmup_s", "peak_rss_mb", "model_size_mb") + MEASURED_BY_COMPUTING
+MEASURED = ("load_s", "warmup_s", "load_warm_s", "peak_rss_mb", "model_size_mb") + MEASURED_BY_COMPUTING
 #: optional keys left out of ``summary.json`` when absent (no language labels, no detected languages)
 _OMITTED_WHEN_ABSENT = (
     "languages",
@@ -52,6 +52,7 @@ _OMITTED_WHEN_ABSENT = (
     "tokens",
     "ms_per_token",
     "first_result_s",
+    "load_warm_s",
 )
 
 
@@ -107,6 +108,9 @@ class Summary:
     metrics: dict[str, Any] = field(default_factory=dict)
     load_s: Optional[float] = None
     warmup_s: Optional[float] = None
+    #: ``--warm-load``: the model loaded once more in the same process after the examples (the library imported,
+    #: the weights in the page cache): what a service pays to reload a model; ``load_s`` - this is the cold share
+    load_warm_s: Optional[float] = None
     peak_rss_mb: Optional[float] = None
     model_size_mb: Optional[float] = None
     wall_s: Optional[float] = None
