@@ -27,7 +27,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .metrics import registered
+from .metrics import Metric, registered
 
 SCHEMA_VERSION = 3
 #: keys of summary.json that schema versions before 3 named after the "reference" (the human transcript)
@@ -162,7 +162,7 @@ class Summary:
             known.pop("languages", None)
         return cls(**known, metrics=metrics, extra=extra)
 
-    def value_of(self, metric: Any) -> Optional[dict[str, Any]]:
+    def value_of(self, metric: Metric) -> Optional[dict[str, Any]]:
         """``metric``'s stored value: its object under ``metrics``, or for a top-level metric (WER, CER) its
         figures (None where the run has no value).
 
