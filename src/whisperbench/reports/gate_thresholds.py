@@ -110,7 +110,7 @@ class GateThresholds:
     max_increase: Optional[Mapping[str, float]] = _limit(
         None,
         "any per-example metric (docs/metrics.md; repeatable): fail when the candidate's run value of COLUMN "
-        "exceeds the reference's by more than N, e.g. zcount.z_letters=0",
+        "exceeds the reference's by more than N, e.g. cer.cer=1 or formatting.per=2",
         "METRIC.COLUMN=N",
         "metric",
     )

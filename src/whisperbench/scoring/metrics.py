@@ -342,7 +342,7 @@ def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[
     for key, number in pairs:
         metric, dot, column = str(key).partition(".")
         if not (dot and column and str(number).strip()):
-            raise OptionError(f"{option} {key}={number}: expected METRIC.COLUMN=N, e.g. zcount.z_letters=0")
+            raise OptionError(f"{option} {key}={number}: expected METRIC.COLUMN=N, e.g. cer.cer=1")
         if not metric_named(metric).columnar:
             raise OptionError(
                 f"{option} {key}: {metric!r} is a run-level metric; this limit takes a per-example "
