@@ -54,37 +54,7 @@ def register(sub: Any) -> None:
     p.add_argument("--adapter", required=True, help="see `whisperbench adapters`")
     p.add_argument("--model", required=True, help="see `whisperbench models`")
     p.add_argument("--dataset", required=True, help="manifest, folder, bundled name or hf:NAME[:CONFIG]:SPLIT")
-    p.add_argument(
-        "--workers",
-        type=whole,
-        default=1,
-        help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)",
-    )
-    p.add_argument(
-        "--backend",
-        choices=BACKEND_NAMES,
-        default="in-process",
-        help="where examples run: this process (a process pool when --workers > 1), a process pool, "
-        "or Ray actors (pip install 'whisperbench[ray]')",
-    )
-    p.add_argument(
-        "--address",
-        help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "
-        "(default: RAY_ADDRESS, else a local Ray started for the run)",
-    )
-    p.add_argument(
-        "--runtime-env",
-        metavar="JSON|FILE",
-        help="--backend ray: the workers' Ray runtime_env, as JSON or a .json/.yaml file (env_vars, "
-        "working_dir, pip …); run.json records env_vars by name only (docs/cluster.md)",
-    )
-    p.add_argument(
-        "--ray-env",
-        action="append",
-        metavar="NAME",
-        help="--backend ray: forward this variable's value from here to every worker, e.g. "
-        "WHISPERBENCH_CACHE or OPENAI_API_KEY; repeat for several; run.json records the name only",
-    )
+    _add_where_options(p)
     p.add_argument(
         "--option",
         "-o",
@@ -145,3 +115,38 @@ def register(sub: Any) -> None:
     )
     add_run_args(p)
     p.set_defaults(func=command)
+
+
+def _add_where_options(p: Any) -> None:
+    """``run``'s options of where the examples run: workers, backend and a Ray cluster's address and environment."""
+    p.add_argument(
+        "--workers",
+        type=whole,
+        default=1,
+        help="model-holding workers: processes (in-process/process-pool) or Ray actors (default 1)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKEND_NAMES,
+        default="in-process",
+        help="where examples run: this process (a process pool when --workers > 1), a process pool, "
+        "or Ray actors (pip install 'whisperbench[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        help="--backend ray: the Ray cluster to join, e.g. 10.0.0.5:6379 "
+        "(default: RAY_ADDRESS, else a local Ray started for the run)",
+    )
+    p.add_argument(
+        "--runtime-env",
+        metavar="JSON|FILE",
+        help="--backend ray: the workers' Ray runtime_env, as JSON or a .json/.yaml file (env_vars, "
+        "working_dir, pip …); run.json records env_vars by name only (docs/cluster.md)",
+    )
+    p.add_argument(
+        "--ray-env",
+        action="append",
+        metavar="NAME",
+        help="--backend ray: forward this variable's value from here to every worker, e.g. "
+        "WHISPERBENCH_CACHE or OPENAI_API_KEY; repeat for several; run.json records the name only",
+    )
