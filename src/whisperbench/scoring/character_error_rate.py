@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .metrics import Metric, ScoredExample
-from .word_error_rate import pooled
+from .wer import pooled_rate
 
 
 def character_errors(example: ScoredExample) -> dict[str, float]:
@@ -29,7 +29,7 @@ def character_errors(example: ScoredExample) -> dict[str, float]:
 def _value(sums: dict[str, Any]) -> dict[str, Any]:
     """The run's CER, its errors and its denominator from the summed columns."""
     return {
-        "cer": pooled(sums.get("char_errors"), sums.get("transcript_characters")),
+        "cer": pooled_rate(sums.get("char_errors"), sums.get("transcript_characters")),
         "char_errors": int(sums.get("char_errors") or 0),
         "transcript_characters": int(sums.get("transcript_characters") or 0),
     }

@@ -39,7 +39,7 @@ from rapidfuzz.distance import Levenshtein
 from ..types import WordCounts
 from .metrics import Metric, ScoredExample
 from .summary import map_ranges
-from .wer import count_edits
+from .wer import count_edits, pooled_rate
 
 #: the marks reported one by one (every punctuation character counts in ``per``)
 MARKS = (".", ",", "?", "!")
@@ -185,26 +185,22 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
     return columns
 
 
-def _rate(errors: Optional[float], total: Optional[float]) -> Optional[float]:
-    return 100.0 * errors / total if errors is not None and total else None
-
-
 def formatting_value(sums: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     """The run's figures from the summed counts; None (``formatting: null``) without a formatted transcript."""
     if not sums.get("examples"):
         return None
     by_mark = {
-        mark: _rate(sums.get(f"{name}_errors"), sums.get(f"{name}_marks"))
+        mark: pooled_rate(sums.get(f"{name}_errors"), sums.get(f"{name}_marks"))
         for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation"))
     }
     return {
         "examples": int(sums["examples"]),
-        "f_wer": _rate(sums.get("f_errors"), sums.get("f_words")),
-        "wer_c": _rate(sums.get("c_errors"), sums.get("c_words")),
-        "wer_pc": _rate(sums.get("pc_errors"), sums.get("pc_words")),
-        "per": _rate(sums.get("punct_errors"), sums.get("punct_marks")),
+        "f_wer": pooled_rate(sums.get("f_errors"), sums.get("f_words")),
+        "wer_c": pooled_rate(sums.get("c_errors"), sums.get("c_words")),
+        "wer_pc": pooled_rate(sums.get("pc_errors"), sums.get("pc_words")),
+        "per": pooled_rate(sums.get("punct_errors"), sums.get("punct_marks")),
         "per_by_mark": by_mark,
-        "casing_error_rate": _rate(sums.get("case_errors"), sums.get("case_words")),
+        "casing_error_rate": pooled_rate(sums.get("case_errors"), sums.get("case_words")),
         "itn_examples": int(sums.get("itn") or 0),
     }
 
@@ -241,8 +237,8 @@ def parity_of_parts(parts: Sequence[Mapping[str, Any]]) -> Optional[dict[str, An
         "drift_pct": 100.0 * sums["drift"] / sums["examples"],
         "number_drift_examples": sums["numbers"],
         "drift_ids": sums["drift_ids"],
-        "per": _rate(sums["punct_errors"], sums["marks"]),
-        "casing_error_rate": _rate(sums["case_errors"], sums["case_words"]),
+        "per": pooled_rate(sums["punct_errors"], sums["marks"]),
+        "casing_error_rate": pooled_rate(sums["case_errors"], sums["case_words"]),
     }
 
 

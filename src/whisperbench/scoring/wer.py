@@ -70,6 +70,16 @@ def example_wer(counts: WordCounts) -> Optional[float]:
     return counts.error_rate()
 
 
+def pooled_rate(errors: Optional[float], units: Optional[float]) -> Optional[float]:
+    """Σ errors / Σ units in percent, the run value of a pooled rate (WER, CER, F-WER, PER…); None without units
+    or without an error count (``WordCounts.error_rate``'s rule on summed columns).
+
+    >>> pooled_rate(1.0, 4.0), pooled_rate(0.0, 0.0), pooled_rate(None, 3.0)
+    (25.0, None, None)
+    """
+    return 100.0 * errors / units if errors is not None and units else None
+
+
 def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
     """:func:`example_wer` over arrays of per-example errors and transcript words: percent, NaN where a
     reference has no words (the same floats as ``WordCounts.error_rate``).

@@ -14,9 +14,10 @@ bootstrap with ``--confidence``), ``compare --json`` and the trackers get it, th
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from .metrics import Metric, ScoredExample
+from .wer import pooled_rate
 
 
 def word_errors(example: ScoredExample) -> dict[str, float]:
@@ -25,19 +26,10 @@ def word_errors(example: ScoredExample) -> dict[str, float]:
     return {"word_errors": float(example.words.errors), "transcript_words": float(example.words.transcript_words)}
 
 
-def pooled(errors: Optional[float], units: Optional[float]) -> Optional[float]:
-    """Σ errors / Σ units in percent; None without units (``WordCounts.error_rate``'s rule).
-
-    >>> pooled(1.0, 4.0), pooled(0.0, 0.0)
-    (25.0, None)
-    """
-    return None if not units else 100.0 * (errors or 0.0) / units
-
-
 def _value(sums: dict[str, Any]) -> dict[str, Any]:
     """The run's WER and its denominator from the summed columns."""
     return {
-        "wer": pooled(sums.get("word_errors"), sums.get("transcript_words")),
+        "wer": pooled_rate(sums.get("word_errors"), sums.get("transcript_words")),
         "transcript_words": int(sums.get("transcript_words") or 0),
     }
 
