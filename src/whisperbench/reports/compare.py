@@ -15,7 +15,7 @@ from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.formatting import formatting_drift
-from ..scoring.metrics import metric_named, per_example_metrics
+from ..scoring.metrics import column_metrics, per_example_metrics
 from ..scoring.table import metric_values, table_wer
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
@@ -247,9 +247,9 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
                 **c.timing,
                 "format drift %": (c.formatting_drift or {}).get("drift_pct"),
                 **{  # the metrics' own columns (CER, formatting…); WER has its columns above
-                    metric.label: metric.headline_of(sides["candidate"])
-                    for metric, sides in ((metric_named(name), sides) for name, sides in c.metrics.items())
-                    if not metric.core
+                    m.label: m.headline_of(c.metrics[m.name]["candidate"])
+                    for m in column_metrics()
+                    if m.name in c.metrics
                 },
                 **(_significance_columns(c.significance) if c.significance else {}),
                 **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),

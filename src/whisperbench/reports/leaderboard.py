@@ -18,6 +18,7 @@ from ..scoring.metrics import (
     column_metrics,
     displayed_metrics,
     metric_named,
+    nested_metrics,
     run_metrics,
     stored_options,
 )
@@ -95,12 +96,9 @@ def _metric_values(run: StoredRun, normalizer: str) -> dict:
         return dict(run.summary.metrics)
     scored = [rescored(p, normalizer) for p in run.predictions]
     options = stored_options(run.summary.metrics if run.summary else {})  # the thresholds it was scored with
-    per_example = metric_values(run.score_table(normalizer))
-    return run_metrics(scored, MetricContext(normalizer, run.form, options)) | {
-        name: value
-        for name, value in per_example.items()
-        if not metric_named(name).top_level  # WER, CER: figures
-    }
+    return run_metrics(scored, MetricContext(normalizer, run.form, options)) | metric_values(
+        run.score_table(normalizer), nested_metrics()
+    )
 
 
 def recorded_references(runs_dir: str | Path) -> list[str]:

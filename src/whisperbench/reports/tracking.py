@@ -42,7 +42,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from ..redact import redact, redact_text
-from ..scoring.metrics import displayed_metrics, metric_named
+from ..scoring.metrics import displayed_metrics, metric_named, nested_metrics
 from ..scoring.table import metric_values
 from ..scoring import qoi_interval
 from ..store import StoredRun
@@ -210,9 +210,8 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     metrics["language_id_accuracy"] = (summary.get("language_id") or {}).get("accuracy")
     for metric in displayed_metrics():  # each column of a metric's report section (hallucination counts…)
         metrics |= flat_values(summary.get(metric.name), metric)
-    for name, value in metric_values(table).items():  # the per-example metrics (WER and CER: their figures above)
-        if not metric_named(name).top_level:
-            metrics |= {f"{name}.{column}": number for column, number in value.items()}
+    for name, value in metric_values(table, nested_metrics()).items():  # WER and CER: their figures above
+        metrics |= {f"{name}.{column}": number for column, number in value.items()}
     if reference is not None:
         result = compare_runs(reference, run).result
         qoi_ci = qoi_interval(result)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..languages import headline_metric
 from ..types import Prediction
-from .metrics import MetricContext, per_example_metrics, run_metrics
+from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
 from .table import CHAR_COUNTS, counts, metric_value, scored_table
 from .wer import corpus_wer
@@ -56,10 +56,8 @@ def summarize_with_table(
     run-level ones from the scored predictions (``metric_options``: their thresholds)."""
     scored, table = scored_table(unique_by_id(predictions), normalizer)
     metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
-    if table.num_rows:
-        metrics |= {
-            metric.name: metric_value(table, metric) for metric in per_example_metrics() if not metric.top_level
-        }
+    if table.num_rows:  # a metric that gives the run no value is stored as null
+        metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
     summary = Summary(
         **table_figures(table),
         form=form,

@@ -316,6 +316,12 @@ def per_example_metrics() -> tuple[Metric, ...]:
     return tuple(m for m in registered() if m.columnar)
 
 
+def nested_metrics() -> tuple[Metric, ...]:
+    """The per-example metrics whose run value summary.json holds under their name (every one but the top-level
+    WER and CER, whose figures are summary.json's own keys)."""
+    return tuple(m for m in per_example_metrics() if not m.top_level)
+
+
 def column_metrics() -> tuple[Metric, ...]:
     """The per-example metrics the tables show as columns of their own (every one but the core WER, which each
     table places among its fixed columns)."""

@@ -132,9 +132,11 @@ def _floats(column: pa.ChunkedArray) -> np.ndarray:
     return floats
 
 
-def metric_values(table: pa.Table) -> dict[str, dict[str, Any]]:
-    """Every per-example metric's run value from ``table``: ``{metric name: {column: value}}``."""
-    values = {metric.name: metric_value(table, metric) for metric in per_example_metrics()}
+def metric_values(table: pa.Table, metrics: Optional[Sequence[Metric]] = None) -> dict[str, dict[str, Any]]:
+    """Each per-example metric's (``metrics``, default every one) run value from ``table``: ``{metric name:
+    {column: value}}``, left out where the table gives it none."""
+    chosen = per_example_metrics() if metrics is None else metrics
+    values = {metric.name: metric_value(table, metric) for metric in chosen}
     return {name: value for name, value in values.items() if value is not None}
 
 
