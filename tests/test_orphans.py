@@ -101,8 +101,9 @@ def test_a_sweep_killed_with_sigkill_leaves_no_child_holding_the_run(tmp_path, l
     log.close()
     child = None
     try:
-        owner = _wait_for(
-            lambda: _owner(runs / "slow") or sweep.poll() is not None, "the variant's process taking the run's lock"
+        owner = _wait_for(  # the lock is taken before run.json is written: wait for both (the run has started)
+            lambda: (_owner(runs / "slow") if RunStore(runs / "slow").exists() else None) or sweep.poll() is not None,
+            "the variant's process taking the run's lock and writing run.json",
         )
         assert sweep.poll() is None, (tmp_path / "sweep.log").read_text(errors="replace")
         child = owner["pid"]
