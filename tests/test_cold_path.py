@@ -39,9 +39,16 @@ def test_a_manifest_pointing_at_one_file_opens_and_hashes_it_once(one_file_manif
 
     monkeypatch.setattr(facts_module, "audio_info", counted_info)
     monkeypatch.setattr(facts_module, "sha256_of", counted_hash)
+    from whisperbench.datasets import records
+
+    looked_up = []  # the load asks for a path's facts once (not a stat and a lookup per row, twice)
+    monkeypatch.setattr(
+        records, "audio_facts", lambda source: looked_up.append(source) or facts_module.audio_facts(source)
+    )
     path, rows = one_file_manifest
     checked = load_dataset(str(path))
     assert len(checked.dataset) == len(rows) and calls == {"info": 1, "hash": 1}
+    assert looked_up == [rows[0]["audio"]]
     digests = {ex.extra["audio_sha256"] for ex in checked.dataset.examples}
     assert digests == {real_hash(rows[0]["audio"])}  # the digest is the file's, computed here
     # another process (a fresh memo) reads the facts from the cache instead of opening the file again
@@ -86,6 +93,28 @@ def test_predictions_are_synced_in_groups_and_on_close(tmp_path, monkeypatch):
         assert len(path.read_text().splitlines()) == store.SYNC_EVERY_LINES * 2 + 5  # every line already written
     assert len(synced) == 3  # the rest on close
     assert os.path.getsize(path) > 0
+
+
+def test_recorded_hypotheses_are_written_a_group_at_a_time(one_file_manifest, tmp_path, monkeypatch):
+    """`score` writes its lines in groups (one ``write`` call each), every line whole and each example once."""
+    import os
+
+    from whisperbench import store
+    from whisperbench.api import score
+    from whisperbench.harness.examples import RECORDED_GROUP
+
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    path, rows = one_file_manifest
+    hypotheses = tmp_path / "hyps.jsonl"
+    hypotheses.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["text"]}) + "\n" for r in rows))
+    writes = []
+    real_write = os.write
+    monkeypatch.setattr(store.os, "write", lambda fd, data: writes.append(len(data)) or real_write(fd, data))
+    result = score(str(hypotheses), str(path), runs_dir=str(tmp_path / "runs"), name="grouped")
+    assert len(writes) == -(-len(rows) // RECORDED_GROUP)  # 2,000 lines in 4 writes
+    lines = (tmp_path / "runs" / "grouped" / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [r["id"] for r in rows]
+    assert result.summary.num_examples == len(rows) and result.summary.wer == 0.0
 
 
 @pytest.mark.parametrize("command", ["compare", "gate", "report", "export", "runs", "plan", "noise"])

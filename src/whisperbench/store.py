@@ -228,11 +228,22 @@ SYNC_EVERY_LINES = 256
 SYNC_EVERY_S = 1.0
 
 
+def _line(pred: Prediction) -> str:
+    """``pred``'s line of predictions.jsonl (an error's text and extra redacted: an endpoint's error can quote its
+    URL)."""
+    data = pred.to_json()
+    if data.get("error"):
+        data["error"] = redact_text(data["error"])
+        data["extra"] = redact(data.get("extra") or {})
+    return json.dumps(data, ensure_ascii=False, default=str) + "\n"
+
+
 @dataclass
 class PredictionWriter:
-    """Appends predictions as complete lines, each in one ``write`` call: a killed process loses nothing it
-    appended (the kernel holds the line). The file is synced to the disk every :data:`SYNC_EVERY_LINES` lines or
-    :data:`SYNC_EVERY_S` seconds, and on close: a power cut loses at most that much, which a resume recomputes."""
+    """Appends predictions as complete lines, each append (a line, or a group's lines) in one ``write`` call: a
+    killed process loses nothing it appended (the kernel holds the lines). The file is synced to the disk every
+    :data:`SYNC_EVERY_LINES` lines or :data:`SYNC_EVERY_S` seconds, and on close: a power cut loses at most that
+    much, which a resume recomputes."""
 
     path: Path
     _fd: int = field(init=False, default=-1)
@@ -245,13 +256,18 @@ class PredictionWriter:
 
     def append(self, pred: Prediction) -> None:
         """Append one prediction as a line (a finished result is never lost; durable within a second)."""
-        data = pred.to_json()
-        if data.get("error"):  # an endpoint's error (and its traceback) can quote its URL
-            data["error"] = redact_text(data["error"])
-            data["extra"] = redact(data.get("extra") or {})
-        line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
-        os.write(self._fd, line.encode("utf-8"))
-        self._unsynced += 1
+        self.append_all([pred])
+
+    def append_all(self, preds: Iterable[Prediction]) -> None:
+        """Append several predictions, their lines in one ``write`` call (recorded hypotheses are written so, a
+        group at a time: one system call a line cost more than reading them)."""
+        lines = [_line(pred) for pred in preds]
+        if not lines:
+            return
+        data = memoryview("".join(lines).encode("utf-8"))
+        while data:  # a regular file takes it whole; a short write (a full disk's last bytes) is finished
+            data = data[os.write(self._fd, data) :]
+        self._unsynced += len(lines)
         if self._unsynced >= SYNC_EVERY_LINES or time.monotonic() - self._synced_at >= SYNC_EVERY_S:
             self.sync()
 
@@ -260,11 +276,6 @@ class PredictionWriter:
         if self._fd >= 0 and self._unsynced:
             os.fsync(self._fd)
         self._unsynced, self._synced_at = 0, time.monotonic()
-
-    def append_all(self, preds: Iterable[Prediction]) -> None:
-        """Append several predictions (each as :meth:`append`)."""
-        for pred in preds:
-            self.append(pred)
 
     def close(self) -> None:
         """Sync and close the file."""

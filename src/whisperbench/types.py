@@ -324,6 +324,20 @@ class Prediction:
         """The scored CER in percent (None: not scored with characters, or no characters)."""
         return self.score.cer if self.score is not None else None
 
+    def with_score(self, score: Optional[ExampleScore]) -> "Prediction":
+        """A copy of this prediction with ``score`` (the raw fields shared, as ``dataclasses.replace`` shares them;
+        a tenth of its cost, which counts at a million predictions).
+
+        >>> pred = Prediction("a", "hi", "hi")
+        >>> copy = pred.with_score(None)
+        >>> copy == pred and copy is not pred
+        True
+        """
+        copy = object.__new__(Prediction)
+        copy.__dict__.update(self.__dict__)
+        copy.score = score
+        return copy
+
     def scored(self) -> ExampleScore:
         """The prediction's score; UnscoredError when it has none (never zeros in its place)."""
         if self.score is None:

@@ -6,12 +6,12 @@ import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
-from .audio_facts import audio_facts
+from .audio_facts import AudioFacts, audio_facts
 from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
 from .timing import attach_timing
 
@@ -120,19 +120,45 @@ def is_nonspeech(example: Example) -> bool:
     return value is True or str(value).strip().lower() in ("1", "true", "yes")
 
 
-def _check_example(example: Example, origin: str) -> Optional[str]:
-    """Return why an example is invalid, or None. Fills duration_s from the audio header."""
+class _FileFacts:
+    """Each distinct audio path's facts looked up once while one dataset loads (a 100k-row QA set that points at
+    a few files stats them a few times, not 300k); encoded bytes are not kept (each row's own)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, AudioFacts | AudioError | None] = {}
+
+    def __call__(self, audio: str | bytes) -> Optional[AudioFacts]:
+        """The facts of ``audio``; None for a path that does not exist; an unreadable file: AudioError."""
+        if not isinstance(audio, str):
+            return audio_facts(audio)
+        if audio not in self._known:
+            try:
+                self._known[audio] = audio_facts(audio) if os.path.exists(audio) else None
+            except AudioError as exc:
+                self._known[audio] = exc
+        found = self._known[audio]
+        if isinstance(found, AudioError):
+            raise found
+        return found
+
+
+def _check_example(
+    example: Example, origin: str, facts: Callable[[str | bytes], Optional[AudioFacts]]
+) -> Optional[str]:
+    """Return why an example is invalid, or None. Fills duration_s from the audio header (``facts``: a
+    :class:`_FileFacts` of this load)."""
     if not example.text.strip() and not is_nonspeech(example):
         return (
             f"{origin} (id {example.id}): empty transcript (for non-speech audio, whose right transcript is "
             f'empty, mark the row "nonspeech": true)'
         )
-    if isinstance(example.audio, str) and not os.path.exists(example.audio):
-        return f"{origin} (id {example.id}): audio file not found: {example.audio}"
     try:
-        info = audio_facts(example.audio).info  # once per distinct file (datasets/audio_facts.py)
+        found = facts(example.audio)  # once per distinct file (datasets/audio_facts.py)
     except AudioError as exc:
         return f"{origin} (id {example.id}): unreadable audio: {exc}"
+    if found is None:
+        return f"{origin} (id {example.id}): audio file not found: {example.audio}"
+    info = found.info
     if info.duration_s <= 0:
         return f"{origin} (id {example.id}): audio {example.audio_label} has no samples"
     example.duration_s = info.duration_s
@@ -143,20 +169,20 @@ def _check_example(example: Example, origin: str) -> Optional[str]:
     return None
 
 
-def _audio_digest(audio: str | bytes) -> str:
-    return audio_facts(audio).sha256
-
-
 AUDIO_DIGEST = "audio_sha256"  # per example, in ``Example.extra``: what a resume re-checks each stored result against
 
 
-def content_hash(examples: list[Example]) -> str:
+def content_hash(examples: list[Example], facts: Callable[[str | bytes], Optional[AudioFacts]] = audio_facts) -> str:
     """sha256 over (id, text, audio bytes) of every example, independent of example order.
 
     Each example's audio digest is kept in ``extra["audio_sha256"]`` (always computed here, never taken
-    from the manifest)."""
+    from the manifest; ``facts``: where the audio's facts come from, a :class:`_FileFacts` while a dataset
+    loads)."""
     for ex in examples:
-        ex.extra[AUDIO_DIGEST] = _audio_digest(ex.audio)
+        found = facts(ex.audio)
+        if found is None:
+            raise DatasetError(f"example {ex.id}: audio file not found: {ex.audio!r}")
+        ex.extra[AUDIO_DIGEST] = found.sha256
     lines = sorted(f"{ex.id}\t{ex.text}\t{ex.extra[AUDIO_DIGEST]}" for ex in examples)
     return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
@@ -189,6 +215,7 @@ def build_dataset(
     problems: list[str] = []
     invalid: list[Invalid] = []
     parsed: list[tuple[Example, str]] = []
+    facts = _FileFacts()
     for record in records:
         try:
             parsed.append((record_to_example(record, base_dir, columns), record.origin))
@@ -214,7 +241,7 @@ def build_dataset(
                 problems.append(reason)
                 invalid.append(Invalid(example.id, reason, example.text))
             continue
-        problem = _check_example(example, origin)
+        problem = _check_example(example, origin, facts)
         if problem:
             problems.append(problem)
             invalid.append(Invalid(example.id, problem, example.text))
@@ -236,7 +263,7 @@ def build_dataset(
         name=name,
         form=form or infer_form(valid),
         examples=valid,
-        content_hash=content_hash(valid) if valid else "sha256:empty",
+        content_hash=content_hash(valid, facts) if valid else "sha256:empty",
         source=source,
     )
     return Checked(dataset=dataset, invalid=invalid)

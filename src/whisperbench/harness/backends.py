@@ -71,7 +71,7 @@ class InProcess:
 
     @staticmethod
     def _sequential(runner: ExampleRunner, todo: list[Example], writer: Any, progress: Progress) -> None:
-        for batch in batches(todo, runner.batch_size):
+        for batch in batches(todo, runner.write_every):
             writer.append_all(runner.run_batch(batch))
             if progress:
                 progress(len(batch))

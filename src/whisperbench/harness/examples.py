@@ -20,6 +20,8 @@ from .retry import RetryPolicy
 log = logging.getLogger(__name__)
 
 WARMUP_AUDIO_S = 2.0
+#: recorded hypotheses (no inference) are written this many at a time: one ``write`` a line cost more than the rest
+RECORDED_GROUP = 512
 
 
 def error_text(exc: BaseException) -> str:
@@ -89,6 +91,12 @@ class ExampleRunner:
         if self.long_form or not self.adapter.needs_audio:
             return 1
         return max(1, self.adapter.batch_size)
+
+    @property
+    def write_every(self) -> int:
+        """How many examples' predictions are written at once: a batch's; one where the adapter infers one at a
+        time (each result on disk as it finishes); recorded hypotheses, which cost microseconds, in groups."""
+        return self.batch_size if self.adapter.needs_audio else RECORDED_GROUP
 
     def run(self, example: Example) -> Prediction:
         """One example, tried again while its (isolated) worker dies and the retry policy allows."""

@@ -274,13 +274,14 @@ class NativeStrategy(Strategy):
     name = "native"
 
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
-        audio = load_audio(example.audio) if adapter.needs_audio else None
-        audio_s = len(audio) / SAMPLE_RATE if audio is not None else (example.duration_s or 0.0)
+        if not adapter.needs_audio:  # a recorded hypothesis: the device's times when its file carries them
+            transcript = adapter.transcribe(None, example, long_form=long_form)
+            return Outcome(transcript, example.duration_s or 0.0, _own(0.0, transcript.infer_s), transcript.cpu_s)
+        audio = load_audio(example.audio)
+        audio_s = len(audio) / SAMPLE_RATE
         clock = Clock()
         transcript = adapter.transcribe(audio, example, long_form=long_form)
         wall, cpu = clock.elapsed()
-        if not adapter.needs_audio:  # a recorded hypothesis: the device's times when its file carries them
-            return Outcome(transcript, audio_s, _own(0.0, transcript.infer_s), transcript.cpu_s)
         cpu_s = _own(cpu, transcript.cpu_s) if adapter.cpu_in_process or transcript.cpu_s is not None else None
         return Outcome(transcript, audio_s, _own(wall, transcript.infer_s), cpu_s)
 

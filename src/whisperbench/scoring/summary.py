@@ -4,7 +4,6 @@ counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import multiprocessing
 import os
@@ -31,7 +30,7 @@ def score_prediction(pred: Prediction, normalizer: str, characters: bool = True)
     can never lower a run's WER or CER. With ``characters=False`` the character alignment is skipped
     (the score's ``chars`` stay None: the caller asks for WER only).
     """
-    return dataclasses.replace(pred, score=score_example(pred, normalizer, characters))
+    return pred.with_score(score_example(pred, normalizer, characters))
 
 
 def score_example(pred: Prediction, normalizer: str, characters: bool = True) -> ExampleScore:
@@ -69,7 +68,7 @@ def score_predictions(
     predictions they inherit and give back scores: :func:`map_ranges`)."""
     parts = map_ranges(_score_range, (predictions, normalizer, characters), len(predictions), workers)
     scores = [score for part in parts for score in part]
-    return [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
+    return [pred.with_score(score) for pred, score in zip(predictions, scores)]
 
 
 def in_parallel(count: int, workers: Optional[int]) -> bool:

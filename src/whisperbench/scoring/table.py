@@ -13,7 +13,6 @@ set of metrics installed included: :func:`metrics_key`).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -70,7 +69,7 @@ def scored_table(
         return scored, _table(scored)
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
     scores = [score for part in parts for score in part[0]]
-    scored = [dataclasses.replace(pred, score=score) for pred, score in zip(predictions, scores)]
+    scored = [pred.with_score(score) for pred, score in zip(predictions, scores)]
     return scored, _joined([part[1] for part in parts])
 
 
