@@ -157,7 +157,7 @@ def _check_example(
     except AudioError as exc:
         return f"{origin} (id {example.id}): unreadable audio: {exc}"
     if found is None:
-        return f"{origin} (id {example.id}): audio file not found: {example.audio}"
+        return f"{origin} (id {example.id}): audio file not found: {example.audio_label}"
     info = found.info
     if info.duration_s <= 0:
         return f"{origin} (id {example.id}): audio {example.audio_label} has no samples"
