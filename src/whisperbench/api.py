@@ -32,35 +32,18 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Union, cast
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from .adapters import DecodingOptions, get_adapter
 from .limits import GATE_LIMITS, check_limits
 from .adapters.recorded import read_rows
 from .datasets import Checked, column_values, from_hf_dataset
-from .demo_runner import DemoResult, DemoSettings, run_demo
 from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness import rescore as rescore_run
 from .harness.runner import RunResult
-from .harness.sweep import DEFAULT_IMPLEMENTATIONS, SweepEntry, SweepResult, plan_sweep, reference_variant, run_sweep
 from .progress import progress as progress_bar
-from .reports import Comparison, GateResult, compare_runs, evaluate_gate, leaderboard_frame, pick_references
-from .reports.compare import adjust_holm, paired_counts
-from .reports.document import DOCUMENTS, document_format
-from .reports.trackers import TRACKERS
-from .reports.escape import md_cell, one_line, spreadsheet_safe
-from .reports.export import example_frame
-from .reports.gate import evaluate_repeats
-from .reports.gate_thresholds import GateThresholds
-from .reports.leaderboard import default_references, describe_references
-from .reports.noise import NoiseReport, run_noise
-from .reports.notes import comparison_notes
-from .reports.runs import RunRow, run_rows
-from .reports.runs import remove_runs as _remove_runs
 from .scoring.metrics import checked_options, parse_metric_options
 from .scoring.power import Plan
 from .scoring.record import Summary
@@ -68,6 +51,17 @@ from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
 from .store import StoredRun, open_run, readable_runs, repeat_problem, same_run_reason
 from .types import ColumnMap, Dataset, Form
+
+if TYPE_CHECKING:  # the reports (and pandas) are imported by the functions that use them: `score` and `run` never do
+    import pandas as pd
+
+    from .demo_runner import DemoResult
+    from .harness.sweep import SweepEntry, SweepResult
+    from .reports import Comparison, GateResult
+    from .reports.gate_thresholds import GateThresholds
+    from .reports.noise import NoiseReport
+    from .reports.runs import RunRow
+    from .reports.trackers import TRACKERS
 
 __all__ = [
     "evaluate",
@@ -95,6 +89,16 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def __getattr__(name: str) -> Any:
+    """``TRACKERS`` (the experiment trackers' registry), imported when first asked for."""
+    if name == "TRACKERS":
+        from .reports.trackers import TRACKERS
+
+        return TRACKERS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PathLike = Union[str, Path]
 RunLike = Union[str, Path, StoredRun]  # a stored run, or its folder, or its name under runs_dir
@@ -174,12 +178,16 @@ def runs(runs_dir: PathLike = "runs", names: Optional[list[str]] = None) -> list
     """The runs in ``runs_dir`` (``whisperbench runs``): name, status, ``coverage`` ("12 of 49"), failed, model,
     adapter, dataset, date and ``size_bytes``, one :class:`~whisperbench.reports.runs.RunRow` each; with ``names``,
     those runs only."""
+    from .reports.runs import run_rows
+
     return run_rows(runs_dir, names)
 
 
 def remove_runs(names: list[str], runs_dir: PathLike = "runs") -> list[Path]:
     """Delete runs (names under ``runs_dir`` or folders) and return their folders; nothing is removed when one
     is missing or being written by another process (RunStoreError naming it)."""
+    from .reports.runs import remove_runs as _remove_runs
+
     removed = _remove_runs(names, runs_dir)
     for path in removed:
         log.info("removed run %s", path)
@@ -189,6 +197,8 @@ def remove_runs(names: list[str], runs_dir: PathLike = "runs") -> list[Path]:
 def to_frame(run: RunLike, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs") -> pd.DataFrame:
     """One row per example (hypothesis, normalized texts, WER and its counts, timings); with ``reference``,
     joined to it by id with the reference run's hypothesis and a ``regressed`` column (QoI's test)."""
+    from .reports.export import example_frame
+
     ref = load_run(reference, runs_dir) if reference is not None else None
     return example_frame(load_run(run, runs_dir), ref)
 
@@ -281,6 +291,14 @@ def sweep(
     >>> [(e.variant.label, e.status) for e in result.entries]  # doctest: +SKIP
     [('openai-whisper', 'finished'), ('faster-whisper-float32', 'finished'), ('faster-whisper-int8', 'finished')]
     """
+    from .harness.sweep import (
+        DEFAULT_IMPLEMENTATIONS,
+        SweepResult,
+        plan_sweep,
+        reference_variant,
+        run_sweep,
+    )
+
     if parallel < 1:
         raise WhisperbenchError(f"sweep: parallel must be at least 1, not {parallel}")
     if reference:  # never silently a reference: a stopped run's WER covers only what it stored
@@ -357,6 +375,8 @@ def demo(model: str = "tiny.en", runs_dir: PathLike = "runs/demo", **settings: A
     :class:`~whisperbench.demo_runner.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
     ``threads``, ``out``…). Returns what it made: ``.runs``, ``.references``, ``.markdown``, ``.failed``,
     ``.skipped``."""
+    from .demo_runner import DemoSettings, run_demo
+
     try:
         settings_record = DemoSettings(model=model, runs_dir=str(runs_dir), **settings)
     except TypeError as exc:  # an unknown setting
@@ -457,6 +477,9 @@ def compare(
     >>> compare(base, tiny, block_by="speaker").significance.resampling.describe()
     'blocked bootstrap by speaker (6 blocks, 2000 resamples, seed 0)'
     """
+    from .reports import compare_runs
+    from .reports.escape import one_line
+
     limits = check_limits({"confidence": confidence, "resamples": resamples, "seed": seed}, GATE_LIMITS)
     confidence, resamples, seed = limits["confidence"], limits["resamples"], limits["seed"]
     ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
@@ -473,6 +496,8 @@ def compare(
 
 def _noted(comparisons: list[Comparison]) -> list[Comparison]:
     """``comparisons`` with their ``.notes`` (what ``compare`` prints under its table) set."""
+    from .reports.notes import comparison_notes
+
     for comparison in comparisons:
         comparison.notes = comparison_notes(comparison)
     return comparisons
@@ -483,6 +508,8 @@ def compare_all(
 ) -> list[Comparison]:
     """:func:`compare` of each candidate against one reference (``options`` as there); with several, each
     comparison's ``.holm`` holds its p-values Holm-adjusted over the candidates (one family of tests)."""
+    from .reports.compare import adjust_holm
+
     ref = load_run(reference, runs_dir)
     comparisons = [compare(ref, candidate, runs_dir, **options) for candidate in candidates]
     adjust_holm(comparisons)
@@ -511,6 +538,10 @@ def gate(
     "inconclusive (set too small)" or "regression shown" with a margin. ``repeats``: further runs of the
     candidate's configuration: the verdict must hold in each (the worst is returned, ``.repeats`` lists every one).
     """
+    from .reports import evaluate_gate
+    from .reports.gate import evaluate_repeats
+    from .reports.gate_thresholds import GateThresholds
+
     checked = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
     checked.require_quality()
     sampling = check_limits({"resamples": resamples, "seed": seed}, GATE_LIMITS)
@@ -526,6 +557,8 @@ def gate(
 def noise(runs: list[RunLike], runs_dir: PathLike = "runs") -> NoiseReport:
     """Run-to-run noise of repeated runs of one configuration (``whisperbench noise``): identical outputs and error
     counts per example, the WER's spread, the share of examples regressing between repeats, ``.deterministic``."""
+    from .reports.noise import run_noise
+
     loaded = [load_run(run, runs_dir) for run in runs]
     try:
         return run_noise(_repeats(loaded) if len(loaded) > 1 else loaded)
@@ -568,6 +601,9 @@ def plan(
     >>> round(p.detectable_wer_increase, 2), round(p.detectable_qoi_drop, 2), p.examples_for_qoi_drop
     (0.74, 0.16, 161)
     """
+    from .reports import compare_runs
+    from .reports.compare import paired_counts
+
     ref = load_run(reference, runs_dir)
     cand = load_run(candidate, runs_dir) if candidate is not None else None
     _, ref_errors, cand_errors, words = paired_counts(compare_runs(ref, cand or ref).result)
@@ -622,6 +658,11 @@ def report(
     >>> board.path.name, board.format, "| tiny" in board.text
     ('leaderboard.md', 'md', True)
     """
+    from .reports import leaderboard_frame, pick_references
+    from .reports.document import DOCUMENTS, document_format
+    from .reports.escape import md_cell
+    from .reports.leaderboard import default_references, describe_references
+
     stored, unreadable = readable_runs(runs_dir)
     for line in unreadable:
         log.warning("left out of the report, unreadable: %s", line)
@@ -667,6 +708,8 @@ def export(
     >>> len(export(tiny, f"{runs}/tiny.csv")), sorted(p.name for p in Path(runs).glob("*.csv"))
     (6, ['tiny.csv'])
     """
+    from .reports.escape import spreadsheet_safe
+
     path = Path(out)
     writers = {
         ".csv": lambda f: spreadsheet_safe(f).to_csv(path, index=False),  # no cell runs as a formula
@@ -688,6 +731,7 @@ def publish(
     """Publish a run to an experiment tracker (``to``: one of :data:`TRACKERS`; ``whisperbench export --to``):
     params, metrics, the per-example table and the reports; ``options`` are the tracker's (``tracking_uri``,
     ``experiment`` for MLflow; ``project``, ``entity`` for W&B). Returns where it went, redacted."""
+    from .reports.trackers import TRACKERS
     from .redact import redact_text
     from .reports.tracking import tracked_run
 

@@ -9,7 +9,9 @@ how they run, never what they give:
 - dropping symbols and diacritics is one ``str.translate`` over a table built lazily per character
   (``unicodedata.category`` once per distinct character instead of once per character per call);
 - the number normalizer's word loop is skipped when no word can start or extend a number (no digit and
-  no number word), where it gives its input back unchanged;
+  no number word), where it gives its input back unchanged, and runs only over the runs of number words, each
+  run's result kept (a pure function of the run: "and", "one", "twenty five" come back again and again);
+- the filler, symbol and white-space rules run only when a character they need is in the text;
 - normalized texts are cached by content (a bounded LRU keyed by normalizer and text), so a transcript
   scored against many hypotheses is normalized once.
 
@@ -127,6 +129,9 @@ class EnglishNormalizer:
         ]
         self.numbers = EnglishNumberNormalizer()
         self.number_words = frozenset(self.numbers.words)
+        #: a run of number words as the number normalizer writes it (a pure function of the run; runs repeat:
+        #: "and", "one", "twenty five")
+        self._run = lru_cache(maxsize=8192)(self._number_run)
         self.spellings = EnglishSpellingNormalizer().mapping
 
     def __call__(self, s: str) -> str:
@@ -136,7 +141,8 @@ class EnglishNormalizer:
             s = _BRACKETS.sub("", s)
         if "(" in s:
             s = _PARENTHESES.sub("", s)
-        s = _IGNORE.sub("", s)
+        if "mm" in s or "mh" in s or "uh" in s or "um" in s:  # each filler holds one of them
+            s = _IGNORE.sub("", s)
         if "'" in s:
             s = _SPACE_APOSTROPHE.sub("'", s)
         for literal, pattern, replacement in self.replacers:
@@ -149,9 +155,12 @@ class EnglishNormalizer:
         s = unicodedata.normalize("NFKD", s).translate(_ENGLISH_TABLE)
         s = self._numbers(s)
         s = " ".join([self.spellings.get(word, word) for word in s.split()])
-        s = _PREFIX_SYMBOL.sub(r" \1", s)
+        if "." in s or "$" in s or "¢" in s or "€" in s or "£" in s:
+            s = _PREFIX_SYMBOL.sub(r" \1", s)
         if "%" in s:
             s = _SUFFIX_SYMBOL.sub(r"\1 ", s)
+        if s.isascii() and s.isprintable() and "  " not in s:  # no tab, newline or double space: single-spaced
+            return s
         return _SPACES.sub(" ", s)
 
     def _numbers(self, s: str) -> str:
@@ -173,13 +182,16 @@ class EnglishNormalizer:
                 run.append(word)
                 continue
             if run:
-                out += [w for w in self.numbers.process_words(run) if w is not None]
+                out += self._run(tuple(run))
                 run = []
             out.append(word)
         if run:
-            out += [w for w in self.numbers.process_words(run) if w is not None]
+            out += self._run(tuple(run))
         s = " ".join(out)
         return self.numbers.postprocess(s) if _ANY_DIGIT.search(s) is not None else s
+
+    def _number_run(self, run: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(w for w in self.numbers.process_words(list(run)) if w is not None)
 
     def _preprocess(self, s: str) -> str:
         if "half" in s:
