@@ -147,7 +147,8 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     for index, word in enumerate(words):
         if word in frequent:
             positions[word].append(index)
-    periods = set()
+    periods: set[int] = set()
+    repeats = thresholds.loop_repeats
     for where in positions.values():
         seen = set(where)
         for i, first in enumerate(where):
@@ -155,17 +156,24 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
                 gap = second - first
                 if gap > thresholds.max_ngram:
                     break
-                if all(first + k * gap in seen for k in range(2, thresholds.loop_repeats)):
+                k = 2
+                while k < repeats and first + k * gap in seen:
+                    k += 1
+                if k >= repeats:
                     periods.add(gap)
     return periods
 
 
 def loop_of(transcript: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
     """The repeated run that makes ``hypothesis`` a loop against ``transcript`` (normalized texts), or None."""
-    transcript_words, hyp_words = transcript.split(), hypothesis.split()
+    hyp_words = hypothesis.split()
+    periods = _loop_periods(hyp_words, thresholds)
+    if not periods:  # the common case: no word comes back often enough at a fixed spacing
+        return None
+    transcript_words = transcript.split()
     loops = [
         r
-        for r in _runs(hyp_words, sorted(_loop_periods(hyp_words, thresholds)))
+        for r in _runs(hyp_words, sorted(periods))
         if r.copies >= thresholds.loop_repeats
         and r.words >= thresholds.loop_words
         and r.copies > copies_in_a_row(transcript_words, r.phrase)
@@ -224,19 +232,31 @@ class ExampleHallucination:
         return [k for k in ("loop", "burst", "nonspeech_output", "catastrophic") if getattr(self, k)]
 
 
+_DEFAULTS = Thresholds()  # what the score table's columns are measured with
+
+
+def _measured(pred: Prediction, thresholds: Thresholds) -> tuple[int, Optional[Repeat], Optional[float]]:
+    """(longest insertion burst, loop run, compression ratio) of a scored prediction; a failed one: (0, None, None)."""
+    score = pred.scored()
+    if pred.status != "ok":
+        return 0, None, None
+    ref, hyp = score.transcript_norm, score.hypothesis_norm
+    insertions = score.words.insertions
+    burst = insertions if insertions < 2 else insertion_burst(ref, hyp)  # under two: the longest run is their number
+    loop = loop_of(ref, hyp, thresholds) if hyp != ref else None
+    return burst, loop, compression_ratio(pred.hypothesis)
+
+
 def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds()) -> ExampleHallucination:
     """The measures of one prediction already scored (its normalized texts and WER; unscored: UnscoredError)."""
+    burst, loop, ratio = _measured(pred, thresholds)
     score = pred.scored()
     ref, hyp = score.transcript_norm, score.hypothesis_norm
     ok = pred.status == "ok"
-    insertions = score.words.insertions
-    burst = (
-        0 if not ok else insertions if insertions < 2 else insertion_burst(ref, hyp)
-    )  # fewer than two insertions: the longest run is their number
     return ExampleHallucination(
         id=pred.id,
-        loop_run=loop_of(ref, hyp, thresholds) if ok and hyp != ref else None,
-        compression_ratio=compression_ratio(pred.hypothesis) if ok else None,
+        loop_run=loop,
+        compression_ratio=ratio,
         burst_words=burst,
         burst=burst >= thresholds.burst_words,
         nonspeech=not ref.split(),
@@ -256,8 +276,8 @@ def stored_measures(pred: Prediction) -> tuple[int, int, Optional[float]]:
     >>> burst, loop, round(ratio, 2)
     (7, 6, 1.44)
     """
-    found = example_hallucination(pred)
-    return found.burst_words, found.loop_run.words if found.loop_run else 0, found.compression_ratio
+    burst, loop, ratio = _measured(pred, _DEFAULTS)
+    return burst, loop.words if loop else 0, ratio
 
 
 def loops_stored(thresholds: Thresholds) -> bool:

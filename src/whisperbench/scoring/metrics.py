@@ -280,6 +280,8 @@ def _is_number(value: Any) -> bool:
 
 def _finite(value: Any) -> Optional[float]:
     """A kernel's number as a float; None for None or NaN; anything else (a string, infinity) is its bug."""
+    if type(value) is float and value - value == 0.0:  # finite (NaN and infinity give NaN): the common case
+        return value
     if value is None:
         return None
     number = float(value)
