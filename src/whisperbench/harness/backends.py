@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from .choices import BACKEND_NAMES
+from ..gcpause import paused_gc
 from ..machine import peak_rss_mb
 from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
@@ -56,7 +57,10 @@ class InProcess:
         report = BackendReport(load_s=runner.load_s, warmup_s=runner.warmup_s)
         start = time.perf_counter()
         try:
-            if adapter.max_in_flight <= 1:
+            if not adapter.needs_audio:  # recorded outputs, no model: 100k predictions and lines, none in a cycle
+                with paused_gc():
+                    self._sequential(runner, todo, writer, progress)
+            elif adapter.max_in_flight <= 1:
                 self._sequential(runner, todo, writer, progress)
             else:
                 self._concurrent(runner, todo, writer, progress, adapter.max_in_flight)

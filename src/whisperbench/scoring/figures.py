@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
@@ -54,8 +55,9 @@ def summarize_with_table(
     their score table, the language identification when the model chose the language (``language_detected``),
     and every metric — per-example ones from the table's columns (null when they give the run no value),
     run-level ones from the scored predictions (``metric_options``: their thresholds)."""
-    scored, table = scored_table(unique_by_id(predictions), normalizer)
-    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
+    with paused_gc():  # scored copies and the metrics' per-example records, none in a cycle: see whisperbench.gcpause
+        scored, table = scored_table(unique_by_id(predictions), normalizer)
+        metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
         metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
     summary = Summary(

@@ -68,8 +68,7 @@ def scored_table(
         scored = rescored_all(predictions, normalizer)
         return scored, _table(scored)
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
-    scores = [score for part in parts for score in part[0]]
-    scored = [pred.with_score(score) for pred, score in zip(predictions, scores)]
+    scored = [pred.with_score(score) for pred, score in zip(predictions, (s for part in parts for s in part[0]))]
     return scored, _joined([part[1] for part in parts])
 
 
