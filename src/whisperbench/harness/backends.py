@@ -20,6 +20,7 @@ import multiprocessing.util
 import os
 import tempfile
 import time
+from contextlib import nullcontext
 from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -56,14 +57,13 @@ class InProcess:
         runner.load(self.job.warmup)
         report = BackendReport(load_s=runner.load_s, warmup_s=runner.warmup_s)
         start = time.perf_counter()
+        # recorded outputs (no model): 100k predictions and lines, none in a cycle, built with the collector paused
         try:
-            if not adapter.needs_audio:  # recorded outputs, no model: 100k predictions and lines, none in a cycle
-                with paused_gc():
+            with paused_gc() if not adapter.needs_audio else nullcontext():
+                if adapter.max_in_flight <= 1:
                     self._sequential(runner, todo, writer, progress)
-            elif adapter.max_in_flight <= 1:
-                self._sequential(runner, todo, writer, progress)
-            else:
-                self._concurrent(runner, todo, writer, progress, adapter.max_in_flight)
+                else:
+                    self._concurrent(runner, todo, writer, progress, adapter.max_in_flight)
         finally:
             report.loop_wall_s = time.perf_counter() - start
             report.peak_rss_mb = peak_rss_mb()

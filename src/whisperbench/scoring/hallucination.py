@@ -283,11 +283,10 @@ def stored_measures(pred: Prediction) -> tuple[int, int, Optional[float]]:
 def loops_stored(thresholds: Thresholds) -> bool:
     """Whether the stored ``loop_words`` column answers the loop question under ``thresholds`` (it was found
     under the default loop thresholds)."""
-    default = Thresholds()
     return (thresholds.loop_repeats, thresholds.loop_words, thresholds.max_ngram) == (
-        default.loop_repeats,
-        default.loop_words,
-        default.max_ngram,
+        _DEFAULTS.loop_repeats,
+        _DEFAULTS.loop_words,
+        _DEFAULTS.max_ngram,
     )
 
 
