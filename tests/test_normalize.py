@@ -1,5 +1,8 @@
 """Whisper's normalizers: openai/whisper's own test cases, and agreement with openai-whisper's module."""
 
+import importlib
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -7,6 +10,8 @@ from hypothesis import strategies as st
 from whisperbench.scoring import choose_normalizer, normalize
 
 from .conftest import SHARED_DATA, read_manifest_rows
+
+normalize_module = importlib.import_module("whisperbench.scoring.normalize")  # the module, not the function
 
 # Cases from openai/whisper tests/test_normalizer.py (commit 1241061), run through the full
 # EnglishTextNormalizer as that file does for the number normalizer.
@@ -198,3 +203,23 @@ def test_normalizer_fuzz_never_crashes_and_is_idempotent_on_whitespace(text):
     for name in ("english", "basic", "none"):
         out = normalize(text, name)
         assert out == out.strip() and "  " not in out
+
+
+def _rules(*triples):
+    return [(literal, re.compile(pattern), replacement) for literal, pattern, replacement in triples]
+
+
+def test_the_rule_screen_skips_only_rules_that_cannot_fire():
+    """openai-whisper's rules are screened; a rule set where a contraction rule could write a title word before the
+    title rule runs, or could create a word boundary, is not (every rule is tried), so its output stays right."""
+    screen = normalize_module.EnglishNormalizer()._screen
+    assert screen.words is not None and screen.needs_apostrophe
+    assert screen.rules_for("the cat sat") == ()  # no title word, no apostrophe
+    assert len(screen.rules_for("it's here")) == len(screen.others)
+    assert len(screen.rules_for("ask mr smith")) == len(screen.rules)
+    writes_title = _rules(("'s", r"'s\b", "mr"), ("mr", r"\bmr\b", "mister"))
+    makes_boundary = _rules(("won't", r"\bwon't\b", "will not "), ("st", r"\bst\b", "saint"))
+    for rules in (writes_title, makes_boundary):
+        assert normalize_module._RuleScreen.of(rules).words is None
+        assert normalize_module._RuleScreen.of(rules).rules_for("plain text") == tuple(rules)
+    assert normalize_module._RuleScreen.of(_rules(("st", r"\bst\b", "saint"), ("'s", r"'s\b", " mr"))).words

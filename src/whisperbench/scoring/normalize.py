@@ -4,13 +4,16 @@ The rules are openai-whisper's ``whisper/normalizers`` (the number normalizer an
 spelling table come from the ``whisper-normalizer`` package, which carries them). What differs is only
 how they run, never what they give:
 
-- every regular expression is compiled once, and each contraction/title rule is tried only when a
-  literal it needs (``n't``, ``mr``…) is in the text (a rule whose literal is absent cannot match);
+- every regular expression is compiled once; the title rules (``mr``, ``st``…) are screened by one search for
+  any of their words, the contraction rules by the apostrophe they all need, and a rule left is tried only when
+  a literal it needs (``n't``…) is in the text (a rule whose literal is absent cannot match);
 - dropping symbols and diacritics is one ``str.translate`` over a table built lazily per character
   (``unicodedata.category`` once per distinct character instead of once per character per call);
 - the number normalizer's word loop is skipped when no word can start or extend a number (no digit and
-  no number word), where it gives its input back unchanged, and runs only over the runs of number words, each
+  no number word, or one number word that comes back as it is when alone, such as "and", and is never next to
+  itself), where it gives its input back unchanged, and runs only over the runs of number words, each
   run's result kept (a pure function of the run: "and", "one", "twenty five" come back again and again);
+- the spelling table is looked up word by word only when one of its words is in the text;
 - the filler, symbol and white-space rules run only when a character they need is in the text;
 - normalized texts are cached by content (a bounded LRU keyed by normalizer and text), so a transcript
   scored against many hypotheses is normalized once.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
@@ -115,6 +119,56 @@ def _literal(pattern: str) -> str:
     return max(re.sub(r"\\b|\$", "\0", pattern).split("\0"), key=len)
 
 
+_WORD_RULE = re.compile(r"\\b(\w+)\\b")
+#: a rule that replaces whole words with whole words: ``\b`` at both ends of the pattern and of its literal
+_BOUNDED_RULE = re.compile(r"\\b\w.*\w\\b")
+
+Rule = tuple[str, "re.Pattern[str]", str]  # (a literal the pattern needs, the pattern, its replacement)
+
+
+@dataclass(frozen=True)
+class _RuleScreen:
+    """Which replacement rules can fire on a text, found with one search instead of one test per rule.
+
+    The whole-word rules (``\\bmr\\b``) are screened together by one alternation of their words: when it finds
+    none, none of them can fire, provided that no other rule before the last of them can make one (checked when
+    the screen is built: each such rule replaces whole words by whole words, none of them a screened word; where
+    that does not hold, every rule is tried). The other rules are tried only when the text holds the apostrophe
+    when each of their literals does (openai-whisper's contractions).
+    """
+
+    rules: tuple[Rule, ...]
+    words: Optional[re.Pattern[str]]  # the whole-word rules' alternation; None: not screened (try every rule)
+    others: tuple[Rule, ...]
+    needs_apostrophe: bool
+
+    @classmethod
+    def of(cls, rules: list[Rule]) -> "_RuleScreen":
+        """The screen of ``rules`` (applied in their order)."""
+        whole = [_WORD_RULE.fullmatch(rule[1].pattern) is not None for rule in rules]
+        words = {rule[0] for rule, is_whole in zip(rules, whole) if is_whole}
+        last = max((i for i, is_whole in enumerate(whole) if is_whole), default=-1)
+        safe = all(
+            _BOUNDED_RULE.fullmatch(pattern.pattern) is not None
+            and re.fullmatch(r"\w(.*\w)?", replacement) is not None
+            and words.isdisjoint(re.findall(r"\w+", replacement))
+            for (_, pattern, replacement), is_whole in zip(rules[:last], whole)
+            if not is_whole
+        )
+        alternation = "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+        screen = re.compile(rf"\b(?:{alternation})\b") if safe and words else None
+        others = tuple(rule for rule, is_whole in zip(rules, whole) if not is_whole)
+        return cls(tuple(rules), screen, others, all("'" in literal for literal, _, _ in others))
+
+    def rules_for(self, text: str) -> tuple[Rule, ...]:
+        """The rules worth trying on ``text``, in their order (every one when a whole-word rule may fire)."""
+        if self.words is None or self.words.search(text) is not None:
+            return self.rules
+        if self.needs_apostrophe and "'" not in text:
+            return ()
+        return self.others
+
+
 class EnglishNormalizer:
     """openai-whisper's ``EnglishTextNormalizer``, compiled (see the module doc)."""
 
@@ -127,8 +181,11 @@ class EnglishNormalizer:
             for pattern, replacement in rules.items()
             if pattern not in NOT_IN_OPENAI_WHISPER
         ]
+        self._screen = _RuleScreen.of(self.replacers)
         self.numbers = EnglishNumberNormalizer()
         self.number_words = frozenset(self.numbers.words)
+        #: number words that, alone between two other words, come back as they are ("and")
+        self.inert_words = frozenset(w for w in self.number_words if self._number_run((w,)) == (w,))
         #: a run of number words as the number normalizer writes it (a pure function of the run; runs repeat:
         #: "and", "one", "twenty five")
         self._run = lru_cache(maxsize=8192)(self._number_run)
@@ -145,7 +202,7 @@ class EnglishNormalizer:
             s = _IGNORE.sub("", s)
         if "'" in s:
             s = _SPACE_APOSTROPHE.sub("'", s)
-        for literal, pattern, replacement in self.replacers:
+        for literal, pattern, replacement in self._screen.rules_for(s):
             if literal in s:
                 s = pattern.sub(replacement, s)
         if "," in s:
@@ -153,8 +210,10 @@ class EnglishNormalizer:
         if "." in s:
             s = _PERIOD.sub(r" \1", s)
         s = unicodedata.normalize("NFKD", s).translate(_ENGLISH_TABLE)
-        s = self._numbers(s)
-        s = " ".join([self.spellings.get(word, word) for word in s.split()])
+        words = self._numbers(s)
+        if not self.spellings.keys().isdisjoint(words):
+            words = [self.spellings.get(word, word) for word in words]
+        s = " ".join(words)
         if "." in s or "$" in s or "¢" in s or "€" in s or "£" in s:
             s = _PREFIX_SYMBOL.sub(r" \1", s)
         if "%" in s:
@@ -163,18 +222,22 @@ class EnglishNormalizer:
             return s
         return _SPACES.sub(" ", s)
 
-    def _numbers(self, s: str) -> str:
-        """openai-whisper's ``EnglishNumberNormalizer``, run only on the runs of words that can be numbers.
+    def _numbers(self, s: str) -> list[str]:
+        """openai-whisper's ``EnglishNumberNormalizer`` (its output's words), run only on the runs of words that
+        can be numbers.
 
         A word that is no number word and holds no digit is yielded as it is, ends any number before it,
         and, as a neighbour, acts like the start or end of the text; so the words between such words
-        are normalized on their own with the same result as in the whole text.
+        are normalized on their own with the same result as in the whole text. Without digits, a text whose
+        only number word is an inert one ("and") that never follows itself comes back as it is.
         """
         s = self._preprocess(s)
         words = s.split()
         digits = _ANY_DIGIT.search(s) is not None
-        if not digits and self.number_words.isdisjoint(words):
-            return " ".join(words)
+        if not digits:
+            found = self.number_words.intersection(words)
+            if not found or (len(found) == 1 and found <= self.inert_words and self._alone(next(iter(found)), words)):
+                return words
         out: list[str] = []
         run: list[str] = []
         for word in words:
@@ -188,7 +251,12 @@ class EnglishNormalizer:
         if run:
             out += self._run(tuple(run))
         s = " ".join(out)
-        return self.numbers.postprocess(s) if _ANY_DIGIT.search(s) is not None else s
+        return (self.numbers.postprocess(s) if _ANY_DIGIT.search(s) is not None else s).split()
+
+    @staticmethod
+    def _alone(word: str, words: list[str]) -> bool:
+        """Whether ``word`` never directly follows itself in ``words`` (a cheap test that may say no wrongly)."""
+        return f"{word} {word}" not in " ".join(words)
 
     def _number_run(self, run: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(w for w in self.numbers.process_words(list(run)) if w is not None)
