@@ -8,6 +8,29 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
+try:
+    import orjson as _orjson
+except ImportError:  # a dependency; without it (a broken install) json reads every line, only slower
+    _orjson = None  # type: ignore[assignment]
+
+
+def parse_json(text: bytes | str) -> Any:
+    """One JSON document (a line of JSON Lines) as Python's ``json.loads`` reads it.
+
+    orjson parses it where it can (a fourth of the time: it counts at a million lines); what orjson refuses and
+    Python's json takes (``NaN``, ``Infinity``, ``1e400``, integers past 64 bits, lone surrogates, all of which
+    ``json.dumps`` can write) is read by json, and a malformed line raises json's ``JSONDecodeError``.
+
+    >>> parse_json(b'{"a": [1, 2.5, null], "a": "last"}'), parse_json("[NaN]")
+    ({'a': 'last'}, [nan])
+    """
+    if _orjson is not None:
+        try:
+            return _orjson.loads(text)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
 
 def write_json_atomic(path: Path, data: Any, indent: Optional[int] = 2) -> None:
     """Write JSON so that a reader sees the old file or the new one, never half of one (temp file, fsync, rename).

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from .digest import sha256_of
 from .gcpause import paused_gc
 from .errors import RunStoreError
-from .files import write_json_atomic
+from .files import parse_json, write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo, identity_differences
 from .scorefile import read_table, write_table
@@ -52,7 +52,7 @@ def _read_json(path: Path) -> dict:
 
 def _parse_line(raw: bytes, path: Path, number: int) -> Prediction:
     try:
-        return Prediction.from_json(json.loads(raw))
+        return Prediction.from_json(parse_json(raw))
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError, KeyError) as exc:
         raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
 
@@ -235,7 +235,11 @@ def _line(pred: Prediction) -> str:
     if data.get("error"):
         data["error"] = redact_text(data["error"])
         data["extra"] = redact(data.get("extra") or {})
-    return json.dumps(data, ensure_ascii=False, default=str) + "\n"
+    return _ENCODER.encode(data) + "\n"
+
+
+#: ``json.dumps(data, ensure_ascii=False, default=str)``, its encoder built once (a line is written per example)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
+from ..files import parse_json
 from ..languages import LanguageError, language_code
 from ..types import Emission, Example, Segment, Transcript, Word
 from .base import Adapter
@@ -53,7 +54,7 @@ def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, O
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = parse_json(line)
             if isinstance(row, dict) and "device" in row and "id" not in row:
                 continue  # the header row (read_device)
             ex_id = str(row["id"])

@@ -7,6 +7,7 @@ import io
 import json
 
 from ..errors import DatasetError
+from ..files import parse_json
 from .records import RawRecord
 
 
@@ -29,7 +30,7 @@ def read_jsonl(path: str) -> list[RawRecord]:
         if not line.strip():
             continue
         try:
-            fields = json.loads(line)
+            fields = parse_json(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path} line {number}: invalid JSON: {exc.msg}") from exc
         if not isinstance(fields, dict):
