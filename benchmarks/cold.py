@@ -75,7 +75,7 @@ def peak():
         out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
 atexit.register(peak)
 from whisperbench.cli import main
-raise SystemExit(main(sys.argv[1:]))
+raise SystemExit(main())  # as the whisperbench command calls it (sys.argv: the arguments)
 """
 
 

@@ -4,6 +4,8 @@ predictions made durable in groups rather than one fsync a line, the dataset of 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -183,3 +185,35 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
     assert summary["transcript_words"] == sum(len(r["text"].split()) for r in rows)
     assert summary["num_examples"] == len(rows) and summary["num_failed"] == 0
     assert open_run(str(tmp_path / "runs" / "killed")).score_table().num_rows == len(rows)
+
+
+def test_the_command_line_freezes_records_built_in_bulk_and_a_caller_of_main_does_not(monkeypatch, tmp_path):
+    """`whisperbench` (argv from the command line) ends each paused build with gc.freeze(): the first collection
+    after it does not rescan what was built; `main(argv)` from a caller (a test, a notebook) leaves the collector
+    as it is."""
+    import gc
+
+    from whisperbench import gcpause
+    from whisperbench.cli import main
+
+    monkeypatch.setattr(gcpause, "_FREEZE", False)
+    main(["runs", "--runs-dir", "/nonexistent-runs"])
+    assert gcpause._FREEZE is False
+    frozen = gc.get_freeze_count()
+    with gcpause.paused_gc():
+        built = [{"n": i} for i in range(1000)]
+    assert gc.get_freeze_count() == frozen  # off: nothing frozen
+    monkeypatch.setattr(gcpause, "_FREEZE", True)
+    try:
+        with gcpause.paused_gc():
+            built += [{"n": i} for i in range(1000)]
+        assert gc.isenabled() and gc.get_freeze_count() >= frozen + 2000
+    finally:
+        gc.unfreeze()
+    probe = (
+        "import sys; from whisperbench import gcpause; from whisperbench.cli import main; "
+        "sys.argv = ['whisperbench', 'runs', '--runs-dir', sys.argv[1]]; code = main(); "
+        "print('FREEZE', gcpause._FREEZE, code)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert "FREEZE True 0" in out.stdout, out.stdout + out.stderr

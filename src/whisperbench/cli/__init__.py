@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from .. import __version__
 from ..errors import WhisperbenchError
+from ..gcpause import freeze_after_pauses
 from ..redact import redact_text
 from ..registry import Registry
 
@@ -170,6 +171,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv``); the exit code (bad input: one line and 2)."""
     if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
         sys.stdout = _PipeSafe(sys.stdout)
+        freeze_after_pauses()  # one command, then exit: records built in bulk are never scanned again
     args = build_parser().parse_args(argv)
     _configure_logging(args.log_level)
     try:
