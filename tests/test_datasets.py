@@ -32,6 +32,19 @@ def test_manifest_paths_are_relative_to_the_manifest_and_hash_is_order_independe
     assert c.content_hash != a.content_hash
 
 
+def test_a_jsonl_transcript_holding_a_line_separator_or_a_crlf_ending_loads_whole(tmp_path):
+    """JSON writers leave U+2028 / U+0085 unescaped (json.dumps with ensure_ascii=False): the row is one line."""
+    import json
+
+    audio = str(BUNDLED / "shortform" / "audio" / "jfk.flac")
+    texts = ["ask not\u2028what your country", "and so\x85my fellow", "plain"]
+    lines = [json.dumps({"id": f"u{i}", "audio": audio, "text": t}, ensure_ascii=False) for i, t in enumerate(texts)]
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(("\r\n".join(lines[:2]) + "\n" + lines[2] + "\n").encode("utf-8"))
+    dataset = load_dataset(str(path)).dataset
+    assert [ex.text for ex in dataset.examples] == texts
+
+
 def test_csv_manifest_with_quoted_newlines_and_commas(tmp_path, tiny_rows):
     audio = BUNDLED / "shortform" / "audio" / "jfk.flac"
     text = 'id,audio,text\njfk,{},"And so, my fellow\nAmericans"\n'.format(audio)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from .digest import sha256_of
 from .gcpause import paused_gc
 from .errors import RunStoreError
-from .files import parse_json, write_json_atomic
+from .files import json_line, parse_json, write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo, identity_differences
 from .scorefile import read_table, write_table
@@ -228,18 +228,14 @@ SYNC_EVERY_LINES = 256
 SYNC_EVERY_S = 1.0
 
 
-def _line(pred: Prediction) -> str:
-    """``pred``'s line of predictions.jsonl (an error's text and extra redacted: an endpoint's error can quote its
-    URL)."""
+def _line(pred: Prediction) -> bytes:
+    """``pred``'s line of predictions.jsonl, UTF-8 (an error's text and extra redacted: an endpoint's error can quote
+    its URL)."""
     data = pred.to_json()
     if data.get("error"):
         data["error"] = redact_text(data["error"])
         data["extra"] = redact(data.get("extra") or {})
-    return _ENCODER.encode(data) + "\n"
-
-
-#: ``json.dumps(data, ensure_ascii=False, default=str)``, its encoder built once (a line is written per example)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+    return json_line(data)
 
 
 @dataclass
@@ -268,7 +264,7 @@ class PredictionWriter:
         lines = [_line(pred) for pred in preds]
         if not lines:
             return
-        data = memoryview("".join(lines).encode("utf-8"))
+        data = memoryview(b"".join(lines))
         while data:  # a regular file takes it whole; a short write (a full disk's last bytes) is finished
             data = data[os.write(self._fd, data) :]
         self._unsynced += len(lines)

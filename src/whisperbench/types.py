@@ -30,7 +30,7 @@ def storable_text(text: str) -> str:
     >>> storable_text("hello \ud83d world") == "hello \ufffd world"
     True
     """
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)  # isascii: a flag CPython keeps
 
 
 def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "word") -> Optional[str]:

@@ -70,10 +70,14 @@ def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, O
 def _rows_with(path: str, keys: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, row) of the lines of ``path`` that mention one of ``keys`` (as JSON writers spell a key);
     the others are not parsed."""
+    needles = [f'"{key}"' for key in keys]
     with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if any(f'"{key}"' in line for key in keys):
-                yield number, json.loads(line)
+        text = fh.read()
+    if not any(needle in text for needle in needles):  # the usual file: hypotheses only, no line to parse
+        return
+    for number, line in enumerate(text.split("\n"), start=1):  # as the file's lines (splitlines also cuts at U+2028)
+        if any(needle in line for needle in needles):
+            yield number, parse_json(line)
 
 
 def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]]]]:

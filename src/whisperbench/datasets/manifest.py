@@ -22,11 +22,12 @@ def _decode(path: str, data: bytes) -> str:
 
 
 def read_jsonl(path: str) -> list[RawRecord]:
-    """One JSON object per line; blank lines are skipped."""
+    """One JSON object per line; blank lines are skipped. Lines end at ``\n`` only: a transcript may hold U+2028 or
+    another character ``str.splitlines`` would cut at (JSON writers leave them unescaped)."""
     with open(path, "rb") as fh:
         text = _decode(path, fh.read())
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # a "\r" left at a line's end is JSON white space
         if not line.strip():
             continue
         try:
