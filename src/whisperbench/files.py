@@ -7,7 +7,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 try:
     import orjson as _orjson
@@ -26,7 +26,22 @@ def parse_json(text: bytes | str) -> Any:
     >>> parse_json(b'{"a": [1, 2.5, null], "a": "last"}'), parse_json("[NaN]")
     ({'a': 'last'}, [nan])
     """
-    if _orjson is not None and not _long_number(text):
+    return _fast_json(text) if not _long_number(text) else json.loads(text)
+
+
+def json_lines_parser(whole: bytes | str) -> Callable[[bytes | str], Any]:
+    r"""A :func:`parse_json` for the lines of ``whole`` (a JSON Lines file's text), the file looked at once for
+    19 digits in a row instead of each line (a tenth of a line's parse, which counts at a million lines).
+
+    >>> parse = json_lines_parser(b'{"n": 1}\n{"n": 2}\n'); parse(b'{"n": 2}')
+    {'n': 2}
+    """
+    return parse_json if _long_number(whole) else _fast_json
+
+
+def _fast_json(text: bytes | str) -> Any:
+    """orjson's parse, else json's (a text with 19 digits in a row goes to :func:`parse_json`, not here)."""
+    if _orjson is not None:
         try:
             return _orjson.loads(text)
         except _orjson.JSONDecodeError:

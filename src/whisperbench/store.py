@@ -15,14 +15,14 @@ import time
 from functools import cached_property
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ContextManager, Iterable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional
 
 import pyarrow.compute as pc
 
 from .digest import sha256_of
 from .gcpause import paused_gc
 from .errors import RunStoreError
-from .files import json_line, parse_json, write_json_atomic
+from .files import json_line, json_lines_parser, parse_json, write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo, identity_differences
 from .scorefile import read_table, write_table
@@ -50,9 +50,9 @@ def _read_json(path: Path) -> dict:
         raise RunStoreError(f"cannot read {path}: {exc}") from exc
 
 
-def _parse_line(raw: bytes, path: Path, number: int) -> Prediction:
+def _parse_line(raw: bytes, path: Path, number: int, parse: Callable[[bytes], Any] = parse_json) -> Prediction:
     try:
-        return Prediction.from_json(parse_json(raw))
+        return Prediction.from_json(parse(raw))
     except (UnicodeDecodeError, json.JSONDecodeError, TypeError, AttributeError, KeyError) as exc:
         raise RunStoreError(f"{path} line {number}: malformed prediction ({exc})") from exc
 
@@ -135,11 +135,12 @@ class RunStore:
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
         by_id: dict[str, Prediction] = {}
+        parse = json_lines_parser(complete)
         with paused_gc():  # a million lines: see whisperbench.gcpause
             for number, raw in enumerate(complete.splitlines(), start=1):
                 if not raw.strip():
                     continue
-                pred = _parse_line(raw, path, number)
+                pred = _parse_line(raw, path, number, parse)
                 by_id[pred.id] = pred
         return list(by_id.values())
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
-from ..files import parse_json
+from ..files import json_lines_parser, parse_json
 from ..languages import LanguageError, language_code
 from ..types import Emission, Example, Segment, Transcript, Word
 from .base import Adapter
@@ -47,14 +47,15 @@ def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, O
     table: dict[str, tuple[str, Optional[str]]] = {}
     try:
         with open(path, encoding="utf-8") as fh:
-            lines = list(fh)
+            text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise WhisperbenchError(f"cannot read hypotheses file {path}: {exc}") from exc
-    for number, line in enumerate(lines, start=1):
+    parse = json_lines_parser(text)
+    for number, line in enumerate(text.split("\n"), start=1):  # the file's lines (newlines read as "\n")
         if not line.strip():
             continue
         try:
-            row = parse_json(line)
+            row = parse(line)
             if isinstance(row, dict) and "device" in row and "id" not in row:
                 continue  # the header row (read_device)
             ex_id = str(row["id"])

@@ -7,7 +7,7 @@ import io
 import json
 
 from ..errors import DatasetError
-from ..files import parse_json
+from ..files import json_lines_parser
 from .records import RawRecord
 
 
@@ -27,11 +27,12 @@ def read_jsonl(path: str) -> list[RawRecord]:
     with open(path, "rb") as fh:
         text = _decode(path, fh.read())
     records = []
+    parse = json_lines_parser(text)
     for number, line in enumerate(text.split("\n"), start=1):  # a "\r" left at a line's end is JSON white space
         if not line.strip():
             continue
         try:
-            fields = parse_json(line)
+            fields = parse(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path} line {number}: invalid JSON: {exc.msg}") from exc
         if not isinstance(fields, dict):
