@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import Any, Iterable, Optional
 
 from ..errors import DatasetError
@@ -42,6 +43,7 @@ _NAME_HINTS = {
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm", ".aac", ".aiff", ".sph")
 
 
+@lru_cache(maxsize=256)  # asked four times a row
 def keys_for(role: str, columns: ColumnMap) -> tuple[str, ...]:
     """The columns read for ``role``: the mapped one alone, else its usual names in order."""
     mapped = getattr(columns, role)

@@ -211,7 +211,7 @@ class Metric:
         failed: list[int] = []
         for example in examples:
             try:
-                rows.append({str(k): _finite(v) for k, v in dict(self.per_example(example)).items()})
+                rows.append(_row(self.per_example(example)))
             except Exception as exc:  # a plug-in's bug fails this example's value, never the run
                 if not failed:
                     logger.warning(
@@ -276,6 +276,12 @@ def _floats(values: Union[Sequence[Optional[float]], np.ndarray]) -> np.ndarray:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _row(values: Mapping[str, Any]) -> dict[str, Optional[float]]:
+    """A kernel's ``{column: number}`` as floats (None for a missing number; see :func:`_finite`)."""
+    items = values.items() if type(values) is dict else dict(values).items()
+    return {key if type(key) is str else str(key): _finite(value) for key, value in items}
 
 
 def _finite(value: Any) -> Optional[float]:

@@ -231,9 +231,8 @@ class EnglishNormalizer:
         are normalized on their own with the same result as in the whole text. Without digits, a text whose
         only number word is an inert one ("and") that never follows itself comes back as it is.
         """
-        s = self._preprocess(s)
+        s, digits = self._preprocess(s)
         words = s.split()
-        digits = _ANY_DIGIT.search(s) is not None
         if not digits:
             found = self.number_words.intersection(words)
             if not found or (len(found) == 1 and found <= self.inert_words and self._alone(next(iter(found)), words)):
@@ -261,16 +260,18 @@ class EnglishNormalizer:
     def _number_run(self, run: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(w for w in self.numbers.process_words(list(run)) if w is not None)
 
-    def _preprocess(self, s: str) -> str:
+    def _preprocess(self, s: str) -> tuple[str, bool]:
+        """The number normalizer's ``preprocess`` of ``s``, and whether the result holds a digit (found once)."""
         if "half" in s:
-            return str(self.numbers.preprocess(s))
+            s = str(self.numbers.preprocess(s))
+            return s, _ANY_DIGIT.search(s) is not None
         if not s.strip():
-            return ""
+            return "", False
         if _ANY_DIGIT.search(s) is None:
-            return s
-        s = _LETTER_DIGIT.sub(r"\1 \2", s)
+            return s, False
+        s = _LETTER_DIGIT.sub(r"\1 \2", s)  # these move digits, never remove one
         s = _DIGIT_LETTER.sub(r"\1 \2", s)
-        return _DIGIT_SUFFIX.sub(r"\1\2", s)
+        return _DIGIT_SUFFIX.sub(r"\1\2", s), True
 
 
 class BasicNormalizer:
