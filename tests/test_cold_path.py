@@ -239,7 +239,7 @@ _JSON_VALUES = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(_JSON_VALUES)
 def test_a_line_written_and_read_through_orjson_reads_back_as_json_writes_and_reads_it(value):
-    """files.json_line / parse_json (orjson where it gives the same, json elsewhere) against json itself: the same
+    """files.json_line and parse_json (orjson where it reads the same, json elsewhere) against json itself: the same
     value back, NaN and infinities, integers past 64 bits, tuples and integer keys included."""
     import numpy as np
 
