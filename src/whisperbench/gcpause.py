@@ -15,9 +15,9 @@ def freeze_after_pauses(on: bool = True) -> None:
     and everything older) are never scanned by the collector again, though reference counting still frees them.
 
     The command line turns it on for its one command: without it, the first collection after building a million
-    records scans all of them (0.3 s of a 100k-pair ``score``, more at a million). A long-lived process that
-    imports whisperbench keeps the default (off): there, cyclic garbage alive at a pause's end would never be
-    collected.
+    records scans all of them (about 0.7 s of a 100k-pair ``score``, measured old against new; more at a million).
+    A long-lived process that imports whisperbench keeps the default (off): there, cyclic garbage alive at a pause's
+    end would never be collected.
     """
     global _FREEZE
     _FREEZE = on
