@@ -352,7 +352,7 @@ def score_request(
         model=str(Path(hypotheses).resolve()),
         dataset=str(dataset),
         runs_dir=str(runs_dir),
-        decoding=DecodingOptions(),
+        decoding=DecodingOptions(threads=1),  # nothing decodes: no 0.2 s sampling of the machine's load for threads
         retry_failed=True,
         warmup=False,
         **settings,

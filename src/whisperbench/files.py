@@ -66,8 +66,10 @@ def _long_number(text: bytes | str) -> bool:
     return "0000000000000000000" in text.translate(_DIGITS)
 
 
-#: ``json.dumps(data, ensure_ascii=False, default=str)``, its encoder built once
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+#: ``json.dumps(data, ensure_ascii=False, default=str)``, its encoder built once; not checking for circular
+#: references (a line is a tree of plain values: a cycle would end in RecursionError instead of ValueError) saves
+#: 2 of its 7 µs a prediction line
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
 
 
 def json_line(data: Any) -> bytes:

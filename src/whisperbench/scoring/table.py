@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..types import Prediction, WordCounts
+from ..types import ExampleScore, Prediction, WordCounts
 from .hallucination import stored_measures
+from .normalize import normalize
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
 from .summary import in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
@@ -67,9 +68,19 @@ def scored_table(
     if not in_parallel(len(predictions), workers):
         scored = rescored_all(predictions, normalizer)
         return scored, _table(scored)
+    _warm(normalizer)
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
-    scored = [pred.with_score(score) for pred, score in zip(predictions, (s for part in parts for s in part[0]))]
+    scores = (ExampleScore.unpacked(packed) for part in parts for packed in part[0])
+    scored = [pred.with_score(score) for pred, score in zip(predictions, scores)]
     return scored, _joined([part[1] for part in parts])
+
+
+def _warm(normalizer: str) -> None:
+    """Build here, once, what each forked worker would otherwise build on its own: the normalizer, and pandas,
+    which pyarrow imports on the first array it makes from Python objects (about 0.2 s of CPU a process; this
+    process needs it anyway to read the joined table)."""
+    normalize("", normalizer)
+    pa.array([], pa.int64())
 
 
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
@@ -89,7 +100,7 @@ def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int
     """One worker's part of :func:`scored_table`: the scores of ``predictions[start:stop]`` and their table."""
     predictions, normalizer = shared
     scored = [rescored(pred, normalizer) for pred in predictions[start:stop]]
-    return [pred.score for pred in scored], _table(scored)
+    return [pred.scored().packed() for pred in scored], _table(scored)
 
 
 def _table(scored: Sequence[Prediction]) -> pa.Table:
