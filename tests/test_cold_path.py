@@ -144,8 +144,9 @@ def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_h
 
 
 def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_doubled(tmp_path, tiny_rows):
-    """``score`` of 20,000 pairs is killed (SIGKILL) while it writes predictions, then run again: every example is
-    stored once, and the figures are those of one uninterrupted run (checked against jiwer-independent counts)."""
+    """``score`` of 20,000 pairs is killed (SIGKILL) while it writes predictions (no process of it is left, its
+    helper scoring ahead included), then run again: every example is stored once, and the figures are those of one
+    uninterrupted run (checked against jiwer-independent counts)."""
     import os
     import subprocess
     import sys
@@ -176,6 +177,7 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
     kill_9_when(command("killed"), lambda: predictions.exists() and predictions.stat().st_size > 200_000, env=env)
     written = predictions.read_bytes().count(b"\n")
     assert 0 < written < len(rows)
+    assert not _left_running(str(hypotheses))  # the helper scoring its pairs ahead died with it
 
     resumed = subprocess.run(command("killed"), capture_output=True, text=True, env=env, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
@@ -187,6 +189,21 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
     assert summary["transcript_words"] == sum(len(r["text"].split()) for r in rows)
     assert summary["num_examples"] == len(rows) and summary["num_failed"] == 0
     assert open_run(str(tmp_path / "runs" / "killed")).score_table().num_rows == len(rows)
+
+
+def _left_running(marker: str, wait_s: float = 10.0) -> list:
+    """The processes whose command line holds ``marker``, once ``wait_s`` has passed while any still does."""
+    import time
+
+    import psutil
+
+    def running() -> list:
+        return [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+
+    deadline = time.monotonic() + wait_s
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return running()
 
 
 def test_the_command_line_freezes_records_built_in_bulk_and_a_caller_of_main_does_not(monkeypatch, tmp_path):

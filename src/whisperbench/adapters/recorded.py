@@ -13,7 +13,7 @@ import math
 import os
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -232,6 +232,11 @@ class RecordedAdapter(Adapter):
             f"{len(unknown)} id(s) in {self.model} are not in the dataset and are ignored: "
             f"{', '.join(unknown[:10])}{' …' if len(unknown) > 10 else ''}"
         ]
+
+    def outputs_known(self, examples: Sequence[Example]) -> Optional[list[Optional[str]]]:
+        """Each example's hypothesis in the file (None where it has none)."""
+        rows = read_rows(self.model)
+        return [rows[example.id][0] if example.id in rows else None for example in examples]
 
     def load(self) -> None:
         self.rows = read_rows(self.model)

@@ -14,7 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Optional
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager, Optional
 
 from ..adapters import DecodingOptions
 from ..adapters.base import FROM_DATASET, Adapter
@@ -25,9 +26,11 @@ from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions
 from ..scoring import choose_normalizer
+from ..scoring import prescore
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import checked_options, stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
+from ..scoring.summary import in_parallel, score_texts
 from ..store import RunStore, safe_run_name
 from ..types import ColumnMap, Dataset, Example, Prediction
 from .backends import BACKENDS
@@ -244,15 +247,17 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        with store.open_for_append() as writer:
-            for bad in invalid_now:
-                invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
-            if todo:
-                if begin is not None:
-                    begin()  # the model loads now: a resume with nothing to compute never says so
-                report = BACKENDS[run.info.backend or request.backend](_job(run, request)).run(todo, writer, progress)
-        summary = _finalize(run, store, todo, request, report, load_before, kept, old)
+        with _scores_ahead(run, todo):  # on the core the loop leaves idle, until the end's scoring starts
+            with store.open_for_append() as writer:
+                for bad in invalid_now:
+                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                    writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
+                if todo:
+                    if begin is not None:
+                        begin()  # the model loads now: a resume with nothing to compute never says so
+                    backend = BACKENDS[run.info.backend or request.backend](_job(run, request))
+                    report = backend.run(todo, writer, progress)
+            summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(
             store,
@@ -284,6 +289,16 @@ class _Resolved:
     @property
     def dataset(self) -> Dataset:
         return self.checked.dataset
+
+
+def _scores_ahead(run: _Resolved, todo: list[Example]) -> ContextManager[Any]:
+    """The pairs of the outputs the adapter knows before it runs (a recorded file) scored by a helper process while
+    the run is written (:mod:`whisperbench.scoring.prescore`); only where the end's scoring would take a pool."""
+    known = run.adapter.outputs_known(todo) if in_parallel(len(todo), None) and prescore.available() else None
+    if not known:
+        return nullcontext()
+    pairs = [(ex.text, text, ex.language) for ex, text in zip(todo, known) if text is not None]
+    return prescore.ScoresAhead(pairs, run.normalizer, True, score_texts)
 
 
 def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
@@ -458,6 +473,7 @@ def _finalize(
     missing = [i for i in ids if i not in stored]
     if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
         raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
+    prescore.collect()  # the helper scoring ahead reaped first: its CPU is this run's, not another process's
     busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
     if kept and old is not None:  # measured by the invocation that computed the examples
         busy = old.machine_load

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..languages import cer_text, headline_metric
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
+from . import prescore
 from .normalize import normalize
 from .wer import align, align_characters
 
@@ -41,15 +42,24 @@ def score_example(pred: Prediction, normalizer: str, characters: bool = True) ->
     >>> score.words, round(score.wer, 1), score.normalizer
     (WordCounts(hits=1, substitutions=1, deletions=0, insertions=0), 50.0, 'basic')
     """
-    return _scores(
+    return score_texts(
         pred.transcript, pred.hypothesis if pred.status == "ok" else None, pred.language_label, normalizer, characters
     )
 
 
-def _scores(
+def score_texts(
     transcript: str, hypothesis: Optional[str], language: Optional[str], normalizer: str, characters: bool
 ) -> ExampleScore:
-    """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis)."""
+    """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis). A pair scored
+    ahead (:mod:`whisperbench.scoring.prescore`) is taken as it was scored.
+
+    >>> score_texts("Hello there.", "hello bear", None, "english", True).words
+    WordCounts(hits=1, substitutions=1, deletions=0, insertions=0)
+    """
+    if hypothesis is not None:
+        ahead = prescore.lookup((transcript, hypothesis, language), normalizer, characters)
+        if ahead is not None:
+            return ExampleScore.unpacked(ahead)
     transcript_norm = normalize(transcript, normalizer)
     hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
     chars = align_characters(cer_text(transcript_norm, language), cer_text(hyp_norm, language)) if characters else None
@@ -103,6 +113,7 @@ def map_ranges(fn: Callable[[Any, int, int], Any], shared: Any, count: int, work
     on ``workers`` processes when ``count`` is worth it (:func:`in_parallel`), else one call here. Forked workers
     read ``shared`` from the memory they inherit (nothing pickled: e.g. memory-mapped tables and row indices);
     spawned ones (where the system cannot fork) get it pickled with each range."""
+    prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
     if not in_parallel(count, workers):
         return [fn(shared, 0, count)]
     global _SHARED

@@ -1,0 +1,117 @@
+"""Scoring ahead (``whisperbench.scoring.prescore``): a recorded run's pairs scored by a helper process while the
+run is written. The figures must be those of scoring at the end, to the last digit, and counted independently."""
+
+from __future__ import annotations
+
+import functools
+import json
+import multiprocessing
+import random
+
+import jiwer
+import pytest
+
+from whisperbench import api
+from whisperbench.scoring import normalize, prescore
+from whisperbench.scoring.summary import PARALLEL_MIN, score_texts
+from whisperbench.store import open_run
+
+pytestmark = pytest.mark.skipif(not prescore.available(), reason="scoring ahead needs fork (not on this system)")
+
+PAIRS = [
+    ("Mr. Smith paid $5 for 2 apples.", "mister smith paid five dollars for two apples", None),
+    ("It's colour, isn't it?", "its color isnt it", None),
+    ("語言識別，準確率", "语言识别准确率", "zh"),
+    ("Guten Tag, Frau Müller.", "guten tag frau muller", "de"),
+    ("one two three", "", None),
+]
+
+
+def test_a_pair_scored_ahead_is_the_pair_scored_now_and_only_that_pair():
+    alone = [score_texts(t, h, language, "english", True) for t, h, language in PAIRS]
+    with prescore.ScoresAhead(PAIRS, "english", True, score_texts):
+        assert prescore.collect(finish=True) == len(PAIRS)
+        assert [score_texts(t, h, language, "english", True) for t, h, language in PAIRS] == alone
+        assert all(prescore.lookup(pair, "english", True) is not None for pair in PAIRS)
+        transcript, hypothesis, language = PAIRS[0]
+        for other in ((transcript, hypothesis + " x", language), (transcript, hypothesis, "en")):
+            assert prescore.lookup(other, "english", True) is None  # another text or language: never its score
+        assert prescore.lookup(PAIRS[0], "basic", True) is None  # another normalizer: never
+        assert prescore.lookup(PAIRS[0], "english", False) is None
+    assert prescore.lookup(PAIRS[0], "english", True) is None  # forgotten when the run ends
+
+
+def test_the_helper_is_gone_when_the_run_fails_and_collect_without_one_takes_nothing():
+    pairs = PAIRS * 5000  # longer than the with-block lasts
+    with pytest.raises(RuntimeError):
+        with prescore.ScoresAhead(pairs, "english", True, score_texts):
+            assert len(multiprocessing.active_children()) == 1
+            raise RuntimeError("the run failed")
+    assert multiprocessing.active_children() == []
+    assert prescore.collect() == 0 and prescore.lookup(PAIRS[0], "english", True) is None
+
+
+def _pairs_files(tmp_path, tiny_rows, count: int):
+    """A manifest of ``count`` distinct transcripts (one audio file) and hypotheses with random word edits; every
+    50th hypothesis has spaces around it (the harness strips them: scored at the end, not ahead), one is missing."""
+    from tests.conftest import BUNDLED
+
+    rng = random.Random(5)
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    words = [w.strip(",.") for row in tiny_rows for w in row["text"].split()]
+    rows, hyps = [], []
+    for i in range(count):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) + f" {i}."
+        hyp = [w if rng.random() > 0.1 else rng.choice(words) for w in text.split() if rng.random() > 0.05]
+        rows.append({"id": f"u{i:05d}", "audio": audio, "text": text})
+        if i != 7:
+            hyps.append({"id": f"u{i:05d}", "hypothesis": (" %s " if i % 50 == 0 else "%s") % " ".join(hyp)})
+    manifest, hypotheses = tmp_path / "manifest.jsonl", tmp_path / "hyps.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    hypotheses.write_text("".join(json.dumps(h) + "\n" for h in hyps), encoding="utf-8")
+    return manifest, hypotheses, rows, {h["id"]: h["hypothesis"] for h in hyps}
+
+
+def test_a_score_with_pairs_scored_ahead_has_the_figures_of_one_without(tmp_path, tiny_rows, monkeypatch):
+    """Every pair scored ahead (the helper finishes before the end's scoring takes them), against the same run
+    with no helper: the same summary and score table; the counts equal jiwer's on the normalized texts."""
+    manifest, hypotheses, rows, hyps = _pairs_files(tmp_path, tiny_rows, PARALLEL_MIN + 1000)
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    taken: list[int] = []
+    collect = prescore.collect
+
+    def finished_collect(finish: bool = False) -> int:
+        taken.append(collect(finish=True))
+        return taken[-1]
+
+    monkeypatch.setattr(prescore, "collect", finished_collect)
+    ahead = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="ahead")
+    monkeypatch.setattr(prescore, "available", lambda: False)
+    at_end = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="at-end")
+    assert taken[0] == len(rows) - 1  # every hypothesis the file has, the missing one excepted
+    assert prescore.lookup(("x", "x", None), "english", True) is None  # nothing kept after the run
+
+    timeless = functools.partial(
+        _without, keys=("wall_s", "harness_overhead_pct", "peak_rss_mb", "load_s", "first_result_s")
+    )
+    assert ahead.summary is not None and at_end.summary is not None
+    assert timeless(ahead.summary.to_dict()) == timeless(at_end.summary.to_dict())
+    tables = [open_run(str(tmp_path / "runs" / name)).score_table() for name in ("ahead", "at-end")]
+    assert tables[0].drop_columns(["infer_s", "cpu_s"]).equals(tables[1].drop_columns(["infer_s", "cpu_s"]))
+
+    present = [r for r in rows if r["id"] in hyps]
+    counted = jiwer.process_words([normalize(r["text"]) for r in present], [normalize(hyps[r["id"]]) for r in present])
+    missing = len(normalize(rows[7]["text"]).split())  # the example without a hypothesis: every word deleted
+    summary = ahead.summary
+    assert summary is not None
+    assert (summary.hits, summary.substitutions, summary.deletions, summary.insertions) == (
+        counted.hits,
+        counted.substitutions,
+        counted.deletions + missing,
+        counted.insertions,
+    )
+    assert summary.num_failed == 1
+
+
+def _without(record: dict, keys: tuple[str, ...]) -> dict:
+    return {k: v for k, v in record.items() if k not in keys}
