@@ -42,13 +42,20 @@ def test_a_pair_scored_ahead_is_the_pair_scored_now_and_only_that_pair():
 
 
 def test_the_helper_is_gone_when_the_run_fails_and_collect_without_one_takes_nothing():
-    pairs = PAIRS * 5000  # longer than the with-block lasts
+    pairs = PAIRS * 50_000  # longer than the with-block lasts
     with pytest.raises(RuntimeError):
         with prescore.ScoresAhead(pairs, "english", True, score_texts):
             assert len(multiprocessing.active_children()) == 1
             raise RuntimeError("the run failed")
     assert multiprocessing.active_children() == []
     assert prescore.collect() == 0 and prescore.lookup(PAIRS[0], "english", True) is None
+
+
+def test_a_helper_stopped_at_once_leaves_nothing_and_the_run_goes_on():
+    """Stopped before its first chunk, perhaps before it starts: no score kept, no error, no process left."""
+    with prescore.ScoresAhead(PAIRS * 50_000, "english", True, score_texts):
+        assert prescore.collect() >= 0
+    assert prescore.lookup(PAIRS[0], "english", True) is None and multiprocessing.active_children() == []
 
 
 def _pairs_files(tmp_path, tiny_rows, count: int):
