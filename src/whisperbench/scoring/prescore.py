@@ -75,8 +75,8 @@ class ScoresAhead:
     def __exit__(self, *exc: object) -> None:
         global _RUNNING
         if _RUNNING is self:
-            self.stop()
             _RUNNING = None
+        self.stop()  # its own helper, even where another one started since (runs in threads of one process)
         _MEMO.pop(self.key, None)
 
     def _work(self, parent_pid: int, by_signal: bool) -> None:
