@@ -6,7 +6,10 @@ from __future__ import annotations
 import functools
 import json
 import multiprocessing
+import os
 import random
+import signal
+import time
 
 import jiwer
 import pytest
@@ -56,6 +59,22 @@ def test_a_helper_stopped_at_once_leaves_nothing_and_the_run_goes_on():
     with prescore.ScoresAhead(PAIRS * 50_000, "english", True, score_texts):
         assert prescore.collect() >= 0
     assert prescore.lookup(PAIRS[0], "english", True) is None and multiprocessing.active_children() == []
+
+
+def test_a_helper_killed_midway_costs_the_run_nothing_but_its_unfinished_chunk(caplog):
+    """Fault injection: the helper killed (as the kernel's OOM killer would) while it scores; what it finished is
+    kept, a warning says so, and every kept score is the one scored now."""
+    pairs = [(f"word {i} here", f"word {i} there", None) for i in range(200_000)]
+    with prescore.ScoresAhead(pairs, "english", True, score_texts) as ahead:
+        time.sleep(0.5)
+        os.kill(ahead._process.pid, signal.SIGKILL)
+        taken = prescore.collect()
+        assert 0 < taken < len(pairs) and "exit code -9" in caplog.text
+        kept = [pair for pair in pairs if prescore.lookup(pair, "english", True) is not None]
+        assert len(kept) == taken
+        for pair in kept[:: max(1, len(kept) // 50)]:
+            ahead_score = score_texts(*pair, "english", True)
+            assert ahead_score == score_texts(pair[0], pair[1], "de", "english", True)  # "de": not in the memo
 
 
 def _pairs_files(tmp_path, tiny_rows, count: int):

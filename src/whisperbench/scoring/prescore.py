@@ -101,21 +101,36 @@ class ScoresAhead:
         if not finish:
             self._stop.set()
         self._process.join()
+        if self._process.exitcode:  # killed (out of memory…) or failed: the end's scoring does the rest
+            log.warning("the helper scoring ahead ended with exit code %s", self._process.exitcode)
         self._process = None
-        memo = _MEMO.setdefault(self.key, {})
         self._out.seek(0)
-        taken = 0
-        while True:
-            try:
-                start, packed = pickle.load(self._out)
-            except EOFError:
-                break
-            memo.update(zip(self.pairs[start : start + len(packed)], packed))
-            taken += len(packed)
+        taken = read_scores(self._out, self.pairs, _MEMO.setdefault(self.key, {}))
         self._out.close()
         self._out = None
         log.debug("scored ahead: %d of %d pairs", taken, len(self.pairs))
         return taken
+
+
+def read_scores(out: IO[bytes], pairs: Sequence[Pair], memo: dict[Pair, tuple[Any, ...]]) -> int:
+    """Take the helper's chunks of packed scores from ``out`` into ``memo``; how many pairs they hold. A chunk cut
+    short (the helper killed while it wrote) ends the reading: only whole chunks count.
+
+    >>> import io
+    >>> out, memo = io.BytesIO(), {}
+    >>> pickle.dump((0, [("packed",)]), out); pickle.dump((1, [("cut",)]), out)
+    >>> cut, start = out.truncate(out.tell() - 3), out.seek(0)
+    >>> read_scores(out, [("a", "b", None), ("c", "d", None)], memo), memo
+    (1, {('a', 'b', None): ('packed',)})
+    """
+    taken = 0
+    while True:
+        try:
+            start, packed = pickle.load(out)
+        except (EOFError, pickle.UnpicklingError):
+            return taken
+        memo.update(zip(pairs[start : start + len(packed)], packed))
+        taken += len(packed)
 
 
 def collect(finish: bool = False) -> int:
