@@ -78,8 +78,12 @@ def score_predictions(
     machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (forked workers read the
     predictions they inherit and give back scores: :func:`map_ranges`)."""
     parts = map_ranges(_score_range, (predictions, normalizer, characters), len(predictions), workers)
-    scores = [ExampleScore.unpacked(packed) for part in parts for packed in part]
-    return [pred.with_score(score) for pred, score in zip(predictions, scores)]
+    return with_packed(predictions, (packed for part in parts for packed in part))
+
+
+def with_packed(predictions: Iterable[Prediction], packed: Iterable[tuple[Any, ...]]) -> list[Prediction]:
+    """``predictions`` in order, each with the score a worker sent back packed (:meth:`ExampleScore.packed`)."""
+    return [pred.with_score(ExampleScore.unpacked(values)) for pred, values in zip(predictions, packed)]
 
 
 def in_parallel(count: int, workers: Optional[int]) -> bool:

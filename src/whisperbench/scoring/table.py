@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..types import ExampleScore, Prediction, WordCounts
+from ..types import Prediction, WordCounts
 from .hallucination import stored_measures
 from .normalize import normalize
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import in_parallel, map_ranges, rescored, rescored_all
+from .summary import in_parallel, map_ranges, rescored, rescored_all, with_packed
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -70,8 +70,7 @@ def scored_table(
         return scored, _table(scored)
     _warm(normalizer)
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
-    scores = (ExampleScore.unpacked(packed) for part in parts for packed in part[0])
-    scored = [pred.with_score(score) for pred, score in zip(predictions, scores)]
+    scored = with_packed(predictions, (packed for part in parts for packed in part[0]))
     return scored, _joined([part[1] for part in parts])
 
 
