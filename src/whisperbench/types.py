@@ -443,7 +443,20 @@ class Prediction:
     def from_json(cls, data: dict[str, Any]) -> "Prediction":
         """A prediction from one ``predictions.jsonl`` line (fields it lacks take their defaults; unknown ones go
         to ``extra``), unscored: the score fields that lines stored by earlier versions carry are dropped, never
-        trusted (every score is computed afresh from the raw output)."""
+        trusted (every score is computed afresh from the raw output).
+
+        >>> line = Prediction("a", "Hi.", "hi", extra={"k": 1}).to_json()
+        >>> Prediction.from_json(line) == Prediction("a", "Hi.", "hi", extra={"k": 1})
+        True
+        """
+        extra = data.get("extra")
+        if data.keys() == _RAW_FIELDS and type(extra) is dict and extra.keys().isdisjoint(_EARLIER_EXTRA):
+            pred = object.__new__(cls)  # a line as this version writes it (nearly all): its fields as they are
+            pred.__dict__.update(data)
+            pred.score = None
+            if pred.segments is not None or pred.words is not None:
+                pred.refuse_bad_times()
+            return pred
         raw = {k: v for k, v in data.items() if k not in SCORE_FIELDS}
         _read_earlier_versions(raw)
         if not raw.keys() <= _RAW_FIELDS:
@@ -467,7 +480,7 @@ def _read_earlier_versions(raw: dict[str, Any]) -> None:
         if old in raw:
             raw.setdefault(new, raw.pop(old))
     extra = raw.get("extra")
-    if isinstance(extra, dict) and extra.keys() & {"language", "reference_segments", "reference_words"}:
+    if isinstance(extra, dict) and not extra.keys().isdisjoint(_EARLIER_EXTRA):
         extra = raw["extra"] = dict(extra)
         if "language" in extra:
             raw.setdefault("detected_language", extra.pop("language"))
@@ -478,6 +491,8 @@ def _read_earlier_versions(raw: dict[str, Any]) -> None:
 
 _RAW_ORDER = tuple(f.name for f in dataclasses.fields(Prediction) if f.name != "score")
 _RAW_FIELDS = frozenset(_RAW_ORDER)
+#: keys of ``extra`` that lines written by earlier versions hold (:func:`_read_earlier_versions`)
+_EARLIER_EXTRA = frozenset({"language", "reference_segments", "reference_words"})
 
 
 #: the roles a dataset column can play (``--audio-column`` …); audio and text are required, id and language optional

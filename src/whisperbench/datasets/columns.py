@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 from ..errors import DatasetError
 from ..types import COLUMN_ROLES, ColumnMap
@@ -43,11 +43,29 @@ _NAME_HINTS = {
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm", ".aac", ".aiff", ".sph")
 
 
-@lru_cache(maxsize=256)  # asked four times a row
+@lru_cache(maxsize=256)
 def keys_for(role: str, columns: ColumnMap) -> tuple[str, ...]:
     """The columns read for ``role``: the mapped one alone, else its usual names in order."""
     mapped = getattr(columns, role)
     return (mapped,) if mapped else USUAL_NAMES[role]
+
+
+class RowKeys(NamedTuple):
+    """The columns read for each role (:func:`keys_for`), looked up once for a whole dataset."""
+
+    audio: tuple[str, ...]
+    text: tuple[str, ...]
+    id: tuple[str, ...]
+    language: tuple[str, ...]
+
+
+def row_keys(columns: ColumnMap) -> RowKeys:
+    """:func:`keys_for` of every role.
+
+    >>> row_keys(ColumnMap(text="words")).text, row_keys(ColumnMap()).id[:2]
+    (('words',), ('id', 'utt_id'))
+    """
+    return RowKeys(*(keys_for(role, columns) for role in RowKeys._fields))
 
 
 def option_of(role: str) -> str:

@@ -12,7 +12,17 @@ from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
 from .audio_facts import AudioFacts, audio_facts
-from .columns import AUDIO_KEYS, ID_KEYS, LANGUAGE_KEYS, TEXT_KEYS, check_columns, columns_found, keys_for
+from .columns import (
+    AUDIO_KEYS,
+    ID_KEYS,
+    LANGUAGE_KEYS,
+    TEXT_KEYS,
+    RowKeys,
+    check_columns,
+    columns_found,
+    keys_for,
+    row_keys,
+)
 from .timing import attach_timing
 
 __all__ = [
@@ -75,31 +85,35 @@ def record_id(record: RawRecord, columns: ColumnMap = ColumnMap()) -> Optional[s
 def record_to_example(record: RawRecord, base_dir: Optional[str], columns: ColumnMap = ColumnMap()) -> Example:
     """Map aliased (or ``columns``' mapped) columns onto an Example; raises DatasetError naming the row when a
     field is missing."""
-    fields = dict(record.fields)
-    audio_keys, text_keys = keys_for("audio", columns), keys_for("text", columns)
-    audio_key, audio = _first(fields, audio_keys)
+    return _to_example(record, base_dir, row_keys(columns))
+
+
+def _to_example(record: RawRecord, base_dir: Optional[str], keys: RowKeys) -> Example:
+    """:func:`record_to_example` with each role's columns looked up once per dataset (``keys``), not per row."""
+    fields = record.fields
+    audio_key, audio = _first(fields, keys.audio)
     if audio is None:
-        raise DatasetError(f"{record.origin}: no audio field (one of {', '.join(audio_keys)})")
+        raise DatasetError(f"{record.origin}: no audio field (one of {', '.join(keys.audio)})")
     if isinstance(audio, dict):  # Hugging Face Audio(decode=False): {"bytes": ..., "path": ...}
         audio = audio.get("bytes") or audio.get("path")
     if isinstance(audio, str) and base_dir and not os.path.isabs(audio):
         audio = os.path.normpath(os.path.join(base_dir, audio))
-    id_key, ex_id = _first(fields, keys_for("id", columns))
+    id_key, ex_id = _first(fields, keys.id)
     if ex_id is None:
         if not isinstance(audio, str):
-            raise DatasetError(f"{record.origin}: no id field (one of {', '.join(keys_for('id', columns))})")
+            raise DatasetError(f"{record.origin}: no id field (one of {', '.join(keys.id)})")
         ex_id = os.path.splitext(os.path.basename(audio))[0]
-    text_key, text = _first(fields, text_keys)
-    if text_key is None and not any(k in fields for k in text_keys):
-        raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(text_keys)})")
+    text_key, text = _first(fields, keys.text)
+    if text_key is None and not any(k in fields for k in keys.text):
+        raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(keys.text)})")
     duration = fields.get("duration_s", fields.get("duration"))
-    language_key, label = _first(fields, keys_for("language", columns))
+    language_key, label = _first(fields, keys.language)
     try:
         language = language_code(label) if label is not None else None
     except LanguageError as exc:
         raise DatasetError(f"{record.origin} (id {ex_id}): {exc}") from None
     used = {audio_key, id_key, text_key, language_key, "duration_s", "duration"}
-    extra = {k: v for k, v in fields.items() if k not in used and k not in text_keys}
+    extra = {k: v for k, v in fields.items() if k not in used and k not in keys.text}
     attach_timing(extra, base_dir, record.origin, str(ex_id))  # ground-truth segments / words, checked
     return Example(
         id=str(ex_id),
@@ -163,7 +177,8 @@ def _check_example(
         return f"{origin} (id {example.id}): audio {example.audio_label} has no samples"
     example.duration_s = info.duration_s
     for key in ("segments", "words"):  # ground-truth times past the audio's end cannot be right
-        problem = times_problem(example.extra.get(key) or [], info.duration_s, key[:-1])
+        items = example.extra.get(key)
+        problem = times_problem(items, info.duration_s, key[:-1]) if items else None
         if problem:
             return f"{origin} (id {example.id}): true {key}: {problem}"
     return None
@@ -215,10 +230,10 @@ def build_dataset(
     problems: list[str] = []
     invalid: list[Invalid] = []
     parsed: list[tuple[Example, str]] = []
-    facts = _FileFacts()
+    facts, keys = _FileFacts(), row_keys(columns)
     for record in records:
         try:
-            parsed.append((record_to_example(record, base_dir, columns), record.origin))
+            parsed.append((_to_example(record, base_dir, keys), record.origin))
         except DatasetError as exc:
             problems.append(str(exc))
             _, row_id = _first(record.fields, keys_for("id", columns))

@@ -24,10 +24,13 @@ from ..errors import DatasetError
 
 SEGMENT_TIERS = ("utterances", "utterance", "segments", "segment", "sentences", "sentence", "phrases", "phrase")
 WORD_TIERS = ("words", "word")
+_TIMING_KEYS = ("timing", "segments", "words")
 
 
 def attach_timing(extra: dict[str, Any], base_dir: Optional[str], origin: str, example_id: str) -> None:
     """Check the row's ``segments`` / ``words`` and read its ``timing`` file into them (in place)."""
+    if extra.keys().isdisjoint(_TIMING_KEYS):  # most rows: nothing to check
+        return
     where = f"{origin} (id {example_id})"
     file = extra.pop("timing", None)
     if file:

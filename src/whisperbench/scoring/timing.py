@@ -314,6 +314,8 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     pooled: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}
     ok = [p for p in scored if p.status == "ok"]
     for pred in ok:
+        if pred.segments is None and pred.words is None:  # no predicted time: nothing to measure (most runs)
+            continue
         for key, errors in example_timing(pred, context.normalizer).items():
             pooled[key] += errors
     stored = {"segments": sum(p.segments is not None for p in ok), "words": sum(p.words is not None for p in ok)}
