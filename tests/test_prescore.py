@@ -98,19 +98,28 @@ def _pairs_files(tmp_path, tiny_rows, count: int):
     return manifest, hypotheses, rows, {h["id"]: h["hypothesis"] for h in hyps}
 
 
+def _finishing_collect(monkeypatch) -> tuple[list[int], set]:
+    """Make every collect wait until the helper has scored all it reads; what it took, and the (normalizer,
+    characters) keys the memo holds then."""
+    taken: list[int] = []
+    keys: set = set()
+    collect = prescore.collect
+
+    def finished_collect(finish: bool = False) -> int:
+        taken.append(collect(finish=True))
+        keys.update(prescore._MEMO)
+        return taken[-1]
+
+    monkeypatch.setattr(prescore, "collect", finished_collect)
+    return taken, keys
+
+
 def test_a_score_with_pairs_scored_ahead_has_the_figures_of_one_without(tmp_path, tiny_rows, monkeypatch):
     """Every pair scored ahead (the helper finishes before the end's scoring takes them), against the same run
     with no helper: the same summary and score table; the counts equal jiwer's on the normalized texts."""
     manifest, hypotheses, rows, hyps = _pairs_files(tmp_path, tiny_rows, PARALLEL_MIN + 1000)
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
-    taken: list[int] = []
-    collect = prescore.collect
-
-    def finished_collect(finish: bool = False) -> int:
-        taken.append(collect(finish=True))
-        return taken[-1]
-
-    monkeypatch.setattr(prescore, "collect", finished_collect)
+    taken, _ = _finishing_collect(monkeypatch)
     ahead = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="ahead")
     monkeypatch.setattr(prescore, "available", lambda: False)
     at_end = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="at-end")
@@ -140,3 +149,39 @@ def test_a_score_with_pairs_scored_ahead_has_the_figures_of_one_without(tmp_path
 
 def _without(record: dict, keys: tuple[str, ...]) -> dict:
     return {k: v for k, v in record.items() if k not in keys}
+
+
+def test_a_helper_reading_the_files_that_guessed_the_normalizer_wrong_changes_nothing(tmp_path, tiny_rows, monkeypatch):
+    """The helper started before the dataset loads reads the manifest itself and picks the normalizer from its
+    first rows' languages (English here); the rows after them are German, so the run takes the basic normalizer:
+    none of the helper's scores may be used, and the figures are those of a run without a helper."""
+    manifest, hypotheses, rows, _ = _pairs_files(tmp_path, tiny_rows, PARALLEL_MIN + 1000)
+    for i, row in enumerate(rows):
+        row["language"] = "en" if i < 2 * prescore.CHUNK else "de"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    taken, keys = _finishing_collect(monkeypatch)
+    guessed = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="guessed")
+    assert guessed.summary is not None and guessed.summary.normalizer == "basic"
+    assert taken[0] == len(rows) - 1  # every pair the file has scored ahead…
+    assert keys == {("english", True)}  # …with the normalizer guessed: no score the run looks up (basic) is there
+    monkeypatch.setattr(prescore, "available", lambda: False)
+    plain = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="plain")
+    measured = ("wall_s", "harness_overhead_pct", "peak_rss_mb", "load_s", "first_result_s")
+    keys = (*measured, "rtfx_reliable", "rtfx_unreliable_why")
+    assert plain.summary is not None
+    assert _without(guessed.summary.to_dict(), keys) == _without(plain.summary.to_dict(), keys)
+
+
+def test_a_manifest_the_helper_cannot_read_fails_the_run_as_before_and_leaves_no_helper(
+    tmp_path, tiny_rows, monkeypatch
+):
+    """A bad line late in a large manifest: the helper's reading fails quietly, the run says which line, and no
+    process is left behind."""
+    manifest, hypotheses, rows, _ = _pairs_files(tmp_path, tiny_rows, PARALLEL_MIN + 1000)
+    with open(manifest, "a", encoding="utf-8") as fh:
+        fh.write('{"id": "broken", "audio": \n')
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(api.WhisperbenchError, match=rf"line {len(rows) + 1}: invalid JSON"):
+        api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="broken")
+    assert multiprocessing.active_children() == [] and not prescore.running()

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ..gcpause import paused_gc
 from ..errors import DatasetError
-from ..types import ColumnMap, Form
+from ..types import ColumnMap, Example, Form
 from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
-from .records import Checked, Invalid, build_dataset, content_hash, infer_form, record_id
+from .records import Checked, Invalid, build_dataset, content_hash, infer_form, record_id, record_to_example
 
 __all__ = [
     "load_dataset",
+    "unchecked_examples",
     "column_values",
     "from_hf_dataset",
     "bundled_datasets",
@@ -106,6 +107,30 @@ def _manifest_path(spec: str) -> str:
             raise DatasetError(f"{path}: folder has none of {', '.join(MANIFEST_NAMES + AUDIOFOLDER_NAMES)}")
         return existing[0]
     return path
+
+
+def unchecked_examples(
+    spec: str, limit: Optional[int] = None, columns: ColumnMap = ColumnMap(), chunk: int = 1000
+) -> Iterator[list[Example]]:
+    """The examples of a manifest (not ``hf:``), ``chunk`` rows at a time, as :func:`load_dataset` maps them, without
+    its checks (a row it cannot map is left out; no audio is opened, no duplicate looked for): what a helper
+    scoring ahead reads while the dataset itself loads (``whisperbench.harness.ahead``).
+
+    >>> first = next(unchecked_examples("tiny-shortform", limit=2))
+    >>> [ex.id for ex in first], first[0].text[:24]
+    (['jfk', '1089-134691-0001'], 'And so my fellow America')
+    """
+    manifest = _manifest_path(spec)
+    records = read_manifest(manifest)[:limit]
+    base_dir = os.path.dirname(os.path.abspath(manifest))
+    for start in range(0, len(records), chunk):
+        examples = []
+        for record in records[start : start + chunk]:
+            try:
+                examples.append(record_to_example(record, base_dir, columns))
+            except DatasetError:
+                continue  # the load names it; nothing to score ahead
+        yield examples
 
 
 def column_values(spec: str, column: str) -> dict[str, Any]:

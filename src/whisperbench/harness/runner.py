@@ -14,8 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import nullcontext
-from typing import Any, Callable, ContextManager, Optional
+from typing import Any, Callable, Optional
 
 from ..adapters import DecodingOptions
 from ..adapters.base import FROM_DATASET, Adapter
@@ -28,74 +27,20 @@ from ..machine import package_versions
 from ..scoring import choose_normalizer
 from ..scoring import prescore
 from ..scoring.figures import summarize_with_table
-from ..scoring.metrics import checked_options, stored_options
+from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
-from ..scoring.summary import in_parallel, score_texts
 from ..store import RunStore, safe_run_name
-from ..types import ColumnMap, Dataset, Example, Prediction
+from ..types import Dataset, Example, Prediction
+from .ahead import scores_ahead_for
+from .request import RunRequest
 from .backends import BACKENDS
 from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from . import ray_env
-from .longform import LongFormConfig
-from .retry import DEFAULT_ATTEMPTS, RetryPolicy
+from .retry import RetryPolicy
 from .spec import AdapterSpec
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunRequest:
-    """Everything that defines a run (the CLI's ``run`` arguments)."""
-
-    adapter: str
-    model: str
-    dataset: str
-    runs_dir: str = "runs"
-    name: Optional[str] = None
-    decoding: DecodingOptions = field(default_factory=DecodingOptions)
-    limit: Optional[int] = None
-    workers: int = 1
-    skip_invalid: bool = False
-    retry_failed: bool = False
-    normalizer: Optional[str] = None
-    form: Optional[str] = None
-    dataset_name: Optional[str] = None
-    columns: ColumnMap = field(default_factory=ColumnMap)  # which manifest column holds what (--audio-column …)
-    label: Optional[str] = None
-    variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
-    refresh: bool = False  # adapters that cache results (API references) bypass their cache
-    warmup: bool = True
-    #: after the examples, close the model and load it once more in this process, timed (``load_warm_s``: imports
-    #: done, weights in the page cache); in-process runs only
-    warm_load: bool = False
-    overwrite: bool = False
-    long_form: LongFormConfig = field(default_factory=LongFormConfig)  # how long-form audio reaches the adapter
-    isolate: bool = False  # run the adapter in a child process: a native crash fails one example
-    timeout_s: Optional[float] = None  # per adapter call; a child that does not answer in time is killed
-    backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
-    address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
-    runtime_env: Optional[str] = None  # ray: the workers' runtime_env, JSON or a JSON/YAML file (harness/ray_env.py)
-    ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers (values never stored)
-    attempts: int = DEFAULT_ATTEMPTS  # tries per example whose worker dies, on every backend (harness/retry.py)
-    #: options of the registered metrics, e.g. {"hallucination": {"burst_words": 4}} (``--threshold``)
-    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        """Counts and limits a run cannot mean: refused before anything is stored."""
-        bad = [
-            f"{name} {value} (at least {least})"
-            for name, value, least in (
-                ("workers", self.workers, 1),
-                ("limit", self.limit, 1),
-                ("timeout_s", self.timeout_s, 0.001),
-                ("attempts", self.attempts, 1),
-            )
-            if value is not None and value < least
-        ]
-        if bad:
-            raise OptionError(f"run: {', '.join(bad)}")
-        self.metric_options = checked_options(self.metric_options)  # typed, unknown names refused
 
 
 @dataclass
@@ -247,7 +192,7 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        with _scores_ahead(run, todo):  # on the core the loop leaves idle, until the end's scoring starts
+        with scores_ahead_for(run.adapter, todo, run.normalizer):  # on the core the loop leaves idle
             with store.open_for_append() as writer:
                 for bad in invalid_now:
                     invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
@@ -289,16 +234,6 @@ class _Resolved:
     @property
     def dataset(self) -> Dataset:
         return self.checked.dataset
-
-
-def _scores_ahead(run: _Resolved, todo: list[Example]) -> ContextManager[Any]:
-    """The pairs of the outputs the adapter knows before it runs (a recorded file) scored by a helper process while
-    the run is written (:mod:`whisperbench.scoring.prescore`); only where the end's scoring would take a pool."""
-    known = run.adapter.outputs_known(todo) if in_parallel(len(todo), None) and prescore.available() else None
-    if not known:
-        return nullcontext()
-    pairs = [(ex.text, text, ex.language) for ex, text in zip(todo, known) if text is not None]
-    return prescore.ScoresAhead(pairs, run.normalizer, True, score_texts)
 
 
 def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:

@@ -6,6 +6,10 @@ lines back); on a machine with two cores the other one waits until the scoring p
 wait: it scores the pairs in order, a chunk at a time, until it is told to stop, which is when the end's scoring
 begins (:func:`collect`, called before the pool forks, so the workers inherit what it did).
 
+The pairs come from memory (known when the run starts) or from a source that the helper itself reads (the
+manifest and the hypotheses file, before the dataset is loaded: the loading is one process's work too); each chunk
+goes back with its pairs, so the end's scoring finds a score by the texts alone.
+
 What it gives is a memo of a pure function, ``kernel(transcript, hypothesis, language, normalizer, characters)``
 (:func:`whisperbench.scoring.summary.score_texts`), keyed by every argument: a prediction whose texts are not the
 ones expected (a failed example, a text the harness changed) is scored at the end like any other. The figures are
@@ -20,7 +24,7 @@ import multiprocessing
 import os
 import pickle
 import tempfile
-from typing import IO, Any, Callable, Optional, Sequence
+from typing import IO, Any, Callable, Iterable, Optional, Sequence
 
 from ..supervise import die_with_parent, started_from_main_thread
 
@@ -30,6 +34,8 @@ log = logging.getLogger(__name__)
 Pair = tuple[str, str, Optional[str]]
 #: pairs the helper scores between two looks at its stop signal (about 50 ms of work)
 CHUNK = 1000
+#: what a helper scores, read in the helper: chunks of (normalizer, pairs), each pair scored with that normalizer
+Source = Callable[[], Iterable[tuple[str, Sequence[Pair]]]]
 
 #: the scores taken in from the helper: ``{(normalizer, characters): {pair: packed score}}``
 _MEMO: dict[tuple[str, bool], dict[Pair, tuple[Any, ...]]] = {}
@@ -45,6 +51,7 @@ def available() -> bool:
 class ScoresAhead:
     """A helper process scoring ``pairs`` with ``kernel`` (returning an object with ``packed()``), used as a context:
     on entry it starts; :func:`collect` (or the exit) stops it and keeps what it scored; the exit forgets it all.
+    :meth:`reading` makes one whose pairs the helper reads itself.
 
     >>> from whisperbench.scoring.summary import score_texts
     >>> with ScoresAhead([("Hello there.", "hello bear", None)], "english", True, score_texts):
@@ -56,10 +63,20 @@ class ScoresAhead:
     """
 
     def __init__(self, pairs: Sequence[Pair], normalizer: str, characters: bool, kernel: Callable[..., Any]) -> None:
-        self.pairs, self.key, self.kernel = pairs, (normalizer, characters), kernel
+        self.source: Source = lambda: ((normalizer, pairs[i : i + CHUNK]) for i in range(0, len(pairs), CHUNK))
+        self.characters, self.kernel = characters, kernel
         self._out: Optional[IO[bytes]] = None
         self._process: Any = None
         self._stop: Any = None
+        self._normalizers: set[str] = set()
+
+    @classmethod
+    def reading(cls, source: Source, characters: bool, kernel: Callable[..., Any]) -> "ScoresAhead":
+        """A helper whose pairs ``source`` gives, called in the helper (it may read files: this process goes on
+        meanwhile); a source that fails ends the helper quietly (the end's scoring does the rest)."""
+        ahead = cls([], "", characters, kernel)
+        ahead.source = source
+        return ahead
 
     def __enter__(self) -> "ScoresAhead":
         global _RUNNING
@@ -76,61 +93,76 @@ class ScoresAhead:
         global _RUNNING
         if _RUNNING is self:
             _RUNNING = None
-        self.stop()  # its own helper, even where another one started since (runs in threads of one process)
-        _MEMO.pop(self.key, None)
+        self.stop(now=exc[0] is not None)  # its own, even where another started since (threads of one process)
+        for normalizer in self._normalizers:
+            _MEMO.pop((normalizer, self.characters), None)
 
     def _work(self, parent_pid: int, by_signal: bool) -> None:
-        """The helper: score the pairs in order, appending each chunk's packed scores to the shared file."""
+        """The helper: score the source's pairs in order, appending each chunk (its normalizer, pairs and packed
+        scores) to the shared file."""
         die_with_parent(parent_pid, by_signal)  # a killed run leaves no helper behind (holding its lock's file)
         gc.disable()  # nothing it makes lives in a cycle; it exits when told to stop
-        normalizer, characters = self.key
         assert self._out is not None
-        for start in range(0, len(self.pairs), CHUNK):
-            if self._stop.is_set():
-                break
-            chunk = self.pairs[start : start + CHUNK]
-            packed = [self.kernel(t, h, language, normalizer, characters).packed() for t, h, language in chunk]
-            pickle.dump((start, packed), self._out, protocol=pickle.HIGHEST_PROTOCOL)
-            self._out.flush()
+        try:
+            for normalizer, pairs in self.source():
+                if self._stop.is_set():
+                    break
+                packed = [self.kernel(t, h, lang, normalizer, self.characters).packed() for t, h, lang in pairs]
+                pickle.dump((normalizer, pairs, packed), self._out, protocol=pickle.HIGHEST_PROTOCOL)
+                self._out.flush()
+        except Exception as exc:  # a source that cannot be read: the run itself says why, the end scores it all
+            log.debug("scoring ahead stopped: %s: %s", type(exc).__name__, exc)
 
-    def stop(self, finish: bool = False) -> int:
-        """Stop the helper (it ends the chunk it is on; ``finish``: it scores every pair first), keep what it
-        scored; how many pairs that is."""
+    def stop(self, finish: bool = False, now: bool = False) -> int:
+        """Stop the helper (it ends the chunk it is on; ``finish``: it scores every pair first; ``now``: killed,
+        the run failed), keep what it scored; how many pairs that is."""
         if self._process is None or self._out is None:
             return 0
-        if not finish:
+        if now:
+            self._process.kill()
+        elif not finish:
             self._stop.set()
         self._process.join()
-        if self._process.exitcode:  # killed (out of memory…) or failed: the end's scoring does the rest
+        if self._process.exitcode and not now:  # killed (out of memory…) or failed: the end's scoring does the rest
             log.warning("the helper scoring ahead ended with exit code %s", self._process.exitcode)
         self._process = None
         self._out.seek(0)
-        taken = read_scores(self._out, self.pairs, _MEMO.setdefault(self.key, {}))
+        taken = read_scores(self._out, self.characters, self._normalizers)
         self._out.close()
         self._out = None
-        log.debug("scored ahead: %d of %d pairs", taken, len(self.pairs))
+        log.debug("scored ahead: %d pairs", taken)
         return taken
 
 
-def read_scores(out: IO[bytes], pairs: Sequence[Pair], memo: dict[Pair, tuple[Any, ...]]) -> int:
-    """Take the helper's chunks of packed scores from ``out`` into ``memo``; how many pairs they hold. A chunk cut
-    short (the helper killed while it wrote) ends the reading: only whole chunks count.
+def read_scores(out: IO[bytes], characters: bool, normalizers: Optional[set[str]] = None) -> int:
+    """Take the helper's chunks of packed scores from ``out`` into the memo (``normalizers`` gets each chunk's);
+    how many pairs they hold. A chunk cut short (the helper killed while it wrote) ends the reading: only whole
+    chunks count.
 
     >>> import io
-    >>> out, memo = io.BytesIO(), {}
-    >>> pickle.dump((0, [("packed",)]), out); pickle.dump((1, [("cut",)]), out)
+    >>> out = io.BytesIO()
+    >>> pickle.dump(("basic", [("a", "b", None)], [("packed",)]), out)
+    >>> pickle.dump(("basic", [("c", "d", None)], [("cut",)]), out)
     >>> cut, start = out.truncate(out.tell() - 3), out.seek(0)
-    >>> read_scores(out, [("a", "b", None), ("c", "d", None)], memo), memo
-    (1, {('a', 'b', None): ('packed',)})
+    >>> read_scores(out, True), lookup(("a", "b", None), "basic", True), lookup(("c", "d", None), "basic", True)
+    (1, ('packed',), None)
+    >>> _MEMO.clear()
     """
     taken = 0
     while True:
         try:
-            start, packed = pickle.load(out)
+            normalizer, pairs, packed = pickle.load(out)
         except (EOFError, pickle.UnpicklingError):
             return taken
-        memo.update(zip(pairs[start : start + len(packed)], packed))
+        _MEMO.setdefault((normalizer, characters), {}).update(zip(pairs, packed))
+        if normalizers is not None:
+            normalizers.add(normalizer)
         taken += len(packed)
+
+
+def running() -> bool:
+    """Whether a helper is scoring ahead now (a second one would only share its core)."""
+    return _RUNNING is not None
 
 
 def collect(finish: bool = False) -> int:

@@ -1,0 +1,67 @@
+"""What defines a run: :class:`RunRequest` (the CLI's ``run`` arguments), checked when it is made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..adapters import DecodingOptions
+from ..errors import OptionError
+from ..scoring.metrics import checked_options
+from ..types import ColumnMap
+from .longform import LongFormConfig
+from .retry import DEFAULT_ATTEMPTS
+
+
+@dataclass
+class RunRequest:
+    """Everything that defines a run (the CLI's ``run`` arguments)."""
+
+    adapter: str
+    model: str
+    dataset: str
+    runs_dir: str = "runs"
+    name: Optional[str] = None
+    decoding: DecodingOptions = field(default_factory=DecodingOptions)
+    limit: Optional[int] = None
+    workers: int = 1
+    skip_invalid: bool = False
+    retry_failed: bool = False
+    normalizer: Optional[str] = None
+    form: Optional[str] = None
+    dataset_name: Optional[str] = None
+    columns: ColumnMap = field(default_factory=ColumnMap)  # which manifest column holds what (--audio-column …)
+    label: Optional[str] = None
+    variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
+    refresh: bool = False  # adapters that cache results (API references) bypass their cache
+    warmup: bool = True
+    #: after the examples, close the model and load it once more in this process, timed (``load_warm_s``: imports
+    #: done, weights in the page cache); in-process runs only
+    warm_load: bool = False
+    overwrite: bool = False
+    long_form: LongFormConfig = field(default_factory=LongFormConfig)  # how long-form audio reaches the adapter
+    isolate: bool = False  # run the adapter in a child process: a native crash fails one example
+    timeout_s: Optional[float] = None  # per adapter call; a child that does not answer in time is killed
+    backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
+    address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
+    runtime_env: Optional[str] = None  # ray: the workers' runtime_env, JSON or a JSON/YAML file (harness/ray_env.py)
+    ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers (values never stored)
+    attempts: int = DEFAULT_ATTEMPTS  # tries per example whose worker dies, on every backend (harness/retry.py)
+    #: options of the registered metrics, e.g. {"hallucination": {"burst_words": 4}} (``--threshold``)
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Counts and limits a run cannot mean: refused before anything is stored."""
+        bad = [
+            f"{name} {value} (at least {least})"
+            for name, value, least in (
+                ("workers", self.workers, 1),
+                ("limit", self.limit, 1),
+                ("timeout_s", self.timeout_s, 0.001),
+                ("attempts", self.attempts, 1),
+            )
+            if value is not None and value < least
+        ]
+        if bad:
+            raise OptionError(f"run: {', '.join(bad)}")
+        self.metric_options = checked_options(self.metric_options)  # typed, unknown names refused
