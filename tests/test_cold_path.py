@@ -23,6 +23,43 @@ def one_file_manifest(tmp_path, tiny_rows):
     return path, rows
 
 
+def test_many_files_not_cached_yet_are_read_on_every_core_and_cached_at_once(tmp_path, tiny_rows, monkeypatch):
+    """A fresh runner's cache and 600 distinct files (links to the bundled clips, one of them no audio at all): the
+    facts computed in worker processes are each file's own (soundfile and hashlib asked directly), the bad file is
+    one invalid example named with its reason, and every good file is cached for the next command."""
+    import hashlib
+    import sqlite3
+
+    import soundfile
+
+    from tests.conftest import BUNDLED
+    from whisperbench.datasets import audio_facts as facts_module
+    from whisperbench.datasets import load_dataset
+
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(facts_module, "_memo", {})
+    monkeypatch.setattr(facts_module, "_connection", None)
+    clips = [BUNDLED / "shortform" / row["audio"] for row in tiny_rows]
+    rows = []
+    for i in range(facts_module.FORKED_MIN + 100):
+        link = tmp_path / f"clip{i}.flac"
+        link.symlink_to(clips[i % len(clips)])
+        rows.append({"id": f"u{i}", "audio": str(link), "text": "words"})
+    (tmp_path / "clip7.flac").unlink()
+    (tmp_path / "clip7.flac").write_text("not audio", encoding="utf-8")
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    checked = load_dataset(str(manifest), skip_invalid=True)
+    assert [bad.id for bad in checked.invalid] == ["u7"] and "unreadable audio" in checked.invalid[0].reason
+    for example in checked.dataset.examples[::50]:
+        info = soundfile.info(example.audio)
+        assert example.duration_s == info.frames / info.samplerate
+        with open(example.audio, "rb") as fh:
+            assert example.extra["audio_sha256"] == hashlib.sha256(fh.read()).hexdigest()
+    with sqlite3.connect(tmp_path / "cache" / "audio-facts.sqlite") as cache:
+        assert cache.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == len(rows) - 1
+
+
 def test_a_manifest_pointing_at_one_file_opens_and_hashes_it_once(one_file_manifest, monkeypatch, tmp_path):
     from whisperbench.datasets import audio_facts as facts_module
     from whisperbench.datasets import load_dataset
@@ -48,6 +85,9 @@ def test_a_manifest_pointing_at_one_file_opens_and_hashes_it_once(one_file_manif
     looked_up = []  # the load asks for a path's facts once (not a stat and a lookup per row, twice)
     monkeypatch.setattr(
         records, "audio_facts", lambda source: looked_up.append(source) or facts_module.audio_facts(source)
+    )
+    monkeypatch.setattr(  # the load asks for every distinct file at once
+        records, "audio_facts_of", lambda paths: looked_up.extend(paths) or facts_module.audio_facts_of(paths)
     )
     path, rows = one_file_manifest
     checked = load_dataset(str(path))

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..errors import AudioError, DatasetError
 from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
-from .audio_facts import AudioFacts, audio_facts
+from .audio_facts import AudioFacts, audio_facts, audio_facts_of
 from .columns import (
     AUDIO_KEYS,
     ID_KEYS,
@@ -141,6 +141,12 @@ class _FileFacts:
     def __init__(self) -> None:
         self._known: dict[str, AudioFacts | AudioError | None] = {}
 
+    def prefetch(self, sources: Iterable[str | bytes]) -> None:
+        """Look up the facts of every distinct existing file among ``sources`` at once (those not cached yet
+        computed on several threads: :func:`audio_facts_of`)."""
+        paths = [s for s in dict.fromkeys(sources) if isinstance(s, str) and s not in self._known and os.path.exists(s)]
+        self._known.update(audio_facts_of(paths))
+
     def __call__(self, audio: str | bytes) -> Optional[AudioFacts]:
         """The facts of ``audio``; None for a path that does not exist; an unreadable file: AudioError."""
         if not isinstance(audio, str):
@@ -245,6 +251,7 @@ def build_dataset(
         origins.setdefault(ex.id, []).append(origin)
     valid: list[Example] = []
     duplicates_reported: set[str] = set()
+    facts.prefetch(ex.audio for ex, _ in parsed)  # a fresh machine's many files: on several threads at once
     for example, origin in parsed:
         if counts[example.id] > 1:
             if example.id not in duplicates_reported:

@@ -77,6 +77,7 @@ def score_predictions(
     """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
     machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (forked workers read the
     predictions they inherit and give back scores: :func:`map_ranges`)."""
+    prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
     parts = map_ranges(_score_range, (predictions, normalizer, characters), len(predictions), workers)
     return with_packed(predictions, (packed for part in parts for packed in part))
 
@@ -86,9 +87,10 @@ def with_packed(predictions: Iterable[Prediction], packed: Iterable[tuple[Any, .
     return [pred.with_score(ExampleScore.unpacked(values)) for pred, values in zip(predictions, packed)]
 
 
-def in_parallel(count: int, workers: Optional[int]) -> bool:
-    """Whether ``count`` items are worth a pool of ``workers`` processes (default: one per core)."""
-    return (workers or os.cpu_count() or 1) >= 2 and count >= PARALLEL_MIN
+def in_parallel(count: int, workers: Optional[int], minimum: int = PARALLEL_MIN) -> bool:
+    """Whether ``count`` items (at least ``minimum`` are worth it) call for a pool of ``workers`` processes (default:
+    one per core)."""
+    return (workers or os.cpu_count() or 1) >= 2 and count >= minimum
 
 
 #: the most items one worker call takes: a forked worker scoring ranges of 125,000 predictions slowed from 86 to
@@ -112,13 +114,18 @@ def _ranges(count: int, workers: int) -> list[tuple[int, int]]:
 _SHARED: Any = None
 
 
-def map_ranges(fn: Callable[[Any, int, int], Any], shared: Any, count: int, workers: Optional[int] = None) -> list[Any]:
+def map_ranges(
+    fn: Callable[[Any, int, int], Any],
+    shared: Any,
+    count: int,
+    workers: Optional[int] = None,
+    minimum: int = PARALLEL_MIN,
+) -> list[Any]:
     """``fn(shared, start, stop)`` over consecutive ranges of ``range(count)`` (:func:`_ranges`), results in order;
-    on ``workers`` processes when ``count`` is worth it (:func:`in_parallel`), else one call here. Forked workers
-    read ``shared`` from the memory they inherit (nothing pickled: e.g. memory-mapped tables and row indices);
-    spawned ones (where the system cannot fork) get it pickled with each range."""
-    prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
-    if not in_parallel(count, workers):
+    on ``workers`` processes when ``count`` is worth it (:func:`in_parallel` with ``minimum``), else one call here.
+    Forked workers read ``shared`` from the memory they inherit (nothing pickled: e.g. memory-mapped tables and row
+    indices); spawned ones (where the system cannot fork) get it pickled with each range."""
+    if not in_parallel(count, workers, minimum):
         return [fn(shared, 0, count)]
     global _SHARED
     workers = workers or os.cpu_count() or 1

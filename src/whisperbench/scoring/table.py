@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
 from .hallucination import stored_measures
+from . import prescore
 from .normalize import normalize
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
 from .summary import in_parallel, map_ranges, rescored, rescored_all, with_packed
@@ -69,6 +70,7 @@ def scored_table(
         scored = rescored_all(predictions, normalizer)
         return scored, _table(scored)
     _warm(normalizer)
+    prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
     scored = with_packed(predictions, (packed for part in parts for packed in part[0]))
     return scored, _joined([part[1] for part in parts])
