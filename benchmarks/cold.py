@@ -2,6 +2,7 @@
 ``compare``, ``compare --json``, ``report`` — each a fresh ``whisperbench`` process on runs written moments
 before, nothing cached but what the commands themselves keep (the audio-facts cache, which a CI runner starts
 without: it is emptied first). Each step's wall time and peak RSS (VmHWM of that process, read at its exit),
+``score`` again on as many distinct audio files as rows (the cache empty, then full: :func:`distinct_files`),
 and ``score``'s end to end time per pair against the naive loop (openai-whisper's normalizer +
 ``jiwer.process_words`` per pair) on the same pairs, counts checked equal to the last digit.
 Called by ``benchmarks/scoring.py --cold``.
@@ -132,6 +133,37 @@ def at_size(n: int, texts: list[str], tmp: Path, naive) -> dict:
     return {"n": n, "naive_s": naive_s, "counts": totals, "wer": summary["wer"], **steps}
 
 
+#: the largest size at which ``score`` is also timed on as many distinct audio files as rows (links to the bundled
+#: clip: hashing 100k files' bytes would take most of a run), the audio-facts cache empty then full
+DISTINCT_MAX = 10_000
+
+
+def distinct_files(n: int, texts: list[str], tmp: Path) -> dict:
+    """``score`` (candidate) of ``n`` rows, each its own audio file (a link to the bundled clip under its own path):
+    first with the audio-facts cache empty, as a fresh CI runner has it (every file read, its header parsed, its
+    bytes hashed), then again with it full (a second command on the same set)."""
+    folder = tmp / f"files-{n}"
+    refs, _, cand_hyps = pairs_for(texts, n, seed=n)
+    write_inputs(folder, refs, cand_hyps, cand_hyps)
+    links = folder / "audio"
+    links.mkdir()
+    rows = [json.loads(line) for line in (folder / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
+    with open(folder / "manifest.jsonl", "w", encoding="utf-8") as fh:
+        for row in rows:
+            (links / f"{row['id']}.flac").symlink_to(TINY_AUDIO)
+            fh.write(json.dumps(row | {"audio": str(links / f"{row['id']}.flac")}) + "\n")
+    env = dict(os.environ, XDG_CACHE_HOME=str(folder / "cache"))
+    args = commands(folder)["score candidate"]
+    empty = timed(args, env, folder)
+    shutil.rmtree(folder / "runs")
+    full = timed(args, env, folder)
+    shutil.rmtree(folder)
+    for row in (empty, full):
+        if row["code"] != 0:
+            raise SystemExit(f"score on {n} distinct files exited {row['code']}: {row['stderr']}")
+    return {"cache empty": empty, "cache full": full}
+
+
 def report(result: dict) -> None:
     n, score_s = result["n"], result["score candidate"]["seconds"]
     h, s, d, i = result["counts"]
@@ -147,6 +179,12 @@ def report(result: dict) -> None:
             f"peak RSS {row['peak_mb']:7,.0f} MiB  exit {row['code']}",
             flush=True,
         )
+    for name, row in result.get("distinct files", {}).items():
+        print(
+            f"    score, {n:,} files, {name}: {row['seconds']:6.2f} s  {1e6 * row['seconds'] / n:7.1f} µs/file  "
+            f"exit {row['code']}",
+            flush=True,
+        )
 
 
 def run(sizes: list[int], texts: list[str], tmp: Path, naive) -> list[dict]:
@@ -156,6 +194,8 @@ def run(sizes: list[int], texts: list[str], tmp: Path, naive) -> list[dict]:
     results = []
     for n in sizes:
         results.append(at_size(n, texts, tmp, naive))
+        if n <= DISTINCT_MAX:
+            results[-1]["distinct files"] = distinct_files(n, texts, tmp)
         report(results[-1])
     for small, big in zip(results, results[1:]):
         growth = {k: big[k]["seconds"] / small[k]["seconds"] / (big["n"] / small["n"]) for k in STEPS}
