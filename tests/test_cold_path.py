@@ -58,6 +58,12 @@ def test_many_files_not_cached_yet_are_read_on_every_core_and_cached_at_once(tmp
             assert example.extra["audio_sha256"] == hashlib.sha256(fh.read()).hexdigest()
     with sqlite3.connect(tmp_path / "cache" / "audio-facts.sqlite") as cache:
         assert cache.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == len(rows) - 1
+    monkeypatch.setattr(facts_module, "_memo", {})  # the next command: the cache read back, nothing computed
+    monkeypatch.setattr(facts_module, "_connection", None)
+    # what is computed again gets an error: only the bad file (never cached) may be, or the others turn invalid
+    monkeypatch.setattr(facts_module, "map_ranges", lambda fn, paths, *a, **k: [[("no audio",)] * len(paths)])
+    again = load_dataset(str(manifest), skip_invalid=True)
+    assert again.dataset.content_hash == checked.dataset.content_hash and [b.id for b in again.invalid] == ["u7"]
 
 
 def test_a_manifest_pointing_at_one_file_opens_and_hashes_it_once(one_file_manifest, monkeypatch, tmp_path):

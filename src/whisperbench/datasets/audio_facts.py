@@ -33,6 +33,9 @@ _SCHEMA = (
 )
 
 
+_COLUMNS = "path, size, mtime_ns, duration_s, sample_rate, channels, sha256"
+
+
 @dataclass(frozen=True)
 class AudioFacts:
     """One audio file's header facts and content digest."""
@@ -84,18 +87,20 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     >>> audio_facts_of([jfk])[jfk] == audio_facts(jfk)
     True
     """
-    found: dict[str, Union[AudioFacts, AudioError]] = {}
-    todo: dict[str, tuple[str, int, int]] = {}
+    keys: dict[str, tuple[str, int, int]] = {}
     for path in dict.fromkeys(paths):
-        stat = os.stat(path)
-        key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
-        with _lock:
-            known = _memo.get(key)
-        known = known or _read(key)
-        if known is not None:
-            found[path] = _memo[key] = known
-        else:
-            todo[path] = key
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            continue  # left out: the caller says it is missing
+        keys[path] = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+    with _lock:
+        known = {key: _memo[key] for key in keys.values() if key in _memo}
+    known |= _read_many([key for key in keys.values() if key not in known])
+    found: dict[str, Union[AudioFacts, AudioError]] = {path: known[key] for path, key in keys.items() if key in known}
+    with _lock:
+        _memo.update(known)
+    todo = {path: key for path, key in keys.items() if key not in known}
     names = list(todo)
     parts = map_ranges(_facts_part, names, len(names), workers, minimum=FORKED_MIN)
     computed = dict(zip(names, (_unpacked(packed) for part in parts for packed in part)))
@@ -162,6 +167,29 @@ def _read(key: tuple[str, int, int]) -> Optional[AudioFacts]:
         except sqlite3.Error:
             row = None
     return None if row is None else AudioFacts(AudioInfo(float(row[0]), int(row[1]), int(row[2])), str(row[3]))
+
+
+def _read_many(keys: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], AudioFacts]:
+    """The cached facts of many files, read a few hundred paths a query (one query a file cost more than the rest
+    of a warm load)."""
+    wanted, found = set(keys), dict[tuple[str, int, int], AudioFacts]()
+    paths = list(dict.fromkeys(key[0] for key in keys))
+    with _lock:
+        connection = _database()
+        for start in range(0, len(paths) if connection is not None else 0, 500):
+            chunk = paths[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT {_COLUMNS} FROM facts WHERE path IN ({marks})"
+            try:
+                rows = connection.execute(query, chunk).fetchall()  # type: ignore[union-attr]
+            except sqlite3.Error:
+                return found
+            for path, size, mtime_ns, duration_s, rate, channels, sha256 in rows:
+                if (path, size, mtime_ns) in wanted:
+                    found[(path, size, mtime_ns)] = AudioFacts(
+                        AudioInfo(float(duration_s), int(rate), int(channels)), str(sha256)
+                    )
+    return found
 
 
 def _write(key: tuple[str, int, int], facts: AudioFacts) -> None:

@@ -144,8 +144,8 @@ class _FileFacts:
     def prefetch(self, sources: Iterable[str | bytes]) -> None:
         """Look up the facts of every distinct existing file among ``sources`` at once (those not cached yet
         computed on several threads: :func:`audio_facts_of`)."""
-        paths = [s for s in dict.fromkeys(sources) if isinstance(s, str) and s not in self._known and os.path.exists(s)]
-        self._known.update(audio_facts_of(paths))
+        paths = [s for s in dict.fromkeys(sources) if isinstance(s, str) and s not in self._known]
+        self._known.update(audio_facts_of(paths))  # a missing file is left out: looked up (and named) one by one
 
     def __call__(self, audio: str | bytes) -> Optional[AudioFacts]:
         """The facts of ``audio``; None for a path that does not exist; an unreadable file: AudioError."""
