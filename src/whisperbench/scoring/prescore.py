@@ -8,10 +8,11 @@ begins (:func:`collect`, called before the pool forks, so the workers inherit wh
 
 The pairs come from memory (known when the run starts) or from a source that the helper itself reads (the
 manifest and the hypotheses file, before the dataset is loaded: the loading is one process's work too); each chunk
-goes back with its pairs, so the end's scoring finds a score by the texts alone.
+goes back with its pairs' keys (:func:`pair_key`), so the end's scoring finds a score by the texts alone.
 
 What it gives is a memo of a pure function, ``kernel(transcript, hypothesis, language, normalizer, characters)``
-(:func:`whisperbench.scoring.summary.score_texts`), keyed by every argument: a prediction whose texts are not the
+(:func:`whisperbench.scoring.summary.score_texts`), keyed by every argument (the texts and language by a digest):
+a prediction whose texts are not the
 ones expected (a failed example, a text the harness changed) is scored at the end like any other. The figures are
 the same with or without it, to the last digit (tests/test_prescore.py).
 """
@@ -19,6 +20,7 @@ the same with or without it, to the last digit (tests/test_prescore.py).
 from __future__ import annotations
 
 import gc
+import hashlib
 import logging
 import multiprocessing
 import os
@@ -38,7 +40,7 @@ CHUNK = 1000
 Source = Callable[[], Iterable[tuple[str, Sequence[Pair]]]]
 
 #: the scores taken in from the helper: ``{(normalizer, characters): {pair: packed score}}``
-_MEMO: dict[tuple[str, bool], dict[Pair, tuple[Any, ...]]] = {}
+_MEMO: dict[tuple[str, bool], dict[bytes, tuple[Any, ...]]] = {}
 #: the helper running now (one at a time), taken in by :func:`collect`
 _RUNNING: Optional["ScoresAhead"] = None
 
@@ -98,8 +100,8 @@ class ScoresAhead:
             _MEMO.pop((normalizer, self.characters), None)
 
     def _work(self, parent_pid: int, by_signal: bool) -> None:
-        """The helper: score the source's pairs in order, appending each chunk (its normalizer, pairs and packed
-        scores) to the shared file."""
+        """The helper: score the source's pairs in order, appending each chunk (its normalizer, the pairs' keys and
+        their packed scores) to the shared file."""
         die_with_parent(parent_pid, by_signal)  # a killed run leaves no helper behind (holding its lock's file)
         gc.disable()  # nothing it makes lives in a cycle; it exits when told to stop
         assert self._out is not None
@@ -108,7 +110,8 @@ class ScoresAhead:
                 if self._stop.is_set():
                     break
                 packed = [self.kernel(t, h, lang, normalizer, self.characters).packed() for t, h, lang in pairs]
-                pickle.dump((normalizer, pairs, packed), self._out, protocol=pickle.HIGHEST_PROTOCOL)
+                keys = [pair_key(pair) for pair in pairs]
+                pickle.dump((normalizer, keys, packed), self._out, protocol=pickle.HIGHEST_PROTOCOL)
                 self._out.flush()
         except Exception as exc:  # a source that cannot be read: the run itself says why, the end scores it all
             log.debug("scoring ahead stopped: %s: %s", type(exc).__name__, exc)
@@ -140,24 +143,37 @@ def read_scores(out: IO[bytes], characters: bool, normalizers: Optional[set[str]
     chunks count.
 
     >>> import io
-    >>> out = io.BytesIO()
-    >>> pickle.dump(("basic", [("a", "b", None)], [("packed",)]), out)
-    >>> pickle.dump(("basic", [("c", "d", None)], [("cut",)]), out)
+    >>> out, a, c = io.BytesIO(), ("a", "b", None), ("c", "d", None)
+    >>> pickle.dump(("basic", [pair_key(a)], [("packed",)]), out)
+    >>> pickle.dump(("basic", [pair_key(c)], [("cut",)]), out)
     >>> cut, start = out.truncate(out.tell() - 3), out.seek(0)
-    >>> read_scores(out, True), lookup(("a", "b", None), "basic", True), lookup(("c", "d", None), "basic", True)
+    >>> read_scores(out, True), lookup(a, "basic", True), lookup(c, "basic", True)
     (1, ('packed',), None)
     >>> _MEMO.clear()
     """
     taken = 0
     while True:
         try:
-            normalizer, pairs, packed = pickle.load(out)
+            normalizer, keys, packed = pickle.load(out)
         except (EOFError, pickle.UnpicklingError):
             return taken
-        _MEMO.setdefault((normalizer, characters), {}).update(zip(pairs, packed))
+        _MEMO.setdefault((normalizer, characters), {}).update(zip(keys, packed))
         if normalizers is not None:
             normalizers.add(normalizer)
         taken += len(packed)
+
+
+def pair_key(pair: Pair) -> bytes:
+    """A pair's key in the memo: 128 bits of BLAKE2b over its texts, each after its length, and its language (two
+    pairs of a million share one with a chance of about 10^-27), sent back by the helper instead of the texts: the
+    memo then holds 16 bytes a pair besides its score, not a second copy of both texts.
+
+    >>> pair_key(("a b", "c", None)) == pair_key(("a", "b c", None)), len(pair_key(("a", "b", "en")))
+    (False, 16)
+    """
+    transcript, hypothesis, language = pair
+    text = f"{len(transcript)}:{transcript}{len(hypothesis)}:{hypothesis}{language!r}"
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def running() -> bool:
@@ -177,4 +193,4 @@ def collect(finish: bool = False) -> int:
 def lookup(pair: Pair, normalizer: str, characters: bool) -> Optional[tuple[Any, ...]]:
     """The packed score of ``pair`` scored ahead with ``normalizer`` (and ``characters``), else None."""
     memo = _MEMO.get((normalizer, characters)) if _MEMO else None
-    return memo.get(pair) if memo else None
+    return memo.get(pair_key(pair)) if memo else None
