@@ -12,9 +12,8 @@ goes back with its pairs' keys (:func:`pair_key`), so the end's scoring finds a 
 
 What it gives is a memo of a pure function, ``kernel(transcript, hypothesis, language, normalizer, characters)``
 (:func:`whisperbench.scoring.summary.score_texts`), keyed by every argument (the texts and language by a digest):
-a prediction whose texts are not the
-ones expected (a failed example, a text the harness changed) is scored at the end like any other. The figures are
-the same with or without it, to the last digit (tests/test_prescore.py).
+a prediction whose texts are not the ones expected (a failed example, a text the harness changed) is scored at the
+end like any other. The figures are the same with or without it, to the last digit (tests/test_prescore.py).
 """
 
 from __future__ import annotations
