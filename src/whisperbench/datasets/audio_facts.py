@@ -58,12 +58,11 @@ def audio_facts(source: str | bytes) -> AudioFacts:
     """
     if not isinstance(source, str):
         return AudioFacts(audio_info(source), sha256_of(source))
-    stat = os.stat(source)
-    key = (os.path.abspath(source), stat.st_size, stat.st_mtime_ns)
+    key = _key(source)
     with _lock:
         found = _memo.get(key)
     if found is None:
-        found = _read(key)
+        found = _read_many([key]).get(key)
         if found is None:
             found = AudioFacts(audio_info(source), sha256_of(source))
             _write(key, found)
@@ -90,10 +89,9 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     keys: dict[str, tuple[str, int, int]] = {}
     for path in dict.fromkeys(paths):
         try:
-            stat = os.stat(path)
+            keys[path] = _key(path)
         except FileNotFoundError:
             continue  # left out: the caller says it is missing
-        keys[path] = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
     with _lock:
         known = {key: _memo[key] for key in keys.values() if key in _memo}
     known |= _read_many([key for key in keys.values() if key not in known])
@@ -109,6 +107,12 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     with _lock:
         _memo.update(made)
     return found | computed
+
+
+def _key(path: str) -> tuple[str, int, int]:
+    """A file's key in the memo and the cache: its absolute path, size and modification time (ns)."""
+    stat = os.stat(path)
+    return os.path.abspath(path), stat.st_size, stat.st_mtime_ns
 
 
 def _facts_part(paths: Sequence[str], start: int, stop: int) -> list[tuple[Any, ...]]:
@@ -151,22 +155,6 @@ def _database() -> Optional[sqlite3.Connection]:
             log.debug("audio facts cache unavailable: %s", exc)
             _connection, _unavailable = None, True
     return _connection
-
-
-def _read(key: tuple[str, int, int]) -> Optional[AudioFacts]:
-    with _lock:
-        connection = _database()
-        if connection is None:
-            return None
-        try:
-            row = connection.execute(
-                "SELECT duration_s, sample_rate, channels, sha256 FROM facts WHERE path = ? "
-                "AND size = ? AND mtime_ns = ?",
-                key,
-            ).fetchone()
-        except sqlite3.Error:
-            row = None
-    return None if row is None else AudioFacts(AudioInfo(float(row[0]), int(row[1]), int(row[2])), str(row[3]))
 
 
 def _read_many(keys: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], AudioFacts]:

@@ -143,7 +143,7 @@ class _FileFacts:
 
     def prefetch(self, sources: Iterable[str | bytes]) -> None:
         """Look up the facts of every distinct existing file among ``sources`` at once (those not cached yet
-        computed on several threads: :func:`audio_facts_of`)."""
+        computed on every core: :func:`audio_facts_of`)."""
         paths = [s for s in dict.fromkeys(sources) if isinstance(s, str) and s not in self._known]
         self._known.update(audio_facts_of(paths))  # a missing file is left out: looked up (and named) one by one
 
@@ -251,7 +251,7 @@ def build_dataset(
         origins.setdefault(ex.id, []).append(origin)
     valid: list[Example] = []
     duplicates_reported: set[str] = set()
-    facts.prefetch(ex.audio for ex, _ in parsed)  # a fresh machine's many files: on several threads at once
+    facts.prefetch(ex.audio for ex, _ in parsed)  # a fresh machine's many files: on every core at once
     for example, origin in parsed:
         if counts[example.id] > 1:
             if example.id not in duplicates_reported:
