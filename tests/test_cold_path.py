@@ -4,6 +4,7 @@ predictions made durable in groups rather than one fsync a line, the dataset of 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -187,6 +188,40 @@ def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_h
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"{command} --help imported {out.stdout.strip()}"
+
+
+def test_score_on_several_cores_imports_no_pandas_and_gives_the_figures_of_one_core(tmp_path, tiny_rows):
+    """`score` of a set large enough for the scoring pool builds and reads its table without pandas (pyarrow would
+    import it, 0.2 s, for conversions a score table never needs: whisperbench.scoring.arrays), and its figures
+    are those of the same pairs scored in one process."""
+    from tests.conftest import BUNDLED
+    from whisperbench.scoring.summary import PARALLEL_MIN
+
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    words = ["alpha", "beta", "gamma", "delta", "echo"]
+    rows = [{"id": f"u{i}", "audio": audio, "text": f"{words[i % 5]} {i} {words[i % 3]}"} for i in range(PARALLEL_MIN)]
+    manifest, hypotheses = tmp_path / "manifest.jsonl", tmp_path / "hyps.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    edited = [r["text"] if i % 4 else r["text"].replace("a", "o") + " uh" for i, r in enumerate(rows)]
+    hyps = [{"id": r["id"], "hypothesis": h} for r, h in zip(rows, edited)]
+    hypotheses.write_text("".join(json.dumps(h) + "\n" for h in hyps), encoding="utf-8")
+    probe = (
+        "import json, sys; from whisperbench.cli import main\n"
+        "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
+        "            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q']\n"
+        "code = main()\n"
+        "print('PANDAS', 'pandas' in sys.modules, code, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
+    args = [sys.executable, "-c", probe, str(hypotheses), str(manifest), str(tmp_path / "runs")]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    assert "PANDAS False 0" in out.stderr, out.stderr[-3000:]
+    summary = json.loads(out.stdout)
+    from whisperbench.scoring.summary import score_texts
+
+    one_core = [score_texts(r["text"], h, None, summary["normalizer"], True).words for r, h in zip(rows, edited)]
+    for name in ("hits", "substitutions", "deletions", "insertions"):
+        assert summary[name] == sum(getattr(c, name) for c in one_core), name
 
 
 def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_doubled(tmp_path, tiny_rows):

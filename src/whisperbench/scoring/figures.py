@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
+from .arrays import OK, numbers
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
 from .table import CHAR_COUNTS, counts, metric_value, scored_table
@@ -77,7 +78,7 @@ def table_figures(table: pa.Table) -> dict[str, Any]:
     ``wer_ok`` (successful examples only), CER, S/D/I/hits, examples and failures, empty transcripts, audio and
     inference seconds, RTFx (Σ audio_s / Σ infer_s over successful examples), latency percentiles, and per language
     (:func:`by_language`)."""
-    ok = pc.equal(table["status"], "ok")
+    ok = pc.equal(table["status"], OK)
     total, ok_counts = counts(table), counts(table, mask=ok)
     audio_s = sum(pc.filter(table["audio_s"], ok).to_pylist())  # summed in order, as Python sums
     latencies = pc.filter(table["infer_s"], ok).to_pylist()
@@ -147,7 +148,7 @@ def _tokens(table: pa.Table, ok: Any) -> dict[str, Any]:
 
 
 def _transcript_words(table: pa.Table) -> np.ndarray:
-    hits, subs, dels = (np.asarray(table[name].to_numpy()) for name in ("hits", "substitutions", "deletions"))
+    hits, subs, dels = (numbers(table[name]) for name in ("hits", "substitutions", "deletions"))
     return np.asarray(hits + subs + dels)
 
 
@@ -169,7 +170,7 @@ def by_language(table: pa.Table) -> dict[str, Any]:
         metric = headline_metric(language)
         rows[language] = {
             "num_examples": part.num_rows,
-            "num_failed": part.num_rows - (pc.sum(pc.equal(part["status"], "ok")).as_py() or 0),
+            "num_failed": part.num_rows - (pc.sum(pc.equal(part["status"], OK)).as_py() or 0),
             "wer": wer,
             "cer": cer,
             "metric": metric,

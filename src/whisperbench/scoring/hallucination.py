@@ -42,6 +42,7 @@ from rapidfuzz.distance import Levenshtein
 
 from ..limits import Range
 from ..types import Prediction
+from .arrays import numbers, strings
 from .metrics import Display, Metric, MetricContext
 from .wer import example_wers
 
@@ -308,11 +309,12 @@ class Measures:
         """From a score table's columns (``scoring.table``: a pyarrow table)."""
 
         def col(name: str) -> np.ndarray:
-            return np.asarray(table[name].to_numpy())
+            return numbers(table[name])
 
-        ratio = np.asarray(table["compression_ratio"].to_numpy(), dtype=np.float64)  # nulls as NaN
+        ratio = numbers(table["compression_ratio"], np.float64)  # nulls as NaN
         counts = (col("hits"), col("substitutions"), col("deletions"), col("insertions"))
-        return cls(col("id"), col("status") == "ok", counts, col("burst_words"), col("loop_words"), ratio)
+        ok = strings(table["status"]) == "ok"
+        return cls(strings(table["id"]), ok, counts, col("burst_words"), col("loop_words"), ratio)
 
     @classmethod
     def of_predictions(cls, scored: Sequence[Prediction]) -> "Measures":

@@ -13,6 +13,9 @@ set of metrics installed included: :func:`metrics_key`).
 
 from __future__ import annotations
 
+import importlib.abc
+import multiprocessing
+import sys
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -20,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
+from .arrays import numbers
 from .hallucination import stored_measures
 from . import prescore
 from .normalize import normalize
@@ -77,11 +81,32 @@ def scored_table(
 
 
 def _warm(normalizer: str) -> None:
-    """Build here, once, what each forked worker would otherwise build on its own: the normalizer, and pandas,
-    which pyarrow imports on the first array it makes from Python objects (about 0.2 s of CPU a process; this
-    process needs it anyway to read the joined table)."""
+    """Build here, once, what each forked worker would otherwise build on its own: the normalizer."""
     normalize("", normalizer)
-    pa.array([], pa.int64())
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that answers pandas with ImportError (see :func:`_arrow_without_pandas`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("pandas is not needed to build a score table")
+
+
+def _arrow_without_pandas() -> None:
+    """In a worker process that has not imported pandas, let pyarrow know that it will not: pyarrow imports pandas
+    on the first array it makes from Python objects (about 0.2 s of CPU, to recognize pandas objects, which a
+    score table never holds) unless its first try failed. Every column here has its type given, the conversions
+    that would need pandas are never asked for, and the worker ends with its part; the main process is left as it
+    is (it reads the joined table with no conversion from Python objects: pandas stays unimported there too)."""
+    if "pandas" in sys.modules or multiprocessing.parent_process() is None:
+        return
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([], pa.int64())
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
@@ -100,6 +125,7 @@ def _joined(parts: Sequence[pa.Table]) -> pa.Table:
 def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int) -> tuple[list[Any], pa.Table]:
     """One worker's part of :func:`scored_table`: the scores of ``predictions[start:stop]`` and their table."""
     predictions, normalizer = shared
+    _arrow_without_pandas()
     scored = [rescored(pred, normalizer) for pred in predictions[start:stop]]
     return [pred.scored().packed() for pred in scored], _table(scored)
 
@@ -138,8 +164,7 @@ def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
 
 def _floats(column: pa.ChunkedArray) -> np.ndarray:
     """A metric column as float64, NaN where it is null."""
-    floats: np.ndarray = column.cast(pa.float64()).to_numpy(zero_copy_only=False)
-    return floats
+    return numbers(column, np.float64)
 
 
 def metric_values(table: pa.Table, metrics: Optional[Sequence[Metric]] = None) -> dict[str, dict[str, Any]]:
@@ -162,7 +187,7 @@ def _last_per_id(table: pa.Table) -> pa.Table:
     """One row per id, the last one, placed where the id first appeared (``dict`` semantics)."""
     ids = table["id"].combine_chunks() if table.num_rows else pa.array([], pa.string())
     codes = pc.dictionary_encode(ids)
-    index = codes.indices.to_numpy(zero_copy_only=False)
+    index = numbers(codes.indices)
     if len(codes.dictionary) == len(index):
         return table
     last = np.full(len(codes.dictionary), -1, dtype=np.int64)
@@ -185,7 +210,7 @@ def table_wer(table: pa.Table) -> Optional[float]:
 
 def column(table: pa.Table, name: str) -> np.ndarray:
     """A numeric column as a numpy array."""
-    return np.asarray(table[name].to_numpy())
+    return numbers(table[name])
 
 
 def word_errors(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -201,4 +226,4 @@ def paired_columns(reference: pa.Table, candidate: pa.Table, errors: str, units:
     ref = reference.select(["id", errors, units]).rename_columns(["id", "ref_errors", "units"])
     cand = candidate.select(["id", errors]).rename_columns(["id", "cand_errors"])
     joined = ref.join(cand, "id").drop_null()
-    return tuple(np.asarray(joined[name].to_numpy(), dtype=float) for name in ("ref_errors", "cand_errors", "units"))
+    return tuple(numbers(joined[name], np.float64) for name in ("ref_errors", "cand_errors", "units"))
