@@ -9,6 +9,8 @@ import re
 
 import jiwer
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .conftest import BUNDLED
 
@@ -266,3 +268,36 @@ def test_the_html_report_shows_each_formatting_drift_with_its_differences_marked
     page = render_html(leaderboard_frame(runs_, references), runs_, references)
     drift = page.split("<h2>Formatting drift</h2>")[1]
     assert "formatting differs on 3 of 4 examples" in drift and '<span class="sub">1990</span>' in drift
+
+
+def _tokens_by_hand(text: str) -> list[str]:
+    """The tokenization spelled out a character at a time: a character that is neither a word character nor a
+    space is a token of its own, unless it is an apostrophe, hyphen or full stop between two word characters."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFC", text)
+    out, current = [], ""
+    for i, char in enumerate(text):
+        inner = char in "'’-." and 0 < i < len(text) - 1 and _word(text[i - 1]) and _word(text[i + 1])
+        if char.isspace() or not (_word(char) or inner):
+            if current:
+                out.append(current)
+            current = ""
+            if not char.isspace():
+                out.append(char)
+        else:
+            current += char
+    return out + ([current] if current else [])
+
+
+def _word(char: str) -> bool:
+    return re.match(r"\w", char) is not None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(list("aZ9_ .,?!;:'’-—\"()é你$\u200b\u0301\t") + ["it's", "p.m.", "..."]), max_size=30))
+def test_tokens_are_the_tokenization_spelled_out_a_character_at_a_time(parts):
+    from whisperbench.scoring.formatting import tokens
+
+    text = "".join(parts)
+    assert tokens(text) == _tokens_by_hand(text)

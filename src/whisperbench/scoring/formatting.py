@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
@@ -44,9 +44,10 @@ from .wer import count_edits, pooled_rate
 #: the marks reported one by one (every punctuation character counts in ``per``)
 MARKS = (".", ",", "?", "!")
 _FORMATTING_MARK = re.compile(r"[.,?!;:]")
-#: a punctuation character, except an apostrophe, hyphen or full stop inside a word ("it's", "well-known", "p.m")
-_MARK = re.compile(r"(?:(?<=\w)['’\-.](?=\w))|([^\w\s])")
-#: what :data:`_MARK` could split off: anything but a word character, a space or an apostrophe inside a word
+#: a token: a word, an apostrophe, hyphen or full stop inside it included ("it's", "well-known", "p.m"), or any other
+#: character that is neither a word's nor a space (a punctuation mark, a symbol) on its own
+_TOKEN = re.compile(r"\w+(?:['’\-.]\w+)*|[^\w\s]")
+#: what :data:`_TOKEN` could split off: anything but a word character, a space or an apostrophe inside a word
 _PLAIN = re.compile(r"[^\w\s']|(?<!\w)'|'(?!\w)")
 
 
@@ -81,13 +82,36 @@ def tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFC", text)
     if _PLAIN.search(text) is None:  # words and inner apostrophes only (most output): nothing to split off
         return text.split()
-    return _MARK.sub(lambda m: f" {m.group(1)} " if m.group(1) else m.group(0), text).split()
+    return _TOKEN.findall(text)
+
+
+class _Side(NamedTuple):
+    """One side's tokens as every measure here takes them, each list made once."""
+
+    tokens: list[str]
+    lower: list[str]  # the tokens without case
+    words: list[str]  # the tokens that are not marks
+    words_lower: list[str]
+    marks: int
+
+    @classmethod
+    def of(cls, tokens: list[str]) -> "_Side":
+        lower = [t.lower() for t in tokens]
+        keep = [len(t) > 1 or not _is_mark(t) for t in tokens]
+        if all(keep):
+            return cls(tokens, lower, tokens, lower, 0)
+        words = [t for t, k in zip(tokens, keep) if k]
+        return cls(tokens, lower, words, [t for t, k in zip(lower, keep) if k], len(tokens) - len(words))
 
 
 def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str, Any]:
     """The marks of ``reference`` and their errors against ``hypothesis`` (tokens), aligned with the words
     (compared without case): ``errors``, ``marks``, and per mark of :data:`MARKS` a pair (errors, marks)."""
-    ref_l, hyp_l = [t.lower() for t in reference], [t.lower() for t in hypothesis]
+    return _punctuation(_Side.of(reference), _Side.of(hypothesis))
+
+
+def _punctuation(ref: _Side, hyp: _Side) -> dict[str, Any]:
+    reference, hypothesis = ref.tokens, hyp.tokens
     per_mark = {mark: [0, reference.count(mark)] for mark in MARKS}
     errors = 0
 
@@ -97,7 +121,7 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
         if mark in per_mark:
             per_mark[mark][0] += 1
 
-    for op in Levenshtein.opcodes(ref_l, hyp_l) if ref_l != hyp_l else ():  # the same tokens: no mark wrong
+    for op in Levenshtein.opcodes(ref.lower, hyp.lower) if ref.lower != hyp.lower else ():  # the same: no mark wrong
         ref_part, hyp_part = reference[op.src_start : op.src_end], hypothesis[op.dest_start : op.dest_end]
         if op.tag == "replace" and len(ref_part) == len(hyp_part):
             for r, h in zip(ref_part, hyp_part):
@@ -110,25 +134,25 @@ def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str,
                 err(token)
     return {
         "errors": errors,
-        "marks": sum(map(_is_mark, reference)),
+        "marks": ref.marks,
         **{mark: tuple(counts) for mark, counts in per_mark.items()},
     }
 
 
 def casing_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int]:
     """(words right ignoring case whose casing differs, words right ignoring case), marks left out."""
-    return _casing_of_words([t for t in reference if not _is_mark(t)], [t for t in hypothesis if not _is_mark(t)])
+    return _casing(_Side.of(reference), _Side.of(hypothesis))
 
 
-def _casing_of_words(ref: list[str], hyp: list[str]) -> tuple[int, int]:
-    """:func:`casing_counts` of token lists that hold no mark."""
-    ref_l, hyp_l = [t.lower() for t in ref], [t.lower() for t in hyp]
-    if ref_l == hyp_l:  # the same words: no alignment needed
-        return sum(r != h for r, h in zip(ref, hyp)), len(ref)
+def _casing(ref: _Side, hyp: _Side, ops: Any = None) -> tuple[int, int]:
+    """:func:`casing_counts`; ``ops``: the opcodes of the two sides' lower-case words, where already aligned."""
+    if ref.words_lower == hyp.words_lower:  # the same words: no alignment needed
+        return sum(r != h for r, h in zip(ref.words, hyp.words)), len(ref.words)
     differ = same = 0
-    for op in Levenshtein.opcodes(ref_l, hyp_l):
+    ref_w, hyp_w = ref.words, hyp.words
+    for op in ops if ops is not None else Levenshtein.opcodes(ref.words_lower, hyp.words_lower):
         if op.tag == "equal":
-            pairs = zip(ref[op.src_start : op.src_end], hyp[op.dest_start : op.dest_end])
+            pairs = zip(ref_w[op.src_start : op.src_end], hyp_w[op.dest_start : op.dest_end])
             for r, h in pairs:
                 same += 1
                 differ += r != h
@@ -141,13 +165,17 @@ def _words(counts: WordCounts) -> tuple[float, float]:
 
 def numbers_only_difference(reference: list[str], hypothesis: list[str]) -> bool:
     """Whether the two token lists (marks and case left out) differ, and only in tokens that hold a digit."""
-    ref = [t.lower() for t in reference if not _is_mark(t)]
-    hyp = [t.lower() for t in hypothesis if not _is_mark(t)]
+    return _numbers_only(_Side.of(reference), _Side.of(hypothesis))
+
+
+def _numbers_only(ref_side: _Side, hyp_side: _Side, ops: Any = None) -> bool:
+    """:func:`numbers_only_difference`; ``ops`` as in :func:`_casing`."""
+    ref, hyp = ref_side.words_lower, hyp_side.words_lower
     if ref == hyp:
         return False
     changed = [
         t
-        for op in Levenshtein.opcodes(ref, hyp)
+        for op in (ops if ops is not None else Levenshtein.opcodes(ref, hyp))
         if op.tag != "equal"
         for t in ref[op.src_start : op.src_end] + hyp[op.dest_start : op.dest_end]
     ]
@@ -159,12 +187,13 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
     its transcript is not formatted."""
     if not is_formatted(example.transcript, example.extra.get("formatted")):
         return {}
-    ref, hyp = tokens(example.transcript), tokens(example.hypothesis)
+    ref, hyp = _Side.of(tokens(example.transcript)), _Side.of(tokens(example.hypothesis))
     f_errors, f_words = _words(count_edits(example.transcript.split(), example.hypothesis.split()))
-    c_errors, c_words = _words(count_edits([t for t in ref if not _is_mark(t)], [t for t in hyp if not _is_mark(t)]))
-    pc_errors, pc_words = _words(count_edits(ref, hyp))
-    punct = punctuation_counts(ref, hyp)
-    case_differ, case_same = casing_counts(ref, hyp)
+    c_errors, c_words = _words(count_edits(ref.words, hyp.words))
+    pc_errors, pc_words = _words(count_edits(ref.tokens, hyp.tokens))
+    punct = _punctuation(ref, hyp)
+    ops = Levenshtein.opcodes(ref.words_lower, hyp.words_lower) if ref.words_lower != hyp.words_lower else None
+    case_differ, case_same = _casing(ref, hyp, ops)
     normalized_same = example.words.errors == 0 and example.status == "ok"
     columns = {
         "examples": 1.0,
@@ -178,7 +207,7 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
         "punct_marks": float(punct["marks"]),
         "case_errors": float(case_differ),
         "case_words": float(case_same),
-        "itn": float(normalized_same and numbers_only_difference(ref, hyp)),
+        "itn": float(normalized_same and _numbers_only(ref, hyp, ops)),
     }
     for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
         columns[f"{name}_errors"], columns[f"{name}_marks"] = (float(n) for n in punct[mark])
@@ -287,17 +316,18 @@ def parity_counts(pairs: Iterable[tuple[str, str, str, bool]]) -> dict[str, Any]
             ref_marks = sum(map(_is_mark, ref_tokens))
             marks, case_words = marks + ref_marks, case_words + len(ref_tokens) - ref_marks
             continue
-        cand_tokens = tokens(cand)
-        if any(map(_is_mark, ref_tokens)) or any(map(_is_mark, cand_tokens)):
-            punct = punctuation_counts(ref_tokens, cand_tokens)
+        ref_side, cand_side = _Side.of(ref_tokens), _Side.of(tokens(cand))
+        if ref_side.marks or cand_side.marks:
+            punct = _punctuation(ref_side, cand_side)
             punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
-            differ, same = casing_counts(ref_tokens, cand_tokens)
-        else:  # no mark on either side (most unformatted output): no punctuation error, one alignment for casing
-            differ, same = _casing_of_words(ref_tokens, cand_tokens)
+        # (no mark on either side, most unformatted output: no punctuation error, one alignment for casing)
+        same_lower = ref_side.words_lower == cand_side.words_lower
+        ops = None if same_lower else Levenshtein.opcodes(ref_side.words_lower, cand_side.words_lower)
+        differ, same = _casing(ref_side, cand_side, ops)
         case_errors, case_words = case_errors + differ, case_words + same
         if same_words:
             drift += 1
-            numbers += numbers_only_difference(ref_tokens, cand_tokens)
+            numbers += _numbers_only(ref_side, cand_side, ops)
             if len(drift_ids) < DRIFT_IDS_SHOWN:
                 drift_ids.append(ex_id)
     return {
