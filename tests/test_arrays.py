@@ -57,3 +57,29 @@ def test_an_all_null_column_is_nan_and_a_text_column_is_refused():
 def test_texts_and_a_text_scalar_built_from_bytes():
     assert text("Grüße, 你好") == pa.scalar("Grüße, 你好", pa.string())
     assert strings(pa.chunked_array([["a", None], ["ü"]])).tolist() == ["a", None, "ü"]
+
+
+def test_a_forked_worker_builds_a_typed_table_without_importing_pandas_and_the_main_process_is_left_alone():
+    import subprocess
+    import sys
+
+    probe = (
+        "import multiprocessing, sys\n"
+        "import pyarrow as pa\n"
+        "from whisperbench.scoring.arrays import arrow_without_pandas, numbers\n"
+        "def work(_):\n"
+        "    arrow_without_pandas()\n"
+        "    schema = pa.schema([('a', pa.int64()), ('b', pa.string()), ('c', pa.float64())])\n"
+        "    table = pa.table({'a': [1, None], 'b': ['x', None], 'c': [0.5, None]}, schema=schema)\n"
+        "    return 'pandas' in sys.modules, table.to_pylist(), numbers(table['c']).tolist()\n"
+        "with multiprocessing.get_context('fork').Pool(1) as pool:\n"
+        "    print(pool.map(work, [0])[0])\n"
+        "arrow_without_pandas()\n"
+        "pa.array([1], pa.int64())\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    worker, main = out.stdout.splitlines()
+    assert worker == "(False, [{'a': 1, 'b': 'x', 'c': 0.5}, {'a': None, 'b': None, 'c': None}], [0.5, nan])"
+    assert main == "True"  # not a worker: pyarrow goes on importing pandas as it does

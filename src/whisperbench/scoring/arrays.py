@@ -16,6 +16,9 @@ array([ 1., nan,  0.])
 
 from __future__ import annotations
 
+import importlib.abc
+import multiprocessing
+import sys
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -98,3 +101,27 @@ def _dtype(arrow_type: pa.DataType) -> np.dtype:
     else:
         raise TypeError(f"not a numeric column: {arrow_type}")
     return np.dtype(f"{kind}{arrow_type.bit_width // 8}")
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder that answers pandas with ImportError (see :func:`arrow_without_pandas`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("pandas is not needed to build a score table")
+
+
+def arrow_without_pandas() -> None:
+    """In a worker process that has not imported pandas, let pyarrow know that it will not: pyarrow imports pandas
+    on the first array it makes from Python objects (to recognize pandas objects, which a score table never holds)
+    unless its first try failed. For a worker that builds typed columns from Python values and ends with its part
+    (``scoring.table``); a main process is left as it is (a later ``pa.array`` of a pandas object would be
+    converted as a plain sequence there)."""
+    if "pandas" in sys.modules or multiprocessing.parent_process() is None:
+        return
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([], pa.int64())
+    finally:
+        sys.meta_path.remove(finder)

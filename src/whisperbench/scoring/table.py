@@ -13,9 +13,6 @@ set of metrics installed included: :func:`metrics_key`).
 
 from __future__ import annotations
 
-import importlib.abc
-import multiprocessing
-import sys
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -23,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
-from .arrays import numbers
+from .arrays import arrow_without_pandas, numbers
 from .hallucination import stored_measures
 from . import prescore
 from .normalize import normalize
@@ -85,30 +82,6 @@ def _warm(normalizer: str) -> None:
     normalize("", normalizer)
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
-    """An import finder that answers pandas with ImportError (see :func:`_arrow_without_pandas`)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("pandas is not needed to build a score table")
-
-
-def _arrow_without_pandas() -> None:
-    """In a worker process that has not imported pandas, let pyarrow know that it will not: pyarrow imports pandas
-    on the first array it makes from Python objects (about 0.2 s of CPU, to recognize pandas objects, which a
-    score table never holds) unless its first try failed. Every column here has its type given, the conversions
-    that would need pandas are never asked for, and the worker ends with its part; the main process is left as it
-    is (it reads the joined table with no conversion from Python objects: pandas stays unimported there too)."""
-    if "pandas" in sys.modules or multiprocessing.parent_process() is None:
-        return
-    finder = _NoPandas()
-    sys.meta_path.insert(0, finder)
-    try:
-        pa.array([], pa.int64())
-    finally:
-        sys.meta_path.remove(finder)
-
-
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
     """The parts' tables one after the other, columns in the order one process gives them: the fixed ones, then each
     metric's in registry order (a part whose examples gave a metric no column gets it empty)."""
@@ -125,7 +98,7 @@ def _joined(parts: Sequence[pa.Table]) -> pa.Table:
 def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int) -> tuple[list[Any], pa.Table]:
     """One worker's part of :func:`scored_table`: the scores of ``predictions[start:stop]`` and their table."""
     predictions, normalizer = shared
-    _arrow_without_pandas()
+    arrow_without_pandas()
     scored = [rescored(pred, normalizer) for pred in predictions[start:stop]]
     return [pred.scored().packed() for pred in scored], _table(scored)
 
