@@ -399,3 +399,35 @@ def test_a_bad_recorded_stream_names_the_line(tmp_path, tiny_rows):
     )
     with pytest.raises(WhisperbenchError, match="line 2: stream audio_s goes back"):
         read_streams(str(bad))
+
+
+def test_run_metrics_on_the_scoring_pool_equal_those_of_one_process_with_scores_made_on_read():
+    """The pool's scored predictions are made when read (summary.ScoredOnRead): the run-level metrics (timing,
+    streaming, hallucination) and the language identification read the predictions' raw fields and give what they
+    give on the list one process makes; every item read is the scored prediction."""
+    from whisperbench.scoring.figures import language_identification
+    from whisperbench.scoring.metrics import MetricContext, run_metrics
+    from whisperbench.scoring.summary import PARALLEL_MIN, ScoredOnRead, raw
+    from whisperbench.scoring.table import scored_table
+
+    words = "hello big world good bye".split()
+    preds = []
+    for i in range(PARALLEL_MIN + 10):
+        hyp = " ".join(words[: 2 + i % 4] + (["oops"] if i % 3 else []))
+        pred = _planted() if i % 50 == 0 else Prediction(f"u{i}", " ".join(words), hyp, audio_s=4.0)
+        pred.id, pred.hypothesis = f"u{i}", hyp if i % 50 else pred.hypothesis
+        if i % 7 == 0:  # word times against true utterances (the timing metric)
+            pred.words = [{"word": w, "start": 0.5 * k, "end": 0.5 * k + 0.4} for k, w in enumerate(hyp.split())]
+            pred.extra = {**pred.extra, "true_segments": TRUTH_SEGMENTS}
+        pred.language_label, pred.detected_language = "en", "en" if i % 5 else "de"
+        preds.append(pred)
+    one_scored, one_table = scored_table(preds, "english", workers=1)
+    pool_scored, pool_table = scored_table(preds, "english", workers=2)
+    assert isinstance(pool_scored, ScoredOnRead) and isinstance(one_scored, list)
+    assert pool_table.equals(one_table)
+    assert list(pool_scored) == one_scored and pool_scored[3] == one_scored[3] and pool_scored[-2:] == one_scored[-2:]
+    assert all(p.score is None for p in raw(pool_scored)[:20])  # the stored predictions are left as they were
+    one = run_metrics(one_scored, MetricContext("english", table=one_table))
+    pool = run_metrics(pool_scored, MetricContext("english", table=pool_table))
+    assert set(one) >= {"timing", "streaming", "hallucination"} and pool == one
+    assert language_identification(raw(pool_scored)) == language_identification(one_scored)

@@ -22,6 +22,7 @@ from ..types import Prediction
 from .arrays import OK, numbers
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
+from .summary import raw
 from .table import CHAR_COUNTS, counts, metric_value, scored_table
 from .wer import corpus_wer
 
@@ -65,8 +66,8 @@ def summarize_with_table(
         **table_figures(table),
         form=form,
         normalizer=normalizer,
-        language_id=language_identification(scored)
-        if language_detected and any(p.language_label for p in scored)
+        language_id=language_identification(raw(scored))
+        if language_detected and any(p.language_label for p in raw(scored))
         else None,
         metrics=metrics,
     )

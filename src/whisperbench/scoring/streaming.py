@@ -36,6 +36,7 @@ import numpy as np
 from ..types import Prediction
 from .metrics import Metric, MetricContext
 from .normalize import normalize
+from .summary import raw
 from .timing import TimedToken, matched_pairs, timed_tokens
 
 CLOCK_TIME = {"simulated": "audio_s", "real-time": "wall_s"}
@@ -197,8 +198,9 @@ def percentiles(per_example: Sequence[Sequence[float]], qs: Sequence[int] = (50,
 
 
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
-    """``summary.json["streaming"]`` (None: no prediction of the run is a stream)."""
-    streamed = [p for p in scored if p.status == "ok" and p.stream]
+    """``summary.json["streaming"]`` (None: no prediction of the run is a stream); from the predictions' raw fields
+    (their scores are not needed)."""
+    streamed = [p for p in raw(scored) if p.status == "ok" and p.stream]
     if not streamed:
         return None
     facts = [example_facts(p, context.normalizer) for p in streamed]

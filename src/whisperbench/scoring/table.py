@@ -25,7 +25,7 @@ from .hallucination import stored_measures
 from . import prescore
 from .normalize import normalize
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import in_parallel, map_ranges, rescored, rescored_all, with_packed
+from .summary import ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -63,17 +63,18 @@ def score_table(predictions: Iterable[Prediction], normalizer: str, workers: Opt
 
 def scored_table(
     predictions: Sequence[Prediction], normalizer: str, workers: Optional[int] = None
-) -> tuple[list[Prediction], pa.Table]:
+) -> tuple[Sequence[Prediction], pa.Table]:
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
     processes (default one per core: ``summary.in_parallel``), each scoring its part and building its part of the
-    table (the per-example metrics included); the parts are joined in order."""
+    table (the per-example metrics included); the parts are joined in order, and the scored predictions are then
+    made as they are read (:class:`~whisperbench.scoring.summary.ScoredOnRead`)."""
     if not in_parallel(len(predictions), workers):
-        scored = rescored_all(predictions, normalizer)
-        return scored, _table(scored)
+        each = rescored_all(predictions, normalizer)
+        return each, _table(each)
     _warm(normalizer)
     prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
     parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers)
-    scored = with_packed(predictions, (packed for part in parts for packed in part[0]))
+    scored = ScoredOnRead(predictions, [packed for part in parts for packed in part[0]])
     return scored, _joined([part[1] for part in parts])
 
 

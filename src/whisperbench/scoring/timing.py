@@ -29,6 +29,7 @@ import numpy as np
 from ..types import Prediction, WordCounts
 from .metrics import Display, Metric, MetricContext
 from .normalize import normalize
+from .summary import raw
 from .wer import align
 
 #: utterance starts within these distances (seconds) of a predicted segment start count as "within"
@@ -310,9 +311,10 @@ def seams_label(sources: Sequence[str], examples: int) -> str:
 
 
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
-    """``summary.json["timing"]``: pooled utterance-start and word errors, and what the run stored."""
+    """``summary.json["timing"]``: pooled utterance-start and word errors, and what the run stored (read from the
+    predictions' raw fields: their scores are not needed)."""
     pooled: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}
-    ok = [p for p in scored if p.status == "ok"]
+    ok = [p for p in raw(scored) if p.status == "ok"]
     for pred in ok:
         if pred.segments is None and pred.words is None:  # no predicted time: nothing to measure (most runs)
             continue
