@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,11 @@ def kill_9_when(cmd: list[str], ready, env=None, timeout_s: float = 240) -> None
     assert proc.poll() is None, "the command finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def python_probe(code: str, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter (``python -c CODE ARGS``): what it imports and prints is its own."""
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

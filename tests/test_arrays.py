@@ -60,8 +60,7 @@ def test_texts_and_a_text_scalar_built_from_bytes():
 
 
 def test_a_forked_worker_builds_a_typed_table_without_importing_pandas_and_the_main_process_is_left_alone():
-    import subprocess
-    import sys
+    from tests.conftest import python_probe
 
     probe = (
         "import multiprocessing, sys\n"
@@ -78,7 +77,7 @@ def test_a_forked_worker_builds_a_typed_table_without_importing_pandas_and_the_m
         "pa.array([1], pa.int64())\n"
         "print('pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    out = python_probe(probe)
     assert out.returncode == 0, out.stderr
     worker, main = out.stdout.splitlines()
     assert worker == "(False, [{'a': 1, 'b': 'x', 'c': 0.5}, {'a': None, 'b': None, 'c': None}], [0.5, nan])"

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import python_probe
+
 
 @pytest.fixture
 def one_file_manifest(tmp_path, tiny_rows):
@@ -170,9 +172,6 @@ def test_recorded_hypotheses_are_written_a_group_at_a_time(one_file_manifest, tm
 
 @pytest.mark.parametrize("command", ["compare", "gate", "report", "export", "runs", "plan", "noise"])
 def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_harness(command):
-    import subprocess
-    import sys
-
     probe = (
         "import sys, io, contextlib\n"
         "from whisperbench.cli import main\n"
@@ -185,7 +184,7 @@ def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_h
         "         'pandas', 'scipy', 'pyarrow')\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    out = python_probe(probe)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"{command} --help imported {out.stdout.strip()}"
 
@@ -213,8 +212,7 @@ def test_score_on_several_cores_imports_no_pandas_and_gives_the_figures_of_one_c
         "print('PANDAS', 'pandas' in sys.modules, code, file=sys.stderr)\n"
     )
     env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
-    args = [sys.executable, "-c", probe, str(hypotheses), str(manifest), str(tmp_path / "runs")]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+    out = python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
     assert "PANDAS False 0" in out.stderr, out.stderr[-3000:]
     summary = json.loads(out.stdout)
     from whisperbench.scoring.summary import score_texts
