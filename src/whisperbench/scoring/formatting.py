@@ -320,7 +320,8 @@ def parity_counts(pairs: Iterable[tuple[str, str, str, bool]]) -> dict[str, Any]
         if ref_side.marks or cand_side.marks:
             punct = _punctuation(ref_side, cand_side)
             punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
-        # (no mark on either side, most unformatted output: no punctuation error, one alignment for casing)
+        # (no mark on either side, as in most unformatted output: no punctuation error); one alignment of the
+        # lower-case words serves casing and the number check
         same_lower = ref_side.words_lower == cand_side.words_lower
         ops = None if same_lower else Levenshtein.opcodes(ref_side.words_lower, cand_side.words_lower)
         differ, same = _casing(ref_side, cand_side, ops)
