@@ -65,7 +65,7 @@ def audio_facts(source: str | bytes) -> AudioFacts:
         found = _read_many([key]).get(key)
         if found is None:
             found = AudioFacts(audio_info(source), sha256_of(source))
-            _write(key, found)
+            _write_many([(key, found)])
         with _lock:
             _memo[key] = found
     return found
@@ -178,10 +178,6 @@ def _read_many(keys: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], A
                         AudioInfo(float(duration_s), int(rate), int(channels)), str(sha256)
                     )
     return found
-
-
-def _write(key: tuple[str, int, int], facts: AudioFacts) -> None:
-    _write_many([(key, facts)])
 
 
 def _write_many(items: list[tuple[tuple[str, int, int], AudioFacts]]) -> None:

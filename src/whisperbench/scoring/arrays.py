@@ -1,9 +1,9 @@
 """Numeric Arrow columns as NumPy arrays, read from their buffers.
 
 ``pyarrow``'s own ``to_numpy`` goes through its pandas conversion layer, which imports pandas (about 0.2 s of CPU)
-on a process's first call, even for a column of integers. The commands that only read score tables (``score``'s
-summary, ``gate``, ``compare``) need no pandas otherwise, so they read columns here: a primitive column's data buffer
-is viewed as it is (no copy when it has one chunk and no nulls), its validity bitmap turns nulls into NaN.
+on a process's first call, even for a column of integers. ``score`` needs no pandas otherwise (``gate`` and
+``compare`` import it for their tables), so the score tables' columns are read here: a primitive column's data
+buffer is viewed as it is (no copy when it has one chunk and no nulls), its validity bitmap turns nulls into NaN.
 
 >>> import pyarrow as pa
 >>> numbers(pa.chunked_array([[1, 2], [3]]))
