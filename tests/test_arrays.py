@@ -1,4 +1,4 @@
-"""Numeric Arrow columns read from their buffers (whisperbench.scoring.arrays) equal pyarrow's own conversion."""
+"""Arrow columns built from and read into buffers (whisperbench.scoring.arrays) equal pyarrow's own conversions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from whisperbench.scoring.arrays import numbers, strings, text
+from whisperbench.scoring.arrays import array, numbers, strings, table, text
 
 TYPES = {
     "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
@@ -59,26 +59,56 @@ def test_texts_and_a_text_scalar_built_from_bytes():
     assert strings(pa.chunked_array([["a", None], ["ü"]])).tolist() == ["a", None, "ü"]
 
 
-def test_a_forked_worker_builds_a_typed_table_without_importing_pandas_and_the_main_process_is_left_alone():
+BUILT = {
+    "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "float64": (pa.float64(), st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**53), 2**53))),
+    "bool": (pa.bool_(), st.booleans()),
+    "string": (pa.string(), st.text()),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(BUILT)), st.data())
+def test_a_column_built_from_buffers_equals_the_one_pyarrow_converts(name, data):
+    arrow_type, values = BUILT[name]
+    items = data.draw(st.lists(st.one_of(st.none(), values) if data.draw(st.booleans()) else values, max_size=40))
+    got, expected = array(items, arrow_type), pa.array(items, arrow_type)
+    got.validate(full=True)
+    assert got.type == expected.type and got.null_count == expected.null_count
+    assert got.equals(expected) or _same_with_nan(got.to_pylist(), expected.to_pylist())
+
+
+def _same_with_nan(a, b) -> bool:  # Arrow's equality says NaN != NaN
+    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
+
+
+def test_a_table_built_from_buffers_refuses_what_pyarrow_refuses_and_keeps_its_schema():
+    schema = pa.schema([("n", pa.int64()), ("s", pa.string()), ("x", pa.float64()), ("b", pa.bool_())])
+    columns = {"n": [1, None, 3], "s": ["a", "", None], "x": [None, 0.5, float("inf")], "b": [True, None, False]}
+    assert table(columns, schema).equals(pa.table(columns, schema=schema))
+    assert table({name: [] for name in schema.names}, schema).equals(schema.empty_table())
+    with pytest.raises(TypeError, match="not integers for a int64 column"):
+        array([1, 2.5], pa.int64())
+    with pytest.raises(TypeError, match="not a numeric column: list"):
+        array([[1]], pa.list_(pa.int64()))
+
+
+def test_score_tables_are_built_without_importing_pandas_in_one_process_and_in_forked_workers():
     from tests.conftest import python_probe
 
     probe = (
         "import multiprocessing, sys\n"
         "import pyarrow as pa\n"
-        "from whisperbench.scoring.arrays import arrow_without_pandas, numbers\n"
+        "from whisperbench.scoring.arrays import numbers, table\n"
+        "schema = pa.schema([('a', pa.int64()), ('b', pa.string()), ('c', pa.float64())])\n"
         "def work(_):\n"
-        "    arrow_without_pandas()\n"
-        "    schema = pa.schema([('a', pa.int64()), ('b', pa.string()), ('c', pa.float64())])\n"
-        "    table = pa.table({'a': [1, None], 'b': ['x', None], 'c': [0.5, None]}, schema=schema)\n"
-        "    return 'pandas' in sys.modules, table.to_pylist(), numbers(table['c']).tolist()\n"
+        "    built = table({'a': [1, None], 'b': ['x', None], 'c': [0.5, None]}, schema)\n"
+        "    return 'pandas' in sys.modules, built.to_pylist(), numbers(built['c']).tolist()\n"
         "with multiprocessing.get_context('fork').Pool(1) as pool:\n"
         "    print(pool.map(work, [0])[0])\n"
-        "arrow_without_pandas()\n"
-        "pa.array([1], pa.int64())\n"
-        "print('pandas' in sys.modules)\n"
+        "print(work(0))\n"
     )
     out = python_probe(probe)
     assert out.returncode == 0, out.stderr
-    worker, main = out.stdout.splitlines()
-    assert worker == "(False, [{'a': 1, 'b': 'x', 'c': 0.5}, {'a': None, 'b': None, 'c': None}], [0.5, nan])"
-    assert main == "True"  # not a worker: pyarrow goes on importing pandas as it does
+    expected = "(False, [{'a': 1, 'b': 'x', 'c': 0.5}, {'a': None, 'b': None, 'c': None}], [0.5, nan])"
+    assert out.stdout.splitlines() == [expected, expected]

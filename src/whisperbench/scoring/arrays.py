@@ -1,9 +1,11 @@
-"""Numeric Arrow columns as NumPy arrays, read from their buffers.
+"""Arrow columns made from and read into NumPy buffers, without pandas.
 
-``pyarrow``'s own ``to_numpy`` goes through its pandas conversion layer, which imports pandas (about 0.2 s of CPU)
-on a process's first call, even for a column of integers. ``score`` needs no pandas otherwise (``gate`` and
-``compare`` import it for their tables), so the score tables' columns are read here: a primitive column's data
-buffer is viewed as it is (no copy when it has one chunk and no nulls), its validity bitmap turns nulls into NaN.
+``pyarrow`` imports pandas (about 0.2 s of CPU) on a process's first ``to_numpy``, even of a column of integers, and
+on its first ``pa.array``/``pa.table`` of Python values or NumPy arrays (to recognize pandas objects, which a score
+table never holds). ``score`` needs no pandas otherwise (``gate`` and ``compare`` import it for their tables), so
+the score tables are built and read here: :func:`table` makes each column from its buffers (values, offsets,
+validity bitmap), :func:`numbers` views a primitive column's data buffer as it is (no copy when it has one chunk
+and no nulls) and turns its nulls into NaN.
 
 >>> import pyarrow as pa
 >>> numbers(pa.chunked_array([[1, 2], [3]]))
@@ -12,14 +14,13 @@ array([1, 2, 3])
 array([nan,  2.])
 >>> numbers(pa.array([True, None, False]))
 array([ 1., nan,  0.])
+>>> table({"n": [1, None], "s": ["ü", None]}, pa.schema([("n", pa.int64()), ("s", pa.string())])).to_pylist()
+[{'n': 1, 's': 'ü'}, {'n': None, 's': None}]
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import multiprocessing
-import sys
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -103,25 +104,40 @@ def _dtype(arrow_type: pa.DataType) -> np.dtype:
     return np.dtype(f"{kind}{arrow_type.bit_width // 8}")
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
-    """An import finder that answers pandas with ImportError (see :func:`arrow_without_pandas`)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError("pandas is not needed to build a score table")
+def table(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """``pa.table(columns, schema=schema)`` for columns of Python values (None: null), each built by :func:`array`."""
+    return pa.Table.from_arrays([array(columns[field.name], field.type) for field in schema], schema=schema)
 
 
-def arrow_without_pandas() -> None:
-    """In a worker process that has not imported pandas, let pyarrow know that it will not: pyarrow imports pandas
-    on the first array it makes from Python objects (to recognize pandas objects, which a score table never holds)
-    unless its first try failed. For a worker that builds typed columns from Python values and ends with its part
-    (``scoring.table``); a main process is left as it is (a later ``pa.array`` of a pandas object would be
-    converted as a plain sequence there)."""
-    if "pandas" in sys.modules or multiprocessing.parent_process() is None:
-        return
-    finder = _NoPandas()
-    sys.meta_path.insert(0, finder)
-    try:
-        pa.array([], pa.int64())
-    finally:
-        sys.meta_path.remove(finder)
+def array(values: Sequence[Any], arrow_type: pa.DataType) -> pa.Array:
+    """``pa.array(values, arrow_type)`` for a string, boolean, integer or floating type, made from its buffers (None:
+    null; NaN stays a value). Integers are checked to be integers (a float is refused, as pyarrow refuses one it
+    would truncate); another type is refused (TypeError): this is not a general converter.
+
+    >>> array([1.5, None, float("nan")], pa.float64()).to_pylist()
+    [1.5, None, nan]
+    """
+    n = len(values)
+    missing = [value is None for value in values]
+    validity = pa.py_buffer(np.packbits(~np.array(missing, dtype=bool), bitorder="little")) if any(missing) else None
+    if pa.types.is_string(arrow_type):
+        return _strings(values, n, validity)
+    if pa.types.is_boolean(arrow_type):
+        bits = np.array([bool(value) if value is not None else False for value in values], dtype=bool)
+        return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(np.packbits(bits, bitorder="little"))])
+    dtype = _dtype(arrow_type)
+    filled = [0 if value is None else value for value in values] if validity is not None else values
+    data = np.array(filled, dtype=dtype if dtype.kind == "f" else None)
+    if n and dtype.kind != "f" and data.dtype.kind not in "iub":
+        raise TypeError(f"not integers for a {arrow_type} column: {data.dtype}")
+    return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(data.astype(dtype, copy=False))])
+
+
+def _strings(values: Sequence[Any], n: int, validity: Optional[pa.Buffer]) -> pa.Array:
+    encoded = [b"" if value is None else value.encode("utf-8") for value in values]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n), out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(f"{offsets[-1]} bytes of text: more than one string column holds (2 GiB)")
+    buffers = [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), n, buffers)

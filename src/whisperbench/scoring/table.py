@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
-from .arrays import arrow_without_pandas, numbers
+from . import arrays
+from .arrays import numbers
 from .hallucination import stored_measures
 from . import prescore
 from .normalize import normalize
@@ -99,7 +100,6 @@ def _joined(parts: Sequence[pa.Table]) -> pa.Table:
 def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int) -> tuple[list[Any], pa.Table]:
     """One worker's part of :func:`scored_table`: the scores of ``predictions[start:stop]`` and their table."""
     predictions, normalizer = shared
-    arrow_without_pandas()
     scored = [rescored(pred, normalizer) for pred in predictions[start:stop]]
     return [pred.scored().packed() for pred in scored], _table(scored)
 
@@ -117,7 +117,7 @@ def _table(scored: Sequence[Prediction]) -> pa.Table:
     columns |= {name: [m[i] for m in measures] for i, (name, _) in enumerate(HALLUCINATION)}
     metric_columns = example_columns([ScoredExample.from_prediction(p) for p in scored]) if scored else {}
     schema = pa.schema(list(SCHEMA) + [pa.field(name, pa.float64()) for name in metric_columns])
-    return pa.table(columns | metric_columns, schema=schema)
+    return arrays.table(columns | metric_columns, schema)
 
 
 def metrics_key() -> str:
