@@ -145,9 +145,9 @@ def _sign_p(slower: int, faster: int) -> Optional[float]:
     """Two-sided exact binomial test of ``slower`` against a fair coin over the untied examples."""
     if not slower + faster:
         return None
-    from scipy import stats  # on use: importing scipy.stats takes 0.6 s
+    from .pvalues import binomial_test  # on use: scipy.special, not scipy.stats (0.1 s against 0.6 s)
 
-    return float(stats.binomtest(slower, slower + faster, 0.5).pvalue)
+    return binomial_test(slower, slower + faster)
 
 
 def increase_pct(reference: Optional[float], candidate: Optional[float]) -> Optional[float]:
