@@ -189,16 +189,19 @@ def test_help_of_a_command_that_runs_no_model_imports_no_model_library_nor_the_h
     assert out.stdout.strip() == "", f"{command} --help imported {out.stdout.strip()}"
 
 
-def test_score_on_several_cores_imports_no_pandas_and_gives_the_figures_of_one_core(tmp_path, tiny_rows):
-    """`score` of a set large enough for the scoring pool builds and reads its table without pandas (pyarrow would
-    import it, 0.2 s, for conversions a score table never needs: whisperbench.scoring.arrays), and its figures
-    are those of the same pairs scored in one process."""
+@pytest.mark.parametrize("pooled", [True, False], ids=["pool", "one-process"])
+def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_core(tmp_path, tiny_rows, pooled):
+    """`score` builds and reads its table without pandas (pyarrow would import it, 0.2 s, for conversions a score
+    table never needs: whisperbench.scoring.arrays) and computes no p-value (scipy.special, 0.1 s), whether the
+    set is large enough for the scoring pool or not; its figures are those of the same pairs scored in one
+    process."""
     from tests.conftest import BUNDLED
     from whisperbench.scoring.summary import PARALLEL_MIN
 
     audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
     words = ["alpha", "beta", "gamma", "delta", "echo"]
-    rows = [{"id": f"u{i}", "audio": audio, "text": f"{words[i % 5]} {i} {words[i % 3]}"} for i in range(PARALLEL_MIN)]
+    count = PARALLEL_MIN if pooled else 40
+    rows = [{"id": f"u{i}", "audio": audio, "text": f"{words[i % 5]} {i} {words[i % 3]}"} for i in range(count)]
     manifest, hypotheses = tmp_path / "manifest.jsonl", tmp_path / "hyps.jsonl"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     edited = [r["text"] if i % 4 else r["text"].replace("a", "o") + " uh" for i, r in enumerate(rows)]
@@ -209,11 +212,11 @@ def test_score_on_several_cores_imports_no_pandas_and_gives_the_figures_of_one_c
         "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
         "            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q']\n"
         "code = main()\n"
-        "print('PANDAS', 'pandas' in sys.modules, code, file=sys.stderr)\n"
+        "print('PANDAS', 'pandas' in sys.modules, 'SCIPY', 'scipy' in sys.modules, code, file=sys.stderr)\n"
     )
     env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
     out = python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
-    assert "PANDAS False 0" in out.stderr, out.stderr[-3000:]
+    assert "PANDAS False SCIPY False 0" in out.stderr, out.stderr[-3000:]
     summary = json.loads(out.stdout)
     from whisperbench.scoring.summary import score_texts
 

@@ -21,7 +21,6 @@ from itertools import product
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-from scipy import special
 
 #: the relative tolerance within which an outcome counts as "as likely as" the observed one (scipy's ``binomtest``)
 _AS_LIKELY = 1 + 1e-7
@@ -31,17 +30,26 @@ EXACT_MAX, ENUMERATED_MAX = 50, 13
 
 def normal_sf(x: float) -> float:
     """P(Z > x) for a standard normal Z (``scipy.stats.norm.sf``)."""
-    return float(special.ndtr(-x))
+    return float(_special().ndtr(-x))
 
 
 def normal_ppf(q: float) -> float:
     """The standard normal quantile (``scipy.stats.norm.ppf``)."""
-    return float(special.ndtri(q))
+    return float(_special().ndtri(q))
 
 
 def normal_isf(q: float) -> float:
     """The standard normal upper quantile (``scipy.stats.norm.isf``)."""
-    return float(-special.ndtri(q))
+    return float(-_special().ndtri(q))
+
+
+@lru_cache(maxsize=1)
+def _special() -> Any:
+    """``scipy.special``, imported on first use (0.1 s): every command loads this module with the metric registry's
+    scan of the scoring package, and ``score`` computes no p-value."""
+    from scipy import special
+
+    return special
 
 
 @lru_cache(maxsize=1)
