@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from whisperbench.scoring.arrays import array, numbers, strings, table, text
+from whisperbench.scoring.arrays import array, from_numpy, numbers, scalar, strings, table, text
 
 TYPES = {
     "int64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
@@ -112,3 +112,24 @@ def test_score_tables_are_built_without_importing_pandas_in_one_process_and_in_f
     assert out.returncode == 0, out.stderr
     expected = "(False, [{'a': 1, 'b': 'x', 'c': 0.5}, {'a': None, 'b': None, 'c': None}], [0.5, nan])"
     assert out.stdout.splitlines() == [expected, expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["int64", "int32", "uint8", "float64", "float32", "bool"]), st.data())
+def test_an_array_made_from_a_numpy_buffer_equals_the_one_pyarrow_converts(name, data):
+    arrow_type, values = TYPES[name]
+    items = np.array(data.draw(st.lists(values, max_size=40)), dtype=arrow_type.to_pandas_dtype())
+    start = data.draw(st.integers(0, len(items)))
+    view = items[start:][:: data.draw(st.sampled_from([1, 2]))]  # an offset and a stride, as slices give
+    got = from_numpy(view)
+    got.validate(full=True)
+    assert got.type == pa.array(view).type
+    assert got.equals(pa.array(view)) or _same_with_nan(got.to_pylist(), pa.array(view).to_pylist())
+
+
+def test_scalars_made_from_buffers_equal_pyarrows_and_a_table_refuses_what_is_no_flat_numeric_array():
+    for value, arrow_type in (("ok", pa.string()), ("", pa.string()), (False, pa.bool_()), (7, pa.int32())):
+        assert scalar(value, arrow_type) == pa.scalar(value, arrow_type)
+    assert text("Grüße") == pa.scalar("Grüße")
+    with pytest.raises(TypeError, match="not a one-dimensional numeric array"):
+        from_numpy(np.array([["a"]]))

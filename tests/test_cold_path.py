@@ -369,3 +369,23 @@ def _same(a, b) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+@pytest.mark.parametrize("command", ["gate", "compare --json"])
+def test_gate_and_compare_import_neither_pandas_nor_scipy_stats_nor_scipy_optimize(command, recorded_runs):
+    """What gate and compare --json compute needs no DataFrame (pandas: 0.2 s), and their p-values are
+    computed on scipy.special (scipy.stats: 0.6 s, scipy.optimize: 0.3 s: whisperbench.scoring.pvalues)."""
+    name, *flags = command.split()
+    limits = ["--min-qoi", "1", "--max-wer-increase", "100"] if name == "gate" else []
+    probe = (
+        "import sys, io, contextlib\n"
+        "from whisperbench.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = main([{name!r}, '--reference', 'ref', '--candidate', 'bad', '--runs-dir', sys.argv[1],\n"
+        f"                 *{limits + flags!r}])\n"
+        "print(code, 'p' in out.getvalue(),\n"
+        "      [m for m in ('pandas', 'scipy.stats', 'scipy.optimize', 'statsmodels') if m in sys.modules])\n"
+    )
+    out = python_probe(probe, str(recorded_runs))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(" ", 1)[1].strip() == "True []", out.stdout

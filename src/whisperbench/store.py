@@ -27,6 +27,7 @@ from .redact import redact, redact_text
 from .runinfo import RunInfo, identity_differences
 from .scorefile import read_table, write_table
 from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
+from .scoring.arrays import OK
 from .scoring.record import Summary, SummaryError
 from .types import Prediction
 
@@ -377,7 +378,7 @@ class StoredRun:
         # the columnar score table counts without building a million Prediction objects
         table = self.score_table() if self.store.predictions_path.exists() else None
         stored = table.num_rows if table is not None else 0
-        ok = int(pc.sum(pc.equal(table["status"], "ok")).as_py() or 0) if table is not None and stored else 0
+        ok = int(pc.sum(pc.equal(table["status"], OK)).as_py() or 0) if table is not None and stored else 0
         status = self.meta.status
         if status == "running":  # run.json says running: a live writer holds the lock, else it was stopped
             owner = self.store.owner()

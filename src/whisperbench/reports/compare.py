@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 import numpy as np
-import pandas as pd
 
 from ..errors import WhisperbenchError
 from ..store import StoredRun
@@ -21,6 +20,9 @@ from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
 from .timing import timing_columns
 from .weights import weights_relation
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -225,6 +227,8 @@ def _labels(ids: list[str], groups: Mapping[str, Any], column: str) -> list[Any]
 
 def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
     """One row per comparison: WERs, QoI with counts, weights relation, and the paired tests when computed."""
+    import pandas as pd  # on use: gate needs no table (importing pandas takes 0.2 s)
+
     rows = []
     for c in comparisons:
         r = c.result

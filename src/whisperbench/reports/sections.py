@@ -7,12 +7,13 @@ and HTML, one row per run that has a value, with the metric's note under it.
 from __future__ import annotations
 
 import html
-from typing import Any, Optional
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..scoring.metrics import Metric, displayed_metrics
 from .escape import md_cell
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def value_column(metric: Metric) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..scoring.arrays import OK, numbers
 from ..scoring.significance import SignificanceSettings
 from ..scoring.speed import SpeedStats, increase_pct, pooled_speed
 from ..store import StoredRun
@@ -179,11 +180,11 @@ def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional
 def _ok(run: StoredRun) -> pa.Table:
     """The run's transcribed examples: their ids, audio and times only (no text column is copied)."""
     table = run.score_table().select(["id", "status", "audio_s", *BASIS_COLUMN.values()])
-    return table.filter(pc.equal(table["status"], "ok"))
+    return table.filter(pc.equal(table["status"], OK))
 
 
 def _column(table: pa.Table, column: str) -> np.ndarray:
-    return np.asarray(table[column].to_numpy(zero_copy_only=False), dtype=np.float64)  # nulls as NaN
+    return numbers(table[column], np.float64)  # nulls as NaN
 
 
 def _reference_times(reference: StoredRun, column: str) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -197,7 +198,7 @@ def _times_on(ids: pa.Array, run: StoredRun, column: str) -> np.ndarray:
     table = _ok(run)
     at = pc.index_in(ids.cast(table["id"].type), value_set=table["id"].combine_chunks())
     times = _column(table, column)
-    rows = np.asarray(at.to_numpy(zero_copy_only=False), dtype=np.float64)  # null (absent) as NaN
+    rows = numbers(at, np.float64)  # null (absent) as NaN
     found = np.isfinite(rows)
     out = np.full(len(ids), np.nan)
     out[found] = times[rows[found].astype(np.int64)]

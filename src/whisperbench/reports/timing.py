@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import pyarrow.compute as pc
 
 from ..scoring import normalize
@@ -21,6 +20,9 @@ from ..files import safe_file_name
 from ..types import Prediction
 from ..store import StoredRun
 from .sections import section_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SUBTITLE_FORMATS = ("srt", "vtt")
 

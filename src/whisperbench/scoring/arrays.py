@@ -44,22 +44,6 @@ def numbers(column: Column, dtype: Optional[Any] = None) -> np.ndarray:
     return out if dtype is None else out.astype(dtype, copy=False)
 
 
-def text(value: str) -> pa.Scalar:
-    """``pa.scalar(value, pa.string())``, made from its UTF-8 bytes (``pa.scalar`` converts a Python object, which
-    imports pandas: see the module), e.g. for ``pc.equal(table["status"], text("ok"))``.
-
-    >>> text("ok") == pa.scalar("ok", pa.string())
-    True
-    """
-    data = value.encode("utf-8")
-    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int32))
-    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
-
-
-#: the status of a successful example, as a scalar to compare a ``status`` column with
-OK = text("ok")
-
-
 def strings(column: Column) -> np.ndarray:
     """A text column as a NumPy array of ``str`` objects (None where null)."""
     return np.array(column.to_pylist(), dtype=object)
@@ -141,3 +125,44 @@ def _strings(values: Sequence[Any], n: int, validity: Optional[pa.Buffer]) -> pa
         raise ValueError(f"{offsets[-1]} bytes of text: more than one string column holds (2 GiB)")
     buffers = [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
     return pa.Array.from_buffers(pa.string(), n, buffers)
+
+
+def scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
+    """``pa.scalar(value, arrow_type)`` made by :func:`array` (``pa.scalar`` of a Python value imports pandas: see
+    the module), e.g. for ``pc.fill_null(mask, FALSE)``.
+
+    >>> scalar(False, pa.bool_()) == pa.scalar(False), scalar(7, pa.int32()).type
+    (True, DataType(int32))
+    """
+    return array([value], arrow_type)[0]
+
+
+def text(value: str) -> pa.Scalar:
+    """A text scalar (:func:`scalar`), e.g. for ``pc.equal(table["status"], text("ok"))``.
+
+    >>> text("ok") == pa.scalar("ok", pa.string())
+    True
+    """
+    return scalar(value, pa.string())
+
+
+#: the status of a successful example, as a scalar to compare a ``status`` column with
+OK = text("ok")
+#: false, as a scalar to fill a mask's nulls with
+FALSE = scalar(False, pa.bool_())
+
+
+def from_numpy(values: np.ndarray) -> pa.Array:
+    """``pa.array(values)`` for a one-dimensional NumPy array of booleans, integers or floats (no nulls), made from
+    its buffer (``pa.array`` of an array imports pandas: see the module), e.g. row numbers for ``take``.
+
+    >>> from_numpy(np.array([2, 0])).to_pylist(), from_numpy(np.array([True, False])).type
+    ([2, 0], DataType(bool))
+    """
+    values = np.ascontiguousarray(values)
+    if values.ndim != 1 or values.dtype.kind not in "biuf":
+        raise TypeError(f"not a one-dimensional numeric array: {values.dtype}, {values.ndim} dimension(s)")
+    if values.dtype.kind == "b":
+        bits = pa.py_buffer(np.packbits(values, bitorder="little"))
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])

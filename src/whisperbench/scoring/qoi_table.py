@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..languages import headline_metric
 from ..types import Prediction
+from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one
 from .summary import map_ranges
@@ -45,9 +46,9 @@ class Outputs:
         return len(self.ids)
 
     def _columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
-        ref = self.reference.take(pa.array(self.reference_rows[start:stop]))
-        cand = self.candidate.take(pa.array(self.candidate_rows[start:stop]))
-        same = pc.fill_null(pc.equal(ref["hypothesis_norm"], cand["hypothesis_norm"]), False)
+        ref = self.reference.take(from_numpy(self.reference_rows[start:stop]))
+        cand = self.candidate.take(from_numpy(self.candidate_rows[start:stop]))
+        same = pc.fill_null(pc.equal(ref["hypothesis_norm"], cand["hypothesis_norm"]), FALSE)
         return self.ids.slice(start, stop - start), ref["hypothesis"], cand["hypothesis"], same
 
     def pairs(self, start: int, stop: int) -> list[tuple[str, str, str, bool]]:
@@ -57,7 +58,7 @@ class Outputs:
     def drifted(self, start: int, stop: int) -> list[tuple[str, str, str]]:
         """(id, both outputs) of the rows ``start:stop`` whose outputs differ while their normalized words agree."""
         ids, ref, cand, same = self._columns(start, stop)
-        at = pa.array(np.flatnonzero(pc.and_(same, pc.fill_null(pc.not_equal(ref, cand), False)).to_numpy(False)))
+        at = from_numpy(np.flatnonzero(numbers(pc.and_(same, pc.fill_null(pc.not_equal(ref, cand), FALSE)))))
         return list(zip(ids.take(at).to_pylist(), ref.take(at).to_pylist(), cand.take(at).to_pylist()))
 
 
@@ -125,7 +126,7 @@ class ExampleColumns:
     def _outputs(self) -> "Outputs":
         keep = np.flatnonzero(~self.candidate_failed)
         return Outputs(
-            self.ids.take(pa.array(keep)),
+            self.ids.take(from_numpy(keep)),
             self.reference_table.select(["hypothesis", "hypothesis_norm"]),
             self.candidate_table.select(["hypothesis", "hypothesis_norm"]),
             self.reference_rows[keep],
@@ -133,7 +134,7 @@ class ExampleColumns:
         )
 
     def _build(self, start: int, stop: int) -> list[ExampleComparison]:
-        ref_rows, cand_rows = pa.array(self.reference_rows[start:stop]), pa.array(self.candidate_rows[start:stop])
+        ref_rows, cand_rows = from_numpy(self.reference_rows[start:stop]), from_numpy(self.candidate_rows[start:stop])
         texts = [
             self.ids.slice(start, stop - start).to_pylist(),
             self.reference_table["transcript"].take(ref_rows).to_pylist(),
@@ -185,19 +186,19 @@ class ExampleColumns:
         if len(rows) > n:  # only rows at least as worse as the n-th largest increase can be among the n
             cut = np.partition(delta[rows], len(rows) - n)[len(rows) - n]
             rows = rows[delta[rows] >= cut]
-        keys = pa.table({"minus_delta": -delta[rows], "id": self.ids.take(pa.array(rows))})
+        keys = pa.Table.from_arrays([from_numpy(-delta[rows]), self.ids.take(from_numpy(rows))], ["minus_delta", "id"])
         order = pc.sort_indices(keys, sort_keys=[("minus_delta", "ascending"), ("id", "ascending")])
-        return [self[int(rows[k])] for k in order.to_numpy()[:n]]
+        return [self[int(rows[k])] for k in numbers(order)[:n]]
 
     def where_language(self, language: str) -> "ExampleColumns":
         """The examples labelled ``language``."""
-        mask = pc.fill_null(pc.equal(self.language, language), False)
-        rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        mask = pc.fill_null(pc.equal(self.language, text(language)), FALSE)
+        rows = np.flatnonzero(numbers(mask))
         return ExampleColumns(
             **{
                 name: value
                 if isinstance(value, pa.Table)
-                else value.take(pa.array(rows))
+                else value.take(from_numpy(rows))
                 if isinstance(value, pa.Array)
                 else value[rows]
                 for name, value in self.__dict__.items()
@@ -220,7 +221,7 @@ class ExampleColumns:
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label, as :meth:`QoiResult.by_language` computes it from the records."""
         codes = pc.dictionary_encode(self.language)
-        names, index = codes.dictionary.to_pylist(), codes.indices.to_numpy(zero_copy_only=False)
+        names, index = codes.dictionary.to_pylist(), numbers(codes.indices)
         regressed = self.candidate_errors > self.reference_errors
         table: dict[str, dict[str, Any]] = {}
         for code, name in enumerate(names):
@@ -243,10 +244,10 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
     result.only_in_reference = sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist())
     result.only_in_candidate = sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist())
     ref_rows, cand_rows = _sorted_rows(reference, in_cand), _sorted_rows(candidate, in_ref)
-    ref_ok = pc.equal(reference["status"].take(pa.array(ref_rows)), "ok").to_numpy(zero_copy_only=False)
-    result.reference_failed = reference["id"].take(pa.array(ref_rows[~ref_ok])).to_pylist()
+    ref_ok = numbers(pc.equal(reference["status"].take(from_numpy(ref_rows)), OK))
+    result.reference_failed = reference["id"].take(from_numpy(ref_rows[~ref_ok])).to_pylist()
     ref_rows, cand_rows = ref_rows[ref_ok], cand_rows[ref_ok]
-    ref, cand = reference.select(LIGHT).take(pa.array(ref_rows)), candidate.select(LIGHT).take(pa.array(cand_rows))
+    ref, cand = reference.select(LIGHT).take(from_numpy(ref_rows)), candidate.select(LIGHT).take(from_numpy(cand_rows))
     columns = _columns(ref, cand, reference, candidate, ref_rows, cand_rows)
     _compare_special(ref, cand, columns, normalizer, result)
     result.examples = columns
@@ -262,14 +263,14 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
 
 def _sorted_rows(table: pa.Table, keep: pa.ChunkedArray) -> np.ndarray:
     """The row numbers of ``table`` where ``keep``, ordered by id."""
-    rows = np.flatnonzero(keep.to_numpy())
-    order = pc.sort_indices(table["id"].take(pa.array(rows))).to_numpy()
+    rows = np.flatnonzero(numbers(keep))
+    order = numbers(pc.sort_indices(table["id"].take(from_numpy(rows))))
     return np.asarray(rows[order])
 
 
 def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
     """``ref.language or cand.language`` per row (the reference run's label unless it has none)."""
-    labelled = pc.fill_null(pc.not_equal(ref["language_label"], ""), False)
+    labelled = pc.fill_null(pc.not_equal(ref["language_label"], text("")), FALSE)
     return pc.if_else(labelled, ref["language_label"], cand["language_label"])
 
 
@@ -289,7 +290,7 @@ def _columns(
     language = language.combine_chunks() if isinstance(language, pa.ChunkedArray) else language
     codes = pc.dictionary_encode(language)
     cer_codes = np.array([headline_metric(name) == "cer" for name in codes.dictionary.to_pylist()] + [False])
-    index = codes.indices.fill_null(len(codes.dictionary)).to_numpy(zero_copy_only=False)
+    index = numbers(pc.fill_null(codes.indices, scalar(len(codes.dictionary), codes.indices.type)))
     is_cer = cer_codes[index]
     ref_errors, transcript_words, ref_wer = _headline(ref, is_cer)
     cand_errors, _, cand_wer = _headline(cand, is_cer)
@@ -299,7 +300,7 @@ def _columns(
         candidate_errors=cand_errors,
         reference_wer=ref_wer,
         candidate_wer=cand_wer,
-        candidate_failed=pc.not_equal(cand["status"], "ok").to_numpy(zero_copy_only=False),
+        candidate_failed=numbers(pc.not_equal(cand["status"], OK)),
         transcript_words=transcript_words,
         language=language,
         reference_table=reference,
@@ -316,7 +317,7 @@ def _compare_special(
     labels = pc.or_(
         _differs(ref["language_label"], columns.language), _differs(cand["language_label"], columns.language)
     )
-    special = labels.to_numpy(zero_copy_only=False) | _texts_differ(columns)
+    special = numbers(labels) | _texts_differ(columns)
     for i in np.flatnonzero(special):
         one = _compare_one(
             _prediction(columns.reference_table, int(columns.reference_rows[i])),
@@ -335,18 +336,18 @@ def _texts_differ(columns: ExampleColumns) -> np.ndarray:
     """Per joined example: whether the two runs hold different transcripts (compared a block at a time)."""
     out = np.zeros(len(columns), dtype=bool)
     for start in range(0, len(columns), CHUNK * 4):
-        ref_rows = pa.array(columns.reference_rows[start : start + CHUNK * 4])
-        cand_rows = pa.array(columns.candidate_rows[start : start + CHUNK * 4])
+        ref_rows = from_numpy(columns.reference_rows[start : start + CHUNK * 4])
+        cand_rows = from_numpy(columns.candidate_rows[start : start + CHUNK * 4])
         same = pc.equal(
             columns.reference_table["transcript"].take(ref_rows), columns.candidate_table["transcript"].take(cand_rows)
         )
-        out[start : start + len(ref_rows)] = ~same.to_numpy(zero_copy_only=False)
+        out[start : start + len(ref_rows)] = ~numbers(same)
     return out
 
 
 def _differs(labels: pa.ChunkedArray, language: pa.Array) -> pa.Array:
     """Null-aware inequality of two label columns (None equals None only)."""
-    same = pc.or_(pc.fill_null(pc.equal(labels, language), False), pc.and_(pc.is_null(labels), pc.is_null(language)))
+    same = pc.or_(pc.fill_null(pc.equal(labels, language), FALSE), pc.and_(pc.is_null(labels), pc.is_null(language)))
     return pc.invert(same)
 
 

@@ -159,7 +159,7 @@ def score_table_of_chunks(chunks: Iterable[list[Prediction]], normalizer: str) -
 
 def _last_per_id(table: pa.Table) -> pa.Table:
     """One row per id, the last one, placed where the id first appeared (``dict`` semantics)."""
-    ids = table["id"].combine_chunks() if table.num_rows else pa.array([], pa.string())
+    ids = table["id"].combine_chunks() if table.num_rows else arrays.array([], pa.string())
     codes = pc.dictionary_encode(ids)
     index = numbers(codes.indices)
     if len(codes.dictionary) == len(index):
@@ -168,7 +168,7 @@ def _last_per_id(table: pa.Table) -> pa.Table:
     np.maximum.at(last, index, np.arange(len(index)))  # the last row of each id
     first = np.full(len(codes.dictionary), len(index), dtype=np.int64)
     np.minimum.at(first, index, np.arange(len(index)))
-    return table.take(pa.array(last[np.argsort(first, kind="stable")])).combine_chunks()
+    return table.take(arrays.from_numpy(last[np.argsort(first, kind="stable")])).combine_chunks()
 
 
 def counts(table: pa.Table, names: tuple[str, ...] = WORD_COUNTS, mask: Optional[pa.Array] = None) -> WordCounts:
