@@ -87,8 +87,9 @@ def test_a_table_built_from_buffers_refuses_what_pyarrow_refuses_and_keeps_its_s
     columns = {"n": [1, None, 3], "s": ["a", "", None], "x": [None, 0.5, float("inf")], "b": [True, None, False]}
     assert table(columns, schema).equals(pa.table(columns, schema=schema))
     assert table({name: [] for name in schema.names}, schema).equals(schema.empty_table())
-    with pytest.raises(TypeError, match="not integers for a int64 column"):
-        array([1, 2.5], pa.int64())
+    for refused in ([1, 2.5], [1, None, 2.5], [None, 2.5]):
+        with pytest.raises(TypeError, match="not int64 values"):
+            array(refused, pa.int64())
     with pytest.raises(TypeError, match="not a numeric column: list"):
         array([[1]], pa.list_(pa.int64()))
 

@@ -102,28 +102,68 @@ def array(values: Sequence[Any], arrow_type: pa.DataType) -> pa.Array:
     [1.5, None, nan]
     """
     n = len(values)
-    missing = [value is None for value in values]
-    validity = pa.py_buffer(np.packbits(~np.array(missing, dtype=bool), bitorder="little")) if any(missing) else None
     if pa.types.is_string(arrow_type):
-        return _strings(values, n, validity)
-    if pa.types.is_boolean(arrow_type):
-        bits = np.array([bool(value) if value is not None else False for value in values], dtype=bool)
-        return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(np.packbits(bits, bitorder="little"))])
+        return _strings(values, n)
     dtype = _dtype(arrow_type)
-    filled = [0 if value is None else value for value in values] if validity is not None else values
-    data = np.array(filled, dtype=dtype if dtype.kind == "f" else None)
-    if n and dtype.kind != "f" and data.dtype.kind not in "iub":
-        raise TypeError(f"not integers for a {arrow_type} column: {data.dtype}")
-    return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(data.astype(dtype, copy=False))])
+    if n and values[0] is not None:  # most likely none is missing: converted at once, then checked
+        data = np.array(values, dtype=np.float64 if dtype.kind == "f" else None)  # float: a None becomes NaN
+        if dtype.kind == "f":
+            nan = np.flatnonzero(np.isnan(data))
+            none = nan[np.array([values[i] is None for i in nan.tolist()], dtype=bool)] if len(nan) else nan
+            return _numbers(arrow_type, dtype, data, _validity(n, none) if len(none) else None)
+        if data.dtype != object:
+            return _numbers(arrow_type, dtype, data, None)
+    missing = np.array([value is None for value in values], dtype=bool)  # many missing, maybe
+    present = np.flatnonzero(~missing)
+    data = np.zeros(n, dtype=np.float64 if dtype.kind == "f" else np.int64)
+    if len(present):
+        given = np.array([values[i] for i in present.tolist()], dtype=np.float64 if dtype.kind == "f" else None)
+        data[present] = _checked(arrow_type, dtype, given)
+    return _numbers(arrow_type, dtype, data, _validity(n, np.flatnonzero(missing)) if missing.any() else None)
 
 
-def _strings(values: Sequence[Any], n: int, validity: Optional[pa.Buffer]) -> pa.Array:
-    encoded = [b"" if value is None else value.encode("utf-8") for value in values]
+def _checked(arrow_type: pa.DataType, dtype: np.dtype, data: np.ndarray) -> np.ndarray:
+    """``data`` where it holds what ``arrow_type`` takes (integers or booleans for an integer or boolean type: a float
+    is refused, as pyarrow refuses one it would truncate), else TypeError."""
+    if len(data) and dtype.kind != "f" and data.dtype.kind not in "iub":
+        raise TypeError(f"not {arrow_type} values: {data.dtype}")
+    return data
+
+
+def _numbers(arrow_type: pa.DataType, dtype: np.dtype, data: np.ndarray, validity: Optional[pa.Buffer]) -> pa.Array:
+    data = _checked(arrow_type, dtype, data)
+    if dtype.kind == "b":
+        bits = np.packbits(data.astype(bool, copy=False), bitorder="little")
+        return pa.Array.from_buffers(arrow_type, len(data), [validity, pa.py_buffer(bits)])
+    return pa.Array.from_buffers(arrow_type, len(data), [validity, pa.py_buffer(data.astype(dtype, copy=False))])
+
+
+def _validity(n: int, nulls: np.ndarray) -> pa.Buffer:
+    """Arrow's validity bitmap of ``n`` values, ``nulls`` the positions of the missing ones."""
+    valid = np.ones(n, dtype=bool)
+    valid[nulls] = False
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _strings(values: Sequence[Any], n: int) -> pa.Array:
+    validity = None
+    try:
+        joined = "".join(values)
+    except TypeError:  # a None among them (anything else that is not text is refused below)
+        missing = np.array([value is None for value in values], dtype=bool)
+        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+        values = ["" if value is None else value for value in values]
+        joined = "".join(values)
+    data = joined.encode("utf-8")
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)  # characters: an ASCII text's bytes
+    if len(data) != len(joined):  # some text is not ASCII: its bytes counted
+        for i in np.flatnonzero(~np.fromiter(map(str.isascii, values), dtype=bool, count=n)).tolist():
+            lengths[i] = len(values[i].encode("utf-8"))
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n), out=offsets[1:])
+    np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] > np.iinfo(np.int32).max:
         raise ValueError(f"{offsets[-1]} bytes of text: more than one string column holds (2 GiB)")
-    buffers = [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))]
+    buffers = [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
     return pa.Array.from_buffers(pa.string(), n, buffers)
 
 
