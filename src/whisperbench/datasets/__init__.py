@@ -24,7 +24,15 @@ from ..errors import DatasetError
 from ..types import ColumnMap, Example, Form
 from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
-from .records import Checked, Invalid, build_dataset, content_hash, infer_form, record_id, record_to_example
+from .records import (
+    Checked,
+    Invalid,
+    build_dataset,
+    content_hash,
+    infer_form,
+    mappable_examples,
+    record_id,
+)
 
 __all__ = [
     "load_dataset",
@@ -124,13 +132,7 @@ def unchecked_examples(
     records = read_manifest(manifest)[:limit]
     base_dir = os.path.dirname(os.path.abspath(manifest))
     for start in range(0, len(records), chunk):
-        examples = []
-        for record in records[start : start + chunk]:
-            try:
-                examples.append(record_to_example(record, base_dir, columns))
-            except DatasetError:
-                continue  # the load names it; nothing to score ahead
-        yield examples
+        yield mappable_examples(records[start : start + chunk], base_dir, columns)  # the load names what is left out
 
 
 def column_values(spec: str, column: str) -> dict[str, Any]:

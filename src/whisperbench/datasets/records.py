@@ -34,6 +34,7 @@ __all__ = [
     "Invalid",
     "Checked",
     "build_dataset",
+    "mappable_examples",
     "record_to_example",
     "content_hash",
     "infer_form",
@@ -86,6 +87,20 @@ def record_to_example(record: RawRecord, base_dir: Optional[str], columns: Colum
     """Map aliased (or ``columns``' mapped) columns onto an Example; raises DatasetError naming the row when a
     field is missing."""
     return _to_example(record, base_dir, row_keys(columns))
+
+
+def mappable_examples(
+    records: Iterable[RawRecord], base_dir: Optional[str], columns: ColumnMap = ColumnMap()
+) -> list[Example]:
+    """:func:`record_to_example` of each record that maps (one that cannot is left out, unnamed), the columns looked
+    up once: what a reader that checks nothing (a helper scoring ahead) takes."""
+    keys, examples = row_keys(columns), []
+    for record in records:
+        try:
+            examples.append(_to_example(record, base_dir, keys))
+        except DatasetError:
+            continue
+    return examples
 
 
 def _to_example(record: RawRecord, base_dir: Optional[str], keys: RowKeys) -> Example:
