@@ -5,7 +5,9 @@ compare them on thousands of cases), without importing ``scipy.stats``: that imp
 of a ``gate`` on a QA set of a thousand examples. ``scipy.special`` takes about 0.1 s.
 
 The binomial distribution comes from scipy's Boost-based kernels (``scipy.special._ufuncs._binom_*``, what
-``scipy.stats.binom`` calls); where a scipy lacks them, ``scipy.stats.binom`` itself.
+``scipy.stats.binom`` calls); where a scipy lacks them, ``scipy.stats.binom`` itself. The algorithms are those of
+scipy 1.17 whatever scipy is installed (older ones chose the Wilcoxon method differently), so a figure does not
+change with the scipy a machine has.
 
 >>> binomial_test(2, 3)  # two-sided, p = 0.5: every outcome at most as likely as 2 of 3
 1.0
@@ -94,7 +96,8 @@ def binomial_isf(q: float, n: Any, p: float) -> Any:
 
 
 def _placed(inside: np.ndarray, outside: float, values: Callable[[], Any]) -> Any:
-    return np.where(inside, values(), outside)[()] if np.any(inside) else np.where(inside, 0.0, outside)[()]
+    """``values()`` where ``inside``, ``outside`` elsewhere (the kernel is called only when some value is inside)."""
+    return np.where(inside, values() if np.any(inside) else outside, outside)[()]
 
 
 def binomial_test(k: int, n: int, p: float = 0.5) -> float:
