@@ -1,11 +1,12 @@
 """Arrow columns made from and read into NumPy buffers, without pandas.
 
 ``pyarrow`` imports pandas (about 0.2 s of CPU) on a process's first ``to_numpy``, even of a column of integers, and
-on its first ``pa.array``/``pa.table`` of Python values or NumPy arrays (to recognize pandas objects, which a score
-table never holds). ``score`` needs no pandas otherwise (``gate`` and ``compare`` import it for their tables), so
-the score tables are built and read here: :func:`table` makes each column from its buffers (values, offsets,
-validity bitmap), :func:`numbers` views a primitive column's data buffer as it is (no copy when it has one chunk
-and no nulls) and turns its nulls into NaN.
+on its first ``pa.array``/``pa.table``/``pa.scalar`` of Python values or NumPy arrays (to recognize pandas objects,
+which a score table never holds). ``score``, ``gate`` and ``compare --json`` need no pandas otherwise (it is imported
+where a DataFrame is built), so the score tables are built and read here: :func:`table` makes each column from its
+buffers (values, offsets, validity bitmap), :func:`numbers` views a primitive column's data buffer as it is (no copy
+when it has one chunk and no nulls) and turns its nulls into NaN; :func:`scalar` and :func:`from_numpy` make the
+scalars and row numbers that compute functions take.
 
 >>> import pyarrow as pa
 >>> numbers(pa.chunked_array([[1, 2], [3]]))
@@ -150,8 +151,7 @@ def _strings(values: Sequence[Any], n: int) -> pa.Array:
     try:
         joined = "".join(values)
     except TypeError:  # a None among them (anything else that is not text is refused below)
-        missing = np.array([value is None for value in values], dtype=bool)
-        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+        validity = _validity(n, np.flatnonzero([value is None for value in values]))
         values = ["" if value is None else value for value in values]
         joined = "".join(values)
     data = joined.encode("utf-8")
@@ -202,7 +202,4 @@ def from_numpy(values: np.ndarray) -> pa.Array:
     values = np.ascontiguousarray(values)
     if values.ndim != 1 or values.dtype.kind not in "biuf":
         raise TypeError(f"not a one-dimensional numeric array: {values.dtype}, {values.ndim} dimension(s)")
-    if values.dtype.kind == "b":
-        bits = pa.py_buffer(np.packbits(values, bitorder="little"))
-        return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+    return _numbers(pa.from_numpy_dtype(values.dtype), values.dtype, values, None)

@@ -42,7 +42,7 @@ from rapidfuzz.distance import Levenshtein
 
 from ..limits import Range
 from ..types import Prediction
-from .arrays import numbers, strings
+from .arrays import FALSE, OK, numbers, strings
 from .metrics import Display, Metric, MetricContext
 from .wer import example_wers
 
@@ -307,13 +307,14 @@ class Measures:
     @classmethod
     def of_table(cls, table: Any) -> "Measures":
         """From a score table's columns (``scoring.table``: a pyarrow table)."""
+        import pyarrow.compute as pc  # a table is in hand: pyarrow is loaded already
 
         def col(name: str) -> np.ndarray:
             return numbers(table[name])
 
         ratio = numbers(table["compression_ratio"], np.float64)  # nulls as NaN
         counts = (col("hits"), col("substitutions"), col("deletions"), col("insertions"))
-        ok = strings(table["status"]) == "ok"
+        ok = numbers(pc.fill_null(pc.equal(table["status"], OK), FALSE))  # a missing status is no success
         return cls(strings(table["id"]), ok, counts, col("burst_words"), col("loop_words"), ratio)
 
     @classmethod
