@@ -389,3 +389,38 @@ def test_gate_and_compare_import_neither_pandas_nor_scipy_stats_nor_scipy_optimi
     out = python_probe(probe, str(recorded_runs))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split(" ", 1)[1].strip() == "True []", out.stdout
+
+
+def test_score_starts_its_helper_before_it_imports_the_harness_the_run_store_or_pyarrow(tmp_path, tiny_rows):
+    """`score` forks the helper scoring ahead as soon as its request is made: the run store, the runner, pyarrow
+    and the metric plug-ins are imported afterwards, while the helper scores (about 0.1 s of the command's start
+    on one core that the second core used to wait for)."""
+    from tests.conftest import BUNDLED
+    from whisperbench.harness.ahead import AHEAD_MIN_BYTES
+
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    text = tiny_rows[1]["text"]
+    rows = [{"id": f"u{i}", "audio": audio, "text": f"{text} {i}"} for i in range(3000)]
+    manifest, hypotheses = tmp_path / "manifest.jsonl", tmp_path / "hyps.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert manifest.stat().st_size >= AHEAD_MIN_BYTES
+    hypotheses.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["text"]}) + "\n" for r in rows))
+    probe = (
+        "import sys, multiprocessing.process as mp\n"
+        "heavy = ('whisperbench.harness.runner', 'whisperbench.store', 'whisperbench.api', 'pyarrow',\n"
+        "         'whisperbench.scoring.formatting')\n"
+        "start = mp.BaseProcess.start\n"
+        "def started(self):\n"
+        "    if self.name == 'whisperbench-score-ahead':\n"
+        "        print('HELPER', [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
+        "    return start(self)\n"
+        "mp.BaseProcess.start = started\n"
+        "from whisperbench.cli import main\n"
+        "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
+        "            '--runs-dir', sys.argv[3], '--name', 'ahead', '--json', '-q']\n"
+        "print('CODE', main(), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
+    out = python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
+    assert "HELPER []" in out.stderr and "CODE 0" in out.stderr, out.stderr[-3000:]
+    assert json.loads(out.stdout)["wer"] == 0.0

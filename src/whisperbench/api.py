@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from .adapters import DecodingOptions, get_adapter
 from .limits import GATE_LIMITS, check_limits
-from .adapters.recorded import read_rows
 from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness import rescore as rescore_run
 from .harness.ahead import scores_ahead_of
+from .harness.request import score_request
 from .harness.runner import RunResult
 from .progress import progress as progress_bar
 from .scoring.metrics import checked_options, parse_metric_options
@@ -340,26 +340,6 @@ def unknown_ids(hypotheses: dict[str, str], dataset: Dataset) -> list[str]:
     ['nope']
     """
     return sorted(set(hypotheses) - {example.id for example in dataset.examples})
-
-
-def score_request(
-    hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs", **settings: Any
-) -> RunRequest:
-    """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
-    ids the dataset lacks. Missing ids become failed examples, counted."""
-    settings["columns"] = ColumnMap.of(settings.get("columns"))
-    read_rows(str(hypotheses))  # a bad file is refused before the dataset is read (its ids: the runner warns)
-    settings["label"] = settings.get("label") or f"recorded {Path(hypotheses).stem}"
-    return RunRequest(
-        adapter="recorded",
-        model=str(Path(hypotheses).resolve()),
-        dataset=str(dataset),
-        runs_dir=str(runs_dir),
-        decoding=DecodingOptions(threads=1),  # nothing decodes: no 0.2 s sampling of the machine's load for threads
-        retry_failed=True,
-        warmup=False,
-        **settings,
-    )
 
 
 def score(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs", **settings: Any) -> StoredRun:

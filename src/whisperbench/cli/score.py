@@ -1,4 +1,4 @@
-"""``whisperbench score``: hypotheses made elsewhere stored and scored as a run (``api.score_request``)."""
+"""``whisperbench score``: hypotheses made elsewhere stored and scored as a run (``harness.request.score_request``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from .common import add_run_args, columns, execute, metric_options
 
 
 def command(args) -> int:
-    """``whisperbench score``: store given hypotheses as a run and score them."""
-    from ..api import score_request
+    """``whisperbench score``: store given hypotheses as a run and score them. The helper scoring ahead
+    (``harness.ahead``) starts before the harness and the run store are imported (about 0.1 s sooner)."""
+    from ..harness.ahead import scores_ahead_of
+    from ..harness.request import score_request
 
     request = score_request(
         args.hypotheses,
@@ -26,7 +28,8 @@ def command(args) -> int:
         label=args.label,
         metric_options=metric_options(args),
     )
-    return execute(request, args.json)
+    with scores_ahead_of(request):
+        return execute(request, args.json)
 
 
 def register(sub: Any) -> None:

@@ -37,8 +37,9 @@ def knows_outputs(adapter_class: type[Adapter]) -> bool:
 def scores_ahead_of(request: RunRequest) -> ContextManager[Any]:
     """A helper scoring the pairs of ``request`` from its files, started now, before the dataset loads; nothing
     where the adapter does not know its outputs, the dataset is not a manifest file of some size (a folder, a
-    bundled name, ``hf:``), or the system cannot fork."""
-    if not (prescore.available() and knows_outputs(get_adapter(request.adapter))):
+    bundled name, ``hf:``), the system cannot fork, or one is running already (started by the command line before
+    it imported the harness)."""
+    if prescore.running() or not (prescore.available() and knows_outputs(get_adapter(request.adapter))):
         return nullcontext()
     if request.dataset.startswith("hf:") or _size(request.dataset) < AHEAD_MIN_BYTES:
         return nullcontext()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Optional, Union
 
 from ..adapters import DecodingOptions
+from ..adapters.recorded import read_rows
 from ..errors import OptionError
 from ..scoring.metrics import checked_options
 from ..types import ColumnMap
@@ -65,3 +67,23 @@ class RunRequest:
         if bad:
             raise OptionError(f"run: {', '.join(bad)}")
         self.metric_options = checked_options(self.metric_options)  # typed, unknown names refused
+
+
+def score_request(
+    hypotheses: Union[str, Path], dataset: Union[str, Path], *, runs_dir: Union[str, Path] = "runs", **settings: Any
+) -> RunRequest:
+    """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
+    ids the dataset lacks. Missing ids become failed examples, counted."""
+    settings["columns"] = ColumnMap.of(settings.get("columns"))
+    read_rows(str(hypotheses))  # a bad file is refused before the dataset is read (its ids: the runner warns)
+    settings["label"] = settings.get("label") or f"recorded {Path(hypotheses).stem}"
+    return RunRequest(
+        adapter="recorded",
+        model=str(Path(hypotheses).resolve()),
+        dataset=str(dataset),
+        runs_dir=str(runs_dir),
+        decoding=DecodingOptions(threads=1),  # nothing decodes: no 0.2 s sampling of the machine's load for threads
+        retry_failed=True,
+        warmup=False,
+        **settings,
+    )

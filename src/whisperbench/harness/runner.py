@@ -29,6 +29,7 @@ from ..scoring import prescore
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
+from ..scoring.table import prepare as prepare_scoring
 from ..store import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
 from .ahead import scores_ahead_for
@@ -254,6 +255,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
     languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
+    prepare_scoring(normalizer)  # built once, before anything forks to score (see scoring.table.prepare)
     warning = english_only_warning(
         redact(request.model), [ex.language for ex in dataset.examples], _multilingual(request.model)
     )

@@ -156,25 +156,40 @@ def map_ranges(
     count: int,
     workers: Optional[int] = None,
     minimum: int = PARALLEL_MIN,
+    backwards: bool = False,
 ) -> list[Any]:
     """``fn(shared, start, stop)`` over consecutive ranges of ``range(count)`` (:func:`_ranges`), results in order;
     on ``workers`` processes when ``count`` is worth it (:func:`in_parallel` with ``minimum``), else one call here.
     Forked workers read ``shared`` from the memory they inherit (nothing pickled: e.g. memory-mapped tables and row
-    indices); spawned ones (where the system cannot fork) get it pickled with each range."""
+    indices); spawned ones (where the system cannot fork) get it pickled with each range. ``backwards``: the last
+    range is handed out first (where the costly ones are last: the helper scoring ahead goes from the front, and
+    the range a worker starts last should be a cheap one), the results still in order.
+
+    >>> map_ranges(_span, None, 10, workers=2, minimum=1, backwards=True)
+    [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]
+    """
     if not in_parallel(count, workers, minimum):
         return [fn(shared, 0, count)]
     global _SHARED
     workers = workers or os.cpu_count() or 1
     forked = _START_METHOD == "fork"
     calls = [(fn, None if forked else shared, start, stop) for start, stop in _ranges(count, workers)]
+    if backwards:
+        calls.reverse()
     _SHARED = shared if forked else None
     gc.freeze()  # what the workers inherit is never traced by their collector (nor its pages copied on write)
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD)) as pool:
-            return list(pool.map(_range_call, calls))
+            results = list(pool.map(_range_call, calls))
+            return results[::-1] if backwards else results
     finally:
         gc.unfreeze()
         _SHARED = None
+
+
+def _span(shared: Any, start: int, stop: int) -> tuple[int, int]:
+    """A range as it is given (the doctest of :func:`map_ranges`)."""
+    return start, stop
 
 
 def _range_call(args: tuple[Callable[[Any, int, int], Any], Any, int, int]) -> Any:
