@@ -10,13 +10,7 @@ imported on first use, so ``import whisperbench.types`` (or a worker process) do
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("whisperbench")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+local"
 
 if TYPE_CHECKING:
     from . import api
@@ -71,7 +65,10 @@ _RECORDS = {"Metric": "scoring.metrics", "ScoredExample": "scoring.metrics"}
 
 
 def __getattr__(name: str) -> Any:
-    """The API's functions, imported on first use (PEP 562)."""
+    """The API's functions and ``__version__``, imported (read) on first use (PEP 562): ``import whisperbench``
+    reads no package metadata (``importlib.metadata``: about 25 ms)."""
+    if name == "__version__":
+        return _version()
     if name not in __all__:
         raise AttributeError(f"module 'whisperbench' has no attribute {name!r}")
     import importlib
@@ -80,3 +77,13 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(f"{__name__}.{_RECORDS[name]}"), name)
     api = importlib.import_module(f"{__name__}.api")  # not `from . import api`: that would call __getattr__ again
     return api if name == "api" else getattr(api, name)
+
+
+def _version() -> str:
+    """The installed distribution's version ("0.0.0+local" when running from a source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("whisperbench")
+    except PackageNotFoundError:
+        return "0.0.0+local"

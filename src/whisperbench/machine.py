@@ -7,7 +7,6 @@ import os
 import resource
 import sys
 import time
-from importlib.metadata import PackageNotFoundError, version
 from typing import Iterable
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -69,6 +68,8 @@ def default_threads() -> int:
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:
     """Installed versions of the named distributions (absent ones are left out)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     found = {}
     for name in names:
         try:

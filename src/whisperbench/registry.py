@@ -30,10 +30,12 @@ import logging
 import pkgutil
 import sys
 from functools import lru_cache
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Callable, Generic, Iterable, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Optional, TypeVar
 
 from .errors import WhisperbenchError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +65,8 @@ def installed(group: str) -> list[EntryPoint]:
 
 @lru_cache(maxsize=2)
 def _installed(path: tuple[str, ...]) -> Any:
+    from importlib.metadata import entry_points  # imported where a registry first looks for plug-ins
+
     return entry_points()
 
 
@@ -91,20 +95,27 @@ class Registry(Generic[T]):
     ) -> None:
         self.what, self.group, self.error = what, group, error
         self._builtin, self._kind, self._name_of, self._order = builtin, kind, name_of, order
+        self._builtins: Optional[dict[str, T]] = None
         self._loaded: Optional[dict[str, T]] = None
         self._added: dict[str, T] = {}
 
     def _fits(self, item: Any) -> bool:
         return isinstance(item, self._kind) if isinstance(self._kind, type) else bool(self._kind(item))
 
-    def _load(self) -> dict[str, T]:
-        if self._loaded is None:
+    def _built_in(self) -> dict[str, T]:
+        if self._builtins is None:
             items: dict[str, T] = {}
             for item in self._builtin():
                 name = self._name_of(item)
                 if name in items:
                     raise ValueError(f"two built-in {self.what}s are called {name!r}")
                 items[name] = item
+            self._builtins = items
+        return self._builtins
+
+    def _load(self) -> dict[str, T]:
+        if self._loaded is None:
+            items = dict(self._built_in())
             self._loaded = items  # what a plug-in importing whisperbench sees while the plug-ins load: built-ins
             for name, item in self._plugins(set(items)):
                 items[name] = item
@@ -140,8 +151,9 @@ class Registry(Generic[T]):
         return [self._name_of(item) for item in self.items()]
 
     def find(self, name: str) -> Optional[T]:
-        """The item called ``name``, else None."""
-        return self._load().get(name, self._added.get(name))
+        """The item called ``name``, else None (a built-in one without looking for plug-ins: none takes its name)."""
+        built_in = self._built_in().get(name)
+        return built_in if built_in is not None else self._load().get(name, self._added.get(name))
 
     def get(self, name: str) -> T:
         """The item called ``name``; ``error`` naming the known ones otherwise."""
@@ -170,5 +182,5 @@ class Registry(Generic[T]):
 
     def reload(self) -> None:
         """Look for built-in and installed items again on the next read (after installing a package)."""
-        self._loaded = None
+        self._builtins = self._loaded = None
         _installed.cache_clear()

@@ -15,7 +15,6 @@ import os
 import sys
 from typing import Any, Optional
 
-from .. import __version__
 from ..errors import WhisperbenchError
 from ..gcpause import freeze_after_pauses
 from ..redact import redact_text
@@ -64,12 +63,14 @@ COMMANDS: Registry[Any] = Registry(
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser: every command, its options and help (docs/usage.md lists them)."""
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command, its options and help (docs/usage.md lists them); with ``command``,
+    the name of a built-in one, that command alone (the same parser for its arguments: no other command's module
+    and no installed plug-in is imported, and a plug-in never takes a built-in name)."""
     parser = argparse.ArgumentParser(
         prog="whisperbench", description="WER and QoI across Whisper implementations, on the same weights."
     )
-    parser.add_argument("--version", action="version", version=f"whisperbench {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show program's version number and exit")
     level = parser.add_mutually_exclusive_group()
     level.add_argument(
         "-v",
@@ -89,11 +90,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="log warnings and errors only (no progress lines)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in COMMANDS.items():
+    modules = [importlib.import_module(f"{__name__}.{command}")] if command in BUILTIN else COMMANDS.items()
+    for module in modules:
         module.register(sub)
-    for command in sub.choices.values():  # -q / -v after the command name too (`report … -q`)
-        _add_log_level(command)
+    for command_parser in sub.choices.values():  # -q / -v after the command name too (`report … -q`)
+        _add_log_level(command_parser)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read from the package metadata only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        import whisperbench
+
+        print(f"whisperbench {whisperbench.__version__}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def _add_log_level(parser: argparse.ArgumentParser) -> None:
@@ -167,12 +179,25 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
+def _builtin_named(argv: list[str]) -> Optional[str]:
+    """The built-in command ``argv`` names, where only log levels come before it (``--help`` and ``--version``
+    there, or no command, take the whole parser).
+
+    >>> _builtin_named(["-q", "gate", "--help"]), _builtin_named(["--help"]), _builtin_named(["no-such-command"])
+    ('gate', None, None)
+    """
+    for arg in argv:
+        if arg not in ("-v", "--verbose", "-q", "--quiet"):
+            return arg if arg in BUILTIN else None
+    return None
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv``); the exit code (bad input: one line and 2)."""
     if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
         sys.stdout = _PipeSafe(sys.stdout)
         freeze_after_pauses()  # one command, then exit: records built in bulk are never scanned again
-    args = build_parser().parse_args(argv)
+    args = build_parser(_builtin_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     _configure_logging(args.log_level)
     try:
         return args.func(args)
