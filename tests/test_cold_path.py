@@ -392,9 +392,10 @@ def test_gate_and_compare_import_neither_pandas_nor_scipy_stats_nor_scipy_optimi
 
 
 def test_score_starts_its_helper_before_it_imports_the_harness_the_run_store_or_pyarrow(tmp_path, tiny_rows):
-    """`score` forks the helper scoring ahead as soon as its request is made: the run store, the runner, pyarrow
-    and the metric plug-ins are imported afterwards, while the helper scores (about 0.1 s of the command's start
-    on one core that the second core used to wait for)."""
+    """`score` forks the helper scoring ahead as soon as its request is made: the run store, the runner, pyarrow,
+    the metrics and the package metadata (plug-ins, versions) are imported afterwards, while the helper scores, and
+    no other command's parser is built (0.15 s of the command's start on one core that the second core used to
+    wait for)."""
     from tests.conftest import BUNDLED
     from whisperbench.harness.ahead import AHEAD_MIN_BYTES
 
@@ -408,7 +409,7 @@ def test_score_starts_its_helper_before_it_imports_the_harness_the_run_store_or_
     probe = (
         "import sys, multiprocessing.process as mp\n"
         "heavy = ('whisperbench.harness.runner', 'whisperbench.store', 'whisperbench.api', 'pyarrow',\n"
-        "         'whisperbench.scoring.formatting')\n"
+        "         'whisperbench.scoring.formatting', 'importlib.metadata', 'whisperbench.cli.compare')\n"
         "start = mp.BaseProcess.start\n"
         "def started(self):\n"
         "    if self.name == 'whisperbench-score-ahead':\n"
