@@ -3,6 +3,8 @@
 import random
 
 import jiwer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from whisperbench.scoring import WordErrorRate, align, normalize, qoi, summarize
@@ -113,3 +115,23 @@ def test_qoi_counts_failures_and_lists_unjoined_ids():
 def test_qoi_rejects_duplicate_ids():
     with pytest.raises(ValueError, match="more than once"):
         qoi(_preds([("a", "a")]) * 2, _preds([("a", "a")]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12)
+        | st.sampled_from([0.1, 0.2, 0.30000000000000004, 1e-9, 5.5]),
+        min_size=1,
+        max_size=300,
+    ),
+    st.lists(st.floats(min_value=0, max_value=100) | st.sampled_from([0, 2.5, 50, 90, 97.5, 99, 100]), max_size=6),
+)
+def test_percentiles_are_numpys_to_the_last_bit(values, qs):
+    """summary.json's latency percentiles, computed without numpy (its first call imports numpy.ma): the same
+    floats as numpy.percentile's default method, duplicates, one value and both ends included."""
+    import numpy as np
+
+    from whisperbench.scoring.figures import percentiles
+
+    assert percentiles(values, qs) == [float(np.percentile(values, q)) for q in qs]
