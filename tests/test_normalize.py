@@ -223,3 +223,16 @@ def test_the_rule_screen_skips_only_rules_that_cannot_fire():
         assert normalize_module._RuleScreen.of(rules).words is None
         assert normalize_module._RuleScreen.of(rules).rules_for("plain text") == tuple(rules)
     assert normalize_module._RuleScreen.of(_rules(("st", r"\bst\b", "saint"), ("'s", r"'s\b", " mr"))).words
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abm'", min_size=1, max_size=4), min_size=1, max_size=8, unique=True),
+    st.lists(st.text(alphabet="abm' .,", max_size=12), min_size=1, max_size=20),
+)
+def test_the_factored_screen_finds_a_whole_word_exactly_where_the_plain_alternation_does(words, texts):
+    """The rule screen's alternation, factored by common prefixes (mr|mrs -> mr(?:s)?), against the plain one."""
+    plain = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")\b")
+    factored = re.compile(rf"\b{normalize_module._alternation(sorted(words))}\b")
+    for text in texts:
+        assert (plain.search(text) is None) == (factored.search(text) is None), (words, text)

@@ -33,9 +33,9 @@ log = logging.getLogger(__name__)
 
 #: a pair scored ahead: (transcript, hypothesis, language label), as the prediction will hold them
 Pair = tuple[str, str, Optional[str]]
-#: pairs the helper scores between two looks at its stop signal (about 12 ms of work: the end's scoring waits for
+#: pairs the helper scores between two looks at its stop signal (about 5 ms of work: the end's scoring waits for
 #: the chunk under way, half of one on average)
-CHUNK = 250
+CHUNK = 100
 #: what a helper scores, read in the helper: chunks of (normalizer, pairs), each pair scored with that normalizer
 Source = Callable[[], Iterable[tuple[str, Sequence[Pair]]]]
 
