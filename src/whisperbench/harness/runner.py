@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import shutil
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -423,15 +424,23 @@ def _finalize(
     whole = len(stored) == len(set(ids))  # the store holds exactly the dataset's examples (the usual case)
     predictions = list(stored.values()) if whole else [stored[i] for i in ids]  # file order: the table's order
     stamp = store.predictions_stamp()
-    summary, table = summarize_with_table(
-        predictions,
-        run.normalizer,
-        run.dataset.form,
-        metric_options=request.metric_options,
-        language_detected=request.decoding.language is None,
-    )
-    if whole:  # scored once, when the run ends: every report reads this table
-        store.write_score_table(table, run.normalizer, stamp)
+    with ThreadPoolExecutor(1, thread_name_prefix="whisperbench-table") as writer:
+        written: list[Future] = []
+
+        def write(table: Any) -> None:  # scored once, when the run ends: every report reads this table
+            if whole:  # written by a thread while the figures are computed (the writing and hashing free the GIL)
+                written.append(writer.submit(store.write_score_table, table, run.normalizer, stamp))
+
+        summary, _ = summarize_with_table(
+            predictions,
+            run.normalizer,
+            run.dataset.form,
+            metric_options=request.metric_options,
+            language_detected=request.decoding.language is None,
+            table_ready=write,
+        )
+        for future in written:
+            future.result()
     measured: dict[str, Any] = {
         "load_s": report.load_s,
         "warmup_s": report.warmup_s,

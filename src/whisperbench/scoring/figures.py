@@ -10,7 +10,7 @@ example id (a line stored twice for one id counts once: the last one, as the run
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -52,13 +52,17 @@ def summarize_with_table(
     form: str,
     language_detected: bool = False,
     metric_options: Optional[dict[str, Any]] = None,
+    table_ready: Optional[Callable[[pa.Table], Any]] = None,
 ) -> tuple[Summary, pa.Table]:
     """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
     their score table, the language identification when the model chose the language (``language_detected``),
     and every metric — per-example ones from the table's columns (null when they give the run no value),
-    run-level ones from the scored predictions (``metric_options``: their thresholds)."""
+    run-level ones from the scored predictions (``metric_options``: their thresholds). ``table_ready`` is called
+    with the table as soon as it is built, before the figures (the runner starts writing it then)."""
     with paused_gc():  # scored copies and the metrics' per-example records, none in a cycle: see whisperbench.gcpause
         scored, table = scored_table(unique_by_id(predictions), normalizer)
+        if table_ready is not None:
+            table_ready(table)
         metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
         metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}

@@ -316,13 +316,16 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     predictions' raw fields: their scores are not needed)."""
     pooled: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}
     ok = [p for p in raw(scored) if p.status == "ok"]
-    for pred in ok:
-        if pred.segments is None and pred.words is None:  # no predicted time: nothing to measure (most runs)
+    stored, refused = {"segments": 0, "words": 0}, []
+    for pred in ok:  # one pass: a run without times (most runs) costs a look at each prediction, no more
+        if pred.extra.get("timing_refused"):
+            refused.append(pred)
+        if pred.segments is None and pred.words is None:  # no predicted time: nothing to measure
             continue
+        stored["segments"] += pred.segments is not None
+        stored["words"] += pred.words is not None
         for key, errors in example_timing(pred, context.normalizer).items():
             pooled[key] += errors
-    stored = {"segments": sum(p.segments is not None for p in ok), "words": sum(p.words is not None for p in ok)}
-    refused = [p for p in ok if p.extra.get("timing_refused")]
     if not stored["segments"] and not stored["words"] and not refused:
         return None
     out: dict[str, Any] = {"examples_with_segments": stored["segments"], "examples_with_words": stored["words"]}
