@@ -185,3 +185,31 @@ def test_a_manifest_the_helper_cannot_read_fails_the_run_as_before_and_leaves_no
     with pytest.raises(api.WhisperbenchError, match=rf"line {len(rows) + 1}: invalid JSON"):
         api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="broken")
     assert multiprocessing.active_children() == [] and not prescore.running()
+
+
+def test_the_helper_reads_each_row_s_id_transcript_and_language_as_the_load_maps_them(tmp_path, tiny_rows):
+    """What the helper reads of a manifest (text-only examples, a third of the load's work) is what the run holds:
+    ids from the id column or the audio file's name, mapped columns, language labels in any form, a missing or
+    non-ASCII transcript; otherwise every pair it scores would be missed at the end (never wrong: only wasted)."""
+    from tests.conftest import BUNDLED
+    from whisperbench.datasets import load_dataset, unchecked_examples
+    from whisperbench.types import ColumnMap
+
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    rows = [
+        {"utt": "a", "wav": audio, "sentence": "Guten Tag.", "language": "German"},
+        {"wav": audio.replace("jfk", "jfk"), "sentence": "no id: the audio file names it", "language": "en-US"},
+        {"utt": "c", "wav": audio, "sentence": "caf\u00e9 \u4f60\u597d", "language": "zh"},
+        {"utt": "d", "wav": audio, "sentence": None},
+        {"utt": "e", "wav": audio, "sentence": 42, "language": "fra"},
+    ]
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    columns = ColumnMap.of({"id": "utt", "audio": "wav", "text": "sentence"})
+    assert len(load_dataset(str(manifest), columns=columns, skip_invalid=True).dataset.examples) == 4
+    for spec, cols in ((str(manifest), columns), ("tiny-shortform", ColumnMap()), ("tiny-longform", ColumnMap())):
+        loaded = load_dataset(spec, columns=cols, skip_invalid=True).dataset.examples
+        read = {
+            ex.id: (ex.text, ex.language) for chunk in unchecked_examples(spec, columns=cols, chunk=2) for ex in chunk
+        }
+        assert loaded and {e.id: (e.text, e.language) for e in loaded}.items() <= read.items(), spec

@@ -30,7 +30,7 @@ from .records import (
     build_dataset,
     content_hash,
     infer_form,
-    mappable_examples,
+    text_examples,
     record_id,
 )
 
@@ -120,9 +120,10 @@ def _manifest_path(spec: str) -> str:
 def unchecked_examples(
     spec: str, limit: Optional[int] = None, columns: ColumnMap = ColumnMap(), chunk: int = 1000
 ) -> Iterator[list[Example]]:
-    """The examples of a manifest (not ``hf:``), ``chunk`` rows at a time, as :func:`load_dataset` maps them, without
-    its checks (a row it cannot map is left out; no audio is opened, no duplicate looked for): what a helper
-    scoring ahead reads while the dataset itself loads (``whisperbench.harness.ahead``).
+    """The examples of a manifest (not ``hf:``), ``chunk`` rows at a time, their ids, transcripts and languages as
+    :func:`load_dataset` maps them (no audio, duration or extras: :func:`~.records.text_examples`), without its
+    checks (a row it cannot map is left out; no audio is opened, no duplicate looked for): what a helper scoring
+    ahead reads while the dataset itself loads (``whisperbench.harness.ahead``).
 
     >>> first = next(unchecked_examples("tiny-shortform", limit=2))
     >>> [ex.id for ex in first], first[0].text[:24]
@@ -130,9 +131,8 @@ def unchecked_examples(
     """
     manifest = _manifest_path(spec)
     records = read_manifest(manifest)[:limit]
-    base_dir = os.path.dirname(os.path.abspath(manifest))
     for start in range(0, len(records), chunk):
-        yield mappable_examples(records[start : start + chunk], base_dir, columns)  # the load names what is left out
+        yield text_examples(records[start : start + chunk], columns)  # the load names what is left out
 
 
 def column_values(spec: str, column: str) -> dict[str, Any]:
