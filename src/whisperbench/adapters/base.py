@@ -339,9 +339,9 @@ class Adapter(ABC):
         return []
 
     def outputs_known(self, examples: Sequence[Example]) -> Optional[list[Optional[str]]]:
-        """The text this adapter will give for each of ``examples`` when it knows it before it runs (a recorded
-        file's; None where it has none), else None: the harness scores them ahead (``scoring.prescore``). The helper
-        that reads the dataset's files itself gives examples holding their id, transcript and language only."""
+        """The text this adapter will give for each of ``examples`` (a helper reading ahead gives only their ids,
+        transcripts and languages) when it knows it before it runs (a recorded file's; None where it has none), else
+        None: the harness scores them ahead (``scoring.prescore``)."""
         return None
 
     def source_digest(self) -> Optional[str]:
