@@ -339,9 +339,8 @@ class Adapter(ABC):
         return []
 
     def outputs_known(self, examples: Sequence[Example]) -> Optional[list[Optional[str]]]:
-        """The text this adapter will give for each of ``examples`` (a helper reading ahead gives only their ids,
-        transcripts and languages) when it knows it before it runs (a recorded file's; None where it has none), else
-        None: the harness scores them ahead (``scoring.prescore``)."""
+        """Each example's text when the adapter knows it before it runs (a recorded file's; None where it has none),
+        else None: the harness scores them ahead (``scoring.prescore``; its helper gives ids and texts only)."""
         return None
 
     def source_digest(self) -> Optional[str]:
