@@ -423,24 +423,7 @@ def _finalize(
         adapter_info["long_form_seams"] = run.long_form.seams_source(run.adapter)
     whole = len(stored) == len(set(ids))  # the store holds exactly the dataset's examples (the usual case)
     predictions = list(stored.values()) if whole else [stored[i] for i in ids]  # file order: the table's order
-    stamp = store.predictions_stamp()
-    with ThreadPoolExecutor(1, thread_name_prefix="whisperbench-table") as writer:
-        written: list[Future] = []
-
-        def write(table: Any) -> None:  # scored once, when the run ends: every report reads this table
-            if whole:  # written by a thread while the figures are computed (the writing and hashing free the GIL)
-                written.append(writer.submit(store.write_score_table, table, run.normalizer, stamp))
-
-        summary, _ = summarize_with_table(
-            predictions,
-            run.normalizer,
-            run.dataset.form,
-            metric_options=request.metric_options,
-            language_detected=request.decoding.language is None,
-            table_ready=write,
-        )
-        for future in written:
-            future.result()
+    summary = _summary_written(run, store, request, predictions, whole)
     measured: dict[str, Any] = {
         "load_s": report.load_s,
         "warmup_s": report.warmup_s,
@@ -485,6 +468,33 @@ def _finalize(
     )  # backend_info: Ray's cluster, actors, deaths and retries
     store.write_info(run.info)
     store.write_summary(summary)
+    return summary
+
+
+def _summary_written(
+    run: _Resolved, store: RunStore, request: RunRequest, predictions: list[Prediction], whole: bool
+) -> Summary:
+    """The run's summary from ``predictions``; where they are the ``whole`` store, its score table is written too
+    (scored once, when the run ends: every report reads it), by a thread while the figures are computed (the
+    writing and hashing free the GIL)."""
+    stamp = store.predictions_stamp()
+    with ThreadPoolExecutor(1, thread_name_prefix="whisperbench-table") as writer:
+        written: list[Future] = []
+
+        def write(table: Any) -> None:
+            if whole:
+                written.append(writer.submit(store.write_score_table, table, run.normalizer, stamp))
+
+        summary, _ = summarize_with_table(
+            predictions,
+            run.normalizer,
+            run.dataset.form,
+            metric_options=request.metric_options,
+            language_detected=request.decoding.language is None,
+            table_ready=write,
+        )
+        for future in written:
+            future.result()
     return summary
 
 
