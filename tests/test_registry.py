@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import BUNDLED
+from .conftest import BUNDLED, python_probe
 
 PLUGIN = '''
 import json, os
@@ -182,3 +182,22 @@ def test_a_metric_in_this_repository_is_one_file(tmp_path, monkeypatch):
         monkeypatch.undo()
         sys.modules.pop("whisperbench.scoring.qcount", None)
         METRICS.reload()
+
+
+def test_an_adapter_found_by_its_module_s_name_imports_no_other_adapter_and_a_miss_still_finds_it():
+    """`get_adapter("recorded")` imports the module named after it, not the other adapters' (what `score` does
+    before its helper forks); a name its module is not called after ("ane-pytorch": ane_torch.py) is found by
+    loading them all; an unknown name is refused naming the known ones."""
+    probe = (
+        "import sys\n"
+        "from whisperbench.adapters import get_adapter, adapter_names\n"
+        "print(get_adapter('recorded').__name__, get_adapter('whisper-cpp').__name__)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('whisperbench.adapters.')))\n"
+        "print(get_adapter('ane-pytorch').__name__, 'openai-whisper' in adapter_names())\n"
+    )
+    out = python_probe(probe)
+    assert out.returncode == 0, out.stderr
+    found, modules, missed = out.stdout.splitlines()
+    assert found == "RecordedAdapter WhisperCppAdapter"
+    assert "whisperbench.adapters.openai_whisper" not in modules and "whisperbench.adapters.recorded" in modules
+    assert missed == "AnePyTorchAdapter True"

@@ -26,6 +26,7 @@ whisperbench.errors.WhisperbenchError: unknown colour 'green' (colours: red, blu
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import pkgutil
 import sys
@@ -56,6 +57,20 @@ def package_items(package: str, attribute: str) -> list[Any]:
     return found
 
 
+def module_item(module: str, attribute: str) -> Any:
+    """The ``attribute`` of ``module`` (imported), None where there is no such module or attribute: a registry's
+    guess at the one built-in module an item's name points to, without importing the others.
+
+    >>> module_item("whisperbench.scoring.word_error_rate", "METRIC").name, module_item("whisperbench.nothing", "X")
+    ('wer', None)
+    """
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is missing
+        found = False
+    return getattr(importlib.import_module(module), attribute, None) if found else None
+
+
 def installed(group: str) -> list[EntryPoint]:
     """The entry points of ``group`` that installed packages declare, by name. Every installed package's
     ``entry_points.txt`` is read once per process (a few hundred files, about 15 ms) for all groups, not once per
@@ -79,7 +94,8 @@ class Registry(Generic[T]):
 
     ``kind`` (a type, or a predicate) is what every item must be; ``name_of`` its name (``item.name``);
     ``order`` sorts the whole list (default: built in first, then entry points, then added); ``error`` is the
-    exception an unknown name raises (its message lists the known names).
+    exception an unknown name raises (its message lists the known names); ``guess`` finds a built-in item by its
+    name without loading the others (e.g. :func:`module_item` of the module named after it), None where it cannot.
     """
 
     def __init__(
@@ -92,8 +108,9 @@ class Registry(Generic[T]):
         name_of: Callable[[T], str] = _name,
         order: Optional[Callable[[T], Any]] = None,
         error: type[Exception] = WhisperbenchError,
+        guess: Optional[Callable[[str], Optional[T]]] = None,
     ) -> None:
-        self.what, self.group, self.error = what, group, error
+        self.what, self.group, self.error, self._guess = what, group, error, guess
         self._builtin, self._kind, self._name_of, self._order = builtin, kind, name_of, order
         self._builtins: Optional[dict[str, T]] = None
         self._loaded: Optional[dict[str, T]] = None
@@ -151,7 +168,12 @@ class Registry(Generic[T]):
         return [self._name_of(item) for item in self.items()]
 
     def find(self, name: str) -> Optional[T]:
-        """The item called ``name``, else None (a built-in one without looking for plug-ins: none takes its name)."""
+        """The item called ``name``, else None (a built-in one without looking for plug-ins: none takes its name;
+        where ``guess`` finds it, without importing the other built-in ones either)."""
+        if self._builtins is None and self._guess is not None:
+            guessed = self._guess(name)
+            if guessed is not None and self._fits(guessed) and self._name_of(guessed) == name:
+                return guessed
         built_in = self._built_in().get(name)
         return built_in if built_in is not None else self._load().get(name, self._added.get(name))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 
 from ..errors import WhisperbenchError
-from ..registry import Registry, package_items
+from ..registry import Registry, module_item, package_items
 from .base import Adapter, DecodingOptions
 
 __all__ = ["ADAPTERS", "Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]
@@ -18,6 +18,7 @@ ADAPTERS: Registry[type[Adapter]] = Registry(
     builtin=lambda: package_items(__name__, "ADAPTER"),
     kind=lambda cls: isinstance(cls, type) and issubclass(cls, Adapter),
     group="whisperbench.adapters",
+    guess=lambda name: module_item(f"{__name__}.{name.replace('-', '_')}", "ADAPTER"),  # "whisper-cpp": whisper_cpp
 )
 
 
