@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
-from collections import Counter
 from itertools import groupby
 from operator import eq
 from dataclasses import dataclass
@@ -141,16 +140,16 @@ def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
 def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     """The spacings (≤ ``max_ngram``) at which some word comes back ``loop_repeats`` times in a row: a loop's
     phrase length is one of them (its first word comes back so), found without looking for the runs."""
-    if len(words) - len(set(words)) < thresholds.loop_repeats - 1:
-        return set()  # no word said loop_repeats times: the common case
-    frequent = {word for word, count in Counter(words).items() if count >= thresholds.loop_repeats}
-    positions: dict[str, list[int]] = {word: [] for word in frequent}
-    for index, word in enumerate(words):
-        if word in frequent:
-            positions[word].append(index)
-    periods: set[int] = set()
     repeats = thresholds.loop_repeats
+    if len(words) - len(set(words)) < repeats - 1:
+        return set()  # no word said loop_repeats times: the common case
+    positions: dict[str, list[int]] = {}
+    for index, word in enumerate(words):
+        positions.setdefault(word, []).append(index)
+    periods: set[int] = set()
     for where in positions.values():
+        if len(where) < repeats:
+            continue
         seen = set(where)
         for i, first in enumerate(where):
             for second in where[i + 1 :]:
