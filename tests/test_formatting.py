@@ -301,3 +301,29 @@ def test_tokens_are_the_tokenization_spelled_out_a_character_at_a_time(parts):
 
     text = "".join(parts)
     assert tokens(text) == _tokens_by_hand(text)
+
+
+def test_a_hypothesis_written_exactly_as_its_transcript_has_the_columns_of_the_full_alignment():
+    """formatting_columns skips tokenizing and aligning a hypothesis equal to its transcript: the columns it gives
+    then are those of the full alignment of the text against itself, on every formatted transcript of the bundled
+    and shared sets and on texts with every mark, digits, apostrophes and non-ASCII punctuation."""
+    from whisperbench.scoring import formatting
+    from whisperbench.scoring.metrics import ScoredExample
+    from whisperbench.types import WordCounts
+
+    from .conftest import BUNDLED, SHARED_DATA, read_manifest_rows
+
+    texts = ["Yes, sir. No? Yes! Well; ok: 5 p.m. isn't — “quoted” ¿qué? «non»", "A", "Hi .", "'tis 20%, $5."]
+    for manifest in [BUNDLED / "shortform" / "manifest.jsonl", SHARED_DATA / "shortform" / "manifest.jsonl"]:
+        if manifest.exists():
+            texts += [row["text"] for row in read_manifest_rows(manifest)]
+    checked = 0
+    for text in texts:
+        example = ScoredExample("a", "ok", text, text, "x", "x", WordCounts(1, 0, 0, 0))
+        if not formatting.is_formatted(text):
+            continue
+        ref = formatting._Side.of(formatting.tokens(text))
+        again = formatting._Side.of(formatting.tokens(text))
+        assert formatting.formatting_columns(example) == formatting._aligned_columns(example, ref, again), text
+        checked += 1
+    assert checked >= 4

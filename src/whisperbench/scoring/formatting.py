@@ -73,6 +73,10 @@ def _is_mark(token: str) -> bool:
     return len(token) == 1 and unicodedata.category(token).startswith("P")
 
 
+#: the ASCII characters that are punctuation marks (Unicode category P*), looked up without a call
+_ASCII_MARKS = frozenset(c for c in map(chr, range(128)) if unicodedata.category(c).startswith("P"))
+
+
 def tokens(text: str) -> list[str]:
     """Words and punctuation marks, each mark a token of its own (a mark inside a word stays in it).
 
@@ -97,7 +101,7 @@ class _Side(NamedTuple):
     @classmethod
     def of(cls, tokens: list[str]) -> "_Side":
         lower = [t.lower() for t in tokens]
-        keep = [len(t) > 1 or not _is_mark(t) for t in tokens]
+        keep = [t not in _ASCII_MARKS and (len(t) > 1 or t.isascii() or not _is_mark(t)) for t in tokens]
         if all(keep):
             return cls(tokens, lower, tokens, lower, 0)
         words = [t for t, k in zip(tokens, keep) if k]
@@ -187,7 +191,14 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
     its transcript is not formatted."""
     if not is_formatted(example.transcript, example.extra.get("formatted")):
         return {}
-    ref, hyp = _Side.of(tokens(example.transcript)), _Side.of(tokens(example.hypothesis))
+    ref = _Side.of(tokens(example.transcript))
+    if example.hypothesis == example.transcript:  # written exactly so (common): no error, nothing to align
+        return _unchanged_columns(ref, len(example.transcript.split()))
+    return _aligned_columns(example, ref, _Side.of(tokens(example.hypothesis)))
+
+
+def _aligned_columns(example: ScoredExample, ref: _Side, hyp: _Side) -> dict[str, float]:
+    """:func:`formatting_columns` of a formatted example, its two sides tokenized (``ref``, ``hyp``)."""
     f_errors, f_words = _words(count_edits(example.transcript.split(), example.hypothesis.split()))
     c_errors, c_words = _words(count_edits(ref.words, hyp.words))
     pc_errors, pc_words = _words(count_edits(ref.tokens, hyp.tokens))
@@ -211,6 +222,28 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
     }
     for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
         columns[f"{name}_errors"], columns[f"{name}_marks"] = (float(n) for n in punct[mark])
+    return columns
+
+
+def _unchanged_columns(ref: _Side, raw_words: int) -> dict[str, float]:
+    """:func:`formatting_columns` of a hypothesis that is its transcript written again, character for character:
+    every count of the transcript, no error (a test checks it against the alignments)."""
+    columns = {
+        "examples": 1.0,
+        "f_errors": 0.0,
+        "f_words": float(raw_words),
+        "c_errors": 0.0,
+        "c_words": float(len(ref.words)),
+        "pc_errors": 0.0,
+        "pc_words": float(len(ref.tokens)),
+        "punct_errors": 0.0,
+        "punct_marks": float(ref.marks),
+        "case_errors": 0.0,
+        "case_words": float(len(ref.words)),
+        "itn": 0.0,
+    }
+    for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
+        columns[f"{name}_errors"], columns[f"{name}_marks"] = 0.0, float(ref.tokens.count(mark))
     return columns
 
 
