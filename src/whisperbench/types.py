@@ -283,7 +283,15 @@ class ExampleScore:
     def unpacked(cls, values: tuple[Any, ...]) -> "ExampleScore":
         """The score :meth:`packed` gave ``values`` of."""
         normalizer, transcript_norm, hypothesis_norm, words, chars = values
-        return cls(normalizer, transcript_norm, hypothesis_norm, WordCounts(*words), chars and WordCounts(*chars))
+        score = object.__new__(cls)  # its fields set at once, not one object.__setattr__ each (frozen): per example
+        score.__dict__.update(
+            normalizer=normalizer,
+            transcript_norm=transcript_norm,
+            hypothesis_norm=hypothesis_norm,
+            words=WordCounts(*words),
+            chars=chars and WordCounts(*chars),
+        )
+        return score
 
 
 def _counts(counts: WordCounts) -> tuple[int, int, int, int]:
