@@ -298,3 +298,18 @@ def test_an_installed_run_level_metric_gets_its_own_report_section(tmp_path, mon
     finally:
         sys.modules.pop("longest_metric", None)
         METRICS.reload()
+
+
+def test_kernel_values_are_taken_as_floats_nan_as_missing_and_infinity_as_that_example_s_failure(caplog):
+    """A kernel's values as the columns hold them, whether every value is already a finite float (taken at once)
+    or not (each converted): an integer becomes a float, NaN an empty value, infinity fails that example only."""
+    from whisperbench import Metric, ScoredExample
+    from whisperbench.types import WordCounts
+
+    given = {"a": {"x": 1.5}, "b": {"x": 2}, "c": {"x": float("nan"), "y": 0.5}, "d": {"x": float("inf")}}
+    metric = Metric("odd", "odd values", per_example=lambda e: given[e.id], aggregate="sum")
+    examples = [ScoredExample(i, "ok", "a", "a", "a", "a", WordCounts(1, 0, 0, 0)) for i in "abcd"]
+    assert metric.columns_of(examples[:1]) == {"x": [1.5]}
+    columns = metric.columns_of(examples)
+    assert columns == {"x": [1.5, 2.0, None, None], "y": [None, None, 0.5, None], "errors": [0.0, 0.0, 0.0, 1.0]}
+    assert "odd" in caplog.text and "example d" in caplog.text

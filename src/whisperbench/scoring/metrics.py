@@ -218,20 +218,31 @@ class Metric:
         """``{column: one value per example}`` (None where the example gave no value or the kernel raised; the
         failures are logged with the metric's and the example's names and kept under the column ``"errors"``)."""
         assert self.per_example is not None, f"metric {self.name!r} is run level"
-        rows: list[dict[str, Optional[float]]] = []
-        failed: list[int] = []
+        kernel, examples = self.per_example, list(examples)
+        given: list[Any] = []
         for example in examples:
             try:
-                rows.append(_row(self.per_example(example)))
+                given.append(kernel(example))
             except Exception as exc:  # a plug-in's bug fails this example's value, never the run
-                if not failed:
-                    logger.warning(
-                        "metric %s failed on example %s: %s: %s", self.name, example.id, type(exc).__name__, exc
-                    )
-                failed.append(len(rows))
-                rows.append({})
-        names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
-        columns: dict[str, list[Optional[float]]] = {name: [row.get(name) for row in rows] for name in names}
+                given.append(exc)
+        columns = _plain_columns(given)  # the common case: dicts of finite floats, taken as they are
+        failed: list[int] = []
+        if columns is None:
+            rows: list[dict[str, Optional[float]]] = []
+            for example, values in zip(examples, given):
+                try:
+                    if isinstance(values, Exception):
+                        raise values
+                    rows.append(_row(values))
+                except Exception as exc:
+                    if not failed:
+                        logger.warning(
+                            "metric %s failed on example %s: %s: %s", self.name, example.id, type(exc).__name__, exc
+                        )
+                    failed.append(len(rows))
+                    rows.append({})
+            names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
+            columns = {name: [row.get(name) for row in rows] for name in names}
         if failed:
             logger.warning(
                 "metric %s failed on %d of %d examples (their values left empty)", self.name, len(failed), len(rows)
@@ -287,6 +298,26 @@ def _floats(values: Union[Sequence[Optional[float]], np.ndarray]) -> np.ndarray:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _plain_columns(given: list[Any]) -> Optional[dict[str, list[Optional[float]]]]:
+    """The kernels' values as columns where every one is a ``dict`` of string keys and finite floats (a key a
+    row lacks: None there), without looking at each value twice; None where any is not (a failure, a NaN, an
+    integer, another mapping): :func:`_row` then takes them one by one.
+
+    >>> _plain_columns([{"a": 1.0}, {}, {"a": 2.5, "b": 0.0}]), _plain_columns([{"a": 1}])
+    ({'a': [1.0, None, 2.5], 'b': [None, None, 0.0]}, None)
+    """
+    if not all(type(values) is dict for values in given):
+        return None
+    names = [name for name in dict.fromkeys(key for values in given for key in values) if name != ERRORS]
+    columns: dict[str, list[Optional[float]]] = {}
+    for name in names:
+        column = [values.get(name) for values in given]
+        if type(name) is not str or not all(v is None or (type(v) is float and v - v == 0.0) for v in column):
+            return None
+        columns[name] = column
+    return columns
 
 
 def _row(values: Mapping[str, Any]) -> dict[str, Optional[float]]:
