@@ -213,10 +213,12 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
         "            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q']\n"
         "code = main()\n"
         "print('PANDAS', 'pandas' in sys.modules, 'SCIPY', 'scipy' in sys.modules, code, file=sys.stderr)\n"
+        "print('ARROW COMPUTE', 'pyarrow.compute' in sys.modules, file=sys.stderr)\n"
     )
     env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
     out = python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
     assert "PANDAS False SCIPY False 0" in out.stderr, out.stderr[-3000:]
+    assert "ARROW COMPUTE False" in out.stderr  # its ~300 documented wrappers: 30 ms (whisperbench.scoring.compute)
     summary = json.loads(out.stdout)
     from whisperbench.scoring.summary import score_texts
 

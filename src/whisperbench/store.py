@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional
 
-import pyarrow.compute as pc
 
 from .digest import sha256_of
 from .gcpause import paused_gc
@@ -27,6 +26,7 @@ from .redact import redact, redact_text
 from .runinfo import RunInfo, identity_differences
 from .scorefile import read_table, write_table
 from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
+from .scoring import compute as pc
 from .scoring.arrays import OK
 from .scoring.record import Summary, SummaryError
 from .types import Prediction

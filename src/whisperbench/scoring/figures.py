@@ -14,12 +14,12 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
-from .arrays import OK, numbers
+from . import compute as pc
+from .arrays import OK, numbers, text
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
 from .summary import raw
@@ -190,8 +190,8 @@ def by_language(table: pa.Table) -> dict[str, Any]:
         return {}
     rows: dict[str, dict[str, Any]] = {}
     for language in sorted({label for label in labels if label}):
-        mask = pc.equal(table["language_label"], language)
-        part = table.filter(mask)
+        mask = pc.equal(table["language_label"], text(language))
+        part = pc.filter(table, mask)
         wer, cer = corpus_wer(counts(part)), corpus_wer(counts(part, CHAR_COUNTS))
         metric = headline_metric(language)
         rows[language] = {

@@ -306,7 +306,7 @@ class Measures:
     @classmethod
     def of_table(cls, table: Any) -> "Measures":
         """From a score table's columns (``scoring.table``: a pyarrow table)."""
-        import pyarrow.compute as pc  # a table is in hand: pyarrow is loaded already
+        from . import compute as pc  # a table is in hand: pyarrow is loaded already
 
         def col(name: str) -> np.ndarray:
             return numbers(table[name])

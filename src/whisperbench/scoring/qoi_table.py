@@ -15,10 +15,10 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..languages import headline_metric
 from ..types import Prediction
+from . import compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one
@@ -187,7 +187,7 @@ class ExampleColumns:
             cut = np.partition(delta[rows], len(rows) - n)[len(rows) - n]
             rows = rows[delta[rows] >= cut]
         keys = pa.Table.from_arrays([from_numpy(-delta[rows]), self.ids.take(from_numpy(rows))], ["minus_delta", "id"])
-        order = pc.sort_indices(keys, sort_keys=[("minus_delta", "ascending"), ("id", "ascending")])
+        order = pc.sort_indices(keys, [("minus_delta", "ascending"), ("id", "ascending")])
         return [self[int(rows[k])] for k in numbers(order)[:n]]
 
     def where_language(self, language: str) -> "ExampleColumns":
@@ -239,8 +239,8 @@ LIGHT = ("id", "status", "language_label") + WORD_COUNTS + CHAR_COUNTS
 def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> QoiResult:
     """QoI of ``candidate`` against ``reference``, both score tables scored with ``normalizer``."""
     result = QoiResult(None, 0, 0, 0, 0, 0, 0)
-    in_cand = pc.is_in(reference["id"], value_set=candidate["id"])
-    in_ref = pc.is_in(candidate["id"], value_set=reference["id"])
+    in_cand = pc.is_in(reference["id"], candidate["id"])
+    in_ref = pc.is_in(candidate["id"], reference["id"])
     result.only_in_reference = sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist())
     result.only_in_candidate = sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist())
     ref_rows, cand_rows = _sorted_rows(reference, in_cand), _sorted_rows(candidate, in_ref)

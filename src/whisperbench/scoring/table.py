@@ -17,10 +17,10 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
 from . import arrays
+from . import compute as pc
 from .arrays import numbers
 from .hallucination import stored_measures
 from . import prescore
@@ -171,7 +171,7 @@ def _last_per_id(table: pa.Table) -> pa.Table:
     np.maximum.at(last, index, np.arange(len(index)))  # the last row of each id
     first = np.full(len(codes.dictionary), len(index), dtype=np.int64)
     np.minimum.at(first, index, np.arange(len(index)))
-    return table.take(arrays.from_numpy(last[np.argsort(first, kind="stable")])).combine_chunks()
+    return pc.take(table, arrays.from_numpy(last[np.argsort(first, kind="stable")])).combine_chunks()
 
 
 def counts(table: pa.Table, names: tuple[str, ...] = WORD_COUNTS, mask: Optional[pa.Array] = None) -> WordCounts:
