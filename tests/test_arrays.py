@@ -168,9 +168,18 @@ def test_each_compute_function_is_pyarrow_computes_own_with_its_default_options(
         ("take", (words, pa.array([4, 0, 2]))),
         ("take", (table, pa.array([3, 1]))),
         ("sort_indices", (words,)),
+        ("any", (flags,)),
+        ("any", (pa.chunked_array([pa.array([None], pa.bool_())]),)),
+        ("unique", (words,)),
+        ("add", (ints, ints)),
+        ("cast", (ints, pa.float64())),
+        ("cast", (words, pa.string())),
     ]
     for name, args in cases:
         assert getattr(compute, name)(*args).equals(getattr(pc, name)(*args)), name
     assert compute.is_in(words, pa.array(["a", None])).equals(pc.is_in(words, value_set=pa.array(["a", None])))
+    assert compute.index_in(words, pa.array(["b", ""])).equals(pc.index_in(words, value_set=pa.array(["b", ""])))
+    with pytest.raises(pa.ArrowInvalid):  # a lossy cast is refused, as Array.cast refuses it
+        compute.cast(pa.array([1.5]), pa.int64())
     keys = [("k", "ascending"), ("id", "descending")]
     assert compute.sort_indices(table, keys).equals(pc.sort_indices(table, sort_keys=keys))

@@ -375,8 +375,9 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize("command", ["gate", "compare --json"])
 def test_gate_and_compare_import_neither_pandas_nor_scipy_stats_nor_scipy_optimize(command, recorded_runs):
-    """What gate and compare --json compute needs no DataFrame (pandas: 0.2 s), and their p-values are
-    computed on scipy.special (scipy.stats: 0.6 s, scipy.optimize: 0.3 s: whisperbench.scoring.pvalues)."""
+    """What gate and compare --json compute needs no DataFrame (pandas: 0.2 s), their p-values are computed on
+    scipy.special (scipy.stats: 0.6 s, scipy.optimize: 0.3 s: whisperbench.scoring.pvalues) and their Arrow kernels
+    called by name (pyarrow.compute: 30 ms: whisperbench.scoring.compute)."""
     name, *flags = command.split()
     limits = ["--min-qoi", "1", "--max-wer-increase", "100"] if name == "gate" else []
     probe = (
@@ -386,7 +387,8 @@ def test_gate_and_compare_import_neither_pandas_nor_scipy_stats_nor_scipy_optimi
         f"    code = main([{name!r}, '--reference', 'ref', '--candidate', 'bad', '--runs-dir', sys.argv[1],\n"
         f"                 *{limits + flags!r}])\n"
         "print(code, 'p' in out.getvalue(),\n"
-        "      [m for m in ('pandas', 'scipy.stats', 'scipy.optimize', 'statsmodels') if m in sys.modules])\n"
+        "      [m for m in ('pandas', 'scipy.stats', 'scipy.optimize', 'statsmodels', 'pyarrow.compute')\n"
+        "       if m in sys.modules])\n"
     )
     out = python_probe(probe, str(recorded_runs))
     assert out.returncode == 0, out.stderr

@@ -12,10 +12,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..languages import headline_metric
 from ..scoring import qoi_interval, wer_interval
+from ..scoring import compute as pc
+from ..scoring.arrays import FALSE, text
 from ..scoring.qoi import QoiResult
 from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
 from ..store import StoredRun
@@ -101,7 +102,7 @@ def _identified(run: StoredRun) -> dict[str, float]:
 def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.ndarray]:
     """Per example of ``language``: headline errors and reference units (characters for CER languages)."""
     names = CHAR_COUNTS if headline_metric(language) == "cer" else WORD_COUNTS
-    rows = table.filter(pc.fill_null(pc.equal(table["language_label"], language), False))
+    rows = pc.filter(table, pc.fill_null(pc.equal(table["language_label"], text(language)), FALSE))
     hits, subs, dels, ins = (column(rows, name) for name in names)
     return subs + dels + ins, hits + subs + dels
 

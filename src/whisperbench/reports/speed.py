@@ -14,8 +14,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..scoring import compute as pc
 from ..scoring.arrays import OK, numbers
 from ..scoring.significance import SignificanceSettings
 from ..scoring.speed import SpeedStats, increase_pct, pooled_speed
@@ -180,7 +180,7 @@ def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional
 def _ok(run: StoredRun) -> pa.Table:
     """The run's transcribed examples: their ids, audio and times only (no text column is copied)."""
     table = run.score_table().select(["id", "status", "audio_s", *BASIS_COLUMN.values()])
-    return table.filter(pc.equal(table["status"], OK))
+    return pc.filter(table, pc.equal(table["status"], OK))
 
 
 def _column(table: pa.Table, column: str) -> np.ndarray:
@@ -196,7 +196,7 @@ def _reference_times(reference: StoredRun, column: str) -> tuple[np.ndarray, np.
 def _times_on(ids: pa.Array, run: StoredRun, column: str) -> np.ndarray:
     """``run``'s time in ``column`` for each of ``ids`` (NaN where it did not transcribe that example)."""
     table = _ok(run)
-    at = pc.index_in(ids.cast(table["id"].type), value_set=table["id"].combine_chunks())
+    at = pc.index_in(pc.cast(ids, table["id"].type), table["id"].combine_chunks())
     times = _column(table, column)
     rows = numbers(at, np.float64)  # null (absent) as NaN
     found = np.isfinite(rows)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyarrow._compute import SetLookupOptions, SortOptions, call_function
+from pyarrow._compute import CastOptions, SetLookupOptions, SortOptions, call_function
 
 
 def equal(left: Any, right: Any) -> Any:
@@ -91,3 +91,28 @@ def sort_indices(data: Any, sort_keys: Any = ()) -> Any:
     """``pyarrow.compute.sort_indices``: the indices that sort an array, or a table by ``sort_keys`` ((column,
     "ascending" or "descending"), …), nulls at the end, ties in their order."""
     return call_function("sort_indices", [data], SortOptions(sort_keys=sort_keys))
+
+
+def index_in(values: Any, value_set: Any) -> Any:
+    """``pyarrow.compute.index_in``: each value's index in ``value_set`` (null where it is not there)."""
+    return call_function("index_in", [values], SetLookupOptions(value_set=value_set))
+
+
+def cast(values: Any, target_type: Any) -> Any:
+    """``pyarrow.compute.cast`` (``Array.cast``): ``values`` as ``target_type``, refusing a lossy conversion."""
+    return call_function("cast", [values], CastOptions.safe(target_type))
+
+
+def any(values: Any) -> Any:  # noqa: A001 (pyarrow.compute's name)
+    """``pyarrow.compute.any``: whether any value that is not null is true (a null scalar where there is none)."""
+    return call_function("any", [values])
+
+
+def unique(values: Any) -> Any:
+    """``pyarrow.compute.unique``: each distinct value once, in the order of first appearance."""
+    return call_function("unique", [values])
+
+
+def add(left: Any, right: Any) -> Any:
+    """``pyarrow.compute.add``: element by element (wrapping on overflow), null where either side is."""
+    return call_function("add", [left, right])

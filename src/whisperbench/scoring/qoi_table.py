@@ -46,8 +46,8 @@ class Outputs:
         return len(self.ids)
 
     def _columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
-        ref = self.reference.take(from_numpy(self.reference_rows[start:stop]))
-        cand = self.candidate.take(from_numpy(self.candidate_rows[start:stop]))
+        ref = pc.take(self.reference, from_numpy(self.reference_rows[start:stop]))
+        cand = pc.take(self.candidate, from_numpy(self.candidate_rows[start:stop]))
         same = pc.fill_null(pc.equal(ref["hypothesis_norm"], cand["hypothesis_norm"]), FALSE)
         return self.ids.slice(start, stop - start), ref["hypothesis"], cand["hypothesis"], same
 
@@ -59,7 +59,7 @@ class Outputs:
         """(id, both outputs) of the rows ``start:stop`` whose outputs differ while their normalized words agree."""
         ids, ref, cand, same = self._columns(start, stop)
         at = from_numpy(np.flatnonzero(numbers(pc.and_(same, pc.fill_null(pc.not_equal(ref, cand), FALSE)))))
-        return list(zip(ids.take(at).to_pylist(), ref.take(at).to_pylist(), cand.take(at).to_pylist()))
+        return list(zip(pc.take(ids, at).to_pylist(), pc.take(ref, at).to_pylist(), pc.take(cand, at).to_pylist()))
 
 
 def _parity_part(outputs: Outputs, start: int, stop: int) -> dict[str, Any]:
@@ -126,7 +126,7 @@ class ExampleColumns:
     def _outputs(self) -> "Outputs":
         keep = np.flatnonzero(~self.candidate_failed)
         return Outputs(
-            self.ids.take(from_numpy(keep)),
+            pc.take(self.ids, from_numpy(keep)),
             self.reference_table.select(["hypothesis", "hypothesis_norm"]),
             self.candidate_table.select(["hypothesis", "hypothesis_norm"]),
             self.reference_rows[keep],
@@ -137,9 +137,9 @@ class ExampleColumns:
         ref_rows, cand_rows = from_numpy(self.reference_rows[start:stop]), from_numpy(self.candidate_rows[start:stop])
         texts = [
             self.ids.slice(start, stop - start).to_pylist(),
-            self.reference_table["transcript"].take(ref_rows).to_pylist(),
-            self.reference_table["hypothesis"].take(ref_rows).to_pylist(),
-            self.candidate_table["hypothesis"].take(cand_rows).to_pylist(),
+            pc.take(self.reference_table["transcript"], ref_rows).to_pylist(),
+            pc.take(self.reference_table["hypothesis"], ref_rows).to_pylist(),
+            pc.take(self.candidate_table["hypothesis"], cand_rows).to_pylist(),
             self.language.slice(start, stop - start).to_pylist(),
         ]
         numbers = [
@@ -186,7 +186,9 @@ class ExampleColumns:
         if len(rows) > n:  # only rows at least as worse as the n-th largest increase can be among the n
             cut = np.partition(delta[rows], len(rows) - n)[len(rows) - n]
             rows = rows[delta[rows] >= cut]
-        keys = pa.Table.from_arrays([from_numpy(-delta[rows]), self.ids.take(from_numpy(rows))], ["minus_delta", "id"])
+        keys = pa.Table.from_arrays(
+            [from_numpy(-delta[rows]), pc.take(self.ids, from_numpy(rows))], ["minus_delta", "id"]
+        )
         order = pc.sort_indices(keys, [("minus_delta", "ascending"), ("id", "ascending")])
         return [self[int(rows[k])] for k in numbers(order)[:n]]
 
@@ -198,7 +200,7 @@ class ExampleColumns:
             **{
                 name: value
                 if isinstance(value, pa.Table)
-                else value.take(from_numpy(rows))
+                else pc.take(value, from_numpy(rows))
                 if isinstance(value, pa.Array)
                 else value[rows]
                 for name, value in self.__dict__.items()
@@ -244,10 +246,13 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
     result.only_in_reference = sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist())
     result.only_in_candidate = sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist())
     ref_rows, cand_rows = _sorted_rows(reference, in_cand), _sorted_rows(candidate, in_ref)
-    ref_ok = numbers(pc.equal(reference["status"].take(from_numpy(ref_rows)), OK))
-    result.reference_failed = reference["id"].take(from_numpy(ref_rows[~ref_ok])).to_pylist()
+    ref_ok = numbers(pc.equal(pc.take(reference["status"], from_numpy(ref_rows)), OK))
+    result.reference_failed = pc.take(reference["id"], from_numpy(ref_rows[~ref_ok])).to_pylist()
     ref_rows, cand_rows = ref_rows[ref_ok], cand_rows[ref_ok]
-    ref, cand = reference.select(LIGHT).take(from_numpy(ref_rows)), candidate.select(LIGHT).take(from_numpy(cand_rows))
+    ref, cand = (
+        pc.take(reference.select(LIGHT), from_numpy(ref_rows)),
+        pc.take(candidate.select(LIGHT), from_numpy(cand_rows)),
+    )
     columns = _columns(ref, cand, reference, candidate, ref_rows, cand_rows)
     _compare_special(ref, cand, columns, normalizer, result)
     result.examples = columns
@@ -264,7 +269,7 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
 def _sorted_rows(table: pa.Table, keep: pa.ChunkedArray) -> np.ndarray:
     """The row numbers of ``table`` where ``keep``, ordered by id."""
     rows = np.flatnonzero(numbers(keep))
-    order = numbers(pc.sort_indices(table["id"].take(from_numpy(rows))))
+    order = numbers(pc.sort_indices(pc.take(table["id"], from_numpy(rows))))
     return np.asarray(rows[order])
 
 
@@ -339,7 +344,8 @@ def _texts_differ(columns: ExampleColumns) -> np.ndarray:
         ref_rows = from_numpy(columns.reference_rows[start : start + CHUNK * 4])
         cand_rows = from_numpy(columns.candidate_rows[start : start + CHUNK * 4])
         same = pc.equal(
-            columns.reference_table["transcript"].take(ref_rows), columns.candidate_table["transcript"].take(cand_rows)
+            pc.take(columns.reference_table["transcript"], ref_rows),
+            pc.take(columns.candidate_table["transcript"], cand_rows),
         )
         out[start : start + len(ref_rows)] = ~numbers(same)
     return out
