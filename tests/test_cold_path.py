@@ -207,16 +207,11 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
     edited = [r["text"] if i % 4 else r["text"].replace("a", "o") + " uh" for i, r in enumerate(rows)]
     hyps = [{"id": r["id"], "hypothesis": h} for r, h in zip(rows, edited)]
     hypotheses.write_text("".join(json.dumps(h) + "\n" for h in hyps), encoding="utf-8")
-    probe = (
-        "import json, sys; from whisperbench.cli import main\n"
-        "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
-        "            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q']\n"
-        "code = main()\n"
+    after = (
         "print('PANDAS', 'pandas' in sys.modules, 'SCIPY', 'scipy' in sys.modules, code, file=sys.stderr)\n"
         "print('ARROW COMPUTE', 'pyarrow.compute' in sys.modules, file=sys.stderr)\n"
     )
-    env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
-    out = python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
+    out = _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, after=after)
     assert "PANDAS False SCIPY False 0" in out.stderr, out.stderr[-3000:]
     assert "ARROW COMPUTE False" in out.stderr  # its ~300 documented wrappers: 30 ms (whisperbench.scoring.compute)
     summary = json.loads(out.stdout)
@@ -225,6 +220,20 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
     one_core = [score_texts(r["text"], h, None, summary["normalizer"], True).words for r, h in zip(rows, edited)]
     for name in ("hits", "substitutions", "deletions", "insertions"):
         assert summary[name] == sum(getattr(c, name) for c in one_core), name
+
+
+def _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, before: str = "", after: str = ""):
+    """``whisperbench score`` of ``hypotheses`` on ``manifest`` by the command line's ``main`` in a fresh
+    interpreter (the run ``many`` under tmp_path/runs), ``before`` and ``after`` it lines of Python that print what
+    they find to stderr (``code``: its exit code)."""
+    probe = (
+        "import json, sys\n" + before + "from whisperbench.cli import main\n"
+        "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
+        "            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q']\n"
+        "code = main()\n" + after
+    )
+    env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
+    return python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
 
 
 def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_doubled(tmp_path, tiny_rows):
@@ -410,8 +419,8 @@ def test_score_starts_its_helper_before_it_imports_the_harness_the_run_store_or_
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     assert manifest.stat().st_size >= AHEAD_MIN_BYTES
     hypotheses.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["text"]}) + "\n" for r in rows))
-    probe = (
-        "import sys, multiprocessing.process as mp\n"
+    before = (
+        "import multiprocessing.process as mp\n"
         "heavy = ('whisperbench.harness.runner', 'whisperbench.store', 'whisperbench.api', 'pyarrow',\n"
         "         'whisperbench.scoring.formatting', 'importlib.metadata', 'whisperbench.cli.compare')\n"
         "start = mp.BaseProcess.start\n"
@@ -420,12 +429,9 @@ def test_score_starts_its_helper_before_it_imports_the_harness_the_run_store_or_
         "        print('HELPER', [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
         "    return start(self)\n"
         "mp.BaseProcess.start = started\n"
-        "from whisperbench.cli import main\n"
-        "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
-        "            '--runs-dir', sys.argv[3], '--name', 'ahead', '--json', '-q']\n"
-        "print('CODE', main(), file=sys.stderr)\n"
     )
-    env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}
-    out = python_probe(probe, str(hypotheses), str(manifest), str(tmp_path / "runs"), env=env, timeout=300)
+    out = _score_in_a_fresh_interpreter(
+        tmp_path, hypotheses, manifest, before, "print('CODE', code, file=sys.stderr)\n"
+    )
     assert "HELPER []" in out.stderr and "CODE 0" in out.stderr, out.stderr[-3000:]
     assert json.loads(out.stdout)["wer"] == 0.0
