@@ -422,7 +422,7 @@ def test_score_starts_its_helper_before_it_imports_the_harness_the_run_store_or_
     before = (
         "import multiprocessing.process as mp\n"
         "heavy = ('whisperbench.harness.runner', 'whisperbench.store', 'whisperbench.api', 'pyarrow',\n"
-        "         'whisperbench.scoring.formatting', 'importlib.metadata', 'whisperbench.cli.compare')\n"
+        "         'whisperbench.scoring.formatting', 'importlib.metadata', 'whisperbench.cli.compare', 'sqlite3')\n"
         "start = mp.BaseProcess.start\n"
         "def started(self):\n"
         "    if self.name == 'whisperbench-score-ahead':\n"

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from ..audio import AudioInfo, audio_info
 from ..digest import sha256_of
 from ..errors import AudioError
 from ..scoring.summary import map_ranges
+
+if TYPE_CHECKING:
+    import sqlite3
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,8 @@ def _database() -> Optional[sqlite3.Connection]:
     """The process's one connection to the cache (opened on first use; None when it cannot be)."""
     global _connection, _unavailable
     if _connection is None and not _unavailable:
+        import sqlite3  # here, not at import: a helper scoring ahead reads the manifest without the cache
+
         from ..models.source import cache_dir
 
         try:
@@ -162,6 +166,8 @@ def _read_many(keys: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], A
     of a warm load)."""
     wanted, found = set(keys), dict[tuple[str, int, int], AudioFacts]()
     paths = list(dict.fromkeys(key[0] for key in keys))
+    import sqlite3
+
     with _lock:
         connection = _database()
         for start in range(0, len(paths) if connection is not None else 0, 500):
@@ -185,6 +191,8 @@ def _write_many(items: list[tuple[tuple[str, int, int], AudioFacts]]) -> None:
     if not items:
         return
     rows = [(*key, f.info.duration_s, f.info.sample_rate, f.info.channels, f.sha256) for key, f in items]
+    import sqlite3
+
     with _lock:
         connection = _database()
         if connection is None:
