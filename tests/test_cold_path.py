@@ -301,16 +301,17 @@ def _left_running(marker: str, wait_s: float = 10.0) -> list:
 
 def test_the_command_line_freezes_records_built_in_bulk_and_a_caller_of_main_does_not(monkeypatch, tmp_path):
     """`whisperbench` (argv from the command line) ends each paused build with gc.freeze(): the first collection
-    after it does not rescan what was built; `main(argv)` from a caller (a test, a notebook) leaves the collector
-    as it is."""
+    after it does not rescan what was built; and it collects the youngest generation less often; `main(argv)` from a
+    caller (a test, a notebook) leaves the collector as it is."""
     import gc
 
     from whisperbench import gcpause
     from whisperbench.cli import main
 
     monkeypatch.setattr(gcpause, "_FREEZE", False)
+    threshold = gc.get_threshold()
     main(["runs", "--runs-dir", "/nonexistent-runs"])
-    assert gcpause._FREEZE is False
+    assert gcpause._FREEZE is False and gc.get_threshold() == threshold
     frozen = gc.get_freeze_count()
     with gcpause.paused_gc():
         built = [{"n": i} for i in range(1000)]
@@ -324,11 +325,11 @@ def test_the_command_line_freezes_records_built_in_bulk_and_a_caller_of_main_doe
         gc.unfreeze()
     probe = (
         "import sys; from whisperbench import gcpause; from whisperbench.cli import main; "
-        "sys.argv = ['whisperbench', 'runs', '--runs-dir', sys.argv[1]]; code = main(); "
-        "print('FREEZE', gcpause._FREEZE, code)"
+        "sys.argv = ['whisperbench', 'runs', '--runs-dir', sys.argv[1]]; code = main(); import gc; "
+        "print('FREEZE', gcpause._FREEZE, code, gc.get_threshold()[0])"
     )
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
-    assert "FREEZE True 0" in out.stdout, out.stdout + out.stderr
+    assert f"FREEZE True 0 {gcpause.COMMAND_LINE_THRESHOLD}" in out.stdout, out.stdout + out.stderr
 
 
 _JSON_VALUES = st.recursive(

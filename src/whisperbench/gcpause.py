@@ -8,6 +8,18 @@ from typing import Iterator
 
 #: whether a pause ends by moving what is alive out of the collector's reach (:func:`freeze_after_pauses`)
 _FREEZE = False
+#: the command line's threshold of the youngest generation (CPython's default: 700 net new containers)
+COMMAND_LINE_THRESHOLD = 100_000
+
+
+def collect_less_often() -> None:
+    """Collect the youngest generation every :data:`COMMAND_LINE_THRESHOLD` net new containers instead of 700 (the
+    command line, for its one command): what a command builds first, its imports and then its records, lives to its
+    end, and each early collection scans it again (28 ms of a 10,000-pair ``score``, 15 of them before its helper
+    forks: 131 collections of the youngest generation and 11 of the next). Cyclic garbage is still collected, a
+    hundred thousand containers later at most.
+    """
+    gc.set_threshold(COMMAND_LINE_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def freeze_after_pauses(on: bool = True) -> None:

@@ -16,7 +16,7 @@ import sys
 from typing import Any, Optional
 
 from ..errors import WhisperbenchError
-from ..gcpause import freeze_after_pauses
+from ..gcpause import collect_less_often, freeze_after_pauses
 from ..redact import redact_text
 from ..registry import Registry
 
@@ -197,6 +197,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
         sys.stdout = _PipeSafe(sys.stdout)
         freeze_after_pauses()  # one command, then exit: records built in bulk are never scanned again
+        collect_less_often()  # nor its imports and first records scanned again and again
     args = build_parser(_builtin_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     _configure_logging(args.log_level)
     try:
