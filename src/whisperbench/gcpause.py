@@ -10,6 +10,7 @@ from typing import Iterator
 _FREEZE = False
 #: the command line's threshold of the youngest generation (CPython's default: 700 net new containers)
 COMMAND_LINE_THRESHOLD = 100_000
+_DEFAULT_THRESHOLD = 700  # CPython's
 
 
 def collect_less_often() -> None:
@@ -17,9 +18,21 @@ def collect_less_often() -> None:
     command line, for its one command): what a command builds first, its imports and then its records, lives to its
     end, and each early collection scans it again (28 ms of a 10,000-pair ``score``, 15 of them before its helper
     forks: 131 collections of the youngest generation and 11 of the next). Cyclic garbage is still collected, a
-    hundred thousand containers later at most.
+    hundred thousand containers later at most; while a model infers, as usual (:func:`collecting_as_usual`).
     """
     gc.set_threshold(COMMAND_LINE_THRESHOLD, *gc.get_threshold()[1:])
+
+
+@contextmanager
+def collecting_as_usual() -> Iterator[None]:
+    """CPython's default threshold of the youngest generation (700) while a model infers: garbage of an inference
+    library that sits in a cycle may hold audio and tensors, and is collected as soon as CPython would collect it."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(_DEFAULT_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
 
 
 def freeze_after_pauses(on: bool = True) -> None:

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import shutil
 import uuid
+from contextlib import nullcontext
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -21,6 +22,7 @@ from ..adapters import DecodingOptions
 from ..adapters.base import FROM_DATASET, Adapter
 from ..datasets import Checked, load_dataset
 from ..errors import OptionError, RunStoreError
+from ..gcpause import collecting_as_usual
 from ..languages import english_only_warning
 from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
@@ -203,7 +205,8 @@ def _run_in(
                     if begin is not None:
                         begin()  # the model loads now: a resume with nothing to compute never says so
                     backend = BACKENDS[run.info.backend or request.backend](_job(run, request))
-                    report = backend.run(todo, writer, progress)
+                    with collecting_as_usual() if run.adapter_cls.needs_audio else nullcontext():
+                        report = backend.run(todo, writer, progress)
             summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(
