@@ -199,13 +199,38 @@ def formatting_columns(example: ScoredExample) -> dict[str, float]:
 
 def _aligned_columns(example: ScoredExample, ref: _Side, hyp: _Side) -> dict[str, float]:
     """:func:`formatting_columns` of a formatted example, its two sides tokenized (``ref``, ``hyp``)."""
-    f_errors, f_words = _words(count_edits(example.transcript.split(), example.hypothesis.split()))
-    c_errors, c_words = _words(count_edits(ref.words, hyp.words))
-    pc_errors, pc_words = _words(count_edits(ref.tokens, hyp.tokens))
-    punct = _punctuation(ref, hyp)
     ops = Levenshtein.opcodes(ref.words_lower, hyp.words_lower) if ref.words_lower != hyp.words_lower else None
-    case_differ, case_same = _casing(ref, hyp, ops)
     normalized_same = example.words.errors == 0 and example.status == "ok"
+    return _columns(
+        count_edits(example.transcript.split(), example.hypothesis.split()),
+        count_edits(ref.words, hyp.words),
+        count_edits(ref.tokens, hyp.tokens),
+        _punctuation(ref, hyp),
+        _casing(ref, hyp, ops),
+        normalized_same and _numbers_only(ref, hyp, ops),
+    )
+
+
+def _unchanged_columns(ref: _Side, raw_words: int) -> dict[str, float]:
+    """:func:`formatting_columns` of a hypothesis that is its transcript written again, character for character:
+    every count of the transcript, no error (a test checks it against the alignments)."""
+    punct = {"errors": 0, "marks": ref.marks, **{mark: (0, ref.tokens.count(mark)) for mark in MARKS}}
+    same = len(ref.words)
+    return _columns(
+        WordCounts(hits=raw_words), WordCounts(hits=same), WordCounts(hits=len(ref.tokens)), punct, (0, same), False
+    )
+
+
+def _columns(
+    raw: WordCounts, cased: WordCounts, marked: WordCounts, punct: dict[str, Any], casing: tuple[int, int], itn: bool
+) -> dict[str, float]:
+    """One formatted example's columns from its counts: the raw words' (F-WER), the cased words' (WER_C), the
+    words and marks' (WER_PC), the marks' (:func:`punctuation_counts`), the casing's (differ, same) and whether its
+    words differ only in numbers."""
+    f_errors, f_words = _words(raw)
+    c_errors, c_words = _words(cased)
+    pc_errors, pc_words = _words(marked)
+    case_differ, case_same = casing
     columns = {
         "examples": 1.0,
         "f_errors": f_errors,
@@ -218,32 +243,10 @@ def _aligned_columns(example: ScoredExample, ref: _Side, hyp: _Side) -> dict[str
         "punct_marks": float(punct["marks"]),
         "case_errors": float(case_differ),
         "case_words": float(case_same),
-        "itn": float(normalized_same and _numbers_only(ref, hyp, ops)),
+        "itn": float(itn),
     }
     for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
         columns[f"{name}_errors"], columns[f"{name}_marks"] = (float(n) for n in punct[mark])
-    return columns
-
-
-def _unchanged_columns(ref: _Side, raw_words: int) -> dict[str, float]:
-    """:func:`formatting_columns` of a hypothesis that is its transcript written again, character for character:
-    every count of the transcript, no error (a test checks it against the alignments)."""
-    columns = {
-        "examples": 1.0,
-        "f_errors": 0.0,
-        "f_words": float(raw_words),
-        "c_errors": 0.0,
-        "c_words": float(len(ref.words)),
-        "pc_errors": 0.0,
-        "pc_words": float(len(ref.tokens)),
-        "punct_errors": 0.0,
-        "punct_marks": float(ref.marks),
-        "case_errors": 0.0,
-        "case_words": float(len(ref.words)),
-        "itn": 0.0,
-    }
-    for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
-        columns[f"{name}_errors"], columns[f"{name}_marks"] = 0.0, float(ref.tokens.count(mark))
     return columns
 
 
