@@ -11,7 +11,7 @@ import soundfile as sf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from whisperbench.adapters.recorded import read_hypotheses
+from whisperbench.datasets.hypotheses import read_hypotheses
 from whisperbench.audio import load_audio
 from whisperbench.cli import main
 from whisperbench.datasets import load_dataset

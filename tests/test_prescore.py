@@ -147,6 +147,47 @@ def test_a_score_with_pairs_scored_ahead_has_the_figures_of_one_without(tmp_path
     assert summary.num_failed == 1
 
 
+def test_the_command_line_s_helper_reads_the_files_before_the_request_and_every_score_is_used(
+    tmp_path, tiny_rows, monkeypatch, capsys
+):
+    """``whisperbench score`` starts its helper from the two files before it makes its request
+    (``harness.ahead.scores_ahead_of_file``): every pair the file has is scored ahead, with the normalizer the run
+    takes, and the run's figures are those of one without a helper."""
+    from whisperbench.cli import main
+
+    manifest, hypotheses, rows, _ = _pairs_files(tmp_path, tiny_rows, PARALLEL_MIN + 1000)
+    monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
+    taken, keys = _finishing_collect(monkeypatch)
+    args = ["score", "--hypotheses", str(hypotheses), "--dataset", str(manifest), "--runs-dir", str(tmp_path / "runs")]
+    assert main([*args, "--name", "ahead", "--json"]) == 0
+    ahead = json.loads(capsys.readouterr().out)
+    assert taken[0] == len(rows) - 1 and keys == {("english", True)}  # every pair the file has, the run's normalizer
+    monkeypatch.setattr(prescore, "collect", _tampering(prescore.collect))  # fault injection: each kept score altered
+    assert main([*args, "--name", "tampered", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["insertions"] == len(rows) - 1  # the end's scoring took every one
+    monkeypatch.setattr(prescore, "available", lambda: False)
+    assert main([*args, "--name", "plain", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    measured = ("wall_s", "harness_overhead_pct", "peak_rss_mb", "load_s", "first_result_s")
+    keys_out = (*measured, "rtfx_reliable", "rtfx_unreliable_why")
+    assert _without(ahead, keys_out) == _without(plain, keys_out)
+    assert not prescore.running() and multiprocessing.active_children() == []
+
+
+def _tampering(collect):
+    """``collect``, then each kept score made one insertion and nothing else: a run that uses them all counts one
+    insertion per pair scored ahead."""
+
+    def tampered(finish: bool = False) -> int:
+        taken = collect(finish)
+        for memo in prescore._MEMO.values():
+            for key, packed in memo.items():
+                memo[key] = (*packed[:3], (0, 0, 0, 1), packed[4])
+        return taken
+
+    return tampered
+
+
 def _without(record: dict, keys: tuple[str, ...]) -> dict:
     return {k: v for k, v in record.items() if k not in keys}
 

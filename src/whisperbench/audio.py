@@ -11,22 +11,13 @@ import io
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import AudioError
+from .types import AudioInfo
 
 SAMPLE_RATE = 16_000
-
-
-@dataclass(frozen=True)
-class AudioInfo:
-    """What an audio file's header says: duration in seconds, sample rate and channels."""
-
-    duration_s: float
-    sample_rate: int
-    channels: int
 
 
 def _open(source: str | bytes):

@@ -33,6 +33,16 @@ def storable_text(text: str) -> str:
     return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)  # isascii: a flag CPython keeps
 
 
+def stored_output(text: str) -> str:
+    """An output text as a prediction stores it (its ``hypothesis``): without the space around it that Whisper's
+    text often starts with, :func:`storable_text`.
+
+    >>> stored_output(" And so my fellow Americans ")
+    'And so my fellow Americans'
+    """
+    return storable_text(text.strip())
+
+
 def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "word") -> Optional[str]:
     """Why these stored times cannot be right (None: they can): every start and end finite, ``0 <= start <= end <=
     audio length`` (plus :data:`TIME_TOLERANCE_S`; no upper bound while the length is unknown, 0), starts in order.
@@ -63,6 +73,15 @@ def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "
             return f"{name} starts at {start:g} s, before {kind} {number - 1} ({previous:g} s): not in order"
         previous = start
     return None
+
+
+@dataclass(frozen=True)
+class AudioInfo:
+    """What an audio file's header says: duration in seconds, sample rate and channels."""
+
+    duration_s: float
+    sample_rate: int
+    channels: int
 
 
 @dataclass

@@ -10,62 +10,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from functools import lru_cache
-from types import MappingProxyType
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
+from ..datasets.hypotheses import read_rows
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
-from ..files import json_lines_parser, parse_json
-from ..languages import LanguageError, language_code
+from ..files import parse_json
 from ..types import Emission, Example, Segment, Transcript, Word
 from .base import Adapter
 from .options import Option
 from .streaming import CLOCKS
-
-
-def read_hypotheses(path: str) -> dict[str, str]:
-    """``id -> hypothesis`` from a JSONL file; duplicate ids or bad lines are errors naming the line."""
-    return {ex_id: text for ex_id, (text, _) in read_rows(path).items()}
-
-
-def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:
-    """``id -> (hypothesis, detected language or None)``; duplicate ids or bad lines are errors naming the line.
-    Read once per process while the file is unchanged (``score`` checks it, warns about its ids and loads it)."""
-    try:
-        stat = os.stat(path)
-    except OSError as exc:
-        raise WhisperbenchError(f"cannot read hypotheses file {path}: {exc}") from exc
-    return _read_rows(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
-
-
-@lru_cache(maxsize=4)
-def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, Optional[str]]]:
-    table: dict[str, tuple[str, Optional[str]]] = {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WhisperbenchError(f"cannot read hypotheses file {path}: {exc}") from exc
-    parse = json_lines_parser(text)
-    for number, line in enumerate(text.split("\n"), start=1):  # the file's lines (newlines read as "\n")
-        if not line.strip():
-            continue
-        try:
-            row = parse(line)
-            if isinstance(row, dict) and "device" in row and "id" not in row:
-                continue  # the header row (read_device)
-            ex_id = str(row["id"])
-            text = row["hypothesis"] if "hypothesis" in row else row["text"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise WhisperbenchError(f"{path} line {number}: need a JSON object with id and hypothesis ({exc})") from exc
-        if ex_id in table:
-            raise WhisperbenchError(f"{path} line {number}: duplicate id {ex_id!r}")
-        table[ex_id] = ("" if text is None else str(text), _language(row.get("language"), path, number))
-    return MappingProxyType(table)  # shared by every caller: read-only
 
 
 def _rows_with(path: str, keys: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -200,15 +156,6 @@ def _non_negative(value: Any, key: str, path: str, number: int) -> Optional[floa
     if not math.isfinite(seconds) or seconds < 0 or isinstance(value, bool):
         raise WhisperbenchError(f"{path} line {number}: {key} must be a number ≥ 0, not {value!r}")
     return seconds
-
-
-def _language(label, path: str, number: int) -> Optional[str]:
-    if label in (None, ""):
-        return None
-    try:
-        return language_code(label)
-    except LanguageError as exc:
-        raise WhisperbenchError(f"{path} line {number}: {exc}") from None
 
 
 class RecordedAdapter(Adapter):

@@ -9,8 +9,16 @@ from .common import add_run_args, columns, execute, metric_options
 
 def command(args) -> int:
     """``whisperbench score``: store given hypotheses as a run and score them. The helper scoring ahead
-    (``harness.ahead``) starts before the harness and the run store are imported (about 0.1 s sooner)."""
-    from ..harness.ahead import scores_ahead_of
+    (``harness.ahead.scores_ahead_of_file``) starts first, before the request is made and the harness, the adapters
+    and numpy are imported (about 0.1 s sooner than after them)."""
+    from ..harness.ahead import scores_ahead_of_file
+
+    with scores_ahead_of_file(args.hypotheses, args.dataset, args.limit, columns(args), args.normalizer):
+        return _score(args)
+
+
+def _score(args) -> int:
+    """The run of ``whisperbench score``: its request made and executed."""
     from ..harness.request import score_request
 
     request = score_request(
@@ -28,8 +36,7 @@ def command(args) -> int:
         label=args.label,
         metric_options=metric_options(args),
     )
-    with scores_ahead_of(request):
-        return execute(request, args.json)
+    return execute(request, args.json)
 
 
 def register(sub: Any) -> None:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from ..audio import AudioInfo, audio_info
 from ..digest import sha256_of
 from ..errors import AudioError
 from ..scoring.summary import map_ranges
+from ..types import AudioInfo
 
 if TYPE_CHECKING:
     import sqlite3
@@ -59,14 +59,14 @@ def audio_facts(source: str | bytes) -> AudioFacts:
     (11.0, '9f8c69b992e8')
     """
     if not isinstance(source, str):
-        return AudioFacts(audio_info(source), sha256_of(source))
+        return AudioFacts(_header(source), sha256_of(source))
     key = _key(source)
     with _lock:
         found = _memo.get(key)
     if found is None:
         found = _read_many([key]).get(key)
         if found is None:
-            found = AudioFacts(audio_info(source), sha256_of(source))
+            found = AudioFacts(_header(source), sha256_of(source))
             _write_many([(key, found)])
         with _lock:
             _memo[key] = found
@@ -111,6 +111,14 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     return found | computed
 
 
+def _header(source: str | bytes) -> AudioInfo:
+    """What the audio's header says (:func:`whisperbench.audio.audio_info`, imported on the first file read: the
+    datasets package loads no numpy, so a helper reading a manifest's texts starts without it)."""
+    from ..audio import audio_info
+
+    return audio_info(source)
+
+
 def _key(path: str) -> tuple[str, int, int]:
     """A file's key in the memo and the cache: its absolute path, size and modification time (ns)."""
     stat = os.stat(path)
@@ -122,7 +130,7 @@ def _facts_part(paths: Sequence[str], start: int, stop: int) -> list[tuple[Any, 
     packed: list[tuple[Any, ...]] = []
     for path in paths[start:stop]:
         try:
-            info = audio_info(path)
+            info = _header(path)
             packed.append((info.duration_s, info.sample_rate, info.channels, sha256_of(path)))
         except AudioError as exc:
             packed.append((str(exc),))

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..adapters.base import Adapter
 from ..audio import SAMPLE_RATE, load_audio
-from ..types import Example, Prediction, storable_text
+from ..types import Example, Prediction, storable_text, stored_output
 from .longform import Clock, LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy
 
@@ -191,7 +191,7 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
             | {"committed": storable_text(emission.committed), "interim": storable_text(emission.interim)}
             for emission in transcript.stream
         ]
-    pred.hypothesis = storable_text(transcript.text.strip())  # a lone surrogate would stop the store mid-line
+    pred.hypothesis = stored_output(transcript.text)  # a lone surrogate would stop the store mid-line
     pred.extra.update(transcript.extra)
     if transcript.cached:
         pred.extra["cached"] = True

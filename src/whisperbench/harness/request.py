@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..adapters import DecodingOptions
-from ..adapters.recorded import read_rows
+from ..datasets.hypotheses import read_rows
 from ..errors import OptionError
 from ..scoring.metrics import checked_options
 from ..types import ColumnMap

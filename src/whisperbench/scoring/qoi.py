@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol
 
 from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
 from .normalize import normalize
 from .summary import headline_counts, rescored, score_prediction
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -108,6 +109,8 @@ class ExampleList(list[ExampleComparison]):
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Ids, reference errors, candidate errors and transcript words, in order, as arrays."""
+        import numpy as np  # here, not above: ``whisperbench.scoring`` (the helper scoring ahead) loads no numpy
+
         return (
             [e.id for e in self],
             np.array([e.reference_errors for e in self], dtype=float),

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
-import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
 from .normalize import normalize
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: word -> integer id, shared by every alignment in this process (equal words, equal ids)
 _WORD_IDS: dict[str, int] = {}
@@ -86,9 +88,12 @@ def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
     """:func:`example_wer` over arrays of per-example errors and transcript words: percent, NaN where a
     reference has no words (the same floats as ``WordCounts.error_rate``).
 
+    >>> import numpy as np
     >>> example_wers(np.array([1, 0]), np.array([2, 0])).tolist()
     [50.0, nan]
     """
+    import numpy as np  # here, not above: the scoring kernel (the helper scoring ahead) starts without numpy
+
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(words > 0, 100.0 * errors / np.maximum(words, 1), np.nan)
 
