@@ -5,7 +5,7 @@ without: it is emptied first). Each step's wall time and peak RSS (VmHWM of that
 ``score`` again on as many distinct audio files as rows (the cache empty, then full: :func:`distinct_files`),
 and ``score``'s end to end time per pair against the naive loop (openai-whisper's normalizer +
 ``jiwer.process_words`` per pair) on the same pairs, counts checked equal to the last digit (``score`` of the
-candidate timed three times up to 100k pairs, each a fresh process and run, the median compared).
+candidate timed five times up to 100k pairs, each a fresh process and run, the median compared).
 Called by ``benchmarks/scoring.py --cold``.
 
 Pairs: the shared (else bundled) short-form transcripts, each made distinct by three of its own words inserted
@@ -68,17 +68,21 @@ def write_inputs(folder: Path, refs: list[str], ref_hyps: list[str], cand_hyps: 
                 fh.write(json.dumps({"id": f"utt{i:07d}", "hypothesis": hyp}) + "\n")
 
 
-#: runs the CLI and, at exit, writes the process's own peak RSS (VmHWM, kB) to the file named by argv[1]: not
-#: ``wait4``'s ru_maxrss, which counts the parent's memory at the fork
+#: runs the CLI as the ``whisperbench`` command does (``cli.entry``: its exit without the interpreter's teardown
+#: included) and, once the command has returned, writes the process's own peak RSS (VmHWM, kB) to the file named by
+#: argv[1]: not ``wait4``'s ru_maxrss, which counts the parent's memory at the fork
 LAUNCHER = """
-import atexit, sys
+import sys
+from whisperbench import cli
 peak_file = sys.argv.pop(1)
-def peak():
+command = cli.main
+def main_then_peak(argv=None):
+    code = command(argv)
     with open("/proc/self/status") as status, open(peak_file, "w") as out:
         out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
-atexit.register(peak)
-from whisperbench.cli import main
-raise SystemExit(main())  # as the whisperbench command calls it (sys.argv: the arguments)
+    return code
+cli.main = main_then_peak
+cli.entry()  # sys.argv: the arguments
 """
 
 
@@ -139,8 +143,9 @@ def at_size(n: int, texts: list[str], tmp: Path, naive) -> dict:
 
 #: ``score`` (candidate) is timed this many times at sizes up to :data:`REPEAT_MAX` (each a fresh process writing a
 #: fresh run, the same conditions as the first: the reference scored just before), and its ratio to the naive loop
-#: taken from the median: a second of wall time moves by ±5 % between two runs on a shared machine
-SCORE_REPEATS = 3
+#: taken from the median: a second of wall time moves by ±5 % between two runs on a shared machine, and the first
+#: command after a few others is often 10 % slower (2026-11-28: 0.90, 0.96, 0.98 s; then 1.00, 0.89, 0.90 s)
+SCORE_REPEATS = 5
 REPEAT_MAX = 100_000
 
 
