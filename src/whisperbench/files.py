@@ -82,6 +82,16 @@ def json_line(data: Any) -> bytes:
     return (_ENCODER.encode(data) + "\n").encode("utf-8")
 
 
+def cache_dir() -> Path:
+    """Where whisperbench keeps its caches (converted weights, file digests, audio facts): ``$WHISPERBENCH_CACHE``,
+    else ``$XDG_CACHE_HOME/whisperbench``, else ``~/.cache/whisperbench``."""
+    explicit = os.environ.get("WHISPERBENCH_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "whisperbench"
+
+
 def write_json_atomic(path: Path, data: Any, indent: Optional[int] = 2) -> None:
     """Write JSON so that a reader sees the old file or the new one, never half of one (temp file, fsync, rename).
 

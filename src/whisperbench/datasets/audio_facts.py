@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from ..digest import sha256_of
 from ..errors import AudioError
+from ..files import cache_dir
 from ..scoring.summary import map_ranges
 from ..types import AudioInfo
 
@@ -153,8 +154,6 @@ def _database() -> Optional[sqlite3.Connection]:
     global _connection, _unavailable
     if _connection is None and not _unavailable:
         import sqlite3  # here, not at import: a helper scoring ahead reads the manifest without the cache
-
-        from ..models.source import cache_dir
 
         try:
             folder = cache_dir()

@@ -6,23 +6,13 @@ The lowest layer of :mod:`whisperbench.models`: readers, formats and the registr
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from ..digest import sha256_of
-from ..files import write_json_atomic
+from ..files import cache_dir, write_json_atomic
 from .checkpoint import MULTILINGUAL_MIN_VOCAB, is_multilingual
-
-
-def cache_dir() -> Path:
-    """``$WHISPERBENCH_CACHE``, else ``$XDG_CACHE_HOME/whisperbench``, else ``~/.cache/whisperbench``."""
-    explicit = os.environ.get("WHISPERBENCH_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "whisperbench"
 
 
 @dataclass(frozen=True)
