@@ -121,9 +121,13 @@ def test_a_score_with_pairs_scored_ahead_has_the_figures_of_one_without(tmp_path
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
     taken, _ = _finishing_collect(monkeypatch)
     ahead = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="ahead")
+    assert taken[0] == len(rows) - 1  # every hypothesis the file has, the missing one excepted
+    with monkeypatch.context() as altered:  # each kept score altered: the run uses every one, padded ones included
+        altered.setattr(prescore, "collect", _tampering(prescore.collect))
+        tampered = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="tampered")
+    assert tampered.summary is not None and tampered.summary.insertions == len(rows) - 1
     monkeypatch.setattr(prescore, "available", lambda: False)
     at_end = api.score(hypotheses, manifest, runs_dir=tmp_path / "runs", name="at-end")
-    assert taken[0] == len(rows) - 1  # every hypothesis the file has, the missing one excepted
     assert prescore.lookup(("x", "x", None), "english", True) is None  # nothing kept after the run
 
     measured = ("wall_s", "harness_overhead_pct", "peak_rss_mb", "load_s", "first_result_s")
