@@ -472,3 +472,36 @@ def test_the_command_exits_with_main_s_code_after_every_exit_handler_and_skips_t
         [sys.executable, "-m", "whisperbench", "runs", "--runs-dir", str(tmp_path)], text=True, capture_output=True
     )
     assert listed.returncode == 0 and f"no runs in {tmp_path}" in listed.stdout  # python -m: the same entry
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread per core: one core shows nothing")
+def test_score_loads_numpy_on_one_blas_thread_and_leaves_the_environment_as_it_was():
+    """``machine.numpy_on_one_blas_thread`` (what ``score`` calls once its helper has forked): NumPy's OpenBLAS
+    starts no thread of its own (its threads spin as they start: CPU the two busy processes of ``score`` lose),
+    the variable is gone again afterwards (run.json records the environment), and a value the user set is kept."""
+    probe = (
+        "import os\n"
+        "from whisperbench.machine import numpy_on_one_blas_thread\n"
+        "numpy_on_one_blas_thread()\n"
+        "import numpy  # loaded already, or now: as the user set the variable\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    one = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+    assert one.stdout.split() == ["1", "None"], one.stdout
+    plain = subprocess.run(
+        [sys.executable, "-c", "import numpy, os; print(len(os.listdir('/proc/self/task')))"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert int(plain.stdout) > 1  # without it, OpenBLAS's own threads (the check above can fail)
+    kept = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env | {"OPENBLAS_NUM_THREADS": "2"},
+    )
+    assert kept.stdout.split() == ["2", "2"], kept.stdout

@@ -18,7 +18,11 @@ def command(args) -> int:
 
 
 def _score(args) -> int:
-    """The run of ``whisperbench score``: its request made and executed."""
+    """The run of ``whisperbench score``: its request made and executed (NumPy on one BLAS thread: nothing here
+    multiplies matrices, and the helper keeps the other core busy: ``machine.numpy_on_one_blas_thread``)."""
+    from ..machine import numpy_on_one_blas_thread
+
+    numpy_on_one_blas_thread()
     from ..harness.request import score_request
 
     request = score_request(
