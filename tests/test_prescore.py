@@ -175,7 +175,8 @@ def test_the_command_line_s_helper_reads_the_files_before_the_request_and_every_
     measured = ("wall_s", "harness_overhead_pct", "peak_rss_mb", "load_s", "first_result_s")
     keys_out = (*measured, "rtfx_reliable", "rtfx_unreliable_why")
     assert _without(ahead, keys_out) == _without(plain, keys_out)
-    assert not prescore.running() and multiprocessing.active_children() == []
+    helpers = [p for p in multiprocessing.active_children() if p.name == "whisperbench-score-ahead"]
+    assert not prescore.running() and helpers == []  # (the scoring pool's workers may still be exiting: by design)
 
 
 def _tampering(collect):
