@@ -14,7 +14,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..datasets.hypotheses import read_rows
+from ..datasets.hypotheses import hypotheses_for, read_rows
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
 from ..files import parse_json
@@ -182,8 +182,7 @@ class RecordedAdapter(Adapter):
 
     def outputs_known(self, examples: Sequence[Example]) -> Optional[list[Optional[str]]]:
         """Each example's hypothesis in the file (None where it has none)."""
-        rows = read_rows(self.model)
-        return [rows[example.id][0] if example.id in rows else None for example in examples]
+        return hypotheses_for(self.model, examples)
 
     def load(self) -> None:
         self.rows = read_rows(self.model)

@@ -11,16 +11,24 @@ import json
 import os
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from ..errors import WhisperbenchError
 from ..files import json_lines_parser
 from ..languages import LanguageError, language_code
+from ..types import Example
 
 
 def read_hypotheses(path: str) -> dict[str, str]:
     """``id -> hypothesis`` from a JSONL file; duplicate ids or bad lines are errors naming the line."""
     return {ex_id: text for ex_id, (text, _) in read_rows(path).items()}
+
+
+def hypotheses_for(path: str, examples: Sequence[Example]) -> list[Optional[str]]:
+    """Each example's hypothesis in the file at ``path`` (None where it has none): what the ``recorded`` adapter
+    gives it, and what the helper scoring ahead scores."""
+    rows = read_rows(path)
+    return [rows[example.id][0] if example.id in rows else None for example in examples]
 
 
 def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 from ..datasets import unchecked_examples
-from ..datasets.hypotheses import read_rows
+from ..datasets.hypotheses import hypotheses_for
 from ..scoring import choose_normalizer, prescore
 from ..scoring.summary import in_parallel, score_texts
 from ..types import ColumnMap, Example, storable_text, stored_output
@@ -50,11 +50,7 @@ def scores_ahead_of_file(
     if prescore.running() or not (prescore.available() and _worth_reading(dataset)):
         return nullcontext()
     model = str(Path(hypotheses).resolve())  # the request's model: choose_normalizer reads an English-only name
-
-    def known(examples: Sequence[Example]) -> list[Optional[str]]:
-        rows = read_rows(hypotheses)  # read once (memoized): what the recorded adapter gives each example
-        return [rows[ex.id][0] if ex.id in rows else None for ex in examples]
-
+    known = partial(hypotheses_for, hypotheses)  # what the recorded adapter gives each example (the file read once)
     source = partial(_pairs, dataset, limit, ColumnMap.of(columns), normalizer, model, None, known)
     return prescore.ScoresAhead.reading(source, True, score_texts)
 
