@@ -71,7 +71,8 @@ def test_planted_formatting_moves_each_figure_by_what_was_planted_and_nothing_el
         "wer_c": 0.0,
         "wer_pc": 0.0,
         "per": 0.0,
-        "per_by_mark": {".": 0.0, ",": 0.0, "?": None, "!": None},
+        "per_by_mark": {".": 0.0, ",": 0.0, **{m: None for m in "?!\u3002\uff0c\u3001\uff1f\uff01"}},
+        "per_operations": {"substitutions": 0.0, "deletions": 0.0, "insertions": 0.0},
         "casing_error_rate": 0.0,
         "itn_examples": 0,
     }
@@ -112,15 +113,181 @@ def test_the_gate_fails_on_planted_formatting_and_passes_an_untouched_copy(runs)
 
 
 def test_per_worked_by_hand():
-    """NeMo's PER: marks aligned inside the word alignment; mark for mark a substitution, a transcript mark against
-    a word or nothing a deletion, a hypothesis mark where the transcript has none an insertion."""
+    """NeMo's PER: a mark against another mark a substitution, a transcript mark left unmatched a deletion, a
+    hypothesis mark an insertion, all four operations (correct ones included) the denominator."""
     from whisperbench.scoring.formatting import punctuation_counts, tokens
 
-    # transcript marks: "," "?" (2). Hypothesis: "," -> "." (substitution), "?" dropped (deletion), "!" added after
-    # "yes" (insertion): 3 errors over 2 marks
+    # "," -> "." (a substitution); "?" after "it" moved to "!" after "Yes": a deletion and an insertion
     counts = punctuation_counts(tokens("Well, is it? Yes"), tokens("Well. is it Yes!"))
-    assert (counts["errors"], counts["marks"]) == (3, 2)
-    assert counts[","] == (1, 1) and counts["?"] == (1, 1) and counts["!"] == (1, 0)
+    assert (counts["errors"], counts["operations"]) == (3, 3)
+    assert counts[","] == (1, 1) and counts["?"] == (1, 1) and counts["!"] == (1, 1) and counts["."] == (0, 0)
+
+
+def test_nemo_test_case_gives_nemos_figures():
+    """NVIDIA NeMo's own case (tests/collections/common/test_metrics.py::TestPunctuationErrorRate and the
+    docstring of nemo/collections/common/metrics/punct_er.py): "Hi, dear! Nice to see you. What's" against "Hi
+    dear! Nice to see you! What's?" has PER 0.75 (correct, deletion, insertion and substitution rates 0.25 each)
+    and per mark: "." substituted (1.0), "," deleted (1.0), "!" correct (0.0), "?" inserted (1.0)."""
+    from whisperbench.scoring.formatting import formatting_columns, formatting_value
+    from whisperbench.scoring.metrics import ScoredExample
+    from whisperbench.types import WordCounts
+
+    example = ScoredExample(
+        "a", "ok", "Hi, dear! Nice to see you. What's", "Hi dear! Nice to see you! What's?", "x", "x", WordCounts(1)
+    )
+    got = formatting_value(formatting_columns(example))
+    assert got["per"] == 75.0
+    assert got["per_operations"] == {"substitutions": 25.0, "deletions": 25.0, "insertions": 25.0}
+    assert {m: got["per_by_mark"][m] for m in ".,!?"} == {".": 100.0, ",": 100.0, "!": 0.0, "?": 100.0}
+
+
+@pytest.mark.parametrize(
+    "transcript, hypothesis",
+    [
+        ("Yes, I know.", "Yes I, know."),
+        ("Yes I, know.", "Yes, I know."),
+        ("Well, I think so.", "Well I, think so."),
+        ("Well I, think so.", "Well, I think so."),
+        ("No, thanks.", "No thanks,."),
+        ("No thanks,.", "No, thanks."),
+        ("你好，世界。", "你好 世界，。"),
+    ],
+)
+def test_a_mark_moved_to_another_word_is_a_deletion_and_an_insertion_whichever_way_it_moves(transcript, hypothesis):
+    from whisperbench.scoring.formatting import punctuation_counts, tokens
+
+    counts = punctuation_counts(tokens(transcript), tokens(hypothesis))
+    assert (counts["deletions"], counts["insertions"], counts["substitutions"], counts["correct"]) == (1, 1, 0, 1)
+
+
+def _nemo_counts(reference: str, hypothesis: str, marks: str) -> dict[str, dict[str, int]]:
+    """NeMo's ``OccurancePunctuationErrorRate.compute_operation_amounts`` written out plainly, for the test: its
+    tokenizer (words ``[\\w']+``, each mark of ``marks`` a token), the tokens with every mark masked, the full
+    Levenshtein cost matrix, the backtrace from the end preferring a match, a substitution, an insertion, then
+    a deletion; a match of two masks is a correct mark or a substitution, and the other marks deletions and
+    insertions. Per mark: Correct, Substitutions (under the transcript's mark), Deletions, Insertions."""
+    pattern = "[\\w']+|[" + re.escape(marks) + "]"
+    ref, hyp = re.findall(pattern, reference), re.findall(pattern, hypothesis)
+    r = ["<P>" if t in marks else t for t in ref]
+    h = ["<P>" if t in marks else t for t in hyp]
+    cost = [[0] * (len(h) + 1) for _ in range(len(r) + 1)]
+    back = [[""] * (len(h) + 1) for _ in range(len(r) + 1)]
+    for i in range(1, len(r) + 1):
+        cost[i][0], back[i][0] = i, "D"
+    for j in range(1, len(h) + 1):
+        cost[0][j], back[0][j] = j, "I"
+    for i in range(1, len(r) + 1):
+        for j in range(1, len(h) + 1):
+            if r[i - 1] == h[j - 1]:
+                cost[i][j], back[i][j] = cost[i - 1][j - 1], "C"
+                continue
+            options = [(cost[i - 1][j - 1] + 1, "S"), (cost[i][j - 1] + 1, "I"), (cost[i - 1][j] + 1, "D")]
+            best = min(c for c, _ in options)
+            cost[i][j], back[i][j] = best, next(step for c, step in options if c == best)
+    amounts = {m: {"C": 0, "S": 0, "D": 0, "I": 0} for m in marks}
+    subs_to = {m: 0 for m in marks}
+    i, j = len(r), len(h)
+    while i > 0 or j > 0:
+        step = back[i][j]
+        if step == "C" and r[i - 1] == "<P>":
+            if ref[i - 1] == hyp[j - 1]:
+                amounts[ref[i - 1]]["C"] += 1
+            else:
+                amounts[ref[i - 1]]["S"] += 1
+                subs_to[hyp[j - 1]] += 1
+        i, j = i - (step in "CSD"), j - (step in "CSI")
+    for m in marks:
+        amounts[m]["D"] = ref.count(m) - amounts[m]["C"] - amounts[m]["S"]
+        amounts[m]["I"] = hyp.count(m) - amounts[m]["C"] - subs_to[m]
+    return amounts
+
+
+_WORDS = ["yes", "I", "know", "Well", "so", "你好", "世界", "it's", "5"]
+_LATIN_CJK_MARKS = ".,?!;:\u3002\uff0c\u3001\uff1f\uff01\u300c\u300d"
+
+
+@st.composite
+def _pair(draw):
+    """A text of words and marks (Latin and CJK), and the same text with marks moved left or right, swapped,
+    inserted or deleted, and now and then a word changed."""
+    tokens = draw(st.lists(st.sampled_from(_WORDS + list(_LATIN_CJK_MARKS)), min_size=1, max_size=14))
+    edited = list(tokens)
+    for _ in range(draw(st.integers(0, 4))):
+        at = draw(st.integers(0, len(edited)))
+        kind = draw(st.sampled_from(["move_left", "move_right", "swap", "insert", "delete", "word"]))
+        if kind == "insert":
+            edited.insert(at, draw(st.sampled_from(list(_LATIN_CJK_MARKS))))
+        elif at < len(edited) and kind == "delete":
+            del edited[at]
+        elif at < len(edited) and kind == "swap":
+            edited[at] = draw(st.sampled_from(list(_LATIN_CJK_MARKS)))
+        elif at < len(edited) and kind == "word":
+            edited[at] = draw(st.sampled_from(_WORDS))
+        elif 0 < at < len(edited) - 1:
+            other = at - 1 if kind == "move_left" else at + 1
+            edited[at], edited[other] = edited[other], edited[at]
+    return " ".join(tokens), " ".join(edited)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pair())
+def test_per_equals_nemos_on_random_pairs_of_latin_and_cjk_marks(pair):
+    """Every count of :func:`punctuation_counts` equals NeMo's definition, written out plainly above: total, per
+    operation and per mark (errors and operations)."""
+    from whisperbench.scoring.formatting import MARKS, punctuation_counts, tokens
+
+    transcript, hypothesis = pair
+    nemo = _nemo_counts(transcript, hypothesis, _LATIN_CJK_MARKS)
+    got = punctuation_counts(tokens(transcript), tokens(hypothesis))
+    totals = {op: sum(m[op] for m in nemo.values()) for op in "CSDI"}
+    assert (got["correct"], got["substitutions"], got["deletions"], got["insertions"]) == tuple(
+        totals[op] for op in "CSDI"
+    )
+    assert got["operations"] == sum(totals.values()) and got["errors"] == totals["S"] + totals["D"] + totals["I"]
+    for mark in MARKS:
+        ops = sum(nemo[mark].values())
+        assert got[mark] == (ops - nemo[mark]["C"], ops), mark
+
+
+def test_chinese_marks_dropped_are_formatting_drift_and_raise_per():
+    """A candidate that drops every full-width mark from Chinese output: the transcript is formatted (its marks
+    are punctuation), every mark a deletion, and the parity's PER sees them."""
+    from whisperbench.scoring.formatting import formatting_parity, is_formatted
+
+    reference = ["你好，世界。", "「是的」，我知道！", "今天天气很好、对吗？"]
+    stripped = ["你好世界", "是的我知道", "今天天气很好对吗"]
+    assert all(is_formatted(text) for text in reference)
+    parity = formatting_parity([(str(i), r, c, True) for i, (r, c) in enumerate(zip(reference, stripped))])
+    assert parity["per"] == 100.0 and parity["drift_examples"] == 3
+
+
+def test_a_chinese_candidate_dropping_every_mark_fails_the_drift_and_per_limits(tmp_path):
+    """Scored runs in Chinese: the normalizer turns each dropped mark into a missing space ("你好 世界" against
+    "你好世界"), which is still the same words (formatting.same_words), so the drift counts all three examples,
+    from the score tables and from the records alike; the formatting metric measures the transcripts' marks, so
+    --max-increase formatting.per has values to judge."""
+    from whisperbench import compare, gate, score
+    from whisperbench.scoring.qoi import ExampleList
+
+    texts = {"z1": "你好，世界。", "z2": "「是的」，我知道！", "z3": "今天天气很好、对吗？"}
+    clip = next(p for p in (BUNDLED / "shortform" / "audio").iterdir() if p.stem == "jfk")
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text(
+        "".join(
+            json.dumps({"id": i, "audio": str(clip), "text": t, "language": "zh"}) + "\n" for i, t in texts.items()
+        ),
+        encoding="utf-8",
+    )
+    stripped = {i: re.sub(r"[，。「」！、？]", "", t) for i, t in texts.items()}
+    ref = score(_write(tmp_path, "ref", texts), manifest, runs_dir=tmp_path / "runs", name="ref")
+    cand = score(_write(tmp_path, "cand", stripped), manifest, runs_dir=tmp_path / "runs", name="cand")
+    assert ref.summary.metrics["formatting"]["per"] == 0.0 and cand.summary.metrics["formatting"]["per"] == 100.0
+    comparison = compare(ref, cand)
+    assert comparison.formatting_drift["drift_examples"] == 3 and comparison.formatting_parity["per"] == 100.0
+    records = ExampleList(comparison.result.examples).drifted_outputs(comparison.reference.normalizer)
+    assert len(records[1]) == 3
+    assert gate(ref, cand, max_formatting_drift=0.0, allow_self_comparison=True).code == 1
+    assert gate(ref, cand, max_increase={"formatting.per": 0.0}, allow_self_comparison=True).code == 1
 
 
 @pytest.mark.parametrize(

@@ -9,22 +9,29 @@ The figures, every rate in percent like WER:
   unnormalized "F-WER");
 - ``wer_c``: case-sensitive, punctuation removed; ``wer_pc``: case-sensitive, each punctuation mark a token of
   its own (NeMo-Skills' WER_C and WER_PC);
-- ``per``: punctuation error rate, (substituted + deleted + inserted marks) / marks in the transcripts, the marks
-  aligned within the alignment of words and marks (NVIDIA NeMo's ``punct_er.py`` definition: a mark against
-  another mark is a substitution, a transcript mark against a word or nothing a deletion, a hypothesis mark
-  against a word or nothing an insertion), also per mark (``per_by_mark``);
+- ``per``: punctuation error rate as NVIDIA NeMo's ``punct_er.py`` and Meister et al. 2023 (arXiv 2310.02943)
+  define it: (substituted + deleted + inserted marks) / (correct + substituted + deleted + inserted marks), the
+  marks lined up by NeMo's alignment of the tokens with every mark masked (a mark against another mark is a
+  substitution; a transcript mark left unmatched a deletion, a hypothesis mark an insertion; a mark moved to
+  another word is a deletion and an insertion). Marks are the characters of Unicode category P* (full-width and
+  CJK marks included); the tokens are whisperbench's (:func:`tokens`: a mark inside a word, as in "p.m" or
+  "well-known", stays in it). ``per_by_mark``: per mark of :data:`MARKS`, its errors over its operations (NeMo's
+  per-mark rates: a substitution counted under the transcript's mark, an insertion rate where the transcript has
+  none of the mark); ``per_operations``: substitutions, deletions and insertions each over all operations;
 - ``casing_error_rate``: of the words the hypothesis gets right ignoring case, the share whose casing differs;
 - ``itn_examples``: examples whose words agree after the normalizer yet differ before it only in tokens holding
   digits ("2020" against "twenty twenty"): the inverse-text-normalization part of ``f_wer``.
 
-A transcript is formatted when it has both upper- and lower-case letters or any of ``. , ? ! ; :`` (LibriSpeech's
-upper-case, unpunctuated transcripts are not); a manifest column ``formatted`` (true/false) overrides that.
+A transcript is formatted when it has both upper- and lower-case letters or any of ``. , ? ! ; :`` or their
+full-width and CJK forms (``。，、？！；：「」『』``; LibriSpeech's upper-case, unpunctuated transcripts are
+not); a manifest column ``formatted`` (true/false) overrides that.
 
 >>> tokens("Hello, world! It's 5 p.m.")
 ['Hello', ',', 'world', '!', "It's", '5', 'p.m', '.']
->>> counts = punctuation_counts(tokens("Yes, sir."), tokens("Yes sir?"))
->>> counts["errors"], counts["marks"], counts[","], counts["?"]
-(2, 2, (1, 1), (0, 0))
+>>> transcript, hypothesis = "Hi, dear! Nice to see you. What's", "Hi dear! Nice to see you! What's?"
+>>> counts = punctuation_counts(tokens(transcript), tokens(hypothesis))
+>>> counts["errors"], counts["operations"], counts["."], counts[","], counts["!"], counts["?"]
+(3, 4, (1, 1), (1, 1), (0, 1), (1, 1))
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
+import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
@@ -41,9 +49,22 @@ from .metrics import Metric, ScoredExample
 from .summary import map_ranges
 from .wer import count_edits, pooled_rate
 
-#: the marks reported one by one (every punctuation character counts in ``per``)
-MARKS = (".", ",", "?", "!")
-_FORMATTING_MARK = re.compile(r"[.,?!;:]")
+#: the marks reported one by one, each with the name of its columns (every punctuation character, Unicode category
+#: P*, counts in ``per``): the Latin sentence marks and their full-width and CJK forms
+MARK_NAMES = {
+    ".": "period",
+    ",": "comma",
+    "?": "question",
+    "!": "exclamation",
+    "\u3002": "ideographic_full_stop",  # 。
+    "\uff0c": "fullwidth_comma",  # ，
+    "\u3001": "ideographic_comma",  # 、
+    "\uff1f": "fullwidth_question",  # ？
+    "\uff01": "fullwidth_exclamation",  # ！
+}
+MARKS = tuple(MARK_NAMES)
+#: a sentence mark that makes a transcript formatted (Latin, full-width and CJK)
+_FORMATTING_MARK = re.compile("[.,?!;:\u3002\uff0c\u3001\uff1f\uff01\uff1b\uff1a\u300c\u300d\u300e\u300f]")
 #: a token: a word, an apostrophe, hyphen or full stop inside it included ("it's", "well-known", "p.m"), or any other
 #: character that is neither a word's nor a space (a punctuation mark, a symbol) on its own
 _TOKEN = re.compile(r"\w+(?:['’\-.]\w+)*|[^\w\s]")
@@ -109,37 +130,97 @@ class _Side(NamedTuple):
 
 
 def punctuation_counts(reference: list[str], hypothesis: list[str]) -> dict[str, Any]:
-    """The marks of ``reference`` and their errors against ``hypothesis`` (tokens), aligned with the words
-    (compared without case): ``errors``, ``marks``, and per mark of :data:`MARKS` a pair (errors, marks)."""
+    """The punctuation operations of ``hypothesis`` against ``reference`` (tokens) as NVIDIA NeMo's
+    ``punct_er.py`` counts them: ``correct``, ``substitutions``, ``deletions``, ``insertions``, ``errors`` (the last
+    three), ``operations`` (all four: PER's denominator), and per mark of :data:`MARKS` a pair (errors, operations),
+    a substitution counted under the transcript's mark."""
     return _punctuation(_Side.of(reference), _Side.of(hypothesis))
+
+
+#: a backtrace step of :func:`_matched_marks` (NeMo's: a match, a substitution, an insertion, a deletion)
+_COR, _SUB, _INS, _DEL = 0, 1, 2, 3
+
+
+def _masked(tokens: list[str]) -> list[Optional[str]]:
+    """The tokens with every punctuation mark masked (None): marks align with marks, whatever the mark."""
+    return [None if _is_mark(t) else t for t in tokens]
+
+
+def _matched_marks(ref: list[str], hyp: list[str]) -> list[tuple[str, str]]:
+    """The (transcript mark, hypothesis mark) pairs that NeMo's alignment lines up: a Levenshtein alignment of the
+    tokens, each mark masked, backtraced from the end preferring a match, then a substitution, an insertion, a
+    deletion (as ``punct_er.py`` does). A common tail is matched without the matrix (the backtrace takes it so);
+    each row of the cost matrix is one vector operation (the insertions a running minimum)."""
+    r, h = _masked(ref), _masked(hyp)
+    if r == h:  # the same words, marks in the same places: every mark lines up with its own
+        return [(a, b) for a, b, m in zip(ref, hyp, r) if m is None]
+    tail = 0
+    while tail < min(len(r), len(h)) and r[-1 - tail] == h[-1 - tail]:
+        tail += 1
+    pairs = [(ref[-1 - k], hyp[-1 - k]) for k in range(tail) if r[-1 - k] is None]
+    rows, cols = len(r) - tail, len(h) - tail
+    if rows and cols:
+        pairs += _backtrace(_steps(r[:rows], h[:cols]), ref, hyp, r)
+    return pairs
+
+
+def _steps(r: list[Optional[str]], h: list[Optional[str]]) -> "np.ndarray":
+    """NeMo's backtrace step of every cell (1..len(r), 1..len(h)) of the Levenshtein cost matrix of ``r``, ``h``."""
+    ids: dict[Optional[str], int] = {}
+    r_ids = np.array([ids.setdefault(t, len(ids)) for t in r])
+    h_ids = np.array([ids.setdefault(t, len(ids)) for t in h])
+    cols = np.arange(len(h) + 1)
+    steps = np.empty((len(r) + 1, len(h) + 1), dtype=np.int8)
+    prev = cols.copy()
+    for i in range(1, len(r) + 1):
+        equal = h_ids == r_ids[i - 1]
+        sub = prev[:-1] + 1
+        diagonal = np.where(equal, prev[:-1], sub)
+        best = np.minimum(diagonal, prev[1:] + 1)  # a match or substitution, or a deletion
+        row = np.minimum.accumulate(np.concatenate(([i], best - cols[1:]))) + cols  # or an insertion
+        insertion = row[:-1] + 1
+        steps[i, 1:] = np.where(equal, _COR, np.where(row[1:] == sub, _SUB, np.where(row[1:] == insertion, _INS, _DEL)))
+        prev = row
+    return steps
+
+
+def _backtrace(
+    steps: "np.ndarray", ref: list[str], hyp: list[str], masked: list[Optional[str]]
+) -> list[tuple[str, str]]:
+    """The marks matched on the path through ``steps`` from its last cell (row 0: insertions, column 0:
+    deletions)."""
+    pairs = []
+    i, j = steps.shape[0] - 1, steps.shape[1] - 1
+    while i > 0 and j > 0:
+        step = steps[i, j]
+        if step == _COR and masked[i - 1] is None:
+            pairs.append((ref[i - 1], hyp[j - 1]))
+        i, j = i - (step != _INS), j - (step != _DEL)
+    return pairs
 
 
 def _punctuation(ref: _Side, hyp: _Side) -> dict[str, Any]:
     reference, hypothesis = ref.tokens, hyp.tokens
-    per_mark = {mark: [0, reference.count(mark)] for mark in MARKS}
-    errors = 0
-
-    def err(mark: str) -> None:
-        nonlocal errors
-        errors += 1
-        if mark in per_mark:
-            per_mark[mark][0] += 1
-
-    for op in Levenshtein.opcodes(ref.lower, hyp.lower) if ref.lower != hyp.lower else ():  # the same: no mark wrong
-        ref_part, hyp_part = reference[op.src_start : op.src_end], hypothesis[op.dest_start : op.dest_end]
-        if op.tag == "replace" and len(ref_part) == len(hyp_part):
-            for r, h in zip(ref_part, hyp_part):
-                if _is_mark(r):
-                    err(r)  # against another mark (substitution) or a word (deletion)
-                elif _is_mark(h):
-                    err(h)  # a mark where the transcript has a word (insertion)
-        elif op.tag != "equal":
-            for token in (t for t in ref_part + hyp_part if _is_mark(t)):
-                err(token)
+    matched = _matched_marks(reference, hypothesis) if ref.marks and hyp.marks else []
+    correct = sum(a == b for a, b in matched)
+    substitutions = len(matched) - correct
+    deletions, insertions = ref.marks - len(matched), hyp.marks - len(matched)
+    per_mark = {}
+    for mark in MARKS:
+        right = sum(a == mark == b for a, b in matched)
+        substituted = sum(a == mark != b for a, b in matched)
+        in_both = sum(mark in (a, b) for a, b in matched)  # the pairs that hold it, on either side
+        lost = reference.count(mark) - right - substituted
+        added = hypothesis.count(mark) - (in_both - substituted)
+        per_mark[mark] = (substituted + lost + added, right + substituted + lost + added)
     return {
-        "errors": errors,
-        "marks": ref.marks,
-        **{mark: tuple(counts) for mark, counts in per_mark.items()},
+        "correct": correct,
+        "substitutions": substitutions,
+        "deletions": deletions,
+        "insertions": insertions,
+        "errors": substitutions + deletions + insertions,
+        "operations": correct + substitutions + deletions + insertions,
+        **per_mark,
     }
 
 
@@ -214,7 +295,15 @@ def _aligned_columns(example: ScoredExample, ref: _Side, hyp: _Side) -> dict[str
 def _unchanged_columns(ref: _Side, raw_words: int) -> dict[str, float]:
     """:func:`formatting_columns` of a hypothesis that is its transcript written again, character for character:
     every count of the transcript, no error (a test checks it against the alignments)."""
-    punct = {"errors": 0, "marks": ref.marks, **{mark: (0, ref.tokens.count(mark)) for mark in MARKS}}
+    punct = {
+        "correct": ref.marks,
+        "substitutions": 0,
+        "deletions": 0,
+        "insertions": 0,
+        "errors": 0,
+        "operations": ref.marks,
+        **{mark: (0, ref.tokens.count(mark)) for mark in MARKS},
+    }
     same = len(ref.words)
     return _columns(
         WordCounts(hits=raw_words), WordCounts(hits=same), WordCounts(hits=len(ref.tokens)), punct, (0, same), False
@@ -240,13 +329,16 @@ def _columns(
         "pc_errors": pc_errors,
         "pc_words": pc_words,
         "punct_errors": float(punct["errors"]),
-        "punct_marks": float(punct["marks"]),
+        "punct_ops": float(punct["operations"]),
+        "punct_substitutions": float(punct["substitutions"]),
+        "punct_deletions": float(punct["deletions"]),
+        "punct_insertions": float(punct["insertions"]),
         "case_errors": float(case_differ),
         "case_words": float(case_same),
         "itn": float(itn),
     }
-    for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation")):
-        columns[f"{name}_errors"], columns[f"{name}_marks"] = (float(n) for n in punct[mark])
+    for mark, name in MARK_NAMES.items():
+        columns[f"{name}_errors"], columns[f"{name}_ops"] = (float(n) for n in punct[mark])
     return columns
 
 
@@ -255,19 +347,41 @@ def formatting_value(sums: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     if not sums.get("examples"):
         return None
     by_mark = {
-        mark: pooled_rate(sums.get(f"{name}_errors"), sums.get(f"{name}_marks"))
-        for mark, name in zip(MARKS, ("period", "comma", "question", "exclamation"))
+        mark: pooled_rate(sums.get(f"{name}_errors"), sums.get(f"{name}_ops")) for mark, name in MARK_NAMES.items()
     }
+    ops = sums.get("punct_ops")
     return {
         "examples": int(sums["examples"]),
         "f_wer": pooled_rate(sums.get("f_errors"), sums.get("f_words")),
         "wer_c": pooled_rate(sums.get("c_errors"), sums.get("c_words")),
         "wer_pc": pooled_rate(sums.get("pc_errors"), sums.get("pc_words")),
-        "per": pooled_rate(sums.get("punct_errors"), sums.get("punct_marks")),
+        "per": pooled_rate(sums.get("punct_errors"), ops),
         "per_by_mark": by_mark,
+        "per_operations": {
+            kind: pooled_rate(sums.get(f"punct_{kind}"), ops) for kind in ("substitutions", "deletions", "insertions")
+        },
         "casing_error_rate": pooled_rate(sums.get("case_errors"), sums.get("case_words")),
         "itn_examples": int(sums.get("itn") or 0),
     }
+
+
+#: a character of a script written without spaces between words (Thai, kana, Han)
+_UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def same_words(reference_norm: Optional[str], candidate_norm: Optional[str]) -> bool:
+    """Whether two normalized outputs hold the same words: they are equal, or, in text of a script written without
+    spaces (Chinese, Japanese, Thai), where the normalizer turns a dropped mark into a missing space ("你好 世界"
+    against "你好世界"), equal once their spaces are removed.
+
+    >>> same_words("你好 世界", "你好世界"), same_words("a b", "ab")
+    (True, False)
+    """
+    if reference_norm == candidate_norm:
+        return True
+    if reference_norm is None or candidate_norm is None or not _UNSPACED.search(reference_norm):
+        return False
+    return "".join(reference_norm.split()) == "".join(candidate_norm.split())
 
 
 #: drift examples named in a parity result (the first ones, by id)
@@ -302,7 +416,7 @@ def parity_of_parts(parts: Sequence[Mapping[str, Any]]) -> Optional[dict[str, An
         "drift_pct": 100.0 * sums["drift"] / sums["examples"],
         "number_drift_examples": sums["numbers"],
         "drift_ids": sums["drift_ids"],
-        "per": pooled_rate(sums["punct_errors"], sums["marks"]),
+        "per": pooled_rate(sums["punct_errors"], sums["punct_ops"]),
         "casing_error_rate": pooled_rate(sums["case_errors"], sums["case_words"]),
     }
 
@@ -343,19 +457,19 @@ def _pairs_part(pairs: Sequence[tuple[str, str, str, bool]], start: int, stop: i
 
 def parity_counts(pairs: Iterable[tuple[str, str, str, bool]]) -> dict[str, Any]:
     """:func:`formatting_parity`'s counts over some pairs (one worker's part, or all of them)."""
-    n = drift = numbers = punct_errors = marks = case_errors = case_words = 0
+    n = drift = numbers = punct_errors = punct_ops = case_errors = case_words = 0
     drift_ids: list[str] = []
     for ex_id, ref, cand, same_words in pairs:
         n += 1
         ref_tokens = tokens(ref)
         if ref == cand:
             ref_marks = sum(map(_is_mark, ref_tokens))
-            marks, case_words = marks + ref_marks, case_words + len(ref_tokens) - ref_marks
+            punct_ops, case_words = punct_ops + ref_marks, case_words + len(ref_tokens) - ref_marks
             continue
         ref_side, cand_side = _Side.of(ref_tokens), _Side.of(tokens(cand))
         if ref_side.marks or cand_side.marks:
             punct = _punctuation(ref_side, cand_side)
-            punct_errors, marks = punct_errors + punct["errors"], marks + punct["marks"]
+            punct_errors, punct_ops = punct_errors + punct["errors"], punct_ops + punct["operations"]
         # (no mark on either side, as in most unformatted output: no punctuation error); one alignment of the
         # lower-case words serves casing and the number check
         same_lower = ref_side.words_lower == cand_side.words_lower
@@ -372,7 +486,7 @@ def parity_counts(pairs: Iterable[tuple[str, str, str, bool]]) -> dict[str, Any]
         "drift": drift,
         "numbers": numbers,
         "punct_errors": punct_errors,
-        "marks": marks,
+        "punct_ops": punct_ops,
         "case_errors": case_errors,
         "case_words": case_words,
         "drift_ids": drift_ids,
@@ -392,6 +506,6 @@ METRIC = Metric(
         "f_wer": ("f_errors", "f_words"),
         "wer_c": ("c_errors", "c_words"),
         "wer_pc": ("pc_errors", "pc_words"),
-        "per": ("punct_errors", "punct_marks"),
+        "per": ("punct_errors", "punct_ops"),
     },
 )

@@ -119,11 +119,19 @@ class ExampleList(list[ExampleComparison]):
         )
 
     def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
-        """Per example the candidate transcribed: its id, both raw outputs, whether their normalized words agree."""
+        """Per example the candidate transcribed: its id, both raw outputs, whether their normalized words agree
+        (``formatting.same_words``)."""
+        from .formatting import same_words
+
         for e in self:
             if not e.candidate_failed:
                 ref, cand = e.reference_hypothesis, e.candidate_hypothesis
-                yield e.id, ref, cand, ref == cand or normalize(ref, normalizer) == normalize(cand, normalizer)
+                yield (
+                    e.id,
+                    ref,
+                    cand,
+                    ref == cand or same_words(normalize(ref, normalizer), normalize(cand, normalizer)),
+                )
 
     def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
         """The formatting parity of :meth:`output_pairs` (each output normalized again)."""

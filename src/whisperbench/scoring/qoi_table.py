@@ -20,7 +20,7 @@ from ..languages import headline_metric
 from ..types import Prediction
 from . import compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
-from .formatting import parity_counts, parity_of_parts, sum_parity_parts
+from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one
 from .summary import map_ranges
 from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
@@ -48,7 +48,7 @@ class Outputs:
     def _columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
         ref = pc.take(self.reference, from_numpy(self.reference_rows[start:stop]))
         cand = pc.take(self.candidate, from_numpy(self.candidate_rows[start:stop]))
-        same = pc.fill_null(pc.equal(ref["hypothesis_norm"], cand["hypothesis_norm"]), FALSE)
+        same = _same_words(ref["hypothesis_norm"], cand["hypothesis_norm"])
         return self.ids.slice(start, stop - start), ref["hypothesis"], cand["hypothesis"], same
 
     def pairs(self, start: int, stop: int) -> list[tuple[str, str, str, bool]]:
@@ -60,6 +60,18 @@ class Outputs:
         ids, ref, cand, same = self._columns(start, stop)
         at = from_numpy(np.flatnonzero(numbers(pc.and_(same, pc.fill_null(pc.not_equal(ref, cand), FALSE)))))
         return list(zip(pc.take(ids, at).to_pylist(), pc.take(ref, at).to_pylist(), pc.take(cand, at).to_pylist()))
+
+
+def _same_words(reference: pa.ChunkedArray, candidate: pa.ChunkedArray) -> pa.Array:
+    """Per row, whether the normalized outputs hold the same words (``formatting.same_words``): equal ones found on
+    the columns, the rest (Chinese, Japanese, Thai: equal once spaces are removed) checked one by one."""
+    equal = numbers(pc.fill_null(pc.equal(reference, candidate), FALSE)).astype(bool)
+    unequal = np.flatnonzero(~equal)
+    if len(unequal):
+        at = from_numpy(unequal)
+        pairs = zip(pc.take(reference, at).to_pylist(), pc.take(candidate, at).to_pylist())
+        equal[unequal] = [same_words(r, c) for r, c in pairs]
+    return from_numpy(equal)
 
 
 def _parity_part(outputs: Outputs, start: int, stop: int) -> dict[str, Any]:

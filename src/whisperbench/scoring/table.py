@@ -30,7 +30,7 @@ from .summary import ScoredOnRead, in_parallel, map_ranges, rescored, rescored_a
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
-TABLE_VERSION = "6"
+TABLE_VERSION = "7"
 WORD_COUNTS = ("hits", "substitutions", "deletions", "insertions")
 CHAR_COUNTS = ("char_hits", "char_substitutions", "char_deletions", "char_insertions")
 _RAW = [
