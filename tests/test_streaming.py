@@ -85,12 +85,13 @@ TRUTH_SEGMENTS = [
     {"start": 2.6, "end": 3.4, "text": "good bye"},
 ]
 # what a LocalAgreement-like stream showed, hand-written: interim text revised once ("bid" -> "big world")
+# (each piece starts with its space, as Whisper's text does: the stream's text is the pieces concatenated)
 PLANTED = [
-    {"audio_s": 1.0, "wall_s": 0.4, "committed": "", "interim": "hello bid"},
-    {"audio_s": 2.0, "wall_s": 1.3, "committed": "hello", "interim": "big world"},
-    {"audio_s": 3.0, "wall_s": 2.2, "committed": "big world", "interim": "good"},
-    {"audio_s": 4.0, "wall_s": 3.1, "committed": "", "interim": "good bye"},
-    {"audio_s": 4.0, "wall_s": 3.6, "committed": "good bye", "interim": ""},
+    {"audio_s": 1.0, "wall_s": 1.4, "committed": "", "interim": " hello bid"},
+    {"audio_s": 2.0, "wall_s": 2.3, "committed": " hello", "interim": " big world"},
+    {"audio_s": 3.0, "wall_s": 3.2, "committed": " big world", "interim": " good"},
+    {"audio_s": 4.0, "wall_s": 4.1, "committed": "", "interim": " good bye"},
+    {"audio_s": 4.0, "wall_s": 4.6, "committed": " good bye", "interim": ""},
 ]
 
 
@@ -125,9 +126,9 @@ def test_planted_log_latencies_and_revisions_by_hand():
 
 def test_real_time_clock_counts_latency_in_wall_time():
     facts = example_facts(_planted("real-time"), "english")
-    assert facts.committed == pytest.approx([1.3 - 0.6, 2.2 - 1.5, 3.6 - 3.4])
-    assert facts.first_output_s == pytest.approx(0.4)
-    assert facts.final_lag_s == 0.0  # 3.6 s of wall time, the audio is 4 s long: the final text came in time
+    assert facts.committed == pytest.approx([2.3 - 0.6, 3.2 - 1.5, 4.6 - 3.4])
+    assert facts.first_output_s == pytest.approx(1.4)
+    assert facts.final_lag_s == pytest.approx(0.1)  # the final text first shown at 4.1 s, the audio 4 s long
 
 
 def test_final_lag_counts_from_when_the_final_text_was_first_shown():
@@ -147,6 +148,78 @@ def test_a_missed_utterance_is_counted_not_scored():
     facts = example_facts(pred, "english")
     assert facts.end_of_utterance == pytest.approx([2.5])
     assert facts.missed_utterances == 1
+
+
+def test_openbench_latency_of_the_worked_example_by_hand():
+    """argmaxinc/OpenBench's confirmed streaming latency (src/openbench/metric/streaming_latency_metrics/
+    latency_metrics.py), worked by hand from its code on the planted stream's committed results "hello" (2 s),
+    "hello big world" (3 s), "hello big world good bye" (4 s):
+    - result 1: hits hello; cursor 0.6 (hello's end), segment from hello's start 0.2; min 2 - 0.6 = 1.4, max 2
+      (the first: the time itself) -> 1.7, duration 0.4;
+    - result 2: hits up to world (cursor 1.5); the first word it inserts against result 1 is "big" (starts 0.7);
+      min 3 - 1.5 = 1.5, max 3 - 0.6 = 2.4 -> 1.95, duration 0.8;
+    - result 3: cursor 3.4 (bye), inserted from "good" (2.6); min 0.6, max 4 - 1.5 = 2.5 -> 1.55, duration 0.8.
+    Headline: (1.7*0.4 + 1.95*0.8 + 1.55*0.8) / 2.0 = 1.74; p90 of [1.7, 1.95, 1.55] (linear) = 1.9."""
+    facts = example_facts(_planted(), "english")
+    assert facts.openbench == pytest.approx([1.7, 1.95, 1.55])
+    assert facts.openbench_durations == pytest.approx([0.4, 0.8, 0.8])
+    value = summarize([_planted()], MetricContext("english"))["openbench_latency_s"]
+    assert value == pytest.approx({"mean": 1.74, "p50": 1.7, "p90": 1.9, "p99": 1.945, "n": 3})
+
+
+def test_openbench_clips_a_negative_latency_where_the_commit_delay_counts_from_the_cursor():
+    """Committed at cursor 0.5 s, "hello" (0.2-0.6 s) not yet over: OpenBench's minimum latency 0.5 - 0.6 is
+    clipped to 0, its maximum is 0.5 (the first result): 0.25. whisperbench's commit delay counts from what had
+    been heard (the cursor): 0."""
+    pred = _planted()
+    pred.stream = [{"audio_s": 0.5, "wall_s": 0.6, "committed": " hello", "interim": ""}]
+    facts = example_facts(pred, "english")
+    assert facts.openbench == pytest.approx([0.25]) and facts.committed == pytest.approx([0.0])
+
+
+_PRICE_WORDS = [
+    {"word": "it", "start": 0.1, "end": 0.3},
+    {"word": "cost", "start": 0.4, "end": 0.8},
+    {"word": "twenty", "start": 0.9, "end": 1.3},
+    {"word": "five", "start": 1.4, "end": 1.8},
+    {"word": "dollars", "start": 2.05, "end": 2.4},
+]
+
+
+@pytest.mark.parametrize("first", [" it cost twenty five", " it cost 25"])
+def test_latency_is_the_same_for_numbers_in_digits_or_words(first):
+    """Truth "it cost twenty five dollars" ("five" ends 1.8 s, "dollars" 2.4 s), committed at 2 s and 3 s: each
+    side normalized as one text (the English normalizer makes "twenty five" "25", and "twenty five dollars"
+    "$25"), so the commit delays are 2.0 - 1.8 and 3.0 - 2.4 and the utterance's latency 0.6, whether the
+    stream writes the number in words or digits (word by word the truth was "20 5", which shifted the alignment)."""
+    pred = Prediction("p", "it cost twenty five dollars", "", audio_s=3.0)
+    pred.stream = [
+        {"audio_s": 2.0, "wall_s": 2.1, "committed": first, "interim": ""},
+        {"audio_s": 3.0, "wall_s": 3.1, "committed": " dollars", "interim": ""},
+    ]
+    pred.extra = {"true_words": _PRICE_WORDS, "true_segments": [{"start": 0.1, "end": 2.4, "text": pred.transcript}]}
+    facts = example_facts(pred, "english")
+    assert facts.committed == pytest.approx([0.2, 0.6])
+    assert facts.end_of_utterance == pytest.approx([0.6])
+
+
+def test_an_inconsistent_stream_is_refused_naming_the_example():
+    """A wall time that goes back, or an utterance committed at cursor 0.5 s whose words are spoken at 2.6-3.4 s:
+    refused, naming the example, instead of a latency of -2.9 s."""
+    from whisperbench.scoring.streaming import InconsistentStream
+
+    back = _planted()
+    back.stream[2]["wall_s"] = 1.0
+    with pytest.raises(InconsistentStream, match="example a: the stream's wall_s goes back"):
+        example_facts(back, "english")
+    early = _planted()
+    early.stream = [{"audio_s": 0.5, "wall_s": 0.5, "committed": " good bye", "interim": ""}]
+    with pytest.raises(InconsistentStream, match="example a: the stream commits 'good' at audio cursor 0.5 s"):
+        example_facts(early, "english")
+    ahead = _planted("real-time")  # shown at wall 0.2 s what the audio cursor says arrived by 1 s
+    ahead.stream = [{"audio_s": 1.0, "wall_s": 0.2, "committed": " hello", "interim": ""}]
+    with pytest.raises(InconsistentStream, match="example a: a commit delay of -0.4 s"):
+        example_facts(ahead, "english")
 
 
 def test_revisions_count_changed_and_removed_words_not_appended_ones():
@@ -178,7 +251,7 @@ def test_summary_of_a_run_without_streams_is_absent():
 def test_summary_of_the_planted_run():
     value = summarize([_planted(), _planted()], MetricContext("english"))
     assert value["examples"] == 2 and value["clock"] == "simulated" and value["policy"] == "planted"
-    assert value["committed_latency_s"]["p50"] == pytest.approx(np.percentile([1.4, 1.5, 0.6] * 2, 50))
+    assert value["commit_delay_s"]["p50"] == pytest.approx(np.percentile([1.4, 1.5, 0.6] * 2, 50))
     assert value["end_of_utterance_latency_s"]["p90"] == pytest.approx(np.percentile([1.5, 0.6] * 2, 90))
     assert value["revisions_per_word"] == pytest.approx(2 / 10)
     assert value["shown_then_dropped"] == {"examples": 0, "ids": []}
@@ -361,7 +434,7 @@ def test_a_recorded_stream_is_measured_gated_compared_and_reported(tmp_path, tin
     expected = [4.0 - 3.0, 5.0 - 3.0]  # commit time minus the utterance's end, by hand
     assert value["end_of_utterance_latency_s"]["p90"] == pytest.approx(np.percentile(expected, 90))
     assert value["clock"] == "simulated" and value["policy"] == "planted"
-    assert value["committed_latency_s"] is None  # no word times in the set
+    assert value["commit_delay_s"] is None  # no word times in the set
 
     p90 = float(np.percentile(expected, 90))
     passed = api.gate("batch", "stream", runs_dir=runs, min_qoi=100, max_latency_p90=p90 + 0.01)
@@ -398,6 +471,10 @@ def test_a_bad_recorded_stream_names_the_line(tmp_path, tiny_rows):
         ],
     )
     with pytest.raises(WhisperbenchError, match="line 2: stream audio_s goes back"):
+        read_streams(str(bad))
+    backwards = [{"audio_s": 1.0, "wall_s": 2.0}, {"audio_s": 2.0, "wall_s": 1.5}]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "b", "hypothesis": "x", "stream": backwards}])
+    with pytest.raises(WhisperbenchError, match="line 1: stream wall_s goes back"):
         read_streams(str(bad))
 
 

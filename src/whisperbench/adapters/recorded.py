@@ -65,7 +65,7 @@ def read_streams(path: str) -> dict[str, tuple[list[Emission], dict[str, Any]]]:
     """``id -> (emissions, streaming facts)`` for the lines that carry a ``stream`` (a streaming implementation's
     outputs recorded elsewhere: ``[{audio_s, wall_s, committed, interim}]``, docs/streaming.md) and optionally
     ``streaming`` (``{"policy", "chunk_s", "clock"}``; the clock ``simulated`` when unsaid). Times must be numbers
-    ≥ 0 with the audio cursor never going back; a bad one is an error naming the line."""
+    ≥ 0 with neither the audio cursor nor the wall time going back; a bad one is an error naming the line."""
     table = {}
     for number, row in _rows_with(path, ("stream",)):
         stream, facts = row.get("stream"), row.get("streaming") or {}
@@ -78,15 +78,15 @@ def read_streams(path: str) -> dict[str, tuple[list[Emission], dict[str, Any]]]:
                 f"{path} line {number}: stream must be a list of {{audio_s, wall_s, committed, interim}} "
                 f"({type(exc).__name__}: {exc})"
             ) from None
-        cursor = 0.0
+        last = {"audio_s": 0.0, "wall_s": 0.0}
         for e in emissions:
             for key in ("audio_s", "wall_s"):
                 _non_negative(getattr(e, key), f"stream {key}", path, number)
-            if e.audio_s < cursor:
-                raise WhisperbenchError(
-                    f"{path} line {number}: stream audio_s goes back ({cursor:g} s, then {e.audio_s:g} s)"
-                )
-            cursor = e.audio_s
+                if getattr(e, key) < last[key]:
+                    raise WhisperbenchError(
+                        f"{path} line {number}: stream {key} goes back ({last[key]:g} s, then {getattr(e, key):g} s)"
+                    )
+                last[key] = getattr(e, key)
         if not isinstance(facts, dict) or facts.get("clock", "simulated") not in CLOCKS:
             raise WhisperbenchError(f"{path} line {number}: streaming.clock must be one of {', '.join(CLOCKS)}")
         table[str(row["id"])] = (emissions, {"clock": "simulated"} | facts)

@@ -142,7 +142,7 @@ class GateThresholds:
     )
     max_latency_p90: Optional[float] = _limit(
         None,
-        "streaming: fail when the candidate's 90th-percentile latency exceeds S seconds — committed latency where "
+        "streaming: fail when the candidate's 90th-percentile latency exceeds S seconds — commit delay where "
         "the dataset has word times, else end-of-utterance latency (utterance segments); with --confidence, only "
         "when its interval's lower bound does (docs/streaming.md)",
         "S",

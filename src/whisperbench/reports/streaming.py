@@ -12,8 +12,14 @@ from typing import Any, Optional
 from ..store import StoredRun
 from .tables import html_table, markdown_table
 
-#: the latency figures in the order the gate prefers them: word-level (OpenBench) where the dataset has word times
-LATENCIES = (("committed_latency_s", "committed latency"), ("end_of_utterance_latency_s", "end-of-utterance latency"))
+#: the latency figures in the order the gate prefers them: word-level (whisperbench's commit delay) where the dataset
+#: has word times, else end of utterance; ``committed_latency_s`` is the commit delay's name in runs scored before
+#: 2026-11-29
+LATENCIES = (
+    ("commit_delay_s", "commit delay"),
+    ("committed_latency_s", "commit delay"),
+    ("end_of_utterance_latency_s", "end-of-utterance latency"),
+)
 
 
 def run_streaming(run: StoredRun) -> Optional[dict[str, Any]]:
@@ -25,8 +31,8 @@ def run_streaming(run: StoredRun) -> Optional[dict[str, Any]]:
 
 
 def latency_of(value: Optional[dict[str, Any]]) -> Optional[tuple[str, dict[str, Any]]]:
-    """(name, percentiles) of the latency a gate judges: committed where the dataset has word times, else end of
-    utterance where it has utterance times; None when neither."""
+    """(name, percentiles) of the latency a gate judges: the commit delay where the dataset has word times, else end
+    of utterance where it has utterance times; None when neither."""
     for key, name in LATENCIES:
         figure = (value or {}).get(key)
         if figure:
@@ -52,6 +58,9 @@ def describe(value: dict[str, Any]) -> str:
     figures = []
     if latency:
         figures.append(f"{latency[0]} p50 {_seconds(latency[1], 'p50')}, p90 {_seconds(latency[1])}")
+    openbench = value.get("openbench_latency_s")
+    if openbench and openbench.get("mean") is not None:
+        figures.append(f"OpenBench latency {openbench['mean']:.2f} s")
     figures.append(f"first output p50 {_seconds(value.get('first_output_s'), 'p50')}")
     if value.get("revisions_per_word") is not None:
         figures.append(f"revisions {value['revisions_per_word']:.3f} per word")
@@ -121,6 +130,7 @@ def leaderboard_rows(runs: list[StoredRun], references: dict[str, StoredRun]) ->
                 "latency": latency[0] if latency else None,
                 "p50 s": latency[1].get("p50") if latency else None,
                 "p90 s": latency[1].get("p90") if latency else None,
+                "OpenBench latency s": (value.get("openbench_latency_s") or {}).get("mean"),
                 "revisions / word": value.get("revisions_per_word"),
                 "shown, then dropped": (value.get("shown_then_dropped") or {}).get("examples"),
             }
@@ -147,7 +157,8 @@ def render_streaming_markdown(runs: list[StoredRun], references: dict[str, Store
         return ""
     return (
         "\n## Streaming\n\nEach streaming run's final text scored like any run; its WER against the dataset's "
-        "reference run, paired over the examples both scored (bootstrap). Latency: committed (word times) or end "
-        "of utterance (utterance segments), in audio time under the simulated clock, wall time under the "
-        "real-time clock (docs/streaming.md).\n\n" + markdown_table(rows)
+        "reference run, paired over the examples both scored (bootstrap). Latency: the commit delay (word times) or "
+        "end of utterance (utterance segments); OpenBench latency: argmaxinc/OpenBench's duration-weighted mean "
+        "(word times). In audio time under the simulated clock, wall time under the real-time clock "
+        "(docs/streaming.md).\n\n" + markdown_table(rows)
     )
