@@ -121,3 +121,16 @@ def test_compare_and_the_export_carry_the_per_example_counts(runs):
     for i, truth, hyp in zip(ids, truths, hyps):
         chars = jiwer.process_characters(truth, hyp)
         assert rows.loc[i, "char_errors"] == chars.substitutions + chars.deletions + chars.insertions, i
+
+
+def test_cer_with_an_empty_reference_is_jiwers_pooled_and_undefined_per_example():
+    """docs/measuring.md's exception: an empty normalized transcript has no per-example CER (jiwer.cer of that pair
+    alone answers its inserted characters, 5), and pooled over pairs it adds its characters as insertions over no
+    reference character, so the pooled CER is jiwer.cer's over the same list."""
+    from whisperbench.scoring.wer import align_characters, pooled_rate
+
+    truths, hyps = ["hello world", "", "abc"], ["hello word", "abc d", "abd"]
+    counts = [align_characters(t, h) for t, h in zip(truths, hyps)]
+    assert counts[1].error_rate() is None and jiwer.cer("", "abc d") == 5
+    pooled = pooled_rate(sum(c.errors for c in counts), sum(c.transcript_words for c in counts))
+    assert pooled == pytest.approx(100 * jiwer.cer(truths, hyps))

@@ -67,9 +67,14 @@ def test_mapsswe_is_statsmodels_one_sample_ztest_of_the_differences(seed, effect
 
 
 def test_mapsswe_degenerate_cases():
+    """Every difference 0: z = 0, p = 1 (as SCTK's sc_stats). Every difference the same non-zero count: z is the
+    limit, infinite with the mean's sign, p = 0 — where SCTK's statdist.c reports z = 0, p = 1, a deliberate
+    departure (docs/statistics.md): a candidate adding an error to every example is not "no difference"."""
     assert mapsswe([1], [2]) is None
-    assert mapsswe([1, 2, 3], [1, 2, 3]).p_value == 1.0
-    assert mapsswe([1, 2, 3], [2, 3, 4]).p_value == 0.0
+    same = mapsswe([1, 2, 3], [1, 2, 3])
+    assert (same.z, same.p_value) == (0.0, 1.0)
+    worse, better = mapsswe([1, 2, 3], [2, 3, 4]), mapsswe([2, 3, 4], [1, 2, 3])
+    assert (worse.z, worse.p_value) == (float("inf"), 0.0) and (better.z, better.p_value) == (float("-inf"), 0.0)
 
 
 def test_bootstrap_matches_a_plain_resampling_of_the_same_draws():
