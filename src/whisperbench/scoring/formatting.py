@@ -5,10 +5,10 @@ transcript needed).
 
 The figures, every rate in percent like WER:
 
-- ``f_wer``: WER on the raw texts split on whitespace only (case and attached punctuation count; AssemblyAI's
-  unnormalized "F-WER");
+- ``f_wer``: WER on the raw texts split on whitespace only (case and attached punctuation count; named after
+  AssemblyAI's unnormalized "F-WER" as it describes it, checked against jiwer, not AssemblyAI's code);
 - ``wer_c``: case-sensitive, punctuation removed; ``wer_pc``: case-sensitive, each punctuation mark a token of
-  its own (NeMo-Skills' WER_C and WER_PC);
+  its own (named after NeMo-Skills' WER_C and WER_PC as they describe them; checked against jiwer, not their code);
 - ``per``: punctuation error rate as NVIDIA NeMo's ``punct_er.py`` and Meister et al. 2023 (arXiv 2310.02943)
   define it: (substituted + deleted + inserted marks) / (correct + substituted + deleted + inserted marks), the
   marks lined up by NeMo's alignment of the tokens with every mark masked (a mark against another mark is a
