@@ -233,12 +233,25 @@ def _pair(draw):
 @given(_pair())
 def test_per_equals_nemos_on_random_pairs_of_latin_and_cjk_marks(pair):
     """Every count of :func:`punctuation_counts` equals NeMo's definition, written out plainly above: total, per
-    operation and per mark (errors and operations)."""
-    from whisperbench.scoring.formatting import MARKS, punctuation_counts, tokens
+    operation and per mark (errors and operations), with the band of the matrix aligned in Python and with whole
+    rows aligned by vector operations (the path large alignments take)."""
+    from whisperbench.scoring import formatting
+    from whisperbench.scoring.formatting import punctuation_counts, tokens
 
     transcript, hypothesis = pair
-    nemo = _nemo_counts(transcript, hypothesis, _LATIN_CJK_MARKS)
     got = punctuation_counts(tokens(transcript), tokens(hypothesis))
+    banded_width = formatting._BANDED_MAX_WIDTH
+    formatting._BANDED_MAX_WIDTH = 0
+    try:
+        assert punctuation_counts(tokens(transcript), tokens(hypothesis)) == got
+    finally:
+        formatting._BANDED_MAX_WIDTH = banded_width
+    _assert_nemos(got, _nemo_counts(transcript, hypothesis, _LATIN_CJK_MARKS))
+
+
+def _assert_nemos(got: dict, nemo: dict) -> None:
+    from whisperbench.scoring.formatting import MARKS
+
     totals = {op: sum(m[op] for m in nemo.values()) for op in "CSDI"}
     assert (got["correct"], got["substitutions"], got["deletions"], got["insertions"]) == tuple(
         totals[op] for op in "CSDI"
@@ -247,6 +260,38 @@ def test_per_equals_nemos_on_random_pairs_of_latin_and_cjk_marks(pair):
     for mark in MARKS:
         ops = sum(nemo[mark].values())
         assert got[mark] == (ops - nemo[mark]["C"], ops), mark
+
+
+def test_per_equals_nemos_on_longer_pairs_with_many_edits():
+    """300 seeded pairs of up to 60 tokens and up to 12 edits (wide bands, words changed around the marks): the
+    counts equal NeMo's definition on both alignment paths."""
+    import random
+
+    from whisperbench.scoring import formatting
+    from whisperbench.scoring.formatting import punctuation_counts, tokens
+
+    rng = random.Random(66)
+    vocabulary = _WORDS + list(_LATIN_CJK_MARKS)
+    for _ in range(300):
+        ref = rng.choices(vocabulary, k=rng.randint(1, 60))
+        hyp = list(ref)
+        for _ in range(rng.randint(0, 12)):
+            at = rng.randrange(len(hyp) + 1)
+            choice = rng.random()
+            if choice < 0.3 or not hyp:
+                hyp.insert(at, rng.choice(vocabulary))
+            elif choice < 0.6 and at < len(hyp):
+                del hyp[at]
+            elif at < len(hyp):
+                hyp[at] = rng.choice(vocabulary)
+        transcript, hypothesis = " ".join(ref), " ".join(hyp)
+        got = punctuation_counts(tokens(transcript), tokens(hypothesis))
+        _assert_nemos(got, _nemo_counts(transcript, hypothesis, _LATIN_CJK_MARKS))
+        banded_width, formatting._BANDED_MAX_WIDTH = formatting._BANDED_MAX_WIDTH, 0
+        try:
+            assert punctuation_counts(tokens(transcript), tokens(hypothesis)) == got
+        finally:
+            formatting._BANDED_MAX_WIDTH = banded_width
 
 
 def test_chinese_marks_dropped_are_formatting_drift_and_raise_per():
