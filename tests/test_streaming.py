@@ -167,6 +167,85 @@ def test_openbench_latency_of_the_worked_example_by_hand():
     assert value == pytest.approx({"mean": 1.74, "p50": 1.7, "p90": 1.9, "p99": 1.945, "n": 3})
 
 
+def _openbench_plainly(results: list[str], cursor: list[float], words: list[dict]) -> tuple[list, list]:
+    """OpenBench's ``BaseStreamingLatency.compute_min_max_latency`` (ground-truth timestamps) written out plainly for
+    the test, with Whisper's basic normalizer (the function OpenBench takes from transformers): (mean of min and
+    max latency per kept result, its duration)."""
+
+    def norm(text: str) -> str:
+        return normalize(text, "basic")
+
+    truth = norm(" ".join(w["word"] for w in words))
+    cursors, lows, highs, durations = [], [], [], []
+    for k, text in enumerate(results):
+        out = jiwer.process_words(truth, norm(text)).alignments[0]
+        hits = [c for c in out if c.type == "equal"]
+        if not hits:
+            continue
+        if k == 0:
+            start = words[hits[0].ref_start_idx]["start"]
+        else:
+            if not norm(results[k - 1]).strip() or not norm(text).strip():
+                continue
+            diff = jiwer.process_words(norm(results[k - 1]), norm(text)).alignments[0]
+            new = [c for c in diff if c.type in ("insert", "substitute")]
+            if not new:
+                continue
+            at = next(
+                (
+                    c.ref_start_idx + new[0].hyp_start_idx - c.hyp_start_idx
+                    for c in out
+                    if c.hyp_start_idx <= new[0].hyp_start_idx < c.hyp_end_idx
+                ),
+                None,
+            )
+            if at is None or at >= len(words):
+                continue
+            start = words[at]["start"]
+        end = words[hits[-1].ref_end_idx - 1]["end"]
+        durations.append(end - start)
+        cursors.append(end)
+        lows.append(max(cursor[k] - end, 0))
+        highs.append(max(cursor[k] if len(cursors) < 2 else cursor[k] - cursors[-2], 0))
+    return [(a + b) / 2 for a, b in zip(lows, highs)], durations
+
+
+def test_openbench_latency_equals_openbenchs_code_written_out_on_random_streams():
+    """300 seeded streams (words substituted, dropped, inserted; committed a few at a time at rising cursors, some
+    before the words end): whisperbench's OpenBench latencies and durations equal OpenBench's computation written
+    out plainly above, result for result."""
+    import random
+
+    from whisperbench.scoring.streaming import openbench_latencies, truth_tokens
+
+    rng = random.Random(69)
+    vocabulary = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    for _ in range(300):
+        words, t = [], 0.0
+        for word in rng.choices(vocabulary, k=rng.randint(1, 14)):
+            t += rng.uniform(0.05, 0.4)
+            words.append({"word": word, "start": round(t, 2), "end": round(t + 0.3, 2)})
+            t += 0.3
+        said = []
+        for w in words:
+            roll = rng.random()
+            said += [] if roll < 0.1 else [rng.choice(vocabulary)] if roll < 0.2 else [w["word"]]
+            if rng.random() < 0.1:
+                said.append(rng.choice(vocabulary))
+        stream, results, cursors, at, cursor = [], [], [], 0, 0.0
+        while at < len(said):
+            take = rng.randint(1, 3)
+            cursor += rng.uniform(0.2, 1.5)
+            stream.append({"audio_s": cursor, "wall_s": cursor, "committed": " " + " ".join(said[at : at + take])})
+            at += take
+            results.append(" ".join(said[:at]))
+            cursors.append(cursor)
+        times = [e["audio_s"] for e in stream]
+        got = openbench_latencies(stream, times, truth_tokens(words, "basic"), "basic")
+        expected = _openbench_plainly(results, cursors, words)
+        assert got[0] == pytest.approx(expected[0]) and got[1] == pytest.approx(expected[1]), (words, results)
+
+
 def test_openbench_clips_a_negative_latency_where_the_commit_delay_counts_from_the_cursor():
     """Committed at cursor 0.5 s, "hello" (0.2-0.6 s) not yet over: OpenBench's minimum latency 0.5 - 0.6 is
     clipped to 0, its maximum is 0.5 (the first result): 0.25. whisperbench's commit delay counts from what had
