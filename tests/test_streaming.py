@@ -587,3 +587,23 @@ def test_run_metrics_on_the_scoring_pool_equal_those_of_one_process_with_scores_
     pool = run_metrics(pool_scored, MetricContext("english", table=pool_table))
     assert set(one) >= {"timing", "streaming", "hallucination"} and pool == one
     assert language_identification(raw(pool_scored)) == language_identification(one_scored)
+
+
+def test_score_refuses_a_recorded_stream_that_commits_words_before_they_are_spoken(tmp_path, tiny_rows, capsys):
+    """issue 69's case: an utterance committed at cursor 0.5 s whose words are spoken at 4-5 s. ``score`` says
+    so in one line naming the example and exits 2; no latency of -4.5 s is ever written."""
+    from tests.conftest import BUNDLED, write_jsonl
+    from whisperbench.cli import main
+
+    row = tiny_rows[0]
+    words = [{"word": w, "start": 4.0 + 0.1 * k, "end": 4.1 + 0.1 * k} for k, w in enumerate(row["text"].split()[:5])]
+    manifest = write_jsonl(
+        tmp_path / "set.jsonl", [dict(row, audio=str(BUNDLED / "shortform" / row["audio"]), words=words)]
+    )
+    said = " ".join(w["word"] for w in words)
+    stream = [{"audio_s": 0.5, "wall_s": 0.6, "committed": " " + said, "interim": ""}]
+    hypotheses = write_jsonl(tmp_path / "h.jsonl", [{"id": row["id"], "hypothesis": said, "stream": stream}])
+    argv = ["score", "--dataset", str(manifest), "--hypotheses", str(hypotheses), "--runs-dir", str(tmp_path / "runs")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"example {row['id']}: the stream commits" in err and "Traceback" not in err
