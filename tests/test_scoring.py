@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import pytest
 
 from whisperbench.scoring import WordErrorRate, align, normalize, qoi, summarize
-from whisperbench.types import Prediction
+from whisperbench.types import Prediction, WordCounts
 
 PAIRS = [
     ("the cat sat on the mat", "the cat sat on mat"),
@@ -135,3 +135,57 @@ def test_percentiles_are_numpys_to_the_last_bit(values, qs):
     from whisperbench.scoring.figures import percentiles
 
     assert percentiles(values, qs) == [float(np.percentile(values, q)) for q in qs]
+
+
+# jiwer's own published cases (jitsi/jiwer tests/test_wer.py and tests/test_measures.py, the latter's known values
+# taken from the "From WER and RIL to MER and WIL" paper): the WER each expects, as a fraction
+JIWER_CASES = [
+    ("This is a test", "This is a test", 0.0),
+    ("This is a test", "", 1.0),
+    ("This is a test", "This test", 0.5),
+    ("i am a short ground truth", "i am a considerably longer and very much incorrect hypothesis", 7 / 6),
+    ("X", "X", 0.0),
+    ("X", "X X Y Y", 3.0),
+    ("X Y X", "X Z", 2 / 3),
+    ("X", "Y", 1.0),
+    ("X", "Y Z", 2.0),
+]
+
+
+@pytest.mark.parametrize("reference, hypothesis, expected", JIWER_CASES)
+def test_word_counts_give_the_wer_jiwers_own_tests_expect(reference, hypothesis, expected):
+    from whisperbench.scoring.wer import count_edits
+
+    counts = count_edits(reference.split(), hypothesis.split())
+    assert counts.error_rate() == pytest.approx(100 * expected, abs=1e-12)
+
+
+# jiwer's own CER cases (jitsi/jiwer tests/test_cer.py; spaces are characters): (references, hypotheses, CER)
+JIWER_CER_CASES = [
+    (["This is a test"], ["This is a test"], 0 / 14),
+    (["This is a test"], [""], 14 / 14),
+    (["This is a test"], ["This test"], 5 / 14),
+    (["X"], ["X"], 0.0),
+    (["X"], ["X X Y Y"], 6.0),
+    (["X Y X"], ["X Z"], 3 / 5),
+    (["X"], ["Y"], 1.0),
+    (["X"], ["Y Z"], 3.0),
+    (["i", "am i good"], ["i am", "i good"], 0.6),
+    (["am i good", "i"], ["i good", "i am"], 0.6),
+]
+
+
+@pytest.mark.parametrize("references, hypotheses, expected", JIWER_CER_CASES)
+def test_character_counts_give_the_cer_jiwers_own_tests_expect(references, hypotheses, expected):
+    from whisperbench.scoring.wer import align_characters
+
+    total = sum((align_characters(r, h) for r, h in zip(references, hypotheses)), WordCounts())
+    assert total.error_rate() == pytest.approx(100 * expected, abs=1e-12)
+
+
+def test_character_counts_are_jiwers_return_dict():
+    """jiwer's tests/test_cer.py::test_return_dict: ["i", "am i good"] against ["i am", "y good"]."""
+    from whisperbench.scoring.wer import align_characters
+
+    total = align_characters("i", "i am") + align_characters("am i good", "y good")
+    assert (total.hits, total.substitutions, total.deletions, total.insertions) == (6, 1, 3, 3)
