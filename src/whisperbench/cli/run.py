@@ -30,6 +30,7 @@ def command(args) -> int:
         form=args.form,
         dataset_name=args.dataset_name,
         columns=columns(args),
+        keywords=args.keywords,
         warmup=not args.no_warmup,
         warm_load=args.warm_load,
         overwrite=args.overwrite,
