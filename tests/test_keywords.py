@@ -251,3 +251,59 @@ def test_the_term_table_puts_the_worst_terms_first_with_their_misses():
         ("lyon", 0, 0, []),
     ]
     assert rows[1].recall == pytest.approx(200 / 3) and rows[2].recall is None
+
+
+# --- the documented commands ---------------------------------------------------------------------------------------
+
+
+def test_the_documented_commands_run_as_written(tmp_path, monkeypatch, capsys):
+    """docs/keywords.md's first command block, run as written on the bundled clips: base wrote "poisoning" and "two
+    duties" right in 1998-15444-0000, tiny.en did not; the per-term rule fails naming them, the recall limit of 5
+    points at 95 % confidence passes (6 examples: the interval reaches 0), the report has both tables."""
+    import re
+    import shlex
+
+    from .conftest import REPO
+
+    text = (REPO / "docs" / "keywords.md").read_text(encoding="utf-8")
+    block = re.search(r"## Commands.*?```bash\n(.*?)```", text, re.S).group(1)
+    commands = [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    (tmp_path / "datasets").symlink_to(REPO / "datasets")
+    monkeypatch.chdir(tmp_path)
+    codes = []
+    for argv in commands:
+        assert argv[0] == "whisperbench"
+        codes.append(main(argv[1:]))
+    assert codes == [0, 0, 0, 1, 0, 0]
+    out = capsys.readouterr().out
+    assert "keywords newly missed: poisoning (1998-15444-0000), two duties (1998-15444-0000)" in out
+    assert "[FAIL] keywords kept: newly missed: poisoning (1998-15444-0000), two duties (1998-15444-0000)" in out
+    assert "keywords: recall 66.7% → 44.4% (paired -22.2 points, 95% CI [-66.67, 0.00])" in out
+    assert "tiny: keywords: recall 66.7% → 44.4% (paired -22.2 points, 95% CI [-66.67, 0.00])" in text
+    report = (tmp_path / "kw-runs" / "leaderboard.md").read_text(encoding="utf-8")
+    assert "## Keywords" in report and "| poisoning | 1 | 0.0 | 1998-15444-0000 |" in report
+
+
+def test_must_keep_keywords_cannot_judge_without_keywords(tmp_path):
+    runs = tmp_path / "runs"
+    for name in ("base", "tiny"):
+        hyps = RECORDED / f"openai-whisper-{'base' if name == 'base' else 'tiny.en'}.jsonl"
+        assert (
+            main(
+                [
+                    "score",
+                    "--dataset",
+                    "tiny-shortform",
+                    "--hypotheses",
+                    str(hyps),
+                    "--runs-dir",
+                    str(runs),
+                    "--name",
+                    name,
+                ]
+            )
+            == 0
+        )
+    result = wb.gate("base", "tiny", runs_dir=runs, must_keep_keywords=True)
+    check = next(c for c in result.checks if c.name == "keywords kept")
+    assert not check.passed and "no keywords: cannot judge" in check.detail and result.code == 2
