@@ -61,6 +61,9 @@ class DecodingOptions:
     without_timestamps: Optional[bool] = None
     condition_on_previous_text: bool = True
     initial_prompt: Optional[str] = None
+    #: prompt each example with its keywords (``--prompt-from-keywords``, after ``initial_prompt`` when both are set;
+    #: docs/keywords.md): the terms joined by ", "
+    prompt_from_keywords: bool = False
     no_speech_threshold: Optional[float] = None
     logprob_threshold: Optional[float] = None
     compression_ratio_threshold: Optional[float] = None
@@ -115,6 +118,18 @@ class DecodingOptions:
             return example.language if example is not None else None
         return self.language
 
+    def prompt_for(self, example: Optional[Example] = None) -> Optional[str]:
+        """The vocabulary prompt of ``example``: ``initial_prompt``, then (``prompt_from_keywords``) the example's
+        keywords joined by ", "; None when that is empty.
+
+        >>> d = DecodingOptions(initial_prompt="Names:", prompt_from_keywords=True)
+        >>> d.prompt_for(Example("a", b"", "", extra={"keywords": ["Wojciech", "Kraków"]})), d.prompt_for(None)
+        ('Names: Wojciech, Kraków', 'Names:')
+        """
+        terms = example.extra.get("keywords") if self.prompt_from_keywords and example is not None else None
+        parts = [self.initial_prompt or "", ", ".join(terms) if isinstance(terms, list) else ""]
+        return " ".join(part for part in parts if part) or None
+
     def whisper_transcribe_kwargs(
         self, multilingual: bool, long_form: bool, example: Optional[Example] = None
     ) -> dict[str, Any]:
@@ -124,7 +139,7 @@ class DecodingOptions:
             task=self.task,
             temperature=self.temperatures(),
             condition_on_previous_text=self.condition_on_previous_text,
-            initial_prompt=self.initial_prompt,
+            initial_prompt=self.prompt_for(example),
             without_timestamps=self.timestamps_off(long_form),
             no_speech_threshold=self.no_speech_threshold,
             logprob_threshold=self.logprob_threshold,
@@ -276,6 +291,12 @@ class Adapter(ABC):
     word_timing: ClassVar[Optional[str]] = None
     #: why it cannot (the refusal's reason)
     no_word_timing: ClassVar[str] = "it has no word alignment"
+    #: how the implementation takes a vocabulary prompt (``--prompt``, ``--prompt-from-keywords``,
+    #: ``-o initial_prompt``): the name of its own mechanism (``initial_prompt``, ``prompt_ids``, ``prompt``); None:
+    #: it cannot, and a prompt is refused before the run
+    prompting: ClassVar[Optional[str]] = None
+    #: whether each example can have a prompt of its own (its keywords); False: one prompt for the whole run
+    prompts_each_example: ClassVar[bool] = True
     weights_path: Optional[Any] = None  # set by load(): the file or folder the implementation loaded
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
     #: True for adapters that already run their native code in a child process (whisper-cpp): the
@@ -390,6 +411,25 @@ class Adapter(ABC):
         examples one by one.
         """
         return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
+
+    def refuse_prompt(self) -> None:
+        """With a vocabulary prompt asked for, an OptionError (exit 2) naming the adapter when it cannot take one,
+        or cannot take one per example (``--prompt-from-keywords``: no per-example prompts, or batches of several
+        examples decoded under one prompt)."""
+        d = self.decoding
+        if not (d.initial_prompt or d.prompt_from_keywords):
+            return
+        if self.prompting is None:
+            raise OptionError(
+                f"prompt refused: adapter {self.name} cannot take a vocabulary prompt; run it without --prompt, "
+                "--prompt-from-keywords and initial_prompt"
+            )
+        if d.prompt_from_keywords and (not self.prompts_each_example or self.batch_size > 1):
+            why = "one prompt for the whole run" if not self.prompts_each_example else "one prompt per batch"
+            raise OptionError(
+                f"--prompt-from-keywords refused: adapter {self.name} takes {why} ({self.prompting}); give the "
+                "terms as --prompt TEXT" + (" or use batch_size=1" if self.prompts_each_example else "")
+            )
 
     def refuse_word_timing(self) -> None:
         """With word timing asked for, an OptionError (exit 2) when the implementation cannot give word times

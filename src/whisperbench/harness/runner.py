@@ -271,6 +271,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
         log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
     adapter.refuse_word_timing()  # before the store is opened: an implementation without word times exits 2
+    adapter.refuse_prompt()  # … and one that cannot take the vocabulary prompt asked for
     for note in adapter.dataset_warnings({example.id for example in dataset.examples}):
         log.warning("%s", note)
     source_digest = adapter.source_digest()
