@@ -12,6 +12,7 @@ from whisperbench.cli import main
 from whisperbench.datasets import load_dataset
 from whisperbench.datasets.keywords import read_keywords_file, terms_of
 from whisperbench.errors import DatasetError
+from whisperbench.reports.keywords import keywords_html
 from whisperbench.scoring import keywords as kw
 from whisperbench.scoring.metrics import ScoredExample
 from whisperbench.types import ColumnMap, Prediction, WordCounts
@@ -282,6 +283,16 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch, capsys):
     assert "tiny: keywords: recall 66.7% → 44.4% (paired -22.2 points, 95% CI [-66.67, 0.00])" in text
     report = (tmp_path / "kw-runs" / "leaderboard.md").read_text(encoding="utf-8")
     assert "## Keywords" in report and "| poisoning | 1 | 0.0 | 1998-15444-0000 |" in report
+    runs = tmp_path / "kw-runs"
+    html = keywords_html([wb.load_run("tiny", runs)])
+    assert "<h2>Keywords by term</h2>" in html and "<td>poisoning</td>" in html and "1998-15444-0000" in html
+    # without --confidence the drop of 22.2 points is judged as it is: past 5, a failure naming both values
+    check = next(
+        c
+        for c in wb.gate("base", "tiny", runs_dir=runs, max_decrease={"keywords.recall": 5}).checks
+        if c.name == "keywords.recall decrease"
+    )
+    assert not check.passed and "keywords.recall 66.6667 → 44.4444" in check.detail
 
 
 def test_must_keep_keywords_cannot_judge_without_keywords(tmp_path):
