@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from whisperbench.adapters import ADAPTERS
-from whisperbench.adapters.base import DecodingOptions
+from whisperbench.adapters.base import DecodingOptions, refuse_prompt
 from whisperbench.cli import main
 from whisperbench.errors import OptionError
 from whisperbench.runinfo import RunInfo, identity_differences
@@ -71,21 +71,21 @@ def test_the_openai_api_request_carries_the_prompt():
 )
 def test_each_implementation_declares_its_prompt_mechanism(name, mechanism, each):
     cls = ADAPTERS.get(name)
-    assert cls.prompting == mechanism and cls.prompts_each_example is each
+    assert cls.prompting == mechanism and getattr(cls, "prompts_each_example", True) is each
 
 
 def test_an_implementation_without_prompts_is_refused_by_name():
     with pytest.raises(OptionError, match="adapter recorded cannot take a vocabulary prompt"):
-        _adapter("recorded", initial_prompt="Names:").refuse_prompt()
-    _adapter("recorded").refuse_prompt()  # no prompt: nothing to refuse
+        refuse_prompt(_adapter("recorded", initial_prompt="Names:"))
+    refuse_prompt(_adapter("recorded"))  # no prompt: nothing to refuse
     with pytest.raises(OptionError, match="adapter whisper-cpp takes one prompt for the whole run"):
-        _adapter("whisper-cpp", prompt_from_keywords=True).refuse_prompt()
-    _adapter("whisper-cpp", initial_prompt="Names:").refuse_prompt()
+        refuse_prompt(_adapter("whisper-cpp", prompt_from_keywords=True))
+    refuse_prompt(_adapter("whisper-cpp", initial_prompt="Names:"))
     batched = ADAPTERS.get("openai-whisper")(
         "tiny.en", DecodingOptions(prompt_from_keywords=True, extra={"batch_size": "4"})
     )
     with pytest.raises(OptionError, match="one prompt per batch .*batch_size=1"):
-        batched.refuse_prompt()
+        refuse_prompt(batched)
 
 
 def test_run_refuses_before_anything_is_stored(tmp_path, capsys):

@@ -257,9 +257,8 @@ def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) ->
 class Adapter(ABC):
     """One Whisper implementation behind the harness.
 
-    Subclasses set ``name`` (registry key), ``requires`` (importable module names), ``extra`` (the
-    pip extra that installs them) and ``options`` (adapter-specific option names -> default).
-    """
+    Subclasses set ``name`` (registry key), ``requires`` (importable module names), ``extra`` (the pip extra that
+    installs them) and ``options`` (adapter-specific option names -> default)."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -291,12 +290,7 @@ class Adapter(ABC):
     word_timing: ClassVar[Optional[str]] = None
     #: why it cannot (the refusal's reason)
     no_word_timing: ClassVar[str] = "it has no word alignment"
-    #: how the implementation takes a vocabulary prompt (``--prompt``, ``--prompt-from-keywords``,
-    #: ``-o initial_prompt``): the name of its own mechanism (``initial_prompt``, ``prompt_ids``, ``prompt``); None:
-    #: it cannot, and a prompt is refused before the run
-    prompting: ClassVar[Optional[str]] = None
-    #: whether each example can have a prompt of its own (its keywords); False: one prompt for the whole run
-    prompts_each_example: ClassVar[bool] = True
+    prompting: ClassVar[Optional[str]] = None  # how it takes a vocabulary prompt: see refuse_prompt; None: it cannot
     weights_path: Optional[Any] = None  # set by load(): the file or folder the implementation loaded
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
     #: True for adapters that already run their native code in a child process (whisper-cpp): the
@@ -412,25 +406,6 @@ class Adapter(ABC):
         """
         return [self.transcribe(audio, example, long_form=timestamps) for audio, example in zip(audios, examples)]
 
-    def refuse_prompt(self) -> None:
-        """With a vocabulary prompt asked for, an OptionError (exit 2) naming the adapter when it cannot take one,
-        or cannot take one per example (``--prompt-from-keywords``: no per-example prompts, or batches of several
-        examples decoded under one prompt)."""
-        d = self.decoding
-        if not (d.initial_prompt or d.prompt_from_keywords):
-            return
-        if self.prompting is None:
-            raise OptionError(
-                f"prompt refused: adapter {self.name} cannot take a vocabulary prompt; run it without --prompt, "
-                "--prompt-from-keywords and initial_prompt"
-            )
-        if d.prompt_from_keywords and (not self.prompts_each_example or self.batch_size > 1):
-            why = "one prompt for the whole run" if not self.prompts_each_example else "one prompt per batch"
-            raise OptionError(
-                f"--prompt-from-keywords refused: adapter {self.name} takes {why} ({self.prompting}); give the "
-                "terms as --prompt TEXT" + (" or use batch_size=1" if self.prompts_each_example else "")
-            )
-
     def refuse_word_timing(self) -> None:
         """With word timing asked for, an OptionError (exit 2) when the implementation cannot give word times
         (``word_timing`` is None), or when the checkpoint's alignment heads name decoder layers or heads the
@@ -463,3 +438,26 @@ class Adapter(ABC):
 
     def close(self) -> None:
         """Free the model."""
+
+
+def refuse_prompt(adapter: Adapter) -> None:
+    """With a vocabulary prompt asked for (``--prompt``, ``--prompt-from-keywords``, ``-o initial_prompt``), an
+    OptionError (exit 2) naming the adapter when it cannot take one (``prompting`` None; else the name of its own
+    mechanism: ``initial_prompt``, ``prompt_ids``, the API's ``prompt``), or cannot take one per example: a class
+    that sets ``prompts_each_example = False`` (one prompt for the whole run), or batches of several examples
+    decoded under one prompt."""
+    d = adapter.decoding
+    if not (d.initial_prompt or d.prompt_from_keywords):
+        return
+    if adapter.prompting is None:
+        raise OptionError(
+            f"prompt refused: adapter {adapter.name} cannot take a vocabulary prompt; run it without --prompt, "
+            "--prompt-from-keywords and initial_prompt"
+        )
+    each = getattr(adapter, "prompts_each_example", True)
+    if d.prompt_from_keywords and (not each or adapter.batch_size > 1):
+        why = "one prompt for the whole run" if not each else "one prompt per batch"
+        raise OptionError(
+            f"--prompt-from-keywords refused: adapter {adapter.name} takes {why} ({adapter.prompting}); give the "
+            "terms as --prompt TEXT" + (" or use batch_size=1" if each else "")
+        )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..adapters import DecodingOptions
-from ..adapters.base import FROM_DATASET, Adapter
+from ..adapters.base import FROM_DATASET, Adapter, refuse_prompt
 from ..datasets import Checked, load_dataset
 from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
@@ -271,7 +271,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
         log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
     adapter.refuse_word_timing()  # before the store is opened: an implementation without word times exits 2
-    adapter.refuse_prompt()  # … and one that cannot take the vocabulary prompt asked for
+    refuse_prompt(adapter)  # … and one that cannot take the vocabulary prompt asked for
     for note in adapter.dataset_warnings({example.id for example in dataset.examples}):
         log.warning("%s", note)
     source_digest = adapter.source_digest()
