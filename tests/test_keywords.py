@@ -318,3 +318,11 @@ def test_must_keep_keywords_cannot_judge_without_keywords(tmp_path):
     result = wb.gate("base", "tiny", runs_dir=runs, must_keep_keywords=True)
     check = next(c for c in result.checks if c.name == "keywords kept")
     assert not check.passed and "no keywords: cannot judge" in check.detail and result.code == 2
+
+
+def test_must_keep_keywords_is_a_quality_criterion_and_a_zero_limit_stays_one():
+    from whisperbench.reports.gate_thresholds import GateThresholds
+
+    assert GateThresholds(must_keep_keywords=True).quality_criteria() == ["must_keep_keywords"]
+    assert GateThresholds(max_wer_increase=0.0).quality_criteria() == ["max_wer_increase"]  # 0 is a limit, not off
+    assert GateThresholds().quality_criteria() == []

@@ -197,7 +197,7 @@ class GateThresholds:
 
     def quality_criteria(self) -> list[str]:
         """The quality thresholds set (the gate needs one)."""
-        return [name for name in QUALITY if getattr(self, name) not in (None, {}, False)]
+        return [name for name in QUALITY if getattr(self, name) not in (None, {}) and getattr(self, name) is not False]
 
     def require_quality(self) -> None:
         """A WhisperbenchError naming the quality flags when none is set."""
