@@ -117,7 +117,10 @@ class RunInfo:
         long_form = self.long_form or ({"strategy": "native"} if self.dataset.form == "long" else None)
         # threads change how fast a run goes, not what it is: another thread count resumes the run
         # runs stored before word timing existed had it off
-        decoding = {"word_timestamps": False} | {k: v for k, v in self.decoding.items() if k != "threads"}
+        # … and before vocabulary prompting existed, no example was prompted with its keywords
+        decoding = {"word_timestamps": False, "prompt_from_keywords": False} | {
+            k: v for k, v in self.decoding.items() if k != "threads"
+        }
         return {
             "adapter": self.adapter,
             "model": self.model,

@@ -445,6 +445,8 @@ class Prediction:
                 extra[f"true_{key}"] = value  # (a "words" column of plain strings is someone else's data)
         if isinstance(example.extra.get("formatted"), (bool, str)):  # the manifest says whether the text is formatted
             extra["formatted"] = example.extra["formatted"]
+        if example.extra.get("keywords"):  # the words that matter (datasets/keywords.py checked them): the metric's
+            extra["keywords"] = list(example.extra["keywords"])
         return cls(
             id=example.id,
             transcript=storable_text(example.text),
@@ -523,7 +525,7 @@ _EARLIER_EXTRA = frozenset({"language", "reference_segments", "reference_words"}
 
 
 #: the roles a dataset column can play (``--audio-column`` …); audio and text are required, id and language optional
-COLUMN_ROLES = ("audio", "text", "id", "language")
+COLUMN_ROLES = ("audio", "text", "id", "language", "keywords")
 
 
 @dataclass(frozen=True)
@@ -543,6 +545,8 @@ class ColumnMap:
     text: Optional[str] = None
     id: Optional[str] = None
     language: Optional[str] = None
+    #: the words that matter of each example (a list, or one string split on ``;`` or ``|``): docs/keywords.md
+    keywords: Optional[str] = None
 
     def to_json(self) -> dict[str, str]:
         """The roles given (what run.json records)."""

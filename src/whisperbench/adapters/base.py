@@ -61,6 +61,9 @@ class DecodingOptions:
     without_timestamps: Optional[bool] = None
     condition_on_previous_text: bool = True
     initial_prompt: Optional[str] = None
+    #: prompt each example with its keywords (``--prompt-from-keywords``, after ``initial_prompt`` when both are set;
+    #: docs/keywords.md): the terms joined by ", "
+    prompt_from_keywords: bool = False
     no_speech_threshold: Optional[float] = None
     logprob_threshold: Optional[float] = None
     compression_ratio_threshold: Optional[float] = None
@@ -115,6 +118,18 @@ class DecodingOptions:
             return example.language if example is not None else None
         return self.language
 
+    def prompt_for(self, example: Optional[Example] = None) -> Optional[str]:
+        """The vocabulary prompt of ``example``: ``initial_prompt``, then (``prompt_from_keywords``) the example's
+        keywords joined by ", "; None when that is empty.
+
+        >>> d = DecodingOptions(initial_prompt="Names:", prompt_from_keywords=True)
+        >>> d.prompt_for(Example("a", b"", "", extra={"keywords": ["Wojciech", "Kraków"]})), d.prompt_for(None)
+        ('Names: Wojciech, Kraków', 'Names:')
+        """
+        terms = example.extra.get("keywords") if self.prompt_from_keywords and example is not None else None
+        parts = [self.initial_prompt or "", ", ".join(terms) if isinstance(terms, list) else ""]
+        return " ".join(part for part in parts if part) or None
+
     def whisper_transcribe_kwargs(
         self, multilingual: bool, long_form: bool, example: Optional[Example] = None
     ) -> dict[str, Any]:
@@ -124,7 +139,7 @@ class DecodingOptions:
             task=self.task,
             temperature=self.temperatures(),
             condition_on_previous_text=self.condition_on_previous_text,
-            initial_prompt=self.initial_prompt,
+            initial_prompt=self.prompt_for(example),
             without_timestamps=self.timestamps_off(long_form),
             no_speech_threshold=self.no_speech_threshold,
             logprob_threshold=self.logprob_threshold,
@@ -242,9 +257,8 @@ def window_transcript(tokens: list[int], tokenizer, text: str, **fields: Any) ->
 class Adapter(ABC):
     """One Whisper implementation behind the harness.
 
-    Subclasses set ``name`` (registry key), ``requires`` (importable module names), ``extra`` (the
-    pip extra that installs them) and ``options`` (adapter-specific option names -> default).
-    """
+    Subclasses set ``name`` (registry key), ``requires`` (importable module names), ``extra`` (the pip extra that
+    installs them) and ``options`` (adapter-specific option names -> default)."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -276,6 +290,7 @@ class Adapter(ABC):
     word_timing: ClassVar[Optional[str]] = None
     #: why it cannot (the refusal's reason)
     no_word_timing: ClassVar[str] = "it has no word alignment"
+    prompting: ClassVar[Optional[str]] = None  # how it takes a vocabulary prompt: see refuse_prompt; None: it cannot
     weights_path: Optional[Any] = None  # set by load(): the file or folder the implementation loaded
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
     #: True for adapters that already run their native code in a child process (whisper-cpp): the
@@ -423,3 +438,26 @@ class Adapter(ABC):
 
     def close(self) -> None:
         """Free the model."""
+
+
+def refuse_prompt(adapter: Adapter) -> None:
+    """With a vocabulary prompt asked for (``--prompt``, ``--prompt-from-keywords``, ``-o initial_prompt``), an
+    OptionError (exit 2) naming the adapter when it cannot take one (``prompting`` None; else the name of its own
+    mechanism: ``initial_prompt``, ``prompt_ids``, the API's ``prompt``), or cannot take one per example: a class
+    that sets ``prompts_each_example = False`` (one prompt for the whole run), or batches of several examples
+    decoded under one prompt."""
+    d = adapter.decoding
+    if not (d.initial_prompt or d.prompt_from_keywords):
+        return
+    if adapter.prompting is None:
+        raise OptionError(
+            f"prompt refused: adapter {adapter.name} cannot take a vocabulary prompt; run it without --prompt, "
+            "--prompt-from-keywords and initial_prompt"
+        )
+    each = getattr(adapter, "prompts_each_example", True)
+    if d.prompt_from_keywords and (not each or adapter.batch_size > 1):
+        why = "one prompt for the whole run" if not each else "one prompt per batch"
+        raise OptionError(
+            f"--prompt-from-keywords refused: adapter {adapter.name} takes {why} ({adapter.prompting}); give the "
+            "terms as --prompt TEXT" + (" or use batch_size=1" if each else "")
+        )

@@ -27,6 +27,7 @@ class FasterWhisperAdapter(Adapter):
     format."""
 
     name = "faster-whisper"
+    prompting = "initial_prompt"  # transcribe(initial_prompt=), per example
     description = "faster-whisper (CTranslate2), WhisperModel.transcribe"
     requires = ("faster_whisper", "ctranslate2")
     extra = "faster-whisper"
@@ -106,7 +107,7 @@ class FasterWhisperAdapter(Adapter):
             best_of=1,
             temperature=list(d.temperatures()),
             condition_on_previous_text=d.condition_on_previous_text,
-            initial_prompt=d.initial_prompt,
+            initial_prompt=d.prompt_for(example),
             without_timestamps=d.timestamps_off(long_form),
             vad_filter=self.settings["vad_filter"],
             no_speech_threshold=d.no_speech_threshold,

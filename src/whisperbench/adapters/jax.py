@@ -82,6 +82,8 @@ class JaxAdapter(Adapter):
     """Flax Whisper as Whisper JAX runs it: jit-compiled, batched greedy decoding on the same weights."""
 
     name = "jax"
+    prompting = "initial_prompt"  # <|startofprev|> + the prompt's tokens, compiled once
+    prompts_each_example = False
     description = (
         "Flax Whisper (transformers' FlaxWhisperForConditionalGeneration, as Whisper JAX), jit-compiled batched greedy"
     )

@@ -42,6 +42,7 @@ class MLXAdapter(Adapter):
     """mlx-whisper: ``mlx_whisper.transcribe`` on the model converted to, or given in, MLX's format."""
 
     name = "mlx"
+    prompting = "initial_prompt"  # mlx_whisper.transcribe(initial_prompt=), per example
     description = "mlx-whisper (MLX: Metal on Apple silicon, CPU on Linux), mlx_whisper.transcribe"
     requires = ("mlx_whisper", "mlx")
     extra = "mlx"

@@ -130,6 +130,7 @@ class OpenAIAPIAdapter(Adapter):
     """The OpenAI transcription API, or any OpenAI-compatible endpoint, through the official ``openai`` client."""
 
     name = "openai-api"
+    prompting = "prompt"  # the request's prompt field, per example
     description = "OpenAI transcription API or any OpenAI-compatible endpoint (official openai client)"
     requires = ("openai",)
     extra = "openai-api"
@@ -210,8 +211,9 @@ class OpenAIAPIAdapter(Adapter):
         language = d.language_for(True, example)
         if language:
             options["language"] = language
-        if d.initial_prompt:
-            options["prompt"] = d.initial_prompt
+        prompt = d.prompt_for(example)
+        if prompt:
+            options["prompt"] = prompt
         if d.word_timestamps:  # word times come only with verbose_json
             options.update(response_format="verbose_json", timestamp_granularities=["segment", "word"])
         return options

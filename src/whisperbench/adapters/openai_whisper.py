@@ -17,6 +17,7 @@ class OpenAIWhisperAdapter(Adapter):
     """openai-whisper (PyTorch): ``whisper.transcribe``, the reference implementation."""
 
     name = "openai-whisper"
+    prompting = "initial_prompt"  # transcribe(initial_prompt=); a batch: DecodingOptions(prompt=)
     description = "openai-whisper (PyTorch), whisper.transcribe"
     requires = ("whisper", "torch")
     extra = "openai-whisper"
@@ -133,7 +134,7 @@ class OpenAIWhisperAdapter(Adapter):
             language=d.language_for(self.multilingual, examples[0]),
             temperature=d.temperature,
             beam_size=d.beam_size if d.beam_size > 1 else None,
-            prompt=d.initial_prompt,
+            prompt=d.prompt_for(examples[0]),  # one prompt per batch (refuse_prompt: the same for each)
             without_timestamps=not timestamps,
             fp16=False,
         )

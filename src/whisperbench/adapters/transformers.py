@@ -25,6 +25,7 @@ class TransformersAdapter(Adapter):
     """Hugging Face transformers: the automatic-speech-recognition pipeline on the model in transformers' format."""
 
     name = "transformers"
+    prompting = "prompt_ids"  # generate(prompt_ids=tokenizer.get_prompt_ids(text))
     description = "Hugging Face transformers, automatic-speech-recognition pipeline"
     requires = ("transformers", "torch")
     extra = "transformers"
@@ -85,8 +86,9 @@ class TransformersAdapter(Adapter):
         for option in ("no_speech_threshold", "logprob_threshold", "compression_ratio_threshold"):
             if getattr(d, option) is not None:
                 generate[option] = getattr(d, option)
-        if d.initial_prompt:
-            generate["prompt_ids"] = self.pipe.tokenizer.get_prompt_ids(d.initial_prompt, return_tensors="pt")
+        prompt = d.prompt_for(example)
+        if prompt:
+            generate["prompt_ids"] = self.pipe.tokenizer.get_prompt_ids(prompt, return_tensors="pt")
         return generate
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:

@@ -91,6 +91,8 @@ class WhisperCppAdapter(Adapter):
     """whisper.cpp through pywhispercpp or whisper-cpp-python, on a ggml file, in a worker process."""
 
     name = "whisper-cpp"
+    prompting = "initial_prompt"  # whisper_full_params.initial_prompt, set once in the worker
+    prompts_each_example = False
     description = "whisper.cpp (pywhispercpp or whisper-cpp-python) on a ggml file, in a worker process"
     requires = ("pywhispercpp",)  # the default backend; missing() accepts either binding
     extra = "whisper-cpp"

@@ -153,6 +153,8 @@ class WhisperKitAdapter(Adapter):
     """Argmax's WhisperKit CLI (Core ML Whisper) on macOS 14+ with Apple silicon."""
 
     name = "whisperkit"
+    prompting = "--prompt"  # whisperkit-cli --prompt, one command per batch
+    prompts_each_example = False
     description = "WhisperKit CLI (Argmax's Core ML Whisper; macOS 14+ on Apple silicon)"
     uses_weights = False
     cpu_in_process = False  # a whisperkit-cli process computes

@@ -69,6 +69,11 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
     add_column_args(p)
+    p.add_argument(
+        "--keywords",
+        metavar="FILE",
+        help="terms that matter, one a line, given to every example beside its keywords column (docs/keywords.md)",
+    )
     add_threshold_arg(p)
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
@@ -111,13 +116,25 @@ def add_column_args(p: argparse.ArgumentParser) -> None:
         "--id-column", metavar="COLUMN", help="the column of example ids (default: id, else the file name)"
     )
     group.add_argument("--language-column", metavar="COLUMN", help="the column of language labels (e.g. lang_tag)")
+    group.add_argument(
+        "--keywords-column",
+        metavar="COLUMN",
+        help="the column of each example's words that matter (default: keywords; a list, or a string split on "
+        "; or |): the keywords metric, docs/keywords.md",
+    )
 
 
 def columns(args):
     """The ``--*-column`` options as a :class:`~whisperbench.types.ColumnMap`."""
     from ..types import ColumnMap
 
-    return ColumnMap(audio=args.audio_column, text=args.text_column, id=args.id_column, language=args.language_column)
+    return ColumnMap(
+        audio=args.audio_column,
+        text=args.text_column,
+        id=args.id_column,
+        language=args.language_column,
+        keywords=args.keywords_column,
+    )
 
 
 def print_summary(result) -> None:

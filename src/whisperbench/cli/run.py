@@ -15,6 +15,9 @@ def command(args) -> int:
     from ..harness.longform import LongFormConfig
 
     decoding = DecodingOptions.from_pairs(args.option or [], word_timestamps=args.word_timestamps)
+    if args.prompt is not None:  # the shorthand of -o initial_prompt=TEXT
+        decoding.initial_prompt = args.prompt or None
+    decoding.prompt_from_keywords = decoding.prompt_from_keywords or args.prompt_from_keywords
     request = RunRequest(
         adapter=args.adapter,
         model=args.model,
@@ -30,6 +33,7 @@ def command(args) -> int:
         form=args.form,
         dataset_name=args.dataset_name,
         columns=columns(args),
+        keywords=args.keywords,
         warmup=not args.no_warmup,
         warm_load=args.warm_load,
         overwrite=args.overwrite,
@@ -69,6 +73,19 @@ def register(sub: Any) -> None:
         help="store word times: each implementation's own aligner on the text it decodes as without "
         "word timing (the text stays the same); an implementation that has none exits 2 "
         "(docs/timestamps.md)",
+    )
+    p.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="a vocabulary prompt for every example, by each implementation's own mechanism (initial_prompt, "
+        "prompt_ids, the API's prompt; -o initial_prompt=TEXT); an implementation without one exits 2 "
+        "(docs/keywords.md)",
+    )
+    p.add_argument(
+        "--prompt-from-keywords",
+        action="store_true",
+        help="prompt each example with its keywords (--keywords, the keywords column), joined by ', ', after "
+        "--prompt; recorded in run.json's decoding (docs/keywords.md)",
     )
     p.add_argument("--retry-failed", action="store_true", help="recompute stored failed examples on resume")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up call")

@@ -36,6 +36,7 @@ def _score(args) -> int:
         form=args.form,
         dataset_name=args.dataset_name,
         columns=columns(args),
+        keywords=args.keywords,
         overwrite=args.overwrite,
         label=args.label,
         metric_options=metric_options(args),

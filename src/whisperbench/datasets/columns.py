@@ -28,10 +28,18 @@ AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "fil
 TEXT_KEYS = ("text", "transcription", "transcript", "sentence", "normalized_text")
 #: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.languages)
 LANGUAGE_KEYS = ("language", "lang", "locale", "language_code")
+#: the example's words that matter (a list, or one string split on ``;`` or ``|``; docs/keywords.md)
+KEYWORDS_KEYS = ("keywords",)
 
-USUAL_NAMES = {"audio": AUDIO_KEYS, "text": TEXT_KEYS, "id": ID_KEYS, "language": LANGUAGE_KEYS}
+USUAL_NAMES = {
+    "audio": AUDIO_KEYS,
+    "text": TEXT_KEYS,
+    "id": ID_KEYS,
+    "language": LANGUAGE_KEYS,
+    "keywords": KEYWORDS_KEYS,
+}
 REQUIRED = ("audio", "text")
-ROLE_WORDS = {"audio": "audio", "text": "transcript", "id": "id", "language": "language"}
+ROLE_WORDS = {"audio": "audio", "text": "transcript", "id": "id", "language": "language", "keywords": "keywords"}
 
 #: parts of a column name that suggest its role, for the guess in the error message
 _NAME_HINTS = {
@@ -39,6 +47,7 @@ _NAME_HINTS = {
     "text": ("text", "sentence", "transcri", "label", "utterance", "words", "caption", "norm", "reference", "content"),
     "id": ("id", "utt", "key", "uid", "name"),
     "language": ("lang", "lng", "locale"),
+    "keywords": ("keyword", "terms", "entities", "vocab"),
 }
 _AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".webm", ".aac", ".aiff", ".sph")
 
@@ -57,6 +66,7 @@ class RowKeys(NamedTuple):
     text: tuple[str, ...]
     id: tuple[str, ...]
     language: tuple[str, ...]
+    keywords: tuple[str, ...]
 
 
 def row_keys(columns: ColumnMap) -> RowKeys:

@@ -23,6 +23,7 @@ from .columns import (
     keys_for,
     row_keys,
 )
+from .keywords import terms_of
 from .timing import attach_timing
 
 __all__ = [
@@ -147,8 +148,11 @@ def _to_example(record: RawRecord, base_dir: Optional[str], keys: RowKeys) -> Ex
         language = language_code(label) if label is not None else None
     except LanguageError as exc:
         raise DatasetError(f"{record.origin} (id {ex_id}): {exc}") from None
-    used = {audio_key, id_key, text_key, language_key, "duration_s", "duration"}
+    keywords_key, keywords = _first(fields, keys.keywords)
+    used = {audio_key, id_key, text_key, language_key, keywords_key, "duration_s", "duration"}
     extra = {k: v for k, v in fields.items() if k not in used and k not in keys.text}
+    if keywords is not None:  # the words that matter, checked: one list of terms (datasets/keywords.py)
+        extra["keywords"] = terms_of(keywords, f"{record.origin} (id {ex_id})")
     attach_timing(extra, base_dir, record.origin, str(ex_id))  # ground-truth segments / words, checked
     return Example(
         id=str(ex_id),

@@ -8,6 +8,7 @@ from typing import Any, Optional, Union
 
 from ..adapters import DecodingOptions
 from ..datasets.hypotheses import read_rows
+from ..datasets.keywords import read_keywords_file
 from ..errors import OptionError
 from ..scoring.metrics import checked_options
 from ..types import ColumnMap
@@ -33,6 +34,8 @@ class RunRequest:
     form: Optional[str] = None
     dataset_name: Optional[str] = None
     columns: ColumnMap = field(default_factory=ColumnMap)  # which manifest column holds what (--audio-column …)
+    #: a file of terms that matter, one a line, given to every example (``--keywords``; docs/keywords.md)
+    keywords: Optional[str] = None
     label: Optional[str] = None
     variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
@@ -67,6 +70,12 @@ class RunRequest:
         if bad:
             raise OptionError(f"run: {', '.join(bad)}")
         self.metric_options = checked_options(self.metric_options)  # typed, unknown names refused
+        if self.keywords is not None:
+            read_keywords_file(self.keywords)  # a missing or empty file refused before anything runs
+
+    def keyword_terms(self) -> list[str]:
+        """The terms of the ``--keywords`` file (none without one)."""
+        return read_keywords_file(self.keywords) if self.keywords is not None else []
 
 
 def score_request(

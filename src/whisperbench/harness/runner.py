@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..adapters import DecodingOptions
-from ..adapters.base import FROM_DATASET, Adapter
+from ..adapters.base import FROM_DATASET, Adapter, refuse_prompt
 from ..datasets import Checked, load_dataset
+from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
 from ..gcpause import collecting_as_usual
 from ..languages import english_only_warning
@@ -256,6 +257,9 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
             columns=request.columns,
         )
     dataset: Dataset = checked.dataset
+    terms = request.keyword_terms()
+    if terms:  # every example gets the file's terms (datasets/keywords.py)
+        with_keywords(dataset, terms)
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
     languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
@@ -267,6 +271,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
         log.warning("%s", warning)
     adapter = spec.build(isolated=False)  # validates adapter options early
     adapter.refuse_word_timing()  # before the store is opened: an implementation without word times exits 2
+    refuse_prompt(adapter)  # … and one that cannot take the vocabulary prompt asked for
     for note in adapter.dataset_warnings({example.id for example in dataset.examples}):
         log.warning("%s", note)
     source_digest = adapter.source_digest()
@@ -288,6 +293,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
             num_invalid=len(checked.invalid),
             limit=request.limit,
             columns=request.columns.to_json(),
+            extra={"keywords_file": {"path": request.keywords, "terms": len(terms)}} if terms else {},
         ),
     )
     return _Resolved(

@@ -31,12 +31,14 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
     from .robustness import render_robustness_markdown, robustness_frame
     from .speed import render_speed_markdown
     from .streaming import render_streaming_markdown
+    from .keywords import render_keywords_markdown
     from .sections import sections_markdown
 
     return (
         render_markdown(frame, references, title=title)
         + render_language_markdown(language_frame(runs, references))
         + sections_markdown(frame)
+        + render_keywords_markdown(runs)
         + render_robustness_markdown(robustness_frame(runs, references))
         + render_speed_markdown(runs, references)
         + render_streaming_markdown(runs, references)

@@ -33,6 +33,7 @@ from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids, hallucination_diff
+from .keywords import describe_lost, keyword_examples, newly_missed
 from .speed import SpeedComparison, compare_speed
 from .streaming import latency_of, run_streaming
 from .timing import run_timing
@@ -209,6 +210,8 @@ def _quality_checks(
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     if t.max_formatting_drift is not None:
         checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
+    if t.must_keep_keywords:
+        checks.append(_keywords_kept_check(comparison))
     if (t.max_slowdown, t.max_memory_increase, t.max_load_increase) != (None, None, None):
         checks += speed_checks(comparison.speed, t)
     if t.max_latency_p90 is not None:
@@ -459,6 +462,16 @@ def _hallucination_checks(
                 )
             )
     return checks
+
+
+def _keywords_kept_check(comparison: Comparison) -> GateCheck:
+    """``--must-keep-keywords``: no term the reference wrote right in an example may the candidate miss there
+    (:func:`~whisperbench.reports.keywords.newly_missed`); a reference without keywords cannot be judged."""
+    if not keyword_examples(comparison.reference):
+        return GateCheck("keywords kept", False, "the reference run has no keywords: cannot judge", CANNOT_JUDGE)
+    lost = newly_missed(comparison.reference, comparison.candidate)
+    detail = f"newly missed: {describe_lost(lost)}" if lost else "every term the reference wrote right is kept"
+    return GateCheck("keywords kept", not lost, detail, REGRESSION)
 
 
 def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:

@@ -25,6 +25,7 @@ QUALITY = (
     "max_increase",
     "max_decrease",
     "max_formatting_drift",
+    "must_keep_keywords",
     "max_slowdown",
     "max_memory_increase",
     "max_load_increase",
@@ -121,6 +122,12 @@ class GateThresholds:
         "METRIC.COLUMN=N",
         "metric",
     )
+    must_keep_keywords: bool = _limit(
+        False,
+        "fail when the candidate misses a keyword in an example where the reference wrote it right (the terms and "
+        "examples named; docs/keywords.md)",
+        kind="flag",
+    )
     max_formatting_drift: Optional[float] = _limit(
         None,
         "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
@@ -190,7 +197,7 @@ class GateThresholds:
 
     def quality_criteria(self) -> list[str]:
         """The quality thresholds set (the gate needs one)."""
-        return [name for name in QUALITY if getattr(self, name) not in (None, {})]
+        return [name for name in QUALITY if getattr(self, name) not in (None, {}) and getattr(self, name) is not False]
 
     def require_quality(self) -> None:
         """A WhisperbenchError naming the quality flags when none is set."""

@@ -24,6 +24,7 @@ from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
 from .speed import speed_html
 from .streaming import streaming_html
+from .keywords import keywords_html
 from .sections import sections_html
 from .timing import timed_predictions, timing_bars, words_html
 
@@ -329,6 +330,7 @@ def render_html(
     if not languages.empty:
         sections += ["<h2>By language</h2>", _language_table(languages)]
     sections += [*sections_html(frame), timing_bars(frame), robustness_html(robustness_frame(runs, references))]
+    sections.append(keywords_html(runs))
     sections.append(speed_html(runs, references))
     sections += [streaming_html(runs, references), noise_html(noise_frame(runs))]
     sections.append(

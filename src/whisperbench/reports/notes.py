@@ -12,6 +12,7 @@ from .compare import Comparison
 from .escape import one_line
 from .gate import format_significance
 from .hallucination import describe_ids, hallucination_diff
+from .keywords import keyword_notes
 from .weights import english_only_languages
 from .streaming import compare_lines
 
@@ -31,6 +32,7 @@ def comparison_notes(c: Comparison) -> list[str]:
         if ids:
             notes.append(f"{label}: {', '.join(one_line(i) for i in ids[:10])}{' …' if len(ids) > 10 else ''}")
     notes += _hallucination_notes(c)
+    notes += keyword_notes(c)
     notes += format_significance(c.significance) if c.significance else []
     if c.holm:
         notes.append(
