@@ -83,11 +83,11 @@ def _implementation_runs(runs: Path, manifest: Path, dataset: str, implementatio
 
 
 def demo_like_runs(tmp_path: Path) -> tuple[Path, list[str]]:
-    """The demo's runs, recorded: six implementations on the bundled short-form set, three on the long-form one;
+    """The demo's runs, recorded: six implementations on the bundled short-form set, four on the long-form one;
     openai-whisper the reference of each (returned with the runs folder)."""
     runs = tmp_path / "runs"
     short = _implementation_runs(runs, BUNDLED / "shortform" / "manifest.jsonl", "tiny-shortform", IMPLEMENTATIONS, 1)
-    long = _implementation_runs(runs, BUNDLED / "longform" / "manifest.jsonl", "tiny-longform", IMPLEMENTATIONS[:3], 9)
+    long = _implementation_runs(runs, BUNDLED / "longform" / "manifest.jsonl", "tiny-longform", IMPLEMENTATIONS[:4], 9)
     return runs, [short[0], long[0]]
 
 
@@ -126,14 +126,14 @@ def _stream_run(runs: Path, manifest: Path, name: str, lag_s: float) -> None:
 
 
 def many_runs(tmp_path: Path) -> tuple[Path, list[str]]:
-    """About twenty runs: six on the short-form set, three long-form, four on eight languages of the multilingual
-    set (when the shared data is here), a batch reference and two streaming runs on a copy of the short set with
-    utterance times, each with device times (speed comparisons); returns the runs folder and the references."""
+    """Twenty runs: six on the short-form set, four long-form, six on the multilingual set (eight languages where
+    the shared data is here, else two), two batch runs and two streaming runs on a copy of the short set with
+    utterance times; batch runs carry device times (speed comparisons). Returns the runs folder and the references."""
     runs, references = demo_like_runs(tmp_path)
-    names = _implementation_runs(runs, _multilingual(tmp_path), "multilingual", IMPLEMENTATIONS[:4], 20)
+    names = _implementation_runs(runs, _multilingual(tmp_path), "multilingual", IMPLEMENTATIONS, 20)
     references.append(names[0])
     timed = _timed_copy(tmp_path)
-    references += _implementation_runs(runs, timed, "timed", IMPLEMENTATIONS[:1], 30)
+    references += _implementation_runs(runs, timed, "timed", IMPLEMENTATIONS[:2], 30)[:1]
     _stream_run(runs, timed, "whisperlivekit-1s", 1.0)
     _stream_run(runs, timed, "whisperlivekit-2s", 2.0)
     return runs, references

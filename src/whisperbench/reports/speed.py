@@ -325,13 +325,14 @@ def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     import html
 
     from .charts import Interval, intervals
-    from .tables import html_table, said_once, said_once_text
+    from .tables import html_table, said_above, said_once, said_once_text
 
     pairs = speed_pairs(runs, references)
     rows = _rows(pairs)
     if not rows:
         return ""
     keep, once = said_once(rows, [c for c in rows[0] if c != "run"])
+    rows, shared = said_above(rows, "note") if "note" in keep else (rows, [])
     busy = busy_line(runs, references)
     points = [
         Interval(run.name, s.ratio, s.low, s.high)
@@ -346,6 +347,7 @@ def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
         marker=1.0,
     )
     said = f'<p class="once">In every row: {html.escape(said_once_text(once))}.</p>' if said_once_text(once) else ""
+    said += "".join(f'<p class="once">{html.escape(line)}</p>' for line in shared)
     return (
         f'<h2 id="section-speed">Speed</h2><p class="muted">{_SPEED_LEGEND}</p>'
         + (f'<p class="busy-line">⚠ {html.escape(busy)}</p>' if busy else "")
@@ -359,12 +361,14 @@ def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
 
 def render_speed_markdown(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     """The leaderboard's speed section ('' when no run has a reference)."""
-    from .tables import markdown_table, said_once, said_once_text
+    from .tables import markdown_table, said_above, said_once, said_once_text
 
     rows = speed_rows(runs, references)
     if not rows:
         return ""
     keep, once = said_once(rows, [c for c in rows[0] if c != "run"])
+    rows, shared = said_above(rows, "note") if "note" in keep else (rows, [])
     lines = [busy_line(runs, references), f"In every row: {said_once_text(once)}." if said_once_text(once) else ""]
+    lines += shared
     said = "".join(f"{line}\n\n" for line in lines if line)
     return f"\n## Speed\n\n{_SPEED_LEGEND}\n\n{said}" + markdown_table([{k: row[k] for k in keep} for row in rows])

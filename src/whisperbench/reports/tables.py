@@ -8,6 +8,9 @@
 '<tr><td>&lt;a&gt;</td><td>1.00</td></tr></tbody></table>'
 >>> said_once([{"run": "a", "loops": 0, "note": "x"}, {"run": "b", "loops": 0, "note": "x"}], ["loops", "note"])
 (['run'], {'loops': 0, 'note': 'x'})
+>>> rows, above = said_above([{"run": "a", "note": "slow"}, {"run": "b", "note": "slow"}, {"run": "c"}], "note")
+>>> [row.get("note") for row in rows], above
+(['see (1) above', 'see (1) above', None], ['(1) slow: a, b'])
 """
 
 from __future__ import annotations
@@ -65,3 +68,22 @@ def said_once(rows: Sequence[dict[str, Any]], columns: Iterable[str]) -> tuple[l
 def said_once_text(once: dict[str, Any]) -> str:
     """The values every row shares, as one phrase: "loops: 0, note: x" (absent values left out)."""
     return ", ".join(f"{name}: {cell_text(value)}" for name, value in once.items() if value is not None)
+
+
+def said_above(rows: list[dict[str, Any]], column: str, key: str = "run") -> tuple[list[dict[str, Any]], list[str]]:
+    """A note that several rows (not all: :func:`said_once` says those) share in ``column``, said once above the
+    table, numbered, with the rows it holds for (by ``key``); each such cell points at it."""
+    counts: dict[Any, int] = {}
+    for row in rows:
+        if row.get(column):
+            counts[row[column]] = counts.get(row[column], 0) + 1
+    shared = [note for note, count in counts.items() if count > 1]
+    lines = [
+        f"({number}) {note}: {', '.join(str(row[key]) for row in rows if row.get(column) == note)}"
+        for number, note in enumerate(shared, start=1)
+    ]
+    out = [
+        {**row, column: f"see ({shared.index(row[column]) + 1}) above"} if row.get(column) in shared else row
+        for row in rows
+    ]
+    return out, lines
