@@ -75,7 +75,10 @@ def screenshot(page: Path, out: Path, tmp_path: Path, scroll_to: str = "") -> Pa
     shown = page
     if scroll_to:
         shown = tmp_path / f"at-{scroll_to}.html"
-        script = f"<script>document.getElementById('{scroll_to}').scrollIntoView();</script>"
+        script = (  # the elements above it hidden: the screenshot starts there
+            f"<script>let n = document.getElementById('{scroll_to}').previousElementSibling;"
+            "while (n) { n.style.display = 'none'; n = n.previousElementSibling; }</script>"
+        )
         shown.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
     subprocess.run(
         [

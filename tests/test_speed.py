@@ -307,4 +307,4 @@ def test_the_report_has_a_speed_section_with_the_paired_figures(tmp_path, capsys
     assert "busy machine" not in section.split(busy)[1]
     assert main(["report", "--runs-dir", runs, "--reference", "ref", "--out", str(tmp_path / "board.html"), "-q"]) == 0
     html = (tmp_path / "board.html").read_text()
-    assert '<h2 id="section-speed">Speed</h2>' in html and f"×{ratio:.3f} [×" in html
+    assert "<h2>Speed</h2>" in html and f"×{ratio:.3f} [×" in html

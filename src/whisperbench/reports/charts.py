@@ -45,7 +45,7 @@ def ticks(low: float, high: float, count: int = 5) -> list[float]:
     out = []
     value = first
     while value < high + step * 0.999:
-        out.append(round(value, 10))
+        out.append(float(round(value, 10)))
         value += step
     return out
 
@@ -232,7 +232,7 @@ def intervals(
     (e.g. ×1, the reference's speed)."""
     if not rows:
         return ""
-    row, label_w = 22, 230
+    row, label_w = 22, 300
     height = 14 + row * len(rows) + 40
     values = [v for r in rows for v in (r.value, r.low, r.high) if v is not None] + (
         [marker] if marker is not None else []
@@ -257,14 +257,15 @@ def intervals(
     if marker is not None:
         x = frame.x(marker)
         parts.append(
-            f'<line class="ref" stroke-dasharray="4 3" x1="{x:.1f}" y1="8" x2="{x:.1f}" y2="{height - frame.bottom}"/>'
+            f'<line class="ref" stroke-width="2" stroke-dasharray="5 3" x1="{x:.1f}" y1="8" x2="{x:.1f}" '
+            f'y2="{height - frame.bottom}"/><text x="{x + 4:.1f}" y="10">reference ×{_fmt(marker)}</text>'
         )
     return _svg(css, caption, width, height, _x_axis(frame, height, x_label) + "".join(parts))
 
 
 def _svg(css: str, caption: str, width: int, height: int, body: str) -> str:
     return (
-        f'<figure><svg class="chart {_e(css)}" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{_e(caption)}" xmlns="http://www.w3.org/2000/svg">{body}</svg>'
-        f"<figcaption>{_e(caption)}</figcaption></figure>"
+        f'<figure><figcaption>{_e(caption)}</figcaption><svg class="chart {_e(css)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{_e(caption)}" xmlns="http://www.w3.org/2000/svg">'
+        f"{body}</svg></figure>"
     )

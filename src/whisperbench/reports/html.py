@@ -50,7 +50,7 @@ details.more summary{cursor:pointer;color:var(--muted)}details.more dl{margin:.3
 details.more dt{font-weight:600;float:left;clear:left;margin-right:.5em}details.more dd{margin:0}
 details.words{font-size:12px;margin-top:4px}details.words sub{color:var(--muted)}.moved{color:#a33}
 table.glance td{min-width:6em}.pair{display:flex;gap:16px;flex-wrap:wrap}.pair figure{flex:1 1 540px}
-figure{margin:.5em 0 1.2em}figcaption{color:var(--muted);font-size:12px}
+figure{margin:.5em 0 1.2em}figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
 @media print{body{max-width:none;margin:0;color:#000;background:#fff}details.more{display:none}
 th{background:#eee}a{color:#000}}
 """
@@ -213,7 +213,7 @@ def _scatter(frame: pd.DataFrame) -> str:
         "RTFx × (audio seconds per inference second; right is faster)",
         "WER % (lower is better)",
         "wer-rtfx",
-        "WER against speed, one point per run",
+        "WER % against RTFx ×, one point per run (grey diamond: the reference)",
     )
 
 
@@ -229,7 +229,7 @@ def _qoi_bars(frame: pd.DataFrame) -> str:
         ],
         "QoI % (examples no worse than the reference's; higher is better)",
         "qoi",
-        "QoI against each dataset's reference run",
+        "QoI % per run, by dataset (grey: the reference, 100 % by definition)",
     )
 
 
@@ -253,7 +253,10 @@ def _language_bars(languages: pd.DataFrame) -> str:
             for _, r in ordered.iterrows()
             if r[column] is not None and not pd.isna(r[column])
         ]
-        charts.append(grouped_bars(bars, axis, css, f"{column.split(' ')[0]} per language, a bar per run", width=570))
+        title = (
+            "WER % per language (CER % where written without spaces)" if column == "Error %" else "QoI % per language"
+        )
+        charts.append(grouped_bars(bars, axis, css, f"{title}, a bar per run", width=570))
     return '<div class="pair">' + "".join(charts) + "</div>"
 
 
@@ -488,7 +491,9 @@ def _latency_chart(runs: list[StoredRun]) -> str:
                 bars.append(Bar(f"{run.name} · {name}", q, float(figure[q]), {"p50": 0, "p90": 1, "p99": 3}[q]))
     if not bars:
         return ""
-    return grouped_bars(bars, "latency s (lower is better)", "latency", "Streaming latency percentiles per run")
+    return grouped_bars(
+        bars, "latency s (lower is better)", "latency", "Streaming latency per run: p50, p90 and p99 (s)"
+    )
 
 
 def render_html(

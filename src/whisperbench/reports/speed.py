@@ -343,13 +343,13 @@ def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
         points,
         "wall time × the reference's (geometric mean, 95 % interval; < 1 is faster)",
         "speed-ratio",
-        "Speed ratio per candidate against its dataset's reference (dashed: ×1, the reference)",
+        "Wall time × the reference's per candidate, with its 95 % interval (dashed: the reference, ×1)",
         marker=1.0,
     )
     said = f'<p class="once">In every row: {html.escape(said_once_text(once))}.</p>' if said_once_text(once) else ""
     said += "".join(f'<p class="once">{html.escape(line)}</p>' for line in shared)
     return (
-        f'<h2 id="section-speed">Speed</h2><p class="muted">{_SPEED_LEGEND}</p>'
+        f'<h2>Speed</h2><p class="muted">{_SPEED_LEGEND}</p>'
         + (f'<p class="busy-line">⚠ {html.escape(busy)}</p>' if busy else "")
         + chart
         + said

@@ -90,7 +90,10 @@ def timing_bars(frame: pd.DataFrame) -> str:
         for (name, series), value in zip((("median", 0), ("p90", 1)), figures)
     ]
     return "<h3>Utterance-start error: median and p90</h3>" + grouped_bars(
-        bars, "utterance-start error ms (lower is better)", "timing", "Utterance-start error per run"
+        bars,
+        "utterance-start error ms (lower is better)",
+        "timing",
+        "Utterance-start error per run: median and p90 (ms)",
     )
 
 
