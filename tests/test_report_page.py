@@ -188,6 +188,7 @@ def test_the_markdown_of_1000_runs_fits_a_pull_request_and_parses_as_a_table(tmp
         assert re.fullmatch(r"\|(---\|)+", lines[1]), lines[1]
         assert all(len(re.split(r"(?<!\\)\|", line)) == width for line in lines), block[:300]
         rows += len(lines) - 2
+    print(f"markdown of 1,000 runs: {len(text)} characters, {rows} runs in its tables")  # docs/reports.md
     assert 200 <= rows < 1000  # as many runs as fit, the rest said to be in the HTML report
     assert "more run(s), the worst of their dataset on WER, left out" in text
     assert all(f"`{run}`" in text for run in thousand[thousand["Reference"].astype(bool)]["Run"][:5])  # references kept
