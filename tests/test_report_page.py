@@ -192,3 +192,36 @@ def test_the_markdown_of_1000_runs_fits_a_pull_request_and_parses_as_a_table(tmp
     assert 200 <= rows < 1000  # as many runs as fit, the rest said to be in the HTML report
     assert "more run(s), the worst of their dataset on WER, left out" in text
     assert all(f"`{run}`" in text for run in thousand[thousand["Reference"].astype(bool)]["Run"][:5])  # references kept
+
+
+def test_a_recorded_runs_rtfx_is_not_marked_busy_by_the_scoring_machines_load(tmp_path):
+    """Issue 66's smaller item: a recorded run's times came from its device, so the load of the machine that scored
+    it says nothing of them; the same run with its times taken here on that busy machine is marked, once per table
+    with the load; a run without times has no wait for a first result in the speed table (issue 70's item: it
+    read "0.50 → 0.00")."""
+    from whisperbench.reports.leaderboard import leaderboard_frame
+    from whisperbench.reports.speed import busy_why, speed_rows
+    from whisperbench.store import list_runs, open_run
+
+    runs_dir, references = many_runs(tmp_path)
+    name = "faster-whisper-int8-tiny-shortform"
+    load = {"busy": True, "why": "other processes kept 1.7 of 2 CPU(s) busy", "other_cpus_busy": 1.7}
+    info_path, summary_path = runs_dir / name / "run.json", runs_dir / name / "summary.json"
+    info, summary = json.loads(info_path.read_text()), json.loads(summary_path.read_text())
+    info_path.write_text(json.dumps(dict(info, machine_load=load)))
+    summary_path.write_text(json.dumps(dict(summary, rtfx_reliable=False)))
+    assert busy_why(open_run(name, runs_dir)) is None  # recorded on a device: not this machine's load
+    timed_here = dict(info, machine_load=load, adapter="faster-whisper")
+    timed_here["adapter_info"] = {k: v for k, v in info["adapter_info"].items() if k != "timings_from"}
+    info_path.write_text(json.dumps(timed_here))
+    assert busy_why(open_run(name, runs_dir)) == load["why"]
+    runs = list_runs(str(runs_dir))
+    chosen = {run.dataset_hash: run for run in runs if run.name in references}
+    page = _report(runs_dir, references, tmp_path / "busy.html").read_text(encoding="utf-8")
+    # once per section (the line above its leaderboard table, the speed section's line) and the ⚠'s tooltip
+    assert page.count(load["why"]) == 3
+    frame = leaderboard_frame(runs, chosen)
+    assert frame.loc[frame["Run"] == name, "Busy"].item() == load["why"]
+    assert frame.loc[frame["Run"] != name, "Busy"].isna().all()
+    untimed = next(row for row in speed_rows(runs, chosen) if row["run"] == "whisperlivekit-1s")
+    assert untimed["first result s"] is None

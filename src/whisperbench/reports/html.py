@@ -112,7 +112,6 @@ def _details(row, metrics: list[Metric]) -> str:
         "Format drift %": _figure(row.get("Format drift %"), 1),
         **{column_label(m): _figure(row.get(m.label), 2) for m in metrics},
         "Long-form algorithm": _e(row.get("Long-form algorithm") or "") or None,
-        "RTFx measured on a busy machine": _e(row.get("Busy")) if isinstance(row.get("Busy"), str) else None,
     }
     items = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in facts.items() if v not in (None, "–"))
     return f'<td><details class="more"><summary>more</summary><dl>{items}</dl></details></td>'
