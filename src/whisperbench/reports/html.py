@@ -147,12 +147,25 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f"{_with_ci(r['WER %'], r['WER CI'], 2)}{_with_ci(r['QoI %'], r['QoI CI'], 1)}{_rtfx(r)}"
             f"{_num(r['Examples'], 0)}{_details(r, metrics)}</tr>"
         )
-    busy = [f"{r['Run']} ({r['Busy']})" for _, r in frame.iterrows() if isinstance(r.get("Busy"), str)]
-    line = f'<p class="busy-line">⚠ RTFx measured on a busy machine: {_e("; ".join(busy))}.</p>' if busy else ""
+    line = _busy_line(frame)
     return (
         f'{line}<table class="sortable leaderboard"><thead>{LEADERBOARD_HEAD}</thead><tbody>{"".join(rows)}</tbody>'
         "</table>"
     )
+
+
+def _busy_line(frame: pd.DataFrame) -> str:
+    """One line above a table naming its runs timed on a busy machine, with the load ('' when none was): when
+    every run was, it says so once, each distinct load once."""
+    busy = [(str(r["Run"]), str(r["Busy"])) for _, r in frame.iterrows() if isinstance(r.get("Busy"), str)]
+    if not busy:
+        return ""
+    if len(busy) == len(frame) > 1:
+        loads = "; ".join(dict.fromkeys(why for _, why in busy))
+        text = f"Every run's RTFx here was measured on a busy machine ({loads}): not comparable, judge on CPU time."
+    else:
+        text = "RTFx measured on a busy machine: " + "; ".join(f"{run} ({why})" for run, why in busy) + "."
+    return f'<p class="busy-line">⚠ {_e(text)}</p>'
 
 
 def _language_table(frame: pd.DataFrame) -> str:
