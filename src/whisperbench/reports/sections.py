@@ -104,7 +104,7 @@ def _html(frame: pd.DataFrame, metric: Metric) -> Optional[Section]:
     if not rows:
         return None
     display = metric.display
-    title = f'<h2 id="section-{html.escape(metric.name)}">{html.escape(display.title)}</h2>'
+    title = f'<div id="section-{html.escape(metric.name)}"></div><h2>{html.escape(display.title)}</h2>'
     shown, once = said_in_every_run(shown, rows)
     if not shown:
         sentence = f'<p class="quiet">{html.escape(quiet_sentence(metric, once))}</p>'
