@@ -130,8 +130,8 @@ def test_report_markdown_and_csv(runs, tmp_path, capsys):
     assert "English-only model:" not in text and "⚠ busy:" not in text  # notes only for marks that appear
     row = next(line for line in text.splitlines() if "`good`" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    # a recorded run has no weights: no size
-    assert cells[1:9] == ["good.jsonl", "–", "tiny-shortform", "0.00", "0.0–0.0", "100.0", "100.0–100.0", "–"]
+    # a recorded run has no weights: no size; each figure with its interval in one cell (the compact table)
+    assert cells[1:7] == ["good.jsonl", "–", "tiny-shortform", "0.00 (0.0–0.0)", "100.0 (100.0–100.0)", "–"]
     csv_out = tmp_path / "board.csv"
     assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(csv_out), "--quiet"]) == 0
     import pandas as pd

@@ -167,7 +167,8 @@ def test_small_trust_holes_stay_closed(tmp_path):
         with pytest.raises(RunStoreError, match=r"schema_version must be a whole number"):
             open_run(str(runs / "a"))
     path.write_text(json.dumps(good))
-    assert md_cell("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    # backslash escapes (CommonMark): text wherever rendered, and no HTML entity where pasted as plain text
+    assert md_cell("<script>alert(1)</script>") == "\\<script\\>alert(1)\\</script\\>"
 
 
 def test_ids_with_a_nul_or_300_characters_make_files_not_crashes(tmp_path):

@@ -57,7 +57,8 @@ def test_every_report_format_shows_status_and_coverage_and_survives_an_empty_run
     assert {name: status in rows[name] for name, status in expected.items()} == dict.fromkeys(expected, True)
     assert "**recorded ref** (reference)" in rows["ref"]
     page = (runs / "leaderboard.html").read_text()
-    assert '<td class="status unfinished">2 of 6, stopped</td>' in page and "<th>Status</th>" in page
+    # the status of an unfinished run beside its implementation, every run's in its details
+    assert '<span class="status unfinished">(2 of 6, stopped)</span>' in page and "<dt>Status</dt>" in page
     table = pd.read_csv(runs / "leaderboard.csv")
     assert dict(zip(table["Run"], table["Status"])) == expected
     card = (runs / "model-card.md").read_text()

@@ -34,16 +34,40 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
     from .keywords import render_keywords_markdown
     from .sections import sections_markdown
 
-    return (
-        render_markdown(frame, references, title=title)
-        + render_language_markdown(language_frame(runs, references))
-        + sections_markdown(frame)
-        + render_keywords_markdown(runs)
-        + render_robustness_markdown(robustness_frame(runs, references))
-        + render_speed_markdown(runs, references)
-        + render_streaming_markdown(runs, references)
-        + render_noise_markdown(noise_frame(runs))
+    return within_limit(
+        render_markdown(frame, references, title=title),
+        [
+            lambda: render_language_markdown(language_frame(runs, references)),
+            lambda: sections_markdown(frame),
+            lambda: render_keywords_markdown(runs),
+            lambda: render_robustness_markdown(robustness_frame(runs, references)),
+            lambda: render_speed_markdown(runs, references),
+            lambda: render_streaming_markdown(runs, references),
+            lambda: render_noise_markdown(noise_frame(runs)),
+        ],
     )
+
+
+def within_limit(head: str, sections: list[Callable[[], str]], limit: Optional[int] = None) -> str:
+    """``head`` and each section after it while the whole stays under ``limit`` characters (default
+    :data:`~whisperbench.reports.leaderboard.MARKDOWN_LIMIT`: what a pull request's comment or a CI job summary
+    holds); a section that would not fit is one line naming it and pointing at the HTML report.
+
+    >>> within_limit("# t\\n", [lambda: "\\n## A\\n\\n" + "x" * 50 + "\\n"], limit=30)
+    '# t\\n\\n## A\\n\\n_Left out to fit a pull request (51 characters): the HTML report has it._\\n'
+    """
+    from .leaderboard import MARKDOWN_LIMIT
+
+    limit = MARKDOWN_LIMIT if limit is None else limit
+    text = head
+    for make in sections:
+        part = make()
+        if len(text) + len(part) > limit:
+            title = next((line for line in part.splitlines() if line.startswith("## ")), "## (a section)")
+            size = len(part) - len(title) - 3
+            part = f"\n{title}\n\n_Left out to fit a pull request ({size} characters): the HTML report has it._\n"
+        text += part
+    return text
 
 
 def html_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str) -> None:

@@ -17,15 +17,27 @@ import unicodedata
 
 
 def md_cell(value: object) -> str:
-    """A markdown table cell: pipes escaped, HTML's ``<``, ``>`` and ``&`` as entities (a label like ``<script>``
-    is text, not markup, wherever the markdown is rendered), line breaks and other control characters made spaces.
+    """A markdown table cell: pipes escaped, HTML's ``<``, ``>`` and ``&`` backslash-escaped (CommonMark's escapes of
+    ASCII punctuation: a label like ``<script>`` is text, not markup, wherever the markdown is rendered, and no HTML
+    entity shows where it is pasted as plain text), line breaks and other control characters made spaces.
 
     >>> md_cell("<script> & co")
-    '&lt;script&gt; &amp; co'
+    '\\\\<script\\\\> \\\\& co'
     """
     text = "".join(" " if unicodedata.category(ch).startswith("C") else ch for ch in str(value))
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    text = text.replace("\\", "\\\\")
+    for mark in "&<>|":
+        text = text.replace(mark, "\\" + mark)
+    return text
+
+
+def md_heading(value: str) -> str:
+    """A heading this program writes (``Ratio > 2.4``), as a markdown table cell: pipes escaped only.
+
+    >>> md_heading("Ratio > 2.4")
+    'Ratio > 2.4'
+    """
+    return value.replace("|", "\\|")
 
 
 def one_line(value: object) -> str:

@@ -18,25 +18,42 @@ from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags
-from .leaderboard import shown_metrics
+from ..scoring.metrics import Metric
+from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
+from .leaderboard import column_label, shown_metrics
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
 from .speed import speed_html
-from .streaming import streaming_html
+from .streaming import latency_of, run_streaming, streaming_html
 from .keywords import keywords_html
-from .sections import sections_html
+from .sections import Section, sections_html
 from .timing import timed_predictions, timing_bars, words_html
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
-table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 8px;vertical-align:top}
-th{background:#f2f2f2;cursor:pointer}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.ref td{font-weight:600}.muted{color:#777}
-.sub{background:#ffe08a}.del{background:#f7b6b6;text-decoration:line-through}.ins{background:#b9e6b9}
-.legend span{padding:0 4px;margin-right:8px}svg text{font-size:11px}
-.plot-legend{font-size:12px;columns:2;margin-top:0}
-details.words{font-size:12px;margin-top:4px}details.words sub{color:#777}.moved{color:#a33}
+:root{color-scheme:light dark;--fg:#222;--bg:#fff;--muted:#666;--line:#ccc;--head:#f2f2f2;--mark:#fff3c4}
+@media (prefers-color-scheme:dark){:root{--fg:#e6e6e6;--bg:#16181c;--muted:#a0a0a0;--line:#444;--head:#262a30;
+--mark:#4a3f12}}
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;padding:0 1em;color:var(--fg);background:var(--bg);
+max-width:1180px}
+a{color:#4a8fd8}h2{margin-top:1.6em;border-bottom:1px solid var(--line)}
+table{border-collapse:collapse;margin:.5em 0 1.2em}
+th,td{border:1px solid var(--line);padding:3px 7px;vertical-align:top}
+th{background:var(--head);cursor:pointer;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums;
+white-space:nowrap}small.ci{color:var(--muted)}
+tr.ref td{font-weight:600}.muted{color:var(--muted)}.quiet{color:var(--muted);font-style:italic}
+.once,.busy-line{background:var(--mark);padding:2px 6px;display:inline-block}
+.wide{overflow-x:auto;max-width:100%}td code{word-break:break-all}
+.sub{background:#ffe08a;color:#222}.del{background:#f7b6b6;color:#222;text-decoration:line-through}
+.ins{background:#b9e6b9;color:#222}
+.legend span{padding:0 4px;margin-right:8px}
+details.more summary{cursor:pointer;color:var(--muted)}details.more dl{margin:.3em 0;max-width:26em}
+details.more dt{font-weight:600;float:left;clear:left;margin-right:.5em}details.more dd{margin:0}
+details.words{font-size:12px;margin-top:4px}details.words sub{color:var(--muted)}.moved{color:#a33}
+table.glance td{min-width:6em}.pair{display:flex;gap:16px;flex-wrap:wrap}.pair figure{flex:1 1 540px}
+figure{margin:.5em 0 1.2em}figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
+@media print{body{max-width:none;margin:0;color:#000;background:#fff}details.more{display:none}
+th{background:#eee}a{color:#000}}
 """
 
 SORT_SCRIPT = """
@@ -66,13 +83,10 @@ def _num(value, digits: int) -> str:
 
 
 def _rtfx(row) -> str:
-    """The RTFx cell; flagged when the run's machine was busy (its speed is not comparable)."""
+    """The RTFx cell; a ⚠ (its load said once above the table) when the run's machine was busy."""
     cell = _num(row["RTFx"], 1)
-    if row.get("RTFx reliable", True) is False and 'data-value=""' not in cell:
-        cell = cell.replace(
-            "</td>",
-            ' <span class="busy" title="the machine was busy during this run: speed not comparable">⚠ busy</span></td>',
-        )
+    if isinstance(row.get("Busy"), str) and 'data-value=""' not in cell:
+        cell = cell.replace("</td>", f' <span class="busy" title="{_e(row["Busy"])}">⚠</span></td>')
     return cell
 
 
@@ -82,36 +96,77 @@ def _warning(row) -> str:
     return f' <span class="busy warning">{_e(warning)}</span>' if isinstance(warning, str) and warning else ""
 
 
-def _ci(interval) -> str:
-    return "<td>–</td>" if interval is None else f"<td>{interval.low:.1f}–{interval.high:.1f}</td>"
+def _with_ci(value, interval, digits: int) -> str:
+    """A figure with its 95 % interval beneath it in small type, sorted by the figure."""
+    cell = _num(value, digits)
+    if interval is None or 'data-value=""' in cell:
+        return cell
+    return cell.replace("</td>", f' <small class="ci">{interval.low:.1f}–{interval.high:.1f}</small></td>')
+
+
+def _details(row, metrics: list[Metric]) -> str:
+    """Everything else of one run, behind a disclosure: status, failures, format drift, each metric's column."""
+    facts = {
+        "Run": f"<code>{_e(row['Run'])}</code>",
+        "Status": _e(row["Status"]),
+        "Failed": _e(row["Failed"]),
+        "Format drift %": _figure(row.get("Format drift %"), 1),
+        **{column_label(m): _figure(row.get(m.label), 2) for m in metrics},
+        "Long-form algorithm": _e(row.get("Long-form algorithm") or "") or None,
+    }
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in facts.items() if v not in (None, "–"))
+    return f'<td><details class="more"><summary>more</summary><dl>{items}</dl></details></td>'
+
+
+def _figure(value, digits: int) -> Optional[str]:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    return f"{value:.{digits}f}"
+
+
+LEADERBOARD_HEAD = (
+    '<tr><th title="the implementation (its label); the reference run in bold">Implementation</th><th>Model</th>'
+    '<th title="the weights as the implementation loaded them (its file or folder on disk)">Size MB</th>'
+    '<th title="word error rate over normalized text, with its 95 % bootstrap interval">WER % <small>95 % CI</small>'
+    '</th><th title="% of examples whose WER is no higher than the reference run\'s, with its 95 % interval">QoI % '
+    '<small>95 % CI</small></th><th title="Σ audio seconds / Σ inference seconds (higher is faster)">RTFx ×</th>'
+    "<th>Examples</th><th>Details</th></tr>"
+)
 
 
 def _leaderboard_table(frame: pd.DataFrame) -> str:
-    metrics = {m.label: m for m in shown_metrics(frame)}
-    metric_heads = "".join(
-        f'<th title="{_e(m.description)} ({m.better} is better)">{_e(m.label)}</th>' for m in metrics.values()
-    )
-    head = (
-        '<tr><th>Implementation</th><th>Model</th><th title="the weights as the implementation loaded them (its '
-        'file or folder on disk)">Size MB</th><th>Dataset</th><th>WER %</th><th>WER 95% CI</th>'
-        '<th>QoI %</th><th>QoI 95% CI</th><th title="% of examples whose output differs from the reference '
-        "run's in punctuation, casing or numbers only\">Format drift %</th><th>RTFx</th><th>Examples</th>"
-        f"<th>Failed</th><th>Status</th>{metric_heads}<th>Run</th></tr>"
-    )
+    """One dataset's runs: implementation, model, size, WER and QoI with their intervals, RTFx and examples; the
+    rest of each run behind a disclosure. A line above names the runs timed on a busy machine, with the load."""
+    metrics = shown_metrics(frame)
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
+        name += "" if r["Finished"] else f' <span class="status unfinished">({_e(r["Status"])})</span>'
         rows.append(
-            f'<tr class="{"ref" if r["Reference"] else ""}"><td>{name}</td><td>{_e(r["Model"])}{_warning(r)}</td>'
-            f"{_num(r.get('Size MB'), 1)}<td>{_e(r['Dataset'])}</td>{_num(r['WER %'], 2)}{_ci(r['WER CI'])}"
-            f"{_num(r['QoI %'], 1)}"
-            f"{_ci(r['QoI CI'])}{_num(r.get('Format drift %'), 1)}{_rtfx(r)}"
-            f"{_num(r['Examples'], 0)}{_num(r['Failed'], 0)}"
-            f'<td class="status{"" if r["Finished"] else " unfinished"}">{_e(r["Status"])}</td>'
-            + "".join(_num(r.get(name), 2) for name in metrics)
-            + f"<td><code>{_e(r['Run'])}</code></td></tr>"
+            f'<tr class="{"ref" if r["Reference"] else ""}" data-run="{_e(r["Run"])}"><td>{name}</td>'
+            f"<td>{_e(r['Model'])}{_warning(r)}</td>{_num(r.get('Size MB'), 1)}"
+            f"{_with_ci(r['WER %'], r['WER CI'], 2)}{_with_ci(r['QoI %'], r['QoI CI'], 1)}{_rtfx(r)}"
+            f"{_num(r['Examples'], 0)}{_details(r, metrics)}</tr>"
         )
-    return f'<table class="sortable leaderboard"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    line = _busy_line(frame)
+    return (
+        f'{line}<table class="sortable leaderboard"><thead>{LEADERBOARD_HEAD}</thead><tbody>{"".join(rows)}</tbody>'
+        "</table>"
+    )
+
+
+def _busy_line(frame: pd.DataFrame) -> str:
+    """One line above a table naming its runs timed on a busy machine, with the load ('' when none was): when
+    every run was, it says so once, each distinct load once."""
+    busy = [(str(r["Run"]), str(r["Busy"])) for _, r in frame.iterrows() if isinstance(r.get("Busy"), str)]
+    if not busy:
+        return ""
+    if len(busy) == len(frame) > 1:
+        loads = "; ".join(dict.fromkeys(why for _, why in busy))
+        text = f"Every run's RTFx here was measured on a busy machine ({loads}): not comparable, judge on CPU time."
+    else:
+        text = "RTFx measured on a busy machine: " + "; ".join(f"{run} ({why})" for run, why in busy) + "."
+    return f'<p class="busy-line">⚠ {_e(text)}</p>'
 
 
 def _language_table(frame: pd.DataFrame) -> str:
@@ -133,60 +188,89 @@ def _language_table(frame: pd.DataFrame) -> str:
             f"<td>{_e(r.get('Dataset'))}</td><td><code>{_e(r['Run'])}</code></td></tr>"
         )
     return (
-        f'<table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-        f'<p class="muted">{_e(language_note(frame))}</p>'
+        f'<div class="wide"><table class="sortable languages"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
+        f'</table></div><p class="muted">{_e(language_note(frame))}</p>'
     )
 
 
+def _ci(interval) -> str:
+    return "<td>–</td>" if interval is None else f"<td>{interval.low:.1f}–{interval.high:.1f}</td>"
+
+
+def _series(frame: pd.DataFrame) -> dict[str, int]:
+    """A colour per dataset, in the frame's order."""
+    return {name: number for number, name in enumerate(dict.fromkeys(frame["Dataset"]))}
+
+
 def _scatter(frame: pd.DataFrame) -> str:
-    """SVG: WER (y) against RTFx (x, log-free linear), one labelled dot per run."""
+    """WER % (y) against RTFx (x): one labelled dot per run (its implementation, and its dataset when there are
+    several), the reference a grey diamond, ticks on both axes."""
     points = frame.dropna(subset=["WER %", "RTFx"])
     if points.empty:
         return '<p class="muted">No timed runs to plot.</p>'
-    width, height, pad = 560, 260, 40
-    x_max = max(points["RTFx"].max() * 1.1, 1.0)
-    y_max = max(points["WER %"].max() * 1.2, 1.0)
-    sx = lambda v: pad + (width - 2 * pad) * v / x_max  # noqa: E731
-    sy = lambda v: height - pad - (height - 2 * pad) * v / y_max  # noqa: E731
-    parts = [
-        f'<svg class="plot wer-rtfx" width="{width}" height="{height}" role="img" '
-        f'aria-label="WER against RTFx"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" '
-        f'y2="{height - pad}" stroke="#999"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" '
-        f'stroke="#999"/><text x="{width / 2}" y="{height - 8}">RTFx (higher is faster)</text>'
-        f'<text x="4" y="{pad - 12}">WER % (lower is better)</text>'
-        f'<text x="{pad}" y="{height - pad + 14}">0</text><text x="{width - pad}" y="{height - pad + 14}">'
-        f'{x_max:.0f}</text><text x="4" y="{pad + 4}">{y_max:.0f}</text>'
-    ]
-    legend = []
-    for number, (_, r) in enumerate(points.iterrows(), start=1):  # numbered dots: labels never collide
-        x, y = sx(r["RTFx"]), sy(r["WER %"])
-        parts.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="#3a6ea5"><title>{_e(r["Implementation"])}: '
-            f"WER {r['WER %']:.2f} %, RTFx {r['RTFx']:.1f}</title></circle>"
-            f'<text x="{x + 5:.1f}" y="{y - 5 - 9 * ((number - 1) % 2):.1f}">{number}</text>'
+    colour = _series(points)
+    several = len(colour) > 1
+    dots = [
+        Point(
+            f"{r['Implementation']}" + (f" · {r['Dataset']}" if several else ""),
+            float(r["RTFx"]),
+            float(r["WER %"]),
+            bool(r["Reference"]),
+            colour[r["Dataset"]],
+            f"{r['Run']}: WER {r['WER %']:.2f} %, RTFx {r['RTFx']:.1f}",
         )
-        legend.append(f"<li>{_e(r['Implementation'])}: WER {r['WER %']:.2f} %, RTFx {r['RTFx']:.1f}</li>")
-    return "".join(parts) + f'</svg><ol class="plot-legend">{"".join(legend)}</ol>'
+        for _, r in points.iterrows()
+    ]
+    return scatter(
+        dots,
+        "RTFx × (audio seconds per inference second; right is faster)",
+        "WER % (lower is better)",
+        "wer-rtfx",
+        "WER % against RTFx ×, one point per run (grey diamond: the reference)",
+    )
 
 
 def _qoi_bars(frame: pd.DataFrame) -> str:
+    """QoI % per run, grouped by dataset; the reference (100 % by definition) drawn apart in grey."""
     bars = frame.dropna(subset=["QoI %"])
     if bars.empty:
         return '<p class="muted">No reference: QoI not computed.</p>'
-    row_h, width, label_w = 22, 560, 220
-    parts = [f'<svg class="plot qoi" width="{width}" height="{row_h * len(bars) + 10}" role="img" aria-label="QoI">']
-    for i, (_, r) in enumerate(bars.iterrows()):
-        w = (width - label_w - 60) * r["QoI %"] / 100.0
-        reference = bool(r.get("Reference"))  # 100 % by definition: drawn apart, labelled, not a result
-        name = _e(r["Implementation"]) + (" (reference)" if reference else "")
-        fill = "#bbbbbb" if reference else "#6aa56a"
-        weight = ' font-weight="bold"' if reference else ""
-        parts.append(
-            f'<text x="0" y="{i * row_h + 15}"{weight}>{name}</text>'
-            f'<rect x="{label_w}" y="{i * row_h + 3}" width="{w:.1f}" height="{row_h - 6}" fill="{fill}"/>'
-            f'<text x="{label_w + w + 4:.1f}" y="{i * row_h + 15}">{r["QoI %"]:.1f} %</text>'
+    return grouped_bars(
+        [
+            Bar(str(r["Dataset"]), str(r["Implementation"]), float(r["QoI %"]), reference=bool(r["Reference"]))
+            for _, r in bars.iterrows()
+        ],
+        "QoI % (examples no worse than the reference's; higher is better)",
+        "qoi",
+        "QoI % per run, by dataset (grey: the reference, 100 % by definition)",
+    )
+
+
+def _language_bars(languages: pd.DataFrame) -> str:
+    """The headline error rate and QoI per language as grouped bars (one group per language, a bar per run)."""
+    ordered = table_order(languages)
+    colour = {name: number for number, name in enumerate(dict.fromkeys(ordered["Implementation"]))}
+    charts = []
+    for column, axis, css in (
+        ("Error %", "WER % (CER % where written without spaces; lower is better)", "lang-error"),
+        ("QoI %", "QoI % (examples no worse than the reference's; higher is better)", "lang-qoi"),
+    ):
+        bars = [
+            Bar(
+                f"{r['Language']} · {r['Metric']}" if r["Language"] != "macro" else "macro (mean over languages)",
+                str(r["Implementation"]),
+                float(r[column]),
+                colour[r["Implementation"]],
+                bool(r["Reference"]),
+            )
+            for _, r in ordered.iterrows()
+            if r[column] is not None and not pd.isna(r[column])
+        ]
+        title = (
+            "WER % per language (CER % where written without spaces)" if column == "Error %" else "QoI % per language"
         )
-    return "".join(parts) + "</svg>"
+        charts.append(grouped_bars(bars, axis, css, f"{title}, a bar per run", width=570))
+    return '<div class="pair">' + "".join(charts) + "</div>"
 
 
 def alignment_html(transcript: str, hypothesis_text: str, normalizer: str) -> str:
@@ -229,8 +313,9 @@ def _explorer(comparison: Comparison) -> str:
     title = f"{_e(comparison.candidate.name)} vs {_e(comparison.reference.name)}" + (
         "" if coverage.finished else f' <span class="status unfinished">({_e(coverage)})</span>'
     )
+    anchor = _anchor(comparison.candidate.name)
     if not regressed:
-        return f'<h3>{title}</h3><p class="muted">No regressed examples.</p>'
+        return f'<h3 id="{anchor}">{title}</h3><p class="muted">No regressed examples.</p>'
     normalizer = comparison.reference.normalizer
     ids = {e.id for e in regressed}
     ref_timed, cand_timed = timed_predictions(comparison.reference, ids), timed_predictions(comparison.candidate, ids)
@@ -256,8 +341,9 @@ def _explorer(comparison: Comparison) -> str:
     )
     shown = "" if len(regressed) == comparison.result.regressed else f" (the {len(regressed)} worst shown)"
     return (
-        f"<h3>{title}: {comparison.result.regressed} regressed of {comparison.result.joined}{shown}</h3>"
-        f'<table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<h3 id="{anchor}">{title}: {comparison.result.regressed} regressed of {comparison.result.joined}{shown}</h3>'
+        f'<div class="wide"><table class="sortable explorer"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
+        "</table></div>"
     )
 
 
@@ -303,6 +389,127 @@ def _formatting_drift(comparison: Comparison) -> str:
     )
 
 
+def _comparisons(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[Comparison]:
+    """Each run with a reference run on its dataset, compared with it (once: the explorer, the drift and the
+    overview use them)."""
+    out = []
+    for run in runs:
+        reference = references.get(run.dataset_hash)
+        if reference is not None and reference is not run:
+            out.append(compare_runs(reference, run))
+    return out
+
+
+def _anchor(run_name: str) -> str:
+    return "explore-" + "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run_name)
+
+
+def _best_worst(part: pd.DataFrame, column: str, higher: bool) -> tuple[str, str]:
+    """The best and the worst run of one dataset on ``column`` (name and figure), '–' without a figure."""
+    shown = part.dropna(subset=[column])
+    if shown.empty:
+        return "–", "–"
+    ordered = shown.sort_values(column, ascending=not higher)
+
+    def cell(r) -> str:
+        return f"{_e(r['Implementation'])} <b>{r[column]:.{1 if 'QoI' in column else 2}f}</b>"
+
+    best, worst = ordered.iloc[0], ordered.iloc[-1]
+    return cell(best), (cell(worst) if len(ordered) > 1 else '<span class="muted">one run</span>')
+
+
+def _overview(frame: pd.DataFrame, comparisons: list[Comparison], sections: list[Section]) -> str:
+    """The first screen: per dataset the best and worst run on WER and QoI (the reference aside for QoI), what
+    regressed against the reference (examples, linked to the explorer), and which sections below have anything
+    to say."""
+    regressed: dict[str, list[str]] = {}
+    for c in comparisons:
+        if c.result.regressed:
+            regressed.setdefault(c.candidate.meta.dataset.name, []).append(
+                f'<a href="#{_anchor(c.candidate.name)}">{_e(c.candidate.meta.label or c.candidate.name)}</a> '
+                f"{c.result.regressed} of {c.result.joined}"
+            )
+    rows = []
+    for dataset, part in frame.groupby("Dataset", sort=False):
+        wer_best, wer_worst = _best_worst(part, "WER %", higher=False)
+        qoi_best, qoi_worst = _best_worst(part[~part["Reference"].astype(bool)], "QoI %", higher=True)
+        worse = "; ".join(regressed.get(str(dataset), [])) or '<span class="muted">none</span>'
+        rows.append(
+            f'<tr><td>{_e(dataset)}</td><td class="num">{len(part)}</td><td>{wer_best}</td><td>{wer_worst}</td>'
+            f"<td>{qoi_best}</td><td>{qoi_worst}</td><td>{worse}</td></tr>"
+        )
+    speaking = [f'<a href="#{s.key}">{_e(s.title)}</a>' for s in sections if s.speaks]
+    quiet = [f'<a href="#{s.key}">{_e(s.title)}</a>' for s in sections if not s.speaks]
+    said = "Sections with something to say: " + (" · ".join(speaking) or "none") + "."
+    said += f" Nothing to report: {' · '.join(quiet)}." if quiet else ""
+    return (
+        '<h2 id="overview">At a glance</h2><table class="glance"><thead><tr><th>Dataset</th><th>Runs</th>'
+        "<th>Best WER %</th><th>Worst WER %</th><th>Best QoI %</th><th>Worst QoI %</th>"
+        "<th>Regressed examples against the reference</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table><p>{said}</p>"
+    )
+
+
+def _form_sections(frame: pd.DataFrame) -> list[str]:
+    """The leaderboard of each form (one table per dataset) with its WER-against-speed and QoI charts."""
+    parts = []
+    for form, heading in (("short", "Short-form (≤ 30 s per example)"), ("long", "Long-form (> 30 s)")):
+        part = frame[frame["Form"] == form] if not frame.empty else frame
+        parts.append(f'<h2 id="form-{form}">{heading}</h2>')
+        if part.empty:
+            parts.append('<p class="muted">No runs.</p>')
+            continue
+        for dataset, rows in part.groupby("Dataset", sort=False):
+            parts += [f"<h3>{_e(dataset)}</h3>", _leaderboard_table(rows)]
+        parts += ["<h3>WER against speed</h3>", _scatter(part), "<h3>QoI against the reference</h3>", _qoi_bars(part)]
+    return parts
+
+
+def _sections(frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun]) -> list[Section]:
+    """The sections below the leaderboards, each marked whether it has anything to say."""
+    out = []
+    languages = language_frame(runs, references)
+    if not languages.empty:
+        body = _language_bars(languages) + (
+            '<details class="more"><summary>Every language and run as a table</summary>'
+            + _language_table(languages)
+            + "</details>"
+        )
+        out.append(Section("by-language", "By language", '<h2 id="by-language">By language</h2>' + body))
+    for section in sections_html(frame):
+        if section.key == "section-timing" and section.speaks:
+            section = Section(section.key, section.title, section.html + timing_bars(frame))
+        out.append(section)
+    for key, title, text in (
+        ("keywords", "Keywords", keywords_html(runs)),
+        ("robustness", "Robustness", robustness_html(robustness_frame(runs, references))),
+        ("section-speed", "Speed", speed_html(runs, references)),
+        ("streaming", "Streaming", streaming_html(runs, references) + _latency_chart(runs)),
+        ("noise", "Run-to-run noise", noise_html(noise_frame(runs))),
+    ):
+        if text:
+            out.append(Section(key, title, f'<div id="{key}"></div>{text}'))
+    return out
+
+
+def _latency_chart(runs: list[StoredRun]) -> str:
+    """Each streaming run's latency percentiles (p50, p90, p99 s) as grouped bars, '' without one."""
+    bars = []
+    for run in runs:
+        latency = latency_of(run_streaming(run))
+        if latency is None:
+            continue
+        name, figure = latency
+        for q in ("p50", "p90", "p99"):
+            if isinstance(figure.get(q), (int, float)):
+                bars.append(Bar(f"{run.name} · {name}", q, float(figure[q]), {"p50": 0, "p90": 1, "p99": 3}[q]))
+    if not bars:
+        return ""
+    return grouped_bars(
+        bars, "latency s (lower is better)", "latency", "Streaming latency per run: p50, p90 and p99 (s)"
+    )
+
+
 def render_html(
     frame: pd.DataFrame,
     runs: list[StoredRun],
@@ -310,45 +517,25 @@ def render_html(
     title: str = "Whisper leaderboard",
     stamp: Optional[str] = None,
 ) -> str:
-    """The whole report as one HTML document (``stamp``: when it was made, default now)."""
+    """The whole report as one HTML document (``stamp``: when it was made, default now): the overview first, the
+    leaderboards, then the sections with something to say (the others one sentence each), the explorer."""
     stamp = stamp or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sections = [f'<h1>{_e(title)}</h1><p class="muted">Generated by whisperbench on {stamp}.</p>']
-    for form, heading in (("short", "Short-form (≤ 30 s per example)"), ("long", "Long-form (> 30 s)")):
-        part = frame[frame["Form"] == form] if not frame.empty else frame
-        sections.append(f"<h2>{heading}</h2>")
-        if part.empty:
-            sections.append('<p class="muted">No runs.</p>')
-            continue
-        sections += [
-            _leaderboard_table(part),
-            "<h3>WER against speed</h3>",
-            _scatter(part),
-            "<h3>QoI against the reference</h3>",
-            _qoi_bars(part),
-        ]
-    languages = language_frame(runs, references)
-    if not languages.empty:
-        sections += ["<h2>By language</h2>", _language_table(languages)]
-    sections += [*sections_html(frame), timing_bars(frame), robustness_html(robustness_frame(runs, references))]
-    sections.append(keywords_html(runs))
-    sections.append(speed_html(runs, references))
-    sections += [streaming_html(runs, references), noise_html(noise_frame(runs))]
-    sections.append(
-        '<h2>Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
+    comparisons = _comparisons(runs, references)
+    sections = _sections(frame, runs, references)
+    parts = [f'<h1>{_e(title)}</h1><p class="muted">Generated by whisperbench on {stamp}.</p>']
+    if not frame.empty:
+        parts.append(_overview(frame, comparisons, sections))
+    parts += _form_sections(frame)
+    parts += [section.html for section in sections]
+    parts.append(
+        '<h2 id="explorer">Regression explorer</h2><p class="legend">Alignment against the normalized transcript: '
         '<span class="sub">substitution</span><span class="del">deletion</span>'
         '<span class="ins">insertion</span>. Click a column to sort.</p>' + FILTER_HTML
     )
-    explorer: list[str] = []
-    drift: list[str] = []
-    for run in runs:
-        reference = references.get(run.dataset_hash)
-        if reference is not None and reference is not run:
-            comparison = compare_runs(reference, run)
-            explorer.append(_explorer(comparison))
-            drift.append(_formatting_drift(comparison))
-    sections += explorer or ['<p class="muted">No candidate runs with a reference.</p>']
+    parts += [_explorer(c) for c in comparisons] or ['<p class="muted">No candidate runs with a reference.</p>']
+    drift = [_formatting_drift(c) for c in comparisons]
     if any(drift):
-        sections += [
+        parts += [
             '<h2>Formatting drift</h2><p class="legend">Outputs whose normalized words equal the reference '
             "run's but whose punctuation, casing or numbers differ (QoI cannot see them): "
             '<span class="sub">changed</span><span class="ins">added</span><span class="del">dropped</span>.</p>',
@@ -356,7 +543,8 @@ def render_html(
         ]
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-        f"<style>{STYLE}</style></head><body>{''.join(sections)}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>"
+        f'<meta name="viewport" content="width=device-width"><style>{STYLE}{CHART_STYLE}</style></head>'
+        f"<body>{''.join(parts)}<script>{SORT_SCRIPT}{FILTER_SCRIPT}</script></body></html>"
     )
 
 

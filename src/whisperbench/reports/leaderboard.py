@@ -28,24 +28,8 @@ from ..scoring.table import column as table_column, metric_values
 from .compare import compare_runs
 from .escape import md_cell
 from .sections import flat_values, value_column
+from .speed import busy_why
 from .weights import english_only_languages, english_only_note, model_label, size_mb
-
-COLUMNS = [
-    "Implementation",
-    "Model",
-    "Size MB",
-    "Dataset",
-    "WER %",
-    "WER 95% CI",
-    "QoI %",
-    "QoI 95% CI",
-    "RTFx",
-    "Examples",
-    "Failed",
-    "Status",
-    "Run",
-]
-
 
 REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its maker (e.g. the demo) used
 
@@ -150,7 +134,8 @@ def leaderboard_frame(
                 "QoI CI": qoi_ci,
                 "Format drift %": drift,
                 "RTFx": stored.rtfx if stored is not None else summary["rtfx"],
-                "RTFx reliable": stored is None or stored.rtfx_reliable is not False,
+                "RTFx reliable": busy_why(run) is None,
+                "Busy": busy_why(run),
                 "Examples": summary["num_examples"],
                 "Failed": summary["num_failed"],
                 "Status": str(run.coverage),
@@ -194,6 +179,20 @@ def shown_metrics(frame: pd.DataFrame) -> list[Metric]:
     return [m for m in column_metrics() if m.label in frame and frame[m.label].notna().any()]
 
 
+def column_label(metric: Metric) -> str:
+    """The heading that names a metric's figure and its unit: its ``heading`` ("CER %"), else, for a pooled rate,
+    its headline spelt as a figure ("f_wer" -> "F-WER %"), else its name.
+
+    >>> column_label(metric_named("formatting")), column_label(metric_named("cer"))
+    ('F-WER %', 'CER %')
+    """
+    if metric.heading:
+        return metric.heading
+    if metric.headline and metric.headline in metric.ratios:
+        return f"{metric.headline.upper().replace('_', '-')} %"
+    return metric.name
+
+
 def metric_columns(frame: pd.DataFrame) -> list[str]:
     """The headings of :func:`shown_metrics`' columns."""
     return [m.label for m in shown_metrics(frame)]
@@ -233,28 +232,57 @@ def _fmt_ci(interval) -> str:
     )
 
 
-def _table(frame: pd.DataFrame, columns: list[str]) -> str:
-    shown = frame.assign(**{"WER 95% CI": frame["WER CI"].map(_fmt_ci), "QoI 95% CI": frame["QoI CI"].map(_fmt_ci)})
-    shown = shown[columns].copy()
-    shown["Model"] = model_cell(frame)
-    shown["WER %"] = shown["WER %"].map(lambda v: _fmt(v, 2))
-    shown["QoI %"] = shown["QoI %"].map(lambda v: _fmt(v, 1))
-    shown["Size MB"] = shown["Size MB"].map(lambda v: _fmt(v, 1))
-    shown["RTFx"] = [
-        _fmt(v, 1) + ("" if ok or _fmt(v, 1) == "–" else " ⚠ busy")
-        for v, ok in zip(frame["RTFx"], frame["RTFx reliable"])
-    ]
-    for column in ("Model", "Dataset", "Long-form algorithm", "Status"):  # text from manifests and command lines
-        if column in shown:
-            shown[column] = shown[column].map(md_cell)
-    for column in metric_columns(frame) + (["Format drift %"] if "Format drift %" in shown else []):
-        shown[column] = shown[column].map(lambda v: _fmt(v, 2))
-    shown["Run"] = shown["Run"].map(lambda v: f"`{md_cell(v)}`")
-    shown["Implementation"] = [
-        f"**{md_cell(name)}** (reference)" if ref else md_cell(name)
-        for name, ref in zip(frame["Implementation"], frame["Reference"])
-    ]
-    return shown.to_markdown(index=False, disable_numparse=True)
+#: the markdown document's length at most (characters): a GitHub comment or Actions job summary holds 65,536
+MARKDOWN_LIMIT = 60_000
+#: of which the leaderboard's tables may take this much; the sections after it take what is left, each whole or
+#: replaced by one line pointing at the HTML report
+LEADERBOARD_BUDGET = 45_000
+#: the compact table's columns (the rest of each run is in the HTML report and the CSV)
+COMPACT = ["Implementation", "Model", "Size MB", "Dataset", "WER % (95% CI)", "QoI % (95% CI)", "RTFx", "Status", "Run"]
+
+
+def _with_ci(value, interval, digits: int) -> str:
+    figure = _fmt(value, digits)
+    return figure if figure == "–" or _fmt_ci(interval) == "–" else f"{figure} ({_fmt_ci(interval)})"
+
+
+def _table_lines(frame: pd.DataFrame) -> list[str]:
+    """The compact leaderboard's rows as markdown lines (the header and its rule first)."""
+    rows = []
+    for (_, r), model in zip(frame.iterrows(), model_cell(frame)):
+        name = f"**{md_cell(r['Implementation'])}** (reference)" if r["Reference"] else md_cell(r["Implementation"])
+        rtfx = _fmt(r["RTFx"], 1)
+        busy = " ⚠ busy" if isinstance(r.get("Busy"), str) and rtfx != "–" else ""
+        cells = [
+            name,
+            md_cell(model),
+            _fmt(r.get("Size MB"), 1),
+            md_cell(r["Dataset"]),
+            _with_ci(r["WER %"], r["WER CI"], 2),
+            _with_ci(r["QoI %"], r["QoI CI"], 1),
+            rtfx + busy,
+            md_cell(r["Status"]),
+            f"`{md_cell(r['Run'])}`",
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return ["| " + " | ".join(COMPACT) + " |", "|" + "---|" * len(COMPACT), *rows]
+
+
+def _within(frame: pd.DataFrame, lines: list[str], budget: int) -> tuple[list[str], int]:
+    """The table's lines cut to ``budget`` characters: the references and each dataset's best runs by WER kept
+    first (round by round: every dataset's first, then second…), in the table's order; and how many were left out."""
+    head, rows = lines[:2], lines[2:]
+    if sum(len(line) + 1 for line in lines) <= budget:
+        return lines, 0
+    rank = frame.groupby("Dataset", sort=False).cumcount().to_numpy() + (~frame["Reference"].astype(bool)).to_numpy()
+    order = sorted(range(len(rows)), key=lambda i: (rank[i], i))
+    used, kept = sum(len(line) + 1 for line in head), set()
+    for i in order:
+        if used + len(rows[i]) + 1 > budget:
+            break
+        used += len(rows[i]) + 1
+        kept.add(i)
+    return head + [rows[i] for i in sorted(kept)], len(rows) - len(kept)
 
 
 def render_markdown(
@@ -273,12 +301,16 @@ def render_markdown(
         part = frame[frame["Form"] == form] if not frame.empty else frame
         if part.empty:
             continue  # a form without runs gets no section
-        drift = ["Format drift %"] if part["Format drift %"].notna().any() else []
-        columns = (
-            COLUMNS[:-1] + drift + metric_columns(part) + (["Long-form algorithm"] if form == "long" else []) + ["Run"]
-        )
-        tables.append(_table(part, columns))
+        share = LEADERBOARD_BUDGET * len(part) // len(frame)  # each form its share of the budget, by its runs
+        lines, left_out = _within(part, _table_lines(part), share)
+        tables.append("\n".join(lines))
         parts += [f"## {heading}", "", tables[-1], ""]
+        if left_out:
+            parts += [
+                f"_{left_out} more run(s), the worst of their dataset on WER, left out to fit a pull request's "
+                "comment: the HTML report and the CSV have every run._",
+                "",
+            ]
     if not tables:
         parts += ["_No runs._", ""]
     return "\n".join(parts + [_footnotes("\n".join(tables)), ""])
@@ -291,19 +323,9 @@ def _footnotes(tables: str) -> str:
         "failed examples count as empty hypotheses. QoI: % of examples whose WER is no higher than the "
         "reference's on the same example (joined by id). 95% CI: bootstrap over examples (2000 resamples, "
         "seed 0; above 50,000 examples the resampled sums are drawn from their normal limit).",
-        "Format drift: % of examples whose output differs from the reference run's in punctuation, casing or numbers "
-        "only (the normalized words agree)."
-        if "Format drift %" in tables
-        else "",
-        "CER %: Σ character errors / Σ transcript characters over Whisper-normalized text (spaces left out for "
-        "languages written without them)."
-        if "CER %" in tables
-        else "",
-        "formatting: F-WER, unnormalized WER, on the examples with a formatted transcript (mixed case or punctuation)."
-        if "formatting" in tables
-        else "",
         "RTFx: Σ audio seconds / Σ inference seconds, model load and warm-up excluded; Status: examples stored of "
-        "the dataset's, and whether the run finished (a stopped run's figures cover only what it stored).",
+        "the dataset's, and whether the run finished (a stopped run's figures cover only what it stored). Format "
+        "drift, CER, F-WER and the other metrics' columns: the HTML report and the CSV.",
         "⚠ busy: other processes kept the machine busy during that run (load or CPU steal recorded in its "
         "run.json): its speed is not comparable."
         if "⚠ busy" in tables

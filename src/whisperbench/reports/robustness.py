@@ -17,6 +17,7 @@ from ..scoring.conditions import SEPARATOR, condition_of, condition_order, noise
 from ..scoring.record import Summary
 from ..store import StoredRun
 from .compare import compare_runs
+from .charts import ticks
 from .escape import md_cell
 
 COUNTS = {
@@ -168,8 +169,8 @@ def robustness_html(frame: pd.DataFrame) -> str:
         for h in ["Implementation", "Condition", "Examples", "WER %", "QoI %", "Words on non-speech", *COUNTS]
     )
     return (
-        f'<h2>Robustness</h2>{_curves(frame)}<table class="sortable robustness"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{rows}</tbody></table>"
+        f'<h2>Robustness</h2>{_curves(frame)}<div class="wide"><table class="sortable robustness"><thead><tr>{head}'
+        f"</tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -187,16 +188,22 @@ def _curves(frame: pd.DataFrame) -> str:
     sy = lambda v: height - pad - (height - 2 * pad) * v / y_max  # noqa: E731
     colors = ["#3a6ea5", "#c0504d", "#6aa56a", "#8064a2", "#f79646", "#4bacc6", "#777"]
     parts = [
-        f'<svg class="plot robustness-curve" width="{width}" height="{height}" role="img" aria-label="WER '
-        f'against SNR"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#999"/>'
-        f'<text x="{width / 2 - 40}" y="{height - 8}">SNR dB (right: clean)</text>'
-        f'<text x="4" y="{pad - 12}">WER % ({y_max:.0f} at top)</text>'
+        f'<svg class="chart robustness-curve" width="{width}" height="{height}" role="img" aria-label="WER '
+        f'against SNR"><g class="axis"><line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}"/>'
+        f'<text class="x-label" x="{width / 2 - 40}" y="{height - 8}">SNR dB (right: clean)</text>'
+        f'<text class="y-label" x="4" y="{pad - 12}">WER % (lower is better)</text>'
     ]
     parts += [
         f'<text x="{sx(x) - 8:.1f}" y="{height - pad + 14}">{"clean" if i == len(snrs) else f"{x:g}"}</text>'
         for i, x in enumerate(xs)
     ]
+    parts += [
+        f'<text x="{pad - 4}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:g}</text>'
+        for t in ticks(0.0, y_max)
+        if t <= y_max
+    ]
+    parts.append("</g>")
     legend = []
     for number, ((name, noise), group) in enumerate(noisy.groupby(["Implementation", "Noise"], sort=True)):
         points = sorted(zip(group["SNR dB"], group["WER %"]))

@@ -130,7 +130,8 @@ def compare_speed(
     busy = {role: run.meta.machine_load.get("why") or "busy" for role, run in roles if _busy(run)}
     memory, load = _run_increases(reference, candidate)
     per_token = {role: run.summary.ms_per_token if run.summary else None for role, run in roles[:2]}
-    first = {role: run.summary.first_result_s if run.summary else None for role, run in roles[:2]}
+    # a side without times of its own (a recorded run without infer_s) has no wait for its first result either
+    first = {role: run.summary.first_result_s if run.summary and _timed(run) else None for role, run in roles[:2]}
     warm = {role: run.summary.load_warm_s if run.summary else None for role, run in roles[:2]}
     if differ and not allow_different_machines and set(origin.values()) == {"this machine"}:
         refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
@@ -158,8 +159,30 @@ def _roles(reference: StoredRun, candidate: StoredRun, repeats: Sequence[StoredR
 
 
 def _busy(run: StoredRun) -> bool:
-    """Whether the run's times were taken here on a busy machine (a device's recorded times are not)."""
-    return bool(run.meta.machine_load.get("busy")) and timings_from(run) == "this machine"
+    """Whether the run's times were taken here on a busy machine (a device's recorded times are not, nor a run
+    without times)."""
+    return bool(run.meta.machine_load.get("busy")) and timings_from(run) == "this machine" and _timed(run)
+
+
+def _timed(run: StoredRun) -> bool:
+    """Whether the run has times of its own (a recorded run without ``infer_s`` has none)."""
+    return run.summary is None or run.summary.rtfx is not None
+
+
+def busy_why(run: StoredRun) -> Optional[str]:
+    """Why the run's RTFx is not comparable (the load other processes put on the machine that timed it), or None:
+    a recorded run timed on its device, or with no times at all, is not judged by the scoring machine's load."""
+    stored = run.summary
+    if (
+        stored is None
+        or stored.rtfx is None
+        or stored.rtfx_reliable is not False
+        or timings_from(run) != "this machine"
+    ):
+        return None
+    if run.meta.adapter == "recorded":
+        return None  # a hypotheses file's times (if any) were not taken here
+    return str(run.meta.machine_load.get("why") or "the machine was busy")
 
 
 def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional[float], Optional[float]]:
@@ -209,12 +232,24 @@ def speed_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[
     """One row per run that has a reference run on its dataset: its time against the reference's (wall time, the
     geometric mean of the per-example ratios with its 95 % interval and the sign test), RTFx, core-seconds per
     audio second, ms per token, peak memory and load time against the reference's, and why a figure is missing."""
-    rows = []
+    return _rows(speed_pairs(runs, references))
+
+
+def speed_pairs(
+    runs: list[StoredRun], references: dict[str, StoredRun]
+) -> list[tuple[StoredRun, StoredRun, SpeedComparison]]:
+    """(run, its reference, their speed comparison) of each run that has a reference run on its dataset."""
+    pairs = []
     for run in runs:
         reference = references.get(run.dataset_hash)
-        if reference is None or reference is run:
-            continue
-        speed = compare_speed(reference, run)
+        if reference is not None and reference is not run:
+            pairs.append((run, reference, compare_speed(reference, run)))
+    return pairs
+
+
+def _rows(pairs: list[tuple[StoredRun, StoredRun, SpeedComparison]]) -> list[dict[str, Any]]:
+    rows = []
+    for run, reference, speed in pairs:
         s = speed.stats
         ratio, rtfx = _ratio_cells(s)
         rows.append(
@@ -255,7 +290,6 @@ def _note(speed: SpeedComparison) -> Optional[str]:
     notes = [speed.refused] if speed.refused else []
     if not speed.refused and (speed.stats is None or speed.stats.ratio is None):
         notes.append("no example timed in both runs")
-    notes += [f"busy machine ({role}: {why})" for role, why in speed.busy.items()]
     if speed.machines_differ and not speed.refused:
         notes.append(f"different machines ({speed.machines_differ})")
     notes += [f"{role} timed {where}" for role, where in speed.timings_from.items() if where != "this machine"]
@@ -272,17 +306,69 @@ _SPEED_LEGEND = (
 )
 
 
-def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
-    """The speed table as an HTML section ('' when no run has a reference)."""
-    from .tables import html_table
+def busy_line(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
+    """One line naming the runs of the speed table (and their references) timed on a busy machine, with the load
+    (what was once a note in every row), or ''."""
+    named = {run.name: run for run in runs if references.get(run.dataset_hash) not in (None, run)}
+    named |= {ref.name: ref for run in list(named.values()) if (ref := references.get(run.dataset_hash))}
+    busy = [f"{name} ({why})" for name, run in sorted(named.items()) if (why := _busy_load(run))]
+    return f"Timed on a busy machine (judge these on CPU time): {'; '.join(busy)}." if busy else ""
 
-    rows = speed_rows(runs, references)
-    return f'<h2>Speed</h2><p class="muted">{_SPEED_LEGEND}</p>' + html_table(rows, "speed") if rows else ""
+
+def _busy_load(run: StoredRun) -> Optional[str]:
+    return str(run.meta.machine_load.get("why") or "busy") if _busy(run) else None
+
+
+def speed_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
+    """The speed table as an HTML section: the speed ratio of each candidate with its interval as a chart, the
+    busy-machine line and what every row shares said once above the table ('' when no run has a reference)."""
+    import html
+
+    from .charts import Interval, intervals
+    from .tables import html_table, said_above, said_once, said_once_text
+
+    pairs = speed_pairs(runs, references)
+    rows = _rows(pairs)
+    if not rows:
+        return ""
+    keep, once = said_once(rows, [c for c in rows[0] if c != "run"])
+    rows, shared = said_above(rows, "note") if "note" in keep else (rows, [])
+    busy = busy_line(runs, references)
+    points = [
+        Interval(run.name, s.ratio, s.low, s.high)
+        for run, _, speed in pairs
+        if (s := speed.stats) is not None and s.ratio is not None and s.low is not None and s.high is not None
+    ]
+    chart = intervals(
+        points,
+        "wall time × the reference's (geometric mean, 95 % interval; < 1 is faster)",
+        "speed-ratio",
+        "Wall time × the reference's per candidate, with its 95 % interval (dashed: the reference, ×1)",
+        marker=1.0,
+    )
+    said = f'<p class="once">In every row: {html.escape(said_once_text(once))}.</p>' if said_once_text(once) else ""
+    said += "".join(f'<p class="once">{html.escape(line)}</p>' for line in shared)
+    return (
+        f'<h2>Speed</h2><p class="muted">{_SPEED_LEGEND}</p>'
+        + (f'<p class="busy-line">⚠ {html.escape(busy)}</p>' if busy else "")
+        + chart
+        + said
+        + '<div class="wide">'
+        + html_table([{k: row[k] for k in keep} for row in rows], "speed")
+        + "</div>"
+    )
 
 
 def render_speed_markdown(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     """The leaderboard's speed section ('' when no run has a reference)."""
-    from .tables import markdown_table
+    from .tables import markdown_table, said_above, said_once, said_once_text
 
     rows = speed_rows(runs, references)
-    return f"\n## Speed\n\n{_SPEED_LEGEND}\n\n" + markdown_table(rows) if rows else ""
+    if not rows:
+        return ""
+    keep, once = said_once(rows, [c for c in rows[0] if c != "run"])
+    rows, shared = said_above(rows, "note") if "note" in keep else (rows, [])
+    lines = [busy_line(runs, references), f"In every row: {said_once_text(once)}." if said_once_text(once) else ""]
+    lines += shared
+    said = "".join(f"{line}\n\n" for line in lines if line)
+    return f"\n## Speed\n\n{_SPEED_LEGEND}\n\n{said}" + markdown_table([{k: row[k] for k in keep} for row in rows])

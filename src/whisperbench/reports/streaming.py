@@ -7,6 +7,8 @@ streaming table (implementation, policy, chunk, clock, WER, WER vs batch, latenc
 
 from __future__ import annotations
 
+import html
+
 from typing import Any, Optional
 
 from ..store import StoredRun
@@ -143,10 +145,15 @@ def streaming_html(runs: list[StoredRun], references: dict[str, StoredRun]) -> s
     rows = leaderboard_rows(runs, references)
     if not rows:
         return ""
+    from .tables import said_once, said_once_text
+
+    keep, once = said_once(rows, [c for c in rows[0] if c != "run"])
+    said = f'<p class="once">In every run: {html.escape(said_once_text(once))}.</p>' if said_once_text(once) else ""
     return (
         '<h2>Streaming</h2><p class="muted">Latency in audio time under the simulated clock, wall time under the '
         "real-time clock; WER difference paired against the dataset's reference run.</p>"
-        + html_table(rows, "streaming")
+        + said
+        + html_table([{k: row[k] for k in keep} for row in rows], "streaming")
     )
 
 

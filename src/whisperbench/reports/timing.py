@@ -75,27 +75,25 @@ def words_html(reference: Optional[Prediction], candidate: Optional[Prediction],
 
 
 def timing_bars(frame: pd.DataFrame) -> str:
-    """Horizontal bars under the timing section: median (dark) and p90 (light) of the utterance-start error, in
-    ms, one pair per run of the leaderboard ``frame`` that has them ('' when none has)."""
+    """Horizontal bars under the timing section: median and p90 of the utterance-start error, in ms, one pair per
+    run of the leaderboard ``frame`` that has them ('' when none has)."""
     _, rows = section_rows(frame, METRIC)
     data = [(r["Run"], r["cells"]["Start err median ms"], r["cells"]["Start err p90 ms"]) for r in rows]
     data = [(run, median, p90) for run, median, p90 in data if median is not None and p90 is not None]
     if not data:
         return ""
-    top = max(max(p90 for _, _, p90 in data), 1.0)
-    height, width, left = 22 * len(data) + 20, 640, 220
-    bars = []
-    for i, (run, median, p90) in enumerate(data):
-        y, long, short = 10 + 22 * i, (width - left - 60) * p90 / top, (width - left - 60) * median / top
-        bars.append(
-            f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" font-size="11">{html.escape(str(run))}</text>'
-            f'<rect x="{left}" y="{y}" width="{long:.1f}" height="16" fill="#9ecae1"/>'
-            f'<rect x="{left}" y="{y + 4}" width="{short:.1f}" height="8" fill="#08519c"/>'
-            f'<text x="{left + long + 4:.1f}" y="{y + 13}" font-size="11">{median:.0f} / {p90:.0f} ms</text>'
-        )
-    return (
-        f'<h3>Utterance-start error: median (dark) and p90 (light)</h3><svg width="{width}" height="{height}" '
-        f'role="img">{"".join(bars)}</svg>'
+    from .charts import Bar, grouped_bars
+
+    bars = [
+        Bar(str(run), name, value, series)
+        for run, *figures in data
+        for (name, series), value in zip((("median", 0), ("p90", 1)), figures)
+    ]
+    return "<h3>Utterance-start error: median and p90</h3>" + grouped_bars(
+        bars,
+        "utterance-start error ms (lower is better)",
+        "timing",
+        "Utterance-start error per run: median and p90 (ms)",
     )
 
 

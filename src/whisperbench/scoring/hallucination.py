@@ -404,6 +404,8 @@ DISPLAY = Display(
     "often than in the transcript; burst: ≥ 5 consecutive inserted words; output on non-speech: words written on "
     "audio whose transcript is empty; catastrophic: example WER ≥ 100 %; ratio > 2.4: Whisper's gzip "
     "compression ratio of the raw output above openai-whisper's retry threshold.",
+    label="loops, bursts or output on non-speech",
+    unit="examples",
 )
 
 METRIC = Metric(

@@ -151,6 +151,26 @@ class Display:
     title: str
     columns: Mapping[str, str]
     note: str = ""
+    #: a short name of what the section counts or measures (the report's overview and charts; default: ``title``)
+    label: str = ""
+    #: the unit of its figures where a heading names none (e.g. "examples"; a heading's own "%" or "ms" wins)
+    unit: str = ""
+
+    @property
+    def short(self) -> str:
+        """The section's short name: ``label``, else its title."""
+        return self.label or self.title
+
+    def heading(self, column: str) -> str:
+        """A column's heading with its unit: as written where it names one (``%``, ``ms``, ``s``), else followed by
+        ``unit`` in parentheses.
+
+        >>> shown = Display("Hallucinations", {"Loops": "loops", "Rate %": "rate"}, unit="examples")
+        >>> shown.heading("Loops"), shown.heading("Rate %")
+        ('Loops (examples)', 'Rate %')
+        """
+        named = column.rstrip().endswith(("%", " ms", " s", ")")) or not self.unit
+        return column if named else f"{column} ({self.unit})"
 
     def cells(self, value: Optional[Mapping[str, Any]]) -> dict[str, Optional[float]]:
         """``{heading: number}`` of one run's value (None where the value, or that key, is missing)."""

@@ -368,6 +368,8 @@ DISPLAY = Display(
     },
     "Errors against ground-truth times: for each true utterance start, the nearest predicted segment start; words "
     "matched by the WER alignment (see docs/timestamps.md).",
+    label="timing errors",
+    unit="count",
 )
 
 METRIC = Metric(
