@@ -198,6 +198,11 @@ def test_f16_transcribes_bundled_shortform(runs_dir, tiny_short):
     assert info["whisper_params"]["temperature"] == 0.0 and info["whisper_params"]["greedy"] == {"best_of": 1}
     assert info["worker_peak_rss_mb"] > 100  # measured in the worker, which holds the model
     assert info["worker_restarts"] == 0
+    # CPU seconds from the worker's own accounting around each call, whisper.cpp's native threads included
+    # (--speed-basis cpu judges whisper.cpp on a busy machine): more than nothing, at most every thread all along
+    threads = info["whisper_params"].get("n_threads") or 8
+    for p in predictions.values():
+        assert p.cpu_s is not None and 0 < p.cpu_s <= p.infer_s * threads + 0.05, (p.id, p.cpu_s, p.infer_s)
 
 
 @pytest.mark.parametrize("quantization", ["q8_0", "q5_0"])

@@ -149,7 +149,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--allow-different-machines",
         action="store_true",
-        help="compare speed even when the runs were made on different machines (CPU model, cores)",
+        help="compare speed even when the runs were made on different machines "
+        "(CPU model, cores; a hypotheses file's device)",
     )
     significance_options(p)
     p.set_defaults(func=command)

@@ -255,6 +255,12 @@ def _own(measured: float, known: Optional[float]) -> float:
     return measured if known is None else known
 
 
+def _reported_cpu(transcripts: list[Transcript]) -> Optional[float]:
+    """The CPU seconds the transcripts report between them (None when one does not)."""
+    reported = [t.cpu_s for t in transcripts]
+    return None if not reported or None in reported else sum(r for r in reported if r is not None)
+
+
 class Strategy:
     """Turns an example into adapter calls; subclasses are registered in ``_STRATEGIES`` by name."""
 
@@ -303,7 +309,8 @@ class WindowedStrategy(Strategy):
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
-        timestamps, infer_s, cpu_s, count = self.timestamps(adapter), 0.0, 0.0, 0
+        timestamps, infer_s, count = self.timestamps(adapter), 0.0, 0
+        cpu_s: Optional[float] = 0.0
         tokens: list[Optional[int]] = []
 
         def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
@@ -313,7 +320,10 @@ class WindowedStrategy(Strategy):
             clock = Clock()
             out = adapter.transcribe_batch(windows, probes, timestamps=timestamps)
             wall, cpu = clock.elapsed()
-            infer_s, cpu_s = infer_s + wall, cpu_s + cpu
+            infer_s += wall
+            # out of this process (whisper.cpp's worker), each window's transcript says its CPU seconds
+            own = cpu if adapter.cpu_in_process else _reported_cpu(out)
+            cpu_s = None if cpu_s is None or own is None else cpu_s + own
             tokens.extend(t.tokens for t in out)  # every window decoded, overlaps too: what the time was spent on
             return out
 
@@ -338,7 +348,7 @@ class WindowedStrategy(Strategy):
         }
         decoded = None if not tokens or None in tokens else sum(t for t in tokens if t is not None)
         transcript = Transcript(text=text, segments=segments, words=words, extra=extra, tokens=decoded)
-        return Outcome(transcript, audio_s, infer_s, cpu_s if adapter.cpu_in_process else None)
+        return Outcome(transcript, audio_s, infer_s, cpu_s)
 
     def _seams(self, timed: list["TimedPart"]) -> list[float]:
         """Where one window's text gives way to the next, in seconds into the file: each later window's start
