@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import shutil
 import uuid
 from contextlib import nullcontext
@@ -68,9 +69,36 @@ def default_label(adapter: str, decoding: DecodingOptions) -> str:
     return " ".join([adapter] + [f"{k}={v}" for k, v in sorted(decoding.extra.items())])
 
 
-def default_run_name(adapter: str, model: str, dataset: str) -> str:
-    """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, made safe for a folder name."""
-    return safe_run_name(f"{adapter}_{Path(model).name or model}_{dataset}")
+def default_run_name(adapter: str, model: str, dataset: str, decoding: Optional[DecodingOptions] = None) -> str:
+    """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, then each option that sets it apart from a
+    run with the defaults (:func:`distinguishing_options`), made safe for a folder name.
+
+    >>> int8 = DecodingOptions(beam_size=5, extra={"compute_type": "int8"})
+    >>> default_run_name("faster-whisper", "tiny.en", "qa", int8)
+    'faster-whisper_tiny.en_qa_beam_size-5_compute_type-int8'
+    """
+    options = distinguishing_options(decoding) if decoding is not None else []
+    return safe_run_name("_".join([adapter, Path(model).name or model, dataset, *options]))
+
+
+#: options whose values are locations, secrets or free text: never part of a folder name
+_NOT_IN_NAMES = re.compile(r"url|key|token|secret|pass|auth|prompt|header", re.I)
+
+
+def distinguishing_options(decoding: DecodingOptions) -> list[str]:
+    """``KEY-VALUE`` of each decoding option set away from its default and of each adapter option given (the
+    thread count aside: another count resumes a run; locations, secrets and long values aside)."""
+    default = DecodingOptions()
+    common = [
+        (f.name, getattr(decoding, f.name))
+        for f in dataclasses.fields(decoding)
+        if f.name not in ("threads", "extra") and getattr(decoding, f.name) != getattr(default, f.name)
+    ]
+    return [
+        f"{key}-{value}"
+        for key, value in common + sorted(decoding.extra.items())
+        if not _NOT_IN_NAMES.search(key) and len(str(value)) <= 40
+    ]
 
 
 def backend_of(request: RunRequest) -> str:
@@ -94,7 +122,7 @@ def backend_of(request: RunRequest) -> str:
 
 
 def _store_of(request: RunRequest, info: RunInfo) -> RunStore:
-    name = request.name or default_run_name(request.adapter, request.model, info.dataset.name)
+    name = request.name or default_run_name(request.adapter, request.model, info.dataset.name, request.decoding)
     return RunStore(Path(request.runs_dir) / safe_run_name(name))
 
 
