@@ -80,7 +80,7 @@ def _print_languages(reference, comparisons) -> None:
     from ..reports.languages import language_frame, render_language_markdown
 
     runs = [reference] + [c.candidate for c in comparisons if c.candidate is not reference]
-    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}))
+    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}), compact=True)
     if text:
         print("\n" + text.rstrip())
 

@@ -27,7 +27,7 @@ from ..gcpause import collecting_as_usual
 from ..languages import english_only_warning
 from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
-from ..machine import package_versions
+from ..machine import package_versions, usable_cpus
 from ..scoring import choose_normalizer
 from ..scoring import prescore
 from ..scoring.figures import summarize_with_table
@@ -344,8 +344,26 @@ def _multilingual(model: str) -> Optional[bool]:
         return None
 
 
+def _warn_oversubscribed(request: RunRequest) -> None:
+    """Warn when a process pool asks this machine for more threads than it has CPUs: the workers then compete for
+    them, and the run goes slower than with fewer (``--workers 4 -o threads=2`` on 2 CPUs: 5x one process)."""
+    wanted, cpus = request.workers * request.decoding.threads, usable_cpus()
+    if backend_of(request) == "process-pool" and request.workers > 1 and wanted > cpus:
+        log.warning(
+            "%d workers x %d threads = %d threads on %d usable CPU(s): they compete for the CPUs and the run goes "
+            "slower than with fewer; --workers %d -o threads=1, or --workers 1 -o threads=%d",
+            request.workers,
+            request.decoding.threads,
+            wanted,
+            cpus,
+            min(request.workers, cpus),
+            cpus,
+        )
+
+
 def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:
     """How this invocation executes the run (recorded, never part of the resume identity)."""
+    _warn_oversubscribed(request)
     run.info = dataclasses.replace(
         run.info,
         status="running",

@@ -786,12 +786,21 @@ def format_plan(p: Plan, pointer: bool = True) -> str:
         if p.baseline_regressed == 0
         else f"beyond the {p.baseline_regressed:g}% of examples that regress with no real change"
     )
+    regress = f"a rise of {p.detectable_qoi_drop:.2f} points or more in the share of examples that regress ({baseline})"
+    if p.sd_difference > 0:
+        found = (
+            f"a WER increase of {p.detectable_wer_increase:.2f} points or more (the spread of per-example error "
+            f"differences from {p.basis}), and {regress}"
+        )
+    else:  # no spread: a detectable increase of 0.00 points would read as a perfect gate
+        found = (
+            f"{regress}; no WER increase can be sized: the two runs make the same errors on every example, so there "
+            "is no spread of per-example differences to size it from (`whisperbench plan --reference RUN` sizes it "
+            "from the reference's errors alone)"
+        )
     return (
         f"power: with {p.examples} examples, a gate at significance level {p.alpha:g} catches with {p.power:.0%} "
-        f"probability a WER increase of {p.detectable_wer_increase:.2f} points or more (the spread of per-example "
-        f"error differences from {p.basis}), and a rise of {p.detectable_qoi_drop:.2f} points or more in the share of "
-        f"examples that regress ({baseline})"
-        + (" — `whisperbench plan` answers for other sizes and baselines" if pointer else "")
+        f"probability {found}" + (" — `whisperbench plan` answers for other sizes and baselines" if pointer else "")
     )
 
 
