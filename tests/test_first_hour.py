@@ -92,3 +92,37 @@ def test_compare_by_language_leaves_out_what_its_header_says_and_empty_columns(
     assert "Language" in header and "QoI %" in header
     assert not any(name in header for name in ("Dataset", "| Run", "Language ID")), header
     assert max(len(line) for line in table.splitlines()) < 130, table  # was 167
+
+
+def test_the_quick_tier_leaves_out_every_test_on_a_model_running_fixture():
+    """Issue 70 item 4: single "quick" tests waited 172 s (a word-timing test, the first to ask for the session's
+    model runs) and 153 s (the trade-off table's module setup) on a busy machine. A test asking for a fixture that
+    converts or runs a model is heavy whatever its own measured time."""
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    files = ["tests/test_word_timing.py", "tests/test_sweep.py", "tests/test_implementations.py"]
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *files,
+            "--co",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not slow and not heavy",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    quick = [line for line in listed.splitlines() if "::" in line]
+    assert quick, listed  # some quick tests stay (the pure ones)
+    for slow in ("test_word_starts_agree_with_openai_whisper", "test_tradeoff_table_numbers_are_the_stored_runs"):
+        assert not any(slow in line for line in quick), quick
