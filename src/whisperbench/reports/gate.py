@@ -248,7 +248,11 @@ def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
         if speed.refused:  # two machines' memory and load time say more about the machines
             checks.append(GateCheck(name, False, f"cannot judge: {speed.refused}", CANNOT_JUDGE))
         elif value is None:
-            checks.append(GateCheck(name, False, f"no {name} recorded in both runs: cannot judge", CANNOT_JUDGE))
+            why = (
+                f"no {name} recorded in both runs: cannot judge (a run made here records it; a hypotheses file's "
+                "header row gives its device's load_s and peak_rss_mb, compared only with another device's)"
+            )
+            checks.append(GateCheck(name, False, why, CANNOT_JUDGE))
         else:
             detail = f"candidate {value:+.1f}% against the reference (allowed ≤ {limit:+g}%)"
             checks.append(GateCheck(name, value <= limit, detail, REGRESSION))
@@ -264,7 +268,10 @@ def _slowdown_check(speed: SpeedComparison, limit: float, inconclusive: str) -> 
         return GateCheck("speed", False, "cannot judge: no example timed in both runs", CANNOT_JUDGE)
     if stats.basis == "wall" and speed.busy:
         busy = "; ".join(f"{role}: {why}" for role, why in speed.busy.items())
-        why = f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can"
+        why = (
+            f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can (best on runs "
+            "with -o threads=1: a thread pool's threads spin while one of them is preempted)"
+        )
         return GateCheck("speed", False, f"cannot judge: {why}", CANNOT_JUDGE)
     verdict = speed_verdict(interval, limit)
     detail = (
