@@ -44,13 +44,16 @@ def _python(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.
     )
 
 
-@pytest.mark.parametrize("how", ["script", "stdin"])
+@pytest.mark.parametrize("how", ["script", "stdin", "command"])
 def test_workers_in_a_script_without_a_main_guard_run_every_example(tmp_path, how):
+    """``python nb.py``, ``python -`` and ``python -c`` (a main module without a file, as a notebook's kernel has)."""
     if how == "script":
         (tmp_path / "nb.py").write_text(RUN, encoding="utf-8")
         done = _python(tmp_path, "nb.py")
-    else:
+    elif how == "stdin":
         done = _python(tmp_path, "-", stdin=RUN)
+    else:
+        done = _python(tmp_path, "-c", RUN)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "failed 0 of 6 backend process-pool" in done.stdout, done.stdout + done.stderr[-2000:]
 
