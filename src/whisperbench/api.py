@@ -226,12 +226,12 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
 
 
 #: a command-line flag in a message -> how the Python API spells it (every other flag is left as it is)
-_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?: ('[^']*'|\"[^\"]*\"|\d[^\s;,):]*))?")
 #: flags whose API keyword takes other values than the flag's: the column flags are ``columns={...}``
-_API_SPELLING = {
-    "option": "options={...}",
+_API_SPELLING = {  # "{}": the value the message gives after the flag, else "..."
+    "option": "options={{{}}}",
     "word-timestamps": "word_timestamps=True",
-    **{f"{role}-column": f"columns={{'{role}': ...}}" for role in ("audio", "text", "id", "language")},
+    **{f"{role}-column": f"columns={{{{'{role}': {{}}}}}}" for role in ("audio", "text", "id", "language")},
 }
 
 
@@ -242,17 +242,23 @@ def api_wording(message: str) -> str:
 
     >>> api_wording("run runs/x exists: pass --name for a new run or --overwrite to replace it; --foo stays")
     'run runs/x exists: pass name=... for a new run or overwrite=True to replace it; --foo stays'
+    >>> api_wording("--limit 3 selects 2: leave --limit out")
+    'limit=3 selects 2: leave limit=... out'
+    >>> api_wording("--text-column 'sentence': no such column; --option")
+    "columns={'text': 'sentence'}: no such column; options={...}"
     """
     fields = {f.name: f for f in dataclasses.fields(RunRequest)}
 
     def keyword(match: re.Match) -> str:
         flag = match.group(1)
         if flag in _API_SPELLING:
-            return _API_SPELLING[flag]
+            return _API_SPELLING[flag].format(match.group(2) or "...")
         field = fields.get(flag.replace("-", "_"))
         if field is None:
             return match.group(0)
-        return f"{field.name}=True" if field.default is False else f"{field.name}=..."
+        if field.default is False:
+            return f"{field.name}=True"
+        return f"{field.name}={match.group(2) or '...'}"  # the value the message gives (--limit 3: limit=3)
 
     return _FLAG.sub(keyword, message)
 
