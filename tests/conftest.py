@@ -28,15 +28,46 @@ LONG_TESTS_ENV = "WHISPERBENCH_LONG_TESTS"
 pytest_plugins = ["tests.exit_guard"]
 
 
+#: fixtures that convert or run a model for a whole session or module (fixture -> its test module, or "" where
+#: the name is the conftest's): a test asking for one is ``heavy`` whatever its own time, since the first test of a
+#: run to ask pays the whole setup — minutes on a busy machine (the issue 70 newcomer waited 172 s for one "quick"
+#: word-timing test and 153 s for the trade-off table's setup)
+MODEL_FIXTURES = {
+    "shared_runs": "",
+    "sweep": "test_sweep.py",
+    "stock": "test_coreml.py",
+    "ane32": "test_coreml.py",
+    "exported": "test_coreml.py",
+    "batched": "test_jax.py",
+    "batch_texts": "test_jax.py",
+    "long_runs": "test_longform.py",
+    "checkpoint": "test_mlx.py",
+    "own": "test_own_models.py",
+    "synthetic_hf": "test_own_models.py",
+    "tiny": "test_convert.py",
+    "server": "test_openai_api.py",
+}
+
+
+def runs_a_model_fixture(item) -> bool:
+    """Whether ``item`` asks for one of ``MODEL_FIXTURES`` (in the module that defines it)."""
+    module = Path(str(item.fspath)).name
+    return any(
+        MODEL_FIXTURES.get(name) in ("", module) and name in MODEL_FIXTURES
+        for name in getattr(item, "fixturenames", ())
+    )
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests listed in ``tests/heavy.json`` (over 3 s when last measured) are marked ``heavy``: the quick loop
-    (``-m "not slow and not heavy"``) leaves them out. Tests marked ``long_running`` (tens of minutes on 2 CPU
-    cores) run only when asked for."""
+    """Tests listed in ``tests/heavy.json`` (over 3 s when last measured) and tests that ask for a fixture that
+    converts or runs a model (``MODEL_FIXTURES``) are marked ``heavy``: the quick loop (``-m "not slow and not
+    heavy"``) leaves them out. Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked
+    for."""
     from tests.heavy import listed
 
     heavy = listed()
     for item in items:
-        if item.nodeid in heavy:
+        if item.nodeid in heavy or runs_a_model_fixture(item):
             item.add_marker(pytest.mark.heavy)
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return

@@ -19,3 +19,22 @@ class SlowWorker:
         """``value`` back after ``slow_s`` seconds."""
         time.sleep(self.slow_s)
         return ("late", value)
+
+    def burn(self, cpu_s: float) -> float:
+        """Spend ``cpu_s`` CPU seconds on another thread of this process (as a native library's thread pool
+        would) and sleep as long on this one; the thread's own CPU count back."""
+        import threading
+
+        spent = []
+
+        def spin() -> None:
+            start = time.thread_time()
+            while time.thread_time() - start < cpu_s:
+                pass
+            spent.append(time.thread_time() - start)
+
+        worker = threading.Thread(target=spin)
+        worker.start()
+        worker.join()
+        time.sleep(cpu_s)  # waiting is no CPU
+        return spent[0]

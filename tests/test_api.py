@@ -161,3 +161,21 @@ def test_demo_is_an_api_function_returning_what_it_made(tmp_path):
     assert wb.load_run(result.runs[0], tmp_path / "demo").summary.num_examples == 1
     with pytest.raises(wb.api.WhisperbenchError, match="unexpected keyword"):
         wb.demo(limti=1, runs_dir=tmp_path / "x")
+
+
+def test_a_default_run_name_carries_the_options_and_api_errors_name_keywords(tmp_path):
+    """Issue 70 item 5: ``evaluate(..., options={"compute_type": "int8"})`` after a plain run of the same adapter
+    was refused ("exists with a different decoding … pass --name"). The default name now carries each option that
+    sets a run apart (the thread count aside: it resumes), and an error raised through the API names its keywords."""
+    hyp = str(wb.api.RECORDED / "openai-whisper-base.jsonl")
+    runs = str(tmp_path)
+    plain = wb.evaluate("recorded", hyp, "tiny-shortform", runs_dir=runs)
+    beam = wb.evaluate("recorded", hyp, "tiny-shortform", runs_dir=runs, options={"beam_size": 5})
+    threads = wb.evaluate("recorded", hyp, "tiny-shortform", runs_dir=runs, options={"threads": 1})
+    assert plain.name == threads.name == "recorded_openai-whisper-base.jsonl_tiny-shortform"
+    assert beam.name == "recorded_openai-whisper-base.jsonl_tiny-shortform_beam_size-5"
+    other = str(wb.api.RECORDED / "openai-whisper-tiny.en.jsonl")
+    with pytest.raises(wb.errors.RunStoreError) as caught:
+        wb.evaluate("recorded", other, "tiny-shortform", runs_dir=runs, name=plain.name)
+    message = str(caught.value)
+    assert "pass name=... for a new run or overwrite=True to replace it" in message and "--" not in message

@@ -122,6 +122,8 @@ def test_the_gitlab_job_runs_the_same_commands():
     same = {k: v for k, v in job["variables"].items() if k != "WHISPERBENCH_SOURCE"}  # each CI's checkout folder
     assert same == {k: v for k, v in env.items() if k != "WHISPERBENCH_SOURCE"}
     assert env["WHISPERBENCH_SOURCE"] == "file://${{ github.workspace }}"
+    # no variable a shell sets itself (COLUMNS held the column flags; bash resets it to the terminal's width)
+    assert not set(env) & {"COLUMNS", "LINES", "PWD", "OLDPWD", "HOME", "PATH", "SECONDS", "RANDOM", "IFS"}
     assert job["variables"]["WHISPERBENCH_SOURCE"] == "file://$CI_PROJECT_DIR"
     github = [s["run"] for s in steps if "run" in s and s.get("name") != INSTALL]
     install = next(s["run"] for s in steps if s.get("name") == INSTALL)

@@ -54,6 +54,39 @@ def test_the_suggestion_covers_ids_and_languages_too_and_following_it_keeps_them
     assert {e.language for e in examples} == {"en"}
 
 
+def test_only_a_column_of_unique_values_is_suggested_as_the_id(tmp_path, tiny_rows, capsys):
+    """Issue 70 item 3: ``clip,utterance,lang,speaker_id`` suggested ``--id-column speaker_id``, and following it
+    gave "duplicate id"; a Common Voice TSV's ``client_id`` (one per speaker) was suggested too. A column is
+    suggested as the id only when every row has a value and no two the same; else the hint says that the ids then
+    come from the file names — and following the hint loads every example."""
+    (tmp_path / "clips").symlink_to(BUNDLED / "shortform" / "audio")
+    clips = ["clips/" + r["audio"].split("/")[-1] for r in tiny_rows]
+    speakers = [["1688", "1688", "1689", "1688", "1689", "1689"][i] for i in range(len(tiny_rows))]
+    qa = _write(
+        tmp_path / "qa.csv",
+        ["clip", "utterance", "lang", "speaker_id"],
+        [[c, r["text"].replace(",", ""), "en", s] for c, r, s in zip(clips, tiny_rows, speakers)],
+        sep=",",
+    )
+    voice = _write(  # Common Voice's columns, its clip and text under other names; one client read every clip
+        tmp_path / "cv.tsv",
+        ["client_id", "clip", "sentence_id", "transcription_text", "locale"],
+        [["c0ffee", c, f"s{i % 2}", r["text"], "en"] for i, (c, r) in enumerate(zip(clips, tiny_rows))],
+    )
+    for path in (qa, voice):
+        assert main(["datasets", str(path)]) == 2
+        err = capsys.readouterr().err
+        hint = next((line for line in err.splitlines() if "map them:" in line), err)
+        assert "--id-column" in hint and "the ids come from the audio file names" in hint, hint
+        assert not any(f"--id-column {name}" in hint for name in ("speaker_id", "client_id", "sentence_id"))
+        options = hint.split("map them: ")[1].split("  (")[0].split()
+        assert main(["datasets", str(path), *options]) == 0, options  # following the hint loads every example
+        assert "6 valid examples, 0 invalid" in capsys.readouterr().out
+    unique = _write(tmp_path / "u.tsv", ["utt", "wav", "words"], [[f"k{i}", c, "a"] for i, c in enumerate(clips)])
+    with pytest.raises(DatasetError, match="--id-column utt"):
+        load_dataset(str(unique))
+
+
 def test_mapped_tsv_loads_the_same_examples_as_the_bundled_manifest(qa_tsv):
     mapped = load_dataset(str(qa_tsv), columns=ColumnMap(audio="wav", text="words", language="lang_tag")).dataset
     bundled = load_dataset("tiny-shortform").dataset

@@ -267,3 +267,39 @@ def _cells(line: str) -> tuple[str, ...]:
     if line.startswith("|"):
         return tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
     return (line.rstrip(),)
+
+
+def test_every_run_the_readme_uses_is_created_once_in_the_readme():
+    """Issue 70 items 5 and 6: the tour and "Your own model" both created ``--name reference`` (in one folder the
+    second was refused: "exists with a different dataset_source"), and the streaming gate used a run ``batch`` the
+    README never creates. Each ``--name`` of a ``run``/``score`` is created by one command, and each run a command
+    names (``--reference``, ``--candidate``, ``--repeat``) is one of them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    created: dict[str, set[str]] = {}
+    used: list[tuple[str, str]] = []
+    for lang, body in FENCE.findall(readme):
+        if lang not in SHELL_BLOCKS:
+            continue
+        for line in _logical_lines(body, console=lang == "console"):
+            if not line.startswith("whisperbench "):
+                continue
+            words = shlex.split(line, comments=True)
+            if words[1] in ("run", "score") and "--name" in words:
+                created.setdefault(words[words.index("--name") + 1], set()).add(" ".join(words))
+            used += [(words[i + 1], line) for i, w in enumerate(words[:-1]) if w in ("--reference", "--candidate")]
+    assert {name: lines for name, lines in created.items() if len(lines) > 1} == {}
+    assert [(name, line) for name, line in used if name not in created] == []
+
+
+def test_the_readme_install_lines_install_what_its_streaming_lines_run():
+    """Issue 70 item 6: ``run --adapter whisperlivekit`` needed docs/streaming.md's extra ``pip install --no-deps``
+    step, which the README's install lines left out. Each README install line installs the streaming packages as
+    .ci/run does (the same pins), so the README's streaming lines run after its own install."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    pins = re.search(r"pip install -q --no-deps ([^\n]+)", ci)
+    assert pins, ".ci/run installs the streaming packages with --no-deps"
+    wanted = f"pip install --no-deps {pins.group(1).strip()}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    installs = [line for _, body in FENCE.findall(readme) for line in _logical_lines(body, False) if "-m venv" in line]
+    assert len(installs) == 2 and all(wanted in line for line in installs), (wanted, installs)
+    assert "whisperlivekit" in readme[readme.index("## Streaming") :].split("```")[1]  # a streaming line to run

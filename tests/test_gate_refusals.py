@@ -59,7 +59,7 @@ def test_gate_refuses_a_run_compared_with_itself_however_it_is_reached(two_runs,
     for candidate, why in cases.items():
         assert _gate(runs, "ref", candidate) == 2, candidate
         out = capsys.readouterr().out
-        assert "gate: CANNOT JUDGE" in out and "[FAIL] different runs" in out and why in out, (candidate, out)
+        assert "gate: CANNOT JUDGE" in out and "[CANNOT JUDGE] different runs" in out and why in out, (candidate, out)
     # a deliberate self-check passes with the flag (and says it was one)
     assert _gate(runs, "ref", "ref", "--allow-self-comparison") == 0
     assert "self-check allowed" in capsys.readouterr().out
@@ -146,7 +146,7 @@ def test_gate_cannot_judge_a_language_with_nothing_judged(tmp_path, tiny_rows, l
     code = _gate(runs, "ref", "cand", "--min-coverage", "0", "--min-qoi-per-language", "90")
     out = capsys.readouterr().out
     assert code == 2, out
-    assert "[FAIL] languages judged: no example judged in de" in out
+    assert "[CANNOT JUDGE] languages judged: no example judged in de" in out
     assert "[ok] QoI per language: en 100.0% of 3" in out
 
 

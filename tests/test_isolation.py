@@ -196,3 +196,19 @@ def test_an_interrupted_call_never_answers_the_next_one(tmp_path):
     assert child.process.poll() is not None  # stopped, not left to answer later
     with pytest.raises(WorkerCrashed):
         child.call("echo", 3)
+
+
+def test_a_child_reports_the_cpu_seconds_of_every_thread_during_a_call(tmp_path):
+    """Each reply carries the child's process CPU seconds of the call (its other threads included, as whisper.cpp's
+    native ones): how whisper.cpp and --isolate runs get the CPU time that --speed-basis cpu judges."""
+    from whisperbench.supervise import ChildProcess
+
+    child = ChildProcess("tests.slow_worker:SlowWorker", {}, tmp_path / "child.log", label="burner")
+    try:
+        spun = child.call("burn", 0.4)
+        assert spun >= 0.4 and child.last_cpu_s is not None
+        assert spun <= child.last_cpu_s < spun + 0.3  # the thread's CPU counted, the equal sleep not
+        child.call("echo", 1)
+        assert child.last_cpu_s < 0.1
+    finally:
+        child.stop()

@@ -453,3 +453,27 @@ def test_waiting_for_cpus_is_said(ray_cluster, tmp_path, local_manifest, monkeyp
     assert result.summary.num_failed == 0
     assert "backend ray: waiting for 1 CPUs (1 worker(s) of 1 CPUs not started" in caplog.text
     assert "the cluster has 0 of 2 CPUs free" in caplog.text
+
+
+@pytest.mark.slow
+def test_more_workers_than_cpus_on_a_local_ray_start_one_actor_per_cpu(tmp_path):
+    """docs/usage.md's ``--backend ray --workers 8`` failed on 2 CPUs ("8 workers need 8 CPUs"). On a Ray started
+    for the run, as many actors start as there are CPUs, with a warning, and run.json says both counts (a fresh
+    process: no Ray is running in it)."""
+    recorded = Path(_SOURCE).parent / "datasets" / "tiny" / "recorded" / "openai-whisper-base.jsonl"
+    workers = 4 * (os.cpu_count() or 1)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_SOURCE, env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "whisperbench", "run", "--adapter", "recorded", "--model", str(recorded)]
+        + ["--dataset", "tiny-shortform", "--backend", "ray", "--workers", str(workers), "--name", "many"]
+        + ["--runs-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"{workers} workers asked for" in done.stderr
+    info = json.loads((tmp_path / "many" / "run.json").read_text())["backend_info"]
+    assert info["actors_requested"] == workers and 1 <= info["actors_started"] < workers

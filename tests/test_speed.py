@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,7 +99,9 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     _device_run(tmp_path, "phone-ref", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest, phone)
     heavier = {"name": "phone A", "load_s": 3.0, "peak_rss_mb": 500}
     _device_run(tmp_path, "phone-slow", rows, base * 1.25 * rng.lognormal(0, 0.05, len(rows)), manifest, heavier)
-    _device_run(tmp_path, "phone-same", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest)
+    same = {"name": "phone A", "load_s": 2.0, "peak_rss_mb": 400}
+    _device_run(tmp_path, "phone-same", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest, same)
+    _device_run(tmp_path, "phone-bare", rows, base * rng.lognormal(0, 0.05, len(rows)), manifest)
     runs = str(tmp_path / "runs")
     stored = open_run(str(tmp_path / "runs" / "phone-ref"))
     table = stored.score_table()
@@ -126,11 +129,13 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     assert main(gate + ["--candidate", "phone-slow", "--max-memory-increase", "30", "--inconclusive", "pass"]) == 1
     assert main(gate + ["--candidate", "phone-slow", "--max-load-increase", "40"]) == 1
     assert "load time" in capsys.readouterr().out
-    # a device run against one without the header: no device memory on one side, so no memory figure
+    # a device run against one without the header: no device memory on one side, so no memory figure; and its
+    # device is unknown, so the speed is not compared unless asked
     assert (
-        main(["compare", "--reference", "phone-same", "--candidate", "phone-slow", "--runs-dir", runs, "--json"]) == 0
+        main(["compare", "--reference", "phone-bare", "--candidate", "phone-slow", "--runs-dir", runs, "--json"]) == 0
     )
-    assert json.loads(capsys.readouterr().out)[0]["speed"]["memory_increase_pct"] is None
+    speed = json.loads(capsys.readouterr().out)[0]["speed"]
+    assert speed["memory_increase_pct"] is None and "an unknown device" in speed["refused"]
 
 
 def _timed_run(folder, times, *, busy: bool = False, cpu: str = "cpu-a", cpu_times=None):
@@ -239,12 +244,13 @@ def test_tokens_recorded_on_a_device_give_ms_per_token_and_bad_counts_are_refuse
     manifest = local_manifest()
     times = 0.5 + np.arange(len(tiny_rows))
     tokens = [20 + 3 * i for i in range(len(tiny_rows) - 1)] + [None]  # the last without a count: left out
-    _device_run(tmp_path, "phone", tiny_rows, times, manifest, tokens=tokens)
+    phone = {"name": "phone A"}  # without a header the device is unknown: two unknown devices are not compared
+    _device_run(tmp_path, "phone", tiny_rows, times, manifest, phone, tokens=tokens)
     runs = str(tmp_path / "runs")
     summary = open_run(f"{runs}/phone").summary
     assert summary.tokens == sum(tokens[:-1])
     assert summary.ms_per_token == pytest.approx(1000 * times[:-1].sum() / summary.tokens)
-    _device_run(tmp_path, "fast", tiny_rows, times / 2, manifest, tokens=tokens)
+    _device_run(tmp_path, "fast", tiny_rows, times / 2, manifest, phone, tokens=tokens)
     speed = compare_speed(open_run(f"{runs}/phone"), open_run(f"{runs}/fast"))
     assert speed.ms_per_token["candidate"] == pytest.approx(speed.ms_per_token["reference"] / 2)
     assert "ms per token" in speed.line()
@@ -308,3 +314,100 @@ def test_the_report_has_a_speed_section_with_the_paired_figures(tmp_path, capsys
     assert main(["report", "--runs-dir", runs, "--reference", "ref", "--out", str(tmp_path / "board.html"), "-q"]) == 0
     html = (tmp_path / "board.html").read_text()
     assert "<h2>Speed</h2>" in html and f"×{ratio:.3f} [×" in html
+
+
+def _recorded_times(tmp_path, name: str, rows: list[dict], times: list, device: str | None = None) -> Path:
+    """A hypotheses file with per-example ``infer_s`` (None: the key left out) and an optional device header."""
+    lines = [{"device": {"name": device}}] if device else []
+    for row, t in zip(rows, times):
+        lines.append({"id": row["id"], "hypothesis": row["text"]} | ({} if t is None else {"infer_s": t}))
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _gate(*args: str) -> tuple[int, str]:
+    """``whisperbench gate ARGS`` as a fresh process: its exit code and output."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-m", "whisperbench", "gate", *args], capture_output=True, text=True, env=env, timeout=240
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_recorded_speed_must_time_every_example_and_name_its_machine(tmp_path, tiny_rows, local_manifest):
+    """Issue 69 item 2. A file giving ``infer_s`` only on its one fast example (absent or 0 on the rest) used to
+    pass ``--max-slowdown 10`` "over 1 examples" where the honest file fails at +100 %; a phone's file was judged
+    against another phone's without ``--allow-different-machines``. Now: the honest file fails (exit 1), the
+    partial one cannot be judged (exit 2, naming the coverage and the remedy), and two devices are refused."""
+    from whisperbench.cli import main
+
+    rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(4) for r in tiny_rows]  # 24 examples
+    manifest = local_manifest(rows)
+    base = [1.0 + 0.1 * i for i in range(len(rows))]
+    runs = str(tmp_path / "runs")
+    files = {
+        "ref": _recorded_times(tmp_path, "ref", rows, base, "iPhone 15"),
+        "honest": _recorded_times(tmp_path, "honest", rows, [2 * t for t in base], "iPhone 15"),
+        "partial": _recorded_times(
+            tmp_path, "partial", rows, [base[0]] + [None, 0.0] * ((len(rows) - 1) // 2) + [None], "iPhone 15"
+        ),
+        "pixel": _recorded_times(tmp_path, "pixel", rows, base, "Pixel 8"),
+    }
+    for name, path in files.items():
+        args = ["score", "--dataset", str(manifest), "--hypotheses", str(path), "--name", name, "--runs-dir", runs]
+        assert main(args) == 0
+    gate = ["--reference", "ref", "--runs-dir", runs, "--max-slowdown", "10"]
+    code, out = _gate(*gate, "--candidate", "honest")
+    assert code == 1 and "regression shown: slowdown +100.0%" in out, out
+    code, out = _gate(*gate, "--candidate", "partial")
+    assert code == 2 and "[CANNOT JUDGE] speed" in out, out
+    assert "23 of the 24 examples both runs transcribed have no infer_s or 0" in out and "every line" in out, out
+    code, out = _gate(*gate, "--candidate", "pixel")
+    assert code == 2 and "device 'iPhone 15' vs device 'Pixel 8'" in out and "--allow-different-machines" in out
+    assert _gate(*gate, "--candidate", "pixel", "--allow-different-machines")[0] == 0
+
+
+def test_a_shown_regression_fails_the_gate_whatever_another_check_cannot_judge(tmp_path, tiny_rows, local_manifest):
+    """Issue 70 item 2: ``[FAIL] QoI`` with ``[CANNOT JUDGE] speed`` (no CPU times) was headlined CANNOT JUDGE, exit
+    2; a regression shown is FAIL, exit 1, and every check says its state. A hypotheses file missing one id (the
+    coverage cannot judge, QoI 83 % shown) fails too."""
+    from whisperbench.cli import main
+
+    runs = str(tmp_path / "runs")
+    manifest = local_manifest(tiny_rows)
+    worse = [dict(r, text="nothing like it") if i == 0 else r for i, r in enumerate(tiny_rows)]
+    for name, rows in (("ref", tiny_rows), ("worse", worse), ("short", tiny_rows[1:])):
+        path = _recorded_times(tmp_path, name, rows, [None] * len(rows))
+        args = ["score", "--dataset", str(manifest), "--hypotheses", str(path), "--name", name, "--runs-dir", runs]
+        assert main(args) == 0
+    gate = ["--reference", "ref", "--runs-dir", runs, "--min-qoi", "95"]
+    code, out = _gate(*gate, "--candidate", "worse", "--max-slowdown", "10", "--speed-basis", "cpu")
+    assert code == 1 and out.startswith("gate: FAIL (regression)"), out
+    assert "[FAIL] QoI: QoI 83.33%" in out and "[CANNOT JUDGE] speed: cannot judge: 0 of the 6 examples" in out
+    assert "--speed-basis wall" in out and "checks: 5 ok, 1 FAIL, 1 CANNOT JUDGE" in out, out
+    code, out = _gate(*gate, "--candidate", "short")
+    assert code == 1 and "[CANNOT JUDGE] candidate failures" in out and "[FAIL] QoI" in out, out
+    code, out = _gate(*gate, "--candidate", "ref", "--max-slowdown", "10")
+    assert code == 2 and "[CANNOT JUDGE] different runs" in out  # one run on both sides voids every other check
+
+
+def test_local_runs_timed_on_too_few_examples_cannot_be_judged(tmp_path):
+    from whisperbench import gate
+
+    times = np.random.default_rng(4).uniform(0.5, 2.0, 40)
+    cpu = times * 1.5
+    ref = _timed_run(tmp_path / "ref", times, cpu_times=cpu)
+    few = _timed_run(tmp_path / "few", times, cpu_times=np.where(np.arange(40) < 30, cpu, np.nan))
+    enough = _timed_run(tmp_path / "enough", times, cpu_times=np.where(np.arange(40) < 37, cpu, np.nan))
+    result = gate(ref, few, max_slowdown=10.0, speed_basis="cpu")
+    speed = next(c for c in result.checks if c.name == "speed")
+    assert result.code == 2 and "30 of the 40 examples both runs transcribed have a cpu time" in speed.detail
+    assert "need ≥ 90%" in speed.detail and "untimed in the candidate run" in speed.detail
+    assert gate(ref, enough, max_slowdown=10.0, speed_basis="cpu").code == 0  # 37 of 40: judged on those

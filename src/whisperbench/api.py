@@ -27,7 +27,9 @@ into run stores, then compare them; ``.qoi`` is the QoI ``whisperbench compare``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -223,6 +225,59 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
             return run_evaluation(request, progress=update, checked=checked, begin=getattr(shown, "begin", None))
 
 
+#: a command-line flag in a message -> how the Python API spells it (every other flag is left as it is)
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?: ('[^']*'|\"[^\"]*\"|\d[^\s;,):]*))?")
+#: flags whose API keyword takes other values than the flag's: the column flags are ``columns={...}``
+_API_SPELLING = {  # "{}": the value the message gives after the flag, else "..."
+    "option": "options={{{}}}",
+    "word-timestamps": "word_timestamps=True",
+    **{f"{role}-column": f"columns={{{{'{role}': {{}}}}}}" for role in ("audio", "text", "id", "language")},
+}
+
+
+def api_wording(message: str) -> str:
+    """``message`` with each command-line flag that a field of :class:`~whisperbench.harness.RunRequest` answers
+    spelt as the keyword the Python API takes (an error raised through :func:`evaluate` or :func:`score` names what
+    a script can pass).
+
+    >>> api_wording("run runs/x exists: pass --name for a new run or --overwrite to replace it; --foo stays")
+    'run runs/x exists: pass name=... for a new run or overwrite=True to replace it; --foo stays'
+    >>> api_wording("--limit 3 selects 2: leave --limit out")
+    'limit=3 selects 2: leave limit=... out'
+    >>> api_wording("--text-column 'sentence': no such column; --option")
+    "columns={'text': 'sentence'}: no such column; options={...}"
+    """
+    fields = {f.name: f for f in dataclasses.fields(RunRequest)}
+
+    def keyword(match: re.Match) -> str:
+        flag = match.group(1)
+        if flag in _API_SPELLING:
+            return _API_SPELLING[flag].format(match.group(2) or "...")
+        field = fields.get(flag.replace("-", "_"))
+        if field is None:
+            return match.group(0)
+        if field.default is False:
+            return f"{field.name}=True"
+        return f"{field.name}={match.group(2) or '...'}"  # the value the message gives (--limit 3: limit=3)
+
+    return _FLAG.sub(keyword, message)
+
+
+def _in_api_words(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` whose WhisperbenchError messages name the API's keywords, not the command line's flags."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except WhisperbenchError as exc:
+            exc.args = (api_wording(str(exc)), *exc.args[1:])
+            raise
+
+    return wrapper
+
+
+@_in_api_words
 def evaluate(
     adapter: str,
     model: str,
@@ -342,6 +397,7 @@ def unknown_ids(hypotheses: dict[str, str], dataset: Dataset) -> list[str]:
     return sorted(set(hypotheses) - {example.id for example in dataset.examples})
 
 
+@_in_api_words
 def score(hypotheses: PathLike, dataset: PathLike, *, runs_dir: PathLike = "runs", **settings: Any) -> StoredRun:
     """Turn hypotheses made elsewhere (a JSONL file of ``{"id", "hypothesis"}``) into a stored run on
     ``dataset``; ``settings`` as in :func:`evaluate` (``name``, ``normalizer``, ``overwrite``…)."""

@@ -3,7 +3,8 @@
 :class:`ChildProcess` starts ``python -c`` (not multiprocessing: the child never re-imports the
 caller's main module), builds one object there with ``factory(config)`` and answers method calls on
 it over a socket pair. The child's stdout/stderr, where native libraries log, go to a file whose
-last lines are quoted when the child dies. Every reply carries the child's peak RSS. Used by
+last lines are quoted when the child dies. Every reply carries the child's peak RSS and the CPU seconds the
+call took there (``last_cpu_s``: the process's own accounting, its native threads included). Used by
 ``--isolate`` (:mod:`whisperbench.harness.isolation`) and by whisper.cpp's worker.
 
 :func:`die_with_parent` makes every process the harness starts (this child, a process-pool worker, a sweep's
@@ -99,6 +100,7 @@ class ChildProcess:
         self, factory: str, config: Any, log_path: Path, label: str = "worker", load_timeout_s: Optional[float] = None
     ):
         self.label, self.log_path, self.peak_rss_mb = label, log_path, 0.0
+        self.last_cpu_s: Optional[float] = None  # the child's CPU seconds (all its threads) in the last call
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parent.parent)  # the folder holding whisperbench/
@@ -157,6 +159,7 @@ class ChildProcess:
             self.process.wait()
             raise
         self.peak_rss_mb = max(self.peak_rss_mb, reply["peak_rss_mb"])
+        self.last_cpu_s = reply.get("cpu_s")
         if "error" in reply:
             raise RemoteError(reply["error"])
         return reply["result"]
@@ -206,8 +209,9 @@ def serve(fd: int, factory: str, parent_pid: Optional[int] = None, by_signal: bo
             return
         if method == "close":
             return
+        cpu = time.process_time()  # every thread of this process: a native library's own threads too
         try:
             result = None if method == "stats" else getattr(target, method)(*args, **kwargs)
-            conn.send({"result": result, "peak_rss_mb": peak_rss_mb()})
+            conn.send({"result": result, "peak_rss_mb": peak_rss_mb(), "cpu_s": time.process_time() - cpu})
         except Exception as exc:
             conn.send({"error": f"{type(exc).__name__}: {exc}", "peak_rss_mb": peak_rss_mb()})

@@ -6,7 +6,7 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Iterator, Literal, Optional, Sequence
 
 from .errors import DatasetError
 
@@ -117,6 +117,13 @@ class Dataset:
 
     def __len__(self) -> int:
         return len(self.examples)
+
+    def __iter__(self) -> Iterator[Example]:
+        """The examples in order (``for e in wb.load_dataset(...)``)."""
+        return iter(self.examples)
+
+    def __getitem__(self, index: int) -> Example:
+        return self.examples[index]
 
 
 @dataclass

@@ -226,7 +226,7 @@ class RecordedAdapter(Adapter):
         device = getattr(self, "device", {})
         where = f"recorded on {device['name']} ({self.model})" if device else f"recorded in {self.model}"
         recorded = {"timings_from": where} if getattr(self, "costs", None) or device else {}
-        figures = {f"device_{key}": device[key] for key in DEVICE_FIGURES if key in device}
+        figures = {f"device_{key}": device[key] for key in ("name", *DEVICE_FIGURES) if key in device}
         return super().describe() | {"hypotheses_file": self.model} | recorded | figures
 
 

@@ -99,7 +99,7 @@ class WhisperCppAdapter(Adapter):
     distributions = ("pywhispercpp", "whisper-cpp-python")
     long_form_algorithm = "whisper.cpp whisper_full: sequential 30 s windows, seek by timestamps"
     self_isolating = True
-    cpu_in_process = False  # whisper.cpp computes in the worker process
+    cpu_in_process = False  # whisper.cpp computes in the worker process, which reports its CPU seconds
     options = {
         "backend": Option("pywhispercpp", "Python binding (pywhispercpp: whisper.cpp 1.7; whisper-cpp-python: 1.4.1)"),
         "quantization": Option("f16", "ggml type to convert to (a ggml file given as --model runs as it is)"),
@@ -223,6 +223,7 @@ class WhisperCppAdapter(Adapter):
             language=reply["language"],
             words=words,
             tokens=reply.get("decoded"),
+            cpu_s=self._worker.last_cpu_s,  # the worker's CPU, whisper.cpp's native threads included
         )
 
     @property

@@ -62,7 +62,9 @@ def pct(value, digits: int = 2) -> str:
 def add_run_args(p: argparse.ArgumentParser) -> None:
     """The options ``run`` and ``score`` share: where the run goes, which examples, scoring, columns."""
     p.add_argument("--runs-dir", default="runs", help="where run folders go (default: runs/)")
-    p.add_argument("--name", help="run name (default: ADAPTER_MODEL_DATASET)")
+    p.add_argument(
+        "--name", help="run name (default: ADAPTER_MODEL_DATASET, then each option set, e.g. _compute_type-int8)"
+    )
     p.add_argument("--limit", type=whole, help="only the first N examples")
     p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
     p.add_argument("--normalizer", choices=NORMALIZER_NAMES, help="default: english for English data")

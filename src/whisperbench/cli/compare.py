@@ -80,7 +80,7 @@ def _print_languages(reference, comparisons) -> None:
     from ..reports.languages import language_frame, render_language_markdown
 
     runs = [reference] + [c.candidate for c in comparisons if c.candidate is not reference]
-    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}))
+    text = render_language_markdown(language_frame(runs, {reference.dataset_hash: reference}), compact=True)
     if text:
         print("\n" + text.rstrip())
 
@@ -149,7 +149,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--allow-different-machines",
         action="store_true",
-        help="compare speed even when the runs were made on different machines (CPU model, cores)",
+        help="compare speed even when the runs were made on different machines "
+        "(CPU model, cores; a hypotheses file's device)",
     )
     significance_options(p)
     p.set_defaults(func=command)

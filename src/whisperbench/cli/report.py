@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import logging
 import sys
 from typing import Any
 
@@ -23,7 +25,7 @@ def command(args) -> int:
     )
     for line in board.notes:
         print(line, file=sys.stderr)
-    if board.text is not None and not args.quiet:
+    if board.text is not None and getattr(args, "log_level", logging.INFO) < logging.WARNING:  # -q: no markdown
         print(board.text)
     print(f"wrote {board.path}", file=sys.stderr)
     return 0
@@ -55,5 +57,13 @@ def register(sub: Any) -> None:
         "WER / QoI / size table per dataset) to paste into a Hugging Face README.md",
     )
     p.add_argument("--title", default="Whisper leaderboard", help="the leaderboard's heading")
-    p.add_argument("--quiet", action="store_true", help="do not print the markdown")
+    p.add_argument(  # the same -q/--quiet as every command's, before or after its name: no markdown printed either
+        "-q",
+        "--quiet",
+        dest="log_level",
+        action="store_const",
+        const=logging.WARNING,
+        default=argparse.SUPPRESS,
+        help="do not print the markdown; log warnings and errors only",
+    )
     p.set_defaults(func=command)

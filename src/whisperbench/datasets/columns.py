@@ -127,7 +127,7 @@ def _suggestion(
         for c in USUAL_NAMES[role]
         if c in found
     }
-    options, mapping = [], {}
+    options, mapping, notes = [], {}, []
     for role in [*roles, *optional]:
         guess = guess_column(role, [c for c in found if c not in taken], rows)
         if guess:
@@ -135,8 +135,10 @@ def _suggestion(
             mapping[role] = guess
         if guess or role in roles:
             options.append(f"{option_of(role)} {_quoted(guess) if guess else 'COLUMN'}")
+        elif role == "id":
+            notes += _no_id_note([c for c in found if c not in taken], rows)
     python = f"  (Python: columns={mapping!r})" if mapping else ""
-    return " ".join(options) + python
+    return " ".join(options) + python + "".join(notes)
 
 
 def _quoted(column: str) -> str:
@@ -145,8 +147,16 @@ def _quoted(column: str) -> str:
 
 def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -> Optional[str]:
     """The column of ``candidates`` most likely to hold ``role``: audio by its values (file names with an audio
-    suffix) or name, text by its name or by holding the most words, id and language by name; None when nothing
-    looks like it."""
+    suffix) or name, text by its name or by holding the most words, language by name, id by name among the columns
+    whose value is present and unique in every one of ``rows`` (a speaker's or client's id repeats: as ids they
+    would be refused as duplicates); None when nothing looks like it.
+
+    >>> rows = [{"speaker_id": "1688", "utt_key": "a"}, {"speaker_id": "1688", "utt_key": "b"}]
+    >>> guess_column("id", ["speaker_id", "utt_key"], rows), guess_column("id", ["speaker_id"], rows)
+    ('utt_key', None)
+    """
+    if role == "id":
+        candidates = [c for c in candidates if _unique(rows, c)]
     values = {c: [str(row.get(c)) for row in rows[:50] if row.get(c) not in (None, "")] for c in candidates}
     if role == "audio":
         by_value = [c for c in candidates if values[c] and all(_looks_like_audio(v) for v in values[c])]
@@ -165,6 +175,23 @@ def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -
         wordy = [c for c, n in words.items() if n >= 2 and not all(_looks_like_audio(v) for v in values[c])]
         return max(wordy, key=lambda c: words[c]) if wordy else None
     return None
+
+
+def _no_id_note(candidates: list[str], rows: list[dict[str, Any]]) -> list[str]:
+    """Why no column named like an id is suggested as one (its values repeat), and where the ids come from then."""
+    named = [c for c in candidates if any(hint in c.lower() for hint in _NAME_HINTS["id"])]
+    if not named:
+        return []
+    return [
+        f"  (no column has a unique value per row to be --id-column — {', '.join(named)} "
+        f"{'repeats' if len(named) == 1 else 'repeat'} — so the ids come from the audio file names)"
+    ]
+
+
+def _unique(rows: list[dict[str, Any]], column: str) -> bool:
+    """Whether every row has a value in ``column`` and no two rows the same."""
+    values = [row.get(column) for row in rows]
+    return bool(values) and None not in values and "" not in values and len(set(map(str, values))) == len(values)
 
 
 def _looks_like_audio(value: str) -> bool:

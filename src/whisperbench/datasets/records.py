@@ -269,7 +269,8 @@ def build_dataset(
     records them as failed. Every occurrence of a duplicated id is invalid: none can be trusted. Columns that
     cannot give the audio and transcript are one error, whatever ``skip_invalid``.
     """
-    check_columns(columns_found(r.fields for r in records), [r.fields for r in records[:50]], columns, source)
+    # every row: an id column is suggested only when its values are unique in all of them
+    check_columns(columns_found(r.fields for r in records), [r.fields for r in records], columns, source)
     if limit is not None:
         records = records[:limit]
     problems: list[str] = []

@@ -33,6 +33,7 @@ from ..machine import peak_rss_mb
 from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
+from .spawn import defined_in_main, worker_context
 from .job import BackendReport, Job, Progress
 
 
@@ -201,7 +202,8 @@ class ProcessPool:
     def run(self, todo: list[Example], writer: Any, progress: Progress) -> BackendReport:
         """Transcribe ``todo`` on the worker processes, storing each result as it arrives."""
         job = self.job
-        context = multiprocessing.get_context("spawn")  # fork is unsafe with threaded native libraries
+        # spawned (fork is unsafe with threaded native libraries), never re-running the caller's script
+        context = worker_context(defined_in_main(job.spec.adapter_class))
         # the main process's adapter is never loaded here: it only tells the batch size
         assert job.adapter is not None
         size = 1 if job.long_form or not job.adapter.needs_audio else max(1, job.adapter.batch_size)

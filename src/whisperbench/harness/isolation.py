@@ -26,7 +26,7 @@ from ..types import Example, Transcript
 class IsolatedAdapter(Adapter):
     """Another adapter, run in a child process that is replaced after a crash or a timeout."""
 
-    cpu_in_process = False  # the model computes in the child process
+    cpu_in_process = False  # the model computes in the child process, which reports its CPU seconds
 
     name = "isolated"  # not registered: built by the runner around the requested adapter
     uses_weights = False
@@ -85,12 +85,24 @@ class IsolatedAdapter(Adapter):
             raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
 
     def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
-        return self._call("transcribe", audio, example, long_form=long_form)
+        return self._with_cpu([self._call("transcribe", audio, example, long_form=long_form)], [1.0])[0]
 
     def transcribe_batch(
         self, audios: list[np.ndarray], examples: list[Example], *, timestamps: bool = False
     ) -> list[Transcript]:
-        return self._call("transcribe_batch", audios, examples, timestamps=timestamps)
+        out = self._call("transcribe_batch", audios, examples, timestamps=timestamps)
+        return self._with_cpu(out, [float(len(audio)) for audio in audios])
+
+    def _with_cpu(self, transcripts: list[Transcript], weights: list[float]) -> list[Transcript]:
+        """The child's CPU seconds of the call (all its threads), shared by audio length, on transcripts that do
+        not say their own — when the inner implementation computes in that process."""
+        cpu = self._child.last_cpu_s if self._child is not None and self.inner.cpu_in_process else None
+        total = sum(weights)
+        if cpu is not None and len(transcripts) == len(weights):
+            for transcript, weight in zip(transcripts, weights):
+                if transcript.cpu_s is None:
+                    transcript.cpu_s = cpu * (weight / total if total > 0 else 1.0 / len(weights))
+        return transcripts
 
     def describe(self) -> dict[str, Any]:
         try:

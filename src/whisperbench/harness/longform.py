@@ -255,6 +255,12 @@ def _own(measured: float, known: Optional[float]) -> float:
     return measured if known is None else known
 
 
+def _reported_cpu(transcripts: list[Transcript]) -> Optional[float]:
+    """The CPU seconds the transcripts report between them (None when one does not)."""
+    reported = [t.cpu_s for t in transcripts]
+    return None if not reported or None in reported else sum(r for r in reported if r is not None)
+
+
 class Strategy:
     """Turns an example into adapter calls; subclasses are registered in ``_STRATEGIES`` by name."""
 
@@ -303,7 +309,8 @@ class WindowedStrategy(Strategy):
     def run(self, adapter: Adapter, example: Example, long_form: bool) -> Outcome:
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
-        timestamps, infer_s, cpu_s, count = self.timestamps(adapter), 0.0, 0.0, 0
+        timestamps, infer_s, count = self.timestamps(adapter), 0.0, 0
+        cpu_s: Optional[float] = 0.0
         tokens: list[Optional[int]] = []
 
         def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
@@ -313,7 +320,10 @@ class WindowedStrategy(Strategy):
             clock = Clock()
             out = adapter.transcribe_batch(windows, probes, timestamps=timestamps)
             wall, cpu = clock.elapsed()
-            infer_s, cpu_s = infer_s + wall, cpu_s + cpu
+            infer_s += wall
+            # out of this process (whisper.cpp's worker), each window's transcript says its CPU seconds
+            own = cpu if adapter.cpu_in_process else _reported_cpu(out)
+            cpu_s = None if cpu_s is None or own is None else cpu_s + own
             tokens.extend(t.tokens for t in out)  # every window decoded, overlaps too: what the time was spent on
             return out
 
@@ -338,7 +348,7 @@ class WindowedStrategy(Strategy):
         }
         decoded = None if not tokens or None in tokens else sum(t for t in tokens if t is not None)
         transcript = Transcript(text=text, segments=segments, words=words, extra=extra, tokens=decoded)
-        return Outcome(transcript, audio_s, infer_s, cpu_s if adapter.cpu_in_process else None)
+        return Outcome(transcript, audio_s, infer_s, cpu_s)
 
     def _seams(self, timed: list["TimedPart"]) -> list[float]:
         """Where one window's text gives way to the next, in seconds into the file: each later window's start
@@ -434,20 +444,33 @@ def _central(part: TimedPart, stride_s: float, first: bool, last: bool) -> Timed
 
 
 def stitch_timing(parts: list[TimedPart]) -> tuple[list[Segment], Optional[list[Word]]]:
-    """The windows' segments and words in file times, in order; words only when every window had them.
+    """The windows' segments and words in file times, in order; words only when every window had them. A time past
+    its window's audio (Whisper times a short last window as if its padding were speech) ends at the window's end:
+    the harness's own merging never writes times past the audio.
 
     >>> a = TimedPart(Transcript("a", [Segment(0.0, 1.0, "a")], [Word("a", 0.2, 0.8)]), 0.0, 30.0)
     >>> b = TimedPart(Transcript("b", [Segment(0.5, 2.0, "b")], [Word("b", 0.6, 1.0)]), 30.0, 30.0)
     >>> segments, words = stitch_timing([a, b])
     >>> segments
     [Segment(start=0.0, end=1.0, text='a'), Segment(start=30.5, end=32.0, text='b')]
+    >>> stitch_timing([TimedPart(Transcript("c", [Segment(1.0, 29.0, "c")]), 60.0, 4.28)])[0]
+    [Segment(start=61.0, end=64.28, text='c')]
     >>> words
     [Word(word='a', start=0.2, end=0.8), Word(word='b', start=30.6, end=31.0)]
     """
-    moved = [shift_transcript(part.transcript, part.offset_s) for part in parts]
-    segments = [segment for t in moved for segment in t.segments]
-    words = None if any(t.words is None for t in moved) else [word for t in moved for word in t.words or []]
+    moved = [(shift_transcript(part.transcript, part.offset_s), part.offset_s + part.length_s) for part in parts]
+    segments = [Segment(*_within(x.start, x.end, end), x.text) for t, end in moved for x in t.segments]
+    words = (
+        None
+        if any(t.words is None for t, _ in moved)
+        else [Word(w.word, *_within(w.start, w.end, end)) for t, end in moved for w in t.words or []]
+    )
     return segments, words
+
+
+def _within(start: float, end: float, limit: float) -> tuple[float, float]:
+    """``start``–``end`` ending by ``limit`` at the latest."""
+    return min(start, limit), min(end, limit)
 
 
 def _resume_samples(result: Transcript, window_samples: int) -> Optional[int]:

@@ -434,7 +434,16 @@ class RayBackend:
         self.job = dataclasses.replace(self.job, spec=absolute_model(self.job.spec))
         started_here = connect(self.job.address)
         cluster_cpus = ray.cluster_resources().get("CPU", 0)
-        if cluster_cpus < self.workers:
+        local = started_here and not self.job.address and not os.environ.get("RAY_ADDRESS")
+        if local and 1 <= cluster_cpus < self.workers:  # a Ray started for this run alone: as many as fit
+            logger.warning(
+                "backend ray: %d workers asked for; the local Ray has %g CPUs: %d actors, one CPU each",
+                self.workers,
+                cluster_cpus,
+                int(cluster_cpus),
+            )
+            self.workers = int(cluster_cpus)
+        if cluster_cpus < self.workers:  # a cluster joined: it was asked for this many
             if started_here:
                 ray.shutdown()
             raise WhisperbenchError(
@@ -571,7 +580,8 @@ def _backend_info(b: RayBackend, cluster_cpus: float, worker_env: dict) -> dict:
         **b.cluster,
         "cluster_cpus": cluster_cpus,
         **ray_env.describe(b.job.runtime_env, b.job.ray_env),  # names, never values
-        "actors_requested": b.workers,
+        "actors_requested": b.job.workers,
+        "actors_started": b.workers,  # fewer on a local Ray with fewer CPUs
         "batch_size": b.batch_size,
         "max_attempts": b.job.retry.attempts,
         "actors": [_actor_record(a) for a in b.pool.actors],

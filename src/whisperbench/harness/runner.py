@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import shutil
 import uuid
 from contextlib import nullcontext
@@ -27,7 +28,7 @@ from ..gcpause import collecting_as_usual
 from ..languages import english_only_warning
 from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
-from ..machine import package_versions
+from ..machine import package_versions, usable_cpus
 from ..scoring import choose_normalizer
 from ..scoring import prescore
 from ..scoring.figures import summarize_with_table
@@ -69,9 +70,36 @@ def default_label(adapter: str, decoding: DecodingOptions) -> str:
     return " ".join([adapter] + [f"{k}={v}" for k, v in sorted(decoding.extra.items())])
 
 
-def default_run_name(adapter: str, model: str, dataset: str) -> str:
-    """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, made safe for a folder name."""
-    return safe_run_name(f"{adapter}_{Path(model).name or model}_{dataset}")
+def default_run_name(adapter: str, model: str, dataset: str, decoding: Optional[DecodingOptions] = None) -> str:
+    """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, then each option that sets it apart from a
+    run with the defaults (:func:`distinguishing_options`), made safe for a folder name.
+
+    >>> int8 = DecodingOptions(beam_size=5, extra={"compute_type": "int8"})
+    >>> default_run_name("faster-whisper", "tiny.en", "qa", int8)
+    'faster-whisper_tiny.en_qa_beam_size-5_compute_type-int8'
+    """
+    options = distinguishing_options(decoding) if decoding is not None else []
+    return safe_run_name("_".join([adapter, Path(model).name or model, dataset, *options]))
+
+
+#: options whose values are locations, secrets or free text: never part of a folder name
+_NOT_IN_NAMES = re.compile(r"url|key|token|secret|pass|auth|prompt|header", re.I)
+
+
+def distinguishing_options(decoding: DecodingOptions) -> list[str]:
+    """``KEY-VALUE`` of each decoding option set away from its default and of each adapter option given (the
+    thread count aside: another count resumes a run; locations, secrets and long values aside)."""
+    default = DecodingOptions()
+    common = [
+        (f.name, getattr(decoding, f.name))
+        for f in dataclasses.fields(decoding)
+        if f.name not in ("threads", "extra") and getattr(decoding, f.name) != getattr(default, f.name)
+    ]
+    return [
+        f"{key}-{value}"
+        for key, value in common + sorted(decoding.extra.items())
+        if not _NOT_IN_NAMES.search(key) and len(str(value)) <= 40
+    ]
 
 
 def backend_of(request: RunRequest) -> str:
@@ -95,7 +123,7 @@ def backend_of(request: RunRequest) -> str:
 
 
 def _store_of(request: RunRequest, info: RunInfo) -> RunStore:
-    name = request.name or default_run_name(request.adapter, request.model, info.dataset.name)
+    name = request.name or default_run_name(request.adapter, request.model, info.dataset.name, request.decoding)
     return RunStore(Path(request.runs_dir) / safe_run_name(name))
 
 
@@ -322,8 +350,26 @@ def _multilingual(model: str) -> Optional[bool]:
         return None
 
 
+def _warn_oversubscribed(request: RunRequest) -> None:
+    """Warn when a process pool asks this machine for more threads than it has CPUs: the workers then compete for
+    them, and the run goes slower than with fewer (``--workers 4 -o threads=2`` on 2 CPUs: 5x one process)."""
+    wanted, cpus = request.workers * request.decoding.threads, usable_cpus()
+    if backend_of(request) == "process-pool" and request.workers > 1 and wanted > cpus:
+        log.warning(
+            "%d workers x %d threads = %d threads on %d usable CPU(s): they compete for the CPUs and the run goes "
+            "slower than with fewer; --workers %d -o threads=1, or --workers 1 -o threads=%d",
+            request.workers,
+            request.decoding.threads,
+            wanted,
+            cpus,
+            min(request.workers, cpus),
+            cpus,
+        )
+
+
 def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:
     """How this invocation executes the run (recorded, never part of the resume identity)."""
+    _warn_oversubscribed(request)
     run.info = dataclasses.replace(
         run.info,
         status="running",

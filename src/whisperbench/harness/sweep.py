@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import multiprocessing
 import os
 import time
 from dataclasses import dataclass, replace
@@ -37,6 +36,7 @@ from ..scoring.record import Summary
 from ..store import RunStore
 from ..supervise import die_with_parent, started_from_main_thread
 from .runner import RunRequest, default_run_name, run_evaluation
+from .spawn import worker_context
 from .spec import AdapterSpec
 
 #: implementations a sweep covers unless told otherwise (each with variants; openai-whisper is the reference)
@@ -157,7 +157,7 @@ def _run_in_child(request: RunRequest) -> dict:
 def _in_fresh_process(function: Callable[[RunRequest], dict], request: RunRequest) -> dict:
     """``function(request)`` in a new process that ends with this one (a sweep killed with SIGKILL leaves no
     variant running on, holding its run's lock)."""
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()  # spawned, never re-running the caller's script
     with cf.ProcessPoolExecutor(
         1, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(), started_from_main_thread())
     ) as pool:

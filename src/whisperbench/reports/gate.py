@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -52,6 +53,13 @@ class GateCheck:
     passed: bool
     detail: str
     blocking: int  # exit code when it fails
+    #: when it fails, no other check's result is shown (one run on both sides, two datasets): the gate cannot judge
+    voids: bool = False
+
+    @property
+    def state(self) -> str:
+        """``ok``, ``FAIL`` (a regression shown) or ``CANNOT JUDGE``, as the gate prints it."""
+        return "ok" if self.passed else ("FAIL" if self.blocking == REGRESSION else VERDICTS[self.blocking])
 
 
 @dataclass
@@ -70,9 +78,14 @@ class GateResult:
 
     @property
     def code(self) -> int:
-        """The exit code: 0 pass, 1 regression, 2 cannot judge."""
-        failed = [c.blocking for c in self.checks if not c.passed]
-        return max(failed) if failed else PASS
+        """The exit code, the worst shown result: 2 cannot judge when a check that voids the others failed, else 1
+        when any check shows a regression (whatever another cannot judge), else 2 when one cannot judge, else 0."""
+        failed = [c for c in self.checks if not c.passed]
+        if any(c.voids for c in failed):
+            return CANNOT_JUDGE
+        if any(c.blocking == REGRESSION for c in failed):
+            return REGRESSION
+        return max((c.blocking for c in failed), default=PASS)
 
     @property
     def verdict(self) -> str:
@@ -156,6 +169,7 @@ def _comparability_checks(comparison: Comparison, t: GateThresholds) -> list[Gat
             comparison.same_dataset,
             f"dataset content hashes {_short(reference.dataset_hash)} vs {_short(candidate.dataset_hash)}",
             CANNOT_JUDGE,
+            voids=True,
         ),
         GateCheck(
             "common examples",
@@ -234,8 +248,14 @@ def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
     ):
         if limit is None:
             continue
-        if value is None:
-            checks.append(GateCheck(name, False, f"no {name} recorded in both runs: cannot judge", CANNOT_JUDGE))
+        if speed.refused:  # two machines' memory and load time say more about the machines
+            checks.append(GateCheck(name, False, f"cannot judge: {speed.refused}", CANNOT_JUDGE))
+        elif value is None:
+            why = (
+                f"no {name} recorded in both runs: cannot judge (a run made here records it; a hypotheses file's "
+                "header row gives its device's load_s and peak_rss_mb, compared only with another device's)"
+            )
+            checks.append(GateCheck(name, False, why, CANNOT_JUDGE))
         else:
             detail = f"candidate {value:+.1f}% against the reference (allowed ≤ {limit:+g}%)"
             checks.append(GateCheck(name, value <= limit, detail, REGRESSION))
@@ -245,14 +265,16 @@ def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
 def _slowdown_check(speed: SpeedComparison, limit: float, inconclusive: str) -> GateCheck:
     stats = speed.stats
     interval = stats.slowdown_interval if stats else None
-    if speed.refused:
-        return GateCheck("speed", False, f"cannot judge: {speed.refused}", CANNOT_JUDGE)
+    if speed.refused or speed.coverage:
+        return GateCheck("speed", False, f"cannot judge: {speed.refused or speed.coverage}", CANNOT_JUDGE)
     if stats is None or stats.slowdown_pct is None or interval is None:
-        cpu = " (no CPU times recorded)" if stats and stats.basis == "cpu" else ""
-        return GateCheck("speed", False, f"cannot judge: no example timed in both runs{cpu}", CANNOT_JUDGE)
+        return GateCheck("speed", False, "cannot judge: no example timed in both runs", CANNOT_JUDGE)
     if stats.basis == "wall" and speed.busy:
         busy = "; ".join(f"{role}: {why}" for role, why in speed.busy.items())
-        why = f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can"
+        why = (
+            f"timed on a busy machine ({busy}): wall times cannot be judged; --speed-basis cpu can (best on runs "
+            "with -o threads=1: a thread pool's threads spin while one of them is preempted)"
+        )
         return GateCheck("speed", False, f"cannot judge: {why}", CANNOT_JUDGE)
     verdict = speed_verdict(interval, limit)
     detail = (
@@ -560,6 +582,7 @@ def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -
         f"the reference and the candidate are the same run: {reason}; a run "
         "compared with itself always passes (pass --allow-self-comparison for a deliberate self-check)",
         CANNOT_JUDGE,
+        voids=True,
     )
 
 
@@ -720,7 +743,9 @@ def format_gate(result: GateResult, worst: int = 5) -> str:
         f"  weights: {c.weights}",
     ]
     for check in result.checks:
-        lines.append(f"  [{'ok' if check.passed else 'FAIL'}] {check.name}: {one_line(check.detail)}")
+        lines.append(f"  [{check.state}] {check.name}: {one_line(check.detail)}")
+    states = Counter(check.state for check in result.checks)
+    lines.append("  checks: " + ", ".join(f"{states[s]} {s}" for s in ("ok", "FAIL", "CANNOT JUDGE") if states[s]))
     if c.significance:
         lines += [f"  {line}" for line in format_significance(c.significance)]
     if result.plan:
@@ -781,12 +806,21 @@ def format_plan(p: Plan, pointer: bool = True) -> str:
         if p.baseline_regressed == 0
         else f"beyond the {p.baseline_regressed:g}% of examples that regress with no real change"
     )
+    regress = f"a rise of {p.detectable_qoi_drop:.2f} points or more in the share of examples that regress ({baseline})"
+    if p.sd_difference > 0:
+        found = (
+            f"a WER increase of {p.detectable_wer_increase:.2f} points or more (the spread of per-example error "
+            f"differences from {p.basis}), and {regress}"
+        )
+    else:  # no spread: a detectable increase of 0.00 points would read as a perfect gate
+        found = (
+            f"{regress}; no WER increase can be sized: the two runs make the same errors on every example, so there "
+            "is no spread of per-example differences to size it from (`whisperbench plan --reference RUN` sizes it "
+            "from the reference's errors alone)"
+        )
     return (
         f"power: with {p.examples} examples, a gate at significance level {p.alpha:g} catches with {p.power:.0%} "
-        f"probability a WER increase of {p.detectable_wer_increase:.2f} points or more (the spread of per-example "
-        f"error differences from {p.basis}), and a rise of {p.detectable_qoi_drop:.2f} points or more in the share of "
-        f"examples that regress ({baseline})"
-        + (" — `whisperbench plan` answers for other sizes and baselines" if pointer else "")
+        f"probability {found}" + (" — `whisperbench plan` answers for other sizes and baselines" if pointer else "")
     )
 
 

@@ -163,7 +163,8 @@ class GateThresholds:
     )
     allow_different_machines: bool = _limit(
         False,
-        "judge speed even when the two runs were made on different machines (CPU model, cores): their times then "
+        "judge speed even when the two runs were made on different machines (CPU model, cores; a hypotheses "
+        "file's device, or an unknown one): their times then "
         "compare the machines as much as the implementations",
         kind="flag",
     )

@@ -7,6 +7,8 @@ transcript and name is HTML-escaped.
 
 from __future__ import annotations
 
+import re
+
 import html
 from datetime import datetime, timezone
 from typing import Optional
@@ -355,16 +357,20 @@ def formatting_diff_html(reference: str, candidate: str) -> str:
     from ..scoring.formatting import tokens
 
     ref, cand = tokens(reference), tokens(candidate)
-    marked = []
+    marked: list[tuple[str, str]] = []  # (token, its HTML)
     for op in Levenshtein.opcodes(ref, cand):
         part = cand[op.dest_start : op.dest_end]
         if op.tag == "equal":
-            marked += [_e(t) for t in part]
+            marked += [(t, _e(t)) for t in part]
         elif part:
-            marked += [f'<span class="{"ins" if op.tag == "insert" else "sub"}">{_e(t)}</span>' for t in part]
+            marked += [(t, f'<span class="{"ins" if op.tag == "insert" else "sub"}">{_e(t)}</span>') for t in part]
         else:
-            marked += [f'<span class="del">{_e(t)}</span>' for t in ref[op.src_start : op.src_end]]
-    return " ".join(marked)
+            marked += [(t, f'<span class="del">{_e(t)}</span>') for t in ref[op.src_start : op.src_end]]
+    # written as text is: no space before a mark that closes ("Printing, in", not "Printing , in")
+    return "".join(("" if i == 0 or _CLOSING.match(t) else " ") + html for i, (t, html) in enumerate(marked))
+
+
+_CLOSING = re.compile(r"[.,;:!?)\]}%…»”’]")
 
 
 def _formatting_drift(comparison: Comparison) -> str:

@@ -135,8 +135,10 @@ def table_order(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def render_language_markdown(frame: pd.DataFrame) -> str:
-    """The per-language table (markdown), or "" when no run has language labels."""
+def render_language_markdown(frame: pd.DataFrame, compact: bool = False) -> str:
+    """The per-language table (markdown), or "" when no run has language labels. ``compact`` (``compare``, whose
+    header names the runs and their dataset): without the Dataset and Run columns, and without Language ID % when
+    no run reports one."""
     if frame.empty:
         return ""
 
@@ -168,6 +170,9 @@ def render_language_markdown(frame: pd.DataFrame) -> str:
             "Run": frame["Run"].map(lambda v: f"`{md_cell(v)}`"),
         }
     )
+    if compact:
+        empty = ["Language ID %"] if (shown["Language ID %"] == "–").all() else []
+        shown = shown.drop(columns=["Dataset", "Run", *empty])
     table = shown.loc[table_order(frame).index].to_markdown(index=False, disable_numparse=True)
     return "## By language\n\n" + table + "\n\n" + language_note(frame) + "\n"
 

@@ -25,6 +25,16 @@ from ..store import StoredRun
 BASIS_COLUMN = {"wall": "infer_s", "cpu": "cpu_s"}
 #: what makes two machines different for a speed comparison (keys of run.json's ``machine``)
 MACHINE_KEYS = ("cpu", "usable_cpus", "machine")
+#: the share of the examples both runs transcribed that must be timed in both for a speed limit to judge: a run
+#: timed on a few (fast) examples only would otherwise stand for all of them
+MIN_TIMED_SHARE = 0.9
+#: how to get times where a run has none, by basis
+_REMEDY = {
+    "wall": "rerun it (a run times every example it transcribes), or give every line of a hypotheses file its infer_s",
+    "cpu": "rerun it with this version (every local implementation records CPU seconds, whisper.cpp's and --isolate's "
+    "worker processes included), or give every line of a hypotheses file its cpu_s; --speed-basis wall judges wall "
+    "time on a quiet machine",
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,9 @@ class SpeedComparison:
     first_result_s: dict[str, Optional[float]] = field(default_factory=dict)
     #: each run's second load in the same process, caches warm (summary.json ``load_warm_s``, ``run --warm-load``)
     load_warm_s: dict[str, Optional[float]] = field(default_factory=dict)
+    #: why the paired times cannot stand for the examples both runs transcribed (too few timed, a recorded side
+    #: with an untimed example): the figures are shown, a speed limit cannot judge them
+    coverage: Optional[str] = None
 
     def to_json(self) -> dict[str, Any]:
         """``compare --json``'s ``speed``."""
@@ -56,6 +69,7 @@ class SpeedComparison:
             "busy": self.busy,
             "machines_differ": self.machines_differ,
             "refused": self.refused,
+            "coverage": self.coverage,
             "timings_from": self.timings_from,
             "ms_per_token": self.ms_per_token,
             "first_result_s": self.first_result_s,
@@ -92,18 +106,38 @@ class SpeedComparison:
             parts.append("busy machine: " + "; ".join(f"{role}: {why}" for role, why in self.busy.items()))
         if self.machines_differ:
             parts.append(f"different machines ({self.machines_differ})")
+        if self.coverage:
+            parts.append(f"not judgeable: {self.coverage}")
         return "; ".join(parts)
 
 
 def machines_differ(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
-    """What differs between the machines the two runs were made on (None: the same, or unknown)."""
-    ref, cand = reference.meta.machine or {}, candidate.meta.machine or {}
-    differ = [
-        f"{key} {ref.get(key)!r} vs {cand.get(key)!r}"
-        for key in MACHINE_KEYS
-        if ref.get(key) is not None and cand.get(key) is not None and ref.get(key) != cand.get(key)
-    ]
-    return "; ".join(differ) or None
+    """What differs between the machines the two runs' times come from (None: the same). Times measured here:
+    run.json's ``machine``; times a hypotheses file recorded: the device its header row names, else an unknown
+    one — a device is never this machine, and an unknown one is never shown to be any machine."""
+    ref, cand = _device(reference), _device(candidate)
+    if ref is None and cand is None:
+        r, c = reference.meta.machine or {}, candidate.meta.machine or {}
+        differ = [
+            f"{key} {r.get(key)!r} vs {c.get(key)!r}"
+            for key in MACHINE_KEYS
+            if r.get(key) is not None and c.get(key) is not None and r.get(key) != c.get(key)
+        ]
+        return "; ".join(differ) or None
+    if ref is not None and ref == cand and ref != _UNKNOWN_DEVICE:
+        return None
+    return f"{ref or 'this machine'} vs {cand or 'this machine'}"
+
+
+_UNKNOWN_DEVICE = "an unknown device (no header row in the hypotheses file)"
+
+
+def _device(run: StoredRun) -> Optional[str]:
+    """The device a recorded run's times come from (None: timed on the machine that made the run)."""
+    if timings_from(run) == "this machine":
+        return None
+    name = run.meta.adapter_info.get("device_name")
+    return f"device {name!r}" if name else _UNKNOWN_DEVICE
 
 
 def timings_from(run: StoredRun) -> str:
@@ -133,11 +167,13 @@ def compare_speed(
     # a side without times of its own (a recorded run without infer_s) has no wait for its first result either
     first = {role: run.summary.first_result_s if run.summary and _timed(run) else None for role, run in roles[:2]}
     warm = {role: run.summary.load_warm_s if run.summary else None for role, run in roles[:2]}
-    if differ and not allow_different_machines and set(origin.values()) == {"this machine"}:
-        refused = f"made on different machines: {differ}; --allow-different-machines compares them anyway"
+    if differ and not allow_different_machines:
+        refused = f"timed on different machines: {differ}; --allow-different-machines compares them anyway"
         return SpeedComparison(None, memory, load, busy, differ, refused, origin, per_token, first, warm)
     ref_s, audio_s, ids = _reference_times(reference, BASIS_COLUMN[basis])
-    cand_s = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
+    found = [_times_on(ids, run, BASIS_COLUMN[basis]) for _, run in roles[1:]]
+    cand_s = [times for times, _ in found]
+    coverage = _coverage_problem(ref_s, found, roles, basis)
     labels = [groups.get(i) for i in ids.to_pylist()] if groups is not None else None
     stats = pooled_speed(
         ref_s,
@@ -150,7 +186,41 @@ def compare_speed(
         resamples=settings.resamples,
         seed=settings.seed,
     )
-    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token, first, warm)
+    return SpeedComparison(stats, memory, load, busy, differ, None, origin, per_token, first, warm, coverage)
+
+
+def _coverage_problem(
+    ref_s: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]], roles: list[tuple[str, StoredRun]], basis: str
+) -> Optional[str]:
+    """Why the examples timed in both runs cannot stand for those both transcribed (None: they can): a side
+    recorded elsewhere leaves one untimed (or at 0), or fewer than ``MIN_TIMED_SHARE`` of them are timed in both."""
+    column = BASIS_COLUMN[basis]
+    ref_timed = np.isfinite(ref_s) & (ref_s > 0)
+    for (role, run), (times, transcribed) in zip(roles[1:], found):
+        timed = np.isfinite(times) & (times > 0)
+        both = int(transcribed.sum())
+        for side, side_run, untimed in (
+            ("reference", roles[0][1], transcribed & ~ref_timed),
+            (role, run, transcribed & ~timed),
+        ):
+            missing = int(untimed.sum())
+            if missing and timings_from(side_run) != "this machine":
+                return (
+                    f"the {side} run's times were recorded elsewhere ({timings_from(side_run)}) and {missing} of the "
+                    f"{both} examples both runs transcribed have no {column} or 0: a recorded side must time every "
+                    f"example; {_REMEDY[basis]}"
+                )
+        share = (ref_timed & timed).sum() / both if both else 0.0
+        if share < MIN_TIMED_SHARE:
+            untimed_sides = [
+                side for side, mask in (("reference", ref_timed), (role, timed)) if (transcribed & ~mask).any()
+            ]
+            return (
+                f"{int((ref_timed & timed).sum())} of the {both} examples both runs transcribed have a {basis} time "
+                f"({column}) in both ({100 * share:.0f}%, need ≥ {100 * MIN_TIMED_SHARE:.0f}%); untimed in the "
+                f"{' and the '.join(untimed_sides)} run: {_REMEDY[basis]}"
+            )
+    return None
 
 
 def _roles(reference: StoredRun, candidate: StoredRun, repeats: Sequence[StoredRun]) -> list[tuple[str, StoredRun]]:
@@ -216,8 +286,9 @@ def _reference_times(reference: StoredRun, column: str) -> tuple[np.ndarray, np.
     return _column(ref, column), _column(ref, "audio_s"), ref["id"].combine_chunks()
 
 
-def _times_on(ids: pa.Array, run: StoredRun, column: str) -> np.ndarray:
-    """``run``'s time in ``column`` for each of ``ids`` (NaN where it did not transcribe that example)."""
+def _times_on(ids: pa.Array, run: StoredRun, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """``run``'s time in ``column`` for each of ``ids`` (NaN where it did not transcribe that example or has no
+    time), and whether it transcribed each."""
     table = _ok(run)
     at = pc.index_in(pc.cast(ids, table["id"].type), table["id"].combine_chunks())
     times = _column(table, column)
@@ -225,7 +296,7 @@ def _times_on(ids: pa.Array, run: StoredRun, column: str) -> np.ndarray:
     found = np.isfinite(rows)
     out = np.full(len(ids), np.nan)
     out[found] = times[rows[found].astype(np.int64)]
-    return out
+    return out, found
 
 
 def speed_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[dict[str, Any]]:
@@ -288,6 +359,7 @@ def _arrow(sides: dict[str, Optional[float]], spec: str) -> Optional[str]:
 
 def _note(speed: SpeedComparison) -> Optional[str]:
     notes = [speed.refused] if speed.refused else []
+    notes += [f"not judgeable: {speed.coverage}"] if speed.coverage else []
     if not speed.refused and (speed.stats is None or speed.stats.ratio is None):
         notes.append("no example timed in both runs")
     if speed.machines_differ and not speed.refused:
