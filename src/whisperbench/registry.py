@@ -120,6 +120,7 @@ class Registry(Generic[T]):
         self._builtins: Optional[dict[str, T]] = None
         self._loaded: Optional[dict[str, T]] = None
         self._added: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
 
     def _fits(self, item: Any) -> bool:
         return isinstance(item, self._kind) if isinstance(self._kind, type) else bool(self._kind(item))
@@ -166,7 +167,16 @@ class Registry(Generic[T]):
                 logger.warning("%s is called %r, a name already taken: left out", where, name)
                 continue
             taken.add(name)
+            dist = getattr(ep, "dist", None)
+            if dist is not None:
+                self._origins[name] = f"{dist.name} {dist.version}"
             yield name, item
+
+    def origin(self, name: str) -> Optional[str]:
+        """The distribution (name and version) an installed item ``name`` comes from; None for a built-in item,
+        one added at run time or one whose distribution is not known."""
+        self._load()
+        return self._origins.get(name)
 
     def items(self) -> tuple[T, ...]:
         """Every item: built in, then installed, then added (or by ``order``)."""
@@ -218,4 +228,5 @@ class Registry(Generic[T]):
     def reload(self) -> None:
         """Look for built-in and installed items again on the next read (after installing a package)."""
         self._builtins = self._loaded = None
+        self._origins = {}
         _installed.cache_clear()

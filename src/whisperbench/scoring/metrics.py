@@ -26,6 +26,7 @@ else changes for it to show everywhere.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
@@ -291,6 +292,25 @@ class Metric:
             )
             return None
         return finished if finished is None or isinstance(finished, dict) else _junk(self.name, finished)
+
+    @property
+    def code_version(self) -> str:
+        """The version of the code that computes this metric: the SHA-256 (16 digits) of the module defining its
+        kernel (or ``summarize``), after the distribution and version of the package it comes from where it is a
+        plug-in; a kernel defined nowhere on disk (a notebook, a test): the digest of its compiled code. A score
+        table records it per metric and is rebuilt when it changes (:func:`whisperbench.scoring.table.metrics_key`)."""
+        code = self.per_example or self.summarize
+        module = sys.modules.get(getattr(code, "__module__", None) or type(code).__module__)
+        source = getattr(module, "__file__", None)
+        try:
+            with open(source, "rb") as fh:  # type: ignore[arg-type]
+                data = fh.read()
+        except (OSError, TypeError):
+            compiled = getattr(code, "__code__", None)
+            data = repr((compiled.co_code, compiled.co_consts) if compiled else code).encode()
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        origin = METRICS.origin(self.name)
+        return f"{origin} {digest}" if origin else digest
 
     @property
     def label(self) -> str:
