@@ -372,8 +372,8 @@ class StoredRun:
     def verified(self) -> "StoredRun":
         """This run with every score table it reads verified against predictions.jsonl, not only by its checks (which
         anyone can recompute): a random sample of :data:`VERIFY_SAMPLE` stored lines is scored again and compared
-        with their rows; a table that differs is rebuilt from the predictions (a warning names the run and why). What the gate reads: a forged table (its
-        check recomputed) cannot give the verdict."""
+        with their rows; a table that differs is rebuilt from the predictions (a warning names the run and why).
+        What the gate reads: a forged table (its check recomputed) cannot give the verdict."""
         self._verify = True
         held, self._tables = list(self._tables), {}
         for normalizer in held:
