@@ -28,6 +28,7 @@ import numpy as np
 
 from ..supervise import started_from_main_thread
 from ..types import Example
+from ..limits import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -153,9 +154,14 @@ class WhisperLiveAdapter(StreamingAdapter):
             value_type=float,
         ),
         "use_vad": Option(True, "the server's voice-activity filter (faster-whisper's Silero VAD; its default: on)"),
-        "no_speech_thresh": Option(0.45, "segments more likely non-speech than this are dropped", value_type=float),
+        "no_speech_thresh": Option(
+            0.45, "segments more likely non-speech than this are dropped", value_type=float, range=Range(0, 1)
+        ),
         "same_output_threshold": Option(
-            10, "a segment repeated this many times unchanged is committed (the server's default)", value_type=int
+            10,
+            "a segment repeated this many times unchanged is committed (the server's default)",
+            value_type=int,
+            range=Range(1, integer=True),
         ),
     }
 
