@@ -230,3 +230,68 @@ def test_what_a_plugin_prints_never_reaches_stdout(plain, tmp_path):
     listed = _cli(["runs", "--runs-dir", str(runs), "--json"], site, tmp_path)
     assert listed.returncode == 0, listed.stderr
     json.loads(listed.stdout)
+
+
+def _behaviour(kind: str, value):
+    """A plug-in's code doing ``kind``: raise, exit, print, return junk, or behave."""
+
+    def act(*_):
+        if kind == "raise":
+            raise ValueError("plug-in bug")
+        if kind == "exit":
+            sys.exit(value)
+        if kind == "interrupt":
+            raise KeyboardInterrupt  # raised by the plug-in itself, not the user's Ctrl-C
+        if kind == "print":
+            print("noise on stdout")
+            return {"n": 1.0}
+        if kind == "junk":
+            return value
+        return {"n": 1.0}
+
+    return act
+
+
+KINDS = ["raise", "exit", "interrupt", "print", "junk", "fine"]
+
+
+def test_random_plugin_behaviours_never_change_a_builtin_figure(capsys):
+    """Property: whatever a per-example kernel, ``finish`` and a run-level ``summarize`` do (raise, exit, print,
+    return junk), summarizing the recorded run gives the built-in figures of the run without them and nothing on
+    stdout."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from whisperbench.scoring.figures import summarize
+    from whisperbench.scoring.metrics import METRICS, Metric
+    from whisperbench.types import Prediction
+
+    rows = [json.loads(line) for line in MANIFEST.read_text(encoding="utf-8").splitlines()]
+    said = [
+        json.loads(line) for line in (RECORDED / "openai-whisper-base.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    hypotheses = {row["id"]: row["hypothesis"] for row in said}
+    predictions = [Prediction(r["id"], r["text"], hypotheses[r["id"]], audio_s=r["duration_s"]) for r in rows]
+    plain = summarize(predictions, "english", "short").to_dict()
+    junk = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.just({"n": "x"}), st.just({"n": float("inf")}))
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.sampled_from(KINDS), st.sampled_from(KINDS), st.sampled_from(KINDS), junk)
+    def check(kernel: str, finish: str, run_level: str, value) -> None:
+        added = [
+            Metric("prop_example", "x", per_example=_behaviour(kernel, value), finish=_behaviour(finish, value)),
+            Metric("prop_run", "x", summarize=_behaviour(run_level, value)),
+        ]
+        for metric in added:
+            METRICS.add(metric)
+        try:
+            capsys.readouterr()
+            figures = summarize(predictions, "english", "short").to_dict()
+            assert capsys.readouterr().out == ""
+        finally:
+            for metric in added:
+                METRICS.remove(metric.name)
+        for key, number in plain.items():
+            assert figures[key] == number, key
+
+    check()
