@@ -584,11 +584,11 @@ def gate(
     checked = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
     checked.require_quality()
     sampling = check_limits({"resamples": resamples, "seed": seed}, GATE_LIMITS)
-    ref, cand = load_run(reference, runs_dir), load_run(candidate, runs_dir)
+    ref, cand = load_run(reference, runs_dir).verified(), load_run(candidate, runs_dir).verified()
     settings = significance_settings(block_by, checked.confidence or 0.95, sampling["resamples"], sampling["seed"])
     groups = block_labels(ref, block_by, dataset=block_dataset) if block_by else None
     if repeats:
-        candidates = _repeats([cand] + [load_run(run, runs_dir) for run in repeats])
+        candidates = _repeats([cand] + [load_run(run, runs_dir).verified() for run in repeats])
         return evaluate_repeats(ref, candidates, checked, significance=settings, groups=groups)
     return evaluate_gate(ref, cand, checked, significance=settings, groups=groups)
 

@@ -25,7 +25,26 @@ def parse_json(text: bytes | str) -> Any:
     >>> parse_json(b'{"a": [1, 2.5, null], "a": "last"}'), parse_json("[NaN]")
     ({'a': 'last'}, [nan])
     """
-    return _fast_json(text) if not _long_number(text) else json.loads(text)
+    return _fast_json(text) if not _long_number(text) else _json_loads(text)
+
+
+def _json_loads(text: bytes | str) -> Any:
+    """Python's ``json.loads``; a document nested too deeply for it (100,000 ``[``) is a ``JSONDecodeError`` like
+    any malformed one, never a ``RecursionError``.
+
+    >>> try:
+    ...     _json_loads("[" * 100_000)
+    ... except json.JSONDecodeError as exc:
+    ...     print(exc.msg)
+    nested too deeply to read (over the interpreter's recursion limit)
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError(
+            "nested too deeply to read (over the interpreter's recursion limit)", shown, 0
+        ) from None
 
 
 def json_lines_parser(whole: bytes | str) -> Callable[[bytes | str], Any]:
@@ -45,7 +64,7 @@ def _fast_json(text: bytes | str) -> Any:
             return _orjson.loads(text)
         except _orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+    return _json_loads(text)
 
 
 #: every ASCII digit as "0", everything else as a space (for :func:`_long_number`: a translation and a substring

@@ -16,6 +16,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable, Optional
 
+from .types import storable_text
+
 #: the languages of Whisper's tokenizer (openai-whisper's ``whisper.tokenizer.LANGUAGES``), in its order
 WHISPER_LANGUAGES = tuple(
     "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la mi "
@@ -42,6 +44,8 @@ def language_code(label: str) -> str:
     text = str(label).strip()
     if not text:
         raise LanguageError("an empty language label")
+    if not text.isascii() and storable_text(text) != text:
+        raise LanguageError(f"language {ascii(label)} holds a lone surrogate: no character, no language")
     try:
         code = langcodes.Language.get(langcodes.standardize_tag(text)).language
     except ValueError:

@@ -30,6 +30,7 @@ import importlib.util
 import logging
 import pkgutil
 import sys
+from contextlib import redirect_stdout
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Optional, TypeVar
 
@@ -95,7 +96,9 @@ class Registry(Generic[T]):
     ``kind`` (a type, or a predicate) is what every item must be; ``name_of`` its name (``item.name``);
     ``order`` sorts the whole list (default: built in first, then entry points, then added); ``error`` is the
     exception an unknown name raises (its message lists the known names); ``guess`` finds a built-in item by its
-    name without loading the others (e.g. :func:`module_item` of the module named after it), None where it cannot.
+    name without loading the others (e.g. :func:`module_item` of the module named after it), None where it cannot;
+    ``refuse`` says why an item from elsewhere (a plug-in, one added at run time) may not be what a built-in one
+    may be (None: it may), e.g. claim a built-in figure's place.
     """
 
     def __init__(
@@ -109,12 +112,15 @@ class Registry(Generic[T]):
         order: Optional[Callable[[T], Any]] = None,
         error: type[Exception] = WhisperbenchError,
         guess: Optional[Callable[[str], Optional[T]]] = None,
+        refuse: Optional[Callable[[T], Optional[str]]] = None,
     ) -> None:
         self.what, self.group, self.error, self._guess = what, group, error, guess
+        self._refuse = refuse
         self._builtin, self._kind, self._name_of, self._order = builtin, kind, name_of, order
         self._builtins: Optional[dict[str, T]] = None
         self._loaded: Optional[dict[str, T]] = None
         self._added: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
 
     def _fits(self, item: Any) -> bool:
         return isinstance(item, self._kind) if isinstance(self._kind, type) else bool(self._kind(item))
@@ -144,19 +150,33 @@ class Registry(Generic[T]):
         for ep in installed(self.group):
             where = f"{self.what} entry point {ep.name} = {ep.value}"
             try:
-                item = ep.load()
-            except Exception as exc:  # a broken plug-in must not stop every command
+                with redirect_stdout(sys.stderr):  # what it prints as it loads never mixes with a command's output
+                    item = ep.load()
+            except (Exception, SystemExit) as exc:  # a broken plug-in must not stop every command
                 logger.warning("%s cannot be loaded (%s: %s): left out", where, type(exc).__name__, exc)
                 continue
             if not self._fits(item):
                 logger.warning("%s is a %s, not a whisperbench %s: left out", where, type(item).__name__, self.what)
+                continue
+            refused = self._refuse(item) if self._refuse is not None else None
+            if refused:
+                logger.warning("%s %s: left out", where, refused)
                 continue
             name = self._name_of(item)
             if name in taken:
                 logger.warning("%s is called %r, a name already taken: left out", where, name)
                 continue
             taken.add(name)
+            dist = getattr(ep, "dist", None)
+            if dist is not None:
+                self._origins[name] = f"{dist.name} {dist.version}"
             yield name, item
+
+    def origin(self, name: str) -> Optional[str]:
+        """The distribution (name and version) an installed item ``name`` comes from; None for a built-in item,
+        one added at run time or one whose distribution is not known."""
+        self._load()
+        return self._origins.get(name)
 
     def items(self) -> tuple[T, ...]:
         """Every item: built in, then installed, then added (or by ``order``)."""
@@ -192,8 +212,11 @@ class Registry(Generic[T]):
         refused: the new one needs its own."""
         if not self._fits(item):
             raise TypeError(f"{item!r} is not a whisperbench {self.what}")
-        name = self._name_of(item)
-        if name in self._load():
+        name, loaded = self._name_of(item), self._load()
+        refused = self._refuse(item) if self._refuse is not None else None
+        if refused:
+            raise self.error(f"{self.what} {name!r} {refused}")
+        if name in loaded:
             raise self.error(f"{self.what} {name!r} is built in or installed; one added at run time needs a new name")
         self._added[name] = item
         return item
@@ -205,4 +228,5 @@ class Registry(Generic[T]):
     def reload(self) -> None:
         """Look for built-in and installed items again on the next read (after installing a package)."""
         self._builtins = self._loaded = None
+        self._origins = {}
         _installed.cache_clear()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import re
 import time
 from functools import cached_property
@@ -24,7 +25,7 @@ from .errors import RunStoreError
 from .files import json_line, json_lines_parser, parse_json, write_json_atomic
 from .redact import redact, redact_text
 from .runinfo import RunInfo, identity_differences
-from .scorefile import read_table, write_table
+from .scorefile import predictions_stamp, read_table, write_table
 from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
 from .scoring import compute as pc
 from .scoring.arrays import OK
@@ -32,6 +33,9 @@ from .scoring.record import Summary, SummaryError
 from .types import Prediction
 
 logger = logging.getLogger(__name__)
+
+#: how many stored lines a verified run (:meth:`StoredRun.verified`: the gate's) scores again to check its table
+VERIFY_SAMPLE = 64
 
 RUN_JSON = "run.json"
 PREDICTIONS = "predictions.jsonl"
@@ -123,6 +127,10 @@ class RunStore:
         if chunk:
             yield chunk
 
+    def sample_predictions(self, count: int, rng: random.Random) -> list[Prediction]:
+        """About ``count`` stored lines picked at random, as predictions (:func:`sampled_lines`)."""
+        return sampled_lines(self, count, rng)
+
     def read_predictions(self) -> list[Prediction]:
         """Stored predictions, one per id (a later line for an id replaces an earlier one).
 
@@ -150,22 +158,19 @@ class RunStore:
         return self.path / f"scores-{safe_run_name(normalizer)}.arrow"
 
     def predictions_stamp(self) -> str:
-        """What a score table records of predictions.jsonl to tell it is stale: size and modification time."""
-        try:
-            stat = self.predictions_path.stat()
-        except FileNotFoundError:
-            return "absent"
-        return f"{stat.st_size}:{stat.st_mtime_ns}"
+        """What a score table records of predictions.jsonl to tell it is stale (:func:`scorefile.predictions_stamp`)."""
+        return predictions_stamp(self.predictions_path)
 
     def read_score_table(self, normalizer: str) -> Any:
         """The stored score table with ``normalizer`` (:func:`whisperbench.scorefile.read_table`); None when
-        it is missing, unreadable, of another version or normalizer, or stale."""
-        return read_table(self.scores_path(normalizer), normalizer, self.predictions_stamp())
+        it is missing, unreadable, of another version, normalizer or metric code, or stale."""
+        path = self.predictions_path
+        return read_table(self.scores_path(normalizer), normalizer, self.predictions_stamp(), path)
 
     def write_score_table(self, table: Any, normalizer: str, stamp: str) -> None:
         """Store ``table`` (scored with ``normalizer`` from predictions.jsonl as it was at ``stamp``), atomically
         (:func:`whisperbench.scorefile.write_table`)."""
-        write_table(self.scores_path(normalizer), table, normalizer, stamp)
+        write_table(self.scores_path(normalizer), table, normalizer, stamp, self.predictions_path)
 
     def _cut_partial_line(self) -> None:
         path = self.predictions_path
@@ -293,6 +298,30 @@ class PredictionWriter:
         self.close()
 
 
+def sampled_lines(store: RunStore, count: int, rng: random.Random) -> list[Prediction]:
+    """About ``count`` lines of ``store``'s predictions.jsonl picked at random (every line of a small file), as
+    predictions: each the line that starts after a random byte offset (the whole file is not read: a million lines
+    stay cheap). A malformed line is an error naming the file, as on any read."""
+    path = store.predictions_path
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return []
+    if size <= count * 1024:
+        lines = store.read_predictions()
+        return rng.sample(lines, min(count, len(lines)))
+    picked = []
+    with open(path, "rb") as fh:
+        for offset in sorted(rng.randrange(size) for _ in range(count)):
+            fh.seek(max(offset - 1, 0))
+            if offset:
+                fh.readline()  # the rest of the line holding byte offset - 1: the next one starts at or after it
+            raw = fh.readline()
+            if raw.endswith(b"\n") and raw.strip():
+                picked.append(_parse_line(raw, path, 0))
+    return picked
+
+
 @dataclass
 class StoredRun:
     """A finished (or partial) run as read back: what reports and the gate work from.
@@ -306,6 +335,7 @@ class StoredRun:
     _predictions: Optional[list[Prediction]] = field(default=None, repr=False)
     summary: Optional[Summary] = None
     _tables: dict = field(default_factory=dict, repr=False)
+    _verify: bool = field(default=False, repr=False)
 
     @property
     def predictions(self) -> list[Prediction]:
@@ -329,12 +359,36 @@ class StoredRun:
 
     def score_table(self, normalizer: Optional[str] = None):
         """The run's scores with ``normalizer`` (default the run's) as a pyarrow table: the stored table
-        when it is fresh, else built from the predictions and stored beside them (see ``RunStore.scores_path``)."""
+        when it is fresh, else built from the predictions and stored beside them (see ``RunStore.scores_path``).
+        On a run :meth:`verified`, a stored table is verified against the predictions first."""
         normalizer = normalizer or self.normalizer
         if normalizer not in self._tables:
             table = self.store.read_score_table(normalizer)
+            if table is not None and self._verify:
+                table = self._checked(table, normalizer)
             self._tables[normalizer] = table if table is not None else self._build_score_table(normalizer)
         return self._tables[normalizer]
+
+    def verified(self) -> "StoredRun":
+        """This run with every score table it reads verified against predictions.jsonl, not only by its checks (which
+        anyone can recompute): a random sample of :data:`VERIFY_SAMPLE` stored lines is scored again and compared
+        with their rows; a table that differs is rebuilt from the predictions (a warning names the run and why).
+        What the gate reads: a forged table (its check recomputed) cannot give the verdict."""
+        self._verify = True
+        held, self._tables = list(self._tables), {}
+        for normalizer in held:
+            self.score_table(normalizer)
+        return self
+
+    def _checked(self, table: Any, normalizer: str) -> Any:
+        """``table`` where a random sample of the stored lines scores as its rows say, else None (rebuild it)."""
+        from .scoring.table import rows_differ
+
+        problem = rows_differ(table, self.store.sample_predictions(VERIFY_SAMPLE, random.Random()), normalizer)
+        if problem is None:
+            return table
+        logger.warning("run %s: its score table is not its predictions' (%s): rebuilding it", self.name, problem)
+        return None
 
     def _build_score_table(self, normalizer: str):
         """Build the score table from the predictions, store it beside them and return it (memory-mapped)."""

@@ -487,6 +487,7 @@ class Prediction:
         """
         extra = data.get("extra")
         if data.keys() == _RAW_FIELDS and type(extra) is dict and extra.keys().isdisjoint(_EARLIER_EXTRA):
+            _refuse_wrong_types(data)
             pred = object.__new__(cls)  # a line as this version writes it (nearly all): its fields as they are
             pred.__dict__.update(data)
             pred.score = None
@@ -497,10 +498,54 @@ class Prediction:
         _read_earlier_versions(raw)
         if not raw.keys() <= _RAW_FIELDS:
             unknown = {k: raw.pop(k) for k in list(raw) if k not in _RAW_FIELDS}
-            raw["extra"] = {**raw.get("extra", {}), **unknown}
+            given = raw.get("extra")
+            raw["extra"] = {**(given if isinstance(given, dict) else {}), **unknown}
+        _refuse_wrong_types(raw)
         pred = cls(**raw)
         pred.refuse_bad_times()  # times stored before they were checked (or edited since) never reach a table
         return pred
+
+
+#: the JSON types each stored field may hold (None allowed where the field is optional); a line holding another is
+#: malformed: one error naming the field, never a crash of every report reading the folder
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "transcript": (str,),
+    "hypothesis": (str,),
+    "status": (str,),
+    "error": (str, type(None)),
+    "audio_s": (float, int),
+    "infer_s": (float, int),
+    "language_label": (str, type(None)),
+    "detected_language": (str, type(None)),
+    "segments": (list, type(None)),
+    "words": (list, type(None)),
+    "extra": (dict,),
+    "cpu_s": (float, int, type(None)),
+    "tokens": (int, type(None)),
+    "stream": (list, type(None)),
+}
+
+
+def _refuse_wrong_types(raw: dict[str, Any]) -> None:
+    """TypeError naming the first field of a stored line whose value is not of its type (a Boolean is no number),
+    or a text that UTF-8 cannot hold (a lone surrogate in its id).
+
+    >>> _refuse_wrong_types({"id": "a", "infer_s": "fast"})
+    Traceback (most recent call last):
+    ...
+    TypeError: field infer_s is 'fast' (str), not float or int
+    """
+    for name, value in raw.items():
+        allowed = _FIELD_TYPES.get(name)
+        if allowed is None:
+            continue
+        if type(value) not in allowed:
+            kinds = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+            raise TypeError(f"field {name} is {str(value)[:40]!r} ({type(value).__name__}), not {kinds}")
+    identifier = raw.get("id")
+    if isinstance(identifier, str) and storable_text(identifier) != identifier:
+        raise TypeError(f"field id {identifier!r} holds characters UTF-8 cannot encode (a lone surrogate)")
 
 
 def _read_earlier_versions(raw: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from ..languages import LanguageError, language_code
 from ..errors import AdapterUnavailable, OptionError
 from ..machine import default_threads
+from ..limits import Range
 from .options import Option, parse_options
 from ..types import Example, Segment, Transcript, Word
 from ..redact import redact
@@ -154,6 +155,16 @@ class DecodingOptions:
         return data
 
 
+#: the numbers each decoding option takes where "finite and not negative" (every number option's rule) is not it
+_DECODING_RANGES = {
+    "beam_size": Range(1, integer=True),
+    "threads": Range(1, integer=True),
+    "no_speech_threshold": Range(0, 1),
+    "logprob_threshold": Range(-100, 0),  # a mean log-probability (Whisper's default -1.0)
+    "compression_ratio_threshold": Range(0, open_low=True),
+}
+
+
 @functools.lru_cache(maxsize=None)
 def common_options() -> dict[str, Option]:
     """The options every adapter takes (``-o KEY=VALUE``), declared by :class:`DecodingOptions`' fields: typed
@@ -170,7 +181,8 @@ def common_options() -> dict[str, Option]:
         inner = [t for t in typing.get_args(hints[f.name]) if t is not type(None)]  # Optional[X] -> X
         has_default = f.default is not dataclasses.MISSING
         default = f.default if has_default else f.default_factory()  # type: ignore[operator]  # else a factory
-        table[f.name] = Option(default, value_type=inner[0] if inner else hints[f.name], nullable=bool(inner))
+        kind = inner[0] if inner else hints[f.name]
+        table[f.name] = Option(default, value_type=kind, nullable=bool(inner), range=_DECODING_RANGES.get(f.name))
     return table
 
 

@@ -40,6 +40,7 @@ from ..errors import OptionError
 from ..types import Example, Transcript
 from .base import Adapter, DecodingOptions, window_transcript
 from .jax_compile import N_FRAMES, Program, ProgramBuilder
+from ..limits import Range
 from .options import Option
 
 N_FFT = 400
@@ -94,9 +95,9 @@ class JaxAdapter(Adapter):
     long_form_algorithm = "none of its own: the harness's chunked strategy (Whisper JAX's batched 30 s windows)"
     no_word_timing = "the Flax model's jit-compiled batched greedy loop keeps no cross-attention to align words with"
     options = {
-        "batch_size": Option(8, "clips per compiled batch"),
+        "batch_size": Option(8, "clips per compiled batch", range=Range(1, integer=True)),
         "dtype": Option("float32", "Flax compute dtype"),
-        "max_new_tokens": Option(224, "decode length of the compiled loop"),
+        "max_new_tokens": Option(224, "decode length of the compiled loop", range=Range(1, integer=True)),
     }
     variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
 

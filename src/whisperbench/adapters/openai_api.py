@@ -31,6 +31,7 @@ from ..errors import OptionError, WhisperbenchError
 from ..redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript, Word
 from .base import Adapter
+from ..limits import Range
 from .options import Option
 
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -146,13 +147,13 @@ class OpenAIAPIAdapter(Adapter):
     options = {
         "base_url": Option("", "endpoint URL; empty: OPENAI_BASE_URL, else the OpenAI API"),
         "response_format": Option("json", "what the endpoint is asked for", ("json", "verbose_json", "text")),
-        "concurrency": Option(4, "requests in flight at once"),
+        "concurrency": Option(4, "requests in flight at once", range=Range(1, integer=True)),
         "max_retries": Option(5, "retries of a failed request (the client's backoff)"),
-        "timeout_s": Option(120.0, "seconds per request"),
+        "timeout_s": Option(120.0, "seconds per request", range=Range(0, open_low=True)),
         "price_per_minute": Option(
             0.006, "USD per audio minute, for the cost estimate (whisper-1 list price, Nov 2026)"
         ),
-        "max_upload_mb": Option(25.0, "upload limit; longer audio is split on silence"),
+        "max_upload_mb": Option(25.0, "upload limit; longer audio is split on silence", range=Range(0, open_low=True)),
         "cache": Option(True, "keep results by audio hash and request, and reuse them (--refresh bypasses)"),
     }
 

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import OptionError
 from ..types import Example, Transcript
 from .base import SEAMS_FROM_DECODER, Adapter, transcript_from_whisper_result, window_transcript
+from ..limits import Range
 from .options import Option
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 
@@ -30,7 +31,9 @@ class OpenAIWhisperAdapter(Adapter):
     )
     options = {
         "device": Option("cpu", "torch device"),
-        "batch_size": Option(1, "short clips (and chunked long-form windows) decoded together"),
+        "batch_size": Option(
+            1, "short clips (and chunked long-form windows) decoded together", range=Range(1, integer=True)
+        ),
         "pad": Option(
             "mel",
             "short clips: mel = the clip's log-mel zero-padded to 30 s (whisper.transcribe); "

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from ..errors import OptionError
+from ..limits import Range
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -27,10 +28,20 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 @dataclass(frozen=True)
 class Option:
     """One option: its default (whose type is the option's type unless ``value_type`` says it), what it does,
-    allowed values; ``nullable``: ``none``/``null``/empty give None (an option whose default is None).
+    allowed values; ``nullable``: ``none``/``null``/empty give None (an option whose default is None). A number is
+    checked when it is parsed, before any run starts: within ``range`` where the option declares one, else
+    finite and not negative (NaN, infinity and ``-1`` are no seconds, counts or thresholds).
 
     >>> Option(None, "a threshold", value_type=float, nullable=True).parse("decoding", "t", "none") is None
     True
+    >>> Option(1.0, "seconds per chunk", range=Range(0, open_low=True)).parse("adapter x", "chunk_s", "0")
+    Traceback (most recent call last):
+    ...
+    whisperbench.errors.OptionError: adapter x: option chunk_s must be a finite number above 0, got 0.0
+    >>> Option(0.5, "a share").parse("adapter x", "share", "nan")
+    Traceback (most recent call last):
+    ...
+    whisperbench.errors.OptionError: adapter x: option share must be a finite number from 0, got nan
     """
 
     default: Any
@@ -38,6 +49,8 @@ class Option:
     choices: tuple = ()
     value_type: Optional[type] = None
     nullable: bool = False
+    #: the numbers it takes (None: finite and not negative; a whole number for an integer option)
+    range: Optional[Range] = None
 
     @property
     def kind(self) -> str:
@@ -47,6 +60,10 @@ class Option:
     def parse(self, owner: str, key: str, raw: Any) -> Any:
         """The typed value of ``key=raw``; an OptionError naming ``owner`` (e.g. ``adapter mlx``) when it is bad."""
         value = self._convert(owner, key, raw)
+        if self.kind in ("integer", "number") and value is not None and not isinstance(value, bool):
+            limits = self.range or Range(0, integer=self.kind == "integer")
+            checked = limits.check(f"{owner}: option {key}", value)
+            value = checked if self.kind == "number" else int(checked)
         if self.choices and value not in self.choices:
             allowed = ", ".join(str(c) if c != "" else "(empty)" for c in self.choices)
             raise OptionError(f"{owner}: option {key}={raw!r} is not one of {allowed}")

@@ -34,7 +34,18 @@ def _rows_with(path: str, keys: tuple[str, ...]) -> Iterator[tuple[int, dict[str
         return
     for number, line in enumerate(text.split("\n"), start=1):  # as the file's lines (splitlines also cuts at U+2028)
         if any(needle in line for needle in needles):
-            yield number, parse_json(line)
+            row = parse_json(line)
+            if isinstance(row, dict) and "id" in row:
+                yield number, row
+            elif isinstance(row, dict) and "device" in row:
+                said = ", ".join(key for key in keys if key in row)
+                header = ", ".join(("name",) + DEVICE_FIGURES)
+                raise WhisperbenchError(
+                    f"{path} line {number}: the device header row holds {said}, a figure of one example: give it on "
+                    f"that example's line (the header's device takes {header})"
+                )
+            else:
+                raise WhisperbenchError(f"{path} line {number}: need a JSON object with an id")
 
 
 def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]]]]:

@@ -28,6 +28,7 @@ from ..audio import SAMPLE_RATE
 from ..scoring.streaming import shown_then_dropped
 from ..types import Emission, Example, Transcript
 from .base import Adapter
+from ..limits import Range
 from .options import Option
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,12 @@ class StreamingAdapter(Adapter):
     native_long_form = True
     long_form_algorithm = "streaming: the whole audio fed in chunks, the policy decides what to commit"
     options = {
-        "chunk_s": Option(1.0, "seconds of audio per chunk fed to the stream", value_type=float),
+        "chunk_s": Option(
+            1.0,
+            "seconds of audio per chunk fed to the stream",
+            value_type=float,
+            range=Range(0, open_low=True, unit="s"),
+        ),
         "clock": Option(
             "simulated",
             "simulated (computation-unaware: the next chunk when the last is processed; latency in audio "

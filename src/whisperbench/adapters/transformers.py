@@ -13,6 +13,7 @@ import numpy as np
 from ..audio import SAMPLE_RATE
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_PIPELINE, Adapter, seam_extra
+from ..limits import Range
 from .options import Option
 from .word_timing import words_from_tokens
 
@@ -34,7 +35,7 @@ class TransformersAdapter(Adapter):
         "dtype": Option("float32", "torch dtype of the model", ("float32", "float16", "bfloat16")),
         "device": Option("cpu", "torch device"),
         "chunk_length_s": Option(0.0, "long-form: 0 = sequential generation, 30 = the pipeline's chunking"),
-        "batch_size": Option(1, "clips or chunks per forward pass"),
+        "batch_size": Option(1, "clips or chunks per forward pass", range=Range(1, integer=True)),
     }
     variants = {name: {"dtype": name} for name in ("float32", "bfloat16")}
     word_timing = (

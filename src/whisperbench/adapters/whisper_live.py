@@ -26,8 +26,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..supervise import started_from_main_thread
-from ..types import Example
+from ..supervise import WorkerCrashed, started_from_main_thread
+from ..types import Example, Transcript
+from ..limits import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -153,9 +154,14 @@ class WhisperLiveAdapter(StreamingAdapter):
             value_type=float,
         ),
         "use_vad": Option(True, "the server's voice-activity filter (faster-whisper's Silero VAD; its default: on)"),
-        "no_speech_thresh": Option(0.45, "segments more likely non-speech than this are dropped", value_type=float),
+        "no_speech_thresh": Option(
+            0.45, "segments more likely non-speech than this are dropped", value_type=float, range=Range(0, 1)
+        ),
         "same_output_threshold": Option(
-            10, "a segment repeated this many times unchanged is committed (the server's default)", value_type=int
+            10,
+            "a segment repeated this many times unchanged is committed (the server's default)",
+            value_type=int,
+            range=Range(1, integer=True),
         ),
     }
 
@@ -167,6 +173,32 @@ class WhisperLiveAdapter(StreamingAdapter):
 
         self.multilingual = resolve_source(self.model).multilingual
         self.weights_path = converted(self.model, "ctranslate2")
+        self._start_server()
+
+    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+        """One stream (:class:`StreamingAdapter`); a server that died since the last one is started again first, and
+        one that dies during this stream is started again and the example's try counted as a worker's death
+        (``WorkerCrashed``): the run's retry policy (``--attempts``) tries it again on the new server, and every
+        later example streams to it (before: each failed "Connection refused")."""
+        if self.server.poll() is not None:
+            log.warning("whisper-live server had exited (%s): starting it again", self.server.returncode)
+            self._restart()
+        try:
+            return super().transcribe(audio, example, long_form=long_form)
+        except Exception as exc:
+            if self.server.poll() is None:
+                raise  # the server is alive: the example's own failure
+            code = self.server.returncode
+            log.warning("whisper-live server died (exit %s: %s): starting it again", code, self._tail())
+            self._restart()
+            raise WorkerCrashed(f"the whisper-live server died (exit {code}) during this stream; restarted") from exc
+
+    def _restart(self) -> None:
+        self.close()
+        self._start_server()
+
+    def _start_server(self) -> None:
+        """Start the server on a free port and wait until it listens (its log kept for the error)."""
         self.port = _free_port()
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"whisperbench-whisper-live-{self.port}.log"
         self._log = open(self.log_path, "wb")

@@ -49,6 +49,7 @@ from ..audio import SAMPLE_RATE
 from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, seam_extra, seams_from_seeks
+from ..limits import Range
 from .options import Option
 
 COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
@@ -166,8 +167,8 @@ class WhisperKitAdapter(Adapter):
         "model_path": Option("", "a local WhisperKit model folder (else --model is downloaded by WhisperKit)"),
         "audio_encoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the encoder"),
         "text_decoder_compute_units": Option("cpuAndNeuralEngine", "WhisperKit compute units of the decoder"),
-        "batch_size": Option(8, "files per whisperkit-cli call"),
-        "timeout_s": Option(1800.0, "seconds per whisperkit-cli call"),
+        "batch_size": Option(8, "files per whisperkit-cli call", range=Range(1, integer=True)),
+        "timeout_s": Option(1800.0, "seconds per whisperkit-cli call", range=Range(0, open_low=True)),
     }
 
     def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):

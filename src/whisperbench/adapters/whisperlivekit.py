@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..types import Example
+from ..limits import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -72,7 +73,12 @@ class WhisperLiveKitAdapter(StreamingAdapter):
         "frame_threshold": Option(
             25, "SimulStreaming: encoder frames the attention must stay behind the audio's end", value_type=int
         ),
-        "buffer_trimming_s": Option(15.0, "LocalAgreement: trim the audio buffer past this length", value_type=float),
+        "buffer_trimming_s": Option(
+            15.0,
+            "LocalAgreement: trim the audio buffer past this length",
+            value_type=float,
+            range=Range(0, open_low=True),
+        ),
     }
 
     def policy(self) -> str:

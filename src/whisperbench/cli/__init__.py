@@ -152,6 +152,16 @@ def _configure_logging(level: int) -> None:
         logger.addHandler(_StderrHandler())
 
 
+def _closed_streams_to_devnull() -> None:
+    """A command started with its stdout or stderr closed (``gate … >&-``, ``score … 2>&-``: Python then has no
+    ``sys.stdout``/``sys.stderr``) writes that stream to the null device, which takes the closed descriptor (the
+    lowest free one: no file opened later takes it, nor does a child inherit it closed): the command runs and
+    exits with its own code (the gate's verdict), saying nothing there."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (open for the process's life)
+
+
 class _PipeSafe:
     """``sys.stdout`` that survives a closed pipe (``whisperbench gate … | head -3``): once the reader has gone,
     further output goes nowhere and the command still ends with its own exit code (the gate's verdict)."""
@@ -223,6 +233,7 @@ def _end(returned: list[int]) -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv``); the exit code (bad input: one line and 2)."""
     if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
+        _closed_streams_to_devnull()
         sys.stdout = _PipeSafe(sys.stdout)
         freeze_after_pauses()  # one command, then exit: records built in bulk are never scanned again
         collect_less_often()  # nor its imports and first records scanned again and again

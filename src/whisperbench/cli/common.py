@@ -26,10 +26,19 @@ def finite(text: str) -> float:
 def whole(text: str) -> int:
     """The type of every count option: an integer, 0 or more (a negative count is refused, exit 2).
 
-    >>> whole("3")
-    3
+    >>> whole("3"), whole("1e20")
+    (3, 100000000000000000000)
     """
-    value = int(text)  # a ValueError: argparse says "invalid whole value"
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            number = float(text)  # 1e20: a whole number written as a float
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number == int(number)):
+            raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text}") from None
+        value = int(number)
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text}")
     return value

@@ -14,6 +14,10 @@ def command(args) -> int:
     """``whisperbench sweep``: every compressed variant of a model against one reference (``api.sweep``), and the
     size table."""
     from ..api import sweep
+    from ..limits import GATE_LIMITS, check_limits
+
+    # the verdict's limits checked before the first variant runs (not after all of them)
+    check_limits({"min_qoi": args.min_qoi, "max_wer_increase": args.max_wer_increase}, GATE_LIMITS)
 
     def report_entry(entry, number: int, total: int) -> None:
         summary = entry.summary

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,11 +91,14 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     True
     """
     keys: dict[str, tuple[str, int, int]] = {}
+    refused: dict[str, Union[AudioFacts, AudioError]] = {}
     for path in dict.fromkeys(paths):
         try:
             keys[path] = _key(path)
         except FileNotFoundError:
             continue  # left out: the caller says it is missing
+        except AudioError as exc:
+            refused[path] = exc
     with _lock:
         known = {key: _memo[key] for key in keys.values() if key in _memo}
     known |= _read_many([key for key in keys.values() if key not in known])
@@ -109,7 +113,7 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     _write_many(made)
     with _lock:
         _memo.update(made)
-    return found | computed
+    return found | computed | refused
 
 
 def _header(source: str | bytes) -> AudioInfo:
@@ -121,9 +125,19 @@ def _header(source: str | bytes) -> AudioInfo:
 
 
 def _key(path: str) -> tuple[str, int, int]:
-    """A file's key in the memo and the cache: its absolute path, size and modification time (ns)."""
-    stat = os.stat(path)
-    return os.path.abspath(path), stat.st_size, stat.st_mtime_ns
+    """A file's key in the memo and the cache: its absolute path, size and modification time (ns). Anything but a
+    regular file (a FIFO, a device, a socket, a folder) is an AudioError: reading a FIFO would wait for a writer
+    for ever."""
+    found = os.stat(path)
+    if not stat.S_ISREG(found.st_mode):
+        raise AudioError(f"{path}: not a regular file ({_kind(found.st_mode)}): give an audio file")
+    return os.path.abspath(path), found.st_size, found.st_mtime_ns
+
+
+def _kind(mode: int) -> str:
+    """What a file that is no regular file is, in a word."""
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a device or other special file")
 
 
 def _facts_part(paths: Sequence[str], start: int, stop: int) -> list[tuple[Any, ...]]:

@@ -139,6 +139,8 @@ def _to_example(record: RawRecord, base_dir: Optional[str], keys: RowKeys) -> Ex
         if not isinstance(audio, str):
             raise DatasetError(f"{record.origin}: no id field (one of {', '.join(keys.id)})")
         ex_id = os.path.splitext(os.path.basename(audio))[0]
+    if storable_text(str(ex_id)) != str(ex_id):
+        raise DatasetError(f"{record.origin}: id {ascii(ex_id)} holds a lone surrogate, which no file can store")
     text_key, text = _first(fields, keys.text)
     if text_key is None and not any(k in fields for k in keys.text):
         raise DatasetError(f"{record.origin} (id {ex_id}): no transcript field (one of {', '.join(keys.text)})")
@@ -284,7 +286,9 @@ def build_dataset(
             problems.append(str(exc))
             _, row_id = _first(record.fields, keys_for("id", columns))
             _, text = _first(record.fields, keys_for("text", columns))
-            invalid.append(Invalid(id=str(row_id or record.origin), reason=str(exc), text=str(text or "")))
+            invalid.append(
+                Invalid(id=storable_text(str(row_id or record.origin)), reason=str(exc), text=str(text or ""))
+            )
     counts = Counter(ex.id for ex, _ in parsed)
     origins: dict[str, list[str]] = {}
     for ex, origin in parsed:

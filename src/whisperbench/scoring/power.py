@@ -158,6 +158,11 @@ def plan(
         for name, value in (("wer_increase", wer_increase), ("qoi_drop", qoi_drop), ("examples", examples))
         if value is not None and value <= 0
     ]
+    bad += (
+        [f"examples {examples:g} (at most {MAX_EXAMPLES:,})"]
+        if examples is not None and examples > MAX_EXAMPLES
+        else []
+    )
     bad += [f"baseline_regressed {baseline_regressed:g} (0 to 100 %)"] if not 0.0 <= baseline_regressed < 100.0 else []
     if bad:
         raise ValueError(f"cannot plan with {', '.join(bad)}")

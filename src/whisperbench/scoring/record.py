@@ -27,7 +27,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .metrics import Metric, registered
+from .metrics import Metric, registered, reserve_names
 
 SCHEMA_VERSION = 3
 #: keys of summary.json that schema versions before 3 named after the "reference" (the human transcript)
@@ -130,7 +130,7 @@ class Summary:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name == "load_s":  # the metrics after the scores, before what the harness measured
-                out.update(self.metrics)
+                out.update({k: v for k, v in self.metrics.items() if k not in SUMMARY_FIGURES})  # never a figure
             if f.name in ("metrics", "extra", "schema_version") or (
                 f.name in _OMITTED_WHEN_ABSENT and value in ({}, None)
             ):
@@ -187,3 +187,4 @@ class Summary:
 
 #: the figures a summary holds by name (its fields but the metrics' and the implementation's maps and the version)
 SUMMARY_FIGURES = frozenset(f.name for f in dataclasses.fields(Summary)) - {"metrics", "extra", "schema_version"}
+reserve_names(SUMMARY_FIGURES | {"metrics", "extra", "schema_version"})  # no plug-in metric may take their place

@@ -13,6 +13,7 @@ set of metrics installed included: :func:`metrics_key`).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ from .arrays import numbers
 from .hallucination import stored_measures
 from . import prescore
 from .normalize import normalize
-from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
+from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
 from .summary import ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
 
@@ -124,9 +125,10 @@ def _table(scored: Sequence[Prediction]) -> pa.Table:
 
 
 def metrics_key() -> str:
-    """The per-example metrics a table is built with (its metadata ``metrics``): a table built with another set
-    is stale."""
-    return ",".join(sorted(metric.name for metric in per_example_metrics()))
+    """The per-example metrics a table is built with, each with the version of its code (its metadata
+    ``metrics``: ``{"name": "version", …}`` as JSON, :attr:`~whisperbench.scoring.metrics.Metric.code_version`): a
+    table built with another set, or by a metric whose code changed since, is stale."""
+    return json.dumps({metric.name: metric.code_version for metric in per_example_metrics()}, sort_keys=True)
 
 
 def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
@@ -204,3 +206,37 @@ def paired_columns(reference: pa.Table, candidate: pa.Table, errors: str, units:
     cand = candidate.select(["id", errors]).rename_columns(["id", "cand_errors"])
     joined = ref.join(cand, "id").drop_null()
     return tuple(numbers(joined[name], np.float64) for name in ("ref_errors", "cand_errors", "units"))
+
+
+def rows_differ(table: pa.Table, sample: Sequence[Prediction], normalizer: str) -> Optional[str]:
+    """Why ``table`` is not what scoring ``sample`` (raw predictions read back from predictions.jsonl) with
+    ``normalizer`` gives for their rows — an example missing from it, or a column of its row that differs (the
+    first found, in one line) — else None. The gate's check that a score table is the predictions' (a table whose
+    check was forged with it is found out on any row it changed that the sample holds)."""
+    if not sample:
+        return None
+    fresh = _table(rescored_all(list({p.id: p for p in sample}.values()), normalizer))
+    where = np.flatnonzero(numbers(pc.fill_null(pc.is_in(table["id"], fresh["id"].combine_chunks()), False)))
+    row_of = dict(zip(pc.take(table["id"], pa.array(where, pa.int64())).to_pylist(), where.tolist()))
+    rows = [row_of.get(example) for example in fresh["id"].to_pylist()]
+    names = list(dict.fromkeys([*fresh.column_names, *(n for n in table.column_names if "." in n)]))
+    stored = table.take(pa.array([r if r is not None else 0 for r in rows], pa.int64()))
+    for i, (row, example) in enumerate(zip(rows, fresh["id"].to_pylist())):
+        if row is None:
+            return f"example {example!r} is not in it"
+        for name in names:
+            want = fresh[name][i].as_py() if name in fresh.column_names else None
+            have = stored[name][i].as_py() if name in stored.column_names else None
+            if not _same_value(want, have, name.endswith(f".{ERRORS}")):
+                return f"example {example!r}: {name} is {have!r} in the table, {want!r} scored again"
+    return None
+
+
+def _same_value(want: Any, have: Any, flag: bool) -> bool:
+    """Whether a stored cell is the value scoring again gives (NaN equal to NaN; a metric's ``errors`` flag: an
+    absent one is 0)."""
+    if flag:
+        want, have = want or 0.0, have or 0.0
+    if isinstance(want, float) and isinstance(have, float):
+        return want == have or (want != want and have != have)
+    return bool(want == have)
