@@ -153,7 +153,7 @@ def _database() -> Optional[sqlite3.Connection]:
     """The process's one connection to the cache (opened on first use; None when it cannot be)."""
     global _connection, _unavailable
     if _connection is None and not _unavailable:
-        import sqlite3  # here, not at import: a helper scoring ahead reads the manifest without the cache
+        import sqlite3
 
         try:
             folder = cache_dir()

@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
 from . import compute as pc
@@ -59,11 +58,10 @@ def summarize_with_table(
     and every metric — per-example ones from the table's columns (null when they give the run no value),
     run-level ones from the scored predictions (``metric_options``: their thresholds). ``table_ready`` is called
     with the table as soon as it is built, before the figures (the runner starts writing it then)."""
-    with paused_gc():  # scored copies and the metrics' per-example records, none in a cycle: see whisperbench.gcpause
-        scored, table = scored_table(unique_by_id(predictions), normalizer)
-        if table_ready is not None:
-            table_ready(table)
-        metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
+    scored, table = scored_table(unique_by_id(predictions), normalizer)
+    if table_ready is not None:
+        table_ready(table)
+    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
         metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
     summary = Summary(
