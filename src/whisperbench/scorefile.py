@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from .digest import sha256_of
 from .scoring.table import TABLE_VERSION, metrics_key
 
 logger = logging.getLogger(__name__)
@@ -58,14 +59,6 @@ def _expected(normalizer: str, stamp: str) -> dict[str, str]:
     }
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_table(path: Path, normalizer: str, stamp: str) -> Optional[Any]:
     """The ``pyarrow.Table`` at ``path``, memory-mapped; None when it is missing, has no check or a check it fails
     (bytes changed, another table version, normalizer, scorer or set of metrics, or written from predictions other
@@ -84,7 +77,7 @@ def read_table(path: Path, normalizer: str, stamp: str) -> Optional[Any]:
         logger.info("score table %s is stale: rebuilding it from the predictions", path)
         return None
     try:
-        if _file_sha256(path) != check.get("sha256"):
+        if sha256_of(path) != check.get("sha256"):
             logger.warning("score table %s does not match its checksum (changed or corrupt): rebuilding it", path)
             return None
         table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
@@ -106,7 +99,7 @@ def write_table(path: Path, table: Any, normalizer: str, stamp: str) -> None:
     try:
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table, max_chunksize=1 << 17)
-        check_tmp.write_text(json.dumps(facts | {"sha256": _file_sha256(tmp)}), encoding="utf-8")
+        check_tmp.write_text(json.dumps(facts | {"sha256": sha256_of(tmp)}), encoding="utf-8")
         os.replace(tmp, path)
         os.replace(check_tmp, check_path(path))
     except OSError as exc:
