@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..languages import headline_metric
 from ..types import Prediction
-from . import compute as pc
+import pyarrow.compute as pc
 from .arrays import OK, numbers, text
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary

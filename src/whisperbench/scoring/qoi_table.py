@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..languages import headline_metric
 from ..types import Prediction
-from . import compute as pc
+import pyarrow.compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..types import Prediction, WordCounts
 from . import arrays
-from . import compute as pc
+import pyarrow.compute as pc
 from .arrays import numbers
 from .hallucination import stored_measures
 from .metrics import Metric, ScoredExample, example_columns, per_example_metrics
