@@ -42,9 +42,10 @@ def test_many_files_not_cached_yet_are_read_on_every_core_and_cached_at_once(tmp
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(facts_module, "_memo", {})
     monkeypatch.setattr(facts_module, "_connection", None)
+    monkeypatch.setattr(facts_module, "POOL_MIN", 500)  # a pool for 600 files (5,000 by default)
     clips = [BUNDLED / "shortform" / row["audio"] for row in tiny_rows]
     rows = []
-    for i in range(facts_module.FORKED_MIN + 100):
+    for i in range(facts_module.POOL_MIN + 100):
         link = tmp_path / f"clip{i}.flac"
         link.symlink_to(clips[i % len(clips)])
         rows.append({"id": f"u{i}", "audio": str(link), "text": "words"})
