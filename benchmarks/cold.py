@@ -68,9 +68,9 @@ def write_inputs(folder: Path, refs: list[str], ref_hyps: list[str], cand_hyps: 
                 fh.write(json.dumps({"id": f"utt{i:07d}", "hypothesis": hyp}) + "\n")
 
 
-#: runs the CLI as the ``whisperbench`` command does (``cli.entry``: its exit without the interpreter's teardown
-#: included) and, once the command has returned, writes the process's own peak RSS (VmHWM, kB) to the file named by
-#: argv[1]: not ``wait4``'s ru_maxrss, which counts the parent's memory at the fork
+#: runs the CLI as the ``whisperbench`` command does (``cli.entry``) and, once the command has returned, writes the
+#: process's own peak RSS (VmHWM, kB) to the file named by argv[1]: not ``wait4``'s ru_maxrss, which counts the
+#: parent's memory at the fork
 LAUNCHER = """
 import sys
 from whisperbench import cli

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -114,7 +115,8 @@ def write_run(path: Path, n: int, table: list[list[dict]], seed: int) -> None:
     store.write_summary(summarize(store.read_predictions(), NORMALIZER, "short"))
 
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "shortform" / "manifest.jsonl"
+SHARED_DATA = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+SHARED = SHARED_DATA / "shortform" / "manifest.jsonl"
 
 
 def shared_or_bundled_transcripts() -> list[str]:
@@ -197,7 +199,6 @@ def fresh_scoring(count: int) -> None:
 
 def all_cores(count: int) -> None:
     """Goal 1, large sets: ``score_predictions`` in this process and on every core, same predictions."""
-    import os
 
     from whisperbench.scoring import score_predictions
     from whisperbench.scoring.normalize import _cached

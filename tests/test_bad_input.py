@@ -11,7 +11,7 @@ import soundfile as sf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from whisperbench.datasets.hypotheses import read_hypotheses
+from whisperbench.datasets.hypotheses import read_rows
 from whisperbench.audio import load_audio
 from whisperbench.cli import main
 from whisperbench.datasets import load_dataset
@@ -105,7 +105,7 @@ def test_hypotheses_file_problems(tmp_path, tiny_short, capsys):
     dup = tmp_path / "dup.jsonl"
     dup.write_text('{"id": "a", "hypothesis": "x"}\n{"id": "a", "hypothesis": "y"}\n', encoding="utf-8")
     with pytest.raises(WhisperbenchError, match="dup.jsonl line 2: duplicate id 'a'"):
-        read_hypotheses(str(dup))
+        read_rows(str(dup))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"hypothesis": "no id"}\n', encoding="utf-8")
     assert (

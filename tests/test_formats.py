@@ -71,7 +71,7 @@ def toy(monkeypatch, tmp_path) -> Path:
     (folder / "toy.json").write_text(json.dumps({"dims": TOY_DIMS}))
     (folder / "toy.weights").write_bytes(b"\0" * 1000)
     yield folder
-    fmtmod.unregister("toy")
+    fmtmod.FORMATS.remove("toy")
 
 
 # --------------------------------------------------------------------------- derived tables = the objects

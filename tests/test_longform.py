@@ -13,13 +13,21 @@ from whisperbench.adapters import DecodingOptions
 from whisperbench.audio import SAMPLE_RATE, audio_info, load_audio
 from whisperbench.errors import OptionError
 from whisperbench.harness import RunRequest, run_evaluation
-from whisperbench.harness.longform import LongFormConfig, merge_overlapping, stream_windows, window_starts
+from whisperbench.harness.longform import LongFormConfig, merge_overlapping, stream_windows
 from whisperbench.scoring import normalize
 from whisperbench.scoring.wer import align, example_wer
 
 from .conftest import BUNDLED, read_manifest_rows, shared_manifest
 
 LONG_AUDIO = BUNDLED / "longform" / read_manifest_rows(BUNDLED / "longform" / "manifest.jsonl")[0]["audio"]
+
+
+def window_starts(num_samples: int, chunk: int, step: int) -> list[int]:
+    """Start samples of the windows covering ``num_samples``, the last one ending at the end (the test's own)."""
+    starts = [0]
+    while starts[-1] + chunk < num_samples:
+        starts.append(starts[-1] + step)
+    return starts
 
 
 # --- windows ----------------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 """The runner and run store: summaries, failures, resume, option checks (recorded + fault-injecting adapters)."""
 
-import gc
 import json
 
 import jiwer
@@ -24,7 +23,6 @@ def hypotheses_file(tmp_path, rows, drop=(), edit=None):
 
 
 CALLS: list[str] = []
-THRESHOLDS: list[int] = []  # the collector's youngest threshold as each example is transcribed
 
 
 @register
@@ -40,7 +38,6 @@ class FlakyAdapter(Adapter):
 
     def transcribe(self, audio, example, *, long_form):
         CALLS.append(example.id)
-        THRESHOLDS.append(gc.get_threshold()[0])
         if example.id in self.settings["fail"].split("+"):
             raise RuntimeError("injected failure")
         assert audio is not None and audio.dtype.name == "float32"
@@ -258,21 +255,3 @@ def test_a_resume_with_nothing_to_do_keeps_the_measurements(tmp_path, tiny_rows,
         assert again["summary.json"][key] == first["summary.json"][key], key
     for key in ("adapter_info", "load_s", "peak_rss_mb", "machine_load"):
         assert again["run.json"][key] == first["run.json"][key], key
-
-
-def test_a_model_infers_with_the_collector_as_usual_under_the_command_line_s_threshold(tmp_path, local_manifest):
-    """The command line collects the youngest generation less often (gcpause.collect_less_often); while a model
-    infers, CPython's default holds again (an inference library's cyclic garbage may hold audio), and afterwards the
-    command line's threshold is back."""
-    from whisperbench import gcpause
-
-    before = gc.get_threshold()
-    gcpause.collect_less_often()
-    try:
-        THRESHOLDS.clear()
-        request = RunRequest("test-flaky", "m", str(local_manifest()), runs_dir=str(tmp_path / "r"), warmup=False)
-        run_evaluation(request)
-        assert THRESHOLDS and set(THRESHOLDS) == {700}
-        assert gc.get_threshold()[0] == gcpause.COMMAND_LINE_THRESHOLD
-    finally:
-        gc.set_threshold(*before)

@@ -128,8 +128,8 @@ def test_qoi_rejects_duplicate_ids():
     st.lists(st.floats(min_value=0, max_value=100) | st.sampled_from([0, 2.5, 50, 90, 97.5, 99, 100]), max_size=6),
 )
 def test_percentiles_are_numpys_to_the_last_bit(values, qs):
-    """summary.json's latency percentiles, computed without numpy (its first call imports numpy.ma): the same
-    floats as numpy.percentile's default method, duplicates, one value and both ends included."""
+    """summary.json's latency percentiles: the same floats as numpy.percentile's default method, each q alone,
+    duplicates, one value and both ends included."""
     import numpy as np
 
     from whisperbench.scoring.figures import percentiles

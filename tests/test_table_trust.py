@@ -86,7 +86,8 @@ def _forge(run: Path) -> None:
     """Rewrite the run's score table as if it had no error at all, and its check to match (no key needed)."""
     import pyarrow as pa
 
-    from whisperbench.scorefile import _file_sha256, check_path
+    from whisperbench.digest import sha256_of
+    from whisperbench.scorefile import check_path
 
     path = run / "scores-english.arrow"
     table = pa.ipc.open_file(pa.py_buffer(path.read_bytes())).read_all()  # not mapped: the file is rewritten
@@ -101,7 +102,7 @@ def _forge(run: Path) -> None:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, forged.schema) as writer:
         writer.write_table(forged)
     check = json.loads(check_path(path).read_text(encoding="utf-8"))
-    check_path(path).write_text(json.dumps(check | {"sha256": _file_sha256(path)}), encoding="utf-8")
+    check_path(path).write_text(json.dumps(check | {"sha256": sha256_of(path)}), encoding="utf-8")
 
 
 def test_a_forged_table_with_its_check_recomputed_cannot_flip_the_gate(tmp_path):

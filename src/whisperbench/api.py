@@ -43,7 +43,6 @@ from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness import rescore as rescore_run
-from .harness.ahead import scores_ahead_of
 from .harness.request import score_request
 from .harness.runner import RunResult
 from .progress import progress as progress_bar
@@ -208,21 +207,19 @@ def to_frame(run: RunLike, reference: Optional[RunLike] = None, runs_dir: PathLi
 
 def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     """Run a :class:`~whisperbench.harness.RunRequest` (the CLI's ``run``/``score``): load and check its dataset,
-    evaluate (resuming what the store holds), write the summary. Returns the harness's result. Where the adapter
-    knows its outputs (a hypotheses file), a helper scores them while the dataset loads (``harness.ahead``)."""
-    with scores_ahead_of(request):
-        checked = _checked(
-            request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid, request.columns
-        )
-        starting = get_adapter(request.adapter).starting
-        bar = (
-            progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}", starting=starting)
-            if show_progress
-            else nullcontext(None)
-        )
-        with bar as shown:
-            update: Optional[Callable[[int], object]] = shown.update if shown is not None else None
-            return run_evaluation(request, progress=update, checked=checked, begin=getattr(shown, "begin", None))
+    evaluate (resuming what the store holds), write the summary. Returns the harness's result."""
+    checked = _checked(
+        request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid, request.columns
+    )
+    starting = get_adapter(request.adapter).starting
+    bar = (
+        progress_bar(len(checked.dataset), f"{request.adapter} {Path(request.model).name}", starting=starting)
+        if show_progress
+        else nullcontext(None)
+    )
+    with bar as shown:
+        update: Optional[Callable[[int], object]] = shown.update if shown is not None else None
+        return run_evaluation(request, progress=update, checked=checked, begin=getattr(shown, "begin", None))
 
 
 #: a command-line flag in a message -> how the Python API spells it (every other flag is left as it is)

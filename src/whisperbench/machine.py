@@ -21,25 +21,6 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def numpy_on_one_blas_thread() -> None:
-    """Import NumPy with its BLAS (the wheels' OpenBLAS) on one thread, where nothing has imported it yet: for a
-    command that runs no model and multiplies no matrix. OpenBLAS starts a thread per core as it loads, and they
-    spin before they sleep (about 0.07 s of CPU), which a ``score`` whose two processes keep both cores busy loses:
-    a 10k ``score`` went from 0.90 to 0.86 s (medians of 14, 2026-11-28). The environment is left as it was
-    (run.json records the thread variables; child processes inherit them), and a value the user set is kept.
-
-    >>> numpy_on_one_blas_thread(); "numpy" in sys.modules
-    True
-    """
-    if "numpy" in sys.modules or os.environ.get("OPENBLAS_NUM_THREADS"):
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read once, as OpenBLAS loads
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
-
-
 def cpu_counters() -> dict:
     """Machine-wide busy and total CPU seconds (/proc/stat), steal seconds, and this process's own CPU seconds
     (its reaped children included); empty where /proc/stat is missing."""

@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
+from .digest import sha256_of
 from .scoring.table import TABLE_VERSION, metrics_key
 
 logger = logging.getLogger(__name__)
@@ -68,14 +69,6 @@ def _expected(normalizer: str, stamp: str) -> dict[str, str]:
     }
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def predictions_stamp(predictions: Path) -> str:
     """What a score table records of predictions.jsonl to tell it changed without reading it: size, modification
     and change times in ns (``absent`` where there is none)."""
@@ -89,7 +82,7 @@ def predictions_stamp(predictions: Path) -> str:
 def content_sha256(predictions: Path) -> Optional[str]:
     """The SHA-256 of predictions.jsonl's bytes (None where it is absent)."""
     try:
-        return _file_sha256(predictions)
+        return sha256_of(predictions)
     except FileNotFoundError:
         return None
 
@@ -117,7 +110,7 @@ def read_table(path: Path, normalizer: str, stamp: str, predictions: Path) -> Op
         logger.info("score table %s was written from other predictions: rebuilding it from them", path)
         return None
     try:
-        if _file_sha256(path) != check.get("sha256"):
+        if sha256_of(path) != check.get("sha256"):
             logger.warning("score table %s does not match its checksum (changed or corrupt): rebuilding it", path)
             return None
         table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
@@ -158,7 +151,7 @@ def write_table(path: Path, table: Any, normalizer: str, stamp: str, predictions
     try:
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table, max_chunksize=1 << 17)
-        check_tmp.write_text(json.dumps(facts | {"sha256": _file_sha256(tmp), "content": content}), encoding="utf-8")
+        check_tmp.write_text(json.dumps(facts | {"sha256": sha256_of(tmp), "content": content}), encoding="utf-8")
         os.replace(tmp, path)
         os.replace(check_tmp, check_path(path))
     except OSError as exc:

@@ -12,7 +12,7 @@ import importlib.util
 import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Optional, Sequence
+from typing import Any, ClassVar, Iterable, Optional
 
 import numpy as np
 
@@ -364,11 +364,6 @@ class Adapter(ABC):
         """What to tell the user before the run about the dataset's example ``ids`` (a recorded file's ids that the
         dataset lacks); none by default."""
         return []
-
-    def outputs_known(self, examples: Sequence[Example]) -> Optional[list[Optional[str]]]:
-        """Each example's text when the adapter knows it before it runs (a recorded file's; None where it has none),
-        else None: the harness scores them ahead (``scoring.prescore``; its helper gives ids and texts only)."""
-        return None
 
     def source_digest(self) -> Optional[str]:
         """A digest of inputs outside the dataset and the run's options that decide this adapter's outputs

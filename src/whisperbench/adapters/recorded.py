@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from ..datasets.hypotheses import hypotheses_for, read_rows
+from ..datasets.hypotheses import read_rows
 from ..digest import sha256_of
 from ..errors import WhisperbenchError
 from ..files import parse_json
@@ -190,10 +190,6 @@ class RecordedAdapter(Adapter):
             f"{len(unknown)} id(s) in {self.model} are not in the dataset and are ignored: "
             f"{', '.join(unknown[:10])}{' …' if len(unknown) > 10 else ''}"
         ]
-
-    def outputs_known(self, examples: Sequence[Example]) -> Optional[list[Optional[str]]]:
-        """Each example's hypothesis in the file (None where it has none)."""
-        return hypotheses_for(self.model, examples)
 
     def load(self) -> None:
         self.rows = read_rows(self.model)

@@ -9,7 +9,6 @@ adds one through the entry-point group ``whisperbench.commands`` (:data:`COMMAND
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
 import logging
 import os
@@ -17,7 +16,6 @@ import sys
 from typing import Any, NoReturn, Optional
 
 from ..errors import WhisperbenchError
-from ..gcpause import collect_less_often, freeze_after_pauses
 from ..redact import redact_text
 from ..registry import Registry
 
@@ -204,30 +202,9 @@ def _builtin_named(argv: list[str]) -> Optional[str]:
 
 
 def entry() -> NoReturn:
-    """The ``whisperbench`` command (and ``python -m whisperbench``): :func:`main` on ``sys.argv``, whose code the
-    process exits with once every exit handler has run, without the interpreter's teardown (:func:`_end`)."""
-    returned: list[int] = []
-    atexit.register(_end, returned)  # the first registered after logging's: it runs last but for that one
-    code = main()
-    returned.append(code)
-    raise SystemExit(code)
-
-
-def _end(returned: list[int]) -> None:
-    """The command line's last exit handler, after its threads are joined, its child processes ended and every
-    other handler run: where :func:`main` returned (``returned`` holds its code; not after an error's traceback or
-    ``--help``), end the process at once, the logs and output flushed. The interpreter's teardown — each object
-    freed one at a time, then a full collection — took 20–30 ms of one core after a 10k-pair ``score``, for memory
-    the system takes back whole."""
-    if not returned:
-        return
-    logging.shutdown()  # registered before this handler: it would run after it
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said there
-            pass
-    os._exit(returned[0])
+    """The ``whisperbench`` command (and ``python -m whisperbench``): :func:`main` on ``sys.argv``, its code the
+    process's exit status (the interpreter ends as usual: every exit handler and finalizer runs)."""
+    raise SystemExit(main())
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -235,8 +212,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
         _closed_streams_to_devnull()
         sys.stdout = _PipeSafe(sys.stdout)
-        freeze_after_pauses()  # one command, then exit: records built in bulk are never scanned again
-        collect_less_often()  # nor its imports and first records scanned again and again
     args = build_parser(_builtin_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     _configure_logging(args.log_level)
     try:

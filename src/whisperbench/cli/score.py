@@ -8,21 +8,7 @@ from .common import add_run_args, columns, execute, metric_options
 
 
 def command(args) -> int:
-    """``whisperbench score``: store given hypotheses as a run and score them. The helper scoring ahead
-    (``harness.ahead.scores_ahead_of_file``) starts first, before the request is made and the harness, the adapters
-    and numpy are imported (about 0.1 s sooner than after them)."""
-    from ..harness.ahead import scores_ahead_of_file
-
-    with scores_ahead_of_file(args.hypotheses, args.dataset, args.limit, columns(args), args.normalizer):
-        return _score(args)
-
-
-def _score(args) -> int:
-    """The run of ``whisperbench score``: its request made and executed (NumPy on one BLAS thread: nothing here
-    multiplies matrices, and the helper keeps the other core busy: ``machine.numpy_on_one_blas_thread``)."""
-    from ..machine import numpy_on_one_blas_thread
-
-    numpy_on_one_blas_thread()
+    """``whisperbench score``: store given hypotheses as a run and score them (its request made and executed)."""
     from ..harness.request import score_request
 
     request = score_request(

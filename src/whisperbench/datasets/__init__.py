@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
-from ..gcpause import paused_gc
 from ..errors import DatasetError
-from ..types import ColumnMap, Example, Form
+from ..types import ColumnMap, Form
 from .huggingface import hf_records, read_hf
 from .manifest import read_manifest
 from .records import (
@@ -30,13 +29,11 @@ from .records import (
     build_dataset,
     content_hash,
     infer_form,
-    text_examples,
     record_id,
 )
 
 __all__ = [
     "load_dataset",
-    "unchecked_examples",
     "column_values",
     "from_hf_dataset",
     "bundled_datasets",
@@ -117,24 +114,6 @@ def _manifest_path(spec: str) -> str:
     return path
 
 
-def unchecked_examples(
-    spec: str, limit: Optional[int] = None, columns: ColumnMap = ColumnMap(), chunk: int = 1000
-) -> Iterator[list[Example]]:
-    """The examples of a manifest (not ``hf:``), ``chunk`` rows at a time, their ids, transcripts and languages as
-    :func:`load_dataset` maps them (no audio, duration or extras: :func:`~.records.text_examples`), without its
-    checks (a row it cannot map is left out; no audio is opened, no duplicate looked for): what a helper scoring
-    ahead reads while the dataset itself loads (``whisperbench.harness.ahead``).
-
-    >>> first = next(unchecked_examples("tiny-shortform", limit=2))
-    >>> [ex.id for ex in first], first[0].text[:24]
-    (['jfk', '1089-134691-0001'], 'And so my fellow America')
-    """
-    manifest = _manifest_path(spec)
-    records = read_manifest(manifest)[:limit]
-    for start in range(0, len(records), chunk):
-        yield text_examples(records[start : start + chunk], columns)  # the load names what is left out
-
-
 def column_values(spec: str, column: str) -> dict[str, Any]:
     """Example id -> the value of one column (e.g. ``speaker``) of a dataset's rows, read without validating or
     hashing audio; rows without the column are left out. For resampling blocks (``--block-by``).
@@ -175,14 +154,13 @@ def load_dataset(
             columns=columns,
         )
     manifest = _manifest_path(spec)
-    with paused_gc():  # a 100k-row manifest is 100k records and examples, none in a cycle: see whisperbench.gcpause
-        return build_dataset(
-            read_manifest(manifest),
-            name=name or _default_name(manifest),
-            source=os.path.abspath(manifest),
-            base_dir=os.path.dirname(os.path.abspath(manifest)),
-            form=form,
-            limit=limit,
-            skip_invalid=skip_invalid,
-            columns=columns,
-        )
+    return build_dataset(
+        read_manifest(manifest),
+        name=name or _default_name(manifest),
+        source=os.path.abspath(manifest),
+        base_dir=os.path.dirname(os.path.abspath(manifest)),
+        form=form,
+        limit=limit,
+        skip_invalid=skip_invalid,
+        columns=columns,
+    )

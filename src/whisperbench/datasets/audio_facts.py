@@ -75,15 +75,16 @@ def audio_facts(source: str | bytes) -> AudioFacts:
     return found
 
 
-#: fewest files to compute worth forking processes for (about 0.3 ms a file: reading, hashing, the header; threads
-#: gain little, measured 2026-11-28: 3,000 files 0.65 s in one thread, 0.62 s on two)
-FORKED_MIN = 500
+#: fewest files to compute on a pool of processes (about 0.22 ms a file: reading, hashing, the header, measured
+#: 2026-11-28: 3,000 files 0.65 s in one thread, 0.62 s on two threads; a spawned worker's start is about 0.35 s of
+#: CPU: two workers pay for themselves from about 3,000 files)
+POOL_MIN = 5_000
 
 
 def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[str, Union[AudioFacts, AudioError]]:
     """The facts of many existing files at once, as :func:`audio_facts` gives each (an unreadable file: its
-    AudioError): memoized and cached ones read back, the others computed on ``workers`` processes (default one per
-    core, from :data:`FORKED_MIN` files) and cached in one transaction.
+    AudioError): memoized and cached ones read back, the others computed on ``workers`` processes (default: the
+    cores this process may use; from :data:`POOL_MIN` files) and cached in one transaction.
 
     >>> from whisperbench.datasets import bundled_datasets
     >>> jfk = str(bundled_datasets()["tiny-shortform"].parent / "audio" / "jfk.flac")
@@ -107,7 +108,7 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
         _memo.update(known)
     todo = {path: key for path, key in keys.items() if key not in known}
     names = list(todo)
-    parts = map_ranges(_facts_part, names, len(names), workers, minimum=FORKED_MIN)
+    parts = map_ranges(_facts_part, names, len(names), workers, minimum=POOL_MIN)
     computed = dict(zip(names, (_unpacked(packed) for part in parts for packed in part)))
     made = [(todo[path], facts) for path, facts in computed.items() if isinstance(facts, AudioFacts)]
     _write_many(made)
@@ -167,7 +168,7 @@ def _database() -> Optional[sqlite3.Connection]:
     """The process's one connection to the cache (opened on first use; None when it cannot be)."""
     global _connection, _unavailable
     if _connection is None and not _unavailable:
-        import sqlite3  # here, not at import: a helper scoring ahead reads the manifest without the cache
+        import sqlite3
 
         try:
             folder = cache_dir()

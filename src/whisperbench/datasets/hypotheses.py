@@ -1,8 +1,7 @@
 """A hypotheses file: outputs made elsewhere (a phone, another harness), one JSON line per example with ``id`` and
 ``hypothesis`` (or ``text``), optionally the ``language`` the implementation detected. What the ``recorded``
 adapter scores (:mod:`whisperbench.adapters.recorded`, which also reads its timing, costs and streams), read here
-without the adapters: ``whisperbench score`` checks the file and the helper scoring ahead reads it before the
-harness is imported (:mod:`whisperbench.harness.ahead`).
+without the adapters: ``whisperbench score`` checks the file before it runs the adapter.
 """
 
 from __future__ import annotations
@@ -11,24 +10,11 @@ import json
 import os
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional
 
 from ..errors import WhisperbenchError
 from ..files import json_lines_parser
 from ..languages import LanguageError, language_code
-from ..types import Example
-
-
-def read_hypotheses(path: str) -> dict[str, str]:
-    """``id -> hypothesis`` from a JSONL file; duplicate ids or bad lines are errors naming the line."""
-    return {ex_id: text for ex_id, (text, _) in read_rows(path).items()}
-
-
-def hypotheses_for(path: str, examples: Sequence[Example]) -> list[Optional[str]]:
-    """Each example's hypothesis in the file at ``path`` (None where it has none): what the ``recorded`` adapter
-    gives it, and what the helper scoring ahead scores."""
-    rows = read_rows(path)
-    return [rows[example.id][0] if example.id in rows else None for example in examples]
 
 
 def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:

@@ -35,7 +35,6 @@ __all__ = [
     "Invalid",
     "Checked",
     "build_dataset",
-    "text_examples",
     "record_to_example",
     "content_hash",
     "infer_form",
@@ -88,35 +87,6 @@ def record_to_example(record: RawRecord, base_dir: Optional[str], columns: Colum
     """Map aliased (or ``columns``' mapped) columns onto an Example; raises DatasetError naming the row when a
     field is missing."""
     return _to_example(record, base_dir, row_keys(columns))
-
-
-def text_examples(records: Iterable[RawRecord], columns: ColumnMap = ColumnMap()) -> list[Example]:
-    """Each record's id, transcript and language as :func:`record_to_example` maps them, in an example without
-    audio, duration or extras (a third of its time): what a reader that checks nothing takes (the helper scoring
-    ahead, which needs a row's texts only). A record without an id or with a language no code is found for is
-    left out, unnamed (the load names it).
-
-    >>> row = RawRecord({"audio": "a/b.wav", "text": "Hi", "language": "German"}, "row 1")
-    >>> [(e.id, e.text, e.language) for e in text_examples([row])]
-    [('b', 'Hi', 'de')]
-    """
-    keys, examples = row_keys(columns), []
-    for record in records:
-        fields = record.fields
-        ex_id = _first(fields, keys.id)[1]
-        if ex_id is None:
-            audio = _first(fields, keys.audio)[1]
-            if not isinstance(audio, str):
-                continue
-            ex_id = os.path.splitext(os.path.basename(audio))[0]
-        label = _first(fields, keys.language)[1]
-        try:
-            language = language_code(label) if label is not None else None
-        except LanguageError:
-            continue
-        text = _transcript(_first(fields, keys.text)[1])
-        examples.append(Example(id=str(ex_id), audio=b"", text=text, language=language))
-    return examples
 
 
 def _transcript(text: Any) -> str:

@@ -28,7 +28,6 @@ LAYERS = {
             "machine",
             "audio",
             "progress",
-            "gcpause",
             "supervise",
             "files",
             "runinfo",

@@ -20,7 +20,6 @@ import multiprocessing.util
 import os
 import tempfile
 import time
-from contextlib import nullcontext
 from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from .choices import BACKEND_NAMES
-from ..gcpause import paused_gc
 from ..machine import peak_rss_mb
 from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
@@ -58,13 +56,11 @@ class InProcess:
         runner.load(self.job.warmup)
         report = BackendReport(load_s=runner.load_s, warmup_s=runner.warmup_s)
         start = time.perf_counter()
-        # recorded outputs (no model): 100k predictions and lines, none in a cycle, built with the collector paused
         try:
-            with paused_gc() if not adapter.needs_audio else nullcontext():
-                if adapter.max_in_flight <= 1:
-                    self._sequential(runner, todo, writer, progress)
-                else:
-                    self._concurrent(runner, todo, writer, progress, adapter.max_in_flight)
+            if adapter.max_in_flight <= 1:
+                self._sequential(runner, todo, writer, progress)
+            else:
+                self._concurrent(runner, todo, writer, progress, adapter.max_in_flight)
         finally:
             report.loop_wall_s = time.perf_counter() - start
             report.peak_rss_mb = peak_rss_mb()

@@ -103,14 +103,6 @@ class LongFormConfig:
 # --- windows ------------------------------------------------------------------------------------
 
 
-def window_starts(num_samples: int, chunk: int, step: int) -> list[int]:
-    """Start samples of the windows covering ``num_samples``; the last window ends at the end."""
-    starts = [0]
-    while starts[-1] + chunk < num_samples:
-        starts.append(starts[-1] + step)
-    return starts
-
-
 def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Generator[np.ndarray, Optional[int], None]:
     """Yield 16 kHz mono float32 windows of ``chunk_s`` every ``step_s``; the last one ends at the end.
 

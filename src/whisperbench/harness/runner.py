@@ -12,7 +12,6 @@ import logging
 import re
 import shutil
 import uuid
-from contextlib import nullcontext
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,20 +23,16 @@ from ..adapters.base import FROM_DATASET, Adapter, refuse_prompt
 from ..datasets import Checked, load_dataset
 from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
-from ..gcpause import collecting_as_usual
 from ..languages import english_only_warning
 from ..redact import redact
 from ..runinfo import DatasetInfo, RunInfo, identity_differences
 from ..machine import package_versions, usable_cpus
 from ..scoring import choose_normalizer
-from ..scoring import prescore
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
-from ..scoring.table import prepare as prepare_scoring
 from ..store import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
-from .ahead import scores_ahead_for
 from .request import RunRequest
 from .backends import BACKENDS
 from .job import BackendReport, Job
@@ -225,18 +220,16 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        with scores_ahead_for(run.adapter, todo, run.normalizer):  # on the core the loop leaves idle
-            with store.open_for_append() as writer:
-                for bad in invalid_now:
-                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                    writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
-                if todo:
-                    if begin is not None:
-                        begin()  # the model loads now: a resume with nothing to compute never says so
-                    backend = BACKENDS[run.info.backend or request.backend](_job(run, request))
-                    with collecting_as_usual() if run.adapter_cls.needs_audio else nullcontext():
-                        report = backend.run(todo, writer, progress)
-            summary = _finalize(run, store, todo, request, report, load_before, kept, old)
+        with store.open_for_append() as writer:
+            for bad in invalid_now:
+                invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
+            if todo:
+                if begin is not None:
+                    begin()  # the model loads now: a resume with nothing to compute never says so
+                backend = BACKENDS[run.info.backend or request.backend](_job(run, request))
+                report = backend.run(todo, writer, progress)
+        summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(
             store,
@@ -291,7 +284,6 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     forced = request.decoding.language if request.decoding.language != FROM_DATASET else None
     languages = [ex.language for ex in dataset.examples] + [forced]
     normalizer = request.normalizer or choose_normalizer(languages, request.model)
-    prepare_scoring(normalizer)  # built once, before anything forks to score (see scoring.table.prepare)
     warning = english_only_warning(
         redact(request.model), [ex.language for ex in dataset.examples], _multilingual(request.model)
     )
@@ -466,7 +458,6 @@ def _finalize(
     missing = [i for i in ids if i not in stored]
     if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
         raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
-    prescore.collect()  # the helper scoring ahead reaped first: its CPU is this run's, not another process's
     busy = machine_load(load_before, load_snapshot(), request.decoding.threads * max(1, request.workers))
     if kept and old is not None:  # measured by the invocation that computed the examples
         busy = old.machine_load

@@ -13,7 +13,6 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from whisperbench.errors import ModelError
 
 logger = logging.getLogger(__name__)
 
@@ -95,13 +94,6 @@ def alignment_heads_problem(where: str, heads: list[tuple[int, int]], dims: dict
                 "alignment_heads do not belong to these weights"
             )
     return None
-
-
-def check_alignment_heads(where: str, heads: list[tuple[int, int]], dims: dict) -> None:
-    """A clear error for alignment heads that name a decoder layer or head the model does not have."""
-    problem = alignment_heads_problem(where, heads, dims)
-    if problem is not None:
-        raise ModelError(problem)
 
 
 def default_alignment_heads(dims: dict) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..languages import headline_metric
 from ..scoring import qoi_interval, wer_interval
-from ..scoring import compute as pc
+import pyarrow.compute as pc
 from ..scoring.arrays import FALSE, text
 from ..scoring.qoi import QoiResult
 from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column

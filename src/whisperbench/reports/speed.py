@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..scoring import compute as pc
+import pyarrow.compute as pc
 from ..scoring.arrays import OK, numbers
 from ..scoring.significance import SignificanceSettings
 from ..scoring.speed import SpeedStats, increase_pct, pooled_speed

@@ -87,7 +87,7 @@ def compare_lines(reference: StoredRun, candidate: StoredRun) -> list[str]:
 def paired_wer_delta(reference: StoredRun, run: StoredRun) -> Optional[Any]:
     """The paired bootstrap of ``run``'s WER minus ``reference``'s over the examples both scored (points, 95 %
     interval; :func:`~whisperbench.scoring.bootstrap.paired_rate_test`), scored with the reference's normalizer."""
-    from ..scoring import compute as pc
+    import pyarrow.compute as pc
 
     from ..scoring.bootstrap import paired_rate_test
     from ..scoring.table import paired_columns

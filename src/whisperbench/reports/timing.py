@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 
-from ..scoring import compute as pc
+import pyarrow.compute as pc
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
 from ..scoring.timing import METRIC, PARITY_TOLERANCE_S, parity, start_shifts, summarize

@@ -114,7 +114,7 @@ def english_only_note(languages: list[str]) -> str:
 
 def english_only_languages(run: StoredRun) -> list[str]:
     """The languages other than English among ``run``'s labels, when its model is English-only (else [])."""
-    from ..scoring import compute as pc
+    import pyarrow.compute as pc
 
     labels = pc.unique(run.score_table()["language_label"]).to_pylist()
     return english_only_on(run.meta, [name for name in labels if name])

@@ -15,10 +15,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
-from . import compute as pc
+import pyarrow.compute as pc
 from .arrays import OK, numbers, text
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
@@ -59,11 +58,10 @@ def summarize_with_table(
     and every metric — per-example ones from the table's columns (null when they give the run no value),
     run-level ones from the scored predictions (``metric_options``: their thresholds). ``table_ready`` is called
     with the table as soon as it is built, before the figures (the runner starts writing it then)."""
-    with paused_gc():  # scored copies and the metrics' per-example records, none in a cycle: see whisperbench.gcpause
-        scored, table = scored_table(unique_by_id(predictions), normalizer)
-        if table_ready is not None:
-            table_ready(table)
-        metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
+    scored, table = scored_table(unique_by_id(predictions), normalizer)
+    if table_ready is not None:
+        table_ready(table)
+    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
         metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
     summary = Summary(
@@ -156,30 +154,14 @@ def _transcript_words(table: pa.Table) -> np.ndarray:
 
 
 def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[Optional[float]]:
-    """``numpy.percentile(values, q)`` for each ``q``, to the last bit (its default method: linear between the two
-    nearest order statistics, Hyndman and Fan's seventh, interpolated as numpy's ``_lerp`` does), sorting once and
-    without numpy's first call, which imports ``numpy.ma`` (8 ms of the end of every ``score``); None for no values.
+    """``numpy.percentile(values, q)`` for each ``q`` (its default method, linear); None for each without values.
 
     >>> percentiles([4.0, 1.0, 3.0, 2.0], (0, 50, 90, 100)), percentiles([], (50,))
     ([1.0, 2.5, 3.7, 4.0], [None])
     """
     if not values:
         return [None for _ in qs]
-    ordered = sorted(values)
-    if ordered[-1] != ordered[-1] or any(v != v for v in ordered):  # a NaN (sorting leaves it anywhere): numpy's NaN
-        return [float("nan") for _ in qs]
-    last = len(ordered) - 1
-    out: list[Optional[float]] = []
-    for q in qs:
-        virtual = last * (q / 100)
-        if virtual >= last:
-            out.append(float(ordered[-1]))
-            continue
-        below = int(virtual)  # virtual >= 0: its floor
-        low, high, weight = ordered[below], ordered[below + 1], virtual - below
-        step = high - low
-        out.append(float(high - step * (1 - weight) if weight >= 0.5 else low + step * weight))
-    return out
+    return [float(v) for v in np.percentile(np.asarray(values, dtype=np.float64), list(qs))]
 
 
 def by_language(table: pa.Table) -> dict[str, Any]:

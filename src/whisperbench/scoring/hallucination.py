@@ -323,7 +323,7 @@ class Measures:
     @classmethod
     def of_table(cls, table: Any) -> "Measures":
         """From a score table's columns (``scoring.table``: a pyarrow table)."""
-        from . import compute as pc  # a table is in hand: pyarrow is loaded already
+        import pyarrow.compute as pc
 
         def col(name: str) -> np.ndarray:
             return numbers(table[name])

@@ -585,7 +585,7 @@ def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
 def checked_options(options: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``options`` (``{metric: {name: value}}``) checked and typed by each metric (an OptionError names a metric
     that takes none, an unknown option or a value of the wrong type); each metric's full set, defaults filled in.
-    None given: the registry is not loaded (a request made before the scoring ahead starts imports no metric)."""
+    None given: the registry is not loaded."""
     if not options:
         return {}
     by_name = {metric.name: metric for metric in registered()}

@@ -14,7 +14,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol
 
-from ..gcpause import paused_gc
 from ..languages import headline_metric
 from ..types import Prediction
 from .normalize import normalize
@@ -109,7 +108,7 @@ class ExampleList(list[ExampleComparison]):
 
     def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Ids, reference errors, candidate errors and transcript words, in order, as arrays."""
-        import numpy as np  # here, not above: ``whisperbench.scoring`` (the helper scoring ahead) loads no numpy
+        import numpy as np
 
         return (
             [e.id for e in self],
@@ -224,8 +223,7 @@ def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normal
     fields are used where a prediction was scored with ``normalizer`` (see
     :func:`~whisperbench.scoring.summary.rescored`).
     """
-    with paused_gc():
-        return _qoi(reference, candidate, normalizer)
+    return _qoi(reference, candidate, normalizer)
 
 
 def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str) -> QoiResult:

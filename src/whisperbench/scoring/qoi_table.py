@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..languages import headline_metric
 from ..types import Prediction
-from . import compute as pc
+import pyarrow.compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one
@@ -44,6 +44,14 @@ class Outputs:
     def count(self) -> int:
         """Examples the candidate transcribed."""
         return len(self.ids)
+
+    def __getitem__(self, part: slice) -> "Outputs":
+        """The rows of ``part`` alone (what a pool worker is sent: those rows' texts, not the whole tables)."""
+        start, stop, _ = part.indices(self.count)
+        ref = pc.take(self.reference, from_numpy(self.reference_rows[start:stop]))
+        cand = pc.take(self.candidate, from_numpy(self.candidate_rows[start:stop]))
+        rows = np.arange(stop - start)
+        return Outputs(self.ids.slice(start, stop - start), ref, cand, rows, rows)
 
     def _columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
         ref = pc.take(self.reference, from_numpy(self.reference_rows[start:stop]))

@@ -145,9 +145,9 @@ def _sign_p(slower: int, faster: int) -> Optional[float]:
     """Two-sided exact binomial test of ``slower`` against a fair coin over the untied examples."""
     if not slower + faster:
         return None
-    from .pvalues import binomial_test  # on use: scipy.special, not scipy.stats (0.1 s against 0.6 s)
+    from scipy.stats import binomtest
 
-    return binomial_test(slower, slower + faster)
+    return float(binomtest(slower, slower + faster).pvalue)
 
 
 def increase_pct(reference: Optional[float], candidate: Optional[float]) -> Optional[float]:

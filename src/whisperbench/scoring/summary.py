@@ -4,7 +4,6 @@ counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 from collections.abc import Sequence as SequenceABC
@@ -12,16 +11,18 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from ..languages import cer_text, headline_metric
+from ..machine import usable_cpus
+from ..supervise import die_with_parent
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
-from . import prescore
 from .normalize import normalize
 from .wer import align, align_characters
 
-#: fewest predictions scored afresh on several cores (below it a pool costs more than it saves: on 2 cores, measured
-#: 2026-11-28, 2,000 pairs take as long either way, 5,000 take 0.33 s against 0.46 s in one process)
-PARALLEL_MIN = 5_000
-#: how scoring workers start: a fork shares the loaded modules (no second import), where the system has it
-_START_METHOD = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+#: fewest predictions scored on several processes (below it a pool costs more than it saves: each worker is a fresh
+#: interpreter that imports the scoring modules first, about 0.4 s of one core: docs/benchmarks.md)
+PARALLEL_MIN = 20_000
+#: how pool workers start: a fresh interpreter each (``spawn``), never a fork of the caller, which may be a
+#: multi-threaded process (a notebook kernel, a web server) whose locks a fork would copy held
+START_METHOD = "spawn"
 
 
 def score_prediction(pred: Prediction, normalizer: str, characters: bool = True) -> Prediction:
@@ -51,35 +52,28 @@ def score_example(pred: Prediction, normalizer: str, characters: bool = True) ->
 def score_texts(
     transcript: str, hypothesis: Optional[str], language: Optional[str], normalizer: str, characters: bool
 ) -> ExampleScore:
-    """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis). A pair scored
-    ahead (:mod:`whisperbench.scoring.prescore`) is taken as it was scored.
+    """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis).
 
     >>> score_texts("Hello there.", "hello bear", None, "english", True).words
     WordCounts(hits=1, substitutions=1, deletions=0, insertions=0)
     """
-    if hypothesis is not None:
-        ahead = prescore.lookup((transcript, hypothesis, language), normalizer, characters)
-        if ahead is not None:
-            return ExampleScore.unpacked(ahead)
     transcript_norm = normalize(transcript, normalizer)
     hyp_norm = normalize(hypothesis, normalizer) if hypothesis is not None else ""
     chars = align_characters(cer_text(transcript_norm, language), cer_text(hyp_norm, language)) if characters else None
     return ExampleScore(normalizer, transcript_norm, hyp_norm, align(transcript_norm, hyp_norm), chars)
 
 
-def _score_range(shared: tuple[Sequence[Prediction], str, bool], start: int, stop: int) -> list[tuple[Any, ...]]:
-    predictions, normalizer, characters = shared
-    return [score_example(pred, normalizer, characters).packed() for pred in predictions[start:stop]]
+def _score_range(rows: "Rows", start: int, stop: int) -> list[tuple[Any, ...]]:
+    normalizer, characters = rows.settings
+    return [score_example(pred, normalizer, characters).packed() for pred in rows.items[start:stop]]
 
 
 def score_predictions(
     predictions: Sequence[Prediction], normalizer: str, characters: bool = True, workers: Optional[int] = None
 ) -> list[Prediction]:
-    """:func:`score_prediction` over many predictions, in order; on all cores (``workers``, default the
-    machine's) when there are at least ``PARALLEL_MIN`` of them, else in this process (forked workers read the
-    predictions they inherit and give back scores: :func:`map_ranges`)."""
-    prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
-    parts = map_ranges(_score_range, (predictions, normalizer, characters), len(predictions), workers)
+    """:func:`score_prediction` over many predictions, in order; on ``workers`` processes (default: the cores this
+    process may use) when there are at least ``PARALLEL_MIN`` of them, else in this process (:func:`map_ranges`)."""
+    parts = map_ranges(_score_range, Rows(predictions, (normalizer, characters)), len(predictions), workers)
     return with_packed(predictions, (packed for part in parts for packed in part))
 
 
@@ -123,14 +117,14 @@ def raw(scored: Sequence[Prediction]) -> Sequence[Prediction]:
     return getattr(scored, "raw", scored)
 
 
-def in_parallel(count: int, workers: Optional[int], minimum: int = PARALLEL_MIN) -> bool:
-    """Whether ``count`` items (at least ``minimum`` are worth it) call for a pool of ``workers`` processes (default:
-    one per core)."""
-    return (workers or os.cpu_count() or 1) >= 2 and count >= minimum
+def in_parallel(count: int, workers: Optional[int], minimum: Optional[int] = None) -> bool:
+    """Whether ``count`` items (at least ``minimum`` are worth it, default ``PARALLEL_MIN``) call for a pool of
+    ``workers`` processes (default: the cores this process may use)."""
+    return (workers or usable_cpus()) >= 2 and count >= (PARALLEL_MIN if minimum is None else minimum)
 
 
-#: the most items one worker call takes: a forked worker scoring ranges of 125,000 predictions slowed from 86 to
-#: 115 µs a prediction as it went on (a million predictions, 2 workers, 2026-11-28); ranges of 25,000 stayed at 85
+#: the most items one worker call takes (a part is pickled to its worker and its result back: smaller parts keep
+#: both workers busy to the end and the memory of one part small)
 RANGE_MAX = 25_000
 
 
@@ -146,8 +140,14 @@ def _ranges(count: int, workers: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
-#: what forked :func:`map_ranges` workers read (set in the parent just before they are forked)
-_SHARED: Any = None
+class Rows:
+    """Items and the settings every range of them is scored with; sliced, the settings go with each part."""
+
+    def __init__(self, items: Sequence[Any], settings: Any) -> None:
+        self.items, self.settings = items, settings
+
+    def __getitem__(self, part: slice) -> "Rows":
+        return Rows(self.items[part], self.settings)
 
 
 def map_ranges(
@@ -155,55 +155,58 @@ def map_ranges(
     shared: Any,
     count: int,
     workers: Optional[int] = None,
-    minimum: int = PARALLEL_MIN,
+    minimum: Optional[int] = None,
     backwards: bool = False,
 ) -> list[Any]:
     """``fn(shared, start, stop)`` over consecutive ranges of ``range(count)`` (:func:`_ranges`), results in order;
-    on ``workers`` processes when ``count`` is worth it (:func:`in_parallel` with ``minimum``), else one call here.
-    Forked workers read ``shared`` from the memory they inherit (nothing pickled: e.g. memory-mapped tables and row
-    indices); spawned ones (where the system cannot fork) get it pickled with each range. ``backwards``: the last
-    range is handed out first (where the costly ones are last: the helper scoring ahead goes from the front, and
-    the range a worker starts last should be a cheap one), the results still in order.
+    on a pool of ``workers`` processes (default: the cores this process may use) when ``count`` is worth it
+    (:func:`in_parallel` with ``minimum``), else one call here.
 
-    >>> map_ranges(_span, None, 10, workers=2, minimum=1, backwards=True)
-    [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]
+    A worker gets only its part: ``shared[start:stop]`` (``shared`` slices itself: a list, or an object that keeps
+    what every part needs), pickled, and calls ``fn(part, 0, stop - start)``; ``fn`` is a module-level function. The
+    workers are fresh interpreters (:data:`START_METHOD`: safe from any thread of any process), end with this
+    process however it ends (:func:`_worker_start`), and are gone when this returns or raises (a range that
+    raises raises here; the ranges not started are dropped). ``backwards``: the last range is handed out first (the
+    costly ones are last in a run's order; the range a worker starts last should be a cheap one), the results
+    still in order.
+
+    >>> map_ranges(_items, list("abcdefghij"), 10, workers=2, minimum=1, backwards=True)
+    ['ab', 'cd', 'ef', 'gh', 'ij']
     """
     if not in_parallel(count, workers, minimum):
         return [fn(shared, 0, count)]
-    global _SHARED
-    workers = workers or os.cpu_count() or 1
-    forked = _START_METHOD == "fork"
-    calls = [(fn, None if forked else shared, start, stop) for start, stop in _ranges(count, workers)]
-    if backwards:
-        calls.reverse()
-    _SHARED = shared if forked else None
-    gc.freeze()  # what the workers inherit is never traced by their collector (nor its pages copied on write)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(_START_METHOD))
-    done = False
+    workers = workers or usable_cpus()
+    spans = _ranges(count, workers)
+    order = spans[::-1] if backwards else spans
+    calls = [(fn, shared[start:stop], stop - start) for start, stop in order]
+    pool = ProcessPoolExecutor(
+        min(workers, len(calls)),
+        mp_context=multiprocessing.get_context(START_METHOD),
+        initializer=_worker_start,
+        initargs=(os.getpid(),),
+    )
     try:
         results = list(pool.map(_range_call, calls))
-        done = True
-        return results[::-1] if backwards else results
     finally:
-        # every result is in: the idle workers end while this process goes on (their exit took 10 ms of a 1 s
-        # score); on a failure the ranges not started are dropped and the workers waited for
-        pool.shutdown(wait=not done, cancel_futures=not done)
-        gc.unfreeze()
-        _SHARED = None
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results[::-1] if backwards else results
 
 
-def _span(shared: Any, start: int, stop: int) -> tuple[int, int]:
-    """A range as it is given (the doctest of :func:`map_ranges`)."""
-    return start, stop
+def _worker_start(parent_pid: int) -> None:
+    """A pool worker's first step: end when ``parent_pid`` ends, even killed with SIGKILL (the kernel's
+    parent-death signal: the pool starts its workers from the calling thread, which waits in :func:`map_ranges`
+    until they are gone; and a watch of the parent where the kernel has no such signal)."""
+    die_with_parent(parent_pid, by_signal=True)
 
 
-def _range_call(args: tuple[Callable[[Any, int, int], Any], Any, int, int]) -> Any:
-    fn, shared, start, stop = args
-    gc.disable()  # a range's objects live until it returns: tracing them again and again would only cost time
-    try:
-        return fn(_SHARED if shared is None else shared, start, stop)
-    finally:
-        gc.enable()
+def _items(shared: Sequence[str], start: int, stop: int) -> str:
+    """A range's items joined (the doctest of :func:`map_ranges`)."""
+    return "".join(shared[start:stop])
+
+
+def _range_call(args: tuple[Callable[[Any, int, int], Any], Any, int]) -> Any:
+    fn, part, count = args
+    return fn(part, 0, count)
 
 
 def counts_of(pred: Prediction) -> WordCounts:

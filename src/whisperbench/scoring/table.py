@@ -21,13 +21,11 @@ import pyarrow as pa
 
 from ..types import Prediction, WordCounts
 from . import arrays
-from . import compute as pc
+import pyarrow.compute as pc
 from .arrays import numbers
 from .hallucination import stored_measures
-from . import prescore
-from .normalize import normalize
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all
+from .summary import ScoredOnRead, Rows, in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -67,25 +65,15 @@ def scored_table(
     predictions: Sequence[Prediction], normalizer: str, workers: Optional[int] = None
 ) -> tuple[Sequence[Prediction], pa.Table]:
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
-    processes (default one per core: ``summary.in_parallel``), each scoring its part and building its part of the
-    table (the per-example metrics included); the parts are joined in order, and the scored predictions are then
-    made as they are read (:class:`~whisperbench.scoring.summary.ScoredOnRead`)."""
+    processes (default: the cores this process may use: ``summary.in_parallel``), each scoring its part and building
+    its part of the table (the per-example metrics included); the parts are joined in order, and the scored
+    predictions are then made as they are read (:class:`~whisperbench.scoring.summary.ScoredOnRead`)."""
     if not in_parallel(len(predictions), workers):
         each = rescored_all(predictions, normalizer)
         return each, _table(each)
-    prepare(normalizer)
-    prescore.collect()  # what a helper scored ahead, taken in before the workers fork (they inherit it)
-    parts = map_ranges(_scored_part, (predictions, normalizer), len(predictions), workers, backwards=True)
+    parts = map_ranges(_scored_part, Rows(predictions, normalizer), len(predictions), workers, backwards=True)
     scored = ScoredOnRead(predictions, [packed for part in parts for packed in part[0]])
     return scored, _joined([part[1] for part in parts])
-
-
-def prepare(normalizer: str) -> None:
-    """Build, once, what scoring with ``normalizer`` needs before its first example: the normalizer and the metric
-    registry (the per-example metrics' modules, the installed plug-ins). The runner calls it as a run starts, so the
-    workers forked at the end inherit both instead of each building its own (about 30 ms apiece)."""
-    normalize("", normalizer)
-    per_example_metrics()
 
 
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
@@ -101,10 +89,9 @@ def _joined(parts: Sequence[pa.Table]) -> pa.Table:
     return table.select(fixed + metric_names)
 
 
-def _scored_part(shared: tuple[Sequence[Prediction], str], start: int, stop: int) -> tuple[list[Any], pa.Table]:
-    """One worker's part of :func:`scored_table`: the scores of ``predictions[start:stop]`` and their table."""
-    predictions, normalizer = shared
-    scored = [rescored(pred, normalizer) for pred in predictions[start:stop]]
+def _scored_part(rows: Rows, start: int, stop: int) -> tuple[list[Any], pa.Table]:
+    """One worker's part of :func:`scored_table`: the scores of predictions ``start:stop`` and their table."""
+    scored = [rescored(pred, rows.settings) for pred in rows.items[start:stop]]
     return [pred.scored().packed() for pred in scored], _table(scored)
 
 

@@ -92,7 +92,7 @@ def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
     >>> example_wers(np.array([1, 0]), np.array([2, 0])).tolist()
     [50.0, nan]
     """
-    import numpy as np  # here, not above: the scoring kernel (the helper scoring ahead) starts without numpy
+    import numpy as np
 
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(words > 0, 100.0 * errors / np.maximum(words, 1), np.nan)

@@ -150,11 +150,6 @@ def register(fmt: Format) -> Format:
     return FORMATS.add(fmt)
 
 
-def unregister(name: str) -> None:
-    """Remove a format added by :func:`register` (nothing when it is not there)."""
-    FORMATS.remove(name)
-
-
 def all_formats() -> tuple[Format, ...]:
     """Every known format, built in, installed and registered, by rank."""
     return FORMATS.items()

@@ -1,0 +1,210 @@
+"""The scoring pool (``scoring.summary.map_ranges``): fresh interpreters (``spawn``), an explicit number of workers,
+safe from a thread of a multi-threaded process, the same figures whatever the number of workers, and no worker
+left behind when the command that started it is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import BUNDLED, REPO
+from whisperbench.scoring import summary as summary_module
+from whisperbench.scoring.summary import map_ranges, score_prediction, score_predictions
+from whisperbench.scoring.table import scored_table
+from whisperbench.types import Prediction
+
+
+def _predictions(count: int) -> list[Prediction]:
+    """Pairs with every kind of edit, a failed example and a formatted output (the formatting metric's columns)."""
+    words = "the quick brown fox jumps over a lazy dog near the river bank".split()
+    preds = []
+    for i in range(count):
+        text = " ".join(words[i % 5 : i % 5 + 4 + i % 7])
+        hyp = text.replace("o", "0", i % 2).replace(" a ", " ") + (" uh" if i % 3 == 0 else "")
+        preds.append(Prediction(f"u{i:04d}", text.capitalize() + ".", hyp.upper() if i % 11 == 0 else hyp))
+    preds[7] = Prediction(preds[7].id, preds[7].transcript, "", status="error", error="boom")
+    return preds
+
+
+def _pid(items: list, start: int, stop: int) -> tuple[int, int, str]:
+    """The worker's pid and parent pid, and how it started (a pool part)."""
+    import multiprocessing
+
+    return os.getpid(), os.getppid(), multiprocessing.get_start_method()
+
+
+def test_a_pool_started_from_a_thread_of_a_multithreaded_process_scores_correctly(monkeypatch):
+    """The pool started from a short-lived thread while other threads run and one holds a lock: its workers are
+    fresh interpreters (no fork of this process, whose held lock a fork would copy held), children of this
+    process, and the table and scores are those of one process, to the bit."""
+    preds = _predictions(300)
+    one_scored, one_table = scored_table(preds, "english", workers=1)
+    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    held, stop = threading.Lock(), threading.Event()
+
+    def busy() -> None:
+        with held:  # held while the pool starts and runs
+            while not stop.is_set():
+                sum(range(1000))
+
+    side = [threading.Thread(target=busy, daemon=True) for _ in range(3)]
+    for thread in side:
+        thread.start()
+    got: dict = {}
+
+    def score() -> None:
+        got["table"] = scored_table(preds, "english", workers=2)
+        got["pids"] = map_ranges(_pid, list(range(20)), 20, workers=2, minimum=1)
+
+    caller = threading.Thread(target=score)
+    caller.start()
+    caller.join(timeout=240)
+    stop.set()
+    assert not caller.is_alive(), "the pool started from a thread did not finish"
+    many_scored, many_table = got["table"]
+    assert list(many_scored) == list(one_scored) and many_table.equals(one_table)
+    pids = got["pids"]
+    assert os.getpid() not in {pid for pid, _, _ in pids}
+    assert {(parent, method) for _, parent, method in pids} == {(os.getpid(), "spawn")}
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_the_figures_are_identical_with_1_2_and_4_workers(monkeypatch, workers):
+    """The score table (every metric's columns included) and every prediction's score are the same, to the bit,
+    on 1, 2 and 4 workers; and the same as each prediction scored alone."""
+    preds = _predictions(400)
+    one_scored, one_table = scored_table(preds, "english", workers=1)
+    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    many_scored, many_table = scored_table(preds, "english", workers=workers)
+    assert many_table.equals(one_table) and many_table.num_rows == len(preds)
+    assert list(many_scored) == list(one_scored) == [score_prediction(p, "english") for p in preds]
+    assert score_predictions(preds, "english", workers=workers) == list(one_scored)
+
+
+def test_workers_default_to_the_cores_this_process_may_use(monkeypatch):
+    """No ``workers``: as many as ``os.sched_getaffinity`` allows (one: no pool at all)."""
+    monkeypatch.setattr(summary_module, "usable_cpus", lambda: 1)
+    assert not summary_module.in_parallel(10**6, None)
+    monkeypatch.setattr(summary_module, "usable_cpus", lambda: 3)
+    assert summary_module.in_parallel(summary_module.PARALLEL_MIN, None)
+    assert not summary_module.in_parallel(summary_module.PARALLEL_MIN - 1, None)
+    assert len(map_ranges(_pid, list(range(12)), 12, minimum=1)) == 12  # four ranges a worker, three workers
+
+
+def test_sigkill_of_score_while_it_scores_leaves_no_process_behind(tmp_path, tiny_rows):
+    """``whisperbench score`` of a recorded run large enough for the pool is killed with SIGKILL while its pool
+    scores: every process it started (the workers, multiprocessing's helpers) is gone moments later."""
+    import psutil
+
+    count = summary_module.PARALLEL_MIN + 10_000
+    audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
+    words = tiny_rows[1]["text"].split()
+    rows = [{"id": f"u{i:05d}", "audio": audio, "text": " ".join(words[: 3 + i % 10])} for i in range(count)]
+    manifest, hypotheses = tmp_path / "manifest.jsonl", tmp_path / "hyps.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    hypotheses.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["text"]}) + "\n" for r in rows))
+    command = [sys.executable, "-m", "whisperbench", "score", "--dataset", str(manifest), "--hypotheses",
+               str(hypotheses), "--runs-dir", str(tmp_path / "runs"), "--name", "killed", "--json"]  # fmt: skip
+    env = dict(os.environ, WHISPERBENCH_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    parent = psutil.Process(proc.pid)
+    deadline, workers = time.monotonic() + 240, []
+    while time.monotonic() < deadline and proc.poll() is None and not workers:
+        workers = [p for p in _descendants(parent) if "spawn_main" in " ".join(_cmdline(p))]
+        time.sleep(0.02)
+    assert workers and proc.poll() is None, "score ended before its pool started"
+    time.sleep(0.5)  # the workers are scoring their parts now
+    started = _descendants(parent)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and [p for p in started if _alive(p)]:
+        time.sleep(0.1)
+    assert not [p for p in started if _alive(p)], [_cmdline(p) for p in started if _alive(p)]
+    assert not (tmp_path / "runs" / "killed" / "summary.json").exists()  # it was killed before its end
+
+
+def _sleep_part(items: list, start: int, stop: int) -> None:
+    """A part that takes a minute (a worker killed with its parent never finishes it)."""
+    time.sleep(60)
+
+
+def test_pool_workers_end_at_once_with_the_process_that_started_them(tmp_path):
+    """A process whose pool workers are busy for a minute is killed with SIGKILL: its workers are gone within
+    seconds (the kernel's parent-death signal, or their watch of the parent), not when their work is done."""
+    import psutil
+
+    probe = (
+        "import sys\n"
+        "from whisperbench.scoring.summary import map_ranges\n"
+        "from tests.test_scoring_pool import _sleep_part\n"
+        "map_ranges(_sleep_part, list(range(8)), 8, workers=2, minimum=1)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", probe], cwd=str(REPO))
+    parent = psutil.Process(proc.pid)
+    deadline, workers = time.monotonic() + 120, []
+    while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
+        workers = [p for p in _descendants(parent) if "spawn_main" in " ".join(_cmdline(p))]
+        time.sleep(0.05)
+    assert len(workers) == 2, "the pool did not start"
+    time.sleep(1.0)  # both in their minute of work
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and [p for p in workers if _alive(p)]:
+        time.sleep(0.1)
+    assert not [p for p in workers if _alive(p)]
+
+
+def _descendants(process) -> list:
+    import psutil
+
+    try:
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _cmdline(process) -> list[str]:
+    import psutil
+
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
+def _alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_the_command_exits_with_main_s_code_after_its_exit_handlers_and_finalizers(tmp_path):
+    """``whisperbench`` (``cli.entry``) ends as any Python program does: the exit status is main's code, and the
+    exit handlers and the interpreter's teardown (finalizers) run."""
+    probe = (
+        "import atexit, sys\n"
+        "class Torn:\n"
+        "    def __del__(self):\n"
+        "        print('TORN DOWN', flush=True)\n"
+        "kept = Torn()\n"
+        "atexit.register(print, 'HANDLER RAN')\n"
+        "import whisperbench.cli as cli\n"
+        "sys.argv = ['whisperbench', *sys.argv[1:]]\n"
+        "cli.entry()\n"
+    )
+    gate = ["gate", "--reference", "a", "--candidate", "b", "--runs-dir", str(tmp_path)]
+    out = subprocess.run([sys.executable, "-c", probe, *gate], capture_output=True, text=True)
+    assert out.returncode == 2 and "CANNOT JUDGE" in out.stderr, out.stderr  # gate's own code: cannot judge
+    assert "HANDLER RAN" in out.stdout and "TORN DOWN" in out.stdout, out.stdout
