@@ -648,7 +648,7 @@ def _per_language(
     for lang, row in table.items():
         text, ok = f"{lang} {row['qoi']:.1f}% of {row['joined']}", row["qoi"] >= floor
         if confidence:
-            ci = _qoi_interval(significance_of(_language_part(result, lang), settings, groups))
+            ci = _qoi_interval(significance_of(result.for_language(lang), settings, groups))
             ok = ci is not None and ci.high >= floor
             text += f" ({confidence:.0%} CI {ci})"
         shown.append(text)
@@ -663,11 +663,6 @@ def _per_language(
         )
     )
     return checks
-
-
-def _language_part(result: QoiResult, language: str) -> QoiResult:
-    """``result`` with only the examples labelled ``language``."""
-    return dataclasses.replace(result, examples=result.examples.where_language(language))
 
 
 def _dataset_size(run: StoredRun) -> int:

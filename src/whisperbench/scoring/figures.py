@@ -210,8 +210,10 @@ def by_language(table: pa.Table) -> dict[str, Any]:
     }
 
 
-def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
-    """Per label: examples, those whose language the implementation identified right, and that accuracy in %."""
+def identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
+    """Per label: examples, those whose language the implementation identified right, and that accuracy in %
+    (summary.json ``language_id.by_language``; ``report``'s per-language table reads it, or calls this for a run
+    stored before summary.json kept it)."""
     tally: dict[str, list[int]] = {}
     for pred in labelled:
         right = pred.status == "ok" and pred.detected_language == pred.language_label
@@ -243,7 +245,7 @@ def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
         "correct": correct,
         "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
         "confusions": confusions if reported else {},
-        "by_language": _identified_by_language(labelled) if reported else {},
+        "by_language": identified_by_language(labelled) if reported else {},
     }
     for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
         sure = [

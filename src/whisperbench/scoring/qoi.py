@@ -188,6 +188,21 @@ class QoiResult:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
         return self.examples.by_language()
 
+    def for_language(self, language: str) -> "QoiResult":
+        """This result on the examples labelled ``language`` only: its examples, joined and regressed counts and QoI
+        as :meth:`by_language` gives them (the one per-language QoI: ``report``'s table and the gate's
+        ``--min-qoi-per-language`` read it)."""
+        examples = self.examples.where_language(language)
+        row = examples.by_language().get(language, {"joined": 0, "regressed": 0, "qoi": None})
+        return dataclasses.replace(
+            self,
+            examples=examples,
+            joined=row["joined"],
+            regressed=row["regressed"],
+            no_regression=row["joined"] - row["regressed"],
+            qoi=row["qoi"],
+        )
+
     def to_json(self, with_examples: bool = False) -> dict[str, Any]:
         """The result as JSON (``compare --json``): counts, QoI, id lists, per language; each example when asked."""
         data = {k: v for k, v in self.__dict__.items() if k != "examples"}
