@@ -360,8 +360,9 @@ def loop_words_under(scored: Sequence[Prediction], thresholds: Thresholds) -> np
 
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
     """``summary.json["hallucination"]``: counts and example ids of each kind, the thresholds used; from the
-    run's score table when the context holds it (its rows are ``scored``, in order)."""
-    if not scored:
+    run's score table when the context holds it (its rows are ``scored``, in order; under the default loop
+    thresholds the table alone is enough: a breakdown's part passes no predictions)."""
+    if not (scored or (context.table is not None and context.table.num_rows)):
         return None
     thresholds = Thresholds.from_options(context.options.get("hallucination", {}))
     measures = Measures.of_table(context.table) if context.table is not None else Measures.of_predictions(scored)
