@@ -16,6 +16,7 @@ from ..scoring import hallucination
 from ..scoring.conditions import SEPARATOR, condition_of, condition_order, noise_of, snr_of
 from ..scoring.figures import grouped, table_figures
 from ..scoring.metrics import MetricContext
+from ..scoring.qoi import qoi_by
 from ..store import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
@@ -31,10 +32,9 @@ COUNTS = {
 def _qoi_by_condition(reference: Optional[StoredRun], run: StoredRun) -> dict[str, Optional[float]]:
     if reference is None:
         return {}
-    groups: dict[str, list[bool]] = {}
-    for example in compare_runs(reference, run).result.examples:
-        groups.setdefault(condition_of(example.id), []).append(not example.regressed)
-    return {c: 100.0 * sum(ok) / len(ok) for c, ok in groups.items()}
+    examples = compare_runs(reference, run).result.examples
+    rows = qoi_by([condition_of(e.id) for e in examples], [e.regressed for e in examples])
+    return {condition: row["qoi"] for condition, row in rows.items()}
 
 
 def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -> pd.DataFrame:
