@@ -8,6 +8,7 @@ a language with nothing judged, missing runs).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
@@ -493,7 +494,7 @@ def _metric_check(
     metric, _, column = key.partition(".")
     word = "increase" if sign > 0 else "decrease"
     sides = comparison.metrics.get(metric, {})
-    ref, cand = ((sides.get(side) or {}).get(column) for side in ("reference", "candidate"))
+    ref, cand = (_number((sides.get(side) or {}).get(column)) for side in ("reference", "candidate"))
     if ref is None or cand is None:
         missing = " and ".join(
             side for side, value in (("the reference", ref), ("the candidate", cand)) if value is None
@@ -516,6 +517,11 @@ def _metric_check(
             f"[{low:.2f}, {high:.2f}], p = {paired.p_value:.3f}"
         )
     return GateCheck(f"{key} {word}", ok, detail, REGRESSION)
+
+
+def _number(value: Any) -> Optional[float]:
+    """A metric's stored value as a number to judge; None for a missing or non-numeric one (a list, a mapping)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
 
 
 def _paired_rate(comparison: Comparison, metric: str, column: str, settings: SignificanceSettings) -> Any:

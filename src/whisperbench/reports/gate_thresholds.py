@@ -109,8 +109,8 @@ class GateThresholds:
     )
     max_increase: Optional[Mapping[str, float]] = _limit(
         None,
-        "any per-example metric (docs/metrics.md; repeatable): fail when the candidate's run value of COLUMN "
-        "exceeds the reference's by more than N, e.g. cer.cer=1 or formatting.per=2",
+        "any metric, per example or run level (docs/metrics.md; repeatable): fail when the candidate's run value "
+        "of COLUMN exceeds the reference's by more than N, e.g. cer.cer=1, formatting.per=2 or hallucination.loops=0",
         "METRIC.COLUMN=N",
         "metric",
     )
