@@ -71,3 +71,19 @@ def test_a_non_numeric_key_of_a_run_level_metric_cannot_be_judged(empties, capsy
     args = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--min-qoi", "0"]
     assert main(args + ["--max-increase", "empties.kind=0"]) == 2
     assert "empties.kind: no value" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "option, code",
+    [
+        ("--max=empties.empty=2", 0),
+        ("--max=empties.empty=1", 1),
+        ("--min=empties.empty=3", 1),
+        ("--max=cer.cer=100", 0),
+    ],
+)
+def test_min_and_max_bound_the_candidates_own_value(empties, capsys, option, code):
+    runs, _ = empties
+    args = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), option]
+    assert main(args) == code
+    assert option.split("=")[1] in capsys.readouterr().out

@@ -217,6 +217,8 @@ def _quality_checks(
     paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
         checks += [_metric_check(comparison, key, limit, sign, paired) for key, limit in (limits or {}).items()]
+    for sign, bounds in ((-1, t.min), (1, t.max)):
+        checks += [_bound_check(comparison, key, bound, sign) for key, bound in (bounds or {}).items()]
     return checks
 
 
@@ -517,6 +519,19 @@ def _metric_check(
             f"[{low:.2f}, {high:.2f}], p = {paired.p_value:.3f}"
         )
     return GateCheck(f"{key} {word}", ok, detail, REGRESSION)
+
+
+def _bound_check(comparison: Comparison, key: str, bound: float, sign: int) -> GateCheck:
+    """``--min`` (``sign`` -1) or ``--max`` (1) on the candidate's run value of a metric's ``METRIC.COLUMN`` (per
+    example or run level: ``Comparison.metrics``); a candidate without a number there cannot be judged."""
+    metric, _, column = key.partition(".")
+    word = "max" if sign > 0 else "min"
+    value = _number((comparison.metrics.get(metric, {}).get("candidate") or {}).get(column))
+    if value is None:
+        detail = f"{key}: no value for the candidate (is the metric {metric!r} installed, and is {column!r} a number?)"
+        return GateCheck(f"{key} {word}", False, detail, CANNOT_JUDGE)
+    ok = sign * (value - bound) <= 0
+    return GateCheck(f"{key} {word}", ok, f"{key} {value:g} ({'≤' if sign > 0 else '≥'} {bound:g} needed)", REGRESSION)
 
 
 def _number(value: Any) -> Optional[float]:

@@ -24,6 +24,8 @@ QUALITY = (
     "non_inferiority_qoi_margin",
     "max_increase",
     "max_decrease",
+    "min",
+    "max",
     "max_formatting_drift",
     "max_slowdown",
     "max_memory_increase",
@@ -121,6 +123,20 @@ class GateThresholds:
         "METRIC.COLUMN=N",
         "metric",
     )
+    min: Optional[Mapping[str, float]] = _limit(
+        None,
+        "any metric, per example or run level (repeatable): fail when the candidate's run value of COLUMN is below "
+        "N, e.g. hallucination.nonspeech_examples=1",
+        "METRIC.COLUMN=N",
+        "metric",
+    )
+    max: Optional[Mapping[str, float]] = _limit(
+        None,
+        "the same as a ceiling (repeatable): fail when the candidate's run value of COLUMN is above N, e.g. "
+        "cer.cer=5 or hallucination.loops=0",
+        "METRIC.COLUMN=N",
+        "metric",
+    )
     max_formatting_drift: Optional[float] = _limit(
         None,
         "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
@@ -179,7 +195,7 @@ class GateThresholds:
         from ..scoring.metrics import metric_limits
 
         checked = check_limits(values, GATE_LIMITS)
-        for key in ("max_increase", "max_decrease"):
+        for key in ("max_increase", "max_decrease", "min", "max"):
             if key in checked:
                 checked[key] = metric_limits(checked[key], flag(key))
         for f in dataclasses.fields(cls):
