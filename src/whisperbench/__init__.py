@@ -2,7 +2,9 @@
 
 The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :func:`compare`, :func:`gate`,
 :func:`load_run`, :func:`load_dataset`, :func:`to_frame`, :func:`report`, :func:`export`, :func:`publish`,
-:func:`runs`, :func:`remove_runs`, :func:`rescore`, :func:`demo` and :func:`sweep`, and for the statistics
+:func:`runs`, :func:`remove_runs`, :func:`rescore`, :func:`demo`, :func:`sweep`, :func:`perturb`, :func:`subtitles`,
+:func:`list_datasets`, :func:`check_dataset`, :func:`list_adapters`, :func:`list_models`, :func:`model_info`,
+:func:`convert_model` and :func:`model_formats` (one per command of the CLI, which calls them), and for the statistics
 :func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and
 :class:`ScoredExample`, the metric protocol (docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are
 imported on first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
@@ -15,6 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from . import api
     from .api import (
+        list_adapters,
+        check_dataset,
+        convert_model,
+        list_datasets,
         demo,
         compare,
         compare_all,
@@ -23,7 +29,11 @@ if TYPE_CHECKING:
         gate,
         load_dataset,
         load_run,
+        model_formats,
+        model_info,
+        list_models,
         noise,
+        perturb,
         plan,
         publish,
         remove_runs,
@@ -31,6 +41,7 @@ if TYPE_CHECKING:
         rescore,
         runs,
         score,
+        subtitles,
         sweep,
         to_frame,
     )
@@ -57,6 +68,15 @@ __all__ = [
     "sweep",
     "rescore",
     "demo",
+    "perturb",
+    "subtitles",
+    "list_datasets",
+    "check_dataset",
+    "list_adapters",
+    "list_models",
+    "model_info",
+    "convert_model",
+    "model_formats",
     "Metric",
     "ScoredExample",
 ]

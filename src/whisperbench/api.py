@@ -88,6 +88,16 @@ __all__ = [
     "TRACKERS",
     "sweep",
     "RECORDED",
+    "subtitles",
+    "Subtitles",
+    "perturb",
+    "list_datasets",
+    "check_dataset",
+    "list_adapters",
+    "list_models",
+    "model_info",
+    "convert_model",
+    "model_formats",
 ]
 
 log = logging.getLogger(__name__)
@@ -774,3 +784,187 @@ def publish(
     tracker = TRACKERS.get(to)
     ref = load_run(reference, runs_dir) if reference is not None else None
     return redact_text(tracker.send(tracked_run(load_run(run, runs_dir), ref), **options))
+
+
+@dataclass
+class Subtitles:
+    """What :func:`subtitles` wrote: the folder, one file per timed example, and the ids without times."""
+
+    folder: Path
+    written: list[Path]
+    untimed: list[str]
+
+
+def subtitles(
+    run: RunLike, out: Optional[PathLike] = None, *, format: str = "srt", runs_dir: PathLike = "runs"
+) -> Subtitles:
+    """SRT or WebVTT files (``format``: ``srt`` or ``vtt``) of a run's stored segments, else its words, one
+    ``<id>.<format>`` per example in ``out`` (default ``subtitles/RUN``; ``whisperbench subtitles``). A run that
+    stored no times at all: WhisperbenchError saying how to get them.
+
+    >>> import tempfile
+    >>> runs = tempfile.mkdtemp()
+    >>> tiny = score(RECORDED / "openai-whisper-tiny.en.jsonl", "tiny-shortform", runs_dir=runs, name="tiny")
+    >>> subtitles(tiny, f"{runs}/subtitles")
+    Traceback (most recent call last):
+    whisperbench.errors.WhisperbenchError: run tiny stored no segment or word times: run it with --word-timestamps ...
+    """
+    from .reports.timing import SUBTITLE_FORMATS, write_subtitles
+
+    if format not in SUBTITLE_FORMATS:
+        raise WhisperbenchError(f"subtitles: format {format!r} is none of {', '.join(SUBTITLE_FORMATS)}")
+    stored = load_run(run, runs_dir)
+    folder = Path(out) if out is not None else Path("subtitles") / stored.name
+    written, untimed = write_subtitles(stored, folder, format)
+    if not written:
+        raise WhisperbenchError(
+            f"run {stored.name} stored no segment or word times: run it with --word-timestamps "
+            "(short-form is decoded without timestamp tokens, so it stores no segments; "
+            "long-form always does)"
+        )
+    return Subtitles(folder, written, untimed)
+
+
+def perturb(
+    dataset: PathLike,
+    out: PathLike = "perturbed",
+    *,
+    noise: Optional[str] = None,
+    snr: Optional[str] = None,
+    gain: Optional[str] = None,
+    reverb: Optional[str] = None,
+    silence: Optional[str] = None,
+    nonspeech: Optional[str] = None,
+    nonspeech_s: float = 5.0,
+    clean: bool = True,
+    seed: int = 0,
+    limit: Optional[int] = None,
+    columns: Columns = None,
+) -> Path:
+    """Write (or find, cached) a robustness set derived from ``dataset`` (``whisperbench perturb``; the recipe's
+    comma lists as the command line takes them: ``noise="white,babble"``, ``snr="20,10"``, ``gain="-20"``,
+    ``reverb="0.3"``, ``silence="lead:5"``, ``nonspeech="all"``) in ``out``/perturb-KEY; returns its manifest.
+
+    >>> import tempfile
+    >>> manifest = perturb("tiny-shortform", tempfile.mkdtemp(), gain="-6", limit=1)
+    >>> [ex.id for ex in load_dataset(str(manifest)).examples]
+    ['jfk~clean', 'jfk~gain-6dB']
+    """
+    from .datasets.perturb import perturb as derive
+    from .datasets.perturb import recipe_from_text
+
+    recipe = recipe_from_text(noise, snr, gain, silence, nonspeech, nonspeech_s, clean=clean, seed=seed, reverb=reverb)
+    source = _checked(str(dataset), None, None, limit, False, ColumnMap.of(columns)).dataset
+    return derive(source.examples, source.content_hash, recipe, out)
+
+
+def list_datasets() -> dict[str, Path]:
+    """The bundled datasets by name (``whisperbench datasets``); :func:`check_dataset` validates any one.
+
+    >>> sorted(list_datasets())[:2]
+    ['tiny-longform', 'tiny-shortform']
+    """
+    from .datasets import bundled_datasets
+
+    return dict(bundled_datasets())
+
+
+def check_dataset(spec: PathLike, *, columns: Columns = None) -> Checked:
+    """``spec`` validated (``whisperbench datasets SPEC``): the valid examples as a dataset and each invalid one
+    with its reason, nothing raised for invalid rows.
+
+    >>> checked = check_dataset("tiny-shortform")
+    >>> len(checked.dataset), checked.invalid
+    (6, [])
+    """
+    return _load_checked(str(spec), skip_invalid=True, columns=ColumnMap.of(columns))
+
+
+def list_adapters(name: Optional[str] = None) -> list[dict[str, Any]]:
+    """The implementations (``whisperbench adapters``): per adapter its name, whether it is available here (else
+    why not) and its description; with ``name``, that adapter's options instead (option, type, default, allowed
+    values, help: ``whisperbench adapters NAME``).
+
+    >>> rows = list_adapters()
+    >>> "openai-whisper" in [row["adapter"] for row in rows]
+    True
+    >>> [row["option"] for row in list_adapters("recorded")]
+    ['label']
+    """
+    from .adapters import registry
+    from .adapters.options import describe_options
+    from .errors import AdapterUnavailable
+
+    if name is not None:
+        return describe_options(get_adapter(name).options)
+    rows = []
+    for adapter, cls in sorted(registry().items()):
+        try:  # not installed, or not on this platform (Core ML, WhisperKit: macOS)
+            cls.ensure_available()
+            status = "available"
+        except AdapterUnavailable as exc:
+            status = str(exc).removeprefix(f"adapter {adapter}: ")
+        rows.append({"adapter": adapter, "status": status, "description": cls.description})
+    return rows
+
+
+def list_models() -> list[dict[str, Any]]:
+    """The known models (``whisperbench models``): name, installed, packages, description.
+
+    >>> "tiny.en" in [row["name"] for row in list_models()]
+    True
+    """
+    from .models import list_models as known
+
+    return known()
+
+
+def model_info(model: str) -> dict[str, Any]:
+    """What ``model`` is (``whisperbench models info MODEL``; a known name, a path in any Whisper format,
+    ``hf:ORG/NAME`` or ``openai:NAME``): format, dimensions, precision, quantization, size, sha256, origin.
+
+    >>> import tempfile
+    >>> model_info(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    whisperbench.errors.ModelError: ...
+    """
+    from .models import describe_source
+
+    return describe_source(model)
+
+
+def convert_model(
+    model: str, to: str, out: PathLike, *, variant: Optional[str] = None, overwrite: bool = False
+) -> Path:
+    """``model`` written in format ``to`` (a variant of it: ``variant``, e.g. ggml's ``q5_0``) at ``out``
+    (``whisperbench models convert``; ``overwrite`` replaces ``out``, the new copy complete before the old one
+    goes) → the path written. A format without a converter, or an unknown one: OptionError listing those known.
+
+    >>> convert_model("tiny.en", "no-such-format", "out")
+    Traceback (most recent call last):
+    ...
+    whisperbench.errors.OptionError: models convert: unknown format 'no-such-format' (formats: ...)
+    """
+    from .errors import OptionError
+    from .models.formats import find_format, help_texts
+    from .models.registry import export_model
+
+    target = find_format(to)
+    if target is None or target.converter is None:
+        raise OptionError(
+            f"models convert: {'no converter to' if target else 'unknown'} format {to!r} "
+            f"(formats: {help_texts()['to']})"
+        )
+    return export_model(model, to, Path(out), variant, overwrite=overwrite)
+
+
+def model_formats() -> list[dict[str, Any]]:
+    """The model formats known (``whisperbench models formats``): name, aliases, what can be done with each.
+
+    >>> "ggml" in [row["format"] for row in model_formats()]
+    True
+    """
+    from .models.formats import format_table
+
+    return format_table()

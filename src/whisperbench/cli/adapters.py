@@ -9,13 +9,12 @@ from .common import print_json
 
 def command(args) -> int:
     """``whisperbench adapters``: the implementations, whether installed, their options and variants."""
-    from ..adapters import get_adapter, registry
-    from ..adapters.options import describe_options
-    from ..errors import AdapterUnavailable
+    from ..adapters import get_adapter
+    from ..api import list_adapters
 
     if args.name:
         cls = get_adapter(args.name)
-        rows = describe_options(cls.options)
+        rows = list_adapters(args.name)
         if args.json:
             print_json(rows)
             return 0
@@ -32,14 +31,7 @@ def command(args) -> int:
         print("decoding options for every adapter: see `whisperbench run --help` (-o language=…, beam_size=…)")
         return 0
 
-    rows = []
-    for name, cls in sorted(registry().items()):
-        try:  # not installed, or not on this platform (Core ML, WhisperKit: macOS)
-            cls.ensure_available()
-            status = "available"
-        except AdapterUnavailable as exc:
-            status = str(exc).removeprefix(f"adapter {name}: ")
-        rows.append({"adapter": name, "status": status, "description": cls.description})
+    rows = list_adapters()
     if args.json:
         print_json(rows)
     else:

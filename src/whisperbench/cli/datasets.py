@@ -9,13 +9,13 @@ from .common import add_column_args, columns
 
 def command(args) -> int:
     """``whisperbench datasets``: the bundled sets, or a dataset's validation (invalid rows named)."""
-    from ..datasets import bundled_datasets, load_dataset
+    from ..api import check_dataset, list_datasets
 
     if not args.spec:
-        for name, path in bundled_datasets().items():
+        for name, path in list_datasets().items():
             print(f"{name:<20} {path}")
         return 0
-    checked = load_dataset(args.spec, skip_invalid=True, columns=columns(args))
+    checked = check_dataset(args.spec, columns=columns(args))
     d = checked.dataset
     hours = sum(ex.duration_s or 0 for ex in d.examples) / 3600
     print(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import OptionError
@@ -17,7 +16,8 @@ def command(args) -> int:
         return _models_convert(args)
     if args.action == "formats":
         return _models_formats(args)
-    from ..models import cache_dir, list_models
+    from ..api import list_models
+    from ..models import cache_dir
     from ..models.formats import help_texts
 
     rows = list_models()
@@ -37,9 +37,9 @@ def command(args) -> int:
 
 
 def _models_formats(args) -> int:
-    from ..models.formats import format_table
+    from ..api import model_formats
 
-    rows = format_table()
+    rows = model_formats()
     if args.json:
         print_json(rows)
         return 0
@@ -65,12 +65,12 @@ def _models_formats(args) -> int:
 
 
 def _models_info(args) -> int:
-    from ..models import describe_source
+    from ..api import model_info
     from ..models.formats import find_format
 
     if not args.model:
         raise OptionError("models info: name a MODEL (a known name, a path, hf:ORG/NAME or openai:NAME)")
-    info = describe_source(args.model)
+    info = model_info(args.model)
     if args.json:
         print_json(info)
         return 0
@@ -97,19 +97,14 @@ def _models_info(args) -> int:
 
 
 def _models_convert(args) -> int:
-    from ..models.formats import find_format, help_texts
-    from ..models.registry import export_model
+    from ..api import convert_model
+    from ..models.formats import find_format
 
     if not args.model or not args.to or not args.out:
         raise OptionError("models convert: needs MODEL, --to FORMAT and --out PATH")
-    target = find_format(args.to)
-    if target is None or target.converter is None:
-        raise OptionError(
-            f"models convert: {'no converter to' if target else 'unknown'} format {args.to!r} "
-            f"(formats: {help_texts()['to']})"
-        )
-    out = export_model(args.model, args.to, Path(args.out), args.variant, overwrite=args.overwrite)
-    print(f"wrote {target.name}{' ' + args.variant if args.variant else ''} model to {out}")
+    out = convert_model(args.model, args.to, args.out, variant=args.variant, overwrite=args.overwrite)
+    name = getattr(find_format(args.to), "name", args.to)  # convert_model refused an unknown format
+    print(f"wrote {name}{' ' + args.variant if args.variant else ''} model to {out}")
     return 0
 
 

@@ -9,22 +9,24 @@ from .common import add_column_args, columns, finite, whole
 
 def command(args) -> int:
     """``whisperbench perturb``: write a robustness set derived from a dataset; prints its manifest."""
-    from ..datasets import load_dataset
-    from ..datasets.perturb import perturb, recipe_from_text
+    from ..api import perturb
 
-    recipe = recipe_from_text(
-        args.noise,
-        args.snr,
-        args.gain,
-        args.silence,
-        args.nonspeech,
-        args.nonspeech_s,
+    manifest = perturb(
+        args.dataset,
+        args.out,
+        noise=args.noise,
+        snr=args.snr,
+        gain=args.gain,
+        reverb=args.reverb,
+        silence=args.silence,
+        nonspeech=args.nonspeech,
+        nonspeech_s=args.nonspeech_s,
         clean=not args.no_clean,
         seed=args.seed,
-        reverb=args.reverb,
+        limit=args.limit,
+        columns=columns(args),
     )
-    dataset = load_dataset(args.dataset, limit=args.limit, columns=columns(args)).dataset
-    print(perturb(dataset.examples, dataset.content_hash, recipe, args.out))
+    print(manifest)
     return 0
 
 

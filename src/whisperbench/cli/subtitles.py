@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from ..errors import WhisperbenchError
 from .common import add_runs_dir
 
 
 def command(args) -> int:
     """``whisperbench subtitles``: SRT or WebVTT files of a run's segments, one per example."""
-    from ..reports.timing import write_subtitles
-    from ..store import open_run
+    from ..api import subtitles
 
-    run = open_run(args.run, args.runs_dir)
-    out = args.out or str(Path("subtitles") / run.name)
-    written, untimed = write_subtitles(run, out, args.format)
-    if not written:
-        raise WhisperbenchError(
-            f"run {run.name} stored no segment or word times: run it with --word-timestamps "
-            "(short-form is decoded without timestamp tokens, so it stores no segments; "
-            "long-form always does)"
-        )
+    done = subtitles(args.run, args.out, format=args.format, runs_dir=args.runs_dir)
     print(
-        f"wrote {len(written)} {args.format} file(s) to {out}"
-        + (f"; {len(untimed)} example(s) without times: {', '.join(untimed[:5])}" if untimed else "")
+        f"wrote {len(done.written)} {args.format} file(s) to {done.folder}"
+        + (f"; {len(done.untimed)} example(s) without times: {', '.join(done.untimed[:5])}" if done.untimed else "")
     )
     return 0
 

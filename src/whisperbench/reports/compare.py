@@ -14,7 +14,7 @@ from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.formatting import formatting_drift
-from ..scoring.metrics import column_metrics, per_example_metrics
+from ..scoring.metrics import column_metrics, per_example_metrics, registered
 from ..scoring.table import metric_values, table_wer
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
@@ -143,7 +143,7 @@ def compare_runs(
         weights=weights_relation(reference.meta, candidate.meta),
         timing=timing_columns(reference, candidate),
         significance=significance_of(result, significance, groups) if significance else None,
-        metrics=paired_metric_values(ref_table, cand_table),
+        metrics=paired_metric_values(ref_table, cand_table) | run_metric_values(reference, candidate),
         speed_basis=speed_basis,
         allow_different_machines=allow_different_machines,
         speed_settings=significance or SignificanceSettings(),
@@ -165,6 +165,30 @@ def paired_metric_values(ref_table: Any, cand_table: Any) -> dict[str, dict[str,
                 "headline": metric.headline_column(value),
                 "better": metric.better,
             }
+    return out
+
+
+def run_metric_values(reference: StoredRun, candidate: StoredRun) -> dict[str, dict[str, Any]]:
+    """Each run-level metric's value on both sides as the runs' summary.json holds it (the metric computed it once,
+    when the run was scored), with its headline column and which way is better: ``compare --json`` shows it and
+    the gate's ``--max-increase`` / ``--max-decrease`` judge its numbers as a per-example metric's. A side scored
+    under another normalizer than the reference's has no value (the gate cannot judge it; ``rescore`` can)."""
+    normalizer = reference.normalizer
+    stored = [
+        run.summary.metrics if run.summary is not None and run.summary.normalizer == normalizer else {}
+        for run in (reference, candidate)
+    ]
+    out = {}
+    for metric in registered():
+        ref, cand = (values.get(metric.name) for values in stored)
+        if metric.columnar or (ref is None and cand is None):
+            continue
+        out[metric.name] = {
+            "reference": ref,
+            "candidate": cand,
+            "headline": metric.headline_column(cand or ref),
+            "better": metric.better,
+        }
     return out
 
 

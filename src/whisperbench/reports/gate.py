@@ -8,6 +8,7 @@ a language with nothing judged, missing runs).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
@@ -233,6 +234,8 @@ def _quality_checks(
     paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
         checks += [_metric_check(comparison, key, limit, sign, paired) for key, limit in (limits or {}).items()]
+    for sign, bounds in ((-1, t.min), (1, t.max)):
+        checks += [_bound_check(comparison, key, bound, sign) for key, bound in (bounds or {}).items()]
     return checks
 
 
@@ -528,7 +531,7 @@ def _metric_check(
     metric, _, column = key.partition(".")
     word = "increase" if sign > 0 else "decrease"
     sides = comparison.metrics.get(metric, {})
-    ref, cand = ((sides.get(side) or {}).get(column) for side in ("reference", "candidate"))
+    ref, cand = (_number((sides.get(side) or {}).get(column)) for side in ("reference", "candidate"))
     if ref is None or cand is None:
         missing = " and ".join(
             side for side, value in (("the reference", ref), ("the candidate", cand)) if value is None
@@ -551,6 +554,24 @@ def _metric_check(
             f"[{low:.2f}, {high:.2f}], p = {paired.p_value:.3f}"
         )
     return GateCheck(f"{key} {word}", ok, detail, REGRESSION)
+
+
+def _bound_check(comparison: Comparison, key: str, bound: float, sign: int) -> GateCheck:
+    """``--min`` (``sign`` -1) or ``--max`` (1) on the candidate's run value of a metric's ``METRIC.COLUMN`` (per
+    example or run level: ``Comparison.metrics``); a candidate without a number there cannot be judged."""
+    metric, _, column = key.partition(".")
+    word = "max" if sign > 0 else "min"
+    value = _number((comparison.metrics.get(metric, {}).get("candidate") or {}).get(column))
+    if value is None:
+        detail = f"{key}: no value for the candidate (is the metric {metric!r} installed, and is {column!r} a number?)"
+        return GateCheck(f"{key} {word}", False, detail, CANNOT_JUDGE)
+    ok = sign * (value - bound) <= 0
+    return GateCheck(f"{key} {word}", ok, f"{key} {value:g} ({'≤' if sign > 0 else '≥'} {bound:g} needed)", REGRESSION)
+
+
+def _number(value: Any) -> Optional[float]:
+    """A metric's stored value as a number to judge; None for a missing or non-numeric one (a list, a mapping)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
 
 
 def _paired_rate(comparison: Comparison, metric: str, column: str, settings: SignificanceSettings) -> Any:
@@ -684,7 +705,7 @@ def _per_language(
     for lang, row in table.items():
         text, ok = f"{lang} {row['qoi']:.1f}% of {row['joined']}", row["qoi"] >= floor
         if confidence:
-            ci = _qoi_interval(significance_of(_language_part(result, lang), settings, groups))
+            ci = _qoi_interval(significance_of(result.for_language(lang), settings, groups))
             ok = ci is not None and ci.high >= floor
             text += f" ({confidence:.0%} CI {ci})"
         shown.append(text)
@@ -699,11 +720,6 @@ def _per_language(
         )
     )
     return checks
-
-
-def _language_part(result: QoiResult, language: str) -> QoiResult:
-    """``result`` with only the examples labelled ``language``."""
-    return dataclasses.replace(result, examples=result.examples.where_language(language))
 
 
 def _dataset_size(run: StoredRun) -> int:

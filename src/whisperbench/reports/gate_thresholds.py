@@ -24,6 +24,8 @@ QUALITY = (
     "non_inferiority_qoi_margin",
     "max_increase",
     "max_decrease",
+    "min",
+    "max",
     "max_formatting_drift",
     "must_keep_keywords",
     "max_slowdown",
@@ -110,8 +112,8 @@ class GateThresholds:
     )
     max_increase: Optional[Mapping[str, float]] = _limit(
         None,
-        "any per-example metric (docs/metrics.md; repeatable): fail when the candidate's run value of COLUMN "
-        "exceeds the reference's by more than N, e.g. cer.cer=1 or formatting.per=2",
+        "any metric, per example or run level (docs/metrics.md; repeatable): fail when the candidate's run value "
+        "of COLUMN exceeds the reference's by more than N, e.g. cer.cer=1, formatting.per=2 or hallucination.loops=0",
         "METRIC.COLUMN=N",
         "metric",
     )
@@ -119,6 +121,20 @@ class GateThresholds:
         None,
         "the same for a metric where higher is better (repeatable): fail when the candidate's value falls more "
         "than N below the reference's",
+        "METRIC.COLUMN=N",
+        "metric",
+    )
+    min: Optional[Mapping[str, float]] = _limit(
+        None,
+        "any metric, per example or run level (repeatable): fail when the candidate's run value of COLUMN is below "
+        "N, e.g. hallucination.nonspeech_examples=1",
+        "METRIC.COLUMN=N",
+        "metric",
+    )
+    max: Optional[Mapping[str, float]] = _limit(
+        None,
+        "the same as a ceiling (repeatable): fail when the candidate's run value of COLUMN is above N, e.g. "
+        "cer.cer=5 or hallucination.loops=0",
         "METRIC.COLUMN=N",
         "metric",
     )
@@ -187,7 +203,7 @@ class GateThresholds:
         from ..scoring.metrics import metric_limits
 
         checked = check_limits(values, GATE_LIMITS)
-        for key in ("max_increase", "max_decrease"):
+        for key in ("max_increase", "max_decrease", "min", "max"):
             if key in checked:
                 checked[key] = metric_limits(checked[key], flag(key))
         for f in dataclasses.fields(cls):

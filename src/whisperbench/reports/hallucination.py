@@ -5,15 +5,13 @@ are the metric's own report section (its ``Display``: :mod:`whisperbench.reports
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
-from ..scoring import score_prediction
-from ..scoring.hallucination import KINDS, Measures, Thresholds, example_hallucination, loop_words_under, loops_stored
+from ..scoring.hallucination import KINDS, Measures, Thresholds, loop_words_under, loops_stored
 from ..scoring.metrics import stored_options
 from ..store import StoredRun
-from ..types import Prediction
 
 
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
@@ -76,16 +74,16 @@ def describe_ids(ids: list[str], limit: int = 10) -> str:
     return (", ".join(ids[:limit]) + (" …" if len(ids) > limit else "")) if ids else "none"
 
 
-def example_flags(example, normalizer: str) -> list[str]:
-    """The hallucination kinds of a compared example's candidate output (an ``ExampleComparison``)."""
-    pred = Prediction(
-        example.id,
-        example.transcript,
-        example.candidate_hypothesis,
-        status="error" if example.candidate_failed else "ok",
-        language_label=example.language,
-    )
-    return example_hallucination(score_prediction(pred, normalizer)).flags
+def explorer_flags(run: StoredRun, normalizer: str) -> Callable[[str], list[str]]:
+    """Per example id of ``run``, the kinds of hallucination its output has (``loop``, ``burst``,
+    ``nonspeech_output``, ``catastrophic``: the explorer's filter), read from its score table under the default
+    thresholds (:func:`flagged`), never rescored."""
+    found = flagged(run, normalizer)
+
+    def kinds(example_id: str) -> list[str]:
+        return [attr for kind, attr in KINDS.items() if example_id in found[kind]]
+
+    return kinds
 
 
 #: the regression explorer's filter: show only the rows whose candidate output has one kind of hallucination

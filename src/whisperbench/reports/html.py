@@ -19,7 +19,7 @@ import pandas as pd
 from ..store import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
-from .hallucination import FILTER_HTML, FILTER_SCRIPT, example_flags
+from .hallucination import FILTER_HTML, FILTER_SCRIPT, explorer_flags
 from ..scoring.metrics import Metric
 from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
 from .leaderboard import column_label, shown_metrics
@@ -321,11 +321,11 @@ def _explorer(comparison: Comparison) -> str:
     normalizer = comparison.reference.normalizer
     ids = {e.id for e in regressed}
     ref_timed, cand_timed = timed_predictions(comparison.reference, ids), timed_predictions(comparison.candidate, ids)
-    rows = []
+    rows, flags = [], explorer_flags(comparison.candidate, normalizer)
     for e in regressed:
         rows.append(
             f'<tr class="regressed" id="{_e(comparison.candidate.name)}--{_e(e.id)}" '
-            f'data-flags="{_e(" ".join(example_flags(e, normalizer)))}"><td>{_e(e.id)}</td>'
+            f'data-flags="{_e(" ".join(flags(e.id)))}"><td>{_e(e.id)}</td>'
             f'<td class="num" data-value="{e.delta_errors}">+{e.delta_errors}</td>'
             f"{_num(_wer_increase(e), 1)}"
             f"{_num(e.reference_wer, 1)}{_num(e.candidate_wer, 1)}"

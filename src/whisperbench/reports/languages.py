@@ -6,7 +6,6 @@ Rows exist only for runs whose examples carry a language label (a manifest's ``l
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -17,7 +16,7 @@ from ..languages import headline_metric
 from ..scoring import qoi_interval, wer_interval
 import pyarrow.compute as pc
 from ..scoring.arrays import FALSE, text
-from ..scoring.qoi import QoiResult
+from ..scoring.figures import by_language, identified_by_language
 from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
 from ..store import StoredRun
 from .compare import compare_runs
@@ -25,19 +24,6 @@ from .escape import md_cell
 from .weights import english_only_on
 
 ENGLISH_ONLY = "⚠ English-only model"  # beside a run whose English-only model met this language's labels
-
-
-def _subset(result: QoiResult, language: str) -> QoiResult:
-    examples = result.examples.where_language(language)
-    regressed = examples.regressed_count()
-    return dataclasses.replace(
-        result,
-        examples=examples,
-        joined=len(examples),
-        regressed=regressed,
-        no_regression=len(examples) - regressed,
-        qoi=100.0 * (len(examples) - regressed) / len(examples) if examples else None,
-    )
 
 
 def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], confidence: float = 0.95) -> pd.DataFrame:
@@ -54,17 +40,18 @@ def language_frame(runs: list[StoredRun], references: dict[str, StoredRun], conf
         result = compare_runs(reference, run).result if reference is not None else None
         misused = english_only_on(run.meta, languages)
         identified = _identified(run)
+        figures = by_language(table)["languages"]
         per_run = []
         for language in languages:
             errors, units = _headline_counts(table, language)
-            part = _subset(result, language) if result is not None else None
+            part = result.for_language(language) if result is not None else None
             per_run.append(
                 {
                     "Implementation": run.meta.label or run.meta.adapter,
                     "Language": language,
                     "Metric": headline_metric(language).upper(),
-                    "Examples": len(errors),
-                    "Error %": 100.0 * int(errors.sum()) / int(units.sum()) if units.sum() else None,
+                    "Examples": figures[language]["num_examples"],
+                    "Error %": figures[language]["error_rate"],
                     "Error CI": wer_interval(errors, units, confidence),
                     "QoI %": part.qoi if part is not None else None,
                     "QoI CI": qoi_interval(part, confidence) if part is not None else None,
@@ -85,18 +72,14 @@ def _identified(run: StoredRun) -> dict[str, float]:
     """Per language label: % of its examples whose language the implementation identified right (failed ones
     count as wrong), when it chose the language itself (summary.json ``language_id`` with reported languages);
     else {} (a forced language, or an implementation that reports none). From summary.json; a run scored before
-    it kept them per language is counted from its predictions."""
+    it kept them per language is counted from its predictions by the same function that scores them."""
     identified = (run.summary.language_id if run.summary else None) or {}
     if not identified.get("reported"):
         return {}
-    if "by_language" in identified:
-        return {language: row["accuracy"] for language, row in identified["by_language"].items()}
-    counts: dict[str, list[int]] = {}
-    for pred in run.predictions:
-        if pred.language_label:
-            right = pred.status == "ok" and pred.detected_language == pred.language_label
-            counts.setdefault(pred.language_label, [0, 0])[right] += 1
-    return {language: 100.0 * right / (wrong + right) for language, (wrong, right) in counts.items()}
+    by_language = identified.get("by_language")
+    if by_language is None:
+        by_language = identified_by_language([p for p in run.predictions if p.language_label])
+    return {language: row["accuracy"] for language, row in by_language.items()}
 
 
 def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.ndarray]:

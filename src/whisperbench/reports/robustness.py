@@ -8,13 +8,15 @@ Rows exist only for runs whose example ids carry a condition (``PARENT~CONDITION
 from __future__ import annotations
 
 import html
-from typing import Optional
+from typing import Any, Optional
 
 import pandas as pd
 
-from ..scoring import summarize
+from ..scoring import hallucination
 from ..scoring.conditions import SEPARATOR, condition_of, condition_order, noise_of, snr_of
-from ..scoring.record import Summary
+from ..scoring.figures import grouped, table_figures
+from ..scoring.metrics import MetricContext
+from ..scoring.qoi import qoi_by
 from ..store import StoredRun
 from .compare import compare_runs
 from .charts import ticks
@@ -31,27 +33,28 @@ COUNTS = {
 def _qoi_by_condition(reference: Optional[StoredRun], run: StoredRun) -> dict[str, Optional[float]]:
     if reference is None:
         return {}
-    groups: dict[str, list[bool]] = {}
-    for example in compare_runs(reference, run).result.examples:
-        groups.setdefault(condition_of(example.id), []).append(not example.regressed)
-    return {c: 100.0 * sum(ok) / len(ok) for c, ok in groups.items()}
+    examples = compare_runs(reference, run).result.examples
+    rows = qoi_by([condition_of(e.id) for e in examples], [e.regressed for e in examples])
+    return {condition: row["qoi"] for condition, row in rows.items()}
 
 
 def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) -> pd.DataFrame:
-    """One row per (run, condition): examples, WER, words written on non-speech, QoI, hallucination counts."""
+    """One row per (run, condition): examples, WER, words written on non-speech, QoI, hallucination counts; each
+    condition's figures read from the run's score table grouped by condition (``scoring.figures.grouped``), as
+    summary.json's are from the whole table."""
     rows = []
     for run in runs:
-        if not any(SEPARATOR in p.id for p in run.predictions):
-            continue
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
+        table = run.score_table(normalizer)
+        ids = table["id"].to_pylist()
+        if not any(SEPARATOR in i for i in ids):
+            continue
         qois = _qoi_by_condition(reference, run)
-        groups: dict[str, list] = {}
-        for pred in run.predictions:
-            groups.setdefault(condition_of(pred.id), []).append(pred)
-        for condition in sorted(groups, key=condition_order):
-            summary = summarize(groups[condition], normalizer, run.form)
-            counts = summary.metrics.get("hallucination", {})
+        parts = grouped(table, [condition_of(i) for i in ids])
+        for condition in sorted(parts, key=condition_order):
+            figures = table_figures(parts[condition])
+            counts = hallucination.summarize((), MetricContext(normalizer, run.form, {}, parts[condition])) or {}
             rows.append(
                 {
                     "Implementation": run.meta.label or run.meta.adapter,
@@ -59,10 +62,10 @@ def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) ->
                     "Condition": condition,
                     "Noise": noise_of(condition),
                     "SNR dB": snr_of(condition),
-                    "Examples": summary.num_examples,
-                    "Failed": summary.num_failed,
-                    "WER %": summary.wer,
-                    "Words on non-speech": _nonspeech_words(summary, counts),
+                    "Examples": figures["num_examples"],
+                    "Failed": figures["num_failed"],
+                    "WER %": figures["wer"],
+                    "Words on non-speech": _nonspeech_words(figures, counts),
                     "QoI %": qois.get(condition),
                     **{head: counts.get(key, 0) for head, key in COUNTS.items()},
                     "Run": run.name,
@@ -71,9 +74,9 @@ def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) ->
     return pd.DataFrame(rows)
 
 
-def _nonspeech_words(summary: Summary, counts: dict) -> Optional[int]:
+def _nonspeech_words(figures: dict[str, Any], counts: dict) -> Optional[int]:
     """Words written on a condition made only of non-speech (its errors are all insertions); None otherwise."""
-    return summary.insertions if counts.get("nonspeech_examples") == summary.num_examples else None
+    return figures["insertions"] if counts.get("nonspeech_examples") == figures["num_examples"] else None
 
 
 def _number(value, digits: int) -> str:

@@ -1,8 +1,8 @@
 """Timing in reports: the bar plot under the timing metric's section (the section itself is the metric's
 :class:`~whisperbench.scoring.metrics.Display`, rendered by :mod:`whisperbench.reports.sections`), the timing
 columns of ``compare`` and the gate, the word times of the regression explorer, and SRT / WebVTT subtitles of any
-stored run. ``compare``'s figures are recomputed from the stored predictions (:mod:`whisperbench.scoring.timing`),
-so runs stored before the metric existed compare too.
+stored run. ``compare``'s figures are the ones summary.json stores (:mod:`whisperbench.scoring.timing` computed
+them when the run was scored); a run stored before the metric existed has them computed from its predictions.
 """
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ SUBTITLE_FORMATS = ("srt", "vtt")
 
 
 def run_timing(run: StoredRun) -> Optional[dict[str, Any]]:
-    """The run's ``timing`` summary, computed from its predictions (None: it stored no times; told by its score
-    table, so a run without times is never read whole)."""
+    """The run's ``timing`` figures as its summary.json stores them (the metric computed them once, when the run
+    was scored); only a run scored before the metric existed has them computed from its predictions, by the same
+    function (None: it stored no times; told by its score table, so a run without times is never read whole)."""
     if not run.num_predictions or not pc.any(run.score_table()["timed"]).as_py():
         return None
+    stored = run.summary.metrics if run.summary is not None else {}
+    if METRIC.name in stored and run.summary is not None and run.summary.normalizer == run.normalizer:
+        return stored[METRIC.name]
     return summarize(run.predictions, MetricContext(run.normalizer, run.form))
 
 

@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ impo
         score_predictions as score_predictions,
     )
     from .wer import (
-        WordErrorRate as WordErrorRate,
         align as align,
         corpus_wer as corpus_wer,
         example_wer as example_wer,
@@ -56,7 +55,7 @@ _MODULES = {
     ),
     ".figures": ("summarize",),
     ".summary": ("counts_of", "rescored", "score_prediction", "score_predictions"),
-    ".wer": ("WordErrorRate", "align", "corpus_wer", "example_wer"),
+    ".wer": ("align", "corpus_wer", "example_wer"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = [

@@ -164,6 +164,19 @@ def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[Optional[f
     return [float(v) for v in np.percentile(np.asarray(values, dtype=np.float64), list(qs))]
 
 
+def grouped(table: pa.Table, labels: Sequence[Optional[str]]) -> dict[str, pa.Table]:
+    """The rows of ``table`` per label, in their order (``labels``: one per row; a row without one is left out),
+    labels in sorted order: the one breakdown of stored columns (by language, by condition, by any column), each
+    part read as a whole run's table is.
+
+    >>> t = pa.table({"id": ["a", "b", "c"]})
+    >>> {k: v["id"].to_pylist() for k, v in grouped(t, ["x", None, "x"]).items()}
+    {'x': ['a', 'c']}
+    """
+    keys = pa.array([label or None for label in labels], pa.string())
+    return {label: pc.filter(table, pc.equal(keys, text(label))) for label in sorted({x for x in labels if x})}
+
+
 def by_language(table: pa.Table) -> dict[str, Any]:
     """``languages`` (per labelled language: examples, failures, WER, CER, the headline metric and its value)
     and ``macro_error_rate`` (the mean headline error rate over languages); empty without labels."""
@@ -171,9 +184,7 @@ def by_language(table: pa.Table) -> dict[str, Any]:
     if not any(labels):
         return {}
     rows: dict[str, dict[str, Any]] = {}
-    for language in sorted({label for label in labels if label}):
-        mask = pc.equal(table["language_label"], text(language))
-        part = pc.filter(table, mask)
+    for language, part in grouped(table, labels).items():
         wer, cer = corpus_wer(counts(part)), corpus_wer(counts(part, CHAR_COUNTS))
         metric = headline_metric(language)
         rows[language] = {
@@ -192,8 +203,10 @@ def by_language(table: pa.Table) -> dict[str, Any]:
     }
 
 
-def _identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
-    """Per label: examples, those whose language the implementation identified right, and that accuracy in %."""
+def identified_by_language(labelled: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
+    """Per label: examples, those whose language the implementation identified right, and that accuracy in %
+    (summary.json ``language_id.by_language``; ``report``'s per-language table reads it, or calls this for a run
+    stored before summary.json kept it)."""
     tally: dict[str, list[int]] = {}
     for pred in labelled:
         right = pred.status == "ok" and pred.detected_language == pred.language_label
@@ -225,7 +238,7 @@ def language_identification(scored: Sequence[Prediction]) -> dict[str, Any]:
         "correct": correct,
         "accuracy": 100.0 * correct / len(labelled) if labelled and reported else None,
         "confusions": confusions if reported else {},
-        "by_language": _identified_by_language(labelled) if reported else {},
+        "by_language": identified_by_language(labelled) if reported else {},
     }
     for name, right in (("mean_probability_correct", True), ("mean_probability_wrong", False)):
         sure = [

@@ -456,14 +456,20 @@ def parity_of_parts(parts: Sequence[Mapping[str, Any]]) -> Optional[dict[str, An
     sums = sum_parity_parts(parts)
     if not sums.get("examples"):
         return None
-    return {
-        "examples": sums["examples"],
-        "drift_examples": sums["drift"],
-        "drift_pct": 100.0 * sums["drift"] / sums["examples"],
-        "number_drift_examples": sums["numbers"],
-        "drift_ids": sums["drift_ids"],
+    return _drift(sums["examples"], sums["drift"], sums["numbers"], sums["drift_ids"]) | {
         "per": pooled_rate(sums["punct_errors"], sums["punct_ops"]),
         "casing_error_rate": pooled_rate(sums["case_errors"], sums["case_words"]),
+    }
+
+
+def _drift(examples: int, drifted: int, numbers: int, ids: list[str]) -> dict[str, Any]:
+    """The drift figures, one definition for :func:`formatting_parity` and :func:`formatting_drift`."""
+    return {
+        "examples": examples,
+        "drift_examples": drifted,
+        "drift_pct": 100.0 * drifted / examples,
+        "number_drift_examples": numbers,
+        "drift_ids": ids,
     }
 
 
@@ -479,13 +485,7 @@ def formatting_drift(examples: int, drifted: Sequence[tuple[str, str, str]]) -> 
     if not examples:
         return None
     numbers = sum(numbers_only_difference(tokens(ref), tokens(cand)) for _, ref, cand in drifted)
-    return {
-        "examples": examples,
-        "drift_examples": len(drifted),
-        "drift_pct": 100.0 * len(drifted) / examples,
-        "number_drift_examples": numbers,
-        "drift_ids": [i for i, _, _ in drifted[:DRIFT_IDS_SHOWN]],
-    }
+    return _drift(examples, len(drifted), numbers, [i for i, _, _ in drifted[:DRIFT_IDS_SHOWN]])
 
 
 def sum_parity_parts(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -265,20 +265,28 @@ def _measured(pred: Prediction, thresholds: Thresholds) -> tuple[int, Optional[R
 
 
 def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds()) -> ExampleHallucination:
-    """The measures of one prediction already scored (its normalized texts and WER; unscored: UnscoredError)."""
+    """The measures of one prediction already scored (its normalized texts and WER; unscored: UnscoredError); its
+    flags decided by :meth:`Measures.flags`, the one decision every run's counts come from."""
     burst, loop, ratio = _measured(pred, thresholds)
-    score = pred.scored()
-    ref, hyp = score.transcript_norm, score.hypothesis_norm
-    ok = pred.status == "ok"
+    words = pred.scored().words
+    one = Measures(
+        np.array([pred.id], dtype=object),
+        np.array([pred.status == "ok"], dtype=bool),
+        tuple(np.array([getattr(words, k)], dtype=np.int64) for k in _COUNTS),  # type: ignore[arg-type]
+        np.array([burst], dtype=np.int64),
+        np.array([loop.words if loop else 0], dtype=np.int64),
+        np.array([np.nan if ratio is None else ratio], dtype=np.float64),
+    )
+    flags = {kind: bool(flag[0]) for kind, flag in one.flags(thresholds).items()}
     return ExampleHallucination(
         id=pred.id,
         loop_run=loop,
         compression_ratio=ratio,
         burst_words=burst,
-        burst=burst >= thresholds.burst_words,
-        nonspeech=not ref.split(),
-        nonspeech_output=ok and not ref.split() and bool(hyp.split()),
-        catastrophic=ok and score.wer is not None and score.wer >= thresholds.catastrophic_wer,
+        burst=flags["bursts"],
+        nonspeech=flags["nonspeech"],
+        nonspeech_output=flags["nonspeech_with_output"],
+        catastrophic=flags["catastrophic"],
     )
 
 
@@ -349,7 +357,7 @@ class Measures:
 
     def flags(self, thresholds: Thresholds, loop_words: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
         """Per example, each kind's flag (``loops``, ``bursts``, ``nonspeech_with_output``, ``catastrophic``) and
-        ``nonspeech`` (the normalized transcript is empty), as :func:`example_hallucination` decides them;
+        ``nonspeech`` (the normalized transcript is empty): the one decision, :func:`example_hallucination` asks it too;
         ``loop_words`` found under ``thresholds`` where they are not the default loop thresholds."""
         hits, subs, dels, ins = self.counts
         transcript_words = hits + subs + dels
@@ -377,8 +385,9 @@ def loop_words_under(scored: Sequence[Prediction], thresholds: Thresholds) -> np
 
 def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
     """``summary.json["hallucination"]``: counts and example ids of each kind, the thresholds used; from the
-    run's score table when the context holds it (its rows are ``scored``, in order)."""
-    if not scored:
+    run's score table when the context holds it (its rows are ``scored``, in order; under the default loop
+    thresholds the table alone is enough: a breakdown's part passes no predictions)."""
+    if not (scored or (context.table is not None and context.table.num_rows)):
         return None
     thresholds = Thresholds.from_options(context.options.get("hallucination", {}))
     measures = Measures.of_table(context.table) if context.table is not None else Measures.of_predictions(scored)

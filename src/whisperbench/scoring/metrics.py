@@ -527,7 +527,8 @@ def metric_named(name: str) -> Metric:
 
 def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[str, float]]:
     """The gate's per-metric limits as ``{"METRIC.COLUMN": N}``, from ``["METRIC.COLUMN=N", …]`` (the command line)
-    or a mapping; the metric must be a registered per-example metric and N a finite number, else an OptionError
+    or a mapping; the metric must be a registered metric (per example or run level: ``compare`` pairs both, as
+    ``Comparison.metrics``) and N a finite number, else an OptionError
     naming ``option``. None or empty: None.
 
     >>> metric_limits(None) is None
@@ -541,11 +542,7 @@ def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[
         metric, dot, column = str(key).partition(".")
         if not (dot and column and str(number).strip()):
             raise OptionError(f"{option} {key}={number}: expected METRIC.COLUMN=N, e.g. cer.cer=1")
-        if not metric_named(metric).columnar:
-            raise OptionError(
-                f"{option} {key}: {metric!r} is a run-level metric; this limit takes a per-example "
-                f"one ({', '.join(m.name for m in per_example_metrics()) or 'none installed'})"
-            )
+        metric_named(metric)  # a registered metric, per example or run level (an unknown one: its error)
         try:
             limit = float(number)
         except (TypeError, ValueError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol, Sequence
 
 from ..languages import headline_metric
 from ..types import Prediction
@@ -149,15 +149,26 @@ class ExampleList(list[ExampleComparison]):
 
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
-        table: dict[str, dict[str, Any]] = {}
-        for example in self:
-            if example.language:
-                row = table.setdefault(example.language, {"joined": 0, "regressed": 0})
-                row["joined"] += 1
-                row["regressed"] += example.regressed
-        for row in table.values():
-            row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
-        return dict(sorted(table.items()))
+        return qoi_by([e.language for e in self], [e.regressed for e in self])
+
+
+def qoi_by(labels: Sequence[Optional[str]], regressed: Sequence[bool]) -> dict[str, dict[str, Any]]:
+    """QoI per label of the joined examples (``labels`` and ``regressed``: one each per example; an example without
+    a label is left out), labels sorted: joined, regressed, QoI %. The one breakdown of QoI: by language
+    (:meth:`QoiResult.by_language`), by condition (the robustness table), by any label.
+
+    >>> qoi_by(["en", "fr", "en", None], [True, False, False, True])
+    {'en': {'joined': 2, 'regressed': 1, 'qoi': 50.0}, 'fr': {'joined': 1, 'regressed': 0, 'qoi': 100.0}}
+    """
+    table: dict[str, dict[str, Any]] = {}
+    for label, bad in zip(labels, regressed, strict=True):
+        if label:
+            row = table.setdefault(label, {"joined": 0, "regressed": 0})
+            row["joined"] += 1
+            row["regressed"] += int(bad)
+    for row in table.values():
+        row["qoi"] = 100.0 * (row["joined"] - row["regressed"]) / row["joined"]
+    return dict(sorted(table.items()))
 
 
 @dataclass
@@ -186,6 +197,21 @@ class QoiResult:
     def by_language(self) -> dict[str, dict[str, Any]]:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
         return self.examples.by_language()
+
+    def for_language(self, language: str) -> "QoiResult":
+        """This result on the examples labelled ``language`` only: its examples, joined and regressed counts and QoI
+        as :meth:`by_language` gives them (the one per-language QoI: ``report``'s table and the gate's
+        ``--min-qoi-per-language`` read it)."""
+        examples = self.examples.where_language(language)
+        row = examples.by_language().get(language, {"joined": 0, "regressed": 0, "qoi": None})
+        return dataclasses.replace(
+            self,
+            examples=examples,
+            joined=row["joined"],
+            regressed=row["regressed"],
+            no_regression=row["joined"] - row["regressed"],
+            qoi=row["qoi"],
+        )
 
     def to_json(self, with_examples: bool = False) -> dict[str, Any]:
         """The result as JSON (``compare --json``): counts, QoI, id lists, per language; each example when asked."""

@@ -21,7 +21,7 @@ from ..types import Prediction
 import pyarrow.compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
-from .qoi import ExampleComparison, QoiResult, _compare_one
+from .qoi import ExampleComparison, QoiResult, _compare_one, qoi_by
 from .summary import map_ranges
 from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
 from .wer import example_wers
@@ -241,17 +241,9 @@ class ExampleColumns:
         return int((self.candidate_errors > self.reference_errors).sum())
 
     def by_language(self) -> dict[str, dict[str, Any]]:
-        """QoI per language label, as :meth:`QoiResult.by_language` computes it from the records."""
-        codes = pc.dictionary_encode(self.language)
-        names, index = codes.dictionary.to_pylist(), numbers(codes.indices)
+        """QoI per language label, as :meth:`QoiResult.by_language` computes it from the records (``qoi_by``)."""
         regressed = self.candidate_errors > self.reference_errors
-        table: dict[str, dict[str, Any]] = {}
-        for code, name in enumerate(names):
-            if name:
-                mask = index == code
-                joined, bad = int(mask.sum()), int(regressed[mask].sum())
-                table[name] = {"joined": joined, "regressed": bad, "qoi": 100.0 * (joined - bad) / joined}
-        return dict(sorted(table.items()))
+        return qoi_by(self.language.to_pylist(), regressed.tolist())
 
 
 #: the columns joined and compared (the texts stay where they are, read by row index when needed)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
-from .normalize import normalize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,20 +100,3 @@ def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
 def corpus_wer(counts: WordCounts) -> Optional[float]:
     """Corpus WER in percent from summed counts; None with no transcript words."""
     return example_wer(counts)
-
-
-class WordErrorRate:
-    """Stateful WER (torchmetrics style): ``update`` with raw text pairs, ``compute`` the corpus WER."""
-
-    def __init__(self, normalizer: str = "english"):
-        self.normalizer = normalizer
-        self.counts = WordCounts()
-
-    def update(self, references: Iterable[str], hypotheses: Iterable[str]) -> None:
-        """Add pairs of raw transcripts and hypotheses (normalized and aligned here)."""
-        for ref, hyp in zip(references, hypotheses, strict=True):
-            self.counts = self.counts + align(normalize(ref, self.normalizer), normalize(hyp, self.normalizer))
-
-    def compute(self) -> Optional[float]:
-        """Corpus WER in percent over every pair added so far; None before any transcript word."""
-        return corpus_wer(self.counts)
