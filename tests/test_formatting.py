@@ -473,7 +473,7 @@ def test_the_html_report_shows_each_formatting_drift_with_its_differences_marked
 
     store, made = runs
     assert formatting_diff_html("He was born in nineteen ninety.", "He was born in 1990.") == (
-        'He was born in <span class="sub">1990</span> <span class="del">ninety</span> .'
+        'He was born in <span class="sub">1990</span> <span class="del">ninety</span>.'
     )
     runs_ = [r for r in list_runs(store) if r.name in ("ref", "planted")]
     references = {made["ref"].dataset_hash: next(r for r in runs_ if r.name == "ref")}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from whisperbench.harness.spawn import _guarded
+from whisperbench.spawn import _guarded
 
 from .conftest import REPO
 
@@ -79,3 +79,23 @@ def test_the_guard_is_found_where_the_top_level_statement_runs(tmp_path):
     script = tmp_path / "s.py"
     script.write_text('x = 1\nif "__main__" == __name__:\n    run()\n    other()\nrun()\n', encoding="utf-8")
     assert [_guarded(script, line) for line in (1, 3, 4, 5)] == [False, True, True, False]
+
+
+SCORE = """
+from whisperbench.scoring import summary
+from whisperbench.types import Prediction
+summary.PARALLEL_MIN = 10  # a pool for a few predictions (20,000 or more by default)
+preds = [Prediction(f"p{i}", "the cat sat on the mat", "the cat sat on a mat") for i in range(40)]
+print("sent", __name__)  # printed again by every worker that ran this script
+scored = summary.score_predictions(preds, "english", workers=2)
+print("substitutions", sum(p.score.words.substitutions for p in scored))
+"""
+
+
+def test_the_scoring_pool_never_runs_the_callers_script_again(tmp_path):
+    """``score_predictions(..., workers=2)`` at a script's top level, without a guard (scoring's pool is spawned
+    too): the workers score without running the script, whose line is printed once."""
+    (tmp_path / "score.py").write_text(SCORE, encoding="utf-8")
+    done = _python(tmp_path, "score.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["sent __main__", "substitutions 40"], done.stdout + done.stderr[-2000:]

@@ -29,6 +29,7 @@ LAYERS = {
             "audio",
             "progress",
             "supervise",
+            "spawn",
             "files",
             "runinfo",
             "languages",

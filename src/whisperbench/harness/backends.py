@@ -31,7 +31,7 @@ from ..machine import peak_rss_mb
 from ..supervise import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
-from .spawn import defined_in_main, worker_context
+from ..spawn import defined_in_main, worker_context
 from .job import BackendReport, Job, Progress
 
 

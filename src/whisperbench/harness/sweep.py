@@ -36,7 +36,7 @@ from ..scoring.record import Summary
 from ..store import RunStore
 from ..supervise import die_with_parent, started_from_main_thread
 from .runner import RunRequest, default_run_name, run_evaluation
-from .spawn import worker_context
+from ..spawn import worker_context
 from .spec import AdapterSpec
 
 #: implementations a sweep covers unless told otherwise (each with variants; openai-whisper is the reference)

@@ -360,36 +360,42 @@ class _Interrupt:
     watched = False
 
 
-def _on_sigint(signum: int, frame: Any) -> None:
-    _Interrupt.pressed = True
-    raise KeyboardInterrupt
-
-
 @contextmanager
 def contained() -> Iterator[None]:
     """Where a metric's own code runs (a kernel, ``finish``, ``summarize``, a plug-in's import): what it prints goes
     to stderr, never to stdout (``compare --json``, ``runs --json`` stay JSON), and a real Ctrl-C is told from a
     ``KeyboardInterrupt`` it raises itself (:func:`interrupted_or`)."""
-    handler = _sigint_handler()
-    _Interrupt.watched = handler is not None
+    previous = _watch_sigint()
     try:
         with redirect_stdout(sys.stderr):
             yield
     finally:
-        if handler is not None:
-            signal.signal(signal.SIGINT, handler)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
-def _sigint_handler() -> Any:
-    """Install :func:`_on_sigint` where Python's own Ctrl-C handler is in place (the main thread); the one it
-    replaced, else None (left as it is)."""
+def _watch_sigint() -> Any:
+    """Make a Ctrl-C tell :class:`_Interrupt` it was pressed, in the main thread: a Python handler in place (the
+    default one or the caller's) is wrapped and still called; with Ctrl-C ignored or left to the system, no
+    ``KeyboardInterrupt`` can be the user's. Returns the handler to put back (None: nothing was changed)."""
+    _Interrupt.pressed = False
+    _Interrupt.watched = False
     if threading.current_thread() is not threading.main_thread():
         return None
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is not signal.default_int_handler:
+    previous = signal.getsignal(signal.SIGINT)
+    if previous in (signal.SIG_IGN, signal.SIG_DFL):
+        _Interrupt.watched = True
         return None
-    signal.signal(signal.SIGINT, _on_sigint)
-    return handler
+    if not callable(previous):  # installed outside Python: cannot tell
+        return None
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        _Interrupt.pressed = True
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    _Interrupt.watched = True
+    return previous
 
 
 def interrupted_or(exc: BaseException) -> BaseException:

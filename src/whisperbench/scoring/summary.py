@@ -4,7 +4,7 @@ counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I
 
 from __future__ import annotations
 
-import multiprocessing
+
 import os
 from collections.abc import Sequence as SequenceABC
 from concurrent.futures import ProcessPoolExecutor
@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from ..languages import cer_text, headline_metric
 from ..machine import usable_cpus
+from ..spawn import worker_context
 from ..supervise import die_with_parent
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
 from .normalize import normalize
@@ -20,9 +21,6 @@ from .wer import align, align_characters
 #: fewest predictions scored on several processes (below it a pool costs more than it saves: each worker is a fresh
 #: interpreter that imports the scoring modules first, about 0.4 s of one core: docs/benchmarks.md)
 PARALLEL_MIN = 20_000
-#: how pool workers start: a fresh interpreter each (``spawn``), never a fork of the caller, which may be a
-#: multi-threaded process (a notebook kernel, a web server) whose locks a fork would copy held
-START_METHOD = "spawn"
 
 
 def score_prediction(pred: Prediction, normalizer: str, characters: bool = True) -> Prediction:
@@ -164,7 +162,8 @@ def map_ranges(
 
     A worker gets only its part: ``shared[start:stop]`` (``shared`` slices itself: a list, or an object that keeps
     what every part needs), pickled, and calls ``fn(part, 0, stop - start)``; ``fn`` is a module-level function. The
-    workers are fresh interpreters (:data:`START_METHOD`: safe from any thread of any process), end with this
+    workers are fresh interpreters (:func:`whisperbench.spawn.worker_context`: spawned, so safe from any thread of
+    any process, and never running the caller's script again), end with this
     process however it ends (:func:`_worker_start`), and are gone when this returns or raises (a range that
     raises raises here; the ranges not started are dropped). ``backwards``: the last range is handed out first (the
     costly ones are last in a run's order; the range a worker starts last should be a cheap one), the results
@@ -181,7 +180,7 @@ def map_ranges(
     calls = [(fn, shared[start:stop], stop - start) for start, stop in order]
     pool = ProcessPoolExecutor(
         min(workers, len(calls)),
-        mp_context=multiprocessing.get_context(START_METHOD),
+        mp_context=worker_context(),
         initializer=_worker_start,
         initargs=(os.getpid(),),
     )

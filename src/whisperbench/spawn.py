@@ -1,4 +1,4 @@
-"""The start method of every worker process the harness starts (process-pool workers, a sweep's variants).
+"""The start method of every worker process the package starts (the harness's pools, scoring's, a sweep's).
 
 ``multiprocessing``'s ``spawn`` (``fork`` is unsafe with threaded native libraries) runs the caller's main
 script again in each child, as ``__mp_main__``: a script that calls :func:`whisperbench.evaluate` at its top
@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Optional
 
-from ..errors import WhisperbenchError
+from .errors import WhisperbenchError
 
 #: what the children are told the caller's main module is: a name ending in ``.__main__`` is never imported
 _OWN_MAIN = importlib.machinery.ModuleSpec("whisperbench.__main__", None)
