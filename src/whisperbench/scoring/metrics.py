@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import OptionError, WhisperbenchError
 from ..registry import Registry, package_items
 from ..types import Prediction, WordCounts
 
@@ -399,9 +399,13 @@ def _watch_sigint() -> Any:
 
 
 def interrupted_or(exc: BaseException) -> BaseException:
-    """``exc`` re-raised when it is the user's Ctrl-C (the command stops as on any Ctrl-C); else returned: a
-    metric's failure, whatever it raised (``SystemExit`` included), is that metric's alone."""
+    """``exc`` re-raised when it is the user's Ctrl-C (the command stops as on any Ctrl-C) or whisperbench's own
+    refusal of the data (a :class:`~whisperbench.errors.WhisperbenchError` of this package, e.g. an inconsistent
+    stream: the command's one-line error, exit 2); else returned: a metric's failure, whatever it raised
+    (``SystemExit`` included), is that metric's alone."""
     if isinstance(exc, KeyboardInterrupt) and (_Interrupt.pressed or not _Interrupt.watched):
+        raise exc
+    if isinstance(exc, WhisperbenchError) and type(exc).__module__.startswith("whisperbench."):
         raise exc
     return exc
 
