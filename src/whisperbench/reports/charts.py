@@ -88,12 +88,7 @@ class _Frame:
         bottom, left = self.height - self.bottom, self.left
         parts = ['<g class="axis">', f'<line x1="{left}" y1="{bottom}" x2="{self.width - self.right}" y2="{bottom}"/>']
         parts.append(f'<line x1="{left}" y1="{self.top}" x2="{left}" y2="{bottom}"/>')
-        for t in self.x_ticks:
-            x = self.x(t)
-            parts.append(
-                f'<line class="grid" x1="{x:.1f}" y1="{self.top}" x2="{x:.1f}" y2="{bottom}"/>'
-                f'<text x="{x:.1f}" y="{bottom + 14}" text-anchor="middle">{_fmt(t)}</text>'
-            )
+        parts.append(_x_marks(self, self.top, bottom))
         for t in self.y_ticks:
             y = self.y(t)
             parts.append(
@@ -101,8 +96,7 @@ class _Frame:
                 f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{_fmt(t)}</text>'
             )
         parts.append(
-            f'<text class="x-label" x="{(left + self.width - self.right) / 2:.0f}" y="{self.height - 6}" '
-            f'text-anchor="middle">{_e(x_label)}</text><text class="y-label" transform="rotate(-90)" '
+            _x_label(self, self.height, x_label) + '<text class="y-label" transform="rotate(-90)" '
             f'x="{-(self.top + bottom) / 2:.0f}" y="12" text-anchor="middle">{_e(y_label)}</text></g>'
         )
         return "".join(parts)
@@ -199,18 +193,29 @@ def grouped_bars(bars: Sequence[Bar], x_label: str, css: str, caption: str, widt
 def _x_axis(frame: _Frame, height: int, x_label: str) -> str:
     """The bottom value axis alone (bar and interval charts): ticks, grid lines and the axis label."""
     bottom = height - frame.bottom
-    parts = [f'<g class="axis"><line x1="{frame.left}" y1="{bottom}" x2="{frame.width - frame.right}" y2="{bottom}"/>']
-    for t in frame.x_ticks:
-        x = frame.x(t)
-        parts.append(
-            f'<line class="grid" x1="{x:.1f}" y1="8" x2="{x:.1f}" y2="{bottom}"/>'
-            f'<text x="{x:.1f}" y="{bottom + 14}" text-anchor="middle">{_fmt(t)}</text>'
-        )
-    parts.append(
-        f'<text class="x-label" x="{(frame.left + frame.width - frame.right) / 2:.0f}" y="{height - 6}" '
-        f'text-anchor="middle">{_e(x_label)}</text></g>'
+    return (
+        f'<g class="axis"><line x1="{frame.left}" y1="{bottom}" x2="{frame.width - frame.right}" y2="{bottom}"/>'
+        + _x_marks(frame, 8, bottom)
+        + _x_label(frame, height, x_label)
+        + "</g>"
     )
-    return "".join(parts)
+
+
+def _x_marks(frame: _Frame, top: float, bottom: float) -> str:
+    """The value axis's ticks: a grid line from ``top`` to ``bottom`` and the value under it, per tick."""
+    return "".join(
+        f'<line class="grid" x1="{frame.x(t):.1f}" y1="{top}" x2="{frame.x(t):.1f}" y2="{bottom}"/>'
+        f'<text x="{frame.x(t):.1f}" y="{bottom + 14}" text-anchor="middle">{_fmt(t)}</text>'
+        for t in frame.x_ticks
+    )
+
+
+def _x_label(frame: _Frame, height: float, label: str) -> str:
+    """The value axis's label, centred under the plot."""
+    return (
+        f'<text class="x-label" x="{(frame.left + frame.width - frame.right) / 2:.0f}" y="{height - 6}" '
+        f'text-anchor="middle">{_e(label)}</text>'
+    )
 
 
 @dataclass(frozen=True)
