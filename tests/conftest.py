@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -281,3 +282,17 @@ def print_differences(label, comparison, candidate="candidate"):
                 f"  {e.id} errors {e.reference_errors} -> {e.candidate_errors}\n"
                 f"    openai-whisper: {e.reference_hypothesis}\n    {candidate + ':':<16}{e.candidate_hypothesis}"
             )
+
+
+#: headless Chromium for the HTML report's tests (None: they skip; .ci/run installs Debian's chromium)
+BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+#: the flags every such test starts it with: no sandbox, GPU, first-run or background network work
+HEADLESS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]

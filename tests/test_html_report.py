@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -11,9 +10,8 @@ import pytest
 from whisperbench.cli import main
 from whisperbench.reports.html import alignment_html
 
-from .conftest import record_run
+from .conftest import BROWSER, HEADLESS, record_run
 
-BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 EVIL = '<script>document.title="pwned"</script> & <b>bold</b>'
 
 
@@ -34,17 +32,7 @@ def report(tmp_path, tiny_rows, tiny_short):
 def _render(path, tmp_path) -> str:
     if BROWSER is None:
         pytest.skip("no Chromium: apt-get install chromium (the CI script installs it)")
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
+    flags = [*HEADLESS, "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}"]
     shot = tmp_path / "report.png"
     subprocess.run(
         [BROWSER, *flags, f"--screenshot={shot}", "--window-size=1200,1600", path.as_uri()],
@@ -148,18 +136,7 @@ def _click_every_header(page, tmp_path) -> tuple[dict, str]:
     probed.write_text(
         text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_CLICKS + "</body>"), encoding="utf-8"
     )
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-        f"--user-data-dir={tmp_path / 'profile-probe'}",
-    ]
+    flags = [*HEADLESS, "--enable-logging=stderr", "--v=0", f"--user-data-dir={tmp_path / 'profile-probe'}"]
     done = subprocess.run(
         [BROWSER, *flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120, check=True
     )

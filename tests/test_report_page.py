@@ -8,15 +8,14 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from .conftest import BROWSER, HEADLESS
 from .report_runs import demo_like_runs, many_runs
 
-BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 
 #: measured in the page after it loaded, written into the DOM for --dump-dom to read back
 PROBE = """<script>
@@ -39,17 +38,7 @@ out.textContent = JSON.stringify({width: window.innerWidth, scrollWidth: documen
 document.body.appendChild(out);
 </script>"""
 
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--window-size=1280,800",
-]
+FLAGS = [*HEADLESS, "--hide-scrollbars", "--window-size=1280,800"]
 
 
 def measure(page: Path, tmp_path: Path) -> dict:
