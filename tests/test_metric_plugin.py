@@ -134,6 +134,7 @@ def test_an_installed_metric_shows_in_every_output_and_gates(toy_site, tmp_path)
     assert {row["id"]: float(row["z_letters"]) for row in rows} == {i: float(n) for i, n in cand_z.items()}
 
     gate = ["gate", "--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs), "--max-failed-pct", "100"]
+    _its_pairings_show_and_gate(compared.stdout, terminal.stdout, board, gate, ref_z, cand_z, toy_site, tmp_path)
     exceeded = _cli(gate + ["--max-increase", f"zcount.z_letters={cand_sum - ref_sum - 1}"], toy_site, tmp_path)
     assert exceeded.returncode == 1, exceeded.stdout + exceeded.stderr
     assert "zcount.z_letters" in exceeded.stdout
@@ -148,6 +149,30 @@ def test_an_installed_metric_shows_in_every_output_and_gates(toy_site, tmp_path)
     tracked = tracked_run(load_run(runs / "cand"), load_run(runs / "ref"))  # what MLflow and W&B are given
     assert tracked.metrics["zcount.z_letters"] == cand_sum
     assert dict(zip(tracked.examples["id"], tracked.examples["z_letters"])) == cand_z
+
+
+def _its_pairings_show_and_gate(compared, terminal, board, gate, ref_z, cand_z, site, cwd) -> None:
+    """The docs example's two pairings (``zcount.no_more_z``: % of examples with no more z than the reference's;
+    ``zcount.more_z``: the change of the run's count) in compare (JSON and table), the leaderboard's CSV and the
+    gate's ``--min`` / ``--max``, each equal to the counts made here."""
+    no_more = 100.0 * sum(cand_z[i] <= ref_z[i] for i in ref_z) / len(ref_z)
+    more = float(sum(cand_z.values()) - sum(ref_z.values()))
+    assert 0 < no_more < 100 and more > 0  # each check below can fail both ways
+    paired = json.loads(compared)[0]["paired"]
+    assert paired["zcount.no_more_z"]["value"] == pytest.approx(no_more)
+    assert paired["zcount.no_more_z"]["examples"] == len(ref_z)
+    assert paired["zcount.more_z"]["value"] == more and paired["zcount.more_z"]["candidate"] == sum(cand_z.values())
+    for key, figure in (("zcount.no_more_z", no_more), ("zcount.more_z", more)):
+        row = next(line for line in terminal.splitlines() if line.startswith(f"| {key} "))
+        assert f"{figure:.2f}" in row, row
+    assert float(board["cand"]["zcount.no_more_z"]) == pytest.approx(no_more)
+    assert float(board["cand"]["zcount.more_z"]) == more and float(board["ref"]["zcount.no_more_z"]) == 100.0
+    assert board["ref"]["zcount.more_z"] == ""  # a run's difference from itself is left empty
+    for option, code in ((f"zcount.no_more_z={no_more + 0.01}", 1), (f"zcount.no_more_z={no_more - 0.01}", 0)):
+        done = _cli(gate + ["--min", option], site, cwd)
+        assert done.returncode == code and "zcount.no_more_z min" in done.stdout, done.stdout + done.stderr
+    done = _cli(gate + ["--max", f"zcount.more_z={more - 1}"], site, cwd)
+    assert done.returncode == 1 and f"zcount.more_z {more:g} (≤ {more - 1:g} needed)" in done.stdout, done.stdout
 
 
 def test_a_metric_installed_after_the_run_shows_for_it(toy_site, tmp_path):
@@ -318,3 +343,109 @@ def test_kernel_values_are_taken_as_floats_nan_as_missing_and_infinity_as_that_e
     columns = metric.columns_of(examples)
     assert columns == {"x": [1.5, 2.0, None, None], "y": [None, None, 0.5, None], "errors": [0.0, 0.0, 0.0, 1.0]}
     assert "odd" in caplog.text and "example d" in caplog.text
+
+
+LONGER = '''
+import whisperbench as wb
+
+
+def words(scored, context):
+    """Run level: the words of every successful hypothesis."""
+    return {"words": sum(len(p.hypothesis.split()) for p in scored if p.status == "ok")}
+
+
+METRIC = wb.Metric("longer", "words written", summarize=words, pairings=(wb.Pairing("growth", "ratio", "words"),))
+'''
+
+
+def _row(table: str) -> dict[str, str]:
+    """The one candidate's row of compare's ``--wide`` table, by heading."""
+    head, _, row = table.strip().splitlines()[:3]
+    return dict(zip((c.strip() for c in head.split("|")), (c.strip() for c in row.split("|"))))
+
+
+def test_an_installed_run_level_metric_with_a_pairing_reaches_compare_the_leaderboard_and_the_gate(
+    tmp_path, monkeypatch, capsys
+):
+    """A run-level plug-in that declares a ``ratio`` pairing: its headline and its paired figure in compare (table
+    and JSON), the leaderboard's CSV, and the gate's ``--max longer.growth=N``, from the declaration alone; every
+    figure against a count of words made here."""
+    from whisperbench.cli import main
+    from whisperbench.scoring.metrics import METRICS
+
+    site = tmp_path / "site"
+    (site / "longer-1.0.dist-info").mkdir(parents=True)
+    (site / "longer_metric.py").write_text(LONGER, encoding="utf-8")
+    (site / "longer-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: longer\nVersion: 1.0\n")
+    (site / "longer-1.0.dist-info" / "entry_points.txt").write_text(
+        "[whisperbench.metrics]\nlonger = longer_metric:METRIC\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    METRICS.reload()
+    try:
+        rows = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
+        doubled = [
+            dict(r, hypothesis=f"{r['hypothesis']} {r['hypothesis']}" if i == 0 else r["hypothesis"])
+            for i, r in enumerate(rows)
+        ]
+        runs, counts = tmp_path / "runs", {}
+        for name, data in (("ref", rows), ("cand", doubled)):
+            path = tmp_path / f"{name}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
+            counts[name] = sum(len(r["hypothesis"].split()) for r in data)  # counted here, without whisperbench
+            args = ["score", "--dataset", "tiny-shortform", "--hypotheses", str(path), "--name", name]
+            assert main(args + ["--runs-dir", str(runs)]) == 0
+        growth = 100.0 * (counts["cand"] / counts["ref"] - 1.0)
+        assert growth > 0
+        pair = ["--reference", "ref", "--candidate", "cand", "--runs-dir", str(runs)]
+        capsys.readouterr()
+        assert main(["compare", *pair, "--json"]) == 0
+        compared = json.loads(capsys.readouterr().out)[0]
+        assert compared["paired"]["longer.growth"]["value"] == pytest.approx(growth)
+        assert compared["metrics"]["longer"]["candidate"] == {"words": counts["cand"]}
+        assert main(["compare", *pair, "--wide"]) == 0
+        row = _row(capsys.readouterr().out)
+        assert row["longer.growth"] == f"{growth:.2f}" and row["longer.words"] == f"{float(counts['cand']):.2f}"
+        out = tmp_path / "board.csv"
+        assert main(["report", "--runs-dir", str(runs), "--reference", "ref", "--out", str(out), "--quiet"]) == 0
+        with open(out, encoding="utf-8") as f:
+            board = {r["Run"]: r for r in csv.DictReader(f)}
+        assert float(board["cand"]["longer.growth"]) == pytest.approx(growth) and board["ref"]["longer.growth"] == ""
+        assert (float(board["ref"]["longer.words"]), float(board["cand"]["longer.words"])) == (
+            counts["ref"],
+            counts["cand"],
+        )
+        gate = ["gate", *pair, "--max-failed-pct", "100"]
+        assert main(gate + ["--max", f"longer.growth={growth - 0.5}"]) == 1
+        assert main(gate + ["--max", f"longer.growth={growth + 0.5}"]) == 0
+        assert "[ok] longer.growth max: longer.growth" in capsys.readouterr().out
+    finally:
+        sys.modules.pop("longer_metric", None)
+        METRICS.reload()
+
+
+@pytest.mark.parametrize(
+    "named, generic",
+    [
+        ({"min_qoi": 90.0}, {"min": {"wer.qoi": 90.0}}),
+        ({"min_qoi": 80.0, "confidence": 0.9}, {"min": {"wer.qoi": 80.0}, "confidence": 0.9}),
+        ({"max_wer_increase": 5.0}, {"max": {"wer.increase": 5.0}}),
+        ({"max_wer_increase": 1.0, "confidence": 0.9}, {"max": {"wer.increase": 1.0}, "confidence": 0.9}),
+        ({"max_formatting_drift": 50.0}, {"max": {"formatting.drift": 50.0}}),
+        ({"max_slowdown": 10.0}, {"max": {"speed.slowdown": 10.0}}),
+    ],
+)
+def test_a_named_gate_flag_is_an_alias_of_its_pairing_s_bound(tmp_path, named, generic):
+    """``--min-qoi N`` is ``--min wer.qoi=N`` (and so for each named flag a built-in pairing declares): the same
+    check, the same words, the same exit code, through one mechanism."""
+    from whisperbench import gate, score
+
+    manifest = BUNDLED / "shortform" / "manifest.jsonl"
+    runs = [
+        score(BUNDLED / "recorded" / f"{name}.jsonl", manifest, runs_dir=tmp_path / "runs", name=name)
+        for name in ("openai-whisper-base", "openai-whisper-tiny.en")
+    ]
+    by_flag, by_key = (gate(*runs, max_failed_pct=100.0, **limits) for limits in (named, generic))
+    judged = [[(c.name, c.passed, c.detail, c.blocking) for c in r.checks] for r in (by_flag, by_key)]
+    assert judged[0] == judged[1] and by_flag.code == by_key.code
+    assert len(judged[0]) == 6  # the five comparability checks and the one limit

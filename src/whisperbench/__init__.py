@@ -5,9 +5,10 @@ The public Python API (see docs/python.md): :func:`evaluate`, :func:`score`, :fu
 :func:`runs`, :func:`remove_runs`, :func:`rescore`, :func:`demo`, :func:`sweep`, :func:`perturb`, :func:`subtitles`,
 :func:`list_datasets`, :func:`check_dataset`, :func:`list_adapters`, :func:`list_models`, :func:`model_info`,
 :func:`convert_model` and :func:`model_formats` (one per command of the CLI, which calls them), and for the statistics
-:func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`; :class:`Metric` and
-:class:`ScoredExample`, the metric protocol (docs/metrics.md), from :mod:`whisperbench.scoring.metrics`. They are
-imported on first use, so ``import whisperbench.types`` (or a worker process) does not load pandas and the harness.
+:func:`compare_all`, :func:`plan` and :func:`noise`, from :mod:`whisperbench.api`; :class:`Metric`,
+:class:`Pairing` and :class:`ScoredExample`, the metric protocol (docs/metrics.md), from
+:mod:`whisperbench.scoring.metrics`. They are imported on first use, so ``import whisperbench.types`` (or a worker
+process) does not load pandas and the harness.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
         sweep,
         to_frame,
     )
-    from .scoring.metrics import Metric, ScoredExample
+    from .scoring.metrics import Metric, Pairing, ScoredExample
 
 __all__ = [
     "__version__",
@@ -78,10 +79,11 @@ __all__ = [
     "convert_model",
     "model_formats",
     "Metric",
+    "Pairing",
     "ScoredExample",
 ]
 #: records of the metric protocol (docs/metrics.md), importable without loading the API
-_RECORDS = {"Metric": "scoring.metrics", "ScoredExample": "scoring.metrics"}
+_RECORDS = {"Metric": "scoring.metrics", "Pairing": "scoring.metrics", "ScoredExample": "scoring.metrics"}
 
 
 def __getattr__(name: str) -> Any:

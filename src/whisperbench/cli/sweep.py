@@ -52,6 +52,7 @@ def command(args) -> int:
 
 def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_name: str) -> int:
     from ..files import write_json_atomic
+    from ..reports.leaderboard import ci_columns
     from ..reports.tradeoff import (
         render_tradeoff_html,
         render_tradeoff_markdown,
@@ -81,7 +82,7 @@ def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_nam
                 "reference": reference_name,
                 "wall_s": wall_s,
                 "variants": [e.to_dict() for e in entries],
-                "table": json.loads(frame.drop(columns=["WER CI", "QoI CI"]).to_json(orient="records")),
+                "table": json.loads(frame.drop(columns=ci_columns(frame)).to_json(orient="records")),
             }
         )
     else:

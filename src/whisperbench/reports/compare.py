@@ -14,8 +14,9 @@ from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.formatting import formatting_drift
-from ..scoring.metrics import column_metrics, per_example_metrics, registered
+from ..scoring.metrics import column_metrics, per_example_metrics, registered, run_level_metrics
 from ..scoring.table import metric_values, table_wer
+from .pairings import Paired, paired_figures, pairing_cells
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
 from .timing import timing_columns
@@ -81,6 +82,18 @@ class Comparison:
             allow_different_machines=self.allow_different_machines,
         )
 
+    @cached_property
+    def tables(self) -> tuple[Any, Any]:
+        """Both runs' score tables under the reference's normalizer (what every figure of the comparison reads)."""
+        normalizer = self.reference.normalizer
+        return self.reference.score_table(normalizer), self.candidate.score_table(normalizer)
+
+    @cached_property
+    def paired(self) -> dict[str, Paired]:
+        """Every metric's declared pairing (:mod:`whisperbench.reports.pairings`) by ``METRIC.NAME``, at the
+        comparison's confidence: compare's table and ``--json``, the leaderboard and the gate read these."""
+        return paired_figures(self, self.speed_settings.confidence)
+
     @property
     def qoi(self) -> Optional[float]:
         """QoI %: the share of joined examples whose WER did not rise (None when none joined)."""
@@ -105,6 +118,7 @@ class Comparison:
             **(self.significance.to_dict() if self.significance else {}),
             **({"holm": self.holm} if self.holm else {}),
             **({"metrics": self.metrics} if self.metrics else {}),
+            "paired": {key: figure.to_json() for key, figure in self.paired.items()},
             **({"notes": self.notes} if self.notes else {}),
             **({"formatting_parity": self.formatting_parity} if self.formatting_parity else {}),
             "speed": self.speed.to_json(),
@@ -262,7 +276,7 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
                 "reference": c.reference.name,
                 "ref WER %": c.reference_wer,
                 "cand WER %": c.candidate_wer,
-                "QoI %": r.qoi,
+                **pairing_cells(c.paired),  # QoI %, ΔWER, format drift, slowdown, every metric's declared pairing
                 "joined": r.joined,
                 "improved": r.improved,
                 "unchanged": r.unchanged,
@@ -273,17 +287,32 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
                 "weights": c.weights,
                 "cand status": str(c.candidate.coverage),
                 **c.timing,
-                "format drift %": (c.formatting_drift or {}).get("drift_pct"),
                 **{  # the metrics' own columns (CER, formatting…); WER has its columns above
                     m.label: m.headline_of(c.metrics[m.name]["candidate"])
                     for m in column_metrics()
                     if m.name in c.metrics
                 },
+                **run_level_cells({name: sides.get("candidate") for name, sides in c.metrics.items()}),
                 **(_significance_columns(c.significance) if c.significance else {}),
                 **({"ΔWER p (Holm)": c.holm.get("wer_difference")} if c.holm else {}),
             }
         )
     return pd.DataFrame(rows)
+
+
+def run_level_cells(values: Mapping[str, Any], displayed: bool = True) -> dict[str, Optional[float]]:
+    """Each run-level metric's headline (``METRIC.KEY``, or its ``heading``) of one run's ``values`` (``{metric:
+    value}``): hallucination, streaming, a plug-in's; none where its value has no number (``displayed`` False:
+    leave out those with a report section of their own)."""
+    cells = {}
+    for metric in run_level_metrics():
+        if not displayed and metric.display is not None:
+            continue
+        value = values.get(metric.name)
+        label = metric.headline_label(value if isinstance(value, Mapping) else None)
+        if label is not None:
+            cells[label] = metric.headline_of(value)
+    return cells
 
 
 def _significance_columns(sig: PairedSignificance) -> dict[str, Any]:

@@ -12,14 +12,12 @@ import numbers
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ..store import StoredRun, same_run_reason
 from ..scoring import Interval
-from ..scoring.bootstrap import paired_rate_test
-from ..scoring.metrics import metric_named
+from ..scoring.metrics import Metric, Pairing, metric_named
 from ..scoring.power import Plan, plan
-from ..scoring.table import paired_columns
 from ..scoring.qoi import QoiResult
 from ..scoring.significance import (
     INCONCLUSIVE,
@@ -36,6 +34,7 @@ from .escape import one_line
 from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids, hallucination_diff
 from .keywords import describe_lost, keyword_examples, newly_missed
+from .pairings import Paired, declared, paired_rate, pairing_named
 from .speed import SpeedComparison, compare_speed
 from .streaming import latency_of, run_streaming
 from .timing import run_timing
@@ -204,15 +203,12 @@ def _quality_checks(
         comparison.result,
         comparison.significance,
     )
-    checks = []
-    if t.min_qoi is not None:
-        checks.append(_qoi_check(r, t.min_qoi, t.confidence, sig))
+    checks = _aliased(comparison, t, "min_qoi")
     if t.min_qoi_per_language is not None:
         checks += _per_language(
             r, t.min_qoi_per_language, t.confidence, _languages(reference, candidate), settings, groups
         )
-    if t.max_wer_increase is not None:
-        checks.append(_wer_check(comparison, t.max_wer_increase, t.confidence))
+    checks += _aliased(comparison, t, "max_wer_increase")
     if t.non_inferiority_margin is not None or t.non_inferiority_qoi_margin is not None:
         checks += _non_inferiority_checks(
             sig, t.non_inferiority_margin, t.non_inferiority_qoi_margin, t.inconclusive, result
@@ -223,28 +219,65 @@ def _quality_checks(
         )
     if t.max_timing_error_ms is not None:
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
-    if t.max_formatting_drift is not None:
-        checks.append(_formatting_drift_check(comparison, t.max_formatting_drift))
+    checks += _aliased(comparison, t, "max_formatting_drift")
     if t.must_keep_keywords:
         checks.append(_keywords_kept_check(comparison))
-    if (t.max_slowdown, t.max_memory_increase, t.max_load_increase) != (None, None, None):
-        checks += speed_checks(comparison.speed, t)
+    checks += _aliased(comparison, t, "max_slowdown") + speed_checks(comparison.speed, t)
     if t.max_latency_p90 is not None:
         checks.append(_latency_check(comparison, t.max_latency_p90, t.confidence))
     paired = settings if t.confidence else None
     for sign, limits in ((1, t.max_increase), (-1, t.max_decrease)):
         checks += [_metric_check(comparison, key, limit, sign, paired) for key, limit in (limits or {}).items()]
     for sign, bounds in ((-1, t.min), (1, t.max)):
-        checks += [_bound_check(comparison, key, bound, sign) for key, bound in (bounds or {}).items()]
+        checks += [_bound_check(comparison, key, bound, sign, t) for key, bound in (bounds or {}).items()]
     return checks
 
 
+def _aliased(comparison: Comparison, t: GateThresholds, flag: str) -> list[GateCheck]:
+    """The check of a named flag that is an alias of a declared pairing's limit (``--min-qoi N`` is ``--min
+    wer.qoi=N``: the pairing's ``flag``), judged as that limit is; none when the flag is not set."""
+    bound = getattr(t, flag)
+    if bound is None:
+        return []
+    metric, pairing = next((m, p) for m, p in declared() if p.flag == flag)
+    return [_pairing_check(comparison, metric, pairing, bound, 1 if pairing.limit == "max" else -1, t)]
+
+
+def _pairing_check(
+    comparison: Comparison, metric: Metric, pairing: Pairing, bound: float, sign: int, t: GateThresholds
+) -> GateCheck:
+    """``--min`` (``sign`` -1) or ``--max`` (1) ``METRIC.NAME=N`` on a declared pairing's figure: a built-in
+    pairing's own check in its natural direction (:data:`PAIRING_CHECKS`, the wording its named flag always had),
+    else :func:`_paired_check`."""
+    key = f"{metric.name}.{pairing.name}"
+    judge = PAIRING_CHECKS.get(key) if sign == (1 if pairing.limit == "max" else -1) else None
+    if judge is not None:
+        return judge(comparison, bound, t)
+    return _paired_check(comparison.paired.get(key), key, bound, sign, t.confidence)
+
+
+def _paired_check(
+    figure: Optional[Paired], key: str, bound: float, sign: int, confidence: Optional[float]
+) -> GateCheck:
+    """A paired figure against its bound; with ``confidence`` and an interval, fail only when the whole interval
+    lies past the bound. A comparison without the figure cannot be judged."""
+    word = "max" if sign > 0 else "min"
+    if figure is None or figure.value is None:
+        detail = f"{key}: no paired figure for these runs (is the metric installed, and do both runs give it?)"
+        return GateCheck(f"{key} {word}", False, detail, CANNOT_JUDGE)
+    judged, text = figure.value, f"{key} {figure.value:g}"
+    if confidence and figure.interval is not None:
+        low, high = figure.interval
+        judged = low if sign > 0 else high
+        text += f" ({figure.confidence:.0%} CI [{low:.2f}, {high:.2f}])"
+    ok = sign * (judged - bound) <= 0
+    return GateCheck(f"{key} {word}", ok, f"{text} ({'≤' if sign > 0 else '≥'} {bound:g} needed)", REGRESSION)
+
+
 def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
-    """``--max-slowdown`` (three verdicts on the paired interval), ``--max-memory-increase`` and
-    ``--max-load-increase``: each a check, "cannot judge" where the runs give no figure to judge."""
+    """``--max-memory-increase`` and ``--max-load-increase`` (``--max-slowdown`` is the speed pairing's limit):
+    each a check, "cannot judge" where the runs give no figure to judge."""
     checks = []
-    if t.max_slowdown is not None:
-        checks.append(_slowdown_check(speed, t.max_slowdown, t.inconclusive))
     for name, limit, value in (
         ("peak memory", t.max_memory_increase, speed.memory_increase_pct),
         ("load time", t.max_load_increase, speed.load_increase_pct),
@@ -545,7 +578,13 @@ def _metric_check(
         )
     moved = sign * (cand - ref)
     ok, detail = moved <= limit, f"{key} {ref:g} → {cand:g} ({word} {moved:+g}, allowed ≤ {limit:g})"
-    paired = _paired_rate(comparison, metric, column, settings) if settings else None
+    paired = (
+        paired_rate(
+            comparison.tables, metric_named(metric), column, settings.confidence, settings.resamples, settings.seed
+        )
+        if settings
+        else None
+    )
     if paired is not None:  # judged on the examples both runs have, with its interval
         low, high = sorted((sign * paired.interval.low, sign * paired.interval.high))
         ok = low <= limit
@@ -556,9 +595,13 @@ def _metric_check(
     return GateCheck(f"{key} {word}", ok, detail, REGRESSION)
 
 
-def _bound_check(comparison: Comparison, key: str, bound: float, sign: int) -> GateCheck:
+def _bound_check(comparison: Comparison, key: str, bound: float, sign: int, t: GateThresholds) -> GateCheck:
     """``--min`` (``sign`` -1) or ``--max`` (1) on the candidate's run value of a metric's ``METRIC.COLUMN`` (per
-    example or run level: ``Comparison.metrics``); a candidate without a number there cannot be judged."""
+    example or run level: ``Comparison.metrics``), or on a declared pairing's figure when ``COLUMN`` names one
+    (:func:`_pairing_check`); a candidate without a number there cannot be judged."""
+    paired = pairing_named(key)
+    if paired is not None:
+        return _pairing_check(comparison, *paired, bound, sign, t)
     metric, _, column = key.partition(".")
     word = "max" if sign > 0 else "min"
     value = _number((comparison.metrics.get(metric, {}).get("candidate") or {}).get(column))
@@ -572,20 +615,6 @@ def _bound_check(comparison: Comparison, key: str, bound: float, sign: int) -> G
 def _number(value: Any) -> Optional[float]:
     """A metric's stored value as a number to judge; None for a missing or non-numeric one (a list, a mapping)."""
     return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
-
-
-def _paired_rate(comparison: Comparison, metric: str, column: str, settings: SignificanceSettings) -> Any:
-    """The paired bootstrap of a pooled-rate run value (the metric's ``ratios``), or None for any other value."""
-    pair = metric_named(metric).ratios.get(column)
-    if pair is None:
-        return None
-    errors, units = (f"{metric}.{name}" for name in pair)
-    normalizer = comparison.reference.normalizer
-    tables = comparison.reference.score_table(normalizer), comparison.candidate.score_table(normalizer)
-    if any(name not in table.column_names for table in tables for name in (errors, units)):
-        return None
-    ref, cand, totals = paired_columns(*tables, errors, units)
-    return paired_rate_test(ref, cand, totals, settings.confidence, settings.resamples, settings.seed)
 
 
 def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -> GateCheck:
@@ -903,3 +932,14 @@ def cannot_judge_xml(reason: str) -> str:
         VERDICTS[CANNOT_JUDGE],
     )
     return _document(checks)
+
+
+#: the built-in pairings' own checks (``METRIC.NAME`` -> check of the comparison, the bound and the thresholds), in
+#: the wording their named flags (``--min-qoi``, ``--max-wer-increase``, ``--max-formatting-drift``,
+#: ``--max-slowdown``) always had; every other pairing is judged by :func:`_paired_check`
+PAIRING_CHECKS: dict[str, Callable[[Comparison, float, GateThresholds], GateCheck]] = {
+    "wer.qoi": lambda c, bound, t: _qoi_check(c.result, bound, t.confidence, c.significance),
+    "wer.increase": lambda c, bound, t: _wer_check(c, bound, t.confidence),
+    "formatting.drift": lambda c, bound, t: _formatting_drift_check(c, bound),
+    "speed.slowdown": lambda c, bound, t: _slowdown_check(c.speed, bound, t.inconclusive),
+}

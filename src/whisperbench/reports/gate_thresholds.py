@@ -51,8 +51,10 @@ def _limit(
 class GateThresholds:
     """The gate's limits; None: that check is not made. The help of each field is its flag's help."""
 
-    min_qoi: Optional[float] = _limit(None, "minimum QoI in percent", "PCT")
-    max_wer_increase: Optional[float] = _limit(None, "maximum WER increase in points", "POINTS")
+    min_qoi: Optional[float] = _limit(None, "minimum QoI in percent (the same as --min wer.qoi=PCT)", "PCT")
+    max_wer_increase: Optional[float] = _limit(
+        None, "maximum WER increase in points (the same as --max wer.increase=POINTS)", "POINTS"
+    )
     min_qoi_per_language: Optional[float] = _limit(
         None,
         "also require this QoI within every labelled language (a release that holds English but regresses "
@@ -127,14 +129,15 @@ class GateThresholds:
     min: Optional[Mapping[str, float]] = _limit(
         None,
         "any metric, per example or run level (repeatable): fail when the candidate's run value of COLUMN is below "
-        "N, e.g. hallucination.nonspeech_examples=1",
+        "N, e.g. hallucination.nonspeech_examples=1; or when a pairing the metric declares (higher is better) is "
+        "below N, e.g. wer.qoi=90 (docs/metrics.md)",
         "METRIC.COLUMN=N",
         "metric",
     )
     max: Optional[Mapping[str, float]] = _limit(
         None,
         "the same as a ceiling (repeatable): fail when the candidate's run value of COLUMN is above N, e.g. "
-        "cer.cer=5 or hallucination.loops=0",
+        "cer.cer=5 or hallucination.loops=0, or a declared pairing (lower is better), e.g. speed.slowdown=10",
         "METRIC.COLUMN=N",
         "metric",
     )
@@ -147,14 +150,16 @@ class GateThresholds:
     max_formatting_drift: Optional[float] = _limit(
         None,
         "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
-        "on more than PCT % of the examples whose normalized words agree (docs/measuring.md)",
+        "on more than PCT % of the examples whose normalized words agree (docs/measuring.md; the same as --max "
+        "formatting.drift=PCT)",
         "PCT",
     )
     max_slowdown: Optional[float] = _limit(
         None,
         "speed: the geometric mean of the per-example time ratio candidate/reference may be at most PCT % slower; "
         "non-inferior when its interval's upper bound is below PCT, regression shown when its lower bound is "
-        "above, else inconclusive (--inconclusive); a run timed on a busy machine cannot be judged on wall time",
+        "above, else inconclusive (--inconclusive); a run timed on a busy machine cannot be judged on wall time "
+        "(the same as --max speed.slowdown=PCT)",
         "PCT",
     )
     max_memory_increase: Optional[float] = _limit(

@@ -22,7 +22,8 @@ from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, explorer_flags
 from ..scoring.metrics import Metric
 from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
-from .leaderboard import column_label, shown_metrics
+from .leaderboard import column_label, run_level_columns, shown_metrics
+from .pairings import pairing_cells
 from .languages import language_frame, language_note, table_order
 from .robustness import robustness_frame, robustness_html
 from .noise import noise_frame, noise_html
@@ -106,14 +107,19 @@ def _with_ci(value, interval, digits: int) -> str:
     return cell.replace("</td>", f' <small class="ci">{interval.low:.1f}–{interval.high:.1f}</small></td>')
 
 
-def _details(row, metrics: list[Metric]) -> str:
+#: the paired figures the leaderboard's own columns show (the rest are under each run's "more")
+MAIN = ("QoI %",)
+
+
+def _details(row, metrics: list[Metric], run_columns: list[str]) -> str:
     """Everything else of one run, behind a disclosure: status, failures, format drift, each metric's column."""
     facts = {
         "Run": f"<code>{_e(row['Run'])}</code>",
         "Status": _e(row["Status"]),
         "Failed": _e(row["Failed"]),
-        "Format drift %": _figure(row.get("Format drift %"), 1),
+        **{heading: _figure(row.get(heading), 1) for heading in pairing_cells({}) if heading not in MAIN},
         **{column_label(m): _figure(row.get(m.label), 2) for m in metrics},
+        **{column: _figure(row.get(column), 2) for column in run_columns},
         "Long-form algorithm": _e(row.get("Long-form algorithm") or "") or None,
     }
     items = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in facts.items() if v not in (None, "–"))
@@ -139,7 +145,7 @@ LEADERBOARD_HEAD = (
 def _leaderboard_table(frame: pd.DataFrame) -> str:
     """One dataset's runs: implementation, model, size, WER and QoI with their intervals, RTFx and examples; the
     rest of each run behind a disclosure. A line above names the runs timed on a busy machine, with the load."""
-    metrics = shown_metrics(frame)
+    metrics, run_columns = shown_metrics(frame), run_level_columns(frame)
     rows = []
     for _, r in frame.iterrows():
         name = _e(r["Implementation"]) + (' <span class="muted">(reference)</span>' if r["Reference"] else "")
@@ -148,7 +154,7 @@ def _leaderboard_table(frame: pd.DataFrame) -> str:
             f'<tr class="{"ref" if r["Reference"] else ""}" data-run="{_e(r["Run"])}"><td>{name}</td>'
             f"<td>{_e(r['Model'])}{_warning(r)}</td>{_num(r.get('Size MB'), 1)}"
             f"{_with_ci(r['WER %'], r['WER CI'], 2)}{_with_ci(r['QoI %'], r['QoI CI'], 1)}{_rtfx(r)}"
-            f"{_num(r['Examples'], 0)}{_details(r, metrics)}</tr>"
+            f"{_num(r['Examples'], 0)}{_details(r, metrics, run_columns)}</tr>"
         )
     line = _busy_line(frame)
     return (

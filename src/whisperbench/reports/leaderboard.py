@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..store import StoredRun
-from ..scoring import qoi_interval, wer_interval
+from ..scoring import Interval, wer_interval
 from ..scoring.metrics import (
     Metric,
     MetricContext,
@@ -19,14 +19,16 @@ from ..scoring.metrics import (
     displayed_metrics,
     metric_named,
     nested_metrics,
+    run_level_metrics,
     run_metrics,
     stored_options,
 )
 from ..scoring.summary import rescored
 from ..scoring.figures import table_figures
 from ..scoring.table import column as table_column, metric_values
-from .compare import compare_runs
+from .compare import compare_runs, run_level_cells
 from .escape import md_cell
+from .pairings import INTERVALS, Paired, paired_figures, pairing_cells
 from .sections import flat_values, value_column
 from .speed import busy_why
 from .weights import english_only_languages, english_only_note, model_label, size_mb
@@ -73,6 +75,50 @@ def describe_references(references: dict[str, StoredRun]) -> list[str]:
     ]
 
 
+def _figures(run: StoredRun, normalizer: str) -> dict:
+    """The run's figures the table shows (WER, RTFx, examples, failures): summary.json's, stored when the run was
+    scored, where it was scored with ``normalizer``; else its score table's under ``normalizer`` (RTFx, which no
+    normalizer changes, still the stored one)."""
+    stored = run.summary
+    if stored is not None and stored.normalizer == normalizer:
+        return {name: getattr(stored, name) for name in FIGURES}
+    figures = table_figures(run.score_table(normalizer))
+    return {name: figures[name] for name in FIGURES} | ({"rtfx": stored.rtfx} if stored is not None else {})
+
+
+#: the figures of :func:`_figures` (summary.json's keys)
+FIGURES = ("wer", "rtfx", "num_examples", "num_failed")
+
+
+def _paired(run: StoredRun, reference: Optional[StoredRun], confidence: float) -> dict[str, Paired]:
+    """The run's paired figures against its dataset's reference (:mod:`whisperbench.reports.pairings`); the
+    reference's own row only those where higher is better (a share of examples no worse: QoI's 100 %), never a
+    difference, ratio or parity of a run with itself."""
+    if reference is None:
+        return {}
+    keep = (lambda pairing: pairing.better == "higher") if reference is run else None
+    return paired_figures(compare_runs(reference, run), confidence, keep)
+
+
+def interval_cells(paired: dict[str, Paired]) -> dict[str, Optional[Interval]]:
+    """``{"<heading> CI": interval}`` of every declared pairing of a kind with an interval (``QoI CI``); None
+    where this comparison has none."""
+    cells: dict[str, Optional[Interval]] = {ci_heading(heading): None for heading in pairing_cells({}, INTERVALS)}
+    for figure in paired.values():
+        if figure.interval is not None and figure.confidence is not None:
+            cells[ci_heading(figure.heading)] = Interval(*figure.interval, figure.confidence)
+    return cells
+
+
+def ci_heading(heading: str) -> str:
+    """The column of a figure's interval: ``QoI %`` -> ``QoI CI``.
+
+    >>> ci_heading("QoI %"), ci_heading("zcount.more_z")
+    ('QoI CI', 'zcount.more_z CI')
+    """
+    return f"{heading.removesuffix(' %')} CI"
+
+
 def _metric_values(run: StoredRun, normalizer: str) -> dict:
     """The registered metrics' values (hallucination, timing…): summary.json's when the run was scored with
     ``normalizer``, else computed afresh from its predictions."""
@@ -110,15 +156,9 @@ def leaderboard_frame(
     for run in runs:
         reference = references.get(run.dataset_hash)
         normalizer = reference.normalizer if reference else run.normalizer
-        summary = table_figures(run.score_table(normalizer)) | _metric_values(run, normalizer)
+        summary = _figures(run, normalizer) | _metric_values(run, normalizer)
         wer_ci = headline_interval(run.score_table(normalizer), metric_named("wer"), confidence)
-        qoi_value = qoi_ci = drift = None
-        if reference is not None:
-            comparison = compare_runs(reference, run)
-            result = comparison.result
-            qoi_value, qoi_ci = result.qoi, qoi_interval(result, confidence)
-            drift = None if reference is run else (comparison.formatting_drift or {}).get("drift_pct")
-        stored = run.summary
+        paired = _paired(run, reference, confidence)
         rows.append(
             {
                 "Form": run.form,
@@ -130,10 +170,9 @@ def leaderboard_frame(
                 "Dataset": run.meta.dataset.name,
                 "WER %": summary["wer"],
                 "WER CI": wer_ci,
-                "QoI %": qoi_value,
-                "QoI CI": qoi_ci,
-                "Format drift %": drift,
-                "RTFx": stored.rtfx if stored is not None else summary["rtfx"],
+                **pairing_cells(paired),  # QoI %, Format drift %…: every metric's declared pairing
+                **interval_cells(paired),  # QoI CI…: each pairing's interval where it has one
+                "RTFx": summary["rtfx"],
                 "RTFx reliable": busy_why(run) is None,
                 "Busy": busy_why(run),
                 "Examples": summary["num_examples"],
@@ -143,6 +182,7 @@ def leaderboard_frame(
                 "Long-form algorithm": run.meta.adapter_info.get("long_form_algorithm", ""),
                 **metric_cells(run.score_table(normalizer)),
                 **{value_column(metric): summary.get(metric.name) for metric in displayed_metrics()},
+                **run_level_cells(summary, displayed=False),  # a run-level metric without a section: its headline
                 "Run": run.name,
             }
         )
@@ -179,6 +219,13 @@ def shown_metrics(frame: pd.DataFrame) -> list[Metric]:
     return [m for m in column_metrics() if m.label in frame and frame[m.label].notna().any()]
 
 
+def run_level_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns of run-level metrics without a section of their own (:func:`run_level_cells`) that some run has
+    a number in, in the frame's order."""
+    names = {m.heading or m.name for m in run_level_metrics() if m.display is None}
+    return [c for c in frame.columns if (c in names or str(c).split(".")[0] in names) and frame[c].notna().any()]
+
+
 def column_label(metric: Metric) -> str:
     """The heading that names a metric's figure and its unit: its ``heading`` ("CER %"), else, for a pooled rate,
     its headline spelt as a figure ("f_wer" -> "F-WER %"), else its name.
@@ -207,15 +254,21 @@ def model_cell(frame: pd.DataFrame) -> list[str]:
 def flat_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The leaderboard with each CI split into numeric low/high columns (for CSV and pandas)."""
     flat = frame.copy()
-    for name in ("WER CI", "QoI CI"):
-        flat[f"{name} low"] = [ci.low if ci else None for ci in frame[name]]
-        flat[f"{name} high"] = [ci.high if ci else None for ci in frame[name]]
+    intervals = ci_columns(frame)
+    for name in intervals:
+        flat[f"{name} low"] = [ci.low if isinstance(ci, Interval) else None for ci in frame[name]]
+        flat[f"{name} high"] = [ci.high if isinstance(ci, Interval) else None for ci in frame[name]]
     for metric in displayed_metrics():  # a section's value as one numeric column per displayed key
         column = value_column(metric)
         if column in flat:
             values = [flat_values(v if isinstance(v, dict) else None, metric) for v in flat.pop(column)]
             flat = flat.assign(**{name: [v[name] for v in values] for name in values[0]}) if values else flat
-    return flat.drop(columns=["WER CI", "QoI CI"], errors="ignore")
+    return flat.drop(columns=intervals, errors="ignore")
+
+
+def ci_columns(frame: pd.DataFrame) -> list[str]:
+    """The frame's interval columns (WER's and each pairing's: ``WER CI``, ``QoI CI``…)."""
+    return [name for name in frame.columns if str(name).endswith(" CI")]
 
 
 def _fmt(value, digits: int) -> str:

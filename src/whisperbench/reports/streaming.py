@@ -86,22 +86,13 @@ def compare_lines(reference: StoredRun, candidate: StoredRun) -> list[str]:
 
 def paired_wer_delta(reference: StoredRun, run: StoredRun) -> Optional[Any]:
     """The paired bootstrap of ``run``'s WER minus ``reference``'s over the examples both scored (points, 95 %
-    interval; :func:`~whisperbench.scoring.bootstrap.paired_rate_test`), scored with the reference's normalizer."""
-    import pyarrow.compute as pc
-
-    from ..scoring.bootstrap import paired_rate_test
-    from ..scoring.table import paired_columns
-
-    def counts(table: Any) -> Any:
-        errors = pc.add(pc.add(table["substitutions"], table["deletions"]), table["insertions"])
-        units = pc.add(pc.add(table["hits"], table["substitutions"]), table["deletions"])
-        return table.select(["id"]).append_column("errors", errors).append_column("units", units)
+    interval), scored with the reference's normalizer: the WER metric's pooled rate paired as every one is
+    (:func:`~whisperbench.reports.pairings.paired_rate`)."""
+    from ..scoring.metrics import metric_named
+    from .pairings import paired_rate
 
     normalizer = reference.normalizer
-    ref, cand, totals = paired_columns(
-        counts(reference.score_table(normalizer)), counts(run.score_table(normalizer)), "errors", "units"
-    )
-    return paired_rate_test(ref, cand, totals)
+    return paired_rate((reference.score_table(normalizer), run.score_table(normalizer)), metric_named("wer"), "wer")
 
 
 def leaderboard_rows(runs: list[StoredRun], references: dict[str, StoredRun]) -> list[dict[str, Any]]:

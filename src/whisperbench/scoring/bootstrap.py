@@ -76,7 +76,21 @@ def qoi_interval(
     if not len(result.examples):
         return None
     _, ref, cand, _ = result.examples.paired_counts()
-    ok = (cand <= ref).astype(float)
+    return share_interval(cand <= ref, confidence, resamples, seed)
+
+
+def share_interval(
+    hits: ArrayLike, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> Optional[Interval]:
+    """CI of the share (percent) of examples where ``hits`` is true (QoI's: candidate no worse), examples
+    resampled; None without examples.
+
+    >>> share_interval([True, True, True]).low
+    100.0
+    """
+    ok = np.asarray(hits, dtype=float)
+    if not len(ok):
+        return None
     return _quantiles(100.0 * _sums(resamples, seed, ok)[:, 0] / len(ok), confidence)
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
-from .metrics import Metric, ScoredExample
+from .metrics import Metric, Pairing, ScoredExample
 from .summary import map_ranges
 from .wer import count_edits, pooled_rate
 
@@ -554,4 +554,5 @@ METRIC = Metric(
         "wer_pc": ("pc_errors", "pc_words"),
         "per": ("punct_errors", "punct_ops"),
     },
+    pairings=(Pairing("drift", "drift", heading="Format drift %", flag="max_formatting_drift"),),
 )

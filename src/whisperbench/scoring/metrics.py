@@ -63,6 +63,10 @@ FAILED = "failed"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], Optional[dict[str, Any]]]
+#: how a :class:`Pairing` compares two runs (``reports/pairings.py`` computes each kind once): ``examples`` per
+#: example, ``difference`` of the run values, ``ratio`` of them, ``parity`` of the outputs; ``qoi``, ``speed`` and
+#: ``drift`` are the built-in comparisons (QoI, the paired time ratio, formatting drift) named as kinds
+PAIRING_KINDS = ("examples", "difference", "ratio", "parity", "qoi", "speed", "drift")
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,50 @@ def _number_at(value: Any, key: str) -> Optional[float]:
 
 
 @dataclass(frozen=True)
+class Pairing:
+    """How two runs are compared on a metric, declared on it (``Metric.pairings``); from that alone the paired
+    figure shows in ``compare`` (a column of its table, ``paired`` in ``--json``), the leaderboard (a column, each
+    run against its dataset's reference) and the gate (``--min`` / ``--max METRIC.NAME=N``, by ``better``).
+
+    ``name``: the figure's key (``METRIC.NAME``; not one of the value's own keys); ``kind`` (:data:`PAIRING_KINDS`):
+
+    - ``examples``: the % of joined examples whose ``column`` the candidate does no worse on than the reference
+      (QoI's rule, for any per-example column: candidate errors ≤ reference errors), with a bootstrap interval;
+    - ``difference``: candidate minus reference run value of ``column`` (with a paired bootstrap interval where
+      the column is a pooled rate, the metric's ``ratios``);
+    - ``ratio``: the candidate's run value of ``column`` against the reference's, as a change in %;
+    - ``parity``: the % of joined examples whose ``column`` differs between the runs.
+
+    ``better``: which way the paired figure is better (its gate limit: ``--min`` when higher, ``--max`` when
+    lower); ``heading``: its column in the tables (default ``METRIC.NAME``); ``flag``: the gate's named flag that
+    is an alias of this limit (``min_qoi``: ``--min-qoi N`` is ``--min wer.qoi=N``).
+
+    >>> Pairing("more_z", "difference", "z_letters").limit
+    'max'
+    """
+
+    name: str
+    kind: str
+    column: str = ""
+    better: str = "lower"
+    heading: Optional[str] = None
+    flag: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"pairing name {self.name!r}: letters, digits, _ and - only")
+        if self.kind not in PAIRING_KINDS:
+            raise ValueError(f"pairing {self.name!r}: kind {self.kind!r} is not one of {', '.join(PAIRING_KINDS)}")
+        if self.better not in BETTER:
+            raise ValueError(f"pairing {self.name!r}: better must be 'lower' or 'higher', not {self.better!r}")
+
+    @property
+    def limit(self) -> str:
+        """The gate's bound of the paired figure: ``min`` when higher is better, else ``max``."""
+        return "min" if self.better == "higher" else "max"
+
+
+@dataclass(frozen=True)
 class Metric:
     """One measure: ``name`` (its key in summary.json, the prefix of its score-table columns), a one-line
     ``description``, and either ``per_example`` (one example -> ``{column: number}``) with ``aggregate``,
@@ -223,18 +271,26 @@ class Metric:
     top_level: bool = False
     #: one of the tables' fixed columns (WER, placed by each report beside QoI), not among the metrics' columns
     core: bool = False
+    #: how two runs are compared on it (:class:`Pairing`): compare, the leaderboard and the gate show each
+    pairings: tuple[Pairing, ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(f"metric name {self.name!r}: letters, digits, _ and - only (it names columns)")
-        if (self.summarize is None) == (self.per_example is None):
+        if self.summarize is not None and self.per_example is not None:
             raise ValueError(f"metric {self.name!r}: give per_example or summarize (one of them)")
+        if self.summarize is None and self.per_example is None and not self.pairings:
+            raise ValueError(f"metric {self.name!r}: give per_example or summarize (one of them), or pairings only")
         if self.aggregate not in AGGREGATES:
             raise ValueError(
                 f"metric {self.name!r}: aggregate {self.aggregate!r} is not one of {', '.join(AGGREGATES)}"
             )
         if self.better not in BETTER:
             raise ValueError(f"metric {self.name!r}: better must be 'lower' or 'higher', not {self.better!r}")
+
+    def pairing(self, name: str) -> Optional[Pairing]:
+        """Its pairing ``name``, None when it declares none of that name."""
+        return next((p for p in self.pairings if p.name == name), None)
 
     @property
     def columnar(self) -> bool:
@@ -336,6 +392,18 @@ class Metric:
     def label(self) -> str:
         """The heading of its headline column: ``heading``, else its name."""
         return self.heading or self.name
+
+    def headline_label(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
+        """The heading of its headline in a table: :attr:`label` for a per-example metric; for a run-level one its
+        ``heading``, else ``METRIC.KEY`` of the headline key (None where its value has no number to show).
+
+        >>> Metric("longest", "x", summarize=lambda s, c: None).headline_label({"words": 9, "questions": 0})
+        'longest.words'
+        """
+        if self.columnar or self.heading:
+            return self.label
+        column = self.headline_column(value)
+        return f"{self.name}.{column}" if column else None
 
     def headline_column(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
         """The column a table shows of a stored value: ``headline``, else the value's first numeric one."""
@@ -522,6 +590,11 @@ def nested_metrics() -> tuple[Metric, ...]:
     """The per-example metrics whose run value summary.json holds under their name (every one but the top-level
     WER and CER, whose figures are summary.json's own keys)."""
     return tuple(m for m in per_example_metrics() if not m.top_level)
+
+
+def run_level_metrics() -> tuple[Metric, ...]:
+    """The registered metrics computed over the whole run (``summarize``; summary.json holds their values)."""
+    return tuple(m for m in registered() if m.summarize is not None)
 
 
 def column_metrics() -> tuple[Metric, ...]:

@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .metrics import Metric, Pairing
 from .significance import DEFAULT_RESAMPLES, block_columns, resampled_sums, verdict_of_bounds
 
 
@@ -170,3 +171,12 @@ def speed_verdict(interval: tuple[float, float], max_slowdown: float) -> str:
     ('non-inferior', 'regression shown', 'inconclusive (set too small)')
     """
     return verdict_of_bounds(interval[0], interval[1], max_slowdown)
+
+
+#: speed is a paired figure only (a run's own RTFx and latencies are summary.json's): its one pairing, the slowdown
+METRIC = Metric(
+    "speed",
+    "the candidate's paired per-example time ratio against the reference's, as a slowdown in % (geometric mean, "
+    "bootstrap interval; reports/speed.py reads the runs' times)",
+    pairings=(Pairing("slowdown", "speed", heading="Slowdown %", flag="max_slowdown"),),
+)

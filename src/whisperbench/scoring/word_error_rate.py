@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import Metric, ScoredExample
+from .metrics import Metric, Pairing, ScoredExample
 from .wer import pooled_rate
 
 
@@ -47,4 +47,8 @@ METRIC = Metric(
     heading="WER %",
     top_level=True,
     core=True,
+    pairings=(
+        Pairing("qoi", "qoi", better="higher", heading="QoI %", flag="min_qoi"),
+        Pairing("increase", "difference", "wer", heading="ΔWER points", flag="max_wer_increase"),
+    ),
 )

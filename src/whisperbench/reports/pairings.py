@@ -1,0 +1,248 @@
+"""Paired figures: how a candidate run compares with a reference run on each metric, as the metric declares it
+(:class:`~whisperbench.scoring.metrics.Pairing`), computed here once per comparison and kind. ``compare`` (its
+table's columns, ``paired`` in ``--json``), the leaderboard (one column per pairing, each run against its
+dataset's reference) and the gate (``--min`` / ``--max METRIC.NAME=N`` and the named flags that are its aliases)
+read them from :func:`paired_figures`; nothing else pairs two runs on a metric.
+
+Each kind is one function of the comparison: ``examples`` (share of joined examples no worse on a per-example
+column), ``difference`` and ``ratio`` (of the two run values, per-example or run-level metrics alike), ``parity``
+(share of joined examples whose column differs) and the built-in comparisons already on the
+:class:`~whisperbench.reports.compare.Comparison` (``qoi``, ``speed``, ``drift``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..scoring.bootstrap import paired_rate_test, qoi_interval, share_interval
+from ..scoring.metrics import Metric, Pairing, registered
+from ..scoring.table import paired_columns
+
+#: a :class:`~whisperbench.reports.compare.Comparison` (compare imports this module, not the other way round)
+Comparison = Any
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One paired figure of a comparison: ``value`` (None where the runs give none: the gate cannot judge it),
+    its ``interval`` (low, high) at ``confidence`` where the kind has one, the examples it is over, and both
+    sides' run values where it pairs them."""
+
+    metric: str
+    pairing: Pairing
+    value: Optional[float]
+    interval: Optional[tuple[float, float]] = None
+    confidence: Optional[float] = None
+    examples: Optional[int] = None
+    reference: Optional[float] = None
+    candidate: Optional[float] = None
+
+    @property
+    def key(self) -> str:
+        """``METRIC.NAME``: its key in ``compare --json`` and the gate's ``--min`` / ``--max``."""
+        return f"{self.metric}.{self.pairing.name}"
+
+    @property
+    def heading(self) -> str:
+        """Its column in the tables: the pairing's ``heading``, else its key."""
+        return self.pairing.heading or self.key
+
+    def to_json(self) -> dict[str, Any]:
+        """``compare --json``'s ``paired[METRIC.NAME]``."""
+        return {
+            "kind": self.pairing.kind,
+            "value": self.value,
+            "interval": list(self.interval) if self.interval else None,
+            "confidence": self.confidence,
+            "examples": self.examples,
+            "reference": self.reference,
+            "candidate": self.candidate,
+            "better": self.pairing.better,
+        }
+
+
+#: a pairing kind's figure: (comparison, metric, pairing, confidence) -> the paired figure, None without one
+Kind = Callable[[Comparison, Metric, Pairing, float], Optional[Paired]]
+
+
+def declared() -> list[tuple[Metric, Pairing]]:
+    """Every registered metric's pairings: the core WER's (QoI) first, then in registry order (built-in ones, then
+    plug-ins')."""
+    metrics = sorted(registered(), key=lambda metric: not metric.core)
+    return [(metric, pairing) for metric in metrics for pairing in metric.pairings]
+
+
+def paired_figures(
+    comparison: Comparison, confidence: float = 0.95, keep: Optional[Callable[[Pairing], bool]] = None
+) -> dict[str, Paired]:
+    """Every declared pairing's figure of ``comparison`` by ``METRIC.NAME`` (those whose runs give one; ``keep``:
+    only the pairings it keeps)."""
+    out = {}
+    for metric, pairing in declared():
+        if keep is not None and not keep(pairing):
+            continue
+        figure = paired_figure(comparison, metric, pairing, confidence)
+        if figure is not None:
+            out[figure.key] = figure
+    return out
+
+
+def paired_figure(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """One pairing's figure (:data:`KINDS` computes it), None where the runs give none."""
+    return KINDS[pairing.kind](comparison, metric, pairing, confidence)
+
+
+def pairing_cells(paired: dict[str, Paired], kinds: Optional[tuple[str, ...]] = None) -> dict[str, Optional[float]]:
+    """``{heading: value}`` of every declared pairing (of ``kinds``, default every kind; None where the comparison
+    has no figure): one column each in compare's table and the leaderboard, the same columns whatever the runs
+    give."""
+    return {
+        pairing.heading or f"{m.name}.{pairing.name}": _value(paired, m, pairing)
+        for m, pairing in declared()
+        if kinds is None or pairing.kind in kinds
+    }
+
+
+def _value(paired: dict[str, Paired], metric: Metric, pairing: Pairing) -> Optional[float]:
+    figure = paired.get(f"{metric.name}.{pairing.name}")
+    return figure.value if figure is not None else None
+
+
+def pairing_named(key: str) -> Optional[tuple[Metric, Pairing]]:
+    """The declared pairing ``METRIC.NAME``, None when ``key`` names none (a metric's own value key)."""
+    name, _, rest = key.partition(".")
+    return next(((m, p) for m, p in declared() if m.name == name and p.name == rest), None)
+
+
+def _number(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+
+
+def _sides(comparison: Comparison, metric: Metric, column: str) -> tuple[Optional[float], Optional[float]]:
+    """Both runs' values of ``METRIC.COLUMN`` (``Comparison.metrics``: per-example and run-level metrics alike)."""
+    sides = comparison.metrics.get(metric.name, {})
+    ref, cand = ((sides.get(side) or {}) for side in ("reference", "candidate"))
+    return _number(ref.get(column)), _number(cand.get(column))
+
+
+def _difference(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """Candidate minus reference run value; a pooled rate (the metric's ``ratios``) with its paired bootstrap."""
+    ref, cand = _sides(comparison, metric, pairing.column)
+    if ref is None or cand is None:
+        return None
+    settings = comparison.speed_settings
+    test = paired_rate(comparison.tables, metric, pairing.column, confidence, settings.resamples, settings.seed)
+    interval = (test.interval.low, test.interval.high) if test is not None else None
+    return Paired(metric.name, pairing, cand - ref, interval, confidence if interval else None, None, ref, cand)
+
+
+def _ratio(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """The candidate's run value against the reference's, as a change in %."""
+    ref, cand = _sides(comparison, metric, pairing.column)
+    if ref is None or cand is None or ref == 0:
+        return None
+    return Paired(metric.name, pairing, 100.0 * (cand / ref - 1.0), reference=ref, candidate=cand)
+
+
+def _joined(comparison: Comparison, metric: Metric, column: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """Both runs' per-example values of ``METRIC.COLUMN`` on the examples both have one for (joined by id)."""
+    name = f"{metric.name}.{column}"
+    reference, candidate = comparison.tables
+    if any(name not in table.column_names for table in (reference, candidate)):
+        return None
+    ref, cand, _ = paired_columns(reference, candidate, name, name)
+    return ref, cand
+
+
+def _share(metric: Metric, pairing: Pairing, hits: np.ndarray, confidence: float) -> Paired:
+    interval = share_interval(hits, confidence)
+    bounds = (interval.low, interval.high) if interval else None
+    value = 100.0 * float(np.mean(hits)) if len(hits) else None
+    return Paired(metric.name, pairing, value, bounds, confidence if bounds else None, len(hits))
+
+
+def _examples(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """The % of joined examples whose column the candidate does no worse on (the metric's ``better``)."""
+    joined = _joined(comparison, metric, pairing.column)
+    if joined is None:
+        return None
+    ref, cand = joined
+    return _share(metric, pairing, cand <= ref if metric.better == "lower" else cand >= ref, confidence)
+
+
+def _parity(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """The % of joined examples whose column differs between the runs."""
+    joined = _joined(comparison, metric, pairing.column)
+    return None if joined is None else _share(metric, pairing, joined[0] != joined[1], confidence)
+
+
+def _qoi(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """QoI (:class:`~whisperbench.scoring.qoi.QoiResult`): the % of joined examples whose error count (CER's for
+    languages written without spaces) did not rise, with its bootstrap interval."""
+    result = comparison.result
+    interval = qoi_interval(result, confidence)
+    bounds = (interval.low, interval.high) if interval else None
+    return Paired(metric.name, pairing, result.qoi, bounds, confidence if bounds else None, result.joined)
+
+
+def _drift(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """Formatting drift: the % of joined examples whose output differs in formatting only."""
+    drift = comparison.formatting_drift
+    if not drift:
+        return None
+    return Paired(metric.name, pairing, drift.get("drift_pct"), examples=drift.get("examples"))
+
+
+def _speed(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+    """The slowdown: the geometric mean of the per-example time ratio, in %, with its interval (none where the
+    runs cannot be compared: different machines)."""
+    stats = comparison.speed.stats
+    if stats is None or stats.slowdown_pct is None:
+        return None
+    interval = stats.slowdown_interval
+    return Paired(
+        metric.name,
+        pairing,
+        stats.slowdown_pct,
+        interval,
+        stats.confidence if interval else None,
+        stats.examples,
+        stats.reference_rtfx,
+        stats.candidate_rtfx,
+    )
+
+
+def paired_rate(
+    tables: tuple[Any, Any], metric: Metric, column: str, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> Any:
+    """The paired bootstrap (:func:`~whisperbench.scoring.bootstrap.paired_rate_test`) of a pooled-rate run value
+    (the metric's ``ratios``) over the examples both score ``tables`` (reference, candidate) have, or None for any
+    other value: the gate's ``--max-increase`` under ``--confidence``, a ``difference`` pairing's interval, the
+    streaming table's WER difference."""
+    pair = metric.ratios.get(column)
+    if pair is None:
+        return None
+    errors, units = (f"{metric.name}.{name}" for name in pair)
+    reference, candidate = tables
+    if any(name not in table.column_names for table in (reference, candidate) for name in (errors, units)):
+        return None
+    ref, cand, totals = paired_columns(reference, candidate, errors, units)
+    return paired_rate_test(ref, cand, totals, confidence, resamples, seed)
+
+
+#: the kinds whose figure has an interval (a pooled difference has one where the column is a pooled rate)
+INTERVALS = ("examples", "difference", "parity", "qoi", "speed")
+#: each pairing kind's figure (:data:`~whisperbench.scoring.metrics.PAIRING_KINDS`)
+KINDS: dict[str, Kind] = {
+    "examples": _examples,
+    "difference": _difference,
+    "ratio": _ratio,
+    "parity": _parity,
+    "qoi": _qoi,
+    "drift": _drift,
+    "speed": _speed,
+}
