@@ -312,7 +312,6 @@ def test_a_chinese_candidate_dropping_every_mark_fails_the_drift_and_per_limits(
     from the score tables and from the records alike; the formatting metric measures the transcripts' marks, so
     --max-increase formatting.per has values to judge."""
     from whisperbench import compare, gate, score
-    from whisperbench.scoring.qoi import ExampleList
 
     texts = {"z1": "你好，世界。", "z2": "「是的」，我知道！", "z3": "今天天气很好、对吗？"}
     clip = next(p for p in (BUNDLED / "shortform" / "audio").iterdir() if p.stem == "jfk")
@@ -329,7 +328,7 @@ def test_a_chinese_candidate_dropping_every_mark_fails_the_drift_and_per_limits(
     assert ref.summary.metrics["formatting"]["per"] == 0.0 and cand.summary.metrics["formatting"]["per"] == 100.0
     comparison = compare(ref, cand)
     assert comparison.formatting_drift["drift_examples"] == 3 and comparison.formatting_parity["per"] == 100.0
-    records = ExampleList(comparison.result.examples).drifted_outputs(comparison.reference.normalizer)
+    records = _drifted_records(comparison.result.examples, comparison.reference.normalizer)
     assert len(records[1]) == 3
     assert gate(ref, cand, max_formatting_drift=0.0, allow_self_comparison=True).code == 1
     assert gate(ref, cand, max_increase={"formatting.per": 0.0}, allow_self_comparison=True).code == 1
@@ -404,11 +403,10 @@ def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object
     from whisperbench import compare
     from whisperbench.scoring import summary as summary_module
     from whisperbench.scoring.formatting import formatting_parity
-    from whisperbench.scoring.qoi import ExampleList
 
     store, made = runs
     comparison = compare(made["ref"], made["planted"])
-    by_records = ExampleList(comparison.result.examples).output_pairs(comparison.reference.normalizer)
+    by_records = list(_record_pairs(comparison.result.examples, comparison.reference.normalizer))
     assert list(comparison.result.examples.output_pairs("english")) == list(by_records)
     rng = random.Random(1)
     words = "He said: no, thanks. It was 20 twenty Dollars $5 OK".split()
@@ -418,7 +416,7 @@ def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object
     ]
     alone = formatting_parity(pairs)
     from_tables = comparison.result.examples.formatting_parity("english")
-    assert from_tables == ExampleList(comparison.result.examples).formatting_parity("english")
+    assert from_tables == formatting_parity(_record_pairs(comparison.result.examples, "english"))
     monkeypatch.setattr(summary_module, "PARALLEL_MIN", 2)  # row ranges read by forked workers from the tables
     assert comparison.result.examples.formatting_parity("english") == from_tables and from_tables["drift_examples"]
     monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
@@ -430,7 +428,6 @@ def test_the_drift_alone_equals_the_paritys_drift_part(runs):
     (``Comparison.formatting_drift``): the same figures as the full parity, from the tables and from records."""
     from whisperbench import compare
     from whisperbench.scoring.formatting import formatting_drift
-    from whisperbench.scoring.qoi import ExampleList
 
     _, made = runs
     for candidate in ("planted", "copy"):
@@ -438,7 +435,7 @@ def test_the_drift_alone_equals_the_paritys_drift_part(runs):
         drift = fresh.formatting_drift  # first: computed on its own, not cut from the parity
         parity = compare(made["ref"], made[candidate]).formatting_parity
         assert drift == {k: parity[k] for k in drift} and set(drift) < set(parity)
-        records = ExampleList(fresh.result.examples).drifted_outputs("english")
+        records = _drifted_records(fresh.result.examples, "english")
         assert formatting_drift(*records) == drift
     assert fresh.formatting_drift["drift_examples"] == 0 and drift is not None
 
@@ -539,3 +536,22 @@ def test_a_hypothesis_written_exactly_as_its_transcript_has_the_columns_of_the_f
         assert formatting.formatting_columns(example) == formatting._aligned_columns(example, ref, again), text
         checked += 1
     assert checked >= 4
+
+
+def _record_pairs(examples, normalizer: str):
+    """The oracle of the tables' output pairs, from the examples' records: each output normalized again here
+    (id, the reference run's output, the candidate's, whether their normalized words agree)."""
+    from whisperbench.scoring import normalize
+    from whisperbench.scoring.formatting import same_words
+
+    for e in examples:
+        if not e.candidate_failed:
+            ref, cand = e.reference_hypothesis, e.candidate_hypothesis
+            same = ref == cand or same_words(normalize(ref, normalizer), normalize(cand, normalizer))
+            yield e.id, ref, cand, same
+
+
+def _drifted_records(examples, normalizer: str):
+    """The examples the candidate transcribed (a count) and those differing in formatting only, from records."""
+    pairs = list(_record_pairs(examples, normalizer))
+    return len(pairs), [(i, ref, cand) for i, ref, cand, same in pairs if same and ref != cand]

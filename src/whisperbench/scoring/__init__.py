@@ -8,9 +8,26 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 # eager: these two name both a submodule and a function; once the submodule is imported the package attribute is the
-# module, so the function must be bound here (both modules are light: no scipy, no pandas)
+# module, so the function must be bound here, after it (both modules are light: no scipy, no pandas)
 from .normalize import NORMALIZERS, choose_normalizer, get_normalizer, normalize
-from .qoi import ExampleComparison, QoiResult, qoi
+from .qoi import ExampleComparison, QoiResult
+
+if TYPE_CHECKING:
+    from typing import Iterable
+
+    from ..types import Prediction
+
+
+def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english") -> QoiResult:
+    """QoI of a candidate run's predictions against the reference run's, example by example
+    (:mod:`whisperbench.scoring.qoi` says how): their score tables compared by the one implementation,
+    :func:`whisperbench.scoring.qoi_table.qoi_predictions` (pyarrow imported on first use). A failed candidate
+    example is a regression, a failed reference example is listed in ``reference_failed``, ids whose transcripts
+    differ in ``text_mismatch``; an id twice in one run: ValueError."""
+    from .qoi_table import qoi_predictions
+
+    return qoi_predictions(reference, candidate, normalizer)
+
 
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
     from .bootstrap import (

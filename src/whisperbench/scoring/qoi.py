@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, Sequence
 
 from ..languages import headline_metric
 from ..types import Prediction
-from .normalize import normalize
 from .summary import headline_counts, rescored, score_prediction
 
 if TYPE_CHECKING:
@@ -53,8 +52,8 @@ class ExampleComparison:
 
 
 class ExampleRows(Protocol):
-    """The joined examples of a comparison, however held: records (:class:`ExampleList`) or Arrow columns
-    (``scoring.qoi_table.ExampleColumns``, built row by row only where read)."""
+    """The joined examples of a comparison: Arrow columns (``scoring.qoi_table.ExampleColumns``, each
+    :class:`ExampleComparison` built only where read)."""
 
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[ExampleComparison]: ...
@@ -91,67 +90,6 @@ class ExampleRows(Protocol):
         drift takes)."""
 
 
-class ExampleList(list[ExampleComparison]):
-    """The joined examples as records (predictions compared one by one)."""
-
-    def regressed_examples(self) -> list[ExampleComparison]:
-        """The regressed examples only."""
-        return [e for e in self if e.regressed]
-
-    def worst(self, n: int) -> list[ExampleComparison]:
-        """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
-        return sorted(self.regressed_examples(), key=lambda e: (-e.delta_errors, e.id))[: max(n, 0)]
-
-    def regressed_count(self) -> int:
-        """How many examples regressed."""
-        return sum(e.regressed for e in self)
-
-    def paired_counts(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Ids, reference errors, candidate errors and transcript words, in order, as arrays."""
-        import numpy as np
-
-        return (
-            [e.id for e in self],
-            np.array([e.reference_errors for e in self], dtype=float),
-            np.array([e.candidate_errors for e in self], dtype=float),
-            np.array([e.transcript_words for e in self], dtype=float),
-        )
-
-    def output_pairs(self, normalizer: str) -> Iterator[tuple[str, str, str, bool]]:
-        """Per example the candidate transcribed: its id, both raw outputs, whether their normalized words agree
-        (``formatting.same_words``)."""
-        from .formatting import same_words
-
-        for e in self:
-            if not e.candidate_failed:
-                ref, cand = e.reference_hypothesis, e.candidate_hypothesis
-                yield (
-                    e.id,
-                    ref,
-                    cand,
-                    ref == cand or same_words(normalize(ref, normalizer), normalize(cand, normalizer)),
-                )
-
-    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
-        """The formatting parity of :meth:`output_pairs` (each output normalized again)."""
-        from .formatting import formatting_parity
-
-        return formatting_parity(self.output_pairs(normalizer))
-
-    def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
-        """The examples the candidate transcribed (a count) and those of them that differ in formatting only."""
-        pairs = list(self.output_pairs(normalizer))
-        return len(pairs), [(i, ref, cand) for i, ref, cand, same in pairs if same and ref != cand]
-
-    def where_language(self, language: str) -> "ExampleList":
-        """The examples labelled ``language``."""
-        return ExampleList(e for e in self if e.language == language)
-
-    def by_language(self) -> dict[str, dict[str, Any]]:
-        """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
-        return qoi_by([e.language for e in self], [e.regressed for e in self])
-
-
 def qoi_by(labels: Sequence[Optional[str]], regressed: Sequence[bool]) -> dict[str, dict[str, Any]]:
     """QoI per label of the joined examples (``labels`` and ``regressed``: one each per example; an example without
     a label is left out), labels sorted: joined, regressed, QoI %. The one breakdown of QoI: by language
@@ -184,11 +122,12 @@ class QoiResult:
     unchanged: int
     regressed: int
     candidate_failed: int
+    #: the joined examples (``scoring.qoi_table.ExampleColumns``: columns, each record built where read)
+    examples: ExampleRows
     only_in_reference: list[str] = field(default_factory=list)
     only_in_candidate: list[str] = field(default_factory=list)
     reference_failed: list[str] = field(default_factory=list)
     text_mismatch: list[str] = field(default_factory=list)
-    examples: ExampleRows = field(default_factory=ExampleList)
 
     def worst(self, n: int = 5) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors."""
@@ -222,15 +161,6 @@ class QoiResult:
         return data
 
 
-def _by_id(predictions: Iterable[Prediction], role: str) -> dict[str, Prediction]:
-    table: dict[str, Prediction] = {}
-    for pred in predictions:
-        if pred.id in table:
-            raise ValueError(f"{role} run has example id {pred.id!r} more than once")
-        table[pred.id] = pred
-    return table
-
-
 def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Prediction:
     """``pred`` scored as an example of ``language`` (its characters counted without spaces where that applies)."""
     return (
@@ -238,44 +168,6 @@ def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Pre
         if pred.language_label == language
         else score_prediction(dataclasses.replace(pred, language_label=language), normalizer)
     )
-
-
-def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english") -> QoiResult:
-    """Compare a candidate run with the reference run, example by example (see module doc).
-
-    A failed candidate example is a regression. A failed reference example cannot be judged and is
-    listed in ``reference_failed``, not joined. Both runs are scored against the reference run's
-    transcript; ids whose transcripts differ between runs are listed in ``text_mismatch``. Stored scoring
-    fields are used where a prediction was scored with ``normalizer`` (see
-    :func:`~whisperbench.scoring.summary.rescored`).
-    """
-    return _qoi(reference, candidate, normalizer)
-
-
-def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str) -> QoiResult:
-    ref_by_id = _by_id(reference, "reference")
-    cand_by_id = _by_id(candidate, "candidate")
-    result = QoiResult(None, 0, 0, 0, 0, 0, 0)
-    result.only_in_reference = sorted(set(ref_by_id) - set(cand_by_id))
-    result.only_in_candidate = sorted(set(cand_by_id) - set(ref_by_id))
-    examples = ExampleList()
-    result.examples = examples
-    for ex_id in sorted(set(ref_by_id) & set(cand_by_id)):
-        comparison = _compare_one(ref_by_id[ex_id], cand_by_id[ex_id], normalizer, result)
-        if comparison is None:
-            continue
-        examples.append(comparison)
-        result.joined += 1
-        result.candidate_failed += comparison.candidate_failed
-        if comparison.candidate_errors < comparison.reference_errors:
-            result.improved += 1
-        elif comparison.candidate_errors == comparison.reference_errors:
-            result.unchanged += 1
-        else:
-            result.regressed += 1
-    result.no_regression = result.improved + result.unchanged
-    result.qoi = 100.0 * result.no_regression / result.joined if result.joined else None
-    return result
 
 
 def _compare_one(

@@ -1,5 +1,6 @@
-"""QoI from two runs' score tables (:mod:`whisperbench.scoring.table`): the same result as
-:func:`whisperbench.scoring.qoi.qoi` on their predictions, computed over columns.
+"""QoI from two runs' score tables (:mod:`whisperbench.scoring.table`), computed over columns: the one
+implementation (``scoring.qoi`` holds its records; predictions held in memory are scored into tables first,
+:func:`qoi_predictions`, which ``whisperbench.scoring.qoi`` reads).
 
 Examples are joined by id (both tables' joined rows sorted by id, as the per-object path does). An example
 whose transcript differs between the runs, or whose language label differs, is compared by the
@@ -10,6 +11,7 @@ other one from the stored counts, vectorized. The per-example records are built 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -23,7 +25,7 @@ from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one, qoi_by
 from .summary import map_ranges
-from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
+from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column, scored_table
 from .wer import example_wers
 
 CHUNK = 65_536  # examples built at a time when iterating
@@ -250,24 +252,49 @@ class ExampleColumns:
 LIGHT = ("id", "status", "language_label") + WORD_COUNTS + CHAR_COUNTS
 
 
+def qoi_predictions(
+    reference: Iterable[Prediction], candidate: Iterable[Prediction], normalizer: str = "english"
+) -> QoiResult:
+    """QoI of two runs' predictions held in memory (``whisperbench.scoring.qoi``): each run's score table
+    (:func:`~whisperbench.scoring.table.scored_table`) compared by :func:`qoi_tables`, the one implementation. An id
+    twice in one run: ValueError naming it."""
+    tables = []
+    for predictions, role in ((reference, "reference"), (candidate, "candidate")):
+        given = list(predictions)
+        twice = next((i for i, n in Counter(p.id for p in given).items() if n > 1), None)
+        if twice is not None:
+            raise ValueError(f"{role} run has example id {twice!r} more than once")
+        tables.append(scored_table(given, normalizer)[1])
+    return qoi_tables(tables[0], tables[1], normalizer)
+
+
 def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> QoiResult:
     """QoI of ``candidate`` against ``reference``, both score tables scored with ``normalizer``."""
-    result = QoiResult(None, 0, 0, 0, 0, 0, 0)
     in_cand = pc.is_in(reference["id"], candidate["id"])
     in_ref = pc.is_in(candidate["id"], reference["id"])
-    result.only_in_reference = sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist())
-    result.only_in_candidate = sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist())
     ref_rows, cand_rows = _sorted_rows(reference, in_cand), _sorted_rows(candidate, in_ref)
     ref_ok = numbers(pc.equal(pc.take(reference["status"], from_numpy(ref_rows)), OK))
-    result.reference_failed = pc.take(reference["id"], from_numpy(ref_rows[~ref_ok])).to_pylist()
+    reference_failed = pc.take(reference["id"], from_numpy(ref_rows[~ref_ok])).to_pylist()
     ref_rows, cand_rows = ref_rows[ref_ok], cand_rows[ref_ok]
     ref, cand = (
         pc.take(reference.select(LIGHT), from_numpy(ref_rows)),
         pc.take(candidate.select(LIGHT), from_numpy(cand_rows)),
     )
     columns = _columns(ref, cand, reference, candidate, ref_rows, cand_rows)
+    result = QoiResult(
+        None,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        columns,
+        only_in_reference=sorted(pc.filter(reference["id"], pc.invert(in_cand)).to_pylist()),
+        only_in_candidate=sorted(pc.filter(candidate["id"], pc.invert(in_ref)).to_pylist()),
+        reference_failed=reference_failed,
+    )
     _compare_special(ref, cand, columns, normalizer, result)
-    result.examples = columns
     result.joined = len(columns)
     result.candidate_failed = int(columns.candidate_failed.sum())
     result.improved = int((columns.candidate_errors < columns.reference_errors).sum())
