@@ -11,7 +11,8 @@ Goals 2, 3 and 6: a reference and a candidate run of N synthetic predictions are
 (run.json + predictions.jsonl, as the runner writes them); each step then runs in a fresh process (its own
 peak RSS): ``compare`` (which builds the runs' score tables the first time), ``compare`` again (tables
 fresh: what ``compare``/``gate`` cost from then on), ``gate``, and ``report`` (leaderboard + per-language
-table, markdown). On the smallest size the figures are checked equal to the per-object path.
+table, markdown). On the smallest size the figures are checked equal to the in-memory path (the predictions
+scored afresh).
 
     python benchmarks/scoring.py [--sizes 1000,10000,100000,1000000] [--pairs 3000]
     python benchmarks/scoring.py --cold [--sizes 1000,10000,100000]   # the commands a CI job runs (cold.py)
@@ -246,7 +247,7 @@ def step(name: str, folder: Path) -> dict:
         text = render_markdown(leaderboard_frame([ref, cand], references), references)
         text += str(language_frame([ref, cand], references).shape)
         row["chars"] = len(text)
-    elif name == "objects":  # the per-object path (summarize + qoi over Prediction objects), to check figures
+    elif name == "objects":  # the in-memory path (summarize + qoi of the predictions scored afresh), to check figures
         row.update(
             wer=summarize(cand.predictions, NORMALIZER, "short").wer,
             qoi=qoi(ref.predictions, cand.predictions, NORMALIZER).qoi,
@@ -278,11 +279,11 @@ def at_size(n: int, table: list[list[dict]], tmp: Path, report_max: int, check: 
     if check:
         objects = measured("objects", folder)
         assert (objects["wer"], objects["qoi"]) == (steps["compare"]["wer"], steps["compare"]["qoi"]), (
-            "columnar figures differ from the per-object path"
+            "the stored tables' figures differ from the in-memory path's"
         )
     print(
         f"n={n:>9,} ({mb:6.1f} MiB predictions.jsonl per run; WER {steps['compare']['wer']:.2f}% "
-        f"QoI {steps['compare']['qoi']:.2f}%{'; equal to the per-object path' if check else ''})"
+        f"QoI {steps['compare']['qoi']:.2f}%{'; equal to the in-memory path' if check else ''})"
     )
     for label, row in steps.items():
         print(

@@ -28,7 +28,7 @@ def test_scoring_benchmark_runs_at_its_smallest_size():
         timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "equal to the per-object path" in out.stdout and "600 predictions per run: compare" in out.stdout
+    assert "equal to the in-memory path" in out.stdout and "600 predictions per run: compare" in out.stdout
     final = next(line for line in out.stdout.splitlines() if line.startswith("600 predictions per run"))
     assert "gate" in final and "report" in final
 
