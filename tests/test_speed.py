@@ -216,6 +216,8 @@ def test_repeated_candidate_runs_feed_one_pooled_interval(tmp_path):
     assert [c.name for c in pooled.checks].count("speed") == 1
     assert "inconclusive" in speed.detail and "3 candidate runs and examples resampled" in speed.detail
     assert gate(ref, same[0], max_slowdown=10.0, repeats=same[1:], inconclusive="pass").code == 0
+    by_key = gate(ref, same[0], max={"speed.slowdown": 10.0}, repeats=same[1:])  # the flag's pairing: pooled too
+    assert [(c.name, c.detail) for c in by_key.checks if c.name == "speed"] == [("speed", speed.detail)]
 
     from whisperbench.reports.speed import compare_speed
     from whisperbench.store import open_run

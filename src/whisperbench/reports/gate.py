@@ -346,8 +346,10 @@ def evaluate_repeats(
     speed limit is judged once, on every repeat pooled (:func:`~whisperbench.scoring.speed.pooled_speed`: a
     two-stage interval that a shift of one whole run widens), not repeat by repeat."""
     t = GateThresholds.of(dataclasses.asdict(thresholds or GateThresholds()) | limits)
-    pooled = len(candidates) > 1 and t.max_slowdown is not None
-    each = dataclasses.replace(t, max_slowdown=None) if pooled else t
+    limit = _slowdown_limit(t)
+    pooled = len(candidates) > 1 and limit is not None
+    unpooled = {k: v for k, v in (t.max or {}).items() if k != SLOWDOWN} or None
+    each = dataclasses.replace(t, max_slowdown=None, max=unpooled) if pooled else t
     results = [evaluate_gate(reference, c, each, significance=significance, groups=groups) for c in candidates]
     worst = max(results, key=lambda r: (r.code, NI_ORDER.index(r.non_inferiority) if r.non_inferiority else 0))
     worst.repeats = [(r.comparison.candidate.name, r.verdict) for r in results]
@@ -361,8 +363,18 @@ def evaluate_repeats(
             allow_different_machines=t.allow_different_machines,
             repeats=candidates[1:],
         )
-        worst.checks.append(_slowdown_check(speed, t.max_slowdown or 0.0, t.inconclusive))
+        worst.checks.append(_slowdown_check(speed, limit or 0.0, t.inconclusive))
     return worst
+
+
+#: the speed pairing's key: ``--max speed.slowdown=N``, of which ``--max-slowdown N`` is the alias
+SLOWDOWN = "speed.slowdown"
+
+
+def _slowdown_limit(t: GateThresholds) -> Optional[float]:
+    """The slowdown limit however given (``--max-slowdown`` or its pairing's ``--max speed.slowdown``; the named
+    flag first): with repeats it is judged once, on every repeat pooled."""
+    return t.max_slowdown if t.max_slowdown is not None else (t.max or {}).get(SLOWDOWN)
 
 
 def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
