@@ -268,7 +268,11 @@ def test_short_form_batches_give_the_same_text_as_one_by_one(tmp_path, tiny_shor
 
 
 @pytest.mark.slow
+@pytest.mark.long_running  # 77 s in CI (2026-11-29); test_chunked_transcript_matches_native_long_form is CI's
 def test_chunked_long_form_on_shared_data_is_close_to_native(tmp_path):
+    """The chunked strategy against openai-whisper's own loop over the six shared long-form files (497 s): 77 s
+    in the clean-clone CI run of d03aacf, so opt-in; the default tier checks the same bound (chunked WER within
+    2 points of native) on the bundled 84 s file, and docs/implementations.md records the shared-set figures."""
     manifest = shared_manifest("longform")
     wer = {}
     for strategy in ("native", "chunked"):

@@ -187,26 +187,18 @@ def _api_run(dataset, runs_dir, name, base_url, *options, refresh=False, **kwarg
 
 
 def test_reference_through_the_server_matches_the_same_model_run_locally(
-    server, proxy, tmp_path, tiny_short, monkeypatch, capsys, caplog
+    server, proxy, tmp_path, tiny_short, monkeypatch, capsys, caplog, shared_runs
 ):
     caplog.set_level("DEBUG")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     runs = tmp_path / "runs"
     api = _api_run(tiny_short, runs, "api", proxy.base_url)
     assert api.summary.num_failed == 0 and proxy.forwarded == 6
-    local = run_evaluation(
-        RunRequest(
-            "faster-whisper",
-            "tiny.en",
-            str(tiny_short),
-            runs_dir=str(runs),
-            name="local",
-            decoding=DecodingOptions.from_pairs(["compute_type=float32", "threads=2"]),
-        )
-    )
-    comparison = compare_runs(open_run("local", runs), open_run("api", runs))
+    # the session's faster-whisper float32 run of the bundled set (test_implementations reads the same one)
+    local = shared_runs.get("faster-whisper", tiny_short, "compute_type=float32", "threads=2")
+    comparison = compare_runs(local, open_run("api", runs))
     assert comparison.result.qoi == 100.0
-    texts = {p.id: p.hypothesis for p in open_run("local", runs).predictions}
+    texts = {p.id: p.hypothesis for p in local.predictions}
     assert {p.id: p.hypothesis for p in open_run("api", runs).predictions} == texts
     assert api.summary.wer == pytest.approx(local.summary.wer)
     assert api.summary.extra["cost_estimate_usd"] == pytest.approx(api.summary.audio_s / 60 * 0.006, abs=1e-6)

@@ -216,11 +216,14 @@ def test_ggml_types_beyond_q8_0_and_q5_0_run_in_whisper_cpp(tiny_short, tmp_path
         assert jiwer.wer(ref, normalize(run.predictions[0].hypothesis, "english")) <= 0.1, quantization
 
 
-@pytest.mark.slow  # a float16 Core ML export (~20 s) and its palettization
+@pytest.mark.slow  # a float16 Core ML export (~20 s) and its palettization (pal6: k-means of 64, not pal8's 256)
 def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_path, shared_runs):
+    """pal6 of tiny.en: every compressed constant maps onto a model tensor, expands as coremltools'
+    decompress_weights does (6-bit indices: words unpacked across byte boundaries), takes 6 bits per weight, and
+    transcribes like float32 on one clip. pal6, not pal8: coremltools' k-means with 256 clusters (scikit-learn,
+    without kmeans1d) took most of this test's 119 s in CI (2026-11-29); with 64, about a tenth of pal8's time on
+    the encoder here."""
     runs_dir = tmp_path
-    """pal8 of tiny.en: every compressed constant maps onto a model tensor, expands as coremltools'
-    decompress_weights does, takes 8 bits per weight, and transcribes like float32 on one clip."""
     from whisperbench.models import converted
     from whisperbench.models.ane import load_ane_model
     from whisperbench.models.coreml_compress import (
@@ -230,7 +233,7 @@ def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_pa
         program_weights,
     )
 
-    folder = converted("tiny.en", "coreml", "pal8")
+    folder = converted("tiny.en", "coreml", "pal6")
     full = converted("tiny.en", "coreml")
     state, facts = compressed_state_dict(folder, load_ane_model("tiny.en").state_dict())
     assert facts["compressed_tensors"] > 60 and check_decompression(folder) == facts["compressed_tensors"]
@@ -238,10 +241,10 @@ def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_pa
     weights = program_weights(decoder)
     palettized = [name for _, name in _compressed_names(decoder)]
     assert (
-        max(len(np.unique(weights[name].astype(np.float32))) for name in palettized) <= 256
-    )  # 2^8 values per palettized weight
+        max(len(np.unique(weights[name].astype(np.float32))) for name in palettized) <= 64
+    )  # 2^6 values per palettized weight
     size = lambda path: sum(f.stat().st_size for f in path.rglob("*") if f.is_file())  # noqa: E731
-    assert 0.45 < size(folder) / size(full) < 0.56  # 8 bits per weight instead of 16, plus the tables
+    assert 0.37 < size(folder) / size(full) < 0.42  # 6 bits per weight instead of 16, plus the tables (0.381)
     reference = shared_runs.get("ane-pytorch", tiny_short, limit=1)
     assert (
         main(
@@ -258,16 +261,16 @@ def test_coreml_palettized_weights_are_what_the_program_holds(tiny_short, tmp_pa
                 "--runs-dir",
                 str(runs_dir),
                 "--name",
-                "pal8",
+                "pal6",
                 "-o",
-                "compression=pal8",
+                "compression=pal6",
             ]
         )
         == 0
     )
-    pal8 = open_run("pal8", runs_dir)
-    assert pal8.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
-    assert pal8.predictions[0].hypothesis == reference.predictions[0].hypothesis
+    pal6 = open_run("pal6", runs_dir)
+    assert pal6.info["adapter_info"]["compression"]["checked_against_decompress_weights"] > 60
+    assert pal6.predictions[0].hypothesis == reference.predictions[0].hypothesis
 
 
 def test_ios18_table_lookup_equals_coremltools_on_every_layout():

@@ -328,9 +328,11 @@ def test_agrees_with_openai_whisper_on_shared_shortform(runs_dir, shared_runs):
 
 
 @pytest.mark.slow
-def test_bundled_longform_uses_whisper_cpp_long_form(runs_dir, tiny_long):
+def test_bundled_longform_uses_whisper_cpp_long_form(shared_runs, tiny_long):
+    """whisper.cpp's own long-form loop on the bundled 84 s file: the session's run of that configuration (2
+    threads), which test_seams reads too, so the file is decoded once."""
     _require()
-    result, _ = _run(str(tiny_long), runs_dir, "long")
+    result = shared_runs.get("whisper-cpp", tiny_long, "threads=2")
     s = result.summary
     assert s.form == "long" and s.num_failed == 0
     assert s.audio_s == pytest.approx(84.1, abs=0.2)
@@ -339,7 +341,7 @@ def test_bundled_longform_uses_whisper_cpp_long_form(runs_dir, tiny_long):
 
 
 @pytest.mark.slow
-def test_cpu_time_judges_whisper_cpp_on_a_machine_kept_busy(runs_dir, tiny_short):
+def test_cpu_time_judges_whisper_cpp_on_a_machine_kept_busy(runs_dir, local_manifest, tiny_rows):
     """Issue 70 item 2: wall time is refused on a busy machine ("--speed-basis cpu can") and whisper.cpp recorded
     no CPU time, so its speed could not be gated on shared CI. The same whisper.cpp configuration run twice, the
     second time beside processes spinning on every CPU: ``gate --speed-basis cpu`` judges it (its worker's own CPU
@@ -352,12 +354,14 @@ def test_cpu_time_judges_whisper_cpp_on_a_machine_kept_busy(runs_dir, tiny_short
     from .conftest import REPO
 
     _require()
+    # two clips (jfk and the next): the busy run is about five times the quiet one, so each clip costs seconds
+    two = str(local_manifest(tiny_rows[:2], "two.jsonl"))
     # one thread: with several, ggml's threads spin-wait at each barrier, and a thread preempted by another process
     # makes the others spin: CPU time then grows with the load (+118 % with 2 threads beside 4 spinning processes)
-    _run(str(tiny_short), runs_dir, "quiet-ref", options=["threads=1"])
+    _run(two, runs_dir, "quiet-ref", options=["threads=1"])
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
     try:
-        _run(str(tiny_short), runs_dir, "busy-cand", options=["threads=1"])
+        _run(two, runs_dir, "busy-cand", options=["threads=1"])
     finally:
         for hog in hogs:
             hog.kill()
