@@ -76,10 +76,16 @@ def test_bundled_shortform(label, tiny_short, shared_runs):
 #: int8 is a variant, not an implementation (29 s in CI on 2026-11-29): opt-in; CI checks it on the bundled set
 #: (test_bundled_shortform[faster-whisper-int8]) and in the sweep's trade-off table (test_sweep)
 INT8_OPT_IN = pytest.param("faster-whisper-int8", marks=pytest.mark.long_running)
+#: the same weights in CTranslate2 float32 (86 s in CI on 2026-11-29) and in transformers (55 s): opt-in, to keep the
+#: CI run near 30 minutes; CI keeps the 81-utterance parity of whisper.cpp (test_whisper_cpp.py) and checks these two
+#: on the bundled set: test_bundled_shortform and, for transformers, the input-padding test below, which pins the
+#: whole difference between transformers and openai-whisper on the same weights
+FP32_OPT_IN = pytest.param("faster-whisper-fp32", marks=pytest.mark.long_running)
+TRANSFORMERS_OPT_IN = pytest.param("transformers", marks=pytest.mark.long_running)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("label", ["faster-whisper-fp32", INT8_OPT_IN, "transformers"])
+@pytest.mark.parametrize("label", [FP32_OPT_IN, INT8_OPT_IN, TRANSFORMERS_OPT_IN])
 def test_same_weights_agree_on_shared_shortform(label, runs_dir, shared_runs):
     manifest = str(shared_manifest("shortform"))
     _require("openai-whisper")
