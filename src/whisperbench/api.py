@@ -57,7 +57,6 @@ from .types import ColumnMap, Dataset, Form
 if TYPE_CHECKING:  # the reports (and pandas) are imported by the functions that use them: `score` and `run` never do
     import pandas as pd
 
-    from .demo_runner import DemoResult
     from .harness.sweep import SweepEntry, SweepResult
     from .reports import Comparison, GateResult
     from .reports.gate_thresholds import GateThresholds
@@ -415,6 +414,19 @@ def _stored(result: RunResult) -> StoredRun:
     return open_run(str(result.store.path))
 
 
+@dataclass
+class DemoResult:
+    """What the demo made: the runs, the reference runs, the leaderboard (its markdown and file), the failed
+    examples over all runs, and the rows skipped here with why."""
+
+    runs: list[str]
+    references: list[str]
+    markdown: str
+    leaderboard: Path
+    failed: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
 def demo(model: str = "tiny.en", runs_dir: PathLike = "runs/demo", **settings: Any) -> DemoResult:
     """The offline default evaluation (``whisperbench demo``): every installed implementation on the bundled tiny
     sets with ``model``, then the leaderboard (``leaderboard.md`` in ``runs_dir``); ``settings`` as
@@ -422,12 +434,25 @@ def demo(model: str = "tiny.en", runs_dir: PathLike = "runs/demo", **settings: A
     ``threads``, ``out``…). Returns what it made: ``.runs``, ``.references``, ``.markdown``, ``.failed``,
     ``.skipped``."""
     from .demo_runner import DemoSettings, run_demo
+    from .reports import leaderboard_frame, pick_references, render_markdown
+    from .reports.leaderboard import record_references
+    from .store import list_runs
 
     try:
-        settings_record = DemoSettings(model=model, runs_dir=str(runs_dir), **settings)
+        args = DemoSettings(model=model, runs_dir=str(runs_dir), **settings)
     except TypeError as exc:  # an unknown setting
         raise WhisperbenchError(f"demo: {exc}") from None
-    return run_demo(settings_record)
+    made = run_demo(args)
+    runs = [r for r in list_runs(args.runs_dir) if r.name in made.runs]
+    chosen = pick_references(runs, names=made.references)
+    record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
+    title = f"Whisper {args.model} across implementations (bundled tiny set)"
+    text = render_markdown(leaderboard_frame(runs, chosen), chosen, title=title)
+    out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    log.info("wrote %s; runs in %s/", out, args.runs_dir)
+    return DemoResult(made.runs, [r.name for r in chosen.values()], text, out, made.failed, made.skipped)
 
 
 def rescore(

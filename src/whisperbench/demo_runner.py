@@ -10,7 +10,6 @@ import logging
 import platform
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Optional
 
 from .adapters import DecodingOptions, get_adapter
@@ -20,9 +19,6 @@ from .models.registry import resolve_source
 from .progress import progress
 from .harness import RunRequest, run_evaluation
 from .harness.longform import LongFormConfig
-from .store import list_runs
-from .reports import leaderboard_frame, pick_references, render_markdown
-from .reports.leaderboard import record_references
 
 REFERENCE_ADAPTER = "openai-whisper"
 log = logging.getLogger(__name__)
@@ -48,14 +44,12 @@ class DemoSettings:
 
 
 @dataclass
-class DemoResult:
-    """What the demo made: the runs, the reference runs, the leaderboard (its markdown and file), the failed
-    examples over all runs, and the rows skipped here with why."""
+class DemoRuns:
+    """What the demo ran: the runs made, the reference implementation's runs, the failed examples over all runs,
+    and the rows skipped here with why."""
 
     runs: list[str]
     references: list[str]
-    markdown: str
-    leaderboard: Path
     failed: int = 0
     skipped: list[str] = field(default_factory=list)
 
@@ -159,10 +153,9 @@ def _available(contenders: list[tuple[Contender, str]], args: DemoSettings) -> t
     return available, skipped
 
 
-def run_demo(args: DemoSettings) -> DemoResult:
-    """Every installed implementation on the bundled sets, then the leaderboard (written to ``args.out``, default
-    ``leaderboard.md`` in the runs folder); what it made. No bundled data, no implementation, or a model that is not
-    there: WhisperbenchError."""
+def run_demo(args: DemoSettings) -> DemoRuns:
+    """Every installed implementation on the bundled sets; the runs it made (``api.demo`` writes their
+    leaderboard). No bundled data, no implementation, or a model that is not there: WhisperbenchError."""
     bundled = bundled_datasets()
     names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
     if not names:
@@ -205,14 +198,4 @@ def run_demo(args: DemoSettings) -> DemoResult:
             wer = "n/a" if s.wer is None else f"{s.wer:.2f}%"
             rtfx = "n/a" if s.rtfx is None else f"{s.rtfx:.1f}"
             log.info("%-20s %-15s WER %7s  RTFx %6s  failed %d", contender.label, dataset, wer, rtfx, s.num_failed)
-    runs = [r for r in list_runs(args.runs_dir) if r.name in made]
-    chosen = pick_references(runs, names=references)
-    record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
-    text = render_markdown(
-        leaderboard_frame(runs, chosen), chosen, title=f"Whisper {args.model} across implementations (bundled tiny set)"
-    )
-    out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    log.info("wrote %s; runs in %s/", out, args.runs_dir)
-    return DemoResult(made, [r.name for r in chosen.values()], text, out, failures, skipped)
+    return DemoRuns(made, references, failures, skipped)
