@@ -35,7 +35,7 @@ def build_long_file(folder: Path, minutes: float) -> Path:
     import sys
 
     sys.path.insert(0, str(REPO / "src"))
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
 
     rows = [json.loads(line) for line in (SHARED / "manifest.jsonl").read_text().splitlines() if line.strip()]
     audio_path = folder / f"long_{minutes:g}min.flac"

@@ -40,7 +40,7 @@ IMPLEMENTATIONS = [
 
 
 def _predictions(runs_dir: str, name: str) -> list:
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     return open_run(name, runs_dir).predictions
 

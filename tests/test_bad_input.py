@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from whisperbench.datasets.hypotheses import read_rows
-from whisperbench.audio import load_audio
+from whisperbench.datasets.audio import load_audio
 from whisperbench.cli import main
 from whisperbench.datasets import load_dataset
 from whisperbench.errors import AudioError, DatasetError, WhisperbenchError

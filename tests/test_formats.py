@@ -17,7 +17,7 @@ from whisperbench.cli import build_parser, main
 from whisperbench.errors import ModelError
 from whisperbench.models import formats as fmtmod
 from whisperbench.models.formats import DIMS, Format, ModelLayout
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 TOY_DIMS = {
     "n_mels": 80,
@@ -145,7 +145,7 @@ def test_the_help_and_the_formats_listing_come_from_the_formats(capsys):
 
 def test_compare_cannot_tell_for_a_format_without_a_fingerprint():
     from whisperbench.reports.weights import weights_relation
-    from whisperbench.runinfo import RunInfo
+    from whisperbench.store.run_info import RunInfo
 
     def run(sha, fmt, fingerprint=None):
         return RunInfo(adapter_info={"weights": {"source_sha256": sha, "format": fmt, "fingerprint": fingerprint}})

@@ -71,8 +71,8 @@ def test_a_missing_run_names_the_runs_that_exist(tmp_path, capsys):
 def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_by_name():
     from whisperbench.reports import pick_references
 
-    from whisperbench.runinfo import RunInfo
-    from whisperbench.store import Coverage
+    from whisperbench.store.run_info import RunInfo
+    from whisperbench.store.runs import Coverage
 
     class Run:
         def __init__(self, name, label):
@@ -141,7 +141,7 @@ def test_others_busy_cpus_counts_other_processes_not_this_one():
 
     import pytest
 
-    from whisperbench.machine import cpu_counters, others_busy_cpus
+    from whisperbench.process.host import cpu_counters, others_busy_cpus
 
     def burn(cpu_s: float) -> None:  # spend cpu_s of CPU time, however long the machine takes to give it
         start = time.process_time()

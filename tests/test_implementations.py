@@ -94,7 +94,7 @@ def test_transformers_differs_from_openai_whisper_only_by_input_padding(runs_dir
     import torch
     import whisper
 
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
     from whisperbench.datasets import load_dataset
     from whisperbench.models import converted
     from whisperbench.models.convert import load_openai_whisper

@@ -292,7 +292,7 @@ def test_split_points_fall_in_quiet_spots():
 
 
 def test_credentials_in_base_url_are_not_recorded():
-    from whisperbench.redact import redact_url
+    from whisperbench.core.redact import redact_url
 
     assert (
         redact_url("https://user:pw@api.example.com:8443/v1?key=abc") == "https://api.example.com:8443/v1?key=REDACTED"

@@ -299,7 +299,7 @@ def test_hub_reference_resolves_offline_through_huggingface_hub_cache(own, tmp_p
 
 
 def test_hub_reference_syntax():
-    from whisperbench.models.registry import parse_hub_reference
+    from whisperbench.models.resolve import parse_hub_reference
 
     assert parse_hub_reference("a/b@v1") == ("a/b", None, "v1")
     with pytest.raises(ModelError, match="expected hf:ORG/NAME"):

@@ -1,4 +1,4 @@
-"""One registry pattern (``whisperbench.registry.Registry``) serves every kind of plug-in: an installed package
+"""One registry pattern (``whisperbench.core.registry.Registry``) serves every kind of plug-in: an installed package
 adds a command, an experiment tracker, a report document, an adapter and a model format through entry points,
 and each shows where the built-in ones do, with no file of the project changed. The package is written here and
 installed as a separate distribution (a ``.dist-info`` with ``entry_points.txt`` on the path)."""

@@ -54,7 +54,7 @@ def _du(path) -> int:
 def holder(runs):
     """A live process holding run ``partial``'s writer lock (as a run being written does)."""
     code = (
-        "import sys, time, pathlib; sys.path.insert(0, %r)\nfrom whisperbench.store import RunStore\n"
+        "import sys, time, pathlib; sys.path.insert(0, %r)\nfrom whisperbench.store.runs import RunStore\n"
         "with RunStore(pathlib.Path(%r)).lock():\n    print('locked', flush=True); time.sleep(120)"
         % (str(REPO / "src"), str(runs / "partial"))
     )

@@ -207,7 +207,7 @@ def test_a_score_table_with_one_flipped_bit_is_not_trusted(stored_runs):
 
 
 def test_a_score_table_made_by_other_scoring_code_is_rebuilt(stored_runs, monkeypatch):
-    from whisperbench import scorefile
+    from whisperbench.store import score_files as scorefile
 
     ref, _ = stored_runs
     assert ref.store.read_score_table(ref.normalizer) is not None

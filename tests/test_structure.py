@@ -181,8 +181,8 @@ def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows
 
 def test_run_json_round_trips_through_the_typed_record(tmp_path, tiny_rows, tiny_short):
     """run.json is read as a RunInfo and written back without losing or changing a field, unknown ones included."""
-    from whisperbench.runinfo import RunInfo
-    from whisperbench.store import open_run
+    from whisperbench.store.run_info import RunInfo
+    from whisperbench.store.runs import open_run
 
     from .conftest import write_jsonl
 

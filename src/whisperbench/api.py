@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 from .adapters import DecodingOptions, get_adapter
-from .limits import GATE_LIMITS, check_limits
+from .core.ranges import GATE_LIMITS, check_limits
 from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
@@ -45,13 +45,13 @@ from .harness import RunRequest, run_evaluation
 from .harness import rescore as rescore_run
 from .harness.request import score_request
 from .harness.runner import RunResult
-from .progress import progress as progress_bar
+from .harness.progress import progress as progress_bar
 from .scoring.metrics import checked_options, parse_metric_options
 from .scoring.power import Plan
 from .scoring.record import Summary
 from .scoring.power import plan as power_plan
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
-from .store import StoredRun, open_run, readable_runs, repeat_problem, same_run_reason
+from .store.runs import StoredRun, open_run, readable_runs, repeat_problem, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
 if TYPE_CHECKING:  # the reports (and pandas) are imported by the functions that use them: `score` and `run` never do
@@ -430,13 +430,13 @@ class DemoResult:
 def demo(model: str = "tiny.en", runs_dir: PathLike = "runs/demo", **settings: Any) -> DemoResult:
     """The offline default evaluation (``whisperbench demo``): every installed implementation on the bundled tiny
     sets with ``model``, then the leaderboard (``leaderboard.md`` in ``runs_dir``); ``settings`` as
-    :class:`~whisperbench.demo_runner.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
+    :class:`~whisperbench.harness.demo.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
     ``threads``, ``out``…). Returns what it made: ``.runs``, ``.references``, ``.markdown``, ``.failed``,
     ``.skipped``."""
-    from .demo_runner import DemoSettings, run_demo
+    from .harness.demo import DemoSettings, run_demo
     from .reports import leaderboard_frame, pick_references, render_markdown
     from .reports.leaderboard import record_references
-    from .store import list_runs
+    from .store.runs import list_runs
 
     try:
         args = DemoSettings(model=model, runs_dir=str(runs_dir), **settings)
@@ -803,7 +803,7 @@ def publish(
     params, metrics, the per-example table and the reports; ``options`` are the tracker's (``tracking_uri``,
     ``experiment`` for MLflow; ``project``, ``entity`` for W&B). Returns where it went, redacted."""
     from .reports.trackers import TRACKERS
-    from .redact import redact_text
+    from .core.redact import redact_text
     from .reports.tracking import tracked_run
 
     tracker = TRACKERS.get(to)
@@ -973,7 +973,7 @@ def convert_model(
     """
     from .errors import OptionError
     from .models.formats import find_format, help_texts
-    from .models.registry import export_model
+    from .models.resolve import export_model
 
     target = find_format(to)
     if target is None or target.converter is None:

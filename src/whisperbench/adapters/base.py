@@ -16,13 +16,13 @@ from typing import Any, ClassVar, Iterable, Optional
 
 import numpy as np
 
-from ..languages import LanguageError, language_code
+from ..core.languages import LanguageError, language_code
 from ..errors import AdapterUnavailable, OptionError
-from ..machine import default_threads
-from ..limits import Range
+from ..process.host import default_threads
+from ..core.ranges import Range
 from .options import Option, parse_options
 from ..types import Example, Segment, Transcript, Word
-from ..redact import redact
+from ..core.redact import redact
 
 
 #: ``-o language=dataset``: each example's own label (the dataset's ``language`` column)
@@ -372,9 +372,9 @@ class Adapter(ABC):
 
     def describe(self) -> dict[str, Any]:
         """What ran: package versions, resolved weights, effective settings (goes to run.json)."""
-        from ..machine import package_versions
+        from ..process.host import package_versions
         from ..models import describe_source
-        from ..models.registry import loaded_weights
+        from ..models.resolve import loaded_weights
 
         info: dict[str, Any] = {
             "settings": self.settings,
@@ -427,7 +427,7 @@ class Adapter(ABC):
             )
         if not self.uses_weights:
             return
-        from ..models.registry import heads_problem
+        from ..models.resolve import heads_problem
 
         problem = heads_problem(self.model)
         if problem is not None:

@@ -35,12 +35,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..datasets.audio import SAMPLE_RATE
 from ..errors import OptionError
 from ..types import Example, Transcript
 from .base import Adapter, DecodingOptions, window_transcript
 from .jax_compile import N_FRAMES, Program, ProgramBuilder
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 
 N_FFT = 400

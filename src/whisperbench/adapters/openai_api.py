@@ -25,13 +25,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
-from ..files import write_json_atomic
+from ..datasets.audio import SAMPLE_RATE
+from ..core.json_files import write_json_atomic
 from ..errors import OptionError, WhisperbenchError
-from ..redact import redact_text, redact_url
+from ..core.redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript, Word
 from .base import Adapter
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 
 API_KEY_ENV = "OPENAI_API_KEY"

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import OptionError
 from ..types import Example, Transcript
 from .base import SEAMS_FROM_DECODER, Adapter, transcript_from_whisper_result, window_transcript
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 

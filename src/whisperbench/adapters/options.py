@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from ..errors import OptionError
-from ..limits import Range
+from ..core.ranges import Range
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 

@@ -15,9 +15,9 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from ..datasets.hypotheses import read_rows
-from ..digest import sha256_of
+from ..core.hashing import sha256_of
 from ..errors import WhisperbenchError
-from ..files import parse_json
+from ..core.json_files import parse_json
 from ..types import Emission, Example, Segment, Transcript, Word
 from .base import Adapter
 from .options import Option

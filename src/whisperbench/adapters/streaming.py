@@ -24,11 +24,11 @@ from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..datasets.audio import SAMPLE_RATE
 from ..scoring.streaming import shown_then_dropped
 from ..types import Emission, Example, Transcript
 from .base import Adapter
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..datasets.audio import SAMPLE_RATE
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_PIPELINE, Adapter, seam_extra
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 from .word_timing import words_from_tokens
 

@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import AdapterUnavailable, ModelError, OptionError
-from ..supervise import ChildProcess, RemoteError, WorkerCrashed
+from ..process.child import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Segment, Transcript, Word
 from .base import Adapter
 from .options import Option
@@ -250,7 +250,7 @@ class WhisperCppAdapter(Adapter):
 def _describe(a: "WhisperCppAdapter", info: dict[str, Any]) -> dict[str, Any]:
     """run.json's ``adapter_info`` of a whisper.cpp run: the binding, whisper.cpp's version, the ggml file and its
     route, the parameters, the worker's peak memory and restarts, and what deviates from a plain run."""
-    from ..machine import package_versions
+    from ..process.host import package_versions
 
     distribution = BACKENDS[a.backend][1]
     info["versions"] = package_versions((distribution,))

@@ -26,9 +26,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..supervise import WorkerCrashed, started_from_main_thread
+from ..process.child import WorkerCrashed, started_from_main_thread
 from ..types import Example, Transcript
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 #: the longest the server may take to load the model and answer SERVER_READY (seconds)
 READY_TIMEOUT_S = 120.0
 _SERVER = (
-    "import sys, logging; from whisperbench.supervise import die_with_parent; "
+    "import sys, logging; from whisperbench.process.child import die_with_parent; "
     "die_with_parent(int(sys.argv[1]), by_signal=sys.argv[4] == '1'); "
     "logging.basicConfig(level=logging.WARNING); "
     "from whisper_live.server import TranscriptionServer; "

@@ -45,11 +45,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..datasets.audio import SAMPLE_RATE
 from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, seam_extra, seams_from_seeks
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 
 COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")

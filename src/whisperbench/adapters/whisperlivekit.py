@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..types import Example
-from ..limits import Range
+from ..core.ranges import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 

@@ -16,8 +16,8 @@ import sys
 from typing import Any, NoReturn, Optional
 
 from ..errors import WhisperbenchError
-from ..redact import redact_text
-from ..registry import Registry
+from ..core.redact import redact_text
+from ..core.registry import Registry
 
 #: the built-in commands, one module each, in the order ``--help`` lists them
 BUILTIN = (

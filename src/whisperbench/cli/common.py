@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any, Optional
 
-from ..limits import CONFIDENCE_PERCENT
+from ..core.ranges import CONFIDENCE_PERCENT
 from ..scoring.normalize import NORMALIZER_NAMES
 
 

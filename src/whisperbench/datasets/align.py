@@ -81,7 +81,7 @@ def align_manifest(dataset: str, out: str | Path, model: str = "base", limit: Op
     """Write ``out``: the rows of a short-form manifest (or any dataset ``load_dataset`` reads), each with the
     forced-aligned ``words`` of its transcript and ``words_source``, audio paths absolute. Returns the rows
     written; a row that cannot be aligned is written without words, with ``words_error``, and logged."""
-    from ..audio import load_audio
+    from .audio import load_audio
     from . import load_dataset
 
     examples = load_dataset(dataset, limit=limit).dataset.examples

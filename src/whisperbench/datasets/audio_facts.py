@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
-from ..digest import sha256_of
+from ..core.hashing import sha256_of
 from ..errors import AudioError
-from ..files import cache_dir
+from ..core.json_files import cache_dir
 from ..scoring.summary import map_ranges
 from ..types import AudioInfo
 
@@ -118,9 +118,9 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
 
 
 def _header(source: str | bytes) -> AudioInfo:
-    """What the audio's header says (:func:`whisperbench.audio.audio_info`, imported on the first file read: the
-    datasets package loads no numpy, so a helper reading a manifest's texts starts without it)."""
-    from ..audio import audio_info
+    """What the audio's header says (:func:`whisperbench.datasets.audio.audio_info`, imported on the first file
+    read: the datasets package loads no numpy, so a helper reading a manifest's texts starts without it)."""
+    from .audio import audio_info
 
     return audio_info(source)
 

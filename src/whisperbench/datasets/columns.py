@@ -26,7 +26,7 @@ from ..types import COLUMN_ROLES, ColumnMap
 ID_KEYS = ("id", "utt_id", "key", "segment_id")
 AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "file")
 TEXT_KEYS = ("text", "transcription", "transcript", "sentence", "normalized_text")
-#: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.languages)
+#: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.core.languages)
 LANGUAGE_KEYS = ("language", "lang", "locale", "language_code")
 #: the example's words that matter (a list, or one string split on ``;`` or ``|``; docs/keywords.md)
 KEYWORDS_KEYS = ("keywords",)

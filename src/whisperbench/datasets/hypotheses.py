@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from ..errors import WhisperbenchError
-from ..files import json_lines_parser
-from ..languages import LanguageError, language_code
+from ..core.json_files import json_lines_parser
+from ..core.languages import LanguageError, language_code
 
 
 def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:

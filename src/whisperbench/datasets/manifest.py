@@ -7,7 +7,7 @@ import io
 import json
 
 from ..errors import DatasetError
-from ..files import json_lines_parser
+from ..core.json_files import json_lines_parser
 from .records import RawRecord
 
 

@@ -42,10 +42,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE, load_audio
+from .audio import SAMPLE_RATE, load_audio
 from ..errors import DatasetError, OptionError
-from ..files import safe_file_name
-from ..limits import Range
+from ..core.json_files import safe_file_name
+from ..core.ranges import Range
 from ..scoring.conditions import SEPARATOR
 from ..types import Example
 

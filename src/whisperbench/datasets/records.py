@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from ..errors import AudioError, DatasetError
-from ..languages import LanguageError, language_code
+from ..core.languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
 from .audio_facts import AudioFacts, audio_facts, audio_facts_of
 from .columns import (

@@ -4,8 +4,8 @@
 Every ``import`` counts, at module level or inside a function: a lazy import is still a dependency.
 Layers, lowest first; a module may import its own layer and lower ones only:
 
->>> [LAYERS[name] for name in ("types", "models", "store", "adapters", "harness", "reports", "cli")]
-[0, 1, 1, 2, 3, 4, 5]
+>>> [LAYERS[name] for name in ("types", "core", "process", "models", "store", "adapters", "harness", "reports", "cli")]
+[0, 0, 0, 1, 1, 2, 3, 4, 5]
 """
 
 from __future__ import annotations
@@ -17,38 +17,19 @@ from pathlib import Path
 PACKAGE = "whisperbench"
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
-    "scorefile": 1,
-    **{
-        leaf: 0
-        for leaf in (
-            "types",
-            "errors",
-            "redact",
-            "digest",
-            "machine",
-            "audio",
-            "progress",
-            "supervise",
-            "spawn",
-            "files",
-            "runinfo",
-            "languages",
-            "runlock",
-            "limits",
-            "lazy",
-            "registry",
-        )
-    },
+    "types": 0,
+    "errors": 0,
+    "core": 0,  # registry, languages, option ranges, redaction, hashing, JSON files, lazy exports
+    "process": 0,  # supervised children, worker start method, host facts
     "models": 1,
     "scoring": 1,
-    "store": 1,
+    "store": 1,  # run store, its lock and score files (reads scoring's tables)
     "adapters": 2,
     "datasets": 2,
     "harness": 3,
     "reports": 4,
     "api": 5,
     "__init__": 5,  # the public Python API (the package's top level re-exports it)
-    "demo_runner": 5,
     "cli": 5,
     "devtools": 5,
     "__main__": 5,

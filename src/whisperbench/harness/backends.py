@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from .choices import BACKEND_NAMES
-from ..machine import peak_rss_mb
-from ..supervise import die_with_parent, started_from_main_thread
+from ..process.host import peak_rss_mb
+from ..process.child import die_with_parent, started_from_main_thread
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
-from ..spawn import defined_in_main, worker_context
+from ..process.start_method import defined_in_main, worker_context
 from .job import BackendReport, Job, Progress
 
 

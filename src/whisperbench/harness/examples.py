@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from ..adapters.base import Adapter
-from ..audio import SAMPLE_RATE, load_audio
+from ..datasets.audio import SAMPLE_RATE, load_audio
 from ..types import Example, Prediction, storable_text, stored_output
 from .longform import Clock, LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy

@@ -1,4 +1,4 @@
-"""Any adapter in a child process (:mod:`whisperbench.supervise`): a crash or a hang fails one example,
+"""Any adapter in a child process (:mod:`whisperbench.process.child`): a crash or a hang fails one example,
 never the run.
 
 :class:`IsolatedAdapter` wraps any registered adapter this way (``whisperbench run --isolate``);
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..adapters.base import Adapter
 from ..errors import ModelError
-from ..supervise import ChildProcess, RemoteError, WorkerCrashed
+from ..process.child import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Transcript
 
 # --- any adapter in a child process ------------------------------------------------------------------

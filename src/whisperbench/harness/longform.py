@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Generator, Iterator, Optional
 import numpy as np
 
 from ..adapters.base import Adapter
-from ..audio import SAMPLE_RATE, load_audio
+from ..datasets.audio import SAMPLE_RATE, load_audio
 from ..errors import AudioError, OptionError
 from ..types import Example, Segment, Transcript, Word
 from .choices import STRATEGIES
@@ -110,7 +110,7 @@ def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Genera
     one (openai-whisper's seek), also past the last window when it leaves audio untranscribed.
     Reads the file block by block (soundfile), mixes to mono and resamples incrementally (soxr),
     holding at most one window plus one read block in memory. Containers libsndfile cannot read
-    are decoded whole (ffmpeg fallback of :func:`whisperbench.audio.load_audio`).
+    are decoded whole (ffmpeg fallback of :func:`whisperbench.datasets.audio.load_audio`).
     """
     chunk, step = int(round(chunk_s * SAMPLE_RATE)), int(round(step_s * SAMPLE_RATE))
     buffer = np.zeros(0, dtype=np.float32)

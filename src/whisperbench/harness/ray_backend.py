@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import WhisperbenchError
-from ..machine import peak_rss_mb
+from ..process.host import peak_rss_mb
 from ..models.detect import parse_model_format
-from ..redact import redact_text
+from ..core.redact import redact_text
 from . import ray_env
 from ..types import Example, Prediction
 from .job import BackendReport, Job, Progress
@@ -182,7 +182,7 @@ def driver_fingerprint(job: Job) -> Optional[str]:
     weights of ours or the driver cannot read them (then the first live actor's is the one all must have)."""
     if job.adapter is None or not getattr(job.adapter, "uses_weights", False):
         return None
-    from ..models.registry import describe_source
+    from ..models.resolve import describe_source
 
     try:
         return describe_source(job.spec.model).get("fingerprint")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from ..errors import OptionError
-from ..redact import redact
+from ..core.redact import redact
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

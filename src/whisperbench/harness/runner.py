@@ -23,15 +23,15 @@ from ..adapters.base import FROM_DATASET, Adapter, refuse_prompt
 from ..datasets import Checked, load_dataset
 from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
-from ..languages import english_only_warning
-from ..redact import redact
-from ..runinfo import DatasetInfo, RunInfo, identity_differences
-from ..machine import package_versions, usable_cpus
+from ..core.languages import english_only_warning
+from ..core.redact import redact
+from ..store.run_info import DatasetInfo, RunInfo, identity_differences
+from ..process.host import package_versions, usable_cpus
 from ..scoring import choose_normalizer
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
-from ..store import RunStore, safe_run_name
+from ..store.runs import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
 from .request import RunRequest
 from .backends import BACKENDS

@@ -30,13 +30,13 @@ from typing import Callable, Optional, Sequence
 
 from ..adapters import get_adapter
 from ..errors import OptionError
-from ..machine import usable_cpus
-from ..models.registry import resolve_source
+from ..process.host import usable_cpus
+from ..models.resolve import resolve_source
 from ..scoring.record import Summary
-from ..store import RunStore
-from ..supervise import die_with_parent, started_from_main_thread
+from ..store.runs import RunStore
+from ..process.child import die_with_parent, started_from_main_thread
 from .runner import RunRequest, default_run_name, run_evaluation
-from ..spawn import worker_context
+from ..process.start_method import worker_context
 from .spec import AdapterSpec
 
 #: implementations a sweep covers unless told otherwise (each with variants; openai-whisper is the reference)

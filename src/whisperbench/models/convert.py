@@ -21,7 +21,7 @@ from whisperbench.models.checkpoint import (
     transformers_name,
 )
 from whisperbench.models.readers import read_checkpoint
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 logger = logging.getLogger(__name__)
 

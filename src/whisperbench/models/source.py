@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..digest import sha256_of
-from ..files import cache_dir, write_json_atomic
+from ..core.hashing import sha256_of
+from ..core.json_files import cache_dir, write_json_atomic
 from .checkpoint import MULTILINGUAL_MIN_VOCAB, is_multilingual
 
 

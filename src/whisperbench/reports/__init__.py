@@ -1,11 +1,11 @@
 """Reports read run stores only: comparison tables, the markdown leaderboard, the gate (exports imported on first
-use: ``whisperbench.lazy``)."""
+use: ``whisperbench.core.lazy_exports``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from ..core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
     from .compare import Comparison as Comparison, compare_runs as compare_runs, comparison_table as comparison_table

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 import numpy as np
 
 from ..errors import WhisperbenchError
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from ..scoring import QoiResult
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance

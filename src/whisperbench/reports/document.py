@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TypeAlias
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 if TYPE_CHECKING:  # the writers import what they use when they run: the CLI lists DOCUMENTS in --help
     import pandas as pd
 
-    from ..store import StoredRun
+    from ..store.runs import StoredRun
 
 References: TypeAlias = "dict[str, StoredRun]"
 Writer: TypeAlias = "Callable[[pd.DataFrame, list[StoredRun], References, Path, str], Optional[str]]"

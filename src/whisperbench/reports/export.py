@@ -6,7 +6,7 @@ from typing import Optional
 
 import pandas as pd
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.summary import rescored_all
 from ..scoring.metrics import per_example_metrics

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from ..store import StoredRun, same_run_reason
+from ..store.runs import StoredRun, same_run_reason
 from ..scoring import Interval
 from ..scoring.bootstrap import paired_rate_test
 from ..scoring.metrics import metric_named

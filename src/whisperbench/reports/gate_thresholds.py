@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..errors import OptionError, WhisperbenchError
-from ..limits import GATE_LIMITS, check_limits
+from ..core.ranges import GATE_LIMITS, check_limits
 
 #: the thresholds that judge quality: the gate needs at least one
 QUALITY = (
@@ -194,7 +194,7 @@ class GateThresholds:
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> "GateThresholds":
         """Thresholds from keywords (the API's), each checked: a number in its documented range
-        (:mod:`whisperbench.limits`), a per-metric limit of a registered metric, a known policy; an unknown
+        (:mod:`whisperbench.core.ranges`), a per-metric limit of a registered metric, a known policy; an unknown
         keyword or a bad value is an OptionError naming it as its flag."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)

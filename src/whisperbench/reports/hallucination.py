@@ -11,7 +11,7 @@ import numpy as np
 
 from ..scoring.hallucination import KINDS, Measures, Thresholds, loop_words_under, loops_stored
 from ..scoring.metrics import stored_options
-from ..store import StoredRun
+from ..store.runs import StoredRun
 
 
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:

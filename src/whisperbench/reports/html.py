@@ -16,7 +16,7 @@ from typing import Optional
 import jiwer
 import pandas as pd
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from ..scoring import normalize
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, explorer_flags

@@ -15,7 +15,7 @@ from ..scoring.table import paired_columns
 from .escape import md_cell, one_line
 
 if TYPE_CHECKING:
-    from ..store import StoredRun
+    from ..store.runs import StoredRun
     from .compare import Comparison
 
 #: examples named per term in a table or a note (the rest counted)

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..languages import headline_metric
+from ..core.languages import headline_metric
 from ..scoring import qoi_interval, wer_interval
 import pyarrow.compute as pc
 from ..scoring.arrays import FALSE, text
 from ..scoring.figures import by_language, identified_by_language
 from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 from .weights import english_only_on

@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from ..scoring import qoi_interval, wer_interval
 from ..scoring.metrics import (
     Metric,
@@ -96,7 +96,7 @@ def recorded_references(runs_dir: str | Path) -> list[str]:
 
 def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
     """Record ``names`` as the reference runs of ``runs_dir`` (the demo's choice, read back by ``report``)."""
-    from ..files import write_json_atomic
+    from ..core.json_files import write_json_atomic
 
     write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})
 

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 

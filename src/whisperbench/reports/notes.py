@@ -48,7 +48,7 @@ def _p(value) -> str:
 
 
 def _setting_notes(c: Comparison) -> list[str]:
-    from ..runinfo import identity_differences
+    from ..store.run_info import identity_differences
 
     said = identity_differences(
         c.reference.meta, c.candidate.meta, "the reference", ("decoding", "normalizer", "long_form")

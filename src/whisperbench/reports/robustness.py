@@ -17,7 +17,7 @@ from ..scoring.conditions import SEPARATOR, condition_of, condition_order, noise
 from ..scoring.figures import grouped, table_figures
 from ..scoring.metrics import MetricContext
 from ..scoring.qoi import qoi_by
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .charts import ticks
 from .escape import md_cell

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from ..errors import RunStoreError, WhisperbenchError
-from ..store import RunStore, StoredRun, find_run, read_run, run_folders
+from ..store.runs import RunStore, StoredRun, find_run, read_run, run_folders
 from .escape import one_line
 
 

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ..scoring.arrays import OK, numbers
 from ..scoring.significance import SignificanceSettings
 from ..scoring.speed import SpeedStats, increase_pct, pooled_speed
-from ..store import StoredRun
+from ..store.runs import StoredRun
 
 #: the score-table column of each basis
 BASIS_COLUMN = {"wall": "infer_s", "cpu": "cpu_s"}

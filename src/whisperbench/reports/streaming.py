@@ -11,7 +11,7 @@ import html
 
 from typing import Any, Optional
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .tables import html_table, markdown_table
 
 #: the latency figures in the order the gate prefers them: word-level (whisperbench's commit delay) where the dataset

@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
 from ..scoring.timing import METRIC, PARITY_TOLERANCE_S, parity, start_shifts, summarize
-from ..files import safe_file_name
+from ..core.json_files import safe_file_name
 from ..types import Prediction
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .sections import section_rows
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import WhisperbenchError
-from ..registry import Registry
+from ..core.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,11 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from ..redact import redact, redact_text
+from ..core.redact import redact, redact_text
 from ..scoring.metrics import displayed_metrics, metric_named, nested_metrics
 from ..scoring.table import metric_values
 from ..scoring import qoi_interval
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .export import example_frame
 from .languages import language_frame, render_language_markdown

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .escape import md_cell
 from ..scoring.significance import holm
 from .gate import VERDICTS, GateResult, evaluate_gate

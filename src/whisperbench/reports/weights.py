@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..languages import english_only_model, other_than_english
+from ..core.languages import english_only_model, other_than_english
 from ..models.formats import find_format
-from ..runinfo import RunInfo
-from ..store import StoredRun
+from ..store.run_info import RunInfo
+from ..store.runs import StoredRun
 
 #: adapter settings that choose the precision weights run in
 PRECISION_SETTINGS = ("compute_type", "quantization", "precision", "dtype")

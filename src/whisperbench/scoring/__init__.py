@@ -1,11 +1,11 @@
 """Scoring: pure functions over stored predictions (normalize -> align -> WER -> QoI); exports imported on first
-use (``whisperbench.lazy``), so that ``scoring.normalize`` alone loads no scipy."""
+use (``whisperbench.core.lazy_exports``), so that ``scoring.normalize`` alone loads no scipy."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from ..core.lazy_exports import lazy_exports
 
 # eager: these two name both a submodule and a function; once the submodule is imported the package attribute is the
 # module, so the function must be bound here (both modules are light: no scipy, no pandas)

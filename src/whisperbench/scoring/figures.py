@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..languages import headline_metric
+from ..core.languages import headline_metric
 from ..types import Prediction
 import pyarrow.compute as pc
 from .arrays import OK, numbers, text

@@ -39,7 +39,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from ..limits import Range
+from ..core.ranges import Range
 from ..types import Prediction
 from .arrays import FALSE, OK, numbers, strings
 from .metrics import Display, Metric, MetricContext

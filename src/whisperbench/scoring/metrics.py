@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 import numpy as np
 
 from ..errors import OptionError, WhisperbenchError
-from ..registry import Registry, package_items
+from ..core.registry import Registry, package_items
 from ..types import Prediction, WordCounts
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ measured against the same human transcript with the same normalizer. Examples ar
 never by position. Since both WERs share one denominator, errors are compared directly, which also
 decides examples whose normalized transcript is empty (WER undefined there). For languages written
 without spaces (Chinese, Japanese, Korean, Thai, Lao, Burmese, Cantonese) characters are compared
-instead of words (see :mod:`whisperbench.languages`).
+instead of words (see :mod:`whisperbench.core.languages`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol, Sequence
 
-from ..languages import headline_metric
+from ..core.languages import headline_metric
 from ..types import Prediction
 from .normalize import normalize
 from .summary import headline_counts, rescored, score_prediction

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Iterator, Optional
 import numpy as np
 import pyarrow as pa
 
-from ..languages import headline_metric
+from ..core.languages import headline_metric
 from ..types import Prediction
 import pyarrow.compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text

@@ -10,10 +10,10 @@ from collections.abc import Sequence as SequenceABC
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
-from ..languages import cer_text, headline_metric
-from ..machine import usable_cpus
-from ..spawn import worker_context
-from ..supervise import die_with_parent
+from ..core.languages import cer_text, headline_metric
+from ..process.host import usable_cpus
+from ..process.start_method import worker_context
+from ..process.child import die_with_parent
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
 from .normalize import normalize
 from .wer import align, align_characters
@@ -162,8 +162,8 @@ def map_ranges(
 
     A worker gets only its part: ``shared[start:stop]`` (``shared`` slices itself: a list, or an object that keeps
     what every part needs), pickled, and calls ``fn(part, 0, stop - start)``; ``fn`` is a module-level function. The
-    workers are fresh interpreters (:func:`whisperbench.spawn.worker_context`: spawned, so safe from any thread of
-    any process, and never running the caller's script again), end with this
+    workers are fresh interpreters (:func:`whisperbench.process.start_method.worker_context`: spawned, so safe from
+    any thread of any process, and never running the caller's script again), end with this
     process however it ends (:func:`_worker_start`), and are gone when this returns or raises (a range that
     raises raises here; the ranges not started are dropped). ``backwards``: the last range is handed out first (the
     costly ones are last in a run's order; the range a worker starts last should be a cheap one), the results

@@ -5,7 +5,7 @@ Everything whisperbench knows about one format lives in its module under :mod:`w
 (:class:`ModelLayout`), how to read it back to a float32 ``Checkpoint``, its token embedding (the
 fingerprint), which module converts to it, the file name its implementation loads, its default variant,
 the adapters that run it as it is and one line for the help. The tables of :mod:`~whisperbench.models.detect`,
-:mod:`~whisperbench.models.readers`, :mod:`~whisperbench.models.registry` and the CLI are derived from
+:mod:`~whisperbench.models.readers`, :mod:`~whisperbench.models.resolve` and the CLI are derived from
 :func:`all_formats`. A new format is one new module in ``models/formats/`` (found by its presence), or
 :func:`register` at run time (a plug-in, a test).
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from whisperbench.errors import ModelError
-from whisperbench.registry import Registry, package_items
+from whisperbench.core.registry import Registry, package_items
 
 if TYPE_CHECKING:
     import numpy as np

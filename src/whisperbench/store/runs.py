@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional
 
 
-from .digest import sha256_of
-from .errors import RunStoreError
-from .files import json_line, json_lines_parser, parse_json, write_json_atomic
-from .redact import redact, redact_text
-from .runinfo import RunInfo, identity_differences
-from .scorefile import predictions_stamp, read_table, write_table
-from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
+from ..core.hashing import sha256_of
+from ..errors import RunStoreError
+from ..core.json_files import json_line, json_lines_parser, parse_json, write_json_atomic
+from ..core.redact import redact, redact_text
+from .run_info import RunInfo, identity_differences
+from .score_files import predictions_stamp, read_table, write_table
+from .run_lock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
 import pyarrow.compute as pc
-from .scoring.arrays import OK
-from .scoring.record import Summary, SummaryError
-from .types import Prediction
+from ..scoring.arrays import OK
+from ..scoring.record import Summary, SummaryError
+from ..types import Prediction
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class RunStore:
         return redact(_read_json(self.path / RUN_JSON))  # runs stored before redaction covered every field
 
     def read_run_info(self) -> RunInfo:
-        """run.json as the typed record :class:`~whisperbench.runinfo.RunInfo`."""
+        """run.json as the typed record :class:`~whisperbench.store.run_info.RunInfo`."""
         return RunInfo.from_dict(self.read_info())
 
     def write_info(self, info: RunInfo | dict) -> None:
@@ -160,14 +160,14 @@ class RunStore:
         return predictions_stamp(self.predictions_path)
 
     def read_score_table(self, normalizer: str) -> Any:
-        """The stored score table with ``normalizer`` (:func:`whisperbench.scorefile.read_table`); None when
+        """The stored score table with ``normalizer`` (:func:`whisperbench.store.score_files.read_table`); None when
         it is missing, unreadable, of another version, normalizer or metric code, or stale."""
         path = self.predictions_path
         return read_table(self.scores_path(normalizer), normalizer, self.predictions_stamp(), path)
 
     def write_score_table(self, table: Any, normalizer: str, stamp: str) -> None:
         """Store ``table`` (scored with ``normalizer`` from predictions.jsonl as it was at ``stamp``), atomically
-        (:func:`whisperbench.scorefile.write_table`)."""
+        (:func:`whisperbench.store.score_files.write_table`)."""
         write_table(self.scores_path(normalizer), table, normalizer, stamp, self.predictions_path)
 
     def _cut_partial_line(self) -> None:
@@ -181,7 +181,7 @@ class RunStore:
                 fh.truncate(end)
 
     def lock(self) -> ContextManager[None]:
-        """Hold the run's writer lock (:meth:`whisperbench.runlock.RunLock.hold`): one writer per run, a dead
+        """Hold the run's writer lock (:meth:`whisperbench.store.run_lock.RunLock.hold`): one writer per run, a dead
         writer's lock taken over, saying so."""
         return RunLock(self.path).hold()
 
@@ -344,7 +344,7 @@ class StoredRun:
 
     def scored(self, normalizer: Optional[str] = None) -> list[Prediction]:
         """Every stored prediction scored with ``normalizer`` (default the run's): the raw output holds no score."""
-        from .scoring.summary import rescored_all
+        from ..scoring.summary import rescored_all
 
         return rescored_all(self.predictions, normalizer or self.normalizer)
 
@@ -380,7 +380,7 @@ class StoredRun:
 
     def _checked(self, table: Any, normalizer: str) -> Any:
         """``table`` where a random sample of the stored lines scores as its rows say, else None (rebuild it)."""
-        from .scoring.table import rows_differ
+        from ..scoring.table import rows_differ
 
         problem = rows_differ(table, self.store.sample_predictions(VERIFY_SAMPLE, random.Random()), normalizer)
         if problem is None:
@@ -390,7 +390,7 @@ class StoredRun:
 
     def _build_score_table(self, normalizer: str):
         """Build the score table from the predictions, store it beside them and return it (memory-mapped)."""
-        from .scoring.table import score_table_of_chunks
+        from ..scoring.table import score_table_of_chunks
 
         stamp = self.store.predictions_stamp()
         chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()

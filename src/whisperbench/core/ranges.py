@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from .errors import OptionError
+from ..errors import OptionError
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from contextlib import redirect_stdout
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Optional, TypeVar
 
-from .errors import WhisperbenchError
+from ..errors import WhisperbenchError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable, Optional
 
-from .types import storable_text
+from ..types import storable_text
 
 #: the languages of Whisper's tokenizer (openai-whisper's ``whisper.tokenizer.LANGUAGES``), in its order
 WHISPER_LANGUAGES = tuple(

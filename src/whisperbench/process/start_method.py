@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Optional
 
-from .errors import WhisperbenchError
+from ..errors import WhisperbenchError
 
 #: what the children are told the caller's main module is: a name ending in ``.__main__`` is never imported
 _OWN_MAIN = importlib.machinery.ModuleSpec("whisperbench.__main__", None)

@@ -12,13 +12,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .adapters import DecodingOptions, get_adapter
-from .datasets import bundled_datasets, load_dataset
-from .errors import OptionError, WhisperbenchError
-from .models.registry import resolve_source
+from ..adapters import DecodingOptions, get_adapter
+from ..datasets import bundled_datasets, load_dataset
+from ..errors import OptionError, WhisperbenchError
+from ..models.resolve import resolve_source
 from .progress import progress
-from .harness import RunRequest, run_evaluation
-from .harness.longform import LongFormConfig
+from .runner import RunRequest, run_evaluation
+from .longform import LongFormConfig
 
 REFERENCE_ADAPTER = "openai-whisper"
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def _apple_silicon() -> bool:
 
 def _mlx_on_openblas_here() -> Optional[str]:
     """None where mlx[cpu] can use a system OpenBLAS (the adapter's own lookup), else why not."""
-    from .adapters.mlx import blas_library
+    from ..adapters.mlx import blas_library
 
     try:
         blas_library("openblas")

@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from .errors import RunStoreError
-from .files import write_json_atomic
+from ..errors import RunStoreError
+from ..core.json_files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Optional
 
-from .machine import peak_rss_mb
+from .host import peak_rss_mb
 
 _LOG_TAIL_LINES = 6
 # Python stack lines (a fault handler's dump under PYTHONFAULTHANDLER=1, a traceback's frames): left out of the
