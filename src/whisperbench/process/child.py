@@ -103,7 +103,7 @@ class ChildProcess:
         self.last_cpu_s: Optional[float] = None  # the child's CPU seconds (all its threads) in the last call
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parent.parent)  # the folder holding whisperbench/
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding whisperbench/
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -44,7 +44,7 @@ SCORER_CODE = ("scoring", "types.py")
 def scorer_digest() -> str:
     """A digest of the scoring code (every module of :data:`SCORER_CODE`, by name and content, and the table
     version): a table computed by other code is rebuilt."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the package root: SCORER_CODE is relative to it
     digest = hashlib.sha256(TABLE_VERSION.encode())
     for entry in SCORER_CODE:
         where = root / entry
