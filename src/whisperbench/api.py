@@ -823,9 +823,9 @@ class Subtitles:
 def subtitles(
     run: RunLike, out: Optional[PathLike] = None, *, format: str = "srt", runs_dir: PathLike = "runs"
 ) -> Subtitles:
-    """SRT or WebVTT files (``format``: ``srt`` or ``vtt``) of a run's stored segments, else its words, one
-    ``<id>.<format>`` per example in ``out`` (default ``subtitles/RUN``; ``whisperbench subtitles``). A run that
-    stored no times at all: WhisperbenchError saying how to get them.
+    """SRT or WebVTT files (``format``: ``srt``, ``vtt`` or another of ``reports.subtitles.SUBTITLE_FORMATS``) of a
+    run's stored segments, else its words, one ``<id>.<format>`` per example in ``out`` (default ``subtitles/RUN``;
+    ``whisperbench subtitles``). A run that stored no times at all: WhisperbenchError saying how to get them.
 
     >>> import tempfile
     >>> runs = tempfile.mkdtemp()
@@ -834,10 +834,10 @@ def subtitles(
     Traceback (most recent call last):
     whisperbench.errors.WhisperbenchError: run tiny stored no segment or word times: run it with --word-timestamps ...
     """
-    from .reports.timing import SUBTITLE_FORMATS, write_subtitles
+    from .reports.subtitles import SUBTITLE_FORMATS
+    from .reports.timing import write_subtitles
 
-    if format not in SUBTITLE_FORMATS:
-        raise WhisperbenchError(f"subtitles: format {format!r} is none of {', '.join(SUBTITLE_FORMATS)}")
+    SUBTITLE_FORMATS.get(format)  # an unknown one: WhisperbenchError naming the known ones
     stored = load_run(run, runs_dir)
     folder = Path(out) if out is not None else Path("subtitles") / stored.name
     written, untimed = write_subtitles(stored, folder, format)

@@ -8,7 +8,7 @@ import math
 from typing import Any, Optional
 
 from ..core.ranges import CONFIDENCE_PERCENT
-from ..scoring.normalize import NORMALIZER_NAMES
+from ..scoring.normalize import normalizer_names
 
 
 def finite(text: str) -> float:
@@ -76,7 +76,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--limit", type=whole, help="only the first N examples")
     p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
-    p.add_argument("--normalizer", choices=NORMALIZER_NAMES, help="default: english for English data")
+    p.add_argument("--normalizer", choices=normalizer_names(), help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
     add_column_args(p)

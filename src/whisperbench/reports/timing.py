@@ -20,11 +20,10 @@ from ..core.json_files import safe_file_name
 from ..types import Prediction
 from ..store.runs import StoredRun
 from .sections import section_rows
+from .subtitles import SUBTITLE_FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
-
-SUBTITLE_FORMATS = ("srt", "vtt")
 
 
 def run_timing(run: StoredRun) -> Optional[dict[str, Any]]:
@@ -123,31 +122,6 @@ def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]
 # ------------------------------------------------------------------------------------------ subtitles
 
 
-def _stamp(seconds: float, separator: str) -> str:
-    millis = int(round(max(seconds, 0.0) * 1000))
-    hours, rest = divmod(millis, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{separator}{rest % 1000:03d}"
-
-
-def subtitles(segments: list[dict[str, Any]], fmt: str) -> str:
-    """SRT or WebVTT text of ``[{start, end, text}]`` (seconds).
-
-    >>> print(subtitles([{"start": 1.5, "end": 62.25, "text": " Hi there"}], "srt"))
-    1
-    00:00:01,500 --> 00:01:02,250
-    Hi there
-    <BLANKLINE>
-    """
-    separator = "," if fmt == "srt" else "."
-    cues = []
-    for number, segment in enumerate(segments, start=1):
-        times = f"{_stamp(segment['start'], separator)} --> {_stamp(segment['end'], separator)}"
-        text = " ".join(str(segment.get("text", "")).split()).replace("-->", "->")
-        cues.append(f"{number}\n{times}\n{text}\n" if fmt == "srt" else f"{times}\n{text}\n")
-    return ("" if fmt == "srt" else "WEBVTT\n\n") + "\n".join(cues)
-
-
 #: a cue made from word times ends after a sentence mark, or at this many words or seconds
 CUE_MAX_WORDS = 12
 CUE_MAX_S = 6.0
@@ -181,7 +155,8 @@ def cues_from_words(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list[Path], list[str]]:
     """One ``<id>.<fmt>`` per example that stored segments (else words, grouped into cues by
-    :func:`cues_from_words`); returns the files and the ids without times."""
+    :func:`cues_from_words`) in the subtitle format ``fmt``; returns the files and the ids without times."""
+    render = SUBTITLE_FORMATS.get(fmt).render
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     written, untimed = [], []
@@ -191,6 +166,6 @@ def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list
             untimed.append(pred.id)
             continue
         path = folder / f"{safe_file_name(pred.id)}.{fmt}"
-        path.write_text(subtitles(cues, fmt), encoding="utf-8")
+        path.write_text(render(cues), encoding="utf-8")
         written.append(path)
     return written, untimed

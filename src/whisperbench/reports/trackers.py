@@ -13,12 +13,11 @@ A tracker is a name and a ``publish(tracked_run, **options) -> str`` function na
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import WhisperbenchError
-from ..core.registry import Registry
+from ..core.registry import Registry, imported
 
 
 @dataclass(frozen=True)
@@ -34,8 +33,7 @@ class Tracker:
 
     def function(self) -> Callable[..., str]:
         """The publish function, imported now."""
-        module, _, attribute = self.publish.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return imported(self.publish)
 
     def send(self, tracked: Any, **options: Any) -> str:
         """Publish ``tracked`` with those of ``options`` this tracker takes (the others, e.g. another tracker's

@@ -36,11 +36,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
-NORMALIZERS = ("english", "basic", "none")
+from ..core.registry import Registry
+
 #: script folds (``NAME+FOLD``): the OpenCC configuration each applies
 FOLDS = {"zh-hans": "t2s"}
-#: every normalizer name the command line takes
-NORMALIZER_NAMES = NORMALIZERS + tuple(f"{name}+{fold}" for name in ("basic", "none") for fold in FOLDS)
 #: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)
 NOT_IN_OPENAI_WHISPER = (r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b")
 #: distinct texts kept per normalizer in the normalized-text cache
@@ -310,9 +309,40 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+@dataclass(frozen=True)
+class Normalizer:
+    """A text normalizer (``--normalizer NAME``): its name, a one-line description, ``make`` (builds the function,
+    once per process) and whether a script fold (``NAME+FOLD``) may follow it."""
+
+    name: str
+    description: str
+    make: Callable[[], Callable[[str], str]]
+    foldable: bool = True
+
+
+#: every normalizer; installed packages add theirs in the entry-point group whisperbench.normalizers
+NORMALIZERS: Registry[Normalizer] = Registry(
+    "normalizer",
+    builtin=lambda: [
+        Normalizer("english", "openai-whisper's English normalizer", EnglishNormalizer, foldable=False),
+        Normalizer("basic", "openai-whisper's basic normalizer (any language)", BasicNormalizer),
+        Normalizer("none", "white space collapsed only", lambda: _collapse),
+    ],
+    kind=Normalizer,
+    group="whisperbench.normalizers",
+    error=ValueError,
+)
+
+
+def normalizer_names() -> list[str]:
+    """Every normalizer name the command line takes: each normalizer, then each foldable one with each fold."""
+    found = NORMALIZERS.items()
+    return [n.name for n in found] + [f"{n.name}+{fold}" for n in found if n.foldable for fold in FOLDS]
+
+
 @lru_cache(maxsize=None)
 def get_normalizer(name: str) -> Callable[[str], str]:
-    """Return the normalizing function called ``name`` (one of NORMALIZERS, or ``NAME+FOLD``: see FOLDS).
+    """Return the normalizing function called ``name`` (a name in NORMALIZERS, or ``NAME+FOLD``: see FOLDS).
 
     >>> get_normalizer("basic+zh-hans")("語言識別，準確率")
     '语言识别 准确率'
@@ -320,13 +350,7 @@ def get_normalizer(name: str) -> Callable[[str], str]:
     base, plus, fold = name.partition("+")
     if plus:
         return _folded(get_normalizer(base), fold)
-    if name == "english":
-        return EnglishNormalizer()
-    if name == "basic":
-        return BasicNormalizer()
-    if name == "none":
-        return _collapse
-    raise ValueError(f"unknown normalizer {name!r}; choose one of {', '.join(NORMALIZER_NAMES)}")
+    return NORMALIZERS.get(name).make()
 
 
 def _folded(rule: Callable[[str], str], fold: str) -> Callable[[str], str]:
