@@ -136,11 +136,6 @@ class JaxAdapter(Adapter):
     def batch_size(self) -> int:
         return self._batch_size
 
-    @property
-    def compiled_shapes(self) -> list[tuple[int, int]]:
-        """The (batch size, max length) of each compiled program: without and with timestamps."""
-        return [(self._batch_size, program.max_length) for program in self._programs.values()]
-
     def load(self) -> None:
         _limit_xla_threads(self.decoding.threads)
         import jax

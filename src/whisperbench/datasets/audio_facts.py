@@ -75,9 +75,8 @@ def audio_facts(source: str | bytes) -> AudioFacts:
     return found
 
 
-#: fewest files to compute on a pool of processes (about 0.22 ms a file: reading, hashing, the header, measured
-#: 2026-11-28: 3,000 files 0.65 s in one thread, 0.62 s on two threads; a spawned worker's start is about 0.35 s of
-#: CPU: two workers pay for themselves from about 3,000 files)
+#: fewest files to compute on a pool of processes: below it, starting the spawned workers costs more CPU than
+#: reading, hashing and the header of every file in this process
 POOL_MIN = 5_000
 
 

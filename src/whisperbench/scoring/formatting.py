@@ -148,7 +148,7 @@ def _masked(tokens: list[str]) -> list[Optional[str]]:
 
 
 #: the widest band (cells a row) aligned cell by cell in Python; a wider one is faster a row at a time by vector
-#: operations (about 25 µs a row against 0.4 µs a cell)
+#: operations, whose fixed cost a row outweighs the cells of a narrower band
 _BANDED_MAX_WIDTH = 61
 
 #: a backtrace step at cell (i, j) of the cost matrix (i, j >= 1)
