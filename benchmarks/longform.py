@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-
-from common import ratio, run_implementation, load_verdict
+from common import load_verdict, ratio, run_implementation
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data")) / "longform"

@@ -2,10 +2,10 @@
 the workflow's env and its `if: always()` rule, on the bundled data; the GitLab job runs the same commands."""
 
 import os
-import sys
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

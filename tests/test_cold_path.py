@@ -117,8 +117,8 @@ def test_a_rewritten_file_gets_fresh_facts(tmp_path, tiny_rows, monkeypatch):
     import shutil
 
     from tests.conftest import BUNDLED
-    from whisperbench.datasets.audio_facts import audio_facts
     from whisperbench.core.hashing import sha256_of
+    from whisperbench.datasets.audio_facts import audio_facts
 
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "clip.flac"
@@ -154,9 +154,9 @@ def test_recorded_hypotheses_are_written_a_group_at_a_time(one_file_manifest, tm
     """`score` writes its lines in groups (one ``write`` call each), every line whole and each example once."""
     import os
 
-    from whisperbench.store import runs as store
     from whisperbench.api import score
     from whisperbench.harness.examples import RECORDED_GROUP
+    from whisperbench.store import runs as store
 
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
     path, rows = one_file_manifest

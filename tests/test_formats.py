@@ -83,12 +83,13 @@ def _function(reference: str):
 
 
 def test_the_derived_tables_are_the_per_format_objects():
-    from whisperbench.models.detect import DETECTABLE as FORMATS, FORMAT_ALIASES
+    from whisperbench.models.detect import DETECTABLE as FORMATS
+    from whisperbench.models.detect import FORMAT_ALIASES
 
     formats = fmtmod.builtin_formats()
     assert FORMATS == ("ctranslate2", "transformers", "openai-whisper", "ggml", "mlx", "coreml", "whisperkit")
-    assert FORMATS == tuple(f.name for f in formats if f.folder or f.file)
-    assert FORMAT_ALIASES == {name: f.name for f in formats for name in (f.name, *f.aliases)}
+    assert tuple(f.name for f in formats if f.folder or f.file) == FORMATS
+    assert {name: f.name for f in formats for name in (f.name, *f.aliases)} == FORMAT_ALIASES
     assert {"hf", "openai", "ct2", "whisper.cpp", "flax"} <= set(FORMAT_ALIASES)
     assert len({f.name for f in formats}) == len(formats)  # one object per format
     # one module per format, named after it

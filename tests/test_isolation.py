@@ -11,14 +11,13 @@ import time
 
 import pytest
 
-from whisperbench.store.runs import open_run
-
 from whisperbench.adapters import Adapter, DecodingOptions
 from whisperbench.adapters.openai_whisper import OpenAIWhisperAdapter
 from whisperbench.harness import RunRequest, run_evaluation
 from whisperbench.harness.isolation import IsolatedAdapter
 from whisperbench.harness.spec import AdapterSpec
 from whisperbench.process.child import WorkerCrashed
+from whisperbench.store.runs import open_run
 from whisperbench.types import Transcript
 
 from .conftest import REPO
@@ -157,8 +156,8 @@ def test_a_load_failure_in_the_child_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow  # the default tier proves the same crash through a whole isolated run
 def test_worker_crashed_is_raised_for_a_dead_child(tiny_short, importable_tests):
-    from whisperbench.datasets.audio import load_audio
     from whisperbench.datasets import load_dataset
+    from whisperbench.datasets.audio import load_audio
 
     example = next(e for e in load_dataset(str(tiny_short)).dataset.examples if e.id == ABORTS)
     adapter = AdapterSpec(f"{__name__}:FaultyWhisper", "tiny.en", DecodingOptions(threads=1), isolate=True).build()

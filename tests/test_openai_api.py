@@ -68,7 +68,7 @@ def server(tmp_path_factory):
     }
     (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
     port = _free_port()
-    log = open(folder / "server.log", "w")
+    log = open(folder / "server.log", "w")  # noqa: SIM115 - the server's log while it runs, closed at teardown
     proc = subprocess.Popen(
         [
             sys.executable,

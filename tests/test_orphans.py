@@ -89,7 +89,7 @@ def test_a_sweep_killed_with_sigkill_leaves_no_child_holding_the_run(tmp_path, l
         "if __name__ == '__main__':\n"
         f"    _in_fresh_process(_run_in_child, pickle.loads({pickle_request(manifest, runs)!r}))\n"
     )
-    log = open(tmp_path / "sweep.log", "wb")
+    log = open(tmp_path / "sweep.log", "wb")  # noqa: SIM115 - the sweep's log while it runs, closed below
     sweep = subprocess.Popen(
         [sys.executable, str(driver)],
         env=ENV,
@@ -158,14 +158,12 @@ def test_a_lock_whose_writer_is_gone_is_taken_over_and_a_live_one_refused(tmp_pa
     try:
         live = {**this_process(), "pid": holder.pid, "started": psutil.Process(holder.pid).create_time()}
         (store.path / OWNER).write_text(json.dumps(live))
-        with pytest.raises(RunStoreError, match=f"being written by pid {holder.pid}"):
-            with store.lock():
-                pass
+        with pytest.raises(RunStoreError, match=f"being written by pid {holder.pid}"), store.lock():
+            pass
         gone = {**this_process(), "pid": _dead_pid()}
         (store.path / OWNER).write_text(json.dumps(gone))
-        with caplog.at_level("WARNING", logger="whisperbench"):
-            with store.lock():
-                assert _owner(store.path)["pid"] == os.getpid()
+        with caplog.at_level("WARNING", logger="whisperbench"), store.lock():
+            assert _owner(store.path)["pid"] == os.getpid()
         assert f"took over its lock from pid {gone['pid']}" in caplog.text and "no longer running" in caplog.text
         assert not (store.path / OWNER).exists()
     finally:

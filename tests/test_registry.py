@@ -6,10 +6,10 @@ installed as a separate distribution (a ``.dist-info`` with ``entry_points.txt``
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -228,7 +228,7 @@ def test_every_extension_point_is_a_registry_and_an_item_added_is_listed_and_use
 
     from whisperbench.core.registry import Registry
     from whisperbench.datasets import DATASET_SOURCES, DatasetSource, Opened, load_dataset
-    from whisperbench.datasets.perturb import NONSPEECH, NOISES, NonSpeech, Recipe, _nonspeech
+    from whisperbench.datasets.perturb import NOISES, NONSPEECH, NonSpeech, Recipe, _nonspeech
     from whisperbench.datasets.records import RawRecord
     from whisperbench.harness.choices import BACKENDS, BackendChoice
     from whisperbench.models.resolve import KNOWN_MODELS, KnownModel, list_models

@@ -16,7 +16,6 @@ import pytest
 from .conftest import BROWSER, HEADLESS
 from .report_runs import demo_like_runs, many_runs
 
-
 #: measured in the page after it loaded, written into the DOM for --dump-dom to read back
 PROBE = """<script>
 const number = t => /^[-+−]?\\d+(\\.\\d+)?$/.test(t) ? Number(t.replace('−', '-')) : null;

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-
 import pytest
 
 from whisperbench.cli import main

@@ -11,13 +11,12 @@ import random
 
 import pytest
 
-from whisperbench.scoring.record import MEASURED
-from whisperbench.types import SCORE_FIELDS, WordCounts
-
 from whisperbench.harness import RunRequest, open_run, rescore, run_evaluation
 from whisperbench.reports import compare_runs
 from whisperbench.reports.export import example_frame
 from whisperbench.scoring import qoi, rescored, score_prediction, summarize
+from whisperbench.scoring.record import MEASURED
+from whisperbench.types import SCORE_FIELDS, WordCounts
 
 from .conftest import BUNDLED, SHARED_DATA, read_manifest_rows, write_jsonl
 

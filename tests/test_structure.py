@@ -140,8 +140,8 @@ def test_adapters_name_lists_typed_options(capsys):
 
 
 def test_cli_choices_come_from_the_code():
-    from whisperbench.harness.longform import STRATEGIES
     from whisperbench.harness.choices import BACKENDS
+    from whisperbench.harness.longform import STRATEGIES
     from whisperbench.scoring.normalize import normalizer_names
 
     run = build_parser()._subparsers._group_actions[0].choices["run"]

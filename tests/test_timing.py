@@ -207,9 +207,9 @@ def test_srt_and_vtt_readers():
 
 
 def test_manifest_rows_carry_timing_and_bad_times_are_one_error(tmp_path, tiny_rows):
+    from tests.conftest import BUNDLED
     from whisperbench.datasets import load_dataset
     from whisperbench.errors import DatasetError
-    from tests.conftest import BUNDLED
 
     row = dict(tiny_rows[0], audio=str(BUNDLED / "shortform" / tiny_rows[0]["audio"]))
     (tmp_path / "jfk.ctm").write_text("jfk 1 0.32 0.20 And\njfk 1 0.55 0.20 so\n")

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..types import Example
 from ..core.ranges import Range
+from ..types import Example
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 

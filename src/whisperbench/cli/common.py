@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any, Optional
+from typing import Any
 
 from ..core.ranges import CONFIDENCE_PERCENT
 from ..scoring.normalize import normalizer_names
@@ -44,7 +44,7 @@ def whole(text: str) -> int:
     return value
 
 
-def confidence_fraction(percent: Optional[float]) -> Optional[float]:
+def confidence_fraction(percent: float | None) -> float | None:
     """``--confidence`` (a percentage, e.g. 95) as the fraction the API takes; refused outside 50 to 99.9 %."""
     return None if percent is None else round(CONFIDENCE_PERCENT.check("--confidence", percent) / 100.0, 9)
 
@@ -217,6 +217,6 @@ def significance_options(p: Any) -> None:
     )
 
 
-def names(text: Optional[str]) -> Optional[list[str]]:
+def names(text: str | None) -> list[str] | None:
     """A comma-separated list as names (blanks dropped), or None when not given."""
     return [name.strip() for name in text.split(",") if name.strip()] if text else None

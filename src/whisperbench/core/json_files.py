@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 try:
     import orjson as _orjson
@@ -111,7 +112,7 @@ def cache_dir() -> Path:
     return Path(base) / "whisperbench"
 
 
-def write_json_atomic(path: Path, data: Any, indent: Optional[int] = 2) -> None:
+def write_json_atomic(path: Path, data: Any, indent: int | None = 2) -> None:
     """Write JSON so that a reader sees the old file or the new one, never half of one (temp file, fsync, rename).
 
     >>> import tempfile, pathlib

@@ -17,9 +17,10 @@ Columns are found by their usual names (see ``datasets/columns.py``) unless a
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..core.registry import Registry
 from ..errors import DatasetError
@@ -80,8 +81,8 @@ def from_hf_dataset(
     table: Any,
     *,
     name: str = "datasets",
-    form: Optional[Form] = None,
-    limit: Optional[int] = None,
+    form: Form | None = None,
+    limit: int | None = None,
     skip_invalid: bool = False,
     columns: ColumnMap | dict[str, str] | None = None,
 ) -> Checked:
@@ -126,7 +127,7 @@ class Opened:
     records: list[RawRecord]
     name: str
     source: str
-    base_dir: Optional[str]
+    base_dir: str | None
 
 
 @dataclass(frozen=True)
@@ -190,9 +191,9 @@ def column_values(spec: str, column: str) -> dict[str, Any]:
 def load_dataset(
     spec: str,
     *,
-    name: Optional[str] = None,
-    form: Optional[Form] = None,
-    limit: Optional[int] = None,
+    name: str | None = None,
+    form: Form | None = None,
+    limit: int | None = None,
     skip_invalid: bool = False,
     columns: ColumnMap | dict[str, str] | None = None,
 ) -> Checked:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from ..errors import DatasetError
 from ..types import COLUMN_ROLES, ColumnMap
@@ -145,7 +146,7 @@ def _quoted(column: str) -> str:
     return column if re.fullmatch(r"[\w.+-]+", column) else repr(column)
 
 
-def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -> Optional[str]:
+def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -> str | None:
     """The column of ``candidates`` most likely to hold ``role``: audio by its values (file names with an audio
     suffix) or name, text by its name or by holding the most words, language by name, id by name among the columns
     whose value is present and unique in every one of ``rows`` (a speaker's or client's id repeats: as ids they

@@ -35,20 +35,21 @@ import json
 import logging
 import random
 import shutil
-from functools import partial
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, load_audio
-from ..errors import DatasetError, OptionError
 from ..core.json_files import safe_file_name
 from ..core.ranges import Range
 from ..core.registry import Registry
+from ..errors import DatasetError, OptionError
 from ..scoring.conditions import SEPARATOR
 from ..types import Example
+from .audio import SAMPLE_RATE, load_audio
 
 log = logging.getLogger(__name__)
 
@@ -146,13 +147,13 @@ def _apply(transform, samples: np.ndarray, seed: int, *parts: str) -> np.ndarray
     return transform(samples=samples.astype(np.float32), sample_rate=SAMPLE_RATE)
 
 
-def _colour_noise(decay_db: float, snr: float, babble: Optional[Path]) -> Any:
+def _colour_noise(decay_db: float, snr: float, babble: Path | None) -> Any:
     import audiomentations as A
 
     return A.AddColorNoise(min_snr_db=snr, max_snr_db=snr, min_f_decay=decay_db, max_f_decay=decay_db, p=1.0)
 
 
-def _babble_noise(snr: float, babble: Optional[Path]) -> Any:
+def _babble_noise(snr: float, babble: Path | None) -> Any:
     import audiomentations as A
 
     return A.AddBackgroundNoise(sounds_path=[str(babble)], min_snr_db=snr, max_snr_db=snr, p=1.0)
@@ -165,7 +166,7 @@ class Noise:
 
     name: str
     description: str
-    transform: Callable[[float, Optional[Path]], Any]
+    transform: Callable[[float, Path | None], Any]
 
 
 #: the noises, in the order ``--noise`` lists them (installed packages: entry-point group whisperbench.noises)
@@ -440,11 +441,11 @@ def perturb(examples: list[Example], content_hash: str, recipe: Recipe, out_dir:
     return manifest
 
 
-def _items(text: Optional[str]) -> list[str]:
+def _items(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
 
-def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
+def _numbers(text: str | None, what: str) -> tuple[float, ...]:
     try:
         return tuple(float(item) for item in _items(text))
     except ValueError as exc:
@@ -452,15 +453,15 @@ def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
 
 
 def recipe_from_text(
-    noise: Optional[str] = None,
-    snr: Optional[str] = None,
-    gain: Optional[str] = None,
-    silence: Optional[str] = None,
-    nonspeech: Optional[str] = None,
+    noise: str | None = None,
+    snr: str | None = None,
+    gain: str | None = None,
+    silence: str | None = None,
+    nonspeech: str | None = None,
     nonspeech_s: float = 5.0,
     clean: bool = True,
     seed: int = 0,
-    reverb: Optional[str] = None,
+    reverb: str | None = None,
 ) -> Recipe:
     """A :class:`Recipe` from the command line's comma lists (``silence``: ``PLACE:SECONDS,...``;
     ``nonspeech``: kinds, or ``all``)."""

@@ -8,11 +8,20 @@ from typing import TYPE_CHECKING
 from ..core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
-    from ..store.runs import RunStore as RunStore, StoredRun as StoredRun, list_runs as list_runs, open_run as open_run
+    from ..store.runs import RunStore as RunStore
+    from ..store.runs import StoredRun as StoredRun
+    from ..store.runs import list_runs as list_runs
+    from ..store.runs import open_run as open_run
     from .runner import (
         RunRequest as RunRequest,
+    )
+    from .runner import (
         RunResult as RunResult,
+    )
+    from .runner import (
         rescore as rescore,
+    )
+    from .runner import (
         run_evaluation as run_evaluation,
     )
 

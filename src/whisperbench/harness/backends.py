@@ -23,13 +23,13 @@ from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
-from ..process.host import peak_rss_mb
 from ..process.child import die_with_parent, started_from_main_thread
+from ..process.host import peak_rss_mb
+from ..process.start_method import defined_in_main, worker_context
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
-from ..process.start_method import defined_in_main, worker_context
 from .job import BackendReport, Job, Progress
 
 
@@ -94,8 +94,8 @@ class InProcess:
 
 
 # --- process-pool workers: each process loads its own model -------------------------------------
-_worker: Optional[ExampleRunner] = None
-_marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
+_worker: ExampleRunner | None = None
+_marks: Path | None = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
 
 
 def _worker_init(job: Job, marks: str, parent_pid: int, by_signal: bool) -> None:

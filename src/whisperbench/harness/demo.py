@@ -9,16 +9,16 @@ from __future__ import annotations
 import logging
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from ..adapters import DecodingOptions, get_adapter
 from ..datasets import bundled_datasets, load_dataset
 from ..errors import OptionError, WhisperbenchError
 from ..models.resolve import resolve_source
+from .longform import LongFormConfig
 from .progress import progress
 from .runner import RunRequest, run_evaluation
-from .longform import LongFormConfig
 
 REFERENCE_ADAPTER = "openai-whisper"
 log = logging.getLogger(__name__)
@@ -33,13 +33,13 @@ class DemoSettings:
 
     model: str = "tiny.en"
     runs_dir: str = "runs/demo"
-    out: Optional[str] = None
-    threads: Optional[int] = None
-    limit: Optional[int] = None
+    out: str | None = None
+    threads: int | None = None
+    limit: int | None = None
     short_only: bool = False
-    implementations: Optional[str] = None
+    implementations: str | None = None
     all: bool = False
-    reference_endpoint: Optional[str] = None
+    reference_endpoint: str | None = None
     reference_model: str = "whisper-1"
 
 
@@ -58,7 +58,7 @@ def _apple_silicon() -> bool:
     return sys.platform == "darwin" and platform.machine() == "arm64"
 
 
-def _mlx_on_openblas_here() -> Optional[str]:
+def _mlx_on_openblas_here() -> str | None:
     """None where mlx[cpu] can use a system OpenBLAS (the adapter's own lookup), else why not."""
     from ..adapters.mlx import blas_library
 
@@ -78,11 +78,11 @@ class Contender:
     label: str
     options: tuple[str, ...] = ()
     #: None, or why it is left out unless ``--all`` is given (too slow on this platform)
-    slow_here: Optional[Callable[[], Optional[str]]] = None
+    slow_here: Callable[[], str | None] | None = None
     long_form: str = "native"  # the long-form strategy (see harness.longform)
     isolate: bool = False  # in a child process (e.g. a BLAS bound before MLX is imported)
     #: None, or why it cannot run on this machine at all (``--all`` does not change that)
-    unavailable_here: Optional[Callable[[], Optional[str]]] = None
+    unavailable_here: Callable[[], str | None] | None = None
 
 
 CONTENDERS = (

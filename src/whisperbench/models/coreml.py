@@ -195,7 +195,6 @@ def read_info(folder: str | Path) -> dict:
 def to_coreml(source: SourceModel, out_dir: Path, variant: str) -> None:
     """The converter of its Format: ``source`` as Core ML packages (``variant``: a compression) into ``out_dir``."""
     from whisperbench.models.convert import load_openai_whisper, read_checkpoint
-
     from whisperbench.models.coreml_compress import COMPRESSIONS, compress_export
     from whisperbench.models.resolve import converted_source
 

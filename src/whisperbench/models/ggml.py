@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import Checkpoint
 from whisperbench.models import ggml_quantize
+from whisperbench.models.checkpoint import Checkpoint
 from whisperbench.models.ggml_format import (
     _FTYPE_WEIGHT,
     F16,

@@ -14,15 +14,16 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..core.registry import Registry
 from ..errors import ModelError
-from .formats import all_formats, find_format
 from .detect import inspect_model, parse_model_format
+from .formats import all_formats, find_format
 from .source import SourceModel, _sha256_file, cache_dir
 
 
@@ -45,11 +46,11 @@ class KnownModel:
         """Whether the package that ships these weights is installed."""
         return all(importlib.util.find_spec(m) is not None for m in self.modules)
 
-    def installed_versions(self) -> dict[str, Optional[str]]:
+    def installed_versions(self) -> dict[str, str | None]:
         """Each package's installed version (None where its metadata cannot be read)."""
         from importlib.metadata import PackageNotFoundError, version
 
-        found: dict[str, Optional[str]] = {}
+        found: dict[str, str | None] = {}
         for package in self.packages:
             try:
                 found[package] = version(package)
@@ -57,7 +58,7 @@ class KnownModel:
                 found[package] = None
         return found
 
-    def refusal(self, sha256: str) -> Optional[str]:
+    def refusal(self, sha256: str) -> str | None:
         """Why weights whose files hash to ``sha256`` are not this model as pinned (another package version
         installed, or other bytes: both digests named), else None."""
         for (package, installed), pinned in zip(self.installed_versions().items(), self.versions):
@@ -149,7 +150,7 @@ HUB_PATTERNS = [
 ]
 
 
-def parse_hub_reference(reference: str) -> tuple[str, Optional[str], Optional[str]]:
+def parse_hub_reference(reference: str) -> tuple[str, str | None, str | None]:
     """``ORG/NAME[/FILE][@REVISION]`` -> (repo id, file or None, revision or None).
 
     >>> parse_hub_reference("ggerganov/whisper.cpp/ggml-base.en-q5_0.bin@main")
@@ -280,7 +281,7 @@ def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
     return target
 
 
-def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
+def is_native(source: SourceModel, fmt: str, variant: str | None) -> bool:
     """Whether ``source`` already is format ``fmt`` in ``variant`` (None: any variant it has)."""
     if source.format != fmt:
         return False
@@ -289,7 +290,7 @@ def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
     return variant is None or (base or (spec.default_variant if spec else "")) == source.dtype
 
 
-def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
+def converted(model: str, fmt: str, variant: str | None = None) -> Path:
     """The path (file or folder) an implementation of format ``fmt`` loads for ``model``.
 
     ``variant=None``: a model already in ``fmt`` is used as it is (no conversion, no dequantization);
@@ -301,7 +302,7 @@ def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
     return converted_source(resolve_source(model), fmt, variant)
 
 
-def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = None) -> Path:
+def converted_source(source: SourceModel, fmt: str, variant: str | None = None) -> Path:
     """:func:`converted` for a resolved source (a converter building on another variant of its format)."""
     spec = find_format(fmt)
     fmt = spec.name if spec else fmt
@@ -317,7 +318,7 @@ def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = Non
     return folder / spec.output_file if spec.output_file else folder
 
 
-def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None, overwrite: bool = False) -> Path:
+def export_model(model: str, fmt: str, out: Path, variant: str | None = None, overwrite: bool = False) -> Path:
     """Write ``model`` in format ``fmt`` to ``out`` (a file for ggml and openai-whisper, else a folder).
 
     ``out`` must not exist unless ``overwrite`` (then it is replaced once the new copy is complete; never when it
@@ -384,7 +385,7 @@ def list_models() -> list[dict]:
     ]
 
 
-def heads_problem(model: str) -> Optional[str]:
+def heads_problem(model: str) -> str | None:
     """Why ``model``'s stored alignment heads cannot time words (they name layers or heads it lacks), else None;
     None too when its weights cannot be read as float32 here (a quantized file: nothing to check)."""
     from .readers import read_checkpoint

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
 
-from ..store.runs import StoredRun
 from ..scoring import qoi_interval, wer_interval
+from ..scoring.figures import table_figures
 from ..scoring.metrics import (
     Metric,
     MetricContext,
@@ -23,8 +23,9 @@ from ..scoring.metrics import (
     stored_options,
 )
 from ..scoring.summary import rescored
-from ..scoring.figures import table_figures
-from ..scoring.table import column as table_column, metric_values
+from ..scoring.table import column as table_column
+from ..scoring.table import metric_values
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 from .sections import flat_values, value_column
@@ -35,7 +36,7 @@ REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its 
 
 
 def pick_references(
-    runs: list[StoredRun], names: Iterable[str] = (), adapter: Optional[str] = None
+    runs: list[StoredRun], names: Iterable[str] = (), adapter: str | None = None
 ) -> dict[str, StoredRun]:
     """Reference run per dataset content hash: a run named in ``names``, else a finished run of ``adapter`` — the
     one labelled exactly ``adapter`` (no options) first, then the shortest label, then by name: never an accident
@@ -56,7 +57,7 @@ def pick_references(
     return chosen
 
 
-def default_references(runs: list[StoredRun], runs_dir: str | Path, adapter: Optional[str]) -> dict[str, StoredRun]:
+def default_references(runs: list[StoredRun], runs_dir: str | Path, adapter: str | None) -> dict[str, StoredRun]:
     """The references of a report given none: those recorded in ``runs_dir`` (by the demo), else ``adapter``'s
     plainest run; finished runs only (a stopped or partial run is never a reference)."""
     finished = [run for run in runs if run.coverage.finished]
@@ -155,7 +156,7 @@ def leaderboard_frame(
     return frame.reset_index(drop=True)
 
 
-def metric_cells(table) -> dict[str, Optional[float]]:
+def metric_cells(table) -> dict[str, float | None]:
     """Each per-example metric's headline value for one run (a column headed by its ``label``: "CER %", "formatting"),
     the core WER aside (the fixed "WER %" column)."""
     values = metric_values(table)
@@ -289,7 +290,7 @@ def render_markdown(
     frame: pd.DataFrame,
     references: dict[str, StoredRun],
     title: str = "Whisper leaderboard",
-    stamp: Optional[str] = None,
+    stamp: str | None = None,
 ) -> str:
     """The markdown leaderboard: short-form and long-form tables, with how the figures were made (``stamp``:
     when, default now; a fixed one makes the same runs give the same text)."""

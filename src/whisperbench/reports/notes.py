@@ -13,8 +13,8 @@ from .escape import one_line
 from .gate import format_significance
 from .hallucination import describe_ids, hallucination_diff
 from .keywords import keyword_notes
-from .weights import english_only_languages
 from .streaming import compare_lines
+from .weights import english_only_languages
 
 
 def comparison_notes(c: Comparison) -> list[str]:

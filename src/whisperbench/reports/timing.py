@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
-
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
+
+from ..core.json_files import safe_file_name
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
 from ..scoring.timing import METRIC, PARITY_TOLERANCE_S, parity, start_shifts, summarize
-from ..core.json_files import safe_file_name
-from ..types import Prediction
 from ..store.runs import StoredRun
+from ..types import Prediction
 from .sections import section_rows
 from .subtitles import SUBTITLE_FORMATS
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def run_timing(run: StoredRun) -> Optional[dict[str, Any]]:
+def run_timing(run: StoredRun) -> dict[str, Any] | None:
     """The run's ``timing`` figures as its summary.json stores them (the metric computed them once, when the run
     was scored); only a run scored before the metric existed has them computed from its predictions, by the same
     function (None: it stored no times; told by its score table, so a run without times is never read whole)."""
@@ -53,7 +53,7 @@ def _word_line(words: list[dict[str, Any]]) -> str:
     return " ".join(f"{html.escape(str(w.get('word', '')).strip())}<sub>{float(w['start']):.2f}</sub>" for w in words)
 
 
-def words_html(reference: Optional[Prediction], candidate: Optional[Prediction], normalizer: str) -> str:
+def words_html(reference: Prediction | None, candidate: Prediction | None, normalizer: str) -> str:
     """A regressed example's words with their start times (s) from both runs, and the transcript words both got
     right whose starts differ by more than the parity tolerance (100 ms); empty when neither run timed words."""
     if (reference is None or not reference.words) and (candidate is None or not candidate.words):
@@ -108,7 +108,7 @@ def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]
         return {}
     shared = parity(reference.predictions, candidate.predictions, reference.normalizer)
 
-    def median(timing: Optional[dict]) -> Optional[float]:
+    def median(timing: dict | None) -> float | None:
         return ((timing or {}).get("utterance_start_error_ms") or {}).get("median")
 
     return {

@@ -13,11 +13,12 @@ A tracker is a name and a ``publish(tracked_run, **options) -> str`` function na
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ..errors import WhisperbenchError
 from ..core.registry import Registry, imported
+from ..errors import WhisperbenchError
 
 
 @dataclass(frozen=True)

@@ -15,30 +15,58 @@ from .qoi import ExampleComparison, QoiResult, qoi
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
     from .bootstrap import (
         Interval as Interval,
+    )
+    from .bootstrap import (
         PairedTest as PairedTest,
+    )
+    from .bootstrap import (
         paired_wer_test as paired_wer_test,
+    )
+    from .bootstrap import (
         qoi_interval as qoi_interval,
+    )
+    from .bootstrap import (
         wer_interval as wer_interval,
     )
+    from .figures import summarize as summarize
     from .record import Summary as Summary
     from .significance import (
         PairedSignificance as PairedSignificance,
+    )
+    from .significance import (
         SignificanceSettings as SignificanceSettings,
+    )
+    from .significance import (
         mapsswe as mapsswe,
+    )
+    from .significance import (
         non_inferiority as non_inferiority,
+    )
+    from .significance import (
         paired_significance as paired_significance,
+    )
+    from .significance import (
         sign_test as sign_test,
     )
-    from .figures import summarize as summarize
     from .summary import (
         counts_of as counts_of,
+    )
+    from .summary import (
         rescored as rescored,
+    )
+    from .summary import (
         score_prediction as score_prediction,
+    )
+    from .summary import (
         score_predictions as score_predictions,
     )
     from .wer import (
         align as align,
+    )
+    from .wer import (
         corpus_wer as corpus_wer,
+    )
+    from .wer import (
         example_wer as example_wer,
     )
 

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable, Iterable, Optional
+from functools import cache, lru_cache
 
 from ..core.registry import Registry
 
@@ -82,19 +82,19 @@ _DIGIT_SUFFIX = re.compile(r"([0-9])\s+(st|nd|rd|th|s)\b")
 _ENGLISH_KEEP = ".%$¢€£"
 
 
-class _SymbolTable(dict[int, Optional[str]]):
+class _SymbolTable(dict[int, str | None]):
     """A ``str.translate`` table filled on first sight of each character (a pure function of it)."""
 
-    def __init__(self, rule: Callable[[str], Optional[str]]):
+    def __init__(self, rule: Callable[[str], str | None]):
         super().__init__()
         self.rule = rule
 
-    def __missing__(self, code: int) -> Optional[str]:
+    def __missing__(self, code: int) -> str | None:
         value = self[code] = self.rule(chr(code))
         return value
 
 
-def _without_symbols_and_diacritics(char: str) -> Optional[str]:
+def _without_symbols_and_diacritics(char: str) -> str | None:
     if char in _ENGLISH_KEEP:
         return char
     if char in ADDITIONAL_DIACRITICS:
@@ -155,12 +155,12 @@ class _RuleScreen:
     """
 
     rules: tuple[Rule, ...]
-    words: Optional[re.Pattern[str]]  # the whole-word rules' alternation; None: not screened (try every rule)
+    words: re.Pattern[str] | None  # the whole-word rules' alternation; None: not screened (try every rule)
     others: tuple[Rule, ...]
     needs_apostrophe: bool
 
     @classmethod
-    def of(cls, rules: list[Rule]) -> "_RuleScreen":
+    def of(cls, rules: list[Rule]) -> _RuleScreen:
         """The screen of ``rules`` (applied in their order)."""
         whole = [_WORD_RULE.fullmatch(rule[1].pattern) is not None for rule in rules]
         words = {rule[0] for rule, is_whole in zip(rules, whole) if is_whole}
@@ -339,7 +339,7 @@ def normalizer_names() -> list[str]:
     return [n.name for n in found] + [f"{n.name}+{fold}" for n in found if n.foldable for fold in FOLDS]
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_normalizer(name: str) -> Callable[[str], str]:
     """Return the normalizing function called ``name`` (a name in NORMALIZERS, or ``NAME+FOLD``: see FOLDS).
 
@@ -368,7 +368,7 @@ def _folded(rule: Callable[[str], str], fold: str) -> Callable[[str], str]:
     return folded
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(name: str) -> Callable[[str], str]:
     rule = get_normalizer(name)
 
@@ -384,7 +384,7 @@ def normalize(text: str, normalizer: str = "english") -> str:
     return _cached(normalizer)(text)
 
 
-def choose_normalizer(languages: Iterable[Optional[str]], model: str = "") -> str:
+def choose_normalizer(languages: Iterable[str | None], model: str = "") -> str:
     """Whisper's choice: the English normalizer for English (or ``*.en`` models), basic otherwise."""
     langs = {lang.lower() for lang in languages if lang}
     if model.endswith(".en") or not langs or langs == {"en"} or langs == {"english"}:

@@ -11,8 +11,9 @@ instead of words (see :mod:`whisperbench.core.languages`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.languages import headline_metric
 from ..types import Prediction
@@ -31,14 +32,14 @@ class ExampleComparison:
     id: str
     reference_errors: int
     candidate_errors: int
-    reference_wer: Optional[float]
-    candidate_wer: Optional[float]
+    reference_wer: float | None
+    candidate_wer: float | None
     candidate_failed: bool
     transcript: str
     reference_hypothesis: str
     candidate_hypothesis: str
     transcript_words: int = 0  # words, or characters where ``metric`` is "cer"
-    language: Optional[str] = None
+    language: str | None = None
     metric: str = "wer"
 
     @property
@@ -68,7 +69,7 @@ class ExampleRows(Protocol):
     def worst(self, n: int) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
 
-    def where_language(self, language: str) -> "ExampleRows":
+    def where_language(self, language: str) -> ExampleRows:
         """The examples labelled ``language``."""
 
     def by_language(self) -> dict[str, dict[str, Any]]:
@@ -82,7 +83,7 @@ class ExampleRows(Protocol):
         """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
         normalized with ``normalizer`` (what the formatting parity takes)."""
 
-    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+    def formatting_parity(self, normalizer: str) -> dict[str, Any] | None:
         """The formatting parity of :meth:`output_pairs` (``scoring.formatting.formatting_parity``)."""
 
     def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
@@ -132,7 +133,7 @@ class ExampleList(list[ExampleComparison]):
                     ref == cand or same_words(normalize(ref, normalizer), normalize(cand, normalizer)),
                 )
 
-    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+    def formatting_parity(self, normalizer: str) -> dict[str, Any] | None:
         """The formatting parity of :meth:`output_pairs` (each output normalized again)."""
         from .formatting import formatting_parity
 
@@ -143,7 +144,7 @@ class ExampleList(list[ExampleComparison]):
         pairs = list(self.output_pairs(normalizer))
         return len(pairs), [(i, ref, cand) for i, ref, cand, same in pairs if same and ref != cand]
 
-    def where_language(self, language: str) -> "ExampleList":
+    def where_language(self, language: str) -> ExampleList:
         """The examples labelled ``language``."""
         return ExampleList(e for e in self if e.language == language)
 
@@ -152,7 +153,7 @@ class ExampleList(list[ExampleComparison]):
         return qoi_by([e.language for e in self], [e.regressed for e in self])
 
 
-def qoi_by(labels: Sequence[Optional[str]], regressed: Sequence[bool]) -> dict[str, dict[str, Any]]:
+def qoi_by(labels: Sequence[str | None], regressed: Sequence[bool]) -> dict[str, dict[str, Any]]:
     """QoI per label of the joined examples (``labels`` and ``regressed``: one each per example; an example without
     a label is left out), labels sorted: joined, regressed, QoI %. The one breakdown of QoI: by language
     (:meth:`QoiResult.by_language`), by condition (the robustness table), by any label.
@@ -177,7 +178,7 @@ class QoiResult:
     unchanged / regressed / failed, the ids on one side only, failed in the reference or with differing transcripts,
     and the joined examples."""
 
-    qoi: Optional[float]
+    qoi: float | None
     joined: int
     no_regression: int
     improved: int
@@ -198,7 +199,7 @@ class QoiResult:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
         return self.examples.by_language()
 
-    def for_language(self, language: str) -> "QoiResult":
+    def for_language(self, language: str) -> QoiResult:
         """This result on the examples labelled ``language`` only: its examples, joined and regressed counts and QoI
         as :meth:`by_language` gives them (the one per-language QoI: ``report``'s table and the gate's
         ``--min-qoi-per-language`` read it)."""
@@ -231,7 +232,7 @@ def _by_id(predictions: Iterable[Prediction], role: str) -> dict[str, Prediction
     return table
 
 
-def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Prediction:
+def _labelled(pred: Prediction, language: str | None, normalizer: str) -> Prediction:
     """``pred`` scored as an example of ``language`` (its characters counted without spaces where that applies)."""
     return (
         pred
@@ -280,7 +281,7 @@ def _qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], norma
 
 def _compare_one(
     ref_pred: Prediction, cand_pred: Prediction, normalizer: str, result: QoiResult
-) -> Optional[ExampleComparison]:
+) -> ExampleComparison | None:
     """One joined example (None, and listed in ``reference_failed``, when the reference failed on it)."""
     ex_id = ref_pred.id
     if ref_pred.status != "ok":
