@@ -31,7 +31,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import load_verdict  # noqa: E402
@@ -39,7 +38,7 @@ from common import load_verdict  # noqa: E402
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "shortform" / "manifest.jsonl"
 
 
-def run(label: str, args: argparse.Namespace, threads: int, runs_dir: str, extra: list[str]) -> Optional[dict]:
+def run(label: str, args: argparse.Namespace, threads: int, runs_dir: str, extra: list[str]) -> dict | None:
     cmd = [
         sys.executable,
         "-m",
@@ -86,11 +85,11 @@ def run(label: str, args: argparse.Namespace, threads: int, runs_dir: str, extra
     return summary
 
 
-def fmt(value: Optional[float], spec: str = ".2f") -> str:
+def fmt(value: float | None, spec: str = ".2f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def ratio(a: Optional[float], b: Optional[float]) -> str:
+def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else "n/a"
 
 
@@ -101,7 +100,7 @@ def _quiet_run(cmd: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def sweep(args: argparse.Namespace, parallel: int, runs_dir: Path) -> Optional[dict]:
+def sweep(args: argparse.Namespace, parallel: int, runs_dir: Path) -> dict | None:
     """One ``whisperbench sweep`` (its record, and every finished variant's transcripts and summary)."""
     cmd = [
         sys.executable,

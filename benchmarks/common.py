@@ -11,8 +11,8 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 Column = tuple[str, int, Callable[[dict], str]]  # header, width, format(summary)
 
@@ -26,10 +26,10 @@ def run_implementation(
     dataset: str,
     threads: int,
     runs_dir: str,
-    limit: Optional[int] = None,
+    limit: int | None = None,
     preload: str = "",
     args: tuple[str, ...] = (),
-) -> Optional[dict]:
+) -> dict | None:
     """Summary of one run (``peak_mb`` = the model-holding process's peak), or None when it could not run.
 
     ``preload`` names a module to import first (an adapter not yet built in); ``args`` are further
@@ -76,7 +76,7 @@ def run_implementation(
     return summary
 
 
-def ratio(value: Optional[float], base: Optional[float]) -> float:
+def ratio(value: float | None, base: float | None) -> float:
     return value / base if value and base else float("nan")
 
 
@@ -86,7 +86,7 @@ def run_all(
     model: str,
     dataset: str,
     threads: int,
-    limit: Optional[int] = None,
+    limit: int | None = None,
 ) -> dict[str, dict]:
     """``label -> summary`` for every (label, adapter, options) that ran, in order, in one temp runs dir."""
     results = {}

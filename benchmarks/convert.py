@@ -30,7 +30,7 @@ import torch, transformers, numpy  # what every conversion imports: the baseline
 fmt, model, out = sys.argv[1:4]
 start = time.perf_counter()
 if fmt != "baseline":
-    from whisperbench.models.registry import export_model
+    from whisperbench.models.resolve import export_model
     export_model(model, fmt, Path(out))
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent that forked this process
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import whisperbench as wb
 
 
-def _pct(value: Optional[float], digits: int = 1) -> str:
+def _pct(value: float | None, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def row(run: Any, reference: Optional[Any]) -> dict[str, str]:
+def row(run: Any, reference: Any | None) -> dict[str, str]:
     """One run's cells: its label, model, examples, WER, the formatting figures and, against ``reference`` (another
     run on the same dataset), the formatting parity."""
     summary = wb.rescore(run)
@@ -51,7 +51,7 @@ def row(run: Any, reference: Optional[Any]) -> dict[str, str]:
     }
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Print (and with ``--out`` write) the table of every finished run in RUNS_DIR."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs_dir", type=Path)

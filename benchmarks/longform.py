@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-
-from common import ratio, run_implementation, load_verdict
+from common import load_verdict, ratio, run_implementation
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data")) / "longform"
@@ -35,7 +34,7 @@ def build_long_file(folder: Path, minutes: float) -> Path:
     import sys
 
     sys.path.insert(0, str(REPO / "src"))
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
 
     rows = [json.loads(line) for line in (SHARED / "manifest.jsonl").read_text().splitlines() if line.strip()]
     audio_path = folder / f"long_{minutes:g}min.flac"

@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from whisperbench.machine import peak_rss_mb
-from whisperbench.store import PREDICTIONS, RunStore, open_run
+from whisperbench.process.host import peak_rss_mb
 from whisperbench.reports import compare_runs
 from whisperbench.scoring import qoi, score_prediction, summarize
+from whisperbench.store.runs import PREDICTIONS, RunStore, open_run
 from whisperbench.types import Prediction
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

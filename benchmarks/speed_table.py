@@ -14,7 +14,6 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import load_verdict, run_implementation  # noqa: E402
@@ -36,7 +35,7 @@ IMPLEMENTATIONS = {
 SHORT_ONLY: tuple[str, ...] = ()
 
 
-def _cell(value: Optional[float], spec: str) -> str:
+def _cell(value: float | None, spec: str) -> str:
     return "–" if value is None else f"{value:{spec}}"
 
 
@@ -74,7 +73,7 @@ def table(runs_dir: Path, labels: list[str]) -> list[str]:
     return rows
 
 
-def measure(model: str, dataset: Path, runs_dir: Path, long_form: bool, limit: Optional[int]) -> list[str]:
+def measure(model: str, dataset: Path, runs_dir: Path, long_form: bool, limit: int | None) -> list[str]:
     labels = [label for label in IMPLEMENTATIONS if not (long_form and label in SHORT_ONLY)]
     for label in labels:
         if (runs_dir / label.replace(" ", "_") / "summary.json").exists():
@@ -94,7 +93,7 @@ def measure(model: str, dataset: Path, runs_dir: Path, long_form: bool, limit: O
     return table(runs_dir, labels)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--sets", default="shortform,longform", help="sets of ../shared/data")

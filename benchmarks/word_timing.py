@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from common import run_implementation
 
@@ -40,12 +39,12 @@ IMPLEMENTATIONS = [
 
 
 def _predictions(runs_dir: str, name: str) -> list:
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     return open_run(name, runs_dir).predictions
 
 
-def _row(label: str, name: str, runs_dir: str, off: dict, on: dict, reference: Optional[list]) -> str:
+def _row(label: str, name: str, runs_dir: str, off: dict, on: dict, reference: list | None) -> str:
     from whisperbench.scoring.timing import parity
 
     plain, timed = _predictions(runs_dir, f"{name}-off"), _predictions(runs_dir, f"{name}-on")

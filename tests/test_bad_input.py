@@ -11,10 +11,10 @@ import soundfile as sf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from whisperbench.datasets.hypotheses import read_rows
-from whisperbench.audio import load_audio
 from whisperbench.cli import main
 from whisperbench.datasets import load_dataset
+from whisperbench.datasets.audio import load_audio
+from whisperbench.datasets.hypotheses import read_rows
 from whisperbench.errors import AudioError, DatasetError, WhisperbenchError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
 

@@ -2,10 +2,10 @@
 the workflow's env and its `if: always()` rule, on the bundled data; the GitLab job runs the same commands."""
 
 import os
-import sys
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -102,7 +102,7 @@ def test_the_github_workflow_gates_for_real_and_caches_the_reference(tmp_path):
 
 def _regressed_by_jiwer(runs: Path) -> list[str]:
     """Examples where the candidate makes more word errors than the reference, counted by jiwer directly."""
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     def errors(run):
         return {

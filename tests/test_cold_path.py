@@ -71,7 +71,7 @@ def test_many_files_not_cached_yet_are_read_on_every_core_and_cached_at_once(tmp
 
 
 def test_a_manifest_pointing_at_one_file_opens_and_hashes_it_once(one_file_manifest, monkeypatch, tmp_path):
-    from whisperbench import audio as audio_module
+    from whisperbench.datasets import audio as audio_module
     from whisperbench.datasets import audio_facts as facts_module
     from whisperbench.datasets import load_dataset
 
@@ -117,8 +117,8 @@ def test_a_rewritten_file_gets_fresh_facts(tmp_path, tiny_rows, monkeypatch):
     import shutil
 
     from tests.conftest import BUNDLED
+    from whisperbench.core.hashing import sha256_of
     from whisperbench.datasets.audio_facts import audio_facts
-    from whisperbench.digest import sha256_of
 
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "clip.flac"
@@ -134,7 +134,7 @@ def test_a_rewritten_file_gets_fresh_facts(tmp_path, tiny_rows, monkeypatch):
 def test_predictions_are_synced_in_groups_and_on_close(tmp_path, monkeypatch):
     import os
 
-    from whisperbench import store
+    from whisperbench.store import runs as store
     from whisperbench.types import Prediction
 
     synced = []
@@ -154,9 +154,9 @@ def test_recorded_hypotheses_are_written_a_group_at_a_time(one_file_manifest, tm
     """`score` writes its lines in groups (one ``write`` call each), every line whole and each example once."""
     import os
 
-    from whisperbench import store
     from whisperbench.api import score
     from whisperbench.harness.examples import RECORDED_GROUP
+    from whisperbench.store import runs as store
 
     monkeypatch.setenv("WHISPERBENCH_CACHE", str(tmp_path / "cache"))
     path, rows = one_file_manifest
@@ -241,7 +241,7 @@ def test_score_killed_with_sigkill_midway_resumes_with_nothing_lost_and_nothing_
     import os
 
     from tests.conftest import BUNDLED, kill_9_when
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
     words = tiny_rows[1]["text"].split()
@@ -317,7 +317,7 @@ def test_a_line_written_and_read_through_orjson_reads_back_as_json_writes_and_re
     value back, NaN and infinities, integers past 64 bits, tuples and integer keys included."""
     import numpy as np
 
-    from whisperbench.files import json_line, parse_json
+    from whisperbench.core.json_files import json_line, parse_json
 
     for data in ({"v": value}, {"v": value, "numpy": np.float64(0.25), "when": np.datetime64("2026-11-28")}):
         try:

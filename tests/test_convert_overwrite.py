@@ -7,7 +7,7 @@ import pytest
 
 from whisperbench.cli import main
 from whisperbench.errors import ModelError
-from whisperbench.models import registry
+from whisperbench.models import resolve
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def built(tmp_path, monkeypatch):
     folder.mkdir(parents=True)
     file.write_bytes(b"new weights")
     (folder / "model.safetensors").write_bytes(b"new folder weights")
-    monkeypatch.setattr(registry, "converted", lambda model, fmt, variant=None: file if fmt == "ggml" else folder)
+    monkeypatch.setattr(resolve, "converted", lambda model, fmt, variant=None: file if fmt == "ggml" else folder)
     return file, folder
 
 
@@ -35,7 +35,7 @@ def test_a_folder_output_is_replaced_whole(tmp_path, built):
     out = tmp_path / "ct2"
     out.mkdir()
     (out / "stale.txt").write_text("left from before")
-    registry.export_model("tiny.en", "ctranslate2", out, overwrite=True)
+    resolve.export_model("tiny.en", "ctranslate2", out, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == ["model.safetensors"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary copies left
 
@@ -44,5 +44,5 @@ def test_the_model_being_converted_is_never_overwritten(tmp_path, built):
     source = tmp_path / "mine.bin"
     source.write_bytes(b"the user's only copy")
     with pytest.raises(ModelError, match="is the model being converted"):
-        registry.export_model(str(source), "ggml", source, overwrite=True)
+        resolve.export_model(str(source), "ggml", source, overwrite=True)
     assert source.read_bytes() == b"the user's only copy"

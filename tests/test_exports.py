@@ -12,7 +12,7 @@ import pytest
 
 from whisperbench.cli import main
 from whisperbench.reports.tracking import run_key
-from whisperbench.store import open_run
+from whisperbench.store.runs import open_run
 
 from .wandb_records import records
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from whisperbench.languages import cer_text, headline_metric
+from whisperbench.core.languages import cer_text, headline_metric
 from whisperbench.scoring import normalize, qoi, score_prediction, score_predictions, summarize
 from whisperbench.scoring import summary as summary_module
 from whisperbench.scoring.wer import align, align_characters
@@ -269,7 +269,7 @@ def test_compiled_normalizer_equals_openai_whisper_on_a_random_corpus():
 def _write_run(path, preds, normalizer="english"):
     import json
 
-    from whisperbench.store import PREDICTIONS, RunStore
+    from whisperbench.store.runs import PREDICTIONS, RunStore
 
     store = RunStore(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -317,7 +317,7 @@ def _awkward_runs():
 
 def test_columnar_qoi_equals_per_object_qoi(tmp_path):
     from whisperbench.reports import compare_runs
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     ref, cand = _awkward_runs()
     _write_run(tmp_path / "ref", ref)
@@ -337,7 +337,7 @@ def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
     import json
 
     from whisperbench.reports import compare_runs
-    from whisperbench.store import PREDICTIONS, open_run
+    from whisperbench.store.runs import PREDICTIONS, open_run
 
     ref, cand = _awkward_runs()
     _write_run(tmp_path / "ref", ref)
@@ -366,7 +366,7 @@ def test_stale_score_table_is_detected_and_rebuilt(tmp_path):
 def test_score_table_keeps_the_last_line_per_id_in_bounded_chunks(tmp_path):
     """Built a chunk at a time, the table has the run store's rows: one per id, the last line, first order."""
     from whisperbench.scoring.table import score_table, score_table_of_chunks
-    from whisperbench.store import RunStore
+    from whisperbench.store.runs import RunStore
 
     preds = [Prediction(id=f"u{i % 7}", transcript="a b c", hypothesis="a " * (i % 4)) for i in range(20)]
     _write_run(tmp_path / "r", preds)
@@ -381,7 +381,7 @@ def test_score_table_keeps_the_last_line_per_id_in_bounded_chunks(tmp_path):
 def test_html_explorer_shows_the_worst_rows_of_a_large_comparison(tmp_path):
     from whisperbench.reports import compare_runs
     from whisperbench.reports.html import EXPLORER_ROWS, _explorer
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     n = EXPLORER_ROWS + 100
     _write_run(
@@ -401,7 +401,7 @@ def test_worst_regressions_from_columns_equal_the_sorted_records(tmp_path):
     """``worst(n)`` picks its rows from the columns (ties broken by id, ids stored out of order): the same
     examples, in the same order, as sorting every regressed record."""
     from whisperbench.reports import compare_runs
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     rng = np.random.default_rng(3)
     ids = [f"u{i:04d}" for i in rng.permutation(300)]

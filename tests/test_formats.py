@@ -17,7 +17,7 @@ from whisperbench.cli import build_parser, main
 from whisperbench.errors import ModelError
 from whisperbench.models import formats as fmtmod
 from whisperbench.models.formats import DIMS, Format, ModelLayout
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 TOY_DIMS = {
     "n_mels": 80,
@@ -83,12 +83,13 @@ def _function(reference: str):
 
 
 def test_the_derived_tables_are_the_per_format_objects():
-    from whisperbench.models.detect import DETECTABLE as FORMATS, FORMAT_ALIASES
+    from whisperbench.models.detect import DETECTABLE as FORMATS
+    from whisperbench.models.detect import FORMAT_ALIASES
 
     formats = fmtmod.builtin_formats()
     assert FORMATS == ("ctranslate2", "transformers", "openai-whisper", "ggml", "mlx", "coreml", "whisperkit")
-    assert FORMATS == tuple(f.name for f in formats if f.folder or f.file)
-    assert FORMAT_ALIASES == {name: f.name for f in formats for name in (f.name, *f.aliases)}
+    assert tuple(f.name for f in formats if f.folder or f.file) == FORMATS
+    assert {name: f.name for f in formats for name in (f.name, *f.aliases)} == FORMAT_ALIASES
     assert {"hf", "openai", "ct2", "whisper.cpp", "flax"} <= set(FORMAT_ALIASES)
     assert len({f.name for f in formats}) == len(formats)  # one object per format
     # one module per format, named after it
@@ -145,7 +146,7 @@ def test_the_help_and_the_formats_listing_come_from_the_formats(capsys):
 
 def test_compare_cannot_tell_for_a_format_without_a_fingerprint():
     from whisperbench.reports.weights import weights_relation
-    from whisperbench.runinfo import RunInfo
+    from whisperbench.store.run_info import RunInfo
 
     def run(sha, fmt, fingerprint=None):
         return RunInfo(adapter_info={"weights": {"source_sha256": sha, "format": fmt, "fingerprint": fingerprint}})

@@ -466,7 +466,7 @@ def test_with_confidence_the_per_limit_is_judged_on_its_paired_interval(runs):
 def test_the_html_report_shows_each_formatting_drift_with_its_differences_marked(runs):
     from whisperbench.reports.html import formatting_diff_html, render_html
     from whisperbench.reports.leaderboard import leaderboard_frame
-    from whisperbench.store import list_runs
+    from whisperbench.store.runs import list_runs
 
     store, made = runs
     assert formatting_diff_html("He was born in nineteen ninety.", "He was born in 1990.") == (

@@ -235,7 +235,7 @@ def test_thresholds_from_the_command_line_are_kept_and_used_by_the_gate(tmp_path
     summary keeps the thresholds, a rescore without ``--threshold`` keeps them, and the gate judges new bursts with
     the reference run's thresholds. A bad threshold is one line and exit 2."""
     from whisperbench.cli import main
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     from .conftest import BUNDLED, record_run, write_jsonl
 
@@ -290,7 +290,7 @@ def test_flags_read_from_the_score_table_equal_those_of_each_example(tmp_path, t
 
     from whisperbench.reports.hallucination import flagged
     from whisperbench.scoring.hallucination import KINDS
-    from whisperbench.store import RunStore, open_run
+    from whisperbench.store.runs import RunStore, open_run
 
     rng = random.Random(3)
     words = "ask not what your country can do for you thank watching".split()

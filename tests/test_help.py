@@ -70,9 +70,8 @@ def test_a_missing_run_names_the_runs_that_exist(tmp_path, capsys):
 
 def test_the_reference_among_runs_of_one_adapter_is_the_plainest_not_the_first_by_name():
     from whisperbench.reports import pick_references
-
-    from whisperbench.runinfo import RunInfo
-    from whisperbench.store import Coverage
+    from whisperbench.store.run_info import RunInfo
+    from whisperbench.store.runs import Coverage
 
     class Run:
         def __init__(self, name, label):
@@ -141,7 +140,7 @@ def test_others_busy_cpus_counts_other_processes_not_this_one():
 
     import pytest
 
-    from whisperbench.machine import cpu_counters, others_busy_cpus
+    from whisperbench.process.host import cpu_counters, others_busy_cpus
 
     def burn(cpu_s: float) -> None:  # spend cpu_s of CPU time, however long the machine takes to give it
         start = time.process_time()
@@ -184,9 +183,8 @@ def test_others_busy_cpus_counts_other_processes_not_this_one():
 def test_the_gate_thresholds_table_in_the_usage_page_is_generated_from_the_record():
     """One definition of the gate's limits: docs/usage.md's table is ``markdown_table()`` verbatim, and every field
     is a flag of ``whisperbench gate``."""
-    from pathlib import Path
-
     import dataclasses
+    from pathlib import Path
 
     from whisperbench.reports.gate_thresholds import GateThresholds, flag, markdown_table
 

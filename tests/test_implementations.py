@@ -111,8 +111,8 @@ def test_transformers_differs_from_openai_whisper_only_by_input_padding(tiny_sho
     import torch
     import whisper
 
-    from whisperbench.audio import load_audio
     from whisperbench.datasets import load_dataset
+    from whisperbench.datasets.audio import load_audio
     from whisperbench.models import converted
     from whisperbench.models.convert import load_openai_whisper
 

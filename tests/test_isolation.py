@@ -11,14 +11,13 @@ import time
 
 import pytest
 
-from whisperbench.store import open_run
-
 from whisperbench.adapters import Adapter, DecodingOptions
 from whisperbench.adapters.openai_whisper import OpenAIWhisperAdapter
 from whisperbench.harness import RunRequest, run_evaluation
 from whisperbench.harness.isolation import IsolatedAdapter
 from whisperbench.harness.spec import AdapterSpec
-from whisperbench.supervise import WorkerCrashed
+from whisperbench.process.child import WorkerCrashed
+from whisperbench.store.runs import open_run
 from whisperbench.types import Transcript
 
 from .conftest import REPO
@@ -157,8 +156,8 @@ def test_a_load_failure_in_the_child_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow  # the default tier proves the same crash through a whole isolated run
 def test_worker_crashed_is_raised_for_a_dead_child(tiny_short, importable_tests):
-    from whisperbench.audio import load_audio
     from whisperbench.datasets import load_dataset
+    from whisperbench.datasets.audio import load_audio
 
     example = next(e for e in load_dataset(str(tiny_short)).dataset.examples if e.id == ABORTS)
     adapter = AdapterSpec(f"{__name__}:FaultyWhisper", "tiny.en", DecodingOptions(threads=1), isolate=True).build()
@@ -177,7 +176,7 @@ def test_an_interrupted_call_never_answers_the_next_one(tmp_path):
     itself ignores Ctrl-C (the parent stops it)."""
     import signal
 
-    from whisperbench.supervise import ChildProcess, WorkerCrashed
+    from whisperbench.process.child import ChildProcess, WorkerCrashed
 
     child = ChildProcess("tests.slow_worker:SlowWorker", {"slow_s": 3.0}, tmp_path / "child.log", label="slow")
     assert child.call("echo", 1) == 1
@@ -201,7 +200,7 @@ def test_an_interrupted_call_never_answers_the_next_one(tmp_path):
 def test_a_child_reports_the_cpu_seconds_of_every_thread_during_a_call(tmp_path):
     """Each reply carries the child's process CPU seconds of the call (its other threads included, as whisper.cpp's
     native ones): how whisper.cpp and --isolate runs get the CPU time that --speed-basis cpu judges."""
-    from whisperbench.supervise import ChildProcess
+    from whisperbench.process.child import ChildProcess
 
     child = ChildProcess("tests.slow_worker:SlowWorker", {}, tmp_path / "child.log", label="burner")
     try:

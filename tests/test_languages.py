@@ -12,10 +12,10 @@ import jiwer
 import pytest
 
 from whisperbench.cli import main
+from whisperbench.core.languages import cer_text, language_code
 from whisperbench.errors import OptionError
-from whisperbench.languages import cer_text, language_code
 from whisperbench.scoring import normalize
-from whisperbench.store import open_run
+from whisperbench.store.runs import open_run
 
 from .conftest import needs_adapter, read_manifest_rows, shared_manifest, write_jsonl
 

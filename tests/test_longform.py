@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 
 from whisperbench.adapters import DecodingOptions
-from whisperbench.audio import SAMPLE_RATE, audio_info, load_audio
+from whisperbench.datasets.audio import SAMPLE_RATE, audio_info, load_audio
 from whisperbench.errors import OptionError
 from whisperbench.harness import RunRequest, run_evaluation
 from whisperbench.harness.longform import LongFormConfig, merge_overlapping, stream_windows
@@ -293,7 +293,7 @@ def test_chunked_long_form_on_shared_data_is_close_to_native(tmp_path):
 
 
 def test_runs_stored_before_strategies_existed_resume_as_native():
-    from whisperbench.runinfo import RunInfo
+    from whisperbench.store.run_info import RunInfo
 
     def _config_key(info: dict) -> dict:
         return RunInfo.from_dict(info).identity()

@@ -291,7 +291,7 @@ def test_an_installed_run_level_metric_gets_its_own_report_section(tmp_path, mon
     CSV and its figures in the trackers' metrics — from the registry alone, like hallucination and timing."""
     from whisperbench.reports.tracking import tracked_run
     from whisperbench.scoring.metrics import METRICS
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     site = tmp_path / "site"
     dist = site / "longest-1.0.dist-info"

@@ -12,7 +12,7 @@ import whisperbench as wb
 from whisperbench.cli import main
 from whisperbench.errors import RunStoreError
 from whisperbench.reports.weights import english_only_on
-from whisperbench.runinfo import RunInfo
+from whisperbench.store.run_info import RunInfo
 
 from .conftest import BUNDLED
 

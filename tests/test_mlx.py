@@ -223,8 +223,8 @@ def test_quantized_q4_transcribes_jfk(tiny_short, runs_dir, offline_hub):
 def _sgemm_binding(choice: str) -> list[str]:
     """The dynamic linker's own account (LD_DEBUG) of where libmlx's cblas_sgemm calls go, in a fresh process."""
     code = (
-        "from whisperbench.adapters.mlx import use_blas; use_blas(%r, 1); import mlx.core as mx; "
-        "a = mx.ones((64, 64)); mx.eval(a @ a)" % choice
+        f"from whisperbench.adapters.mlx import use_blas; use_blas({choice!r}, 1); import mlx.core as mx; "
+        "a = mx.ones((64, 64)); mx.eval(a @ a)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

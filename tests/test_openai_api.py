@@ -68,7 +68,7 @@ def server(tmp_path_factory):
     }
     (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
     port = _free_port()
-    log = open(folder / "server.log", "w")
+    log = open(folder / "server.log", "w")  # noqa: SIM115 - the server's log while it runs, closed at teardown
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -284,7 +284,7 @@ def test_split_points_fall_in_quiet_spots():
 
 
 def test_credentials_in_base_url_are_not_recorded():
-    from whisperbench.redact import redact_url
+    from whisperbench.core.redact import redact_url
 
     assert (
         redact_url("https://user:pw@api.example.com:8443/v1?key=abc") == "https://api.example.com:8443/v1?key=REDACTED"

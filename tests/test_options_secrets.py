@@ -10,7 +10,7 @@ import json
 import pytest
 
 from whisperbench.cli import main
-from whisperbench.redact import redact_text, redact_url
+from whisperbench.core.redact import redact_text, redact_url
 
 from .conftest import BUNDLED
 
@@ -94,7 +94,7 @@ def test_path_segments_that_are_names_stay():
 
 def test_run_json_and_predictions_keep_no_secret(tmp_path):
     """A failed example's error quoting the endpoint, and run.json's options holding it, stored redacted."""
-    from whisperbench.store import RunStore
+    from whisperbench.store.runs import RunStore
     from whisperbench.types import Prediction
 
     store = RunStore(tmp_path / "r")

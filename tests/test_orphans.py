@@ -18,7 +18,7 @@ import pytest
 from whisperbench.adapters.base import Adapter
 from whisperbench.errors import RunStoreError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
-from whisperbench.store import OWNER, RunStore
+from whisperbench.store.runs import OWNER, RunStore
 from whisperbench.types import Transcript
 
 from .conftest import REPO
@@ -89,7 +89,7 @@ def test_a_sweep_killed_with_sigkill_leaves_no_child_holding_the_run(tmp_path, l
         "if __name__ == '__main__':\n"
         f"    _in_fresh_process(_run_in_child, pickle.loads({pickle_request(manifest, runs)!r}))\n"
     )
-    log = open(tmp_path / "sweep.log", "wb")
+    log = open(tmp_path / "sweep.log", "wb")  # noqa: SIM115 - the sweep's log while it runs, closed below
     sweep = subprocess.Popen(
         [sys.executable, str(driver)],
         env=ENV,
@@ -150,7 +150,7 @@ def _dead_pid() -> int:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX file locks")
 def test_a_lock_whose_writer_is_gone_is_taken_over_and_a_live_one_refused(tmp_path, caplog):
-    from whisperbench.store import this_process
+    from whisperbench.store.runs import this_process
 
     store = RunStore(tmp_path / "run")
     store.path.mkdir()
@@ -158,14 +158,12 @@ def test_a_lock_whose_writer_is_gone_is_taken_over_and_a_live_one_refused(tmp_pa
     try:
         live = {**this_process(), "pid": holder.pid, "started": psutil.Process(holder.pid).create_time()}
         (store.path / OWNER).write_text(json.dumps(live))
-        with pytest.raises(RunStoreError, match=f"being written by pid {holder.pid}"):
-            with store.lock():
-                pass
+        with pytest.raises(RunStoreError, match=f"being written by pid {holder.pid}"), store.lock():
+            pass
         gone = {**this_process(), "pid": _dead_pid()}
         (store.path / OWNER).write_text(json.dumps(gone))
-        with caplog.at_level("WARNING", logger="whisperbench"):
-            with store.lock():
-                assert _owner(store.path)["pid"] == os.getpid()
+        with caplog.at_level("WARNING", logger="whisperbench"), store.lock():
+            assert _owner(store.path)["pid"] == os.getpid()
         assert f"took over its lock from pid {gone['pid']}" in caplog.text and "no longer running" in caplog.text
         assert not (store.path / OWNER).exists()
     finally:
@@ -177,14 +175,14 @@ def test_a_lock_whose_writer_is_gone_is_taken_over_and_a_live_one_refused(tmp_pa
 def test_two_writers_finding_an_orphaned_lock_at_once_take_it_over_once(tmp_path):
     """Both see a lock held by an orphan whose writer is gone: one takes it over, the other is refused (it
     finds the first alive), never two writers."""
-    from whisperbench.store import this_process
+    from whisperbench.store.runs import this_process
 
     store = RunStore(tmp_path / "run")
     store.path.mkdir()
     release = tmp_path / "release"
     release.touch()
     script = (
-        "import sys, time\nfrom pathlib import Path\nfrom whisperbench.store import RunStore\n"
+        "import sys, time\nfrom pathlib import Path\nfrom whisperbench.store.runs import RunStore\n"
         "from whisperbench.errors import RunStoreError\n"
         "try:\n    with RunStore(Path(sys.argv[1])).lock():\n        print('writer', flush=True)\n"
         "        while Path(sys.argv[2]).exists(): time.sleep(0.1)\n"

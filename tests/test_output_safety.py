@@ -68,7 +68,7 @@ def test_a_lone_surrogate_is_stored_as_a_replacement_character_not_a_crash(tmp_p
     """Valid JSON, no character: "\\ud83d" in a hypotheses file (or from an OpenAI-compatible server) once stopped the
     store mid-line and left the run empty for good; in a manifest's transcript it stopped the load."""
     from whisperbench.cli import main
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     def ascii_jsonl(path, rows):  # JSON's own escapes: the file is valid UTF-8 holding "\ud83d"
         path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
@@ -142,7 +142,7 @@ def test_small_trust_holes_stay_closed(tmp_path):
     import whisperbench as wb
     from whisperbench.errors import RunStoreError
     from whisperbench.reports.escape import md_cell
-    from whisperbench.store import open_run, same_run_reason
+    from whisperbench.store.runs import open_run, same_run_reason
 
     from .conftest import BUNDLED
 
@@ -175,7 +175,7 @@ def test_ids_with_a_nul_or_300_characters_make_files_not_crashes(tmp_path):
     """Subtitles (and derived audio) are files named by example id: a NUL, a slash or 300 characters become a plain
     name cut short with a digest of the id, one file per example."""
     from whisperbench.reports.timing import write_subtitles
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     from .conftest import BUNDLED
 

@@ -299,7 +299,7 @@ def test_hub_reference_resolves_offline_through_huggingface_hub_cache(own, tmp_p
 
 
 def test_hub_reference_syntax():
-    from whisperbench.models.registry import parse_hub_reference
+    from whisperbench.models.resolve import parse_hub_reference
 
     assert parse_hub_reference("a/b@v1") == ("a/b", None, "v1")
     with pytest.raises(ModelError, match="expected hf:ORG/NAME"):
@@ -425,10 +425,10 @@ def test_synthetic_checkpoint_converts_to_every_format_and_reads_back(synthetic_
 def test_mlx_runs_an_mlx_folder_as_it_is(own, local_manifest, tiny_rows, tmp_path):
     """mlx-whisper on the user's MLX folder decodes as on --model tiny.en (slow: MLX on OpenBLAS)."""
     pytest.importorskip("mlx_whisper")
+    import ctypes.util
+
     from whisperbench.adapters import DecodingOptions
     from whisperbench.harness import RunRequest, open_run, run_evaluation
-
-    import ctypes.util
 
     manifest = local_manifest(tiny_rows[:2])
     # MLX's wheel BLAS takes ~40 s a clip here; a system OpenBLAS (in its child process) ~3 s

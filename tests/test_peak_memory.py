@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="VmHWM is Linux's; elsewhere ru_maxrss is used")
 
 REPORT = (
-    "import json, resource; from whisperbench.machine import peak_rss_mb; "
+    "import json, resource; from whisperbench.process.host import peak_rss_mb; "
     "print(json.dumps([peak_rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))"
 )
 
@@ -24,7 +24,7 @@ def _python(code: str) -> str:
 
 def test_peak_follows_an_allocation():
     code = (
-        "import json, numpy as np; from whisperbench.machine import peak_rss_mb; "
+        "import json, numpy as np; from whisperbench.process.host import peak_rss_mb; "
         "before = peak_rss_mb(); a = np.ones(300 * 2**20 // 8); after = peak_rss_mb(); "
         "print(json.dumps([before, after]))"
     )

@@ -11,7 +11,7 @@ from whisperbench.adapters import ADAPTERS
 from whisperbench.adapters.base import DecodingOptions, refuse_prompt
 from whisperbench.cli import main
 from whisperbench.errors import OptionError
-from whisperbench.runinfo import RunInfo, identity_differences
+from whisperbench.store.run_info import RunInfo, identity_differences
 from whisperbench.types import Example
 
 from .conftest import BUNDLED

@@ -6,8 +6,7 @@ import json
 import pytest
 
 from whisperbench.errors import OptionError
-from whisperbench.harness import RunRequest
-from whisperbench.harness import ray_env
+from whisperbench.harness import RunRequest, ray_env
 from whisperbench.harness.runner import backend_of
 
 SECRET = "sk-test-0123456789abcdef"

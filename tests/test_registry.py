@@ -1,4 +1,4 @@
-"""One registry pattern (``whisperbench.registry.Registry``) serves every kind of plug-in: an installed package
+"""One registry pattern (``whisperbench.core.registry.Registry``) serves every kind of plug-in: an installed package
 adds a command, an experiment tracker, a report document, an adapter and a model format through entry points,
 and each shows where the built-in ones do, with no file of the project changed. The package is written here and
 installed as a separate distribution (a ``.dist-info`` with ``entry_points.txt`` on the path)."""
@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,76 @@ def test_an_adapter_found_by_its_module_s_name_imports_no_other_adapter_and_a_mi
     assert found == "RecordedAdapter WhisperCppAdapter"
     assert "whisperbench.adapters.openai_whisper" not in modules and "whisperbench.adapters.recorded" in modules
     assert missed == "AnePyTorchAdapter True"
+
+
+@contextmanager
+def _added(registry, item):
+    registry.add(item)
+    try:
+        yield item
+    finally:
+        registry.remove(item.name)
+
+
+def _choices(command: str, dest: str) -> list[str]:
+    from whisperbench.cli import build_parser
+
+    parser = build_parser()._subparsers._group_actions[0].choices[command]
+    return list(next(a.choices for a in parser._actions if a.dest == dest))
+
+
+def test_every_extension_point_is_a_registry_and_an_item_added_is_listed_and_used():
+    """Backends, known models, normalizers, dataset sources, subtitle formats, noises and non-speech clips are
+    registries like adapters and formats: an item added at run time is what the command line lists as a choice
+    and what the code that reads the registry uses."""
+    import numpy as np
+
+    from whisperbench.core.registry import Registry
+    from whisperbench.datasets import DATASET_SOURCES, DatasetSource, Opened, load_dataset
+    from whisperbench.datasets.perturb import NOISES, NONSPEECH, NonSpeech, Recipe, _nonspeech
+    from whisperbench.datasets.records import RawRecord
+    from whisperbench.harness.choices import BACKENDS, BackendChoice
+    from whisperbench.models.resolve import KNOWN_MODELS, KnownModel, list_models
+    from whisperbench.reports.subtitles import SUBTITLE_FORMATS, SubtitleFormat
+    from whisperbench.scoring.normalize import NORMALIZERS, Normalizer, get_normalizer
+
+    for registry in (BACKENDS, KNOWN_MODELS, NORMALIZERS, DATASET_SOURCES, SUBTITLE_FORMATS, NOISES, NONSPEECH):
+        assert isinstance(registry, Registry) and registry.names()
+
+    with _added(NORMALIZERS, Normalizer("upper", "capitals", lambda: str.upper)):
+        assert get_normalizer("upper")("ab c") == "AB C" and "upper" in _choices("run", "normalizer")
+    get_normalizer.cache_clear()
+    with _added(BACKENDS, BackendChoice("mine", "in this process", "whisperbench.harness.backends:InProcess")):
+        assert "mine" in _choices("run", "backend")
+    with _added(SUBTITLE_FORMATS, SubtitleFormat("txt", "plain", header="", separator=".", numbered=False)):
+        assert "txt" in _choices("subtitles", "format")
+        assert (
+            SUBTITLE_FORMATS.get("txt").render([{"start": 0, "end": 1, "text": "hi"}])
+            == "00:00:00.000 --> 00:00:01.000\nhi\n"
+        )
+    with _added(KNOWN_MODELS, KnownModel("mine", ("no-such-package",), ("no_such_module",), "a model", Path)):
+        assert {"name": "mine", "description": "a model", "packages": "no-such-package", "installed": False} in (
+            list_models()
+        )
+
+    audio = str(
+        BUNDLED / "shortform" / "audio" / sorted(p.name for p in (BUNDLED / "shortform" / "audio").iterdir())[0]
+    )
+    inline = DatasetSource(
+        "inline",
+        "one example given in the spec",
+        lambda spec: spec.startswith("inline:"),
+        lambda spec, columns: Opened(
+            [RawRecord({"id": "a", "audio": audio, "text": spec[7:]}, spec)], "one", spec, None
+        ),
+    )
+    with _added(DATASET_SOURCES, inline):
+        checked = load_dataset("inline:hello there")
+    assert [(e.id, e.text) for e in checked.dataset] == [("a", "hello there")] and checked.dataset.name == "one"
+
+    with _added(NONSPEECH, NonSpeech("ones", "a constant", lambda n, seed, name: np.ones(n, dtype=np.float32))):
+        Recipe(nonspeech=("ones",))  # accepted
+        assert _nonspeech("ones", 0.5, seed=0).sum() == 8000
+    with pytest.raises(Exception, match="non-speech kinds silence, noise_low"):
+        Recipe(nonspeech=("ones",))
+    assert NOISES.names() == ["white", "pink", "brown", "babble"]

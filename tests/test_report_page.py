@@ -16,7 +16,6 @@ import pytest
 from .conftest import BROWSER, HEADLESS
 from .report_runs import demo_like_runs, many_runs
 
-
 #: measured in the page after it loaded, written into the DOM for --dump-dom to read back
 PROBE = """<script>
 const number = t => /^[-+−]?\\d+(\\.\\d+)?$/.test(t) ? Number(t.replace('−', '-')) : null;
@@ -149,7 +148,7 @@ def test_the_markdown_of_1000_runs_fits_a_pull_request_and_parses_as_a_table(tmp
     from whisperbench.reports.document import within_limit
     from whisperbench.reports.leaderboard import leaderboard_frame, pick_references, render_markdown
     from whisperbench.reports.sections import sections_markdown
-    from whisperbench.store import list_runs
+    from whisperbench.store.runs import list_runs
 
     runs_dir, names = demo_like_runs(tmp_path)
     runs = list_runs(str(runs_dir))
@@ -190,7 +189,7 @@ def test_a_recorded_runs_rtfx_is_not_marked_busy_by_the_scoring_machines_load(tm
     read "0.50 → 0.00")."""
     from whisperbench.reports.leaderboard import leaderboard_frame
     from whisperbench.reports.speed import busy_why, speed_rows
-    from whisperbench.store import list_runs, open_run
+    from whisperbench.store.runs import list_runs, open_run
 
     runs_dir, references = many_runs(tmp_path)
     name = "faster-whisper-int8-tiny-shortform"

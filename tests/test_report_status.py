@@ -68,7 +68,7 @@ def test_every_report_format_shows_status_and_coverage_and_survives_an_empty_run
 
 
 def test_coverage_counts_what_is_stored_against_the_dataset(mixed_runs):
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     lines = (mixed_runs / "partial" / "predictions.jsonl").read_text().splitlines()
     coverage = open_run("partial", mixed_runs).coverage
@@ -78,7 +78,7 @@ def test_coverage_counts_what_is_stored_against_the_dataset(mixed_runs):
 
 def test_compare_names_the_compute_type_of_same_weights():
     from whisperbench.reports.weights import weights_relation
-    from whisperbench.runinfo import RunInfo
+    from whisperbench.store.run_info import RunInfo
 
     weights = {"weights": {"source_sha256": "abc", "fingerprint": "f", "dtype": "float16"}}
     openai_whisper = RunInfo(adapter="openai-whisper", adapter_info=weights)
@@ -125,7 +125,7 @@ def test_an_input_error_before_any_example_is_not_announced_as_stopped_at_zero(t
 
 def test_mlflow_prints_a_well_formed_sqlite_uri(recorded_runs, tmp_path, monkeypatch, capsys):
     pytest.importorskip("mlflow", reason="pip install 'whisperbench[mlflow]'")
-    from whisperbench.redact import redact_text
+    from whisperbench.core.redact import redact_text
 
     assert redact_text("at sqlite:///mlflow.db") == "at sqlite:///mlflow.db"
     assert redact_text("sqlite:////abs/mlflow.db") == "sqlite:////abs/mlflow.db"
@@ -188,7 +188,7 @@ def test_a_stopped_run_never_tops_the_leaderboard(tmp_path):
     marked unfinished."""
     import whisperbench as wb
     from whisperbench.reports import leaderboard_frame
-    from whisperbench.store import list_runs
+    from whisperbench.store.runs import list_runs
 
     from .conftest import BUNDLED
 

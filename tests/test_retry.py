@@ -100,7 +100,7 @@ def test_the_policy_is_checked_and_said():
     with pytest.raises(OptionError, match="attempts 0"):
         RunRequest("recorded", "h.jsonl", "d", attempts=0)
     assert RetryPolicy(1).gave_up(1, "x").endswith("on its only attempt (last: x)")
-    from whisperbench.supervise import WorkerCrashed, WorkerTimeout
+    from whisperbench.process.child import WorkerCrashed, WorkerTimeout
 
     assert RetryPolicy.retried(WorkerCrashed("died")) and not RetryPolicy.retried(WorkerTimeout("no answer"))
     assert not RetryPolicy.retried(RuntimeError("bad audio"))

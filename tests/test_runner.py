@@ -9,8 +9,8 @@ from whisperbench.adapters import DecodingOptions, register
 from whisperbench.adapters.base import Adapter
 from whisperbench.errors import AdapterUnavailable, OptionError, RunStoreError
 from whisperbench.harness import RunRequest, open_run, run_evaluation
-from whisperbench.store import RunStore
 from whisperbench.scoring import normalize
+from whisperbench.store.runs import RunStore
 from whisperbench.types import Transcript
 
 from .conftest import write_jsonl

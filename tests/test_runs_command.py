@@ -54,9 +54,10 @@ def _du(path) -> int:
 def holder(runs):
     """A live process holding run ``partial``'s writer lock (as a run being written does)."""
     code = (
-        "import sys, time, pathlib; sys.path.insert(0, %r)\nfrom whisperbench.store import RunStore\n"
-        "with RunStore(pathlib.Path(%r)).lock():\n    print('locked', flush=True); time.sleep(120)"
-        % (str(REPO / "src"), str(runs / "partial"))
+        "import sys, time, pathlib; sys.path.insert(0, {!r})\nfrom whisperbench.store.runs import RunStore\n"
+        "with RunStore(pathlib.Path({!r})).lock():\n    print('locked', flush=True); time.sleep(120)".format(
+            str(REPO / "src"), str(runs / "partial")
+        )
     )
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

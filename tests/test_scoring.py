@@ -3,9 +3,9 @@
 import random
 
 import jiwer
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from whisperbench.scoring import align, normalize, qoi, summarize
 from whisperbench.types import Prediction, WordCounts

@@ -34,7 +34,7 @@ def _native(adapter_name: str, example, spy_on, attribute: str, monkeypatch) -> 
     """The adapter's native long-form transcript of ``example``, and what the implementation's own call
     (``spy_on.attribute``, wrapped) returned for it."""
     from whisperbench.adapters import DecodingOptions, get_adapter
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
 
     adapter = get_adapter(adapter_name)("tiny.en", DecodingOptions.from_pairs([THREADS]))
     adapter.load()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-
 import pytest
 
 from whisperbench.cli import main
@@ -211,7 +210,7 @@ def test_gate_needs_a_threshold(runs, capsys):
 
 def test_sweep_table_gives_holm_adjusted_p_values(runs):
     from whisperbench.reports.tradeoff import render_tradeoff_markdown, tradeoff_frame
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     runs_dir, _ = runs
     reference = open_run("ref", runs_dir)
@@ -354,7 +353,7 @@ def test_the_report_flags_a_configuration_whose_repeats_disagree(tmp_path, tiny_
     one row of the report's run-to-run noise section, marked not deterministic; an identical third repeat of
     another configuration is deterministic; without repeats the section is absent."""
     from whisperbench.reports.noise import noise_frame, render_noise_markdown
-    from whisperbench.store import list_runs
+    from whisperbench.store.runs import list_runs
 
     from .conftest import write_jsonl
 

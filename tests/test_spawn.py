@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from whisperbench.spawn import _guarded
+from whisperbench.process.start_method import _guarded
 
 from .conftest import REPO
 

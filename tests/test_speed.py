@@ -89,7 +89,7 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
     per-example noise) fails ``--max-slowdown 10`` with the regression shown; one drawn from the reference's own
     distribution passes as non-inferior; both say their interval. The stored RTFx is Σ audio / Σ infer_s."""
     from whisperbench.cli import main
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     rows = [dict(r, id=f"{r['id']}-{copy}") for copy in range(8) for r in tiny_rows]  # 48 examples
     manifest = local_manifest(rows)
@@ -139,7 +139,7 @@ def test_planted_device_timings_a_slower_candidate_fails_and_one_of_the_same_dis
 
 
 def _timed_run(folder, times, *, busy: bool = False, cpu: str = "cpu-a", cpu_times=None):
-    from whisperbench.store import RunStore
+    from whisperbench.store.runs import RunStore
     from whisperbench.types import Prediction
 
     store = RunStore(folder)
@@ -220,7 +220,7 @@ def test_repeated_candidate_runs_feed_one_pooled_interval(tmp_path):
     assert [(c.name, c.detail) for c in by_key.checks if c.name == "speed"] == [("speed", speed.detail)]
 
     from whisperbench.reports.speed import compare_speed
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     runs = [open_run(r) for r in [ref, *same]]
     stats = compare_speed(runs[0], runs[1], repeats=runs[2:]).stats
@@ -241,7 +241,7 @@ def test_tokens_recorded_on_a_device_give_ms_per_token_and_bad_counts_are_refuse
     A count that is not a whole number ≥ 0 is refused naming its line."""
     from whisperbench.errors import WhisperbenchError
     from whisperbench.reports.speed import compare_speed
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     manifest = local_manifest()
     times = 0.5 + np.arange(len(tiny_rows))

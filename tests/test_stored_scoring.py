@@ -11,13 +11,12 @@ import random
 
 import pytest
 
-from whisperbench.scoring.record import MEASURED
-from whisperbench.types import SCORE_FIELDS, WordCounts
-
 from whisperbench.harness import RunRequest, open_run, rescore, run_evaluation
 from whisperbench.reports import compare_runs
 from whisperbench.reports.export import example_frame
 from whisperbench.scoring import qoi, rescored, score_prediction, summarize
+from whisperbench.scoring.record import MEASURED
+from whisperbench.types import SCORE_FIELDS, WordCounts
 
 from .conftest import BUNDLED, SHARED_DATA, read_manifest_rows, write_jsonl
 
@@ -207,7 +206,7 @@ def test_a_score_table_with_one_flipped_bit_is_not_trusted(stored_runs):
 
 
 def test_a_score_table_made_by_other_scoring_code_is_rebuilt(stored_runs, monkeypatch):
-    from whisperbench import scorefile
+    from whisperbench.store import score_files as scorefile
 
     ref, _ = stored_runs
     assert ref.store.read_score_table(ref.normalizer) is not None

@@ -140,14 +140,18 @@ def test_adapters_name_lists_typed_options(capsys):
 
 
 def test_cli_choices_come_from_the_code():
+    from whisperbench.harness.choices import BACKENDS
     from whisperbench.harness.longform import STRATEGIES
-    from whisperbench.harness.runner import BACKENDS
-    from whisperbench.scoring.normalize import NORMALIZER_NAMES
+    from whisperbench.scoring.normalize import normalizer_names
 
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     choices = {action.dest: tuple(action.choices) for action in run._actions if action.choices}
-    assert choices["backend"] == tuple(BACKENDS) and choices["long_form"] == tuple(STRATEGIES)
-    assert choices["normalizer"] == tuple(NORMALIZER_NAMES)
+    assert choices["backend"] == tuple(BACKENDS.names()) and choices["long_form"] == tuple(STRATEGIES)
+    assert (
+        choices["normalizer"]
+        == tuple(normalizer_names())
+        == ("english", "basic", "none", "basic+zh-hans", "none+zh-hans")
+    )
 
 
 def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows, tiny_short, capsys):
@@ -181,8 +185,8 @@ def test_execution_settings_are_said_on_resume_never_refused(tmp_path, tiny_rows
 
 def test_run_json_round_trips_through_the_typed_record(tmp_path, tiny_rows, tiny_short):
     """run.json is read as a RunInfo and written back without losing or changing a field, unknown ones included."""
-    from whisperbench.runinfo import RunInfo
-    from whisperbench.store import open_run
+    from whisperbench.store.run_info import RunInfo
+    from whisperbench.store.runs import open_run
 
     from .conftest import write_jsonl
 

@@ -8,7 +8,7 @@ import pytest
 from whisperbench.errors import RunStoreError
 from whisperbench.harness import rescore
 from whisperbench.scoring.record import MEASURED, RENAMED_IN_3, SCHEMA_VERSION, Summary
-from whisperbench.store import open_run
+from whisperbench.store.runs import open_run
 
 from .conftest import BUNDLED, REPO
 

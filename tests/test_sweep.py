@@ -14,7 +14,7 @@ from whisperbench.cli import main
 from whisperbench.errors import ModelError
 from whisperbench.reports.tradeoff import pareto_front
 from whisperbench.scoring import normalize
-from whisperbench.store import open_run
+from whisperbench.store.runs import open_run
 
 from .test_html_report import _render
 

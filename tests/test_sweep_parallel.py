@@ -9,9 +9,9 @@ import jiwer
 import pytest
 
 from whisperbench.harness.sweep import SweepEntry, Variant, run_sweep, share_cores
-from whisperbench.machine import usable_cpus
+from whisperbench.process.host import usable_cpus
 from whisperbench.scoring import normalize
-from whisperbench.store import open_run
+from whisperbench.store.runs import open_run
 
 #: two real variants around a planted failure: openai-whisper given an option it does not have fails in its child
 PLAN = [

@@ -86,8 +86,8 @@ def _forge(run: Path) -> None:
     """Rewrite the run's score table as if it had no error at all, and its check to match (no key needed)."""
     import pyarrow as pa
 
-    from whisperbench.digest import sha256_of
-    from whisperbench.scorefile import check_path
+    from whisperbench.core.hashing import sha256_of
+    from whisperbench.store.score_files import check_path
 
     path = run / "scores-english.arrow"
     table = pa.ipc.open_file(pa.py_buffer(path.read_bytes())).read_all()  # not mapped: the file is rewritten
@@ -144,7 +144,7 @@ def test_a_copied_run_keeps_its_table(tmp_path):
     """A copied folder changes predictions.jsonl's change time, not its content: the table is used as it is (the
     content hash matches) and its check records the new stamp."""
     from whisperbench import load_run
-    from whisperbench.scorefile import check_path
+    from whisperbench.store.score_files import check_path
 
     runs = tmp_path / "runs"
     _score(runs, tmp_path)
@@ -161,7 +161,7 @@ def test_a_copied_run_keeps_its_table(tmp_path):
 def test_a_sample_of_a_large_file_is_read_without_reading_it_whole(tmp_path, count):
     import random
 
-    from whisperbench.store import RunStore
+    from whisperbench.store.runs import RunStore
 
     store = RunStore(tmp_path / "r")
     store.path.mkdir()

@@ -22,7 +22,7 @@ def steps():
     """(tokens so far, raw logits, logits after openai-whisper's rules) for each step of a greedy decode."""
     from whisper.decoding import ApplyTimestampRules
 
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
     from whisperbench.models import converted
     from whisperbench.models.convert import load_openai_whisper
 

@@ -207,9 +207,9 @@ def test_srt_and_vtt_readers():
 
 
 def test_manifest_rows_carry_timing_and_bad_times_are_one_error(tmp_path, tiny_rows):
+    from tests.conftest import BUNDLED
     from whisperbench.datasets import load_dataset
     from whisperbench.errors import DatasetError
-    from tests.conftest import BUNDLED
 
     row = dict(tiny_rows[0], audio=str(BUNDLED / "shortform" / tiny_rows[0]["audio"]))
     (tmp_path / "jfk.ctm").write_text("jfk 1 0.32 0.20 And\njfk 1 0.55 0.20 so\n")
@@ -283,7 +283,7 @@ def timed_runs(tmp_path, tiny_rows):
 
 def test_summary_gate_and_compare_read_the_planted_shift(timed_runs, capsys):
     from whisperbench.cli import main
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     late = open_run("late", timed_runs).summary.metrics["timing"]
     assert late["utterance_start_error_ms"]["median"] == pytest.approx(300.0)
@@ -305,7 +305,7 @@ def test_summary_gate_and_compare_read_the_planted_shift(timed_runs, capsys):
 def test_report_and_subtitles_of_a_timed_run(timed_runs, tmp_path, capsys):
     from whisperbench.cli import main
     from whisperbench.datasets.timing import read_subtitles
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     assert main(["report", "--runs-dir", str(timed_runs), "--out", str(tmp_path / "board.md"), "--quiet"]) == 0
     text = (tmp_path / "board.md").read_text()

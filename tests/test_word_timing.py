@@ -152,7 +152,7 @@ def _even_words(row):
 
 
 def test_a_planted_negative_time_is_refused_with_the_example_named(tmp_path, tiny_short, tiny_rows, caplog):
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     def planted(row):
         words = _even_words(row)
@@ -177,7 +177,7 @@ def test_times_edited_into_a_stored_run_never_reach_the_gate(tmp_path, tiny_shor
     whisper.cpp stored before). Read back, those examples' words are refused, so parity and the gate judge the other
     two (which agree); were they read, most word starts would differ by 1000 s and the gate would fail."""
     from whisperbench.cli import main
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     assert _score(tmp_path, tiny_short, tiny_rows, _even_words, "ref") == 0
     assert _score(tmp_path, tiny_short, tiny_rows, _even_words, "cand") == 0
@@ -308,7 +308,7 @@ def test_whisper_cpp_words_of_a_chinese_clip_keep_whole_characters(tmp_path):
     the words spell the text (pywhispercpp's own token text raised UnicodeDecodeError and failed the example)."""
     from tests.conftest import needs_adapter, read_manifest_rows, shared_manifest, write_jsonl
     from whisperbench.cli import main
-    from whisperbench.store import open_run
+    from whisperbench.store.runs import open_run
 
     needs_adapter("whisper-cpp", "base")
     manifest = shared_manifest("multilingual")

@@ -31,33 +31,33 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .adapters import DecodingOptions, get_adapter
-from .limits import GATE_LIMITS, check_limits
+from .core.ranges import GATE_LIMITS, check_limits
 from .datasets import Checked, column_values, from_hf_dataset
 from .datasets import load_dataset as _load_checked
 from .errors import WhisperbenchError
 from .harness import RunRequest, run_evaluation
 from .harness import rescore as rescore_run
+from .harness.progress import progress as progress_bar
 from .harness.request import score_request
 from .harness.runner import RunResult
-from .progress import progress as progress_bar
 from .scoring.metrics import checked_options, parse_metric_options
 from .scoring.power import Plan
-from .scoring.record import Summary
 from .scoring.power import plan as power_plan
+from .scoring.record import Summary
 from .scoring.significance import DEFAULT_RESAMPLES, SignificanceSettings
-from .store import StoredRun, open_run, readable_runs, repeat_problem, same_run_reason
+from .store.runs import StoredRun, open_run, readable_runs, repeat_problem, same_run_reason
 from .types import ColumnMap, Dataset, Form
 
 if TYPE_CHECKING:  # the reports (and pandas) are imported by the functions that use them: `score` and `run` never do
     import pandas as pd
 
-    from .demo_runner import DemoResult
     from .harness.sweep import SweepEntry, SweepResult
     from .reports import Comparison, GateResult
     from .reports.gate_thresholds import GateThresholds
@@ -112,9 +112,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-PathLike = Union[str, Path]
-RunLike = Union[str, Path, StoredRun]  # a stored run, or its folder, or its name under runs_dir
-Columns = Union[ColumnMap, dict[str, str], None]  # {"audio": "wav", "text": "sentence"}: see ColumnMap
+PathLike = str | Path
+RunLike = str | Path | StoredRun  # a stored run, or its folder, or its name under runs_dir
+Columns = ColumnMap | dict[str, str] | None  # {"audio": "wav", "text": "sentence"}: see ColumnMap
 
 #: real hypotheses of three implementations on the bundled ``tiny-shortform`` clips (see its README.md)
 RECORDED = next(
@@ -131,11 +131,11 @@ RECORDED = next(
 
 
 def load_dataset(
-    spec: Union[PathLike, Any],
+    spec: PathLike | Any,
     *,
-    name: Optional[str] = None,
-    form: Optional[str] = None,
-    limit: Optional[int] = None,
+    name: str | None = None,
+    form: str | None = None,
+    limit: int | None = None,
     skip_invalid: bool = False,
     columns: Columns = None,
 ) -> Dataset:
@@ -153,7 +153,7 @@ def load_dataset(
         checked = from_hf_dataset(
             spec,
             name=name or "datasets",
-            form=cast(Optional[Form], form),
+            form=cast(Form | None, form),
             limit=limit,
             skip_invalid=skip_invalid,
             columns=ColumnMap.of(columns),
@@ -164,14 +164,14 @@ def load_dataset(
 
 def _checked(
     spec: str,
-    name: Optional[str],
-    form: Optional[str],
-    limit: Optional[int],
+    name: str | None,
+    form: str | None,
+    limit: int | None,
     skip_invalid: bool,
     columns: ColumnMap = ColumnMap(),
 ) -> Checked:
     checked = _load_checked(
-        spec, name=name, form=cast(Optional[Form], form), limit=limit, skip_invalid=skip_invalid, columns=columns
+        spec, name=name, form=cast(Form | None, form), limit=limit, skip_invalid=skip_invalid, columns=columns
     )
     for bad in checked.invalid:
         log.warning("dataset %s: skipped invalid example: %s", spec, bad)
@@ -186,7 +186,7 @@ def load_run(run: RunLike, runs_dir: PathLike = "runs") -> StoredRun:
     return open_run(str(run), runs_dir)
 
 
-def runs(runs_dir: PathLike = "runs", names: Optional[list[str]] = None) -> list[RunRow]:
+def runs(runs_dir: PathLike = "runs", names: list[str] | None = None) -> list[RunRow]:
     """The runs in ``runs_dir`` (``whisperbench runs``): name, status, ``coverage`` ("12 of 49"), failed, model,
     adapter, dataset, date and ``size_bytes``, one :class:`~whisperbench.reports.runs.RunRow` each; with ``names``,
     those runs only."""
@@ -206,7 +206,7 @@ def remove_runs(names: list[str], runs_dir: PathLike = "runs") -> list[Path]:
     return removed
 
 
-def to_frame(run: RunLike, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs") -> pd.DataFrame:
+def to_frame(run: RunLike, reference: RunLike | None = None, runs_dir: PathLike = "runs") -> pd.DataFrame:
     """One row per example (hypothesis, normalized texts, WER and its counts, timings); with ``reference``,
     joined to it by id with the reference run's hypothesis and a ``regressed`` column (QoI's test)."""
     from .reports.export import example_frame
@@ -228,7 +228,7 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
         else nullcontext(None)
     )
     with bar as shown:
-        update: Optional[Callable[[int], object]] = shown.update if shown is not None else None
+        update: Callable[[int], object] | None = shown.update if shown is not None else None
         return run_evaluation(request, progress=update, checked=checked, begin=getattr(shown, "begin", None))
 
 
@@ -291,7 +291,7 @@ def evaluate(
     dataset: PathLike,
     *,
     runs_dir: PathLike = "runs",
-    options: Optional[dict[str, Any]] = None,
+    options: dict[str, Any] | None = None,
     show_progress: bool = False,
     columns: Columns = None,
     word_timestamps: bool = False,
@@ -318,7 +318,7 @@ def evaluate(
     return _stored(execute(request, show_progress))
 
 
-def align_words(dataset: PathLike, out: PathLike, *, model: str = "base", limit: Optional[int] = None) -> int:
+def align_words(dataset: PathLike, out: PathLike, *, model: str = "base", limit: int | None = None) -> int:
     """Write ``out``, a manifest of ``dataset``'s rows with word times from forced alignment of each transcript
     (openai-whisper's DTW aligner, checkpoint ``model``): word-level ground truth where a short-form set has none,
     with the caveats of :mod:`whisperbench.datasets.align`. Returns the rows written."""
@@ -331,14 +331,14 @@ def sweep(
     model: str,
     dataset: PathLike,
     *,
-    implementations: Optional[list[str]] = None,
-    variants: Optional[list[str]] = None,
-    reference: Optional[str] = None,
+    implementations: list[str] | None = None,
+    variants: list[str] | None = None,
+    reference: str | None = None,
     runs_dir: PathLike = "runs",
-    options: Union[dict[str, Any], list[str], None] = None,
+    options: dict[str, Any] | list[str] | None = None,
     parallel: int = 1,
     columns: Columns = None,
-    report: Optional[Callable[[SweepEntry, int, int], object]] = None,
+    report: Callable[[SweepEntry, int, int], object] | None = None,
     **settings: Any,
 ) -> SweepResult:
     """Every compressed variant of ``model`` on ``dataset`` (``whisperbench sweep``), each an ordinary run under
@@ -415,23 +415,49 @@ def _stored(result: RunResult) -> StoredRun:
     return open_run(str(result.store.path))
 
 
+@dataclass
+class DemoResult:
+    """What the demo made: the runs, the reference runs, the leaderboard (its markdown and file), the failed
+    examples over all runs, and the rows skipped here with why."""
+
+    runs: list[str]
+    references: list[str]
+    markdown: str
+    leaderboard: Path
+    failed: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
 def demo(model: str = "tiny.en", runs_dir: PathLike = "runs/demo", **settings: Any) -> DemoResult:
     """The offline default evaluation (``whisperbench demo``): every installed implementation on the bundled tiny
     sets with ``model``, then the leaderboard (``leaderboard.md`` in ``runs_dir``); ``settings`` as
-    :class:`~whisperbench.demo_runner.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
+    :class:`~whisperbench.harness.demo.DemoSettings` (``limit``, ``short_only``, ``implementations="openai-whisper,…"``,
     ``threads``, ``out``…). Returns what it made: ``.runs``, ``.references``, ``.markdown``, ``.failed``,
     ``.skipped``."""
-    from .demo_runner import DemoSettings, run_demo
+    from .harness.demo import DemoSettings, run_demo
+    from .reports import leaderboard_frame, pick_references, render_markdown
+    from .reports.leaderboard import record_references
+    from .store.runs import list_runs
 
     try:
-        settings_record = DemoSettings(model=model, runs_dir=str(runs_dir), **settings)
+        args = DemoSettings(model=model, runs_dir=str(runs_dir), **settings)
     except TypeError as exc:  # an unknown setting
         raise WhisperbenchError(f"demo: {exc}") from None
-    return run_demo(settings_record)
+    made = run_demo(args)
+    runs = [r for r in list_runs(args.runs_dir) if r.name in made.runs]
+    chosen = pick_references(runs, names=made.references)
+    record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
+    title = f"Whisper {args.model} across implementations (bundled tiny set)"
+    text = render_markdown(leaderboard_frame(runs, chosen), chosen, title=title)
+    out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    log.info("wrote %s; runs in %s/", out, args.runs_dir)
+    return DemoResult(made.runs, [r.name for r in chosen.values()], text, out, made.failed, made.skipped)
 
 
 def rescore(
-    run: RunLike, *, normalizer: Optional[str] = None, thresholds: Any = None, runs_dir: PathLike = "runs"
+    run: RunLike, *, normalizer: str | None = None, thresholds: Any = None, runs_dir: PathLike = "runs"
 ) -> Summary:
     """A run's summary.json recomputed from its stored raw outputs (``whisperbench rescore``) and written back:
     with another ``normalizer``, or other metric ``thresholds`` (``["hallucination.burst_words=4", …]`` or
@@ -454,7 +480,7 @@ def rescore(
 
 
 def block_labels(
-    run: RunLike, column: str, *, dataset: Optional[PathLike] = None, runs_dir: PathLike = "runs"
+    run: RunLike, column: str, *, dataset: PathLike | None = None, runs_dir: PathLike = "runs"
 ) -> dict[str, Any]:
     """Example id -> its value of ``column`` (e.g. ``"speaker"``): the blocks of a blocked bootstrap
     (``block_by``). Read from ``dataset`` (a spec) when given, else from the run's predictions where each
@@ -483,7 +509,7 @@ def block_labels(
 
 
 def significance_settings(
-    block_by: Optional[str] = None, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    block_by: str | None = None, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> SignificanceSettings:
     """The settings of the paired tests (:mod:`whisperbench.scoring.significance`) from the API's keywords."""
     try:
@@ -498,8 +524,8 @@ def compare(
     runs_dir: PathLike = "runs",
     *,
     significance: bool = True,
-    block_by: Optional[str] = None,
-    block_dataset: Optional[PathLike] = None,
+    block_by: str | None = None,
+    block_dataset: PathLike | None = None,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
@@ -566,13 +592,13 @@ def gate(
     reference: RunLike,
     candidate: RunLike,
     *,
-    thresholds: Optional[GateThresholds] = None,
+    thresholds: GateThresholds | None = None,
     runs_dir: PathLike = "runs",
-    block_by: Optional[str] = None,
-    block_dataset: Optional[PathLike] = None,
+    block_by: str | None = None,
+    block_dataset: PathLike | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-    repeats: Optional[list[RunLike]] = None,
+    repeats: list[RunLike] | None = None,
     **limits: Any,
 ) -> GateResult:
     """The release gate (``whisperbench gate``): ``.code`` 0 pass, 1 regression, 2 cannot judge; ``.verdict``,
@@ -626,11 +652,11 @@ def _repeats(runs: list[StoredRun]) -> list[StoredRun]:
 def plan(
     reference: RunLike,
     *,
-    candidate: Optional[RunLike] = None,
+    candidate: RunLike | None = None,
     runs_dir: PathLike = "runs",
-    examples: Optional[int] = None,
-    wer_increase: Optional[float] = None,
-    qoi_drop: Optional[float] = None,
+    examples: int | None = None,
+    wer_increase: float | None = None,
+    qoi_drop: float | None = None,
     alpha: float = 0.05,
     power: float = 0.8,
     baseline_regressed: float = 0.0,
@@ -676,7 +702,7 @@ class Report:
 
     path: Path
     format: str
-    text: Optional[str]
+    text: str | None
     references: dict[str, StoredRun] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -684,9 +710,9 @@ class Report:
 def report(
     runs_dir: PathLike = "runs",
     *,
-    out: Optional[PathLike] = None,
-    format: Optional[str] = None,
-    references: Optional[list[str]] = None,
+    out: PathLike | None = None,
+    format: str | None = None,
+    references: list[str] | None = None,
     reference_adapter: str = "openai-whisper",
     title: str = "Whisper leaderboard",
 ) -> Report:
@@ -743,7 +769,7 @@ def report(
 
 
 def export(
-    run: RunLike, out: PathLike, *, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs"
+    run: RunLike, out: PathLike, *, reference: RunLike | None = None, runs_dir: PathLike = "runs"
 ) -> pd.DataFrame:
     """Write a run's per-example table (:func:`to_frame`, joined to ``reference`` when given) to ``out``: a
     ``.csv``, ``.jsonl`` or ``.json`` file (``whisperbench export --out``); return the frame written.
@@ -772,13 +798,13 @@ def export(
 
 
 def publish(
-    run: RunLike, to: str, *, reference: Optional[RunLike] = None, runs_dir: PathLike = "runs", **options: Any
+    run: RunLike, to: str, *, reference: RunLike | None = None, runs_dir: PathLike = "runs", **options: Any
 ) -> str:
     """Publish a run to an experiment tracker (``to``: one of :data:`TRACKERS`; ``whisperbench export --to``):
     params, metrics, the per-example table and the reports; ``options`` are the tracker's (``tracking_uri``,
     ``experiment`` for MLflow; ``project``, ``entity`` for W&B). Returns where it went, redacted."""
+    from .core.redact import redact_text
     from .reports.trackers import TRACKERS
-    from .redact import redact_text
     from .reports.tracking import tracked_run
 
     tracker = TRACKERS.get(to)
@@ -796,11 +822,11 @@ class Subtitles:
 
 
 def subtitles(
-    run: RunLike, out: Optional[PathLike] = None, *, format: str = "srt", runs_dir: PathLike = "runs"
+    run: RunLike, out: PathLike | None = None, *, format: str = "srt", runs_dir: PathLike = "runs"
 ) -> Subtitles:
-    """SRT or WebVTT files (``format``: ``srt`` or ``vtt``) of a run's stored segments, else its words, one
-    ``<id>.<format>`` per example in ``out`` (default ``subtitles/RUN``; ``whisperbench subtitles``). A run that
-    stored no times at all: WhisperbenchError saying how to get them.
+    """SRT or WebVTT files (``format``: ``srt``, ``vtt`` or another of ``reports.subtitles.SUBTITLE_FORMATS``) of a
+    run's stored segments, else its words, one ``<id>.<format>`` per example in ``out`` (default ``subtitles/RUN``;
+    ``whisperbench subtitles``). A run that stored no times at all: WhisperbenchError saying how to get them.
 
     >>> import tempfile
     >>> runs = tempfile.mkdtemp()
@@ -809,10 +835,10 @@ def subtitles(
     Traceback (most recent call last):
     whisperbench.errors.WhisperbenchError: run tiny stored no segment or word times: run it with --word-timestamps ...
     """
-    from .reports.timing import SUBTITLE_FORMATS, write_subtitles
+    from .reports.subtitles import SUBTITLE_FORMATS
+    from .reports.timing import write_subtitles
 
-    if format not in SUBTITLE_FORMATS:
-        raise WhisperbenchError(f"subtitles: format {format!r} is none of {', '.join(SUBTITLE_FORMATS)}")
+    SUBTITLE_FORMATS.get(format)  # an unknown one: WhisperbenchError naming the known ones
     stored = load_run(run, runs_dir)
     folder = Path(out) if out is not None else Path("subtitles") / stored.name
     written, untimed = write_subtitles(stored, folder, format)
@@ -829,16 +855,16 @@ def perturb(
     dataset: PathLike,
     out: PathLike = "perturbed",
     *,
-    noise: Optional[str] = None,
-    snr: Optional[str] = None,
-    gain: Optional[str] = None,
-    reverb: Optional[str] = None,
-    silence: Optional[str] = None,
-    nonspeech: Optional[str] = None,
+    noise: str | None = None,
+    snr: str | None = None,
+    gain: str | None = None,
+    reverb: str | None = None,
+    silence: str | None = None,
+    nonspeech: str | None = None,
     nonspeech_s: float = 5.0,
     clean: bool = True,
     seed: int = 0,
-    limit: Optional[int] = None,
+    limit: int | None = None,
     columns: Columns = None,
 ) -> Path:
     """Write (or find, cached) a robustness set derived from ``dataset`` (``whisperbench perturb``; the recipe's
@@ -880,7 +906,7 @@ def check_dataset(spec: PathLike, *, columns: Columns = None) -> Checked:
     return _load_checked(str(spec), skip_invalid=True, columns=ColumnMap.of(columns))
 
 
-def list_adapters(name: Optional[str] = None) -> list[dict[str, Any]]:
+def list_adapters(name: str | None = None) -> list[dict[str, Any]]:
     """The implementations (``whisperbench adapters``): per adapter its name, whether it is available here (else
     why not) and its description; with ``name``, that adapter's options instead (option, type, default, allowed
     values, help: ``whisperbench adapters NAME``).
@@ -934,9 +960,7 @@ def model_info(model: str) -> dict[str, Any]:
     return describe_source(model)
 
 
-def convert_model(
-    model: str, to: str, out: PathLike, *, variant: Optional[str] = None, overwrite: bool = False
-) -> Path:
+def convert_model(model: str, to: str, out: PathLike, *, variant: str | None = None, overwrite: bool = False) -> Path:
     """``model`` written in format ``to`` (a variant of it: ``variant``, e.g. ggml's ``q5_0``) at ``out``
     (``whisperbench models convert``; ``overwrite`` replaces ``out``, the new copy complete before the old one
     goes) → the path written. A format without a converter, or an unknown one: OptionError listing those known.
@@ -948,7 +972,7 @@ def convert_model(
     """
     from .errors import OptionError
     from .models.formats import find_format, help_texts
-    from .models.registry import export_model
+    from .models.resolve import export_model
 
     target = find_format(to)
     if target is None or target.converter is None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Optional, Sequence
+from typing import Any, Literal
 
 from .errors import DatasetError
 
@@ -43,7 +44,7 @@ def stored_output(text: str) -> str:
     return storable_text(text.strip())
 
 
-def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "word") -> Optional[str]:
+def times_problem(items: Sequence[dict[str, Any]], audio_s: float, kind: str = "word") -> str | None:
     """Why these stored times cannot be right (None: they can): every start and end finite, ``0 <= start <= end <=
     audio length`` (plus :data:`TIME_TOLERANCE_S`; no upper bound while the length is unknown, 0), starts in order.
 
@@ -95,8 +96,8 @@ class Example:
     id: str
     audio: str | bytes
     text: str
-    duration_s: Optional[float] = None
-    language: Optional[str] = None
+    duration_s: float | None = None
+    language: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -172,7 +173,7 @@ class Emission:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Emission":
+    def from_json(cls, data: dict[str, Any]) -> Emission:
         """One stored emission back."""
         return cls(
             float(data["audio_s"]), float(data["wall_s"]), str(data.get("committed", "")), str(data.get("interim", ""))
@@ -186,26 +187,26 @@ class Transcript:
     text: str
     segments: list[Segment] = field(default_factory=list)
     #: word times where the implementation gave them (word timing on); None: not offered or not asked
-    words: Optional[list[Word]] = None
-    language: Optional[str] = None
+    words: list[Word] | None = None
+    language: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     #: inference time the adapter knows better than the harness's stopwatch (e.g. the original
     #: request time of a cached API result); None means: use the stopwatch
-    infer_s: Optional[float] = None
+    infer_s: float | None = None
     #: CPU time the adapter knows (a device's, recorded in a hypotheses file); None: the harness's process clock
-    cpu_s: Optional[float] = None
+    cpu_s: float | None = None
     #: tokens the decoder produced for this text (timestamp tokens included, the prompt and end-of-text not), as
     #: the implementation reports them; None: it does not say
-    tokens: Optional[int] = None
+    tokens: int | None = None
     cached: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # stored in the prediction's ``extra``
     #: a streaming implementation's outputs in the order it gave them (``text`` is the final committed text);
     #: None: not a stream
-    stream: Optional[list[Emission]] = None
+    stream: list[Emission] | None = None
     #: a window decoded with timestamps whose last segment was unfinished (the model predicted where
     #: it starts, then stopped): that start, in seconds. The harness resumes there, as openai-whisper's
     #: loop does. None: the window was transcribed to its end (or the adapter cannot tell).
-    resume_s: Optional[float] = None
+    resume_s: float | None = None
 
 
 @dataclass
@@ -227,7 +228,7 @@ class WordCounts:
         """Transcript words (hits + substitutions + deletions): WER's denominator."""
         return self.hits + self.substitutions + self.deletions
 
-    def error_rate(self) -> Optional[float]:
+    def error_rate(self) -> float | None:
         """Errors per transcript word in percent (WER, or CER over characters); None without transcript words.
 
         >>> WordCounts(3, 1, 0, 1).error_rate()
@@ -235,7 +236,7 @@ class WordCounts:
         """
         return None if self.transcript_words == 0 else 100.0 * self.errors / self.transcript_words
 
-    def __add__(self, other: "WordCounts") -> "WordCounts":
+    def __add__(self, other: WordCounts) -> WordCounts:
         return WordCounts(
             self.hits + other.hits,
             self.substitutions + other.substitutions,
@@ -263,15 +264,15 @@ class ExampleScore:
     transcript_norm: str
     hypothesis_norm: str
     words: WordCounts
-    chars: Optional[WordCounts] = None
+    chars: WordCounts | None = None
 
     @property
-    def wer(self) -> Optional[float]:
+    def wer(self) -> float | None:
         """The example's WER in percent; None when its normalized transcript is empty."""
         return self.words.error_rate()
 
     @property
-    def cer(self) -> Optional[float]:
+    def cer(self) -> float | None:
         """The example's CER in percent; None without character counts or characters."""
         return self.chars.error_rate() if self.chars is not None else None
 
@@ -289,8 +290,8 @@ class ExampleScore:
         }
 
     def packed(self) -> tuple[Any, ...]:
-        """The score as plain values (:meth:`unpacked` makes it again): what a worker process sends back, pickled
-        and read back in a tenth of the time the objects take (about 30 µs an example, counted at a million).
+        """The score as plain values (:meth:`unpacked` makes it again): what a worker process sends back, because a
+        tuple of plain values pickles and reads back much faster than the objects.
 
         >>> s = ExampleScore("english", "a b", "a", WordCounts(1, 0, 1, 0), WordCounts(1, 0, 2, 0))
         >>> s.packed()[3:], ExampleScore.unpacked(s.packed()) == s
@@ -306,7 +307,7 @@ class ExampleScore:
         )
 
     @classmethod
-    def unpacked(cls, values: tuple[Any, ...]) -> "ExampleScore":
+    def unpacked(cls, values: tuple[Any, ...]) -> ExampleScore:
         """The score :meth:`packed` gave ``values`` of."""
         normalizer, transcript_norm, hypothesis_norm, words, chars = values
         score = object.__new__(cls)  # its fields set at once, not one object.__setattr__ each (frozen): per example
@@ -355,37 +356,37 @@ class Prediction:
     transcript: str
     hypothesis: str
     status: Status = "ok"
-    error: Optional[str] = None
+    error: str | None = None
     audio_s: float = 0.0
     infer_s: float = 0.0
     #: the example's language as the dataset labels it (Whisper's code); None: unlabelled
-    language_label: Optional[str] = None
+    language_label: str | None = None
     #: the language the implementation chose or detected (Whisper's code); None: it does not say
-    detected_language: Optional[str] = None
+    detected_language: str | None = None
     #: the implementation's timing, ``[{start, end, text}]`` / ``[{word, start, end}]`` in seconds; None: absent
-    segments: Optional[list[dict[str, Any]]] = None
-    words: Optional[list[dict[str, Any]]] = None
+    segments: list[dict[str, Any]] | None = None
+    words: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: the process's CPU time (all its threads) during the implementation's call, in seconds; None: not measured
-    cpu_s: Optional[float] = None
+    cpu_s: float | None = None
     #: tokens decoded (``Transcript.tokens``), for ms per token; None: the implementation does not say
-    tokens: Optional[int] = None
+    tokens: int | None = None
     #: a streaming run's emissions (``Emission.to_json`` each: audio cursor, wall time, committed piece, interim
     #: text); None: not a stream
-    stream: Optional[list[dict[str, Any]]] = None
-    score: Optional[ExampleScore] = None
+    stream: list[dict[str, Any]] | None = None
+    score: ExampleScore | None = None
 
     @property
-    def wer(self) -> Optional[float]:
+    def wer(self) -> float | None:
         """The scored WER in percent (None: not scored, or an empty normalized transcript)."""
         return self.score.wer if self.score is not None else None
 
     @property
-    def cer(self) -> Optional[float]:
+    def cer(self) -> float | None:
         """The scored CER in percent (None: not scored with characters, or no characters)."""
         return self.score.cer if self.score is not None else None
 
-    def with_score(self, score: Optional[ExampleScore]) -> "Prediction":
+    def with_score(self, score: ExampleScore | None) -> Prediction:
         """A copy of this prediction with ``score`` (the raw fields shared, as ``dataclasses.replace`` shares them;
         a tenth of its cost, which counts at a million predictions).
 
@@ -437,7 +438,7 @@ class Prediction:
         return self.to_json() | (self.score.to_fields() if self.score is not None else {})
 
     @classmethod
-    def for_example(cls, example: Example) -> "Prediction":
+    def for_example(cls, example: Example) -> Prediction:
         """The prediction of ``example`` before its hypothesis: its transcript, duration and audio digest
         (what a resume re-checks a stored result against).
 
@@ -464,7 +465,7 @@ class Prediction:
         )
 
     @classmethod
-    def failed(cls, example: Example, error: str) -> "Prediction":
+    def failed(cls, example: Example, error: str) -> Prediction:
         """A failed example (the one constructor of failures): counted, with its transcript, never dropped.
 
         >>> Prediction.failed(Example("a", b"", "hi"), "invalid: no audio").error
@@ -476,7 +477,7 @@ class Prediction:
         return pred
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Prediction":
+    def from_json(cls, data: dict[str, Any]) -> Prediction:
         """A prediction from one ``predictions.jsonl`` line (fields it lacks take their defaults; unknown ones go
         to ``extra``), unscored: the score fields that lines stored by earlier versions carry are dropped, never
         trusted (every score is computed afresh from the raw output).
@@ -593,12 +594,12 @@ class ColumnMap:
     (True, False)
     """
 
-    audio: Optional[str] = None
-    text: Optional[str] = None
-    id: Optional[str] = None
-    language: Optional[str] = None
+    audio: str | None = None
+    text: str | None = None
+    id: str | None = None
+    language: str | None = None
     #: the words that matter of each example (a list, or one string split on ``;`` or ``|``): docs/keywords.md
-    keywords: Optional[str] = None
+    keywords: str | None = None
 
     def to_json(self) -> dict[str, str]:
         """The roles given (what run.json records)."""
@@ -608,7 +609,7 @@ class ColumnMap:
         return bool(self.to_json())
 
     @classmethod
-    def of(cls, value: "ColumnMap | dict[str, str] | None") -> "ColumnMap":
+    def of(cls, value: ColumnMap | dict[str, str] | None) -> ColumnMap:
         """A ColumnMap from itself, a ``{role: column}`` dict (unknown roles are an error) or None."""
         if value is None or isinstance(value, ColumnMap):
             return value or cls()

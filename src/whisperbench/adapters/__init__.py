@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib
 
+from ..core.registry import Registry, module_item, package_items
 from ..errors import WhisperbenchError
-from ..registry import Registry, module_item, package_items
 from .base import Adapter, DecodingOptions
 
 __all__ = ["ADAPTERS", "Adapter", "DecodingOptions", "register", "get_adapter", "adapter_names", "registry"]

@@ -13,15 +13,13 @@ windows). ``Transcript.timings`` holds ``mel_s``, ``encoder_s``, ``decoder_s`` a
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ..errors import OptionError
+from ..models.coreml_compress import COMPRESSIONS
 from ..types import Example, Transcript
 from .base import Adapter, DecodingOptions, window_transcript
 from .options import Option
-from ..models.coreml_compress import COMPRESSIONS
 
 DTYPES = ("float32", "float16")
 
@@ -54,7 +52,7 @@ class AnePyTorchAdapter(Adapter):
         **{f"coreml-{name}": {"compression": name} for name in COMPRESSIONS},
     }
 
-    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+    def __init__(self, model: str, decoding: DecodingOptions | None = None):
         super().__init__(model, decoding)
         from ..models.greedy import check_options
 
@@ -101,7 +99,7 @@ class AnePyTorchAdapter(Adapter):
             info["compression"] = self.compression_facts
         return info
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the runner passes the decoded clip
         timestamps = not self.decoding.timestamps_off(long_form)
         result = self.decoder.transcribe(

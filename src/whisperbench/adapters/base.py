@@ -11,25 +11,25 @@ import functools
 import importlib.util
 import typing
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Optional
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..languages import LanguageError, language_code
+from ..core.languages import LanguageError, language_code
+from ..core.ranges import Range
+from ..core.redact import redact
 from ..errors import AdapterUnavailable, OptionError
-from ..machine import default_threads
-from ..limits import Range
-from .options import Option, parse_options
+from ..process.host import default_threads
 from ..types import Example, Segment, Transcript, Word
-from ..redact import redact
-
+from .options import Option, parse_options
 
 #: ``-o language=dataset``: each example's own label (the dataset's ``language`` column)
 FROM_DATASET = "dataset"
 
 
-def _language_option(value: Optional[str]) -> Optional[str]:
+def _language_option(value: str | None) -> str | None:
     """``-o language=``: ``auto`` (or nothing) lets a multilingual model detect; ``dataset`` takes each example's
     label; else Whisper's code for a code or name ("de", "deu", "German")."""
     if value is None or value.lower() == "auto":
@@ -54,20 +54,20 @@ class DecodingOptions:
     ``extra`` holds adapter-specific options (e.g. ``compute_type``), checked by the adapter.
     """
 
-    language: Optional[str] = None
+    language: str | None = None
     task: str = "transcribe"
     beam_size: int = 1
     temperature: float = 0.0
     temperature_fallback: bool = False
-    without_timestamps: Optional[bool] = None
+    without_timestamps: bool | None = None
     condition_on_previous_text: bool = True
-    initial_prompt: Optional[str] = None
+    initial_prompt: str | None = None
     #: prompt each example with its keywords (``--prompt-from-keywords``, after ``initial_prompt`` when both are set;
     #: docs/keywords.md): the terms joined by ", "
     prompt_from_keywords: bool = False
-    no_speech_threshold: Optional[float] = None
-    logprob_threshold: Optional[float] = None
-    compression_ratio_threshold: Optional[float] = None
+    no_speech_threshold: float | None = None
+    logprob_threshold: float | None = None
+    compression_ratio_threshold: float | None = None
     #: word timing (``--word-timestamps``, also ``-o word_timestamps=true``): the harness asks each implementation
     #: for word times in the way that leaves its text as it is without them (see ``Adapter.word_timing``); an
     #: implementation that cannot give them is refused (exit 2). It costs time.
@@ -76,7 +76,7 @@ class DecodingOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_pairs(cls, pairs: list[str], word_timestamps: bool = False) -> "DecodingOptions":
+    def from_pairs(cls, pairs: list[str], word_timestamps: bool = False) -> DecodingOptions:
         """Parse ``KEY=VALUE`` strings; known keys are typed, the rest go to ``extra`` as strings.
         ``word_timestamps`` (``--word-timestamps``) turns word timing on as ``word_timestamps=true`` does."""
         opts = cls()
@@ -105,7 +105,7 @@ class DecodingOptions:
             return (self.temperature,)
         return tuple(round(self.temperature + 0.2 * i, 1) for i in range(int((1.0 - self.temperature) / 0.2) + 1))
 
-    def language_for(self, multilingual: bool, example: Optional[Example] = None) -> Optional[str]:
+    def language_for(self, multilingual: bool, example: Example | None = None) -> str | None:
         """The language to force on ``example``: the option (with ``dataset``, the example's label; detected
         when it has none), else English for an English-only model, else None (detect).
 
@@ -119,7 +119,7 @@ class DecodingOptions:
             return example.language if example is not None else None
         return self.language
 
-    def prompt_for(self, example: Optional[Example] = None) -> Optional[str]:
+    def prompt_for(self, example: Example | None = None) -> str | None:
         """The vocabulary prompt of ``example``: ``initial_prompt``, then (``prompt_from_keywords``) the example's
         keywords joined by ", "; None when that is empty.
 
@@ -132,7 +132,7 @@ class DecodingOptions:
         return " ".join(part for part in parts if part) or None
 
     def whisper_transcribe_kwargs(
-        self, multilingual: bool, long_form: bool, example: Optional[Example] = None
+        self, multilingual: bool, long_form: bool, example: Example | None = None
     ) -> dict[str, Any]:
         """Keyword arguments of openai-whisper's ``transcribe`` (also taken by mlx-whisper's)."""
         return dict(
@@ -165,7 +165,7 @@ _DECODING_RANGES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def common_options() -> dict[str, Option]:
     """The options every adapter takes (``-o KEY=VALUE``), declared by :class:`DecodingOptions`' fields: typed
     by each field's annotation (``Optional[X]`` also takes ``none``), defaulting to the field's default.
@@ -287,7 +287,7 @@ class Adapter(ABC):
     #: where native long-form decoding's seams (the start of each window after the first) are read from:
     #: ``SEAMS_FROM_DECODER`` (segments' ``seek``), ``SEAMS_FROM_PIPELINE``; None: the implementation does not
     #: tell, so its transcripts carry none and the timing metric falls back to the 30 s marks
-    native_seams: ClassVar[Optional[str]] = None
+    native_seams: ClassVar[str | None] = None
     #: False for implementations that only transcribe 30 s: long-form audio then goes through the
     #: harness's chunked strategy (``--long-form native`` resolves to ``chunked``)
     native_long_form: ClassVar[bool] = True
@@ -299,18 +299,18 @@ class Adapter(ABC):
     starting: ClassVar[str] = "loading the model and warming up"
     #: how the implementation gives word times with ``--word-timestamps`` (run.json ``adapter_info.word_timing``),
     #: decoded so that the text stays the text without them; None: it cannot, and word timing is refused (exit 2)
-    word_timing: ClassVar[Optional[str]] = None
+    word_timing: ClassVar[str | None] = None
     #: why it cannot (the refusal's reason)
     no_word_timing: ClassVar[str] = "it has no word alignment"
-    prompting: ClassVar[Optional[str]] = None  # how it takes a vocabulary prompt: see refuse_prompt; None: it cannot
-    weights_path: Optional[Any] = None  # set by load(): the file or folder the implementation loaded
+    prompting: ClassVar[str | None] = None  # how it takes a vocabulary prompt: see refuse_prompt; None: it cannot
+    weights_path: Any | None = None  # set by load(): the file or folder the implementation loaded
     refresh: bool = False  # set by the runner: adapters with a result cache must bypass it
     #: True for adapters that already run their native code in a child process (whisper-cpp): the
     #: runner does not wrap them again, it sets ``call_timeout_s`` for them to honour
     self_isolating: ClassVar[bool] = False
-    call_timeout_s: Optional[float] = None
+    call_timeout_s: float | None = None
 
-    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+    def __init__(self, model: str, decoding: DecodingOptions | None = None):
         self.model = model
         self.decoding = decoding or DecodingOptions()
         self.settings = parse_options(self.name, self.options, self.decoding.extra)
@@ -341,7 +341,7 @@ class Adapter(ABC):
         """Load the model (called once, timed apart from inference)."""
 
     @abstractmethod
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         """Transcribe 16 kHz mono float32 ``audio`` (None when ``needs_audio`` is False)."""
 
     def options_set_by_user(self, *keys: str) -> bool:
@@ -350,7 +350,7 @@ class Adapter(ABC):
         return any(key in self.decoding.extra for key in keys)
 
     @classmethod
-    def variant_refused(cls, name: str) -> Optional[str]:
+    def variant_refused(cls, name: str) -> str | None:
         """Why this machine cannot run variant ``name`` (None: it can), e.g. a compute type the CPU lacks."""
         return None
 
@@ -365,16 +365,16 @@ class Adapter(ABC):
         dataset lacks); none by default."""
         return []
 
-    def source_digest(self) -> Optional[str]:
+    def source_digest(self) -> str | None:
         """A digest of inputs outside the dataset and the run's options that decide this adapter's outputs
         (a hypotheses file): when it changes, every stored result of a resumed run is redone."""
         return None
 
     def describe(self) -> dict[str, Any]:
         """What ran: package versions, resolved weights, effective settings (goes to run.json)."""
-        from ..machine import package_versions
         from ..models import describe_source
-        from ..models.registry import loaded_weights
+        from ..models.resolve import loaded_weights
+        from ..process.host import package_versions
 
         info: dict[str, Any] = {
             "settings": self.settings,
@@ -427,7 +427,7 @@ class Adapter(ABC):
             )
         if not self.uses_weights:
             return
-        from ..models.registry import heads_problem
+        from ..models.resolve import heads_problem
 
         problem = heads_problem(self.model)
         if problem is not None:
@@ -443,7 +443,7 @@ class Adapter(ABC):
         """How many ``transcribe`` calls may run at once in threads (I/O-bound adapters raise it)."""
         return 1
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default: an adapter holding nothing to free keeps it
         """Free the model."""
 
 

@@ -18,7 +18,6 @@ refuses to run with that reason (the export itself works on Linux).
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import numpy as np
 
@@ -56,7 +55,7 @@ class CoreMLAdapter(Adapter):
     }
     variants = {name: {"precision": name} for name in VARIANTS + tuple(COMPRESSIONS)}
 
-    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+    def __init__(self, model: str, decoding: DecodingOptions | None = None):
         super().__init__(model, decoding)
         from ..models.coreml import COMPUTE_UNITS
         from ..models.greedy import check_options
@@ -88,7 +87,7 @@ class CoreMLAdapter(Adapter):
             self.step_model, language=self.decoding.language_for(multilingual), task=self.decoding.task
         )
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the runner passes the decoded clip
         result = self.decoder.transcribe(
             audio,

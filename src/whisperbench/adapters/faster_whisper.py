@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_DECODER, Adapter, seam_extra, seams_from_seeks
 from .options import Option
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
-
 
 #: CTranslate2 compute types whose weights are stored as integers (a conversion in that quantization)
 INTEGER_TYPES = ("int8", "int8_float32", "int8_float16", "int16")
@@ -63,7 +60,7 @@ class FasterWhisperAdapter(Adapter):
     }
 
     @classmethod
-    def variant_refused(cls, name: str) -> Optional[str]:
+    def variant_refused(cls, name: str) -> str | None:
         import ctranslate2
 
         supported = ctranslate2.get_supported_compute_types("cpu")
@@ -97,7 +94,7 @@ class FasterWhisperAdapter(Adapter):
             num_workers=1,
         )
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         d = self.decoding
         segments, info = self.net.transcribe(
             audio,
@@ -155,12 +152,12 @@ class FasterWhisperAdapter(Adapter):
         ]
 
     @property
-    def word_timing(self) -> Optional[str]:  # type: ignore[override]
+    def word_timing(self) -> str | None:  # type: ignore[override]
         """None with the VAD filter: the windows' offsets (``seek``) count frames of the cut audio."""
         return None if self.settings["vad_filter"] else WORD_TIMING
 
     @property
-    def native_seams(self) -> Optional[str]:  # type: ignore[override]
+    def native_seams(self) -> str | None:  # type: ignore[override]
         """Each Segment's ``seek`` is its window's start in feature frames (hop 160 at 16 kHz: 100 a second); with
         the VAD filter, frames of the audio with the silences cut out, which it does not map back: not told."""
         return None if self.settings["vad_filter"] else SEAMS_FROM_DECODER

@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import os
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..core.ranges import Range
+from ..datasets.audio import SAMPLE_RATE
 from ..errors import OptionError
 from ..types import Example, Transcript
 from .base import Adapter, DecodingOptions, window_transcript
 from .jax_compile import N_FRAMES, Program, ProgramBuilder
-from ..limits import Range
 from .options import Option
 
 N_FFT = 400
@@ -107,7 +107,7 @@ class JaxAdapter(Adapter):
         total = adapter_info.get("compile_s_total")
         return {"compile_s": total} if total is not None else {}
 
-    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+    def __init__(self, model: str, decoding: DecodingOptions | None = None):
         super().__init__(model, decoding)
         d = self.decoding
         try:
@@ -135,11 +135,6 @@ class JaxAdapter(Adapter):
     @property
     def batch_size(self) -> int:
         return self._batch_size
-
-    @property
-    def compiled_shapes(self) -> list[tuple[int, int]]:
-        """The (batch size, max length) of each compiled program: without and with timestamps."""
-        return [(self._batch_size, program.max_length) for program in self._programs.values()]
 
     def load(self) -> None:
         _limit_xla_threads(self.decoding.threads)
@@ -174,7 +169,7 @@ class JaxAdapter(Adapter):
             program, seconds = self.builder.compile(self.params, timestamps)
             self._programs[timestamps], self.compile_s[program.key] = program, seconds
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         if long_form:
             raise NotImplementedError(
                 "adapter jax has no long-form algorithm of its own: long-form datasets go "
@@ -251,7 +246,7 @@ class JaxAdapter(Adapter):
                 delattr(self, name)
 
 
-def _describe(a: "JaxAdapter", info: dict[str, Any]) -> dict[str, Any]:
+def _describe(a: JaxAdapter, info: dict[str, Any]) -> dict[str, Any]:
     """run.json's ``adapter_info`` of a JAX run: batch size, dtype, compile times per program, the features, XLA's
     flags, and once loaded the compiled programs, JAX's backend and devices."""
     info.update(

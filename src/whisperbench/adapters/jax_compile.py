@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class Program:
     key: str  # b<batch>_l<max length>[_timestamps], as in compile_s
     compiled: Any
     prompt: np.ndarray
-    language_index: Optional[int]
+    language_index: int | None
     max_length: int
 
 
@@ -94,7 +94,7 @@ class ProgramBuilder:
             raise OptionError(f"adapter jax: model {self.model} has no language {language!r}")
         return int(lang_to_id[f"<|{language}|>"])
 
-    def initial_tokens(self, timestamps: bool) -> tuple[np.ndarray, Optional[int]]:
+    def initial_tokens(self, timestamps: bool) -> tuple[np.ndarray, int | None]:
         """openai-whisper's initial tokens and the language token's index (None for English-only models).
 
         A multilingual model without ``language`` gets -1 there, filled in by detection.

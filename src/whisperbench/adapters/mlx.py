@@ -27,15 +27,15 @@ import ctypes
 import ctypes.util
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError, OptionError
 from ..types import Example, Transcript
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, transcript_from_whisper_result
-from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 from .options import Option
+from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 
 
 class MLXAdapter(Adapter):
@@ -70,7 +70,7 @@ class MLXAdapter(Adapter):
     }
 
     @classmethod
-    def variant_refused(cls, name: str) -> Optional[str]:
+    def variant_refused(cls, name: str) -> str | None:
         blas = cls.variants[name].get("blas")
         try:
             blas and blas_library(blas)
@@ -78,7 +78,7 @@ class MLXAdapter(Adapter):
             return str(exc)
         return None
 
-    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+    def __init__(self, model: str, decoding: DecodingOptions | None = None):
         super().__init__(model, decoding)
         if self.decoding.beam_size > 1:
             raise OptionError(
@@ -108,7 +108,7 @@ class MLXAdapter(Adapter):
         # mlx-whisper keeps one model per process, keyed by path; loading it here keeps load time out of RTFx
         ModelHolder.get_model(self.path, mx.float16 if self.fp16 else mx.float32)
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         import mlx_whisper
 
         d = self.decoding
@@ -174,7 +174,7 @@ class MLXAdapter(Adapter):
 
 
 BUNDLED = "bundled"
-_blas_in_process: Optional[dict[str, Any]] = None  # the BLAS this process's MLX binds to, once chosen
+_blas_in_process: dict[str, Any] | None = None  # the BLAS this process's MLX binds to, once chosen
 
 
 def use_blas(choice: str, threads: int) -> dict[str, Any]:

@@ -21,17 +21,17 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
-from ..files import write_json_atomic
+from ..core.json_files import write_json_atomic
+from ..core.ranges import Range
+from ..core.redact import redact_text, redact_url
+from ..datasets.audio import SAMPLE_RATE
 from ..errors import OptionError, WhisperbenchError
-from ..redact import redact_text, redact_url
 from ..types import Example, Segment, Transcript, Word
 from .base import Adapter
-from ..limits import Range
 from .options import Option
 
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -193,7 +193,7 @@ class OpenAIAPIAdapter(Adapter):
         )
         self.cache_dir = self._cache_root()
 
-    def _cache_root(self) -> Optional[Path]:
+    def _cache_root(self) -> Path | None:
         from ..models import cache_dir
 
         return cache_dir() / "api-results" if self.settings["cache"] else None
@@ -202,7 +202,7 @@ class OpenAIAPIAdapter(Adapter):
         """verbose_json responses carry the service's segment times."""
         return self._request_options(long_form)["response_format"] == "verbose_json"
 
-    def _request_options(self, long_form: bool, example: Optional[Example] = None) -> dict[str, Any]:
+    def _request_options(self, long_form: bool, example: Example | None = None) -> dict[str, Any]:
         d = self.decoding
         options: dict[str, Any] = {
             "model": self.model,
@@ -219,7 +219,7 @@ class OpenAIAPIAdapter(Adapter):
             options.update(response_format="verbose_json", timestamp_granularities=["segment", "word"])
         return options
 
-    def _cache_path(self, flac: bytes, options: dict) -> Optional[Path]:
+    def _cache_path(self, flac: bytes, options: dict) -> Path | None:
         if self.cache_dir is None:
             return None
         key = json.dumps(
@@ -234,7 +234,7 @@ class OpenAIAPIAdapter(Adapter):
 
     def _request(
         self, flac: bytes, options: dict, label: str
-    ) -> tuple[str, list[Segment], Optional[str], Optional[list[Word]]]:
+    ) -> tuple[str, list[Segment], str | None, list[Word] | None]:
         import openai
 
         try:
@@ -259,7 +259,7 @@ class OpenAIAPIAdapter(Adapter):
     def _endpoint(self) -> str:
         return redact_url(str(self.client.base_url)) if getattr(self, "client", None) else "the endpoint"
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None
         options = self._request_options(long_form, example)
         limit = int(float(self.settings["max_upload_mb"]) * 1_000_000)
@@ -271,7 +271,7 @@ class OpenAIAPIAdapter(Adapter):
             return _from_cache(json.loads(cache_path.read_text(encoding="utf-8")), upload)
         start = time.perf_counter()
         texts, segments, language, offset = [], [], None, 0.0
-        words: Optional[list[Word]] = [] if self.decoding.word_timestamps else None
+        words: list[Word] | None = [] if self.decoding.word_timestamps else None
         for index, part in enumerate(parts):
             text, part_segments, language, part_words = self._request(part, options, f"{example.id}-{index}")
             texts.append(text.strip())

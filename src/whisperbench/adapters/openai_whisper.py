@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
+from ..core.ranges import Range
 from ..errors import OptionError
 from ..types import Example, Transcript
 from .base import SEAMS_FROM_DECODER, Adapter, transcript_from_whisper_result, window_transcript
-from ..limits import Range
 from .options import Option
 from .word_timing import APPEND_PUNCTUATIONS, PREPEND_PUNCTUATIONS, align_windows, last_word_end
 
@@ -54,7 +52,7 @@ class OpenAIWhisperAdapter(Adapter):
         checkpoint = self.weights_path = converted(self.model, "openai-whisper")
         self.net = load_openai_whisper(checkpoint).to(self.settings["device"])
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         import torch
         import whisper
 

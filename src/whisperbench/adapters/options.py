@@ -16,11 +16,12 @@ whisperbench.errors.OptionError: adapter demo: option mode='c' is not one of a, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
+from ..core.ranges import Range
 from ..errors import OptionError
-from ..limits import Range
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -47,10 +48,10 @@ class Option:
     default: Any
     help: str = ""
     choices: tuple = ()
-    value_type: Optional[type] = None
+    value_type: type | None = None
     nullable: bool = False
     #: the numbers it takes (None: finite and not negative; a whole number for an integer option)
-    range: Optional[Range] = None
+    range: Range | None = None
 
     @property
     def kind(self) -> str:

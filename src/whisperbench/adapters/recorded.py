@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
+from ..core.hashing import sha256_of
+from ..core.json_files import parse_json
 from ..datasets.hypotheses import read_rows
-from ..digest import sha256_of
 from ..errors import WhisperbenchError
-from ..files import parse_json
 from ..types import Emission, Example, Segment, Transcript, Word
 from .base import Adapter
 from .options import Option
@@ -48,7 +49,7 @@ def _rows_with(path: str, keys: tuple[str, ...]) -> Iterator[tuple[int, dict[str
                 raise WhisperbenchError(f"{path} line {number}: need a JSON object with an id")
 
 
-def read_timing(path: str) -> dict[str, tuple[list[Segment], Optional[list[Word]]]]:
+def read_timing(path: str) -> dict[str, tuple[list[Segment], list[Word] | None]]:
     """``id -> (segments, words or None)`` for the lines that carry times; bad times are errors naming the line."""
     table = {}
     for number, row in _rows_with(path, ("segments", "words")):
@@ -132,7 +133,7 @@ def read_device(path: str) -> dict[str, Any]:
 COST_KEYS = ("infer_s", "cpu_s", "tokens")
 
 
-def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float], Optional[int]]]:
+def read_costs(path: str) -> dict[str, tuple[float | None, float | None, int | None]]:
     """``id -> (infer_s, cpu_s, tokens)`` for the lines that carry any (seconds finite and not negative, tokens a
     whole number ≥ 0); a bad value is an error naming the line."""
     table = {}
@@ -144,7 +145,7 @@ def read_costs(path: str) -> dict[str, tuple[Optional[float], Optional[float], O
     return table
 
 
-def _whole(value: Any, key: str, path: str, number: int) -> Optional[int]:
+def _whole(value: Any, key: str, path: str, number: int) -> int | None:
     if value is None:
         return None
     if (
@@ -157,7 +158,7 @@ def _whole(value: Any, key: str, path: str, number: int) -> Optional[int]:
     return int(value)
 
 
-def _non_negative(value: Any, key: str, path: str, number: int) -> Optional[float]:
+def _non_negative(value: Any, key: str, path: str, number: int) -> float | None:
     if value is None:
         return None
     try:
@@ -203,14 +204,14 @@ class RecordedAdapter(Adapter):
         """A recorded file's segments are the implementation's own times."""
         return True
 
-    def source_digest(self) -> Optional[str]:
+    def source_digest(self) -> str | None:
         """The hypotheses file's sha256: an edited file makes a resumed ``score`` redo every example."""
         try:
             return "sha256:" + sha256_of(self.model)
         except OSError as exc:
             raise WhisperbenchError(f"cannot read hypotheses file {self.model}: {exc}") from exc
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         if example.id not in self.hypotheses:
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")
         text, language = self.rows[example.id]

@@ -19,16 +19,17 @@ from __future__ import annotations
 import logging
 import time
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..core.ranges import Range
+from ..datasets.audio import SAMPLE_RATE
 from ..scoring.streaming import shown_then_dropped
 from ..types import Emission, Example, Transcript
 from .base import Adapter
-from ..limits import Range
 from .options import Option
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,8 @@ class Output:
 
     committed: str = ""
     interim: str = ""
-    at: Optional[float] = None
-    audio_s: Optional[float] = None
+    at: float | None = None
+    audio_s: float | None = None
 
 
 class StreamSession(Protocol):
@@ -153,7 +154,7 @@ class StreamingAdapter(Adapter):
         """What each prediction records of how it was streamed (``extra["streaming"]``)."""
         return {"policy": self.policy(), "chunk_s": self.settings["chunk_s"], "clock": self.settings["clock"]}
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None
         chunk_s = float(self.settings["chunk_s"])
         if not chunk_s > 0:

@@ -6,14 +6,14 @@ switches to its chunked algorithm (overlapping windows, batched by ``batch_size`
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..core.ranges import Range
+from ..datasets.audio import SAMPLE_RATE
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_PIPELINE, Adapter, seam_extra
-from ..limits import Range
 from .options import Option
 from .word_timing import words_from_tokens
 
@@ -70,7 +70,7 @@ class TransformersAdapter(Adapter):
             torch_dtype=dtype,
         )
 
-    def _generate_kwargs(self, long_form: bool, example: Optional[Example] = None) -> dict:
+    def _generate_kwargs(self, long_form: bool, example: Example | None = None) -> dict:
         d = self.decoding
         # the temperature always goes in: with a logprob_threshold and no temperature, transformers' Whisper
         # generate (4.57) fails on every clip (``_retrieve_avg_logprobs``: None > 0.0); 0.0 is its greedy default
@@ -92,7 +92,7 @@ class TransformersAdapter(Adapter):
             generate["prompt_ids"] = self.pipe.tokenizer.get_prompt_ids(prompt, return_tensors="pt")
         return generate
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the harness decodes it
         chunk = float(self.settings["chunk_length_s"])
         kwargs = {"chunk_length_s": chunk, "batch_size": self.batch_size} if chunk > 0 else {}
@@ -120,7 +120,7 @@ class TransformersAdapter(Adapter):
         extra = seam_extra(self._chunk_seams(len(audio)), SEAMS_FROM_PIPELINE) if long_form and chunk > 0 else {}
         return Transcript(text=result["text"].strip(), segments=segments, words=words, extra=extra)
 
-    def _aligned_words(self, audio: np.ndarray, text: str, example: Optional[Example]) -> list[Word]:
+    def _aligned_words(self, audio: np.ndarray, text: str, example: Example | None) -> list[Word]:
         """Word times of ``text`` on a clip of <= 30 s: the decoder run once on the prompt, the text's tokens and
         end-of-text; the alignment heads' cross-attention over the clip's frames, normalized per frame and
         median-filtered as transformers' ``_extract_token_timestamps`` does; DTW; token k spans the steps where the
@@ -171,7 +171,7 @@ class TransformersAdapter(Adapter):
         return pipeline_chunk_seams(num_samples, chunk, stride, stride)
 
     @property
-    def native_seams(self) -> Optional[str]:  # type: ignore[override]
+    def native_seams(self) -> str | None:  # type: ignore[override]
         """Chunked: the pipeline's chunk geometry. Sequential generate keeps its window offsets to itself: not told."""
         return SEAMS_FROM_PIPELINE if float(self.settings["chunk_length_s"]) > 0 else None
 

@@ -20,12 +20,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from ..errors import AdapterUnavailable, ModelError, OptionError
-from ..supervise import ChildProcess, RemoteError, WorkerCrashed
+from ..process.child import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Segment, Transcript, Word
 from .base import Adapter
 from .options import Option
@@ -149,8 +149,8 @@ class WhisperCppAdapter(Adapter):
         legacy = "-qnt1" if backend == "whisper-cpp-python" else ""
         route = "+f16" if self.settings["quantize_from"] == "f16" else ""
         self.variant = "" if quantization == "f16" else quantization + legacy + route
-        self.dtw: Optional[str] = None  # the alignment-head preset of DTW word times (set by load)
-        self._worker: Optional[_Worker] = None
+        self.dtw: str | None = None  # the alignment-head preset of DTW word times (set by load)
+        self._worker: _Worker | None = None
         self._worker_info: dict[str, Any] = {}
         self._peak_rss_mb = 0.0
         self._restarts = 0
@@ -194,7 +194,7 @@ class WhisperCppAdapter(Adapter):
         self._worker = _Worker(config, self._logs / f"worker-{self._restarts}.log")
         self._worker_info = self._worker.info
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         if self._worker is None:  # the last restart failed: try again
             self._start()
         assert self._worker is not None
@@ -232,7 +232,7 @@ class WhisperCppAdapter(Adapter):
         return bool(self.settings["flash_attn"]) and self.dtw is None
 
     @property
-    def word_timing(self) -> Optional[str]:  # type: ignore[override]
+    def word_timing(self) -> str | None:  # type: ignore[override]
         """whisper.cpp 1.8 (pywhispercpp): its DTW; 1.4.1 (whisper-cpp-python): its token timestamps."""
         return WORD_TIMING[self.backend]
 
@@ -247,10 +247,10 @@ class WhisperCppAdapter(Adapter):
             shutil.rmtree(self._logs, ignore_errors=True)
 
 
-def _describe(a: "WhisperCppAdapter", info: dict[str, Any]) -> dict[str, Any]:
+def _describe(a: WhisperCppAdapter, info: dict[str, Any]) -> dict[str, Any]:
     """run.json's ``adapter_info`` of a whisper.cpp run: the binding, whisper.cpp's version, the ggml file and its
     route, the parameters, the worker's peak memory and restarts, and what deviates from a plain run."""
-    from ..machine import package_versions
+    from ..process.host import package_versions
 
     distribution = BACKENDS[a.backend][1]
     info["versions"] = package_versions((distribution,))
@@ -384,7 +384,7 @@ class _Engine:
         return {"segments": segments, "language": detected, "tokens": tokens, "decoded": self.engine.decoded()}
 
 
-def _loaded_library_version(fragment: str) -> Optional[str]:
+def _loaded_library_version(fragment: str) -> str | None:
     """``whisper_version()`` of the libwhisper mapped into this process (None if it lacks one)."""
     import ctypes
 
@@ -441,7 +441,7 @@ class _PyWhisperCpp:
             "flash_attn": self.flash_attn,
         }
 
-    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
+    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, str | None]:
         pw = self.pw
         self.params.no_timestamps = no_timestamps
         self.params.language = language
@@ -521,7 +521,7 @@ class _WhisperCppPython:
             "system_info": self.wc.whisper_print_system_info().decode().strip(),
         }
 
-    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, Optional[str]]:
+    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, str | None]:
         wc, ctx = self.wc, self.ctx
         self._language = language.encode()  # kept alive while whisper_full reads it
         self.params.language = self._language

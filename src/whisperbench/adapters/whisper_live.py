@@ -22,13 +22,13 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from ..supervise import WorkerCrashed, started_from_main_thread
+from ..core.ranges import Range
+from ..process.child import WorkerCrashed, started_from_main_thread
 from ..types import Example, Transcript
-from ..limits import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 #: the longest the server may take to load the model and answer SERVER_READY (seconds)
 READY_TIMEOUT_S = 120.0
 _SERVER = (
-    "import sys, logging; from whisperbench.supervise import die_with_parent; "
+    "import sys, logging; from whisperbench.process.child import die_with_parent; "
     "die_with_parent(int(sys.argv[1]), by_signal=sys.argv[4] == '1'); "
     "logging.basicConfig(level=logging.WARNING); "
     "from whisper_live.server import TranscriptionServer; "
@@ -55,7 +55,7 @@ def _free_port() -> int:
 class _Session:
     """One audio's WebSocket connection: chunks out, the server's segments in (a reader thread stamps each)."""
 
-    def __init__(self, adapter: "WhisperLiveAdapter", language: Optional[str]):
+    def __init__(self, adapter: WhisperLiveAdapter, language: str | None):
         from websockets.sync.client import connect
 
         self.adapter = adapter
@@ -74,7 +74,7 @@ class _Session:
         self._ready(time.monotonic() + READY_TIMEOUT_S)
         self.sent_s = 0.0
         self.seen: set[tuple[Any, Any]] = set()
-        self.outputs: "queue.Queue[Output]" = queue.Queue()
+        self.outputs: queue.Queue[Output] = queue.Queue()
         self.closed = threading.Event()
         self.reader = threading.Thread(target=self._read, name="whisper-live-reader", daemon=True)
         self.reader.start()
@@ -175,7 +175,7 @@ class WhisperLiveAdapter(StreamingAdapter):
         self.weights_path = converted(self.model, "ctranslate2")
         self._start_server()
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         """One stream (:class:`StreamingAdapter`); a server that died since the last one is started again first, and
         one that dies during this stream is started again and the example's try counted as a worker's death
         (``WorkerCrashed``): the run's retry policy (``--attempts``) tries it again on the new server, and every
@@ -201,7 +201,7 @@ class WhisperLiveAdapter(StreamingAdapter):
         """Start the server on a free port and wait until it listens (its log kept for the error)."""
         self.port = _free_port()
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"whisperbench-whisper-live-{self.port}.log"
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the server's log while it runs; close() closes it
         by_signal = "1" if started_from_main_thread() else "0"
         self.server = subprocess.Popen(
             [sys.executable, "-c", _SERVER, str(os.getpid()), str(self.port), str(self.weights_path), by_signal],

@@ -41,15 +41,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE
+from ..core.ranges import Range
+from ..datasets.audio import SAMPLE_RATE
 from ..errors import AdapterUnavailable, OptionError, WhisperbenchError
 from ..types import Example, Segment, Transcript, Word
 from .base import SEAMS_FROM_DECODER, Adapter, DecodingOptions, seam_extra, seams_from_seeks
-from ..limits import Range
 from .options import Option
 
 COMPUTE_UNITS = ("all", "cpuOnly", "cpuAndGPU", "cpuAndNeuralEngine")
@@ -171,7 +171,7 @@ class WhisperKitAdapter(Adapter):
         "timeout_s": Option(1800.0, "seconds per whisperkit-cli call", range=Range(0, open_low=True)),
     }
 
-    def __init__(self, model: str, decoding: Optional[DecodingOptions] = None):
+    def __init__(self, model: str, decoding: DecodingOptions | None = None):
         super().__init__(model, decoding)
         if self.decoding.beam_size != 1:
             raise OptionError("adapter whisperkit: WhisperKit decodes greedily (beam_size must be 1)")
@@ -227,7 +227,7 @@ class WhisperKitAdapter(Adapter):
             reports = [read_report(tmp, Path(path).stem) for path in paths]
         return [transcript_from_report(r, self.decoding.word_timestamps, long_form) for r in reports]
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         assert audio is not None  # needs_audio: the runner passes the decoded clip
         return self._run([audio], [example], long_form)[0]
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.ranges import Range
 from ..types import Example
-from ..limits import Range
 from .options import Option
 from .streaming import Output, StreamingAdapter, StreamSession
 

@@ -15,7 +15,7 @@ token's end; :func:`words_from_tokens` joins its tokens into words.
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..types import Word
 

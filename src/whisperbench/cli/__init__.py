@@ -13,11 +13,11 @@ import importlib
 import logging
 import os
 import sys
-from typing import Any, NoReturn, Optional
+from typing import Any, NoReturn
 
+from ..core.redact import redact_text
+from ..core.registry import Registry
 from ..errors import WhisperbenchError
-from ..redact import redact_text
-from ..registry import Registry
 
 #: the built-in commands, one module each, in the order ``--help`` lists them
 BUILTIN = (
@@ -62,7 +62,7 @@ COMMANDS: Registry[Any] = Registry(
 )
 
 
-def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every command, its options and help (docs/usage.md lists them); with ``command``,
     the name of a built-in one, that command alone (the same parser for its arguments: no other command's module
     and no installed plug-in is imported, and a plug-in never takes a built-in name)."""
@@ -188,7 +188,7 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
-def _builtin_named(argv: list[str]) -> Optional[str]:
+def _builtin_named(argv: list[str]) -> str | None:
     """The built-in command ``argv`` names, where only log levels come before it (``--help`` and ``--version``
     there, or no command, take the whole parser).
 
@@ -207,7 +207,7 @@ def entry() -> NoReturn:
     raise SystemExit(main())
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv``); the exit code (bad input: one line and 2)."""
     if argv is None and not isinstance(sys.stdout, _PipeSafe):  # the real command line, not a caller's capture
         _closed_streams_to_devnull()

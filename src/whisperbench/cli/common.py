@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Any, Optional
+from typing import Any
 
-from ..limits import CONFIDENCE_PERCENT
-from ..scoring.normalize import NORMALIZER_NAMES
+from ..core.ranges import CONFIDENCE_PERCENT
+from ..scoring.normalize import normalizer_names
 
 
 def finite(text: str) -> float:
@@ -44,7 +44,7 @@ def whole(text: str) -> int:
     return value
 
 
-def confidence_fraction(percent: Optional[float]) -> Optional[float]:
+def confidence_fraction(percent: float | None) -> float | None:
     """``--confidence`` (a percentage, e.g. 95) as the fraction the API takes; refused outside 50 to 99.9 %."""
     return None if percent is None else round(CONFIDENCE_PERCENT.check("--confidence", percent) / 100.0, 9)
 
@@ -76,7 +76,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--limit", type=whole, help="only the first N examples")
     p.add_argument("--skip-invalid", action="store_true", help="record invalid examples as failed and go on")
-    p.add_argument("--normalizer", choices=NORMALIZER_NAMES, help="default: english for English data")
+    p.add_argument("--normalizer", choices=normalizer_names(), help="default: english for English data")
     p.add_argument("--form", choices=["short", "long"], help="override the inferred dataset form")
     p.add_argument("--dataset-name", help="name to show for the dataset")
     add_column_args(p)
@@ -217,6 +217,6 @@ def significance_options(p: Any) -> None:
     )
 
 
-def names(text: Optional[str]) -> Optional[list[str]]:
+def names(text: str | None) -> list[str] | None:
     """A comma-separated list as names (blanks dropped), or None when not given."""
     return [name.strip() for name in text.split(",") if name.strip()] if text else None

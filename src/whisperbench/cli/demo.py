@@ -12,7 +12,7 @@ def command(args) -> int:
     import dataclasses
 
     from ..api import demo
-    from ..demo_runner import DemoSettings
+    from ..harness.demo import DemoSettings
 
     result = demo(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DemoSettings)})
     print(result.markdown)

@@ -13,7 +13,7 @@ def command(args) -> int:
     """``whisperbench export``: a run's per-example rows (CSV/JSON; ``api.export``) or runs to MLflow or W&B
     (``api.publish``)."""
     from ..api import export, load_run, publish
-    from ..store import list_runs
+    from ..store.runs import list_runs
 
     reference = load_run(args.reference, args.runs_dir) if args.reference else None
     if args.to:

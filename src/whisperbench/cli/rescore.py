@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..scoring.normalize import NORMALIZER_NAMES
+from ..scoring.normalize import normalizer_names
 from .common import add_runs_dir, add_threshold_arg, metric_options, pct, print_json
 
 
@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
     add_runs_dir(p)
     p.add_argument(
         "--normalizer",
-        choices=NORMALIZER_NAMES,
+        choices=normalizer_names(),
         help="score with this normalizer instead of the run's own (recorded in summary.json)",
     )
     add_threshold_arg(p)

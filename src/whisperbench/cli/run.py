@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..harness.choices import BACKEND_NAMES, DEFAULT_ATTEMPTS, STRATEGIES
+from ..harness.choices import BACKENDS, DEFAULT_ATTEMPTS, STRATEGIES
 from .common import add_run_args, columns, execute, finite, metric_options, whole
 
 
@@ -144,7 +144,7 @@ def _add_where_options(p: Any) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=BACKEND_NAMES,
+        choices=BACKENDS.names(),
         default="in-process",
         help="where examples run: this process (a process pool when --workers > 1), a process pool, "
         "or Ray actors (pip install 'whisperbench[ray]')",

@@ -23,7 +23,11 @@ def register(sub: Any) -> None:
     """Add ``whisperbench subtitles`` and its options to the sub-command parsers ``sub``."""
     p = sub.add_parser("subtitles", help="SRT or WebVTT subtitles (one file per example) of a run's stored segments")
     p.add_argument("run", help="run name (under --runs-dir) or run folder")
-    p.add_argument("--format", choices=("srt", "vtt"), default="srt", help="subtitle format (default: srt)")
+    from ..reports.subtitles import SUBTITLE_FORMATS
+
+    p.add_argument(
+        "--format", choices=SUBTITLE_FORMATS.names(), default="srt", help="subtitle format (default: %(default)s)"
+    )
     p.add_argument("--out", help="folder to write <id>.srt / <id>.vtt into (default: subtitles/RUN)")
     add_runs_dir(p)
     p.set_defaults(func=command)

@@ -14,7 +14,7 @@ def command(args) -> int:
     """``whisperbench sweep``: every compressed variant of a model against one reference (``api.sweep``), and the
     size table."""
     from ..api import sweep
-    from ..limits import GATE_LIMITS, check_limits
+    from ..core.ranges import GATE_LIMITS, check_limits
 
     # the verdict's limits checked before the first variant runs (not after all of them)
     check_limits({"min_qoi": args.min_qoi, "max_wer_increase": args.max_wer_increase}, GATE_LIMITS)
@@ -58,7 +58,7 @@ def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_nam
         render_tradeoff_markdown,
         tradeoff_frame,
     )
-    from ..store import open_run
+    from ..store.runs import open_run
 
     reference = open_run(reference_name, args.runs_dir)
     runs = [open_run(e.run, args.runs_dir) for e in entries if e.status == "finished"]

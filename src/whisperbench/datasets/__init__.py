@@ -1,6 +1,7 @@
 """Dataset loading: a spec string -> validated :class:`~whisperbench.types.Dataset`.
 
-Specs, in the order they are tried:
+Specs, in the order they are tried (the sources of :data:`DATASET_SOURCES`; an installed package adds one in the
+entry-point group ``whisperbench.datasets``):
 
 - ``hf:NAME[:CONFIG]:SPLIT`` — a Hugging Face dataset (hub id or local folder).
 - a ``.jsonl``/``.csv``/``.tsv`` manifest file — ``audio`` paths relative to the manifest.
@@ -16,9 +17,12 @@ Columns are found by their usual names (see ``datasets/columns.py``) unless a
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
+from ..core.registry import Registry
 from ..errors import DatasetError
 from ..types import ColumnMap, Form
 from .huggingface import hf_records, read_hf
@@ -26,6 +30,7 @@ from .manifest import read_manifest
 from .records import (
     Checked,
     Invalid,
+    RawRecord,
     build_dataset,
     content_hash,
     infer_form,
@@ -76,8 +81,8 @@ def from_hf_dataset(
     table: Any,
     *,
     name: str = "datasets",
-    form: Optional[Form] = None,
-    limit: Optional[int] = None,
+    form: Form | None = None,
+    limit: int | None = None,
     skip_invalid: bool = False,
     columns: ColumnMap | dict[str, str] | None = None,
 ) -> Checked:
@@ -114,6 +119,60 @@ def _manifest_path(spec: str) -> str:
     return path
 
 
+@dataclass(frozen=True)
+class Opened:
+    """A dataset spec opened: its raw records, the dataset's default name, where it was read from and the folder
+    its audio paths are relative to (None: they are not paths)."""
+
+    records: list[RawRecord]
+    name: str
+    source: str
+    base_dir: str | None
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """Where a dataset spec's records come from: a name, a one-line description, whether it takes a spec
+    (``claims``) and ``open(spec, columns) -> Opened``; sources are tried by ``rank`` (the manifest, which takes
+    every other spec, last)."""
+
+    name: str
+    description: str
+    claims: Callable[[str], bool]
+    open: Callable[[str, ColumnMap], Opened]
+    rank: int = 0
+
+
+def _open_hf(spec: str, columns: ColumnMap) -> Opened:
+    records, default = read_hf(spec, columns)
+    return Opened(records, default, spec, None)
+
+
+def _open_manifest(spec: str, columns: ColumnMap) -> Opened:
+    manifest = os.path.abspath(_manifest_path(spec))
+    return Opened(read_manifest(manifest), _default_name(manifest), manifest, os.path.dirname(manifest))
+
+
+#: where datasets come from, tried in this order; installed packages add theirs in the entry-point group
+#: whisperbench.datasets
+DATASET_SOURCES: Registry[DatasetSource] = Registry(
+    "dataset source",
+    builtin=lambda: [
+        DatasetSource("huggingface", "hf:NAME[:CONFIG]:SPLIT", lambda spec: spec.startswith("hf:"), _open_hf),
+        DatasetSource("manifest", "a manifest, a folder, a bundled name", lambda spec: True, _open_manifest, rank=1),
+    ],
+    kind=DatasetSource,
+    group="whisperbench.datasets",
+    order=lambda source: source.rank,
+    error=DatasetError,
+)
+
+
+def open_spec(spec: str, columns: ColumnMap) -> Opened:
+    """``spec`` opened by the first source that takes it."""
+    return next(source for source in DATASET_SOURCES.items() if source.claims(spec)).open(spec, columns)
+
+
 def column_values(spec: str, column: str) -> dict[str, Any]:
     """Example id -> the value of one column (e.g. ``speaker``) of a dataset's rows, read without validating or
     hashing audio; rows without the column are left out. For resampling blocks (``--block-by``).
@@ -121,7 +180,7 @@ def column_values(spec: str, column: str) -> dict[str, Any]:
     >>> column_values("tiny-shortform", "speaker")["1998-15444-0000"]
     '1998'
     """
-    records = read_hf(spec)[0] if spec.startswith("hf:") else read_manifest(_manifest_path(spec))
+    records = open_spec(spec, ColumnMap()).records
     return {
         ex_id: record.fields[column]
         for record in records
@@ -132,33 +191,21 @@ def column_values(spec: str, column: str) -> dict[str, Any]:
 def load_dataset(
     spec: str,
     *,
-    name: Optional[str] = None,
-    form: Optional[Form] = None,
-    limit: Optional[int] = None,
+    name: str | None = None,
+    form: Form | None = None,
+    limit: int | None = None,
     skip_invalid: bool = False,
     columns: ColumnMap | dict[str, str] | None = None,
 ) -> Checked:
     """Load and validate a dataset; raise DatasetError naming each bad example (see module doc), or once when its
     columns cannot give the audio and transcript (``columns`` maps them)."""
     columns = ColumnMap.of(columns)
-    if spec.startswith("hf:"):
-        records, default = read_hf(spec, columns)
-        return build_dataset(
-            records,
-            name=name or default,
-            source=spec,
-            base_dir=None,
-            form=form,
-            limit=limit,
-            skip_invalid=skip_invalid,
-            columns=columns,
-        )
-    manifest = _manifest_path(spec)
+    opened = open_spec(spec, columns)
     return build_dataset(
-        read_manifest(manifest),
-        name=name or _default_name(manifest),
-        source=os.path.abspath(manifest),
-        base_dir=os.path.dirname(os.path.abspath(manifest)),
+        opened.records,
+        name=name or opened.name,
+        source=opened.source,
+        base_dir=opened.base_dir,
         form=form,
         limit=limit,
         skip_invalid=skip_invalid,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class TranscriptAligner:
         self.model_name = model
         self.net = load_openai_whisper(converted(model, "openai-whisper"))
 
-    def words(self, audio: np.ndarray, text: str, language: Optional[str] = "en") -> list[Word]:
+    def words(self, audio: np.ndarray, text: str, language: str | None = "en") -> list[Word]:
         """The transcript's words with the times the aligner gives them (an all-capitals transcript, as
         LibriSpeech's, is aligned in lower case: Whisper rarely writes capitals, and its tokens for them are rarer)."""
         import torch
@@ -77,12 +77,12 @@ class TranscriptAligner:
         return [Word(w["word"].strip(), float(w["start"]), float(w["end"])) for w in segment.get("words") or []]
 
 
-def align_manifest(dataset: str, out: str | Path, model: str = "base", limit: Optional[int] = None) -> int:
+def align_manifest(dataset: str, out: str | Path, model: str = "base", limit: int | None = None) -> int:
     """Write ``out``: the rows of a short-form manifest (or any dataset ``load_dataset`` reads), each with the
     forced-aligned ``words`` of its transcript and ``words_source``, audio paths absolute. Returns the rows
     written; a row that cannot be aligned is written without words, with ``words_error``, and logged."""
-    from ..audio import load_audio
     from . import load_dataset
+    from .audio import load_audio
 
     examples = load_dataset(dataset, limit=limit).dataset.examples
     aligner = TranscriptAligner(model)

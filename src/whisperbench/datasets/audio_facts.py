@@ -16,13 +16,14 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any
 
-from ..digest import sha256_of
+from ..core.hashing import sha256_of
+from ..core.json_files import cache_dir
 from ..errors import AudioError
-from ..files import cache_dir
 from ..scoring.summary import map_ranges
 from ..types import AudioInfo
 
@@ -75,13 +76,12 @@ def audio_facts(source: str | bytes) -> AudioFacts:
     return found
 
 
-#: fewest files to compute on a pool of processes (about 0.22 ms a file: reading, hashing, the header, measured
-#: 2026-11-28: 3,000 files 0.65 s in one thread, 0.62 s on two threads; a spawned worker's start is about 0.35 s of
-#: CPU: two workers pay for themselves from about 3,000 files)
+#: fewest files to compute on a pool of processes: below it, starting the spawned workers costs more CPU than
+#: reading, hashing and the header of every file in this process
 POOL_MIN = 5_000
 
 
-def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[str, Union[AudioFacts, AudioError]]:
+def audio_facts_of(paths: Iterable[str], workers: int | None = None) -> dict[str, AudioFacts | AudioError]:
     """The facts of many existing files at once, as :func:`audio_facts` gives each (an unreadable file: its
     AudioError): memoized and cached ones read back, the others computed on ``workers`` processes (default: the
     cores this process may use; from :data:`POOL_MIN` files) and cached in one transaction.
@@ -92,7 +92,7 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     True
     """
     keys: dict[str, tuple[str, int, int]] = {}
-    refused: dict[str, Union[AudioFacts, AudioError]] = {}
+    refused: dict[str, AudioFacts | AudioError] = {}
     for path in dict.fromkeys(paths):
         try:
             keys[path] = _key(path)
@@ -103,7 +103,7 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
     with _lock:
         known = {key: _memo[key] for key in keys.values() if key in _memo}
     known |= _read_many([key for key in keys.values() if key not in known])
-    found: dict[str, Union[AudioFacts, AudioError]] = {path: known[key] for path, key in keys.items() if key in known}
+    found: dict[str, AudioFacts | AudioError] = {path: known[key] for path, key in keys.items() if key in known}
     with _lock:
         _memo.update(known)
     todo = {path: key for path, key in keys.items() if key not in known}
@@ -118,9 +118,9 @@ def audio_facts_of(paths: Iterable[str], workers: Optional[int] = None) -> dict[
 
 
 def _header(source: str | bytes) -> AudioInfo:
-    """What the audio's header says (:func:`whisperbench.audio.audio_info`, imported on the first file read: the
-    datasets package loads no numpy, so a helper reading a manifest's texts starts without it)."""
-    from ..audio import audio_info
+    """What the audio's header says (:func:`whisperbench.datasets.audio.audio_info`, imported on the first file
+    read: the datasets package loads no numpy, so a helper reading a manifest's texts starts without it)."""
+    from .audio import audio_info
 
     return audio_info(source)
 
@@ -153,18 +153,18 @@ def _facts_part(paths: Sequence[str], start: int, stop: int) -> list[tuple[Any, 
     return packed
 
 
-def _unpacked(packed: tuple[Any, ...]) -> Union[AudioFacts, AudioError]:
+def _unpacked(packed: tuple[Any, ...]) -> AudioFacts | AudioError:
     if len(packed) == 1:
         return AudioError(packed[0])
     duration_s, sample_rate, channels, sha256 = packed
     return AudioFacts(AudioInfo(duration_s, sample_rate, channels), sha256)
 
 
-_connection: Optional[sqlite3.Connection] = None
+_connection: sqlite3.Connection | None = None
 _unavailable = False
 
 
-def _database() -> Optional[sqlite3.Connection]:
+def _database() -> sqlite3.Connection | None:
     """The process's one connection to the cache (opened on first use; None when it cannot be)."""
     global _connection, _unavailable
     if _connection is None and not _unavailable:

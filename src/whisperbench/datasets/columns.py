@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from ..errors import DatasetError
 from ..types import COLUMN_ROLES, ColumnMap
@@ -26,7 +27,7 @@ from ..types import COLUMN_ROLES, ColumnMap
 ID_KEYS = ("id", "utt_id", "key", "segment_id")
 AUDIO_KEYS = ("audio", "audio_filepath", "file_name", "path", "audio_path", "file")
 TEXT_KEYS = ("text", "transcription", "transcript", "sentence", "normalized_text")
-#: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.languages)
+#: a language column (ISO 639 code in any form, BCP 47 tag or English name; see whisperbench.core.languages)
 LANGUAGE_KEYS = ("language", "lang", "locale", "language_code")
 #: the example's words that matter (a list, or one string split on ``;`` or ``|``; docs/keywords.md)
 KEYWORDS_KEYS = ("keywords",)
@@ -145,7 +146,7 @@ def _quoted(column: str) -> str:
     return column if re.fullmatch(r"[\w.+-]+", column) else repr(column)
 
 
-def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -> Optional[str]:
+def guess_column(role: str, candidates: list[str], rows: list[dict[str, Any]]) -> str | None:
     """The column of ``candidates`` most likely to hold ``role``: audio by its values (file names with an audio
     suffix) or name, text by its name or by holding the most words, language by name, id by name among the columns
     whose value is present and unique in every one of ``rows`` (a speaker's or client's id repeats: as ids they

@@ -7,7 +7,7 @@ every loader yields the same samples and no torchcodec/ffmpeg is needed for FLAC
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 from ..errors import DatasetError
 from ..types import ColumnMap
@@ -15,7 +15,7 @@ from .columns import check_columns, keys_for
 from .records import RawRecord
 
 
-def parse_spec(spec: str) -> tuple[str, Optional[str], str]:
+def parse_spec(spec: str) -> tuple[str, str | None, str]:
     """``hf:NAME:SPLIT`` or ``hf:NAME:CONFIG:SPLIT`` -> (name, config, split)."""
     body = spec[len("hf:") :]
     parts = body.split(":")
@@ -26,7 +26,7 @@ def parse_spec(spec: str) -> tuple[str, Optional[str], str]:
     raise DatasetError(f"bad Hugging Face dataset spec {spec!r}: use hf:NAME[:CONFIG]:SPLIT")
 
 
-def _load(name: str, config: Optional[str], split: str):
+def _load(name: str, config: str | None, split: str):
     import datasets as hf
 
     if os.path.isdir(name) and (

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any
 
+from ..core.json_files import json_lines_parser
+from ..core.languages import LanguageError, language_code
 from ..errors import WhisperbenchError
-from ..files import json_lines_parser
-from ..languages import LanguageError, language_code
 
 
-def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:
+def read_rows(path: str) -> Mapping[str, tuple[str, str | None]]:
     """``id -> (hypothesis, detected language or None)``; duplicate ids or bad lines are errors naming the line.
     Read once per process while the file is unchanged (``score`` checks it, warns about its ids and loads it)."""
     try:
@@ -28,8 +29,8 @@ def read_rows(path: str) -> Mapping[str, tuple[str, Optional[str]]]:
 
 
 @lru_cache(maxsize=4)
-def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, Optional[str]]]:
-    table: dict[str, tuple[str, Optional[str]]] = {}
+def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, str | None]]:
+    table: dict[str, tuple[str, str | None]] = {}
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -53,7 +54,7 @@ def _read_rows(path: str, size: int, mtime_ns: int) -> Mapping[str, tuple[str, O
     return MappingProxyType(table)  # shared by every caller: read-only
 
 
-def _language(label: Any, path: str, number: int) -> Optional[str]:
+def _language(label: Any, path: str, number: int) -> str | None:
     """A line's detected language as a code (None: not given); a label no code is found for is an error naming the
     line."""
     if label in (None, ""):

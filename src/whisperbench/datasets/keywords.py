@@ -12,8 +12,9 @@ that every example gets (as OpenBench's keyword dictionary). A term may have sev
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import DatasetError
 from ..types import Dataset

@@ -6,8 +6,8 @@ import csv
 import io
 import json
 
+from ..core.json_files import json_lines_parser
 from ..errors import DatasetError
-from ..files import json_lines_parser
 from .records import RawRecord
 
 

@@ -35,28 +35,27 @@ import json
 import logging
 import random
 import shutil
-from functools import partial
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
-from ..audio import SAMPLE_RATE, load_audio
+from ..core.json_files import safe_file_name
+from ..core.ranges import Range
+from ..core.registry import Registry
 from ..errors import DatasetError, OptionError
-from ..files import safe_file_name
-from ..limits import Range
 from ..scoring.conditions import SEPARATOR
 from ..types import Example
+from .audio import SAMPLE_RATE, load_audio
 
 log = logging.getLogger(__name__)
 
 RECIPE_VERSION = 1  # part of the cache key: bump when the same recipe would write other audio
 ROOM_VERSION = 2  # the same, in the keys of recipes with reverberation only (2: the room's ray tracing is seeded)
-NOISE_DECAY_DB = {"white": 0.0, "pink": -3.01, "brown": -6.02}  # AddColorNoise's f_decay per colour
-NOISES = tuple(NOISE_DECAY_DB) + ("babble",)
 SILENCE_PLACES = ("lead", "trail", "insert")
-NONSPEECH_KINDS = ("silence", "noise_low", "noise_loud", "hum", "tone", "clipped_noise")
 
 
 #: the ranges a perturbation's numbers must lie in: an SNR of 1e9 dB is clean audio, a gain of 1e9 dB a full-scale
@@ -81,12 +80,12 @@ class Recipe:
     seed: int = 0
 
     def __post_init__(self):
-        unknown = [n for n in self.noises if n not in NOISES] + [k for k in self.nonspeech if k not in NONSPEECH_KINDS]
+        unknown = [n for n in self.noises if n not in NOISES] + [k for k in self.nonspeech if k not in NONSPEECH]
         unknown += [p for p, _ in self.silences if p not in SILENCE_PLACES]
         if unknown:
             raise DatasetError(
-                f"unknown perturbation(s) {unknown}: noises {', '.join(NOISES)}; silence places "
-                f"{', '.join(SILENCE_PLACES)}; non-speech kinds {', '.join(NONSPEECH_KINDS)}"
+                f"unknown perturbation(s) {unknown}: noises {', '.join(NOISES.names())}; silence places "
+                f"{', '.join(SILENCE_PLACES)}; non-speech kinds {', '.join(NONSPEECH.names())}"
             )
         if any(not 0.05 <= rt60 <= 3.0 for rt60 in self.reverbs_s):
             raise DatasetError(
@@ -148,13 +147,41 @@ def _apply(transform, samples: np.ndarray, seed: int, *parts: str) -> np.ndarray
     return transform(samples=samples.astype(np.float32), sample_rate=SAMPLE_RATE)
 
 
-def _noise(kind: str, snr: float, babble: Optional[Path]):
+def _colour_noise(decay_db: float, snr: float, babble: Path | None) -> Any:
     import audiomentations as A
 
-    if kind == "babble":
-        return A.AddBackgroundNoise(sounds_path=[str(babble)], min_snr_db=snr, max_snr_db=snr, p=1.0)
-    decay = NOISE_DECAY_DB[kind]
-    return A.AddColorNoise(min_snr_db=snr, max_snr_db=snr, min_f_decay=decay, max_f_decay=decay, p=1.0)
+    return A.AddColorNoise(min_snr_db=snr, max_snr_db=snr, min_f_decay=decay_db, max_f_decay=decay_db, p=1.0)
+
+
+def _babble_noise(snr: float, babble: Path | None) -> Any:
+    import audiomentations as A
+
+    return A.AddBackgroundNoise(sounds_path=[str(babble)], min_snr_db=snr, max_snr_db=snr, p=1.0)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A noise ``--noise NAME`` adds at each SNR: its name, a one-line description and ``transform(snr_db,
+    babble)``, the audiomentations transform that adds it (``babble``: the file of the other utterances' sum)."""
+
+    name: str
+    description: str
+    transform: Callable[[float, Path | None], Any]
+
+
+#: the noises, in the order ``--noise`` lists them (installed packages: entry-point group whisperbench.noises)
+NOISES: Registry[Noise] = Registry(
+    "noise",
+    builtin=lambda: [
+        Noise("white", "white noise (flat spectrum)", partial(_colour_noise, 0.0)),
+        Noise("pink", "pink noise (-3.01 dB/octave)", partial(_colour_noise, -3.01)),
+        Noise("brown", "brown noise (-6.02 dB/octave)", partial(_colour_noise, -6.02)),
+        Noise("babble", "up to four other utterances of the set, summed", _babble_noise),
+    ],
+    kind=Noise,
+    group="whisperbench.noises",
+    error=DatasetError,
+)
 
 
 def _below_full_scale(samples: np.ndarray) -> np.ndarray:
@@ -181,26 +208,65 @@ def _pause(samples: np.ndarray, place: str, seconds: float) -> np.ndarray:
     return np.concatenate([samples[:cut], gap, samples[cut:]])
 
 
-def _nonspeech(kind: str, seconds: float, seed: int) -> np.ndarray:
-    """A clip without speech (see the module doc)."""
+def _silence(n: int, seed: int, name: str) -> np.ndarray:
+    return np.zeros(n, dtype=np.float32)
+
+
+def _gaussian(amplitude: float, n: int, seed: int, name: str) -> np.ndarray:
     import audiomentations as A
 
-    n = int(round(seconds * SAMPLE_RATE))
+    noise = A.AddGaussianNoise(min_amplitude=amplitude, max_amplitude=amplitude, p=1.0)
+    return _apply(noise, np.zeros(n, dtype=np.float32), seed, name)
+
+
+def _hum(n: int, seed: int, name: str) -> np.ndarray:
     t = np.arange(n, dtype=np.float64) / SAMPLE_RATE
-    zeros = np.zeros(n, dtype=np.float32)
-    if kind == "silence":
-        return zeros
-    if kind in ("noise_low", "noise_loud"):
-        amplitude = 0.003 if kind == "noise_low" else 0.1  # about -50 and -20 dBFS
-        return _apply(A.AddGaussianNoise(min_amplitude=amplitude, max_amplitude=amplitude, p=1.0), zeros, seed, kind)
-    if kind == "hum":
-        return np.asarray(0.03 * sum(np.sin(2 * np.pi * 50 * h * t) / h for h in (1, 2, 3)), dtype=np.float32)
-    if kind == "tone":
-        return (0.1 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
-    loud = _apply(A.AddGaussianNoise(min_amplitude=0.5, max_amplitude=0.5, p=1.0), zeros, seed, kind)
-    return _apply(
-        A.ClippingDistortion(min_percentile_threshold=30, max_percentile_threshold=30, p=1.0), loud, seed, kind, "clip"
-    )
+    return np.asarray(0.03 * sum(np.sin(2 * np.pi * 50 * h * t) / h for h in (1, 2, 3)), dtype=np.float32)
+
+
+def _tone(n: int, seed: int, name: str) -> np.ndarray:
+    t = np.arange(n, dtype=np.float64) / SAMPLE_RATE
+    return (0.1 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
+
+
+def _clipped_noise(n: int, seed: int, name: str) -> np.ndarray:
+    import audiomentations as A
+
+    loud = _gaussian(0.5, n, seed, name)
+    clip = A.ClippingDistortion(min_percentile_threshold=30, max_percentile_threshold=30, p=1.0)
+    return _apply(clip, loud, seed, name, "clip")
+
+
+@dataclass(frozen=True)
+class NonSpeech:
+    """A clip without speech (``--nonspeech NAME``): its name, a one-line description and ``make(samples, seed,
+    name)``, its 16 kHz samples (random draws seeded from the seed and the name)."""
+
+    name: str
+    description: str
+    make: Callable[[int, int, str], np.ndarray]
+
+
+#: the non-speech clips (installed packages: entry-point group whisperbench.nonspeech)
+NONSPEECH: Registry[NonSpeech] = Registry(
+    "non-speech clip",
+    builtin=lambda: [
+        NonSpeech("silence", "digital silence", _silence),
+        NonSpeech("noise_low", "Gaussian noise, about -50 dBFS", partial(_gaussian, 0.003)),
+        NonSpeech("noise_loud", "Gaussian noise, about -20 dBFS", partial(_gaussian, 0.1)),
+        NonSpeech("hum", "mains hum: 50 Hz and two harmonics", _hum),
+        NonSpeech("tone", "a 1 kHz tone", _tone),
+        NonSpeech("clipped_noise", "loud Gaussian noise, clipped", _clipped_noise),
+    ],
+    kind=NonSpeech,
+    group="whisperbench.nonspeech",
+    error=DatasetError,
+)
+
+
+def _nonspeech(kind: str, seconds: float, seed: int) -> np.ndarray:
+    """A clip without speech (see the module doc)."""
+    return NONSPEECH.get(kind).make(int(round(seconds * SAMPLE_RATE)), seed, kind)
 
 
 def _row(parent: Example, condition: str, **facts: Any) -> dict[str, Any]:
@@ -277,7 +343,8 @@ def _loaded(ex: Example) -> np.ndarray:
 
 
 def _noisy(ex: Example, kind: str, snr: float, babble: Path, seed: int, condition: str) -> np.ndarray:
-    return _below_full_scale(_apply(_noise(kind, snr, babble), _loaded(ex), seed, ex.id, condition))
+    noise = NOISES.get(kind).transform(snr, babble)
+    return _below_full_scale(_apply(noise, _loaded(ex), seed, ex.id, condition))
 
 
 def _gained(ex: Example, gain: float, seed: int, condition: str) -> np.ndarray:
@@ -374,11 +441,11 @@ def perturb(examples: list[Example], content_hash: str, recipe: Recipe, out_dir:
     return manifest
 
 
-def _items(text: Optional[str]) -> list[str]:
+def _items(text: str | None) -> list[str]:
     return [item.strip() for item in (text or "").split(",") if item.strip()]
 
 
-def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
+def _numbers(text: str | None, what: str) -> tuple[float, ...]:
     try:
         return tuple(float(item) for item in _items(text))
     except ValueError as exc:
@@ -386,15 +453,15 @@ def _numbers(text: Optional[str], what: str) -> tuple[float, ...]:
 
 
 def recipe_from_text(
-    noise: Optional[str] = None,
-    snr: Optional[str] = None,
-    gain: Optional[str] = None,
-    silence: Optional[str] = None,
-    nonspeech: Optional[str] = None,
+    noise: str | None = None,
+    snr: str | None = None,
+    gain: str | None = None,
+    silence: str | None = None,
+    nonspeech: str | None = None,
     nonspeech_s: float = 5.0,
     clean: bool = True,
     seed: int = 0,
-    reverb: Optional[str] = None,
+    reverb: str | None = None,
 ) -> Recipe:
     """A :class:`Recipe` from the command line's comma lists (``silence``: ``PLACE:SECONDS,...``;
     ``nonspeech``: kinds, or ``all``)."""
@@ -404,7 +471,7 @@ def recipe_from_text(
         pauses.append((place, _numbers(seconds or "nan", f"--silence {item}")[0]))
         if not seconds or not pauses[-1][1] > 0:
             raise DatasetError(f"--silence {item}: expected PLACE:SECONDS with a positive duration, e.g. insert:10")
-    kinds = NONSPEECH_KINDS if _items(nonspeech) == ["all"] else tuple(_items(nonspeech))
+    kinds = tuple(NONSPEECH.names()) if _items(nonspeech) == ["all"] else tuple(_items(nonspeech))
     return Recipe(
         noises=tuple(_items(noise)),
         snrs_db=_numbers(snr, "--snr"),

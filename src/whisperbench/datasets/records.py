@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
+from ..core.languages import LanguageError, language_code
 from ..errors import AudioError, DatasetError
-from ..languages import LanguageError, language_code
 from ..types import WHISPER_WINDOW_S, ColumnMap, Dataset, Example, Form, storable_text, times_problem
 from .audio_facts import AudioFacts, audio_facts, audio_facts_of
 from .columns import (
@@ -67,14 +68,14 @@ class Checked:
     invalid: list[Invalid] = field(default_factory=list)
 
 
-def _first(fields: dict[str, Any], keys: Iterable[str]) -> tuple[Optional[str], Any]:
+def _first(fields: dict[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
     for key in keys:
         if key in fields and fields[key] not in (None, ""):
             return key, fields[key]
     return None, None
 
 
-def record_id(record: RawRecord, columns: ColumnMap = ColumnMap()) -> Optional[str]:
+def record_id(record: RawRecord, columns: ColumnMap = ColumnMap()) -> str | None:
     """The example id a row gets (its id column, else its audio file's name), None when it has neither."""
     _, ex_id = _first(record.fields, keys_for("id", columns))
     if ex_id is not None:
@@ -83,7 +84,7 @@ def record_id(record: RawRecord, columns: ColumnMap = ColumnMap()) -> Optional[s
     return os.path.splitext(os.path.basename(audio))[0] if isinstance(audio, str) else None
 
 
-def record_to_example(record: RawRecord, base_dir: Optional[str], columns: ColumnMap = ColumnMap()) -> Example:
+def record_to_example(record: RawRecord, base_dir: str | None, columns: ColumnMap = ColumnMap()) -> Example:
     """Map aliased (or ``columns``' mapped) columns onto an Example; raises DatasetError naming the row when a
     field is missing."""
     return _to_example(record, base_dir, row_keys(columns))
@@ -94,7 +95,7 @@ def _transcript(text: Any) -> str:
     return "" if text is None else storable_text(str(text))
 
 
-def _to_example(record: RawRecord, base_dir: Optional[str], keys: RowKeys) -> Example:
+def _to_example(record: RawRecord, base_dir: str | None, keys: RowKeys) -> Example:
     """:func:`record_to_example` with each role's columns looked up once per dataset (``keys``), not per row."""
     fields = record.fields
     audio_key, audio = _first(fields, keys.audio)
@@ -158,7 +159,7 @@ class _FileFacts:
         paths = [s for s in dict.fromkeys(sources) if isinstance(s, str) and s not in self._known]
         self._known.update(audio_facts_of(paths))  # a missing file is left out: looked up (and named) one by one
 
-    def __call__(self, audio: str | bytes) -> Optional[AudioFacts]:
+    def __call__(self, audio: str | bytes) -> AudioFacts | None:
         """The facts of ``audio``; None for a path that does not exist; an unreadable file: AudioError."""
         if not isinstance(audio, str):
             return audio_facts(audio)
@@ -173,9 +174,7 @@ class _FileFacts:
         return found
 
 
-def _check_example(
-    example: Example, origin: str, facts: Callable[[str | bytes], Optional[AudioFacts]]
-) -> Optional[str]:
+def _check_example(example: Example, origin: str, facts: Callable[[str | bytes], AudioFacts | None]) -> str | None:
     """Return why an example is invalid, or None. Fills duration_s from the audio header (``facts``: a
     :class:`_FileFacts` of this load)."""
     if not example.text.strip() and not is_nonspeech(example):
@@ -204,7 +203,7 @@ def _check_example(
 AUDIO_DIGEST = "audio_sha256"  # per example, in ``Example.extra``: what a resume re-checks each stored result against
 
 
-def content_hash(examples: list[Example], facts: Callable[[str | bytes], Optional[AudioFacts]] = audio_facts) -> str:
+def content_hash(examples: list[Example], facts: Callable[[str | bytes], AudioFacts | None] = audio_facts) -> str:
     """sha256 over (id, text, audio bytes) of every example, independent of example order.
 
     Each example's audio digest is kept in ``extra["audio_sha256"]`` (always computed here, never taken
@@ -229,9 +228,9 @@ def build_dataset(
     *,
     name: str,
     source: str,
-    base_dir: Optional[str],
-    form: Optional[Form] = None,
-    limit: Optional[int] = None,
+    base_dir: str | None,
+    form: Form | None = None,
+    limit: int | None = None,
     skip_invalid: bool = False,
     columns: ColumnMap = ColumnMap(),
 ) -> Checked:

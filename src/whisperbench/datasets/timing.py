@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any, Optional
+from typing import Any
 
 from ..errors import DatasetError
 
@@ -27,7 +27,7 @@ WORD_TIERS = ("words", "word")
 _TIMING_KEYS = ("timing", "segments", "words")
 
 
-def attach_timing(extra: dict[str, Any], base_dir: Optional[str], origin: str, example_id: str) -> None:
+def attach_timing(extra: dict[str, Any], base_dir: str | None, origin: str, example_id: str) -> None:
     """Check the row's ``segments`` / ``words`` and read its ``timing`` file into them (in place)."""
     if extra.keys().isdisjoint(_TIMING_KEYS):  # most rows: nothing to check
         return

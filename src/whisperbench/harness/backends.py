@@ -7,8 +7,7 @@ to the run's writer (failures only through ``Prediction.failed``) and returns a 
 backend builds its adapter from ``job.spec``, so ``--refresh``, ``--isolate`` and ``--timeout-s`` hold
 wherever examples run.
 
->>> sorted(BACKENDS)
-['in-process', 'process-pool', 'ray']
+Each is registered by name in :data:`~whisperbench.harness.choices.BACKENDS`.
 """
 
 from __future__ import annotations
@@ -24,14 +23,13 @@ from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Protocol
 
-from .choices import BACKEND_NAMES
-from ..machine import peak_rss_mb
-from ..supervise import die_with_parent, started_from_main_thread
+from ..process.child import die_with_parent, started_from_main_thread
+from ..process.host import peak_rss_mb
+from ..process.start_method import defined_in_main, worker_context
 from ..types import Example, Prediction
 from .examples import ExampleRunner, batches, error_text
-from ..spawn import defined_in_main, worker_context
 from .job import BackendReport, Job, Progress
 
 
@@ -96,8 +94,8 @@ class InProcess:
 
 
 # --- process-pool workers: each process loads its own model -------------------------------------
-_worker: Optional[ExampleRunner] = None
-_marks: Optional[Path] = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
+_worker: ExampleRunner | None = None
+_marks: Path | None = None  # where a worker notes the examples it is transcribing (to name a crash's culprit)
 
 
 def _worker_init(job: Job, marks: str, parent_pid: int, by_signal: bool) -> None:
@@ -241,12 +239,8 @@ class ProcessPool:
             state.broke(in_flight)
 
 
-def _ray(job: Job) -> Backend:
-    from .ray_backend import RayBackend  # Ray is an optional extra
+def ray_backend(job: Job) -> Backend:
+    """The Ray backend for ``job`` (Ray is an optional extra, imported here)."""
+    from .ray_backend import RayBackend
 
     return RayBackend(job)
-
-
-#: backend name -> how to make it for a job
-BACKENDS: dict[str, Callable[[Job], Backend]] = {"in-process": InProcess, "process-pool": ProcessPool, "ray": _ray}
-assert tuple(BACKENDS) == BACKEND_NAMES  # the names the CLI lists (harness/choices.py)

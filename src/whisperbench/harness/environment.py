@@ -6,7 +6,7 @@ import os
 import platform
 import sys
 
-from ..machine import cpu_counters, others_busy_cpus, usable_cpus
+from ..process.host import cpu_counters, others_busy_cpus, usable_cpus
 
 CORE_PACKAGES = ("whisperbench", "numpy", "jiwer", "whisper-normalizer", "soundfile", "soxr", "datasets", "pandas")
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from typing import Optional
 
 import numpy as np
 
 from ..adapters.base import Adapter
-from ..audio import SAMPLE_RATE, load_audio
+from ..datasets.audio import SAMPLE_RATE, load_audio
 from ..types import Example, Prediction, storable_text, stored_output
 from .longform import Clock, LongFormConfig, Outcome, strategy_for
 from .retry import RetryPolicy
@@ -36,9 +35,9 @@ class ExampleRunner:
         self,
         adapter: Adapter,
         long_form: bool,
-        long_form_config: Optional[LongFormConfig] = None,
+        long_form_config: LongFormConfig | None = None,
         one_language_per_batch: bool = False,
-        retry: Optional[RetryPolicy] = None,
+        retry: RetryPolicy | None = None,
     ):
         self.adapter = adapter
         self.retry = retry or RetryPolicy()  # an isolated adapter's dead child: the example is tried again
@@ -70,7 +69,7 @@ class ExampleRunner:
                 pass
             self.warmup_s = time.perf_counter() - start
 
-    def reload(self) -> Optional[float]:
+    def reload(self) -> float | None:
         """Load the (closed) adapter's model once more and close it again: the seconds of that load — the library
         imported, the weights in the page cache — or None when the reload failed (logged; the run's results
         stand)."""
@@ -201,7 +200,7 @@ def _fill(pred: Prediction, outcome: Outcome, timed: bool = True) -> None:
         pred.extra["timings"] = transcript.timings
 
 
-def _fail(pred: Prediction, exc: BaseException, why: Optional[str] = None) -> None:
+def _fail(pred: Prediction, exc: BaseException, why: str | None = None) -> None:
     pred.status = "error"
     pred.error = f"example {pred.id}: {why or error_text(exc)}"
     pred.extra["traceback"] = traceback.format_exc(limit=5)

@@ -1,4 +1,4 @@
-"""Any adapter in a child process (:mod:`whisperbench.supervise`): a crash or a hang fails one example,
+"""Any adapter in a child process (:mod:`whisperbench.process.child`): a crash or a hang fails one example,
 never the run.
 
 :class:`IsolatedAdapter` wraps any registered adapter this way (``whisperbench run --isolate``);
@@ -11,13 +11,13 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from ..adapters.base import Adapter
 from ..errors import ModelError
-from ..supervise import ChildProcess, RemoteError, WorkerCrashed
+from ..process.child import ChildProcess, RemoteError, WorkerCrashed
 from ..types import Example, Transcript
 
 # --- any adapter in a child process ------------------------------------------------------------------
@@ -31,7 +31,7 @@ class IsolatedAdapter(Adapter):
     name = "isolated"  # not registered: built by the runner around the requested adapter
     uses_weights = False
 
-    def __init__(self, inner: Adapter, timeout_s: Optional[float], spec: Any):
+    def __init__(self, inner: Adapter, timeout_s: float | None, spec: Any):
         """``spec``: the :class:`~whisperbench.harness.spec.AdapterSpec` the child builds ``inner`` from."""
         cls = type(inner)  # the child imports it by path, so entry-point and test adapters work too
         self.spec = replace(
@@ -43,8 +43,8 @@ class IsolatedAdapter(Adapter):
         self.needs_audio, self.long_form_algorithm = inner.needs_audio, inner.long_form_algorithm  # type: ignore[misc]
         self.native_long_form = inner.native_long_form  # type: ignore[misc]
         self.native_seams = inner.native_seams  # type: ignore[misc]
-        self._child: Optional[ChildProcess] = None
-        self._logs: Optional[Path] = None
+        self._child: ChildProcess | None = None
+        self._logs: Path | None = None
         self._restarts, self._peak_rss_mb, self._inner_info = 0, 0.0, None
 
     @property
@@ -84,7 +84,7 @@ class IsolatedAdapter(Adapter):
                 note = f"restarting the worker failed: {exc}"
             raise type(crash)(f"{crash}; {note}") from None  # a timeout stays a timeout (never retried)
 
-    def transcribe(self, audio: Optional[np.ndarray], example: Example, *, long_form: bool) -> Transcript:
+    def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
         return self._with_cpu([self._call("transcribe", audio, example, long_form=long_form)], [1.0])[0]
 
     def transcribe_batch(

@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..adapters.base import FROM_DATASET, Adapter
 from ..types import Example, Prediction
@@ -17,7 +18,7 @@ from .longform import LongFormConfig
 from .retry import RetryPolicy
 from .spec import AdapterSpec
 
-Progress = Optional[Callable[[int], object]]
+Progress = Callable[[int], object] | None
 
 
 @dataclass
@@ -25,18 +26,18 @@ class Job:
     """What every backend needs to run a run's examples."""
 
     spec: AdapterSpec  # builds the adapter (in this process, a pool worker or a Ray actor)
-    adapter: Optional[Adapter]  # built from the spec in this process, wrapped for isolation, not loaded
+    adapter: Adapter | None  # built from the spec in this process, wrapped for isolation, not loaded
     long_form: bool  # the dataset's audio is long-form (one example at a time, windowed by the config)
     long_form_config: LongFormConfig = field(default_factory=LongFormConfig)
     warmup: bool = True
     workers: int = 1
-    address: Optional[str] = None  # ray: the cluster to join
+    address: str | None = None  # ray: the cluster to join
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # the same on every backend (harness/retry.py)
-    runtime_env: Optional[dict] = None  # ray: the workers' runtime_env (--runtime-env); kept on the driver
+    runtime_env: dict | None = None  # ray: the workers' runtime_env (--runtime-env); kept on the driver
     ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers
     warm_load: bool = False  # in-process: load the model once more after the examples, timed (load_warm_s)
 
-    def portable(self) -> "Job":
+    def portable(self) -> Job:
         """This job without its built adapter, to send to another process (which builds its own); the
         runtime_env (which may hold secrets) stays here: the workers already run inside it."""
         return dataclasses.replace(self, adapter=None, runtime_env=None)
@@ -61,19 +62,19 @@ class BackendReport:
     """What a backend measured; the load/warm-up/memory figures are the largest over its workers."""
 
     loop_wall_s: float = 0.0  # the inference loop (a process pool's includes its workers' start)
-    load_s: Optional[float] = None
-    warmup_s: Optional[float] = None
-    load_warm_s: Optional[float] = None  # a second load in the same process, caches warm (in-process only)
-    peak_rss_mb: Optional[float] = None
-    adapter_info: Optional[dict] = None  # the adapter's describe(), from where it ran
-    backend_info: Optional[dict] = None  # Ray: cluster, actors, deaths and retries
+    load_s: float | None = None
+    warmup_s: float | None = None
+    load_warm_s: float | None = None  # a second load in the same process, caches warm (in-process only)
+    peak_rss_mb: float | None = None
+    adapter_info: dict | None = None  # the adapter's describe(), from where it ran
+    backend_info: dict | None = None  # Ray: cluster, actors, deaths and retries
 
     def to_dict(self) -> dict:
         """The report as run.json records it."""
         return asdict(self)
 
     @classmethod
-    def from_workers(cls, workers: list[dict], **fields: Any) -> "BackendReport":
+    def from_workers(cls, workers: list[dict], **fields: Any) -> BackendReport:
         """A report whose load, warm-up and memory are the largest of ``workers``' (dicts with those keys)."""
         if not workers:
             return cls(**fields)

@@ -28,13 +28,14 @@ import io
 import math
 import re
 import time
+from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Generator, Iterator, Optional
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..adapters.base import Adapter
-from ..audio import SAMPLE_RATE, load_audio
+from ..datasets.audio import SAMPLE_RATE, load_audio
 from ..errors import AudioError, OptionError
 from ..types import Example, Segment, Transcript, Word
 from .choices import STRATEGIES
@@ -67,7 +68,7 @@ class LongFormConfig:
         """How far each window starts after the previous one."""
         return self.chunk_s - 2 * self.stride_s if self.strategy == "chunked" else self.chunk_s
 
-    def resolved_for(self, adapter: type[Adapter] | Adapter) -> "LongFormConfig":
+    def resolved_for(self, adapter: type[Adapter] | Adapter) -> LongFormConfig:
         """``native`` falls back to ``chunked`` for adapters without a long-form algorithm of their own."""
         if self.strategy == "native" and not getattr(adapter, "native_long_form", True):
             return LongFormConfig("chunked", self.chunk_s, self.stride_s)
@@ -103,14 +104,14 @@ class LongFormConfig:
 # --- windows ------------------------------------------------------------------------------------
 
 
-def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Generator[np.ndarray, Optional[int], None]:
+def stream_windows(source: str | bytes, chunk_s: float, step_s: float) -> Generator[np.ndarray, int | None, None]:
     """Yield 16 kHz mono float32 windows of ``chunk_s`` every ``step_s``; the last one ends at the end.
 
     ``send(n)`` instead of ``next()`` makes the next window start ``n`` samples after the current
     one (openai-whisper's seek), also past the last window when it leaves audio untranscribed.
     Reads the file block by block (soundfile), mixes to mono and resamples incrementally (soxr),
     holding at most one window plus one read block in memory. Containers libsndfile cannot read
-    are decoded whole (ffmpeg fallback of :func:`whisperbench.audio.load_audio`).
+    are decoded whole (ffmpeg fallback of :func:`whisperbench.datasets.audio.load_audio`).
     """
     chunk, step = int(round(chunk_s * SAMPLE_RATE)), int(round(step_s * SAMPLE_RATE))
     buffer = np.zeros(0, dtype=np.float32)
@@ -226,8 +227,8 @@ class Outcome:
 
     transcript: Transcript
     audio_s: float
-    infer_s: Optional[float]
-    cpu_s: Optional[float] = None  # the process's CPU seconds during the calls (None: not measured)
+    infer_s: float | None
+    cpu_s: float | None = None  # the process's CPU seconds during the calls (None: not measured)
 
 
 class Clock:
@@ -242,12 +243,12 @@ class Clock:
         return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
-def _own(measured: float, known: Optional[float]) -> float:
+def _own(measured: float, known: float | None) -> float:
     """The adapter's own figure where it knows better (a device's recorded time), else the harness's."""
     return measured if known is None else known
 
 
-def _reported_cpu(transcripts: list[Transcript]) -> Optional[float]:
+def _reported_cpu(transcripts: list[Transcript]) -> float | None:
     """The CPU seconds the transcripts report between them (None when one does not)."""
     reported = [t.cpu_s for t in transcripts]
     return None if not reported or None in reported else sum(r for r in reported if r is not None)
@@ -302,8 +303,8 @@ class WindowedStrategy(Strategy):
         if not adapter.needs_audio:
             raise OptionError(f"adapter {adapter.name} takes no audio: use --long-form native")
         timestamps, infer_s, count = self.timestamps(adapter), 0.0, 0
-        cpu_s: Optional[float] = 0.0
-        tokens: list[Optional[int]] = []
+        cpu_s: float | None = 0.0
+        tokens: list[int | None] = []
 
         def transcribe(windows: list[np.ndarray]) -> list[Transcript]:
             nonlocal infer_s, cpu_s, count
@@ -342,7 +343,7 @@ class WindowedStrategy(Strategy):
         transcript = Transcript(text=text, segments=segments, words=words, extra=extra, tokens=decoded)
         return Outcome(transcript, audio_s, infer_s, cpu_s)
 
-    def _seams(self, timed: list["TimedPart"]) -> list[float]:
+    def _seams(self, timed: list[TimedPart]) -> list[float]:
         """Where one window's text gives way to the next, in seconds into the file: each later window's start
         (sequential), or the middle of each overlap, where the central parts meet (chunked)."""
         starts = [round(part.offset_s, 3) for part in timed[1:]]
@@ -351,7 +352,7 @@ class WindowedStrategy(Strategy):
         return [round(start + self.config.stride_s, 3) for start in starts]
 
     @staticmethod
-    def _sequential(windows, transcribe) -> tuple[list[str], float, list["TimedPart"]]:
+    def _sequential(windows, transcribe) -> tuple[list[str], float, list[TimedPart]]:
         """One window at a time; the next starts where an unfinished last segment starts, if any."""
         texts, start, window, timed = [], 0, next(windows), []
         while True:
@@ -366,7 +367,7 @@ class WindowedStrategy(Strategy):
                 return texts, (start + step) / SAMPLE_RATE, timed
             start += step
 
-    def _chunked(self, windows, transcribe, batch: int) -> tuple[list[str], list[float], list["TimedPart"]]:
+    def _chunked(self, windows, transcribe, batch: int) -> tuple[list[str], list[float], list[TimedPart]]:
         """Overlapping windows, ``batch`` at a time; texts, window lengths (s) and timed results, in order."""
         results: list[Transcript] = []
         lengths: list[float] = []
@@ -401,7 +402,7 @@ class TimedPart:
     offset_s: float
     length_s: float
 
-    def extended(self, tail: Transcript, at_s: float) -> "TimedPart":
+    def extended(self, tail: Transcript, at_s: float) -> TimedPart:
         """This window with the transcript of its re-decoded tail (which starts ``at_s`` into the window)."""
         moved = shift_transcript(tail, at_s)
         words = None if self.transcript.words is None or moved.words is None else self.transcript.words + moved.words
@@ -435,7 +436,7 @@ def _central(part: TimedPart, stride_s: float, first: bool, last: bool) -> Timed
     return TimedPart(kept, part.offset_s, part.length_s)
 
 
-def stitch_timing(parts: list[TimedPart]) -> tuple[list[Segment], Optional[list[Word]]]:
+def stitch_timing(parts: list[TimedPart]) -> tuple[list[Segment], list[Word] | None]:
     """The windows' segments and words in file times, in order; words only when every window had them. A time past
     its window's audio (Whisper times a short last window as if its padding were speech) ends at the window's end:
     the harness's own merging never writes times past the audio.
@@ -465,12 +466,12 @@ def _within(start: float, end: float, limit: float) -> tuple[float, float]:
     return min(start, limit), min(end, limit)
 
 
-def _resume_samples(result: Transcript, window_samples: int) -> Optional[int]:
+def _resume_samples(result: Transcript, window_samples: int) -> int | None:
     """Where to resume after a window whose last segment was unfinished; None: it was finished."""
     if result.resume_s is None:
         return None
     resume = int(result.resume_s * SAMPLE_RATE)
-    return resume if TAIL_MIN_S * SAMPLE_RATE <= window_samples - resume and resume > 0 else None
+    return resume if window_samples - resume >= TAIL_MIN_S * SAMPLE_RATE and resume > 0 else None
 
 
 def strategy_for(config: LongFormConfig, long_form: bool) -> Strategy:

@@ -31,6 +31,7 @@ run waits for (CPUs the cluster does not have free, models loading, examples run
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -40,16 +41,16 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
+from ..core.redact import redact_text
 from ..errors import WhisperbenchError
-from ..machine import peak_rss_mb
 from ..models.detect import parse_model_format
-from ..redact import redact_text
-from . import ray_env
+from ..process.host import peak_rss_mb
 from ..types import Example, Prediction
-from .job import BackendReport, Job, Progress
+from . import ray_env
 from .examples import batches
+from .job import BackendReport, Job, Progress
 
 logger = logging.getLogger(__name__)
 IN_FLIGHT_PER_ACTOR = 2  # batches queued on an actor, so it never waits for the driver
@@ -60,7 +61,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class ExampleWorker:
     """The Ray actor's class: one loaded adapter behind an :class:`ExampleRunner`."""
 
-    def __init__(self, job: Job, env: Optional[dict[str, str]] = None):
+    def __init__(self, job: Job, env: dict[str, str] | None = None):
         # the --ray-env values: set here, in memory, not through Ray's runtime_env (whose agent logs its contents)
         os.environ.update(env or {})
         adapter = job.spec.build()  # the run's AdapterSpec: --refresh, --isolate and --timeout-s as everywhere
@@ -124,7 +125,7 @@ class _Actor:
     in_flight: set = field(default_factory=set)
     examples: int = 0
     status: str = "starting"  # starting, live, died, closed, not needed
-    error: Optional[str] = None
+    error: str | None = None
     retry_in_flight: bool = False  # a retried example runs alone: nothing is queued behind it
 
 
@@ -136,7 +137,7 @@ def _import_ray():
     return ray
 
 
-def connect(address: Optional[str]) -> bool:
+def connect(address: str | None) -> bool:
     """Initialize Ray (join ``address``, or start a local instance); True when this call did it."""
     ray = _import_ray()
     if ray.is_initialized():
@@ -177,12 +178,12 @@ def absolute_model(spec: Any) -> Any:
     return spec
 
 
-def driver_fingerprint(job: Job) -> Optional[str]:
+def driver_fingerprint(job: Job) -> str | None:
     """The weights fingerprint of the run's model as the driver reads it; None when the adapter uses no
     weights of ours or the driver cannot read them (then the first live actor's is the one all must have)."""
     if job.adapter is None or not getattr(job.adapter, "uses_weights", False):
         return None
-    from ..models.registry import describe_source
+    from ..models.resolve import describe_source
 
     try:
         return describe_source(job.spec.model).get("fingerprint")
@@ -204,7 +205,7 @@ def actor_cpus(threads: int, workers: int, cluster_cpus: float) -> int:
     return max(1, min(int(threads or 1), int(cluster_cpus // max(1, workers))))
 
 
-def cluster_facts(ray: Any, address: Optional[str]) -> dict[str, Any]:
+def cluster_facts(ray: Any, address: str | None) -> dict[str, Any]:
     """The cluster this driver joined: the address given (``--address``, else RAY_ADDRESS; None: a local Ray),
     the address actually joined (the GCS address; a ``ray://`` client address as given) and the live nodes
     with their CPUs."""
@@ -281,7 +282,7 @@ class _ActorPool:
 
     def await_first_live(self) -> None:
         """Wait until one actor has loaded its model: only then is the batch size known and work sent."""
-        first_error: Optional[str] = None
+        first_error: str | None = None
         while not any(a.status == "live" for a in self.actors):
             starting = [a for a in self.actors if a.status == "starting"]
             if not starting:
@@ -327,7 +328,7 @@ class _ActorPool:
                 actor.facts.get("load_s") or 0.0,
             )
 
-    def refuse_foreign(self, actor: _Actor, work_left: bool) -> Optional[str]:
+    def refuse_foreign(self, actor: _Actor, work_left: bool) -> str | None:
         """Refuse (kill, say why) a freshly loaded actor whose weights fingerprint is not the driver's (or, when
         the driver cannot read the model, not the first live actor's): it would give other transcripts."""
         found = ((actor.facts.get("adapter_info") or {}).get("weights") or {}).get("fingerprint")
@@ -348,26 +349,22 @@ class _ActorPool:
 
     def kill(self, actor: _Actor) -> None:
         """Kill ``actor`` for good (no Ray restart); one already gone is left alone."""
-        try:
+        with contextlib.suppress(Exception):
             self.ray.kill(actor.handle, no_restart=True)
-        except Exception:
-            pass
 
     def close(self) -> None:
         """Close every live actor (its adapter stops its own helper processes) and kill them all."""
         for actor in self.actors:
             if actor.status == "live":
-                try:  # lets adapters stop their own helper processes (whisper.cpp)
+                with contextlib.suppress(Exception):  # lets adapters stop their own helper processes (whisper.cpp)
                     self.ray.get(actor.handle.close.remote(), timeout=10)
-                except Exception:
-                    pass
                 actor.status = "closed"
             elif actor.status == "starting":
                 actor.status = "not needed"  # the work was done before its model was loaded
             self.kill(actor)
 
 
-def say_waiting(pool: "_ActorPool", waited: float) -> None:
+def say_waiting(pool: _ActorPool, waited: float) -> None:
     """Log what nothing has finished for ``waited`` seconds: workers not started (CPUs short, or a model
     still loading) or examples still running."""
     starting = [a for a in pool.actors if a.status == "starting"]
@@ -417,7 +414,7 @@ class RayBackend:
     actors); its ``backend_info`` holds the cluster, actors, deaths and retries.
     """
 
-    def __init__(self, job: Job, *, max_restarts: Optional[int] = None):
+    def __init__(self, job: Job, *, max_restarts: int | None = None):
         self.job, max_attempts = job, job.retry.attempts
         self.workers = max(1, job.workers)
         self.restarts = self.workers * max_attempts if max_restarts is None else max_restarts

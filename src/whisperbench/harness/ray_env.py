@@ -18,16 +18,17 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
+from ..core.redact import redact
 from ..errors import OptionError
-from ..redact import redact
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def load_runtime_env(value: Optional[str]) -> Optional[dict[str, Any]]:
+def load_runtime_env(value: str | None) -> dict[str, Any] | None:
     """``--runtime-env``: JSON text (``{...}``) or the path of a .json/.yaml/.yml file; a mapping, whose
     ``env_vars`` (if any) maps names to strings. None for None. One-line OptionError otherwise (never quoting
     the content, which may hold secrets)."""
@@ -76,7 +77,7 @@ def forwarded(names: Iterable[str], environ: Mapping[str, str] = os.environ) -> 
     return {n: environ[n] for n in names}
 
 
-def worker_runtime_env(runtime_env: Optional[dict[str, Any]], base_vars: Mapping[str, str]) -> dict[str, Any]:
+def worker_runtime_env(runtime_env: dict[str, Any] | None, base_vars: Mapping[str, str]) -> dict[str, Any]:
     """Each actor's runtime_env: ``runtime_env`` with ``base_vars`` (the harness's own, e.g. OMP_NUM_THREADS)
     under its own ``env_vars`` (which win). The ``--ray-env`` values are not in it: Ray's runtime_env agent
     writes a runtime_env's contents to its session logs, so they reach each actor as it starts (in memory)."""
@@ -85,7 +86,7 @@ def worker_runtime_env(runtime_env: Optional[dict[str, Any]], base_vars: Mapping
     return env
 
 
-def describe(runtime_env: Optional[dict[str, Any]], names: Iterable[str]) -> dict[str, Any]:
+def describe(runtime_env: dict[str, Any] | None, names: Iterable[str]) -> dict[str, Any]:
     """What run.json records: the runtime_env with ``env_vars`` reduced to their names (URLs redacted), and
     the names of the forwarded variables: never a value."""
     record: dict[str, Any] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from ..adapters import DecodingOptions
 from ..datasets.hypotheses import read_rows
@@ -24,20 +24,20 @@ class RunRequest:
     model: str
     dataset: str
     runs_dir: str = "runs"
-    name: Optional[str] = None
+    name: str | None = None
     decoding: DecodingOptions = field(default_factory=DecodingOptions)
-    limit: Optional[int] = None
+    limit: int | None = None
     workers: int = 1
     skip_invalid: bool = False
     retry_failed: bool = False
-    normalizer: Optional[str] = None
-    form: Optional[str] = None
-    dataset_name: Optional[str] = None
+    normalizer: str | None = None
+    form: str | None = None
+    dataset_name: str | None = None
     columns: ColumnMap = field(default_factory=ColumnMap)  # which manifest column holds what (--audio-column …)
     #: a file of terms that matter, one a line, given to every example (``--keywords``; docs/keywords.md)
-    keywords: Optional[str] = None
-    label: Optional[str] = None
-    variant: Optional[str] = None  # the sweep's name for the adapter options that make a compressed variant
+    keywords: str | None = None
+    label: str | None = None
+    variant: str | None = None  # the sweep's name for the adapter options that make a compressed variant
     refresh: bool = False  # adapters that cache results (API references) bypass their cache
     warmup: bool = True
     #: after the examples, close the model and load it once more in this process, timed (``load_warm_s``: imports
@@ -46,10 +46,10 @@ class RunRequest:
     overwrite: bool = False
     long_form: LongFormConfig = field(default_factory=LongFormConfig)  # how long-form audio reaches the adapter
     isolate: bool = False  # run the adapter in a child process: a native crash fails one example
-    timeout_s: Optional[float] = None  # per adapter call; a child that does not answer in time is killed
+    timeout_s: float | None = None  # per adapter call; a child that does not answer in time is killed
     backend: str = "in-process"  # in-process (a process pool when workers > 1), process-pool or ray
-    address: Optional[str] = None  # ray: the cluster to join (default: a local one started for the run)
-    runtime_env: Optional[str] = None  # ray: the workers' runtime_env, JSON or a JSON/YAML file (harness/ray_env.py)
+    address: str | None = None  # ray: the cluster to join (default: a local one started for the run)
+    runtime_env: str | None = None  # ray: the workers' runtime_env, JSON or a JSON/YAML file (harness/ray_env.py)
     ray_env: tuple[str, ...] = ()  # ray: names of the driver's variables forwarded to the workers (values never stored)
     attempts: int = DEFAULT_ATTEMPTS  # tries per example whose worker dies, on every backend (harness/retry.py)
     #: options of the registered metrics, e.g. {"hallucination": {"burst_words": 4}} (``--threshold``)
@@ -79,7 +79,7 @@ class RunRequest:
 
 
 def score_request(
-    hypotheses: Union[str, Path], dataset: Union[str, Path], *, runs_dir: Union[str, Path] = "runs", **settings: Any
+    hypotheses: str | Path, dataset: str | Path, *, runs_dir: str | Path = "runs", **settings: Any
 ) -> RunRequest:
     """The run request that scores a hypotheses file (``{"id", "hypothesis"}`` JSON lines); warns (logging) about
     ids the dataset lacks. Missing ids become failed examples, counted."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import OptionError
-from ..supervise import WorkerCrashed, WorkerTimeout
+from ..process.child import WorkerCrashed, WorkerTimeout
 from .choices import DEFAULT_ATTEMPTS
 
 #: tries per example when its worker dies, unless the run asks for another number (``--attempts``)

@@ -12,32 +12,33 @@ import logging
 import re
 import shutil
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ..adapters import DecodingOptions
 from ..adapters.base import FROM_DATASET, Adapter, refuse_prompt
+from ..core.languages import english_only_warning
+from ..core.redact import redact
 from ..datasets import Checked, load_dataset
 from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
-from ..languages import english_only_warning
-from ..redact import redact
-from ..runinfo import DatasetInfo, RunInfo, identity_differences
-from ..machine import package_versions, usable_cpus
+from ..process.host import package_versions, usable_cpus
 from ..scoring import choose_normalizer
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
-from ..store import RunStore, safe_run_name
+from ..store.run_info import DatasetInfo, RunInfo, identity_differences
+from ..store.runs import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
-from .request import RunRequest
-from .backends import BACKENDS
-from .job import BackendReport, Job
-from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
 from . import ray_env
+from .choices import BACKENDS
+from .environment import CORE_PACKAGES, load_snapshot, machine_info, machine_load
+from .job import BackendReport, Job
+from .request import RunRequest
 from .retry import RetryPolicy
 from .spec import AdapterSpec
 
@@ -65,7 +66,7 @@ def default_label(adapter: str, decoding: DecodingOptions) -> str:
     return " ".join([adapter] + [f"{k}={v}" for k, v in sorted(decoding.extra.items())])
 
 
-def default_run_name(adapter: str, model: str, dataset: str, decoding: Optional[DecodingOptions] = None) -> str:
+def default_run_name(adapter: str, model: str, dataset: str, decoding: DecodingOptions | None = None) -> str:
     """The name a run gets without ``--name``: ADAPTER_MODEL_DATASET, then each option that sets it apart from a
     run with the defaults (:func:`distinguishing_options`), made safe for a folder name.
 
@@ -99,8 +100,7 @@ def distinguishing_options(decoding: DecodingOptions) -> list[str]:
 
 def backend_of(request: RunRequest) -> str:
     """The backend that runs ``request`` (``in-process`` with ``workers > 1`` is a process pool)."""
-    if request.backend not in BACKENDS:
-        raise OptionError(f"unknown backend {request.backend!r}; choose one of {', '.join(BACKENDS)}")
+    BACKENDS.get(request.backend)  # an unknown one: OptionError naming the known ones
     if request.address and request.backend != "ray":
         raise OptionError(f"an address ({request.address}) is for --backend ray, not {request.backend}")
     if (request.runtime_env or request.ray_env) and request.backend != "ray":
@@ -122,7 +122,7 @@ def _store_of(request: RunRequest, info: RunInfo) -> RunStore:
     return RunStore(Path(request.runs_dir) / safe_run_name(name))
 
 
-def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, info: RunInfo) -> None:
+def _open_store(store: RunStore, old: RunInfo | None, request: RunRequest, info: RunInfo) -> None:
     """Check that ``store`` (whose stored run.json is ``old``) may be resumed by ``request`` (same run spec), or
     clear it for ``--overwrite``."""
     if old is not None and not request.overwrite:
@@ -147,7 +147,7 @@ def _open_store(store: RunStore, old: Optional[RunInfo], request: RunRequest, in
 
 
 def _stale(
-    previous: dict[str, Prediction], dataset: Dataset, old: RunInfo, source_digest: Optional[str]
+    previous: dict[str, Prediction], dataset: Dataset, old: RunInfo, source_digest: str | None
 ) -> dict[str, str]:
     """Stored results that no longer match what this run would compute, each with the reason: they are redone.
 
@@ -174,9 +174,9 @@ def _stale(
 
 def run_evaluation(
     request: RunRequest,
-    progress: Optional[Callable[[int], object]] = None,
-    checked: Optional[Checked] = None,
-    begin: Optional[Callable[[], object]] = None,
+    progress: Callable[[int], object] | None = None,
+    checked: Checked | None = None,
+    begin: Callable[[], object] | None = None,
 ) -> RunResult:
     """Evaluate ``request.adapter`` on ``request.dataset``; resume what the store already holds.
 
@@ -198,9 +198,9 @@ def run_evaluation(
 
 def _run_in(
     store: RunStore,
-    run: "_Resolved",
+    run: _Resolved,
     request: RunRequest,
-    callbacks: tuple[Optional[Callable[[int], object]], Optional[Callable[[], object]]],
+    callbacks: tuple[Callable[[int], object] | None, Callable[[], object] | None],
     held: list[bool],
 ) -> RunResult:
     """Open ``store`` (locked; ``held`` gets an item once the lock is ours), run what it lacks, finalize;
@@ -227,7 +227,7 @@ def _run_in(
             if todo:
                 if begin is not None:
                     begin()  # the model loads now: a resume with nothing to compute never says so
-                backend = BACKENDS[run.info.backend or request.backend](_job(run, request))
+                backend = BACKENDS.get(run.info.backend or request.backend).build(_job(run, request))
                 report = backend.run(todo, writer, progress)
         summary = _finalize(run, store, todo, request, report, load_before, kept, old)
         notes = _execution_changes(old, run.info) if old else []
@@ -254,7 +254,7 @@ class _Resolved:
     spec: AdapterSpec
     adapter: Any  # built from the spec, as it runs (wrapped for isolation), not loaded
     long_form: Any
-    source_digest: Optional[str]
+    source_digest: str | None
     info: RunInfo
     warnings: list[str] = field(default_factory=list)
 
@@ -263,7 +263,7 @@ class _Resolved:
         return self.checked.dataset
 
 
-def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
+def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
     spec = AdapterSpec.of(request)  # resolves the adapter's class
     adapter_class = spec.adapter_class
     assert adapter_class is not None  # AdapterSpec.of resolved it
@@ -329,7 +329,7 @@ def _resolve(request: RunRequest, checked: Optional[Checked]) -> _Resolved:
     )
 
 
-def _multilingual(model: str) -> Optional[bool]:
+def _multilingual(model: str) -> bool | None:
     """What a local model's weights say (multilingual or not, from its vocabulary; headers only), or None when it
     is no local model folder or file (a known name, the hub, a hypotheses file)."""
     if not Path(model).exists():
@@ -359,7 +359,7 @@ def _warn_oversubscribed(request: RunRequest) -> None:
         )
 
 
-def _start_info(run: _Resolved, request: RunRequest, old: Optional[RunInfo], stale: dict) -> None:
+def _start_info(run: _Resolved, request: RunRequest, old: RunInfo | None, stale: dict) -> None:
     """How this invocation executes the run (recorded, never part of the resume identity)."""
     _warn_oversubscribed(request)
     run.info = dataclasses.replace(
@@ -411,7 +411,7 @@ def _execution_changes(old: RunInfo, info: RunInfo) -> list[str]:
     ]
 
 
-def _stored_report(old: Optional[RunInfo]) -> BackendReport:
+def _stored_report(old: RunInfo | None) -> BackendReport:
     if old is None:
         return BackendReport()
     return BackendReport(
@@ -447,8 +447,8 @@ def _finalize(
     request: RunRequest,
     report: BackendReport,
     load_before: dict,
-    kept: Optional[Summary] = None,
-    old: Optional[RunInfo] = None,
+    kept: Summary | None = None,
+    old: RunInfo | None = None,
 ) -> Summary:
     """Check every example is stored, then write the finished run.json and summary.json. ``kept``: the stored
     summary of a run this invocation computed nothing for, whose speed and machine load stay as measured."""
@@ -545,7 +545,7 @@ def _summary_written(
 
 
 def rescore(
-    store: RunStore, normalizer: Optional[str] = None, metric_options: Optional[dict[str, dict[str, Any]]] = None
+    store: RunStore, normalizer: str | None = None, metric_options: dict[str, dict[str, Any]] | None = None
 ) -> Summary:
     """Recompute summary.json from stored raw predictions (e.g. with another normalizer, or other thresholds:
     ``metric_options``; without them, the thresholds the run was scored with are kept)."""

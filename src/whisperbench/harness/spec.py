@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..adapters import DecodingOptions, get_adapter
 from ..adapters.base import Adapter
@@ -29,9 +28,9 @@ class AdapterSpec:
     decoding: DecodingOptions
     refresh: bool = False  # adapters with a result cache bypass it
     isolate: bool = False  # run the adapter in a child process
-    timeout_s: Optional[float] = None  # per call; implies a child process
+    timeout_s: float | None = None  # per call; implies a child process
     #: the class, resolved where the run starts (a Ray actor gets it even when only the driver registered it)
-    adapter_class: Optional[type[Adapter]] = field(default=None, compare=False, repr=False)
+    adapter_class: type[Adapter] | None = field(default=None, compare=False, repr=False)
 
     def __getstate__(self) -> dict:
         """Pickled with its class when the class pickles by reference (a worker then needs no registry entry),
@@ -48,7 +47,7 @@ class AdapterSpec:
             object.__setattr__(self, key, value)
 
     @classmethod
-    def of(cls, request) -> "AdapterSpec":
+    def of(cls, request) -> AdapterSpec:
         """The spec of a :class:`~whisperbench.harness.runner.RunRequest`."""
         return cls(
             request.adapter,

@@ -24,19 +24,19 @@ import concurrent.futures as cf
 import logging
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from ..adapters import get_adapter
 from ..errors import OptionError
-from ..machine import usable_cpus
-from ..models.registry import resolve_source
+from ..models.resolve import resolve_source
+from ..process.child import die_with_parent, started_from_main_thread
+from ..process.host import usable_cpus
+from ..process.start_method import worker_context
 from ..scoring.record import Summary
-from ..store import RunStore
-from ..supervise import die_with_parent, started_from_main_thread
+from ..store.runs import RunStore
 from .runner import RunRequest, default_run_name, run_evaluation
-from ..spawn import worker_context
 from .spec import AdapterSpec
 
 #: implementations a sweep covers unless told otherwise (each with variants; openai-whisper is the reference)
@@ -65,11 +65,11 @@ class SweepEntry:
     """What became of one variant: its run's name, or why it did not run or failed."""
 
     variant: Variant
-    run: Optional[str] = None  # the run's name under the runs folder
+    run: str | None = None  # the run's name under the runs folder
     status: str = "pending"  # finished, failed, refused (the machine cannot run it), unavailable (not installed)
-    error: Optional[str] = None
-    wall_s: Optional[float] = None
-    summary: Optional[Summary] = None
+    error: str | None = None
+    wall_s: float | None = None
+    summary: Summary | None = None
 
     def to_dict(self) -> dict:
         """The entry as the sweep's record file keeps it (its summary is in the run's own folder)."""
@@ -90,12 +90,12 @@ class SweepResult:
 
     entries: list[SweepEntry]
     dataset: str  # the dataset's name (in every variant's run name and the trade-off files' names)
-    reference: Optional[str]  # the reference run's name; None when the reference variant did not finish
+    reference: str | None  # the reference run's name; None when the reference variant did not finish
     wall_s: float
 
 
 def plan_sweep(
-    implementations: Sequence[str] = DEFAULT_IMPLEMENTATIONS, variants: Optional[Sequence[str]] = None
+    implementations: Sequence[str] = DEFAULT_IMPLEMENTATIONS, variants: Sequence[str] | None = None
 ) -> list[Variant]:
     """Every variant of ``implementations`` (only those named in ``variants`` when given, by name or label)."""
     plan = []
@@ -115,7 +115,7 @@ def plan_sweep(
     return plan
 
 
-def _why_not(variant: Variant) -> tuple[str, Optional[str]]:
+def _why_not(variant: Variant) -> tuple[str, str | None]:
     """('unavailable' | 'refused', why) when this machine cannot run ``variant``, else ('', None)."""
     cls = get_adapter(variant.adapter)
     missing = cls.missing()
@@ -226,7 +226,7 @@ def run_sweep(
     plan: list[Variant],
     base: RunRequest,
     dataset_name: str,
-    report: Optional[Callable[[SweepEntry, int, int], object]] = None,
+    report: Callable[[SweepEntry, int, int], object] | None = None,
     parallel: int = 1,
 ) -> list[SweepEntry]:
     """Run every variant of ``plan`` (resuming the runs that exist); ``report`` hears of each as it ends.

@@ -1,5 +1,5 @@
 """Whisper weights offline: known model names, their one source checkpoint, converted formats."""
 
-from .registry import KNOWN_MODELS, SourceModel, cache_dir, converted, describe_source, list_models, resolve_source
+from .resolve import KNOWN_MODELS, SourceModel, cache_dir, converted, describe_source, list_models, resolve_source
 
 __all__ = ["KNOWN_MODELS", "SourceModel", "cache_dir", "converted", "describe_source", "list_models", "resolve_source"]

@@ -90,7 +90,7 @@ def from_stock(stock) -> Any:
 def load_ane_model(model_name: str):
     """The ANE-layout model of a model name (through the cached openai-whisper conversion)."""
     from .convert import load_openai_whisper
-    from .registry import converted
+    from .resolve import converted
 
     return from_stock(load_openai_whisper(converted(model_name, "openai-whisper")))
 

@@ -7,12 +7,10 @@ Every reader produces a :class:`Checkpoint`, every writer consumes one; ``state_
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
 
 import numpy as np
-
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +64,7 @@ class Checkpoint:
     #: suppress_ids, suppress_ids_begin, lang_ids as a CTranslate2 config.json holds them
     generation: dict = field(default_factory=dict)
     #: why the stored alignment heads were replaced by openai-whisper's default (None: they were usable)
-    heads_problem: Optional[str] = None
+    heads_problem: str | None = None
 
     def __post_init__(self) -> None:
         problem = alignment_heads_problem(self.source_dir, self.alignment_heads, self.dims)
@@ -80,7 +78,7 @@ class Checkpoint:
         return is_multilingual(self.dims["n_vocab"])
 
 
-def alignment_heads_problem(where: str, heads: list[tuple[int, int]], dims: dict) -> Optional[str]:
+def alignment_heads_problem(where: str, heads: list[tuple[int, int]], dims: dict) -> str | None:
     """What is wrong with alignment heads that name a decoder layer or head the model does not have (None: fine).
 
     >>> alignment_heads_problem("m", [(5, 0)], {"n_text_layer": 4, "n_text_head": 6})[:45]

@@ -9,7 +9,6 @@ import gzip
 import json
 import logging
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from whisperbench.models.checkpoint import (
     transformers_name,
 )
 from whisperbench.models.readers import read_checkpoint
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def load_openai_whisper(source: Checkpoint | str | Path):
     import torch
     from whisper.model import ModelDimensions, Whisper
 
-    heads: Optional[list[tuple[int, int]]]
+    heads: list[tuple[int, int]] | None
     if isinstance(source, Checkpoint):
         dims, heads = source.dims, source.alignment_heads
         state_dict = {name: torch.from_numpy(array) for name, array in source.state_dict.items()}
@@ -192,8 +191,9 @@ def _generation_config(ckpt: Checkpoint, config_json: dict, tokenizer, ids: dict
     if ckpt.multilingual:
         lang_ids = config_json.get("lang_ids", [])
         # Whisper's own GenerationConfig fields (set as attributes, as transformers' conversion script does)
-        setattr(generation, "lang_to_id", dict(zip(tokenizer.convert_ids_to_tokens(lang_ids), lang_ids)))
-        setattr(generation, "task_to_id", {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]})
+        # (setattr: GenerationConfig takes attributes its class does not declare)
+        setattr(generation, "lang_to_id", dict(zip(tokenizer.convert_ids_to_tokens(lang_ids), lang_ids)))  # noqa: B010
+        setattr(generation, "task_to_id", {"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]})  # noqa: B010
     generation._from_model_config = False
     return generation
 

@@ -37,7 +37,7 @@ from whisperbench.models.ane import (
     MASK_VALUE,
     from_stock,
 )
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 VARIANTS = ("float16", "float32")  # and the compressions of the float16 export (models/coreml_compress.py)
 IOS18_FLOAT16 = "float16-ios18"  # the float16 export at an iOS 18 target: the base of the grouped palettizations
@@ -195,9 +195,8 @@ def read_info(folder: str | Path) -> dict:
 def to_coreml(source: SourceModel, out_dir: Path, variant: str) -> None:
     """The converter of its Format: ``source`` as Core ML packages (``variant``: a compression) into ``out_dir``."""
     from whisperbench.models.convert import load_openai_whisper, read_checkpoint
-
     from whisperbench.models.coreml_compress import COMPRESSIONS, compress_export
-    from whisperbench.models.registry import converted_source
+    from whisperbench.models.resolve import converted_source
 
     precision = parse_variant(variant)
     if precision in COMPRESSIONS:  # compressed from the (cached) float16 export at the target it needs

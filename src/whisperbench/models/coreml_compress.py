@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def _grouped_sizes(package: Path, group_size: int) -> dict[str, tuple[int, int]]
     return sizes
 
 
-def _config(variant: str, reduced: Optional[dict[str, tuple[int, int]]] = None):
+def _config(variant: str, reduced: dict[str, tuple[int, int]] | None = None):
     """coremltools' configuration of ``variant``; ``reduced``: :func:`_grouped_sizes` of the package."""
     import coremltools.optimize.coreml as cto
 
@@ -192,7 +192,7 @@ def unpack_indices(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
     return (flat.reshape(count, bits) * (1 << np.arange(bits))).sum(axis=1)
 
 
-def lut_to_dense(indices: np.ndarray, lut: np.ndarray, vector_axis: Optional[int] = None) -> np.ndarray:
+def lut_to_dense(indices: np.ndarray, lut: np.ndarray, vector_axis: int | None = None) -> np.ndarray:
     """The iOS 18 ``constexpr_lut_to_dense``: every index looked up in the table of its block.
 
     ``lut`` has shape ``[B_0, …, B_{k-1}, 2^n, V]`` for k-dimensional ``indices``: along axis ``a``, the
@@ -290,7 +290,7 @@ def _constant_name(key: str, package: str) -> str:
 
 
 def compressed_state_dict(
-    folder: Path, reference: dict, programs: Optional[dict[str, Package]] = None
+    folder: Path, reference: dict, programs: dict[str, Package] | None = None
 ) -> tuple[dict, dict]:
     """The ANE state dict as a (compressed) export holds it: (state dict, facts).
 
@@ -351,7 +351,7 @@ def coremltools_dense(op: Any) -> np.ndarray:
     )
 
 
-def check_decompression(folder: Path, programs: Optional[dict[str, Package]] = None) -> int:
+def check_decompression(folder: Path, programs: dict[str, Package] | None = None) -> int:
     """Compare :func:`program_weights` with coremltools' own decompression (:func:`coremltools_dense`) of every
     compressed constant; returns how many were compared, raises ModelError on the first difference."""
     programs = programs or read_export(folder)

@@ -9,12 +9,13 @@ that counts a trailing NUL, then the bytes.
 from __future__ import annotations
 
 import json
-from io import BufferedIOBase
 import os
 import struct
+from collections.abc import Callable
 from functools import partial
+from io import BufferedIOBase
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class _Reader:
 _DTYPE_NAMES = {0: "float32", 1: "int8", 2: "int16", 3: "int32", 4: "float16", 5: "bfloat16"}
 
 
-def read_ct2_shapes(path: str | Path) -> dict[str, tuple[str, tuple[int, ...], Optional[int]]]:
+def read_ct2_shapes(path: str | Path) -> dict[str, tuple[str, tuple[int, ...], int | None]]:
     """name -> (dtype name, shape, value of a scalar int) of every variable, seeking over the data.
 
     >>> read_ct2_shapes("/nonexistent/model.bin")
@@ -90,7 +91,7 @@ def read_ct2_variables(path: str | Path) -> dict[str, np.ndarray]:
 
 def _walk(path: str, shapes_only: bool) -> dict:
     try:
-        stream = open(path, "rb")
+        stream = open(path, "rb")  # noqa: SIM115 - closed by the `with` below; opened apart to name the error
     except OSError as exc:
         raise ModelError(f"{path}: cannot open CTranslate2 model.bin: {exc.strerror}") from exc
     with stream:
@@ -224,7 +225,7 @@ def _ct2_names(n_layers: dict[str, int]) -> tuple[dict[str, str], dict[str, tupl
     return plain, fused
 
 
-def ct2_dims(shapes: dict[str, tuple[str, tuple[int, ...], Optional[int]]]) -> dict[str, int]:
+def ct2_dims(shapes: dict[str, tuple[str, tuple[int, ...], int | None]]) -> dict[str, int]:
     """openai-whisper's dimensions of a CTranslate2 Whisper model from its variables' shapes (as
     :func:`read_ct2_shapes` gives them); KeyError names a variable a Whisper model must have. The head
     count is the stored one, else width // 64 (every Whisper size has 64-wide heads)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from whisperbench.errors import ModelError
-from whisperbench.models.registry import SourceModel, converted
+from whisperbench.models.resolve import SourceModel, converted
 
 #: files faster-whisper reads beside model.bin (preprocessor_config.json carries the mel count)
 COPIED = ("tokenizer.json", "preprocessor_config.json")

@@ -15,7 +15,6 @@ naming the file and the format that was guessed. What each format looks like is 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from whisperbench.errors import ModelError
 from whisperbench.models.formats import (
@@ -51,7 +50,7 @@ DETECTABLE = tuple(f.name for f in builtin_formats() if f.detectable)
 FORMAT_ALIASES = format_names(builtin_formats())
 
 
-def _head(path: Path) -> Optional[bytes]:
+def _head(path: Path) -> bytes | None:
     try:
         with open(path, "rb") as fh:
             return fh.read(4)
@@ -59,7 +58,7 @@ def _head(path: Path) -> Optional[bytes]:
         return None
 
 
-def _file_format(path: Path) -> Optional[str]:
+def _file_format(path: Path) -> str | None:
     """The one-file format whose first bytes (and name) say so for sure (``ggml``, ``openai-whisper``), else None."""
     head = _head(path)
     if head is None:
@@ -67,7 +66,7 @@ def _file_format(path: Path) -> Optional[str]:
     return next((f.name for f in all_formats() if f.file is not None and f.file(path, head)), None)
 
 
-def _file_fallback(path: Path) -> Optional[str]:
+def _file_fallback(path: Path) -> str | None:
     head = _head(path) or b""
     return next((f.name for f in all_formats() if f.file_fallback is not None and f.file_fallback(head)), None)
 
@@ -127,7 +126,7 @@ def _what_is_there(path: Path, found: list[str], files: list[tuple[Path, str]]) 
     return f"{head}; say which to use: {' or '.join(ways)}"
 
 
-def parse_model_format(model: str) -> tuple[Optional[str], str]:
+def parse_model_format(model: str) -> tuple[str | None, str]:
     """``("transformers", "DIR")`` for ``--model transformers:DIR`` (a format named before a path), else
     ``(None, model)``. Only the format names themselves qualify (``hf:`` and ``openai:`` mean downloads).
 
@@ -153,7 +152,7 @@ def check_format(path: Path, fmt: str) -> None:
     raise ModelError(f"{path}: no {fmt} model in this folder{hint}")
 
 
-def inspect_model(path: str | Path, fmt: Optional[str] = None) -> ModelLayout:
+def inspect_model(path: str | Path, fmt: str | None = None) -> ModelLayout:
     """Detect (unless ``fmt`` is given) and describe the model at ``path``, reading headers only."""
     path = Path(path)
     if fmt is None:

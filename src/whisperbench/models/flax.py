@@ -25,7 +25,7 @@ from whisperbench.models.convert import (
     read_checkpoint,
     transformers_name,
 )
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 FLAX_WEIGHTS_FILE = "flax_model.msgpack"
 

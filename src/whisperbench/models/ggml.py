@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from whisperbench.errors import ModelError
-from whisperbench.models.checkpoint import Checkpoint
 from whisperbench.models import ggml_quantize
+from whisperbench.models.checkpoint import Checkpoint
 from whisperbench.models.ggml_format import (
     _FTYPE_WEIGHT,
     F16,
@@ -45,7 +45,7 @@ from whisperbench.models.ggml_format import (
     validate_ggml_header,
 )
 from whisperbench.models.readers import read_checkpoint
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 GGML_FILE = "ggml-model.bin"
 #: variant -> (hparams ftype, weight type, quantization format version)

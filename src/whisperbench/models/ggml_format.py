@@ -127,7 +127,7 @@ def validate_ggml_header(path: str | Path) -> GgmlHeader:
 
     try:
         size = path.stat().st_size
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the `with` below; opened apart to name the error
     except OSError as exc:
         raise ModelError(f"{path}: cannot open ggml model: {exc.strerror or exc}") from exc
     with fh:

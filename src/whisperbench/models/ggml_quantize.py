@@ -17,7 +17,6 @@ import ctypes.util
 import functools
 import importlib.util
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -37,7 +36,7 @@ def _candidates() -> list[Path]:
 
 
 @functools.lru_cache(maxsize=1)
-def library() -> Optional[ctypes.CDLL]:
+def library() -> ctypes.CDLL | None:
     """ggml's base library with the quantizer's signatures set, or None when no binding ships it."""
     for path in _candidates():
         try:

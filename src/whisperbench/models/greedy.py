@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class GreedyResult:
 
     text: str
     tokens: list[int]
-    language: Optional[str]
+    language: str | None
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -75,7 +75,7 @@ def check_options(decoding, adapter: str) -> None:
 class GreedyDecoder:
     """Transcribe one <= 30 s window with a :class:`StepModel`."""
 
-    def __init__(self, model: StepModel, language: Optional[str] = None, task: str = "transcribe"):
+    def __init__(self, model: StepModel, language: str | None = None, task: str = "transcribe"):
         from whisper.tokenizer import get_tokenizer
 
         self.model = model
@@ -201,7 +201,7 @@ class GreedyDecoder:
             position += 1
         return sampled, {"decoder_s": time.perf_counter() - start, "decoder_steps": float(position)}
 
-    def transcribe(self, audio: np.ndarray, timestamps: bool = False, language: Optional[str] = None) -> GreedyResult:
+    def transcribe(self, audio: np.ndarray, timestamps: bool = False, language: str | None = None) -> GreedyResult:
         """Text of one <= 30 s clip; with ``timestamps`` the window is decoded with timestamp tokens
         (as openai-whisper decodes long-form windows) and the text leaves them out. ``language`` forces this
         clip's language (a multilingual model; else the decoder's own setting holds)."""

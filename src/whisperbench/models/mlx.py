@@ -24,7 +24,7 @@ import numpy as np
 
 from whisperbench.errors import ModelError
 from whisperbench.models.convert import Checkpoint, read_checkpoint
-from whisperbench.models.registry import SourceModel
+from whisperbench.models.resolve import SourceModel
 
 DTYPES = ("float16", "float32")
 QUANTIZATIONS = {"": None, "q4": 4, "q8": 8}

@@ -10,9 +10,9 @@ format carries, else from openai-whisper's vocabulary for the model's vocabulary
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -154,7 +154,7 @@ def tensor_from_files(source: SourceModel, name: str) -> np.ndarray:
         from safetensors import safe_open
 
         with safe_open(str(file), framework="pt") as fh:
-            if name in fh.keys():
+            if name in fh.keys():  # noqa: SIM118 - a safetensors file, not a dict: no __contains__
                 return fh.get_tensor(name).float().numpy()
     raise ModelError(f"{source.path}: no {name}")
 

@@ -5,13 +5,15 @@ The lowest layer of :mod:`whisperbench.models`: readers, formats and the registr
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ..digest import sha256_of
-from ..files import cache_dir, write_json_atomic
+from ..core.hashing import sha256_of
+from ..core.json_files import cache_dir, write_json_atomic
 from .checkpoint import MULTILINGUAL_MIN_VOCAB, is_multilingual
 
 
@@ -78,8 +80,6 @@ def memoized(memo_key: str, compute: Callable[[], str]) -> str:
     if memo_key in memo:
         return memo[memo_key]
     memo[memo_key] = compute()
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash
         write_json_atomic(memo_path, memo, indent=None)
-    except OSError:
-        pass  # a read-only cache only costs a re-hash
     return memo[memo_key]

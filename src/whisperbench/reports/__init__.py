@@ -1,24 +1,38 @@
 """Reports read run stores only: comparison tables, the markdown leaderboard, the gate (exports imported on first
-use: ``whisperbench.lazy``)."""
+use: ``whisperbench.core.lazy_exports``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from ..core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
-    from .compare import Comparison as Comparison, compare_runs as compare_runs, comparison_table as comparison_table
+    from .compare import Comparison as Comparison
+    from .compare import compare_runs as compare_runs
+    from .compare import comparison_table as comparison_table
     from .gate import (
         GateResult as GateResult,
+    )
+    from .gate import (
         evaluate_gate as evaluate_gate,
+    )
+    from .gate import (
         format_gate as format_gate,
+    )
+    from .gate import (
         junit_xml as junit_xml,
     )
     from .leaderboard import (
         flat_frame as flat_frame,
+    )
+    from .leaderboard import (
         leaderboard_frame as leaderboard_frame,
+    )
+    from .leaderboard import (
         pick_references as pick_references,
+    )
+    from .leaderboard import (
         render_markdown as render_markdown,
     )
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 #: the CSS every chart needs (the report's stylesheet includes it): series colours with enough contrast on white
 #: and on a dark background, text in the page's colour
@@ -225,13 +225,13 @@ class Interval:
 
     label: str
     value: float
-    low: Optional[float] = None
-    high: Optional[float] = None
+    low: float | None = None
+    high: float | None = None
     series: int = 0
 
 
 def intervals(
-    rows: Sequence[Interval], x_label: str, css: str, caption: str, marker: Optional[float] = None, width: int = 760
+    rows: Sequence[Interval], x_label: str, css: str, caption: str, marker: float | None = None, width: int = 760
 ) -> str:
     """One row per item: a dot at its value with its interval as an error bar; ``marker``: a dashed vertical line
     (e.g. ×1, the reference's speed)."""

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import WhisperbenchError
-from ..store import StoredRun
 from ..scoring import QoiResult
-from ..scoring.qoi_table import qoi_tables
-from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.formatting import formatting_drift
 from ..scoring.metrics import column_metrics, per_example_metrics, registered, run_level_metrics
 from ..scoring.table import metric_values, table_wer
@@ -35,13 +33,13 @@ class Comparison:
     reference: StoredRun
     candidate: StoredRun
     result: QoiResult
-    reference_wer: Optional[float]
-    candidate_wer: Optional[float]
+    reference_wer: float | None
+    candidate_wer: float | None
     same_dataset: bool
     weights: str = "unknown"  # see reports.weights.weights_relation
     timing: dict = field(default_factory=dict)  # see reports.timing.timing_columns ({} without stored times)
     #: the sign test, MAPSSWE and bootstrap intervals (see scoring.significance); None when not asked for
-    significance: Optional[PairedSignificance] = None
+    significance: PairedSignificance | None = None
     #: with several candidates against one reference: Holm-adjusted p-values over them (see :func:`adjust_holm`)
     holm: dict = field(default_factory=dict)
     #: every per-example metric's run value on each side: ``{metric: {"reference": {...}, "candidate": {...}}}``
@@ -51,20 +49,20 @@ class Comparison:
     speed_basis: str = "wall"
     allow_different_machines: bool = False
     speed_settings: SignificanceSettings = field(default_factory=SignificanceSettings)
-    speed_groups: Optional[dict[str, Any]] = None
+    speed_groups: dict[str, Any] | None = None
     #: what ``compare`` prints under its table for this candidate (weights, unjoined examples, new hallucinations,
     #: paired tests, English-only models, differing settings); filled by the API (:mod:`whisperbench.reports.notes`)
     notes: list = field(default_factory=list)
 
     @cached_property
-    def formatting_parity(self) -> Optional[dict]:
+    def formatting_parity(self) -> dict | None:
         """The candidate's formatting against the reference run's output on the examples both transcribed
         (:func:`~whisperbench.scoring.formatting.formatting_parity`), computed when first asked for: a gate, a plan
         or a noise report that does not read it never tokenizes every output."""
         return self.result.examples.formatting_parity(self.reference.normalizer)
 
     @cached_property
-    def formatting_drift(self) -> Optional[dict]:
+    def formatting_drift(self) -> dict | None:
         """The drift part of :attr:`formatting_parity` (examples, drift count and %, number drift, ids) without
         aligning every output pair: what the tables and the drift gate show (the same figures as the parity's)."""
         return formatting_drift(*self.result.examples.drifted_outputs(self.reference.normalizer))
@@ -95,7 +93,7 @@ class Comparison:
         return paired_figures(self, self.speed_settings.confidence)
 
     @property
-    def qoi(self) -> Optional[float]:
+    def qoi(self) -> float | None:
         """QoI %: the share of joined examples whose WER did not rise (None when none joined)."""
         return self.result.qoi
 
@@ -130,8 +128,8 @@ class Comparison:
 def compare_runs(
     reference: StoredRun,
     candidate: StoredRun,
-    significance: Optional[SignificanceSettings] = None,
-    groups: Optional[Mapping[str, Any]] = None,
+    significance: SignificanceSettings | None = None,
+    groups: Mapping[str, Any] | None = None,
     *,
     speed_basis: str = "wall",
     allow_different_machines: bool = False,
@@ -231,7 +229,7 @@ def paired_counts(result: QoiResult) -> tuple[list[str], np.ndarray, np.ndarray,
 
 
 def significance_of(
-    result: QoiResult, settings: SignificanceSettings, groups: Optional[Mapping[str, Any]] = None
+    result: QoiResult, settings: SignificanceSettings, groups: Mapping[str, Any] | None = None
 ) -> PairedSignificance:
     """The paired significance of a QoI result's joined examples; with ``settings.block_by``, ``groups`` gives
     each example's block (every joined example needs one)."""

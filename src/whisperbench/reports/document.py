@@ -8,31 +8,32 @@ every section the harness has: the leaderboard, languages, each metric's own sec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 if TYPE_CHECKING:  # the writers import what they use when they run: the CLI lists DOCUMENTS in --help
     import pandas as pd
 
-    from ..store import StoredRun
+    from ..store.runs import StoredRun
 
 References: TypeAlias = "dict[str, StoredRun]"
-Writer: TypeAlias = "Callable[[pd.DataFrame, list[StoredRun], References, Path, str], Optional[str]]"
+Writer: TypeAlias = "Callable[[pd.DataFrame, list[StoredRun], References, Path, str], str | None]"
 
 
 def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: References, out: Path, title: str) -> str:
     """The leaderboard and every per-run section as one markdown document (``out`` is not written here)."""
     from . import render_markdown
+    from .keywords import render_keywords_markdown
     from .languages import language_frame, render_language_markdown
     from .noise import noise_frame, render_noise_markdown
     from .robustness import render_robustness_markdown, robustness_frame
+    from .sections import sections_markdown
     from .speed import render_speed_markdown
     from .streaming import render_streaming_markdown
-    from .keywords import render_keywords_markdown
-    from .sections import sections_markdown
 
     return within_limit(
         render_markdown(frame, references, title=title),
@@ -48,7 +49,7 @@ def markdown_document(frame: pd.DataFrame, runs: list[StoredRun], references: Re
     )
 
 
-def within_limit(head: str, sections: list[Callable[[], str]], limit: Optional[int] = None) -> str:
+def within_limit(head: str, sections: list[Callable[[], str]], limit: int | None = None) -> str:
     """``head`` and each section after it while the whole stays under ``limit`` characters (default
     :data:`~whisperbench.reports.leaderboard.MARKDOWN_LIMIT`: what a pull request's comment or a CI job summary
     holds); a section that would not fit is one line naming it and pointing at the HTML report.
@@ -121,7 +122,7 @@ DOCUMENTS: Registry[Document] = Registry(
 )
 
 
-def document_format(out: Path, fmt: Optional[str]) -> str:
+def document_format(out: Path, fmt: str | None) -> str:
     """The format asked for, else the one ``out``'s extension names; an unknown one is an error.
 
     >>> document_format(Path("board.html"), None), document_format(Path("x.md"), "hf")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pandas as pd
 
-from ..store import StoredRun
+from ..scoring.metrics import per_example_metrics
 from ..scoring.qoi_table import qoi_tables
 from ..scoring.summary import rescored_all
-from ..scoring.metrics import per_example_metrics
+from ..store.runs import StoredRun
 
 COLUMNS = [
     "id",
@@ -29,7 +27,7 @@ COLUMNS = [
 ]
 
 
-def example_frame(run: StoredRun, reference: Optional[StoredRun] = None) -> pd.DataFrame:
+def example_frame(run: StoredRun, reference: StoredRun | None = None) -> pd.DataFrame:
     """One row per example, scored with the run's (or the reference's) normalizer."""
     normalizer = reference.normalizer if reference else run.normalizer
     rows = [p.to_row() for p in rescored_all(run.predictions, normalizer)]

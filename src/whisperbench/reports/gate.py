@@ -11,10 +11,10 @@ import dataclasses
 import numbers
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from ..store import StoredRun, same_run_reason
 from ..scoring import Interval
 from ..scoring.metrics import Metric, Pairing, metric_named
 from ..scoring.power import Plan, plan
@@ -28,7 +28,9 @@ from ..scoring.significance import (
     non_inferiority,
 )
 from ..scoring.speed import speed_verdict
+from ..scoring.table import paired_columns
 from ..scoring.timing import parity
+from ..store.runs import StoredRun, same_run_reason
 from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .gate_thresholds import GateThresholds
@@ -70,9 +72,9 @@ class GateResult:
     comparison: Comparison
     checks: list[GateCheck] = field(default_factory=list)
     #: with a non-inferiority margin: "non-inferior", "inconclusive (set too small)" or "regression shown"
-    non_inferiority: Optional[str] = None
+    non_inferiority: str | None = None
     #: what this set can detect at 80 % power (the observed paired spread); None without joined examples
-    plan: Optional[Plan] = None
+    plan: Plan | None = None
     #: with repeated candidate runs (``gate --repeat``): (run name, verdict) of every repeat, this one included
     repeats: list[tuple[str, str]] = field(default_factory=list)
 
@@ -104,10 +106,10 @@ class GateResult:
 def evaluate_gate(
     reference: StoredRun,
     candidate: StoredRun,
-    thresholds: Optional[GateThresholds] = None,
+    thresholds: GateThresholds | None = None,
     *,
-    significance: Optional[SignificanceSettings] = None,
-    groups: Optional[Mapping[str, Any]] = None,
+    significance: SignificanceSettings | None = None,
+    groups: Mapping[str, Any] | None = None,
     **limits: Any,
 ) -> GateResult:
     """Run the gate's checks with ``thresholds`` (:class:`GateThresholds`; ``limits`` as keywords set or
@@ -146,7 +148,7 @@ def evaluate_gate(
     return result
 
 
-def _settings(t: GateThresholds, significance: Optional[SignificanceSettings]) -> SignificanceSettings:
+def _settings(t: GateThresholds, significance: SignificanceSettings | None) -> SignificanceSettings:
     """The significance settings of a gate: those given, at the thresholds' confidence when it names one."""
     settings = significance or SignificanceSettings(confidence=t.confidence or 0.95)
     if t.confidence and settings.confidence != t.confidence:
@@ -192,7 +194,7 @@ def _quality_checks(
     comparison: Comparison,
     t: GateThresholds,
     settings: SignificanceSettings,
-    groups: Optional[Mapping[str, Any]],
+    groups: Mapping[str, Any] | None,
     result: GateResult,
 ) -> list[GateCheck]:
     """One check per quality threshold set (QoI, per language, WER, non-inferiority, hallucinations, timing, each
@@ -324,7 +326,7 @@ def _slowdown_check(speed: SpeedComparison, limit: float, inconclusive: str) -> 
     return GateCheck("speed", passed, detail, REGRESSION)
 
 
-def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
+def _plan(r: QoiResult, confidence: float) -> Plan | None:
     """What the joined examples can detect at 80 % power, from their observed paired spread."""
     _, ref, cand, words = paired_counts(r)
     if len(words) < 2 or words.sum() == 0:
@@ -335,10 +337,10 @@ def _plan(r: QoiResult, confidence: float) -> Optional[Plan]:
 def evaluate_repeats(
     reference: StoredRun,
     candidates: list[StoredRun],
-    thresholds: Optional[GateThresholds] = None,
+    thresholds: GateThresholds | None = None,
     *,
-    significance: Optional[SignificanceSettings] = None,
-    groups: Optional[Mapping[str, Any]] = None,
+    significance: SignificanceSettings | None = None,
+    groups: Mapping[str, Any] | None = None,
     **limits: Any,
 ) -> GateResult:
     """The gate on each repeated run of the candidate (same settings, arguments as :func:`evaluate_gate`): the
@@ -383,9 +385,7 @@ def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
     return Interval(100.0 - drop.high, 100.0 - drop.low, drop.confidence) if drop else None
 
 
-def _qoi_check(
-    r: QoiResult, min_qoi: float, confidence: Optional[float], sig: Optional[PairedSignificance]
-) -> GateCheck:
+def _qoi_check(r: QoiResult, min_qoi: float, confidence: float | None, sig: PairedSignificance | None) -> GateCheck:
     qoi_text = "n/a" if r.qoi is None else f"{r.qoi:.2f}%"
     qoi_ok = r.qoi is not None and r.qoi >= min_qoi
     if confidence and r.qoi is not None:
@@ -401,7 +401,7 @@ def _qoi_check(
     )
 
 
-def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: Optional[float]) -> GateCheck:
+def _wer_check(comparison: Comparison, max_wer_increase: float, confidence: float | None) -> GateCheck:
     ref_wer, cand_wer = comparison.reference_wer, comparison.candidate_wer
     if ref_wer is None or cand_wer is None:  # no transcript words (a non-speech set): nothing to judge, not a fail
         return GateCheck(
@@ -444,9 +444,9 @@ def _unjoined_note(r: QoiResult) -> str:
 
 
 def _non_inferiority_checks(
-    sig: Optional[PairedSignificance],
-    wer_margin: Optional[float],
-    qoi_margin: Optional[float],
+    sig: PairedSignificance | None,
+    wer_margin: float | None,
+    qoi_margin: float | None,
     inconclusive: str,
     result: GateResult,
 ) -> list[GateCheck]:
@@ -491,9 +491,9 @@ def _non_inferiority_checks(
 def _hallucination_checks(
     reference: StoredRun,
     candidate: StoredRun,
-    max_loops: Optional[int],
-    max_bursts: Optional[int],
-    max_rate: Optional[float],
+    max_loops: int | None,
+    max_bursts: int | None,
+    max_rate: float | None,
 ) -> list[GateCheck]:
     """New loops and bursts against the reference, and output on non-speech audio, each naming its examples."""
     diff, checks = hallucination_diff(reference, candidate), []
@@ -567,7 +567,7 @@ def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:
 
 
 def _metric_check(
-    comparison: Comparison, key: str, limit: float, sign: int, settings: Optional[SignificanceSettings] = None
+    comparison: Comparison, key: str, limit: float, sign: int, settings: SignificanceSettings | None = None
 ) -> GateCheck:
     """A per-example metric's column (``METRIC.COLUMN``): the candidate's run value may move past the reference's
     by at most ``limit`` (``sign`` 1: up, -1: down); a side without the value cannot be judged. With ``settings``
@@ -624,7 +624,7 @@ def _bound_check(comparison: Comparison, key: str, bound: float, sign: int, t: G
     return GateCheck(f"{key} {word}", ok, f"{key} {value:g} ({'≤' if sign > 0 else '≥'} {bound:g} needed)", REGRESSION)
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     """A metric's stored value as a number to judge; None for a missing or non-numeric one (a list, a mapping)."""
     return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
 
@@ -648,7 +648,7 @@ def _different_runs(reference: StoredRun, candidate: StoredRun, allowed: bool) -
     )
 
 
-def _latency_check(comparison: Comparison, limit_s: float, confidence: Optional[float]) -> GateCheck:
+def _latency_check(comparison: Comparison, limit_s: float, confidence: float | None) -> GateCheck:
     """The candidate stream's 90th-percentile latency (committed, else end of utterance) must not exceed
     ``limit_s``; with ``confidence``, fail only when its interval's lower bound does. A batch candidate, or a
     dataset without word or utterance times, cannot be judged."""
@@ -711,10 +711,10 @@ def _languages(*runs: StoredRun) -> set[str]:
 def _per_language(
     result: QoiResult,
     floor: float,
-    confidence: Optional[float],
+    confidence: float | None,
     present: set[str],
     settings: SignificanceSettings,
-    groups: Optional[Mapping[str, Any]],
+    groups: Mapping[str, Any] | None,
 ) -> list[GateCheck]:
     """QoI within each labelled language against ``floor`` (with ``confidence``: each language's own bootstrap
     CI, blocked as the whole comparison is); a language of the dataset with nothing judged, or no labels at all,
@@ -787,7 +787,7 @@ def _short(digest: str) -> str:
     return digest[:19] if digest else "?"
 
 
-def _pct(value: Optional[float]) -> str:
+def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}%"
 
 

@@ -10,11 +10,12 @@ command line builds its parser from it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
+from ..core.ranges import GATE_LIMITS, check_limits
 from ..errors import OptionError, WhisperbenchError
-from ..limits import GATE_LIMITS, check_limits
 
 #: the thresholds that judge quality: the gate needs at least one
 QUALITY = (
@@ -39,7 +40,7 @@ SPEED_BASES = ("wall", "cpu")
 
 
 def _limit(
-    default: Any, help: str, metavar: Optional[str] = None, kind: str = "number", choices: tuple[str, ...] = ()
+    default: Any, help: str, metavar: str | None = None, kind: str = "number", choices: tuple[str, ...] = ()
 ) -> Any:
     """A field with what its command-line flag needs: ``kind`` is number (a finite float), count (0 or more),
     percent (the flag in %, the field a fraction), choice (one of ``choices``), flag (on/off) or metric
@@ -65,45 +66,45 @@ class GateThresholds:
     max_failed_pct: float = _limit(
         0.0, "% of candidate examples allowed to fail before the gate refuses to judge", "PCT"
     )
-    confidence: Optional[float] = _limit(
+    confidence: float | None = _limit(
         None,
         "fail only on significant regressions at this confidence (e.g. 95): bootstrap CIs (the API takes the "
         "fraction, 0.95)",
         "PCT",
         "percent",
     )
-    max_new_loops: Optional[int] = _limit(
+    max_new_loops: int | None = _limit(
         None,
         "fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond the "
         "transcript) in the candidate but not in the reference",
         "N",
         "count",
     )
-    max_new_bursts: Optional[int] = _limit(
+    max_new_bursts: int | None = _limit(
         None,
         "fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference does not",
         "N",
         "count",
     )
-    max_nonspeech_output_rate: Optional[float] = _limit(
+    max_nonspeech_output_rate: float | None = _limit(
         None,
         "fail when the candidate writes text on more than PCT % of the non-speech examples (empty transcript; "
         "see `whisperbench perturb --nonspeech`)",
         "PCT",
     )
-    max_timing_error_ms: Optional[float] = _limit(
+    max_timing_error_ms: float | None = _limit(
         None,
         "fail when the candidate's median utterance-start error (dataset times), else its median word-start "
         "difference from the reference run, exceeds MS",
         "MS",
     )
-    non_inferiority_margin: Optional[float] = _limit(
+    non_inferiority_margin: float | None = _limit(
         None,
         "non-inferiority: pass only if the upper bound of the WER increase's CI (--confidence, default 95) is "
         "below POINTS; verdict non-inferior, inconclusive (set too small) or regression shown",
         "POINTS",
     )
-    non_inferiority_qoi_margin: Optional[float] = _limit(
+    non_inferiority_qoi_margin: float | None = _limit(
         None, "non-inferiority on QoI: the upper bound of the QoI drop (% of examples regressed) below POINTS", "POINTS"
     )
     inconclusive: str = _limit(
@@ -112,21 +113,21 @@ class GateThresholds:
         kind="choice",
         choices=INCONCLUSIVE_POLICIES,
     )
-    max_increase: Optional[Mapping[str, float]] = _limit(
+    max_increase: Mapping[str, float] | None = _limit(
         None,
         "any metric, per example or run level (docs/metrics.md; repeatable): fail when the candidate's run value "
         "of COLUMN exceeds the reference's by more than N, e.g. cer.cer=1, formatting.per=2 or hallucination.loops=0",
         "METRIC.COLUMN=N",
         "metric",
     )
-    max_decrease: Optional[Mapping[str, float]] = _limit(
+    max_decrease: Mapping[str, float] | None = _limit(
         None,
         "the same for a metric where higher is better (repeatable): fail when the candidate's value falls more "
         "than N below the reference's",
         "METRIC.COLUMN=N",
         "metric",
     )
-    min: Optional[Mapping[str, float]] = _limit(
+    min: Mapping[str, float] | None = _limit(
         None,
         "any metric, per example or run level (repeatable): fail when the candidate's run value of COLUMN is below "
         "N, e.g. hallucination.nonspeech_examples=1; or when a pairing the metric declares (higher is better) is "
@@ -134,7 +135,7 @@ class GateThresholds:
         "METRIC.COLUMN=N",
         "metric",
     )
-    max: Optional[Mapping[str, float]] = _limit(
+    max: Mapping[str, float] | None = _limit(
         None,
         "the same as a ceiling (repeatable): fail when the candidate's run value of COLUMN is above N, e.g. "
         "cer.cer=5 or hallucination.loops=0, or a declared pairing (lower is better), e.g. speed.slowdown=10",
@@ -147,14 +148,14 @@ class GateThresholds:
         "examples named; docs/keywords.md)",
         kind="flag",
     )
-    max_formatting_drift: Optional[float] = _limit(
+    max_formatting_drift: float | None = _limit(
         None,
         "fail when the candidate's formatting (punctuation, casing, numbers) differs from the reference run's "
         "on more than PCT % of the examples whose normalized words agree (docs/measuring.md; the same as --max "
         "formatting.drift=PCT)",
         "PCT",
     )
-    max_slowdown: Optional[float] = _limit(
+    max_slowdown: float | None = _limit(
         None,
         "speed: the geometric mean of the per-example time ratio candidate/reference may be at most PCT % slower; "
         "non-inferior when its interval's upper bound is below PCT, regression shown when its lower bound is "
@@ -162,13 +163,13 @@ class GateThresholds:
         "(the same as --max speed.slowdown=PCT)",
         "PCT",
     )
-    max_memory_increase: Optional[float] = _limit(
+    max_memory_increase: float | None = _limit(
         None, "fail when the candidate's peak memory exceeds the reference's by more than PCT %", "PCT"
     )
-    max_load_increase: Optional[float] = _limit(
+    max_load_increase: float | None = _limit(
         None, "fail when the candidate's model load time exceeds the reference's by more than PCT %", "PCT"
     )
-    max_latency_p90: Optional[float] = _limit(
+    max_latency_p90: float | None = _limit(
         None,
         "streaming: fail when the candidate's 90th-percentile latency exceeds S seconds — commit delay where "
         "the dataset has word times, else end-of-utterance latency (utterance segments); with --confidence, only "
@@ -197,9 +198,9 @@ class GateThresholds:
     )
 
     @classmethod
-    def of(cls, values: Mapping[str, Any]) -> "GateThresholds":
+    def of(cls, values: Mapping[str, Any]) -> GateThresholds:
         """Thresholds from keywords (the API's), each checked: a number in its documented range
-        (:mod:`whisperbench.limits`), a per-metric limit of a registered metric, a known policy; an unknown
+        (:mod:`whisperbench.core.ranges`), a per-metric limit of a registered metric, a known policy; an unknown
         keyword or a bad value is an OptionError naming it as its flag."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)

@@ -4,14 +4,14 @@ are the metric's own report section (its ``Display``: :mod:`whisperbench.reports
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import numpy as np
 
 from ..scoring.hallucination import KINDS, Measures, Thresholds, loop_words_under, loops_stored
 from ..scoring.metrics import stored_options
-from ..store import StoredRun
+from ..store.runs import StoredRun
 
 
 def flagged(run: StoredRun, normalizer: str, thresholds: Thresholds = Thresholds()) -> dict[str, set[str]]:
@@ -39,7 +39,7 @@ class HallucinationDiff:
     nonspeech_with_output: list[str] = field(default_factory=list)  # the candidate's, new or not
 
     @property
-    def nonspeech_output_rate(self) -> Optional[float]:
+    def nonspeech_output_rate(self) -> float | None:
         """% of non-speech examples on which the candidate wrote something; None without any."""
         return 100.0 * len(self.nonspeech_with_output) / self.nonspeech if self.nonspeech else None
 

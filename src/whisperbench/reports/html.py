@@ -7,17 +7,17 @@ transcript and name is HTML-escaped.
 
 from __future__ import annotations
 
-import re
-
 import html
+import re
 from datetime import datetime, timezone
-from typing import Optional
 
 import jiwer
 import pandas as pd
 
-from ..store import StoredRun
 from ..scoring import normalize
+from ..scoring.metrics import Metric
+from ..store.runs import StoredRun
+from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, explorer_flags
 from ..scoring.metrics import Metric
@@ -25,12 +25,12 @@ from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
 from .leaderboard import column_label, run_level_columns, shown_metrics
 from .pairings import pairing_cells
 from .languages import language_frame, language_note, table_order
-from .robustness import robustness_frame, robustness_html
+from .leaderboard import column_label, shown_metrics
 from .noise import noise_frame, noise_html
+from .robustness import robustness_frame, robustness_html
+from .sections import Section, sections_html
 from .speed import speed_html
 from .streaming import latency_of, run_streaming, streaming_html
-from .keywords import keywords_html
-from .sections import Section, sections_html
 from .timing import timed_predictions, timing_bars, words_html
 
 STYLE = """
@@ -126,7 +126,7 @@ def _details(row, metrics: list[Metric], run_columns: list[str]) -> str:
     return f'<td><details class="more"><summary>more</summary><dl>{items}</dl></details></td>'
 
 
-def _figure(value, digits: int) -> Optional[str]:
+def _figure(value, digits: int) -> str | None:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return None
     return f"{value:.{digits}f}"
@@ -308,7 +308,7 @@ def alignment_html(transcript: str, hypothesis_text: str, normalizer: str) -> st
 EXPLORER_ROWS = 500  # regressed examples shown per comparison in the explorer
 
 
-def _wer_increase(example) -> Optional[float]:
+def _wer_increase(example) -> float | None:
     if example.reference_wer is None or example.candidate_wer is None:
         return None
     return example.candidate_wer - example.reference_wer
@@ -527,7 +527,7 @@ def render_html(
     runs: list[StoredRun],
     references: dict[str, StoredRun],
     title: str = "Whisper leaderboard",
-    stamp: Optional[str] = None,
+    stamp: str | None = None,
 ) -> str:
     """The whole report as one HTML document (``stamp``: when it was made, default now): the overview first, the
     leaderboards, then the sections with something to say (the others one sentence each), the explorer."""
@@ -561,7 +561,7 @@ def render_html(
 
 
 def write_html(
-    path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun], title: Optional[str] = None
+    path: str, frame: pd.DataFrame, runs: list[StoredRun], references: dict[str, StoredRun], title: str | None = None
 ) -> None:
     """Write the HTML report (:func:`render_html`) to ``path``."""
     with open(path, "w", encoding="utf-8") as fh:

@@ -7,7 +7,8 @@ judges (the terms the reference wrote right in an example and the candidate miss
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Iterable, Optional
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..scoring.bootstrap import PairedTest, paired_rate_test
 from ..scoring.keywords import TermRow, example_terms, missed_terms, term_table
@@ -15,7 +16,7 @@ from ..scoring.table import paired_columns
 from .escape import md_cell, one_line
 
 if TYPE_CHECKING:
-    from ..store import StoredRun
+    from ..store.runs import StoredRun
     from .compare import Comparison
 
 #: examples named per term in a table or a note (the rest counted)
@@ -52,7 +53,7 @@ def describe_lost(lost: dict[str, list[str]]) -> str:
     return ", ".join(f"{one_line(term)} ({_ids(ids)})" for term, ids in sorted(lost.items()))
 
 
-def paired_recall(c: Comparison, confidence: float = 0.95) -> Optional[PairedTest]:
+def paired_recall(c: Comparison, confidence: float = 0.95) -> PairedTest | None:
     """Candidate minus reference keyword recall (points) over the examples both runs have terms in, with its paired
     bootstrap interval (``scoring/bootstrap.paired_rate_test``); None without such examples."""
     normalizer = c.reference.normalizer

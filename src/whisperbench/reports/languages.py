@@ -6,19 +6,17 @@ Rows exist only for runs whose examples carry a language label (a manifest's ``l
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from ..languages import headline_metric
-from ..scoring import qoi_interval, wer_interval
 import pyarrow.compute as pc
+
+from ..core.languages import headline_metric
+from ..scoring import qoi_interval, wer_interval
 from ..scoring.arrays import FALSE, text
 from ..scoring.figures import by_language, identified_by_language
 from ..scoring.table import CHAR_COUNTS, WORD_COUNTS, column
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 from .weights import english_only_on
@@ -91,7 +89,7 @@ def _headline_counts(table: pa.Table, language: str) -> tuple[np.ndarray, np.nda
 
 
 def _macro(rows: list[dict]) -> dict:
-    def mean(key: str) -> Optional[float]:
+    def mean(key: str) -> float | None:
         values = [r[key] for r in rows if r[key] is not None]
         return sum(values) / len(values) if values else None
 

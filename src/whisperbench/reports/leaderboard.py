@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ REFERENCES_FILE = "references.json"  # in a runs folder: the reference runs its 
 
 
 def pick_references(
-    runs: list[StoredRun], names: Iterable[str] = (), adapter: Optional[str] = None
+    runs: list[StoredRun], names: Iterable[str] = (), adapter: str | None = None
 ) -> dict[str, StoredRun]:
     """Reference run per dataset content hash: a run named in ``names``, else a finished run of ``adapter`` — the
     one labelled exactly ``adapter`` (no options) first, then the shortest label, then by name: never an accident
@@ -58,7 +58,7 @@ def pick_references(
     return chosen
 
 
-def default_references(runs: list[StoredRun], runs_dir: str | Path, adapter: Optional[str]) -> dict[str, StoredRun]:
+def default_references(runs: list[StoredRun], runs_dir: str | Path, adapter: str | None) -> dict[str, StoredRun]:
     """The references of a report given none: those recorded in ``runs_dir`` (by the demo), else ``adapter``'s
     plainest run; finished runs only (a stopped or partial run is never a reference)."""
     finished = [run for run in runs if run.coverage.finished]
@@ -142,7 +142,7 @@ def recorded_references(runs_dir: str | Path) -> list[str]:
 
 def record_references(runs_dir: str | Path, names: Iterable[str]) -> None:
     """Record ``names`` as the reference runs of ``runs_dir`` (the demo's choice, read back by ``report``)."""
-    from ..files import write_json_atomic
+    from ..core.json_files import write_json_atomic
 
     write_json_atomic(Path(runs_dir) / REFERENCES_FILE, {"references": sorted(set(names))})
 
@@ -195,7 +195,7 @@ def leaderboard_frame(
     return frame.reset_index(drop=True)
 
 
-def metric_cells(table) -> dict[str, Optional[float]]:
+def metric_cells(table) -> dict[str, float | None]:
     """Each per-example metric's headline value for one run (a column headed by its ``label``: "CER %", "formatting"),
     the core WER aside (the fixed "WER %" column)."""
     values = metric_values(table)
@@ -342,7 +342,7 @@ def render_markdown(
     frame: pd.DataFrame,
     references: dict[str, StoredRun],
     title: str = "Whisper leaderboard",
-    stamp: Optional[str] = None,
+    stamp: str | None = None,
 ) -> str:
     """The markdown leaderboard: short-form and long-form tables, with how the figures were made (``stamp``:
     when, default now; a fixed one makes the same runs give the same text)."""

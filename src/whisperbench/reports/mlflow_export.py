@@ -17,7 +17,6 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 from ..errors import WhisperbenchError
 from .escape import spreadsheet_safe
@@ -35,7 +34,7 @@ NETWORK_ENV = {
 }
 
 
-def _client(tracking_uri: Optional[str]):
+def _client(tracking_uri: str | None):
     try:
         from mlflow import MlflowClient
     except ImportError as exc:
@@ -97,7 +96,7 @@ def _log_files(client, run_id: str, tracked: TrackedRun) -> None:
         client.log_artifacts(run_id, str(root))
 
 
-def publish(tracked: TrackedRun, tracking_uri: Optional[str] = None, experiment: Optional[str] = None) -> str:
+def publish(tracked: TrackedRun, tracking_uri: str | None = None, experiment: str | None = None) -> str:
     """Create or update the MLflow run of ``tracked``; returns a line saying which."""
     client = _client(tracking_uri)  # first: it names the extra when MLflow is not installed
     from mlflow.exceptions import MlflowException

@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from .escape import md_cell
 from ..scoring.metrics import Metric
+from .escape import md_cell
 from .leaderboard import _fmt, shown_metrics
 
 PROJECT_URL = "https://github.com/whisperbench/whisperbench"

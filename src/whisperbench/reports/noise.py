@@ -15,11 +15,11 @@ import json
 import statistics
 from dataclasses import asdict, dataclass
 from itertools import combinations
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .escape import md_cell
 
@@ -33,14 +33,14 @@ class NoiseReport:
     examples: int  # judged (status ok) in every run
     identical_outputs: float  # % of examples whose raw output is the same in every run
     same_errors: float  # % of examples whose error count is the same in every run
-    wer: list[Optional[float]]
-    wer_spread: Optional[float]  # max − min WER, points
-    wer_sd: Optional[float]
+    wer: list[float | None]
+    wer_spread: float | None  # max − min WER, points
+    wer_sd: float | None
     regressed_between_repeats: float  # mean % of examples regressed, over ordered pairs of runs
     different_ids: list[str]  # some differing examples (at most 10)
     #: the largest slowdown between two repeats in percent (geometric mean of the paired per-example wall-time
     #: ratios, the faster run as reference); None without times
-    speed_spread_pct: Optional[float] = None
+    speed_spread_pct: float | None = None
 
     @property
     def deterministic(self) -> bool:
@@ -88,7 +88,7 @@ def run_noise(runs: list[StoredRun]) -> NoiseReport:
     )
 
 
-def _speed_spread(comparisons: Any) -> Optional[float]:
+def _speed_spread(comparisons: Any) -> float | None:
     """The largest slowdown between two repeats, in percent: run-level noise no per-example interval sees (a
     machine's clock or cache state shifts every example of a run alike), so ``--max-slowdown`` must exceed it."""
     ratios = [c.speed.stats.ratio for c in comparisons if c.speed.stats and c.speed.stats.ratio]

@@ -13,8 +13,8 @@ from .escape import one_line
 from .gate import format_significance
 from .hallucination import describe_ids, hallucination_diff
 from .keywords import keyword_notes
-from .weights import english_only_languages
 from .streaming import compare_lines
+from .weights import english_only_languages
 
 
 def comparison_notes(c: Comparison) -> list[str]:
@@ -48,7 +48,7 @@ def _p(value) -> str:
 
 
 def _setting_notes(c: Comparison) -> list[str]:
-    from ..runinfo import identity_differences
+    from ..store.run_info import identity_differences
 
     said = identity_differences(
         c.reference.meta, c.candidate.meta, "the reference", ("decoding", "normalizer", "long_form")

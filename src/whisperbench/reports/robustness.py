@@ -8,7 +8,7 @@ Rows exist only for runs whose example ids carry a condition (``PARENT~CONDITION
 from __future__ import annotations
 
 import html
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 
@@ -17,9 +17,9 @@ from ..scoring.conditions import SEPARATOR, condition_of, condition_order, noise
 from ..scoring.figures import grouped, table_figures
 from ..scoring.metrics import MetricContext
 from ..scoring.qoi import qoi_by
-from ..store import StoredRun
-from .compare import compare_runs
+from ..store.runs import StoredRun
 from .charts import ticks
+from .compare import compare_runs
 from .escape import md_cell
 
 COUNTS = {
@@ -30,7 +30,7 @@ COUNTS = {
 }
 
 
-def _qoi_by_condition(reference: Optional[StoredRun], run: StoredRun) -> dict[str, Optional[float]]:
+def _qoi_by_condition(reference: StoredRun | None, run: StoredRun) -> dict[str, float | None]:
     if reference is None:
         return {}
     examples = compare_runs(reference, run).result.examples
@@ -74,7 +74,7 @@ def robustness_frame(runs: list[StoredRun], references: dict[str, StoredRun]) ->
     return pd.DataFrame(rows)
 
 
-def _nonspeech_words(figures: dict[str, Any], counts: dict) -> Optional[int]:
+def _nonspeech_words(figures: dict[str, Any], counts: dict) -> int | None:
     """Words written on a condition made only of non-speech (its errors are all insertions); None otherwise."""
     return figures["insertions"] if counts.get("nonspeech_examples") == figures["num_examples"] else None
 

@@ -6,12 +6,12 @@ report picks them up. A run whose files cannot be read is listed too, with why.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 from ..errors import RunStoreError, WhisperbenchError
-from ..store import RunStore, StoredRun, find_run, read_run, run_folders
+from ..store.runs import RunStore, StoredRun, find_run, read_run, run_folders
 from .escape import one_line
 
 
@@ -30,8 +30,8 @@ class RunRow:
     dataset: str
     date: str  # when it finished, else when it last started (UTC, to the minute)
     size_bytes: int
-    writer: Optional[str] = None  # who writes it now, when someone does
-    problem: Optional[str] = None  # why it could not be read
+    writer: str | None = None  # who writes it now, when someone does
+    problem: str | None = None  # why it could not be read
 
     @property
     def coverage(self) -> str:
@@ -43,7 +43,7 @@ class RunRow:
         return asdict(self) | {"coverage": self.coverage}
 
 
-def run_rows(runs_dir: str | Path, names: Optional[Iterable[str]] = None) -> list[RunRow]:
+def run_rows(runs_dir: str | Path, names: Iterable[str] | None = None) -> list[RunRow]:
     """Every run under ``runs_dir``, sorted by name (an unreadable one too, with its problem); with ``names``
     (names under ``runs_dir`` or folders) those runs, in that order (one that does not exist is an error)."""
     stores = run_folders(runs_dir) if names is None else [find_run(name, runs_dir) for name in names]

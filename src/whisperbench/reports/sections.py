@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from ..scoring.metrics import Metric, displayed_metrics
 from .escape import md_cell, md_heading
@@ -98,7 +98,7 @@ def sections_html(frame: pd.DataFrame) -> list[Section]:
     return [part for part in (_html(frame, metric) for metric in displayed_metrics()) if part]
 
 
-def _html(frame: pd.DataFrame, metric: Metric) -> Optional[Section]:
+def _html(frame: pd.DataFrame, metric: Metric) -> Section | None:
     assert metric.display is not None
     shown, rows = section_rows(frame, metric)
     if not rows:
@@ -133,18 +133,18 @@ def _html(frame: pd.DataFrame, metric: Metric) -> Optional[Section]:
     return Section(f"section-{metric.name}", display.title, title + every + table + note)
 
 
-def flat_values(value: Optional[dict[str, Any]], metric: Metric) -> dict[str, Optional[float]]:
+def flat_values(value: dict[str, Any] | None, metric: Metric) -> dict[str, float | None]:
     """``{"METRIC.KEY": number}`` of each displayed column of one run's value (CSV columns, tracker metrics)."""
     assert metric.display is not None
     cells = metric.display.cells(value)
     return {f"{metric.name}.{key}": cells[heading] for heading, key in metric.display.columns.items()}
 
 
-def _text(value: Optional[float]) -> str:
+def _text(value: float | None) -> str:
     if value is None:
         return "–"
     return str(value) if isinstance(value, int) else f"{value:.1f}"
 
 
-def _data(value: Optional[float]) -> str:
+def _data(value: float | None) -> str:
     return "" if value is None else str(value)

@@ -9,17 +9,18 @@ usable cores) are compared only when asked: their speed says more about the mach
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
 import pyarrow.compute as pc
+
 from ..scoring.arrays import OK, numbers
 from ..scoring.significance import SignificanceSettings
 from ..scoring.speed import SpeedStats, increase_pct, pooled_speed
-from ..store import StoredRun
+from ..store.runs import StoredRun
 
 #: the score-table column of each basis
 BASIS_COLUMN = {"wall": "infer_s", "cpu": "cpu_s"}
@@ -43,22 +44,22 @@ class SpeedComparison:
     compared), peak memory and load time as increases in percent, which runs were made on a busy machine, and why
     the runs cannot be compared (``refused``) or which settings differ."""
 
-    stats: Optional[SpeedStats]
-    memory_increase_pct: Optional[float]
-    load_increase_pct: Optional[float]
+    stats: SpeedStats | None
+    memory_increase_pct: float | None
+    load_increase_pct: float | None
     busy: dict[str, str] = field(default_factory=dict)  # run role -> why its machine was busy
-    machines_differ: Optional[str] = None
-    refused: Optional[str] = None
+    machines_differ: str | None = None
+    refused: str | None = None
     timings_from: dict[str, str] = field(default_factory=dict)  # run role -> "this machine" or the device's note
     #: each run's inference milliseconds per decoded token (summary.json ``ms_per_token``), where it reports tokens
-    ms_per_token: dict[str, Optional[float]] = field(default_factory=dict)
+    ms_per_token: dict[str, float | None] = field(default_factory=dict)
     #: each run's wait for its first transcript in a fresh process (summary.json ``first_result_s``)
-    first_result_s: dict[str, Optional[float]] = field(default_factory=dict)
+    first_result_s: dict[str, float | None] = field(default_factory=dict)
     #: each run's second load in the same process, caches warm (summary.json ``load_warm_s``, ``run --warm-load``)
-    load_warm_s: dict[str, Optional[float]] = field(default_factory=dict)
+    load_warm_s: dict[str, float | None] = field(default_factory=dict)
     #: why the paired times cannot stand for the examples both runs transcribed (too few timed, a recorded side
     #: with an untimed example): the figures are shown, a speed limit cannot judge them
-    coverage: Optional[str] = None
+    coverage: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """``compare --json``'s ``speed``."""
@@ -111,7 +112,7 @@ class SpeedComparison:
         return "; ".join(parts)
 
 
-def machines_differ(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
+def machines_differ(reference: StoredRun, candidate: StoredRun) -> str | None:
     """What differs between the machines the two runs' times come from (None: the same). Times measured here:
     run.json's ``machine``; times a hypotheses file recorded: the device its header row names, else an unknown
     one — a device is never this machine, and an unknown one is never shown to be any machine."""
@@ -132,7 +133,7 @@ def machines_differ(reference: StoredRun, candidate: StoredRun) -> Optional[str]
 _UNKNOWN_DEVICE = "an unknown device (no header row in the hypotheses file)"
 
 
-def _device(run: StoredRun) -> Optional[str]:
+def _device(run: StoredRun) -> str | None:
     """The device a recorded run's times come from (None: timed on the machine that made the run)."""
     if timings_from(run) == "this machine":
         return None
@@ -151,7 +152,7 @@ def compare_speed(
     *,
     basis: str = "wall",
     settings: SignificanceSettings = SignificanceSettings(),
-    groups: Optional[dict[str, Any]] = None,
+    groups: dict[str, Any] | None = None,
     allow_different_machines: bool = False,
     repeats: Sequence[StoredRun] = (),
 ) -> SpeedComparison:
@@ -191,7 +192,7 @@ def compare_speed(
 
 def _coverage_problem(
     ref_s: np.ndarray, found: list[tuple[np.ndarray, np.ndarray]], roles: list[tuple[str, StoredRun]], basis: str
-) -> Optional[str]:
+) -> str | None:
     """Why the examples timed in both runs cannot stand for those both transcribed (None: they can): a side
     recorded elsewhere leaves one untimed (or at 0), or fewer than ``MIN_TIMED_SHARE`` of them are timed in both."""
     column = BASIS_COLUMN[basis]
@@ -239,7 +240,7 @@ def _timed(run: StoredRun) -> bool:
     return run.summary is None or run.summary.rtfx is not None
 
 
-def busy_why(run: StoredRun) -> Optional[str]:
+def busy_why(run: StoredRun) -> str | None:
     """Why the run's RTFx is not comparable (the load other processes put on the machine that timed it), or None:
     a recorded run timed on its device, or with no times at all, is not judged by the scoring machine's load."""
     stored = run.summary
@@ -255,7 +256,7 @@ def busy_why(run: StoredRun) -> Optional[str]:
     return str(run.meta.machine_load.get("why") or "the machine was busy")
 
 
-def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[Optional[float], Optional[float]]:
+def _run_increases(reference: StoredRun, candidate: StoredRun) -> tuple[float | None, float | None]:
     """Peak memory and load time of the candidate over the reference's, in percent: measured here, or both
     recorded by the devices (a hypotheses file's header row); None when one side has no such figure."""
     here = [timings_from(run) == "this machine" for run in (reference, candidate)]
@@ -345,19 +346,19 @@ def _rows(pairs: list[tuple[StoredRun, StoredRun, SpeedComparison]]) -> list[dic
     return rows
 
 
-def _ratio_cells(s: Optional[SpeedStats]) -> tuple[Optional[str], Optional[str]]:
+def _ratio_cells(s: SpeedStats | None) -> tuple[str | None, str | None]:
     """The time ratio with its interval, and both RTFx, as cells (None when no example was timed in both runs)."""
     if s is None or None in (s.ratio, s.low, s.high, s.reference_rtfx, s.candidate_rtfx):
         return None, None
     return f"×{s.ratio:.3f} [×{s.low:.3f}, ×{s.high:.3f}]", f"{s.reference_rtfx:.1f} → {s.candidate_rtfx:.1f}"
 
 
-def _arrow(sides: dict[str, Optional[float]], spec: str) -> Optional[str]:
+def _arrow(sides: dict[str, float | None], spec: str) -> str | None:
     ref, cand = sides.get("reference"), sides.get("candidate")
     return None if ref is None or cand is None else f"{ref:{spec}} → {cand:{spec}}"
 
 
-def _note(speed: SpeedComparison) -> Optional[str]:
+def _note(speed: SpeedComparison) -> str | None:
     notes = [speed.refused] if speed.refused else []
     notes += [f"not judgeable: {speed.coverage}"] if speed.coverage else []
     if not speed.refused and (speed.stats is None or speed.stats.ratio is None):
@@ -387,7 +388,7 @@ def busy_line(runs: list[StoredRun], references: dict[str, StoredRun]) -> str:
     return f"Timed on a busy machine (judge these on CPU time): {'; '.join(busy)}." if busy else ""
 
 
-def _busy_load(run: StoredRun) -> Optional[str]:
+def _busy_load(run: StoredRun) -> str | None:
     return str(run.meta.machine_load.get("why") or "busy") if _busy(run) else None
 
 

@@ -8,10 +8,9 @@ streaming table (implementation, policy, chunk, clock, WER, WER vs batch, latenc
 from __future__ import annotations
 
 import html
+from typing import Any
 
-from typing import Any, Optional
-
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .tables import html_table, markdown_table
 
 #: the latency figures in the order the gate prefers them: word-level (whisperbench's commit delay) where the dataset
@@ -24,7 +23,7 @@ LATENCIES = (
 )
 
 
-def run_streaming(run: StoredRun) -> Optional[dict[str, Any]]:
+def run_streaming(run: StoredRun) -> dict[str, Any] | None:
     """A run's ``summary.json["streaming"]`` (None: not a streaming run)."""
     if run.summary is None:
         return None
@@ -32,7 +31,7 @@ def run_streaming(run: StoredRun) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-def latency_of(value: Optional[dict[str, Any]]) -> Optional[tuple[str, dict[str, Any]]]:
+def latency_of(value: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
     """(name, percentiles) of the latency a gate judges: the commit delay where the dataset has word times, else end
     of utterance where it has utterance times; None when neither."""
     for key, name in LATENCIES:
@@ -42,7 +41,7 @@ def latency_of(value: Optional[dict[str, Any]]) -> Optional[tuple[str, dict[str,
     return None
 
 
-def _seconds(figure: Optional[dict[str, Any]], q: str = "p90") -> str:
+def _seconds(figure: dict[str, Any] | None, q: str = "p90") -> str:
     return "–" if not figure or figure.get(q) is None else f"{figure[q]:.2f} s"
 
 
@@ -84,7 +83,7 @@ def compare_lines(reference: StoredRun, candidate: StoredRun) -> list[str]:
     return lines
 
 
-def paired_wer_delta(reference: StoredRun, run: StoredRun) -> Optional[Any]:
+def paired_wer_delta(reference: StoredRun, run: StoredRun) -> Any | None:
     """The paired bootstrap of ``run``'s WER minus ``reference``'s over the examples both scored (points, 95 %
     interval), scored with the reference's normalizer: the WER metric's pooled rate paired as every one is
     (:func:`~whisperbench.reports.pairings.paired_rate`)."""

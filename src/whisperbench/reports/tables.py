@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .escape import md_cell
 

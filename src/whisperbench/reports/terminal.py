@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
-from typing import Optional
 
 import jiwer
 
@@ -96,7 +95,7 @@ def _paint(cell: Cell, width: int, colour: bool) -> str:
 
 
 def render_alignment(
-    rows: list[list[Cell]], colour: bool = False, width: Optional[int] = None, labels: tuple[str, ...] = LABELS
+    rows: list[list[Cell]], colour: bool = False, width: int | None = None, labels: tuple[str, ...] = LABELS
 ) -> str:
     """The aligned rows as text, wrapped at ``width`` columns (default: the terminal's), each line labelled."""
     width = width or shutil.get_terminal_size((100, 24)).columns
@@ -118,7 +117,7 @@ def render_alignment(
     return "\n\n".join(blocks)
 
 
-def render_regressions(comparison: Comparison, n: int, colour: bool = False, width: Optional[int] = None) -> str:
+def render_regressions(comparison: Comparison, n: int, colour: bool = False, width: int | None = None) -> str:
     """The ``n`` worst regressions of ``comparison`` (most added errors first), each with its error counts and
     an aligned word diff; or a line saying there are none."""
     result = comparison.result
@@ -150,5 +149,5 @@ def render_regressions(comparison: Comparison, n: int, colour: bool = False, wid
     return "\n".join(parts)
 
 
-def _rate(value: Optional[float]) -> str:
+def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f} %"

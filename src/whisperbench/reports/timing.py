@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
-
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
+
+from ..core.json_files import safe_file_name
 from ..scoring import normalize
 from ..scoring.metrics import MetricContext
 from ..scoring.timing import METRIC, PARITY_TOLERANCE_S, parity, start_shifts, summarize
-from ..files import safe_file_name
+from ..store.runs import StoredRun
 from ..types import Prediction
-from ..store import StoredRun
 from .sections import section_rows
+from .subtitles import SUBTITLE_FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SUBTITLE_FORMATS = ("srt", "vtt")
 
-
-def run_timing(run: StoredRun) -> Optional[dict[str, Any]]:
+def run_timing(run: StoredRun) -> dict[str, Any] | None:
     """The run's ``timing`` figures as its summary.json stores them (the metric computed them once, when the run
     was scored); only a run scored before the metric existed has them computed from its predictions, by the same
     function (None: it stored no times; told by its score table, so a run without times is never read whole)."""
@@ -54,7 +53,7 @@ def _word_line(words: list[dict[str, Any]]) -> str:
     return " ".join(f"{html.escape(str(w.get('word', '')).strip())}<sub>{float(w['start']):.2f}</sub>" for w in words)
 
 
-def words_html(reference: Optional[Prediction], candidate: Optional[Prediction], normalizer: str) -> str:
+def words_html(reference: Prediction | None, candidate: Prediction | None, normalizer: str) -> str:
     """A regressed example's words with their start times (s) from both runs, and the transcript words both got
     right whose starts differ by more than the parity tolerance (100 ms); empty when neither run timed words."""
     if (reference is None or not reference.words) and (candidate is None or not candidate.words):
@@ -109,7 +108,7 @@ def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]
         return {}
     shared = parity(reference.predictions, candidate.predictions, reference.normalizer)
 
-    def median(timing: Optional[dict]) -> Optional[float]:
+    def median(timing: dict | None) -> float | None:
         return ((timing or {}).get("utterance_start_error_ms") or {}).get("median")
 
     return {
@@ -121,31 +120,6 @@ def timing_columns(reference: StoredRun, candidate: StoredRun) -> dict[str, Any]
 
 
 # ------------------------------------------------------------------------------------------ subtitles
-
-
-def _stamp(seconds: float, separator: str) -> str:
-    millis = int(round(max(seconds, 0.0) * 1000))
-    hours, rest = divmod(millis, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{separator}{rest % 1000:03d}"
-
-
-def subtitles(segments: list[dict[str, Any]], fmt: str) -> str:
-    """SRT or WebVTT text of ``[{start, end, text}]`` (seconds).
-
-    >>> print(subtitles([{"start": 1.5, "end": 62.25, "text": " Hi there"}], "srt"))
-    1
-    00:00:01,500 --> 00:01:02,250
-    Hi there
-    <BLANKLINE>
-    """
-    separator = "," if fmt == "srt" else "."
-    cues = []
-    for number, segment in enumerate(segments, start=1):
-        times = f"{_stamp(segment['start'], separator)} --> {_stamp(segment['end'], separator)}"
-        text = " ".join(str(segment.get("text", "")).split()).replace("-->", "->")
-        cues.append(f"{number}\n{times}\n{text}\n" if fmt == "srt" else f"{times}\n{text}\n")
-    return ("" if fmt == "srt" else "WEBVTT\n\n") + "\n".join(cues)
 
 
 #: a cue made from word times ends after a sentence mark, or at this many words or seconds
@@ -181,7 +155,8 @@ def cues_from_words(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list[Path], list[str]]:
     """One ``<id>.<fmt>`` per example that stored segments (else words, grouped into cues by
-    :func:`cues_from_words`); returns the files and the ids without times."""
+    :func:`cues_from_words`) in the subtitle format ``fmt``; returns the files and the ids without times."""
+    render = SUBTITLE_FORMATS.get(fmt).render
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     written, untimed = [], []
@@ -191,6 +166,6 @@ def write_subtitles(run: StoredRun, out_dir: str | Path, fmt: str) -> tuple[list
             untimed.append(pred.id)
             continue
         path = folder / f"{safe_file_name(pred.id)}.{fmt}"
-        path.write_text(subtitles(cues, fmt), encoding="utf-8")
+        path.write_text(render(cues), encoding="utf-8")
         written.append(path)
     return written, untimed

@@ -13,12 +13,12 @@ A tracker is a name and a ``publish(tracked_run, **options) -> str`` function na
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from ..core.registry import Registry, imported
 from ..errors import WhisperbenchError
-from ..registry import Registry
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,7 @@ class Tracker:
 
     def function(self) -> Callable[..., str]:
         """The publish function, imported now."""
-        module, _, attribute = self.publish.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return imported(self.publish)
 
     def send(self, tracked: Any, **options: Any) -> str:
         """Publish ``tracked`` with those of ``options`` this tracker takes (the others, e.g. another tracker's

@@ -37,15 +37,15 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 
-from ..redact import redact, redact_text
+from ..core.redact import redact, redact_text
+from ..scoring import qoi_interval
 from ..scoring.metrics import displayed_metrics, metric_named, nested_metrics
 from ..scoring.table import metric_values
-from ..scoring import qoi_interval
-from ..store import StoredRun
+from ..store.runs import StoredRun
 from .compare import compare_runs
 from .export import example_frame
 from .languages import language_frame, render_language_markdown
@@ -176,7 +176,7 @@ def _params(run: StoredRun) -> dict[str, str]:
     return flatten(redact({k: v for k, v in spec.items() if v not in (None, {}, "")}))
 
 
-def _tags(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
+def _tags(run: StoredRun, reference: StoredRun | None) -> dict[str, str]:
     meta = run.meta
     where = {
         "machine": meta.machine,
@@ -192,13 +192,13 @@ def _tags(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
     return {f"whisperbench.{k}": v for k, v in tags.items()}
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
         return None
     return float(value)
 
 
-def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]:
+def _metrics(run: StoredRun, reference: StoredRun | None) -> dict[str, float]:
     summary = run.summary.to_dict() if run.summary else {}
     metrics = {name: summary.get(name) for name in SUMMARY_METRICS}
     table = run.score_table(run.normalizer)
@@ -228,7 +228,7 @@ def _metrics(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, float]
     return {k: v for k, v in ((k, _number(v)) for k, v in metrics.items()) if v is not None}
 
 
-def _files(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
+def _files(run: StoredRun, reference: StoredRun | None) -> dict[str, str]:
     """The run's markdown and HTML report (with its reference when given), run.json and summary.json."""
     from .html import render_html
 
@@ -249,7 +249,7 @@ def _files(run: StoredRun, reference: Optional[StoredRun]) -> dict[str, str]:
     return files
 
 
-def tracked_run(run: StoredRun, reference: Optional[StoredRun] = None) -> TrackedRun:
+def tracked_run(run: StoredRun, reference: StoredRun | None = None) -> TrackedRun:
     """Everything a tracker stores of ``run`` (QoI and the joined columns when ``reference`` is given)."""
     examples = example_frame(run, reference).map(lambda v: redact(v) if isinstance(v, str) else v)
     return TrackedRun(

@@ -13,18 +13,18 @@ against the same reference. Variants that did not run are listed with the reason
 from __future__ import annotations
 
 import html
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
-from ..store import StoredRun
-from .escape import md_cell
 from ..scoring.significance import holm
+from ..store.runs import StoredRun
+from .escape import md_cell
 from .gate import VERDICTS, GateResult, evaluate_gate
 from .leaderboard import _fmt, _fmt_ci, leaderboard_frame
 
 
-def pareto_front(points: Sequence[tuple[Optional[float], Optional[float]]]) -> list[bool]:
+def pareto_front(points: Sequence[tuple[float | None, float | None]]) -> list[bool]:
     """For (size, quality) points, whether each is on the front (smaller is better, higher quality is better);
     a point without both values is never on it."""
 
@@ -41,8 +41,8 @@ def pareto_front(points: Sequence[tuple[Optional[float], Optional[float]]]) -> l
 def tradeoff_frame(
     runs: list[StoredRun],
     reference: StoredRun,
-    min_qoi: Optional[float] = None,
-    max_wer_increase: Optional[float] = None,
+    min_qoi: float | None = None,
+    max_wer_increase: float | None = None,
 ) -> pd.DataFrame:
     """The trade-off table of ``runs`` (the reference among them or not) against ``reference``."""
     runs = [reference] + [run for run in runs if run.store.path != reference.store.path]
@@ -68,7 +68,7 @@ def tradeoff_frame(
     ).reset_index(drop=True)
 
 
-def peak_memory_mb(run: StoredRun) -> Optional[float]:
+def peak_memory_mb(run: StoredRun) -> float | None:
     """Peak RSS of the process that held the model: the run's, or its worker's where the adapter keeps the
     model in a child process (whisper.cpp, ``--isolate``)."""
     measured = [run.summary.peak_rss_mb if run.summary else None, run.meta.adapter_info.get("worker_peak_rss_mb")]
@@ -76,7 +76,7 @@ def peak_memory_mb(run: StoredRun) -> Optional[float]:
     return max(known) if known else None
 
 
-def _wer_p(gate: Optional[GateResult]) -> Optional[float]:
+def _wer_p(gate: GateResult | None) -> float | None:
     """The paired bootstrap's two-sided p of a gated variant's WER difference (None for the reference)."""
     sig = gate.comparison.significance if gate else None
     return sig.wer_difference.p_value if sig and sig.wer_difference else None
@@ -120,7 +120,7 @@ def render_tradeoff_markdown(
     frame: pd.DataFrame,
     not_run: Sequence[dict] = (),
     title: str = "Quality against size",
-    min_qoi: Optional[float] = None,
+    min_qoi: float | None = None,
 ) -> str:
     """The markdown table; ``not_run``: dicts with label, status and error of the variants without a result."""
     parts = [f"## {md_cell(title)}", ""]
@@ -190,10 +190,10 @@ def render_tradeoff_html(
     frame: pd.DataFrame,
     not_run: Sequence[dict] = (),
     title: str = "Quality against size",
-    min_qoi: Optional[float] = None,
+    min_qoi: float | None = None,
 ) -> str:
     """A self-contained page: the table, QoI and WER against size (front drawn in red), what did not run."""
-    from .html import STYLE, SORT_SCRIPT
+    from .html import SORT_SCRIPT, STYLE
 
     table = _shown(frame, markdown=False).to_html(index=False, escape=True, classes="sortable tradeoff", border=0)
     missing = "".join(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from ..errors import WhisperbenchError
 from .tracking import NETWORK, TrackedRun, environment_defaults, safe_line
@@ -65,7 +64,7 @@ def _artifact(wandb, tracked: TrackedRun, folder: Path):
 
 
 def publish(
-    tracked: TrackedRun, project: Optional[str] = None, entity: Optional[str] = None, directory: Optional[str] = None
+    tracked: TrackedRun, project: str | None = None, entity: str | None = None, directory: str | None = None
 ) -> str:
     """Create or update the W&B run of ``tracked``; returns a line saying where it went."""
     wandb = _wandb()
@@ -74,7 +73,7 @@ def publish(
         return _log(wandb, run, tracked, project)
 
 
-def _init(wandb, tracked: TrackedRun, project: Optional[str], entity: Optional[str], directory: Optional[str]):
+def _init(wandb, tracked: TrackedRun, project: str | None, entity: str | None, directory: str | None):
     config = {"params": tracked.params, "tags": tracked.tags}
     try:
         return wandb.init(
@@ -98,7 +97,7 @@ def _init(wandb, tracked: TrackedRun, project: Optional[str], entity: Optional[s
         ) from exc
 
 
-def _log(wandb, run, tracked: TrackedRun, project: Optional[str]) -> str:
+def _log(wandb, run, tracked: TrackedRun, project: str | None) -> str:
     config = {"params": tracked.params, "tags": tracked.tags}
     try:
         run.config.update(config, allow_val_change=True)  # a resumed run takes the new tags

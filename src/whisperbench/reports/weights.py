@@ -17,18 +17,16 @@ weights in any format), and the precision the implementation ran them in.
 
 from __future__ import annotations
 
-from typing import Optional
-
-from ..languages import english_only_model, other_than_english
+from ..core.languages import english_only_model, other_than_english
 from ..models.formats import find_format
-from ..runinfo import RunInfo
-from ..store import StoredRun
+from ..store.run_info import RunInfo
+from ..store.runs import StoredRun
 
 #: adapter settings that choose the precision weights run in
 PRECISION_SETTINGS = ("compute_type", "quantization", "precision", "dtype")
 
 
-def precision_of(info: RunInfo) -> Optional[str]:
+def precision_of(info: RunInfo) -> str | None:
     """The precision the run computed in: a quantized model's own type, else the adapter's setting."""
     weights = info.weights
     if weights.get("quantized"):
@@ -47,13 +45,13 @@ def model_label(info: RunInfo) -> str:
     return f"{name} ({weights['dtype']})" if weights.get("quantized") and weights.get("dtype") not in name else name
 
 
-def size_mb(info: RunInfo) -> Optional[float]:
+def size_mb(info: RunInfo) -> float | None:
     """Size of the weights as the implementation loaded them (a converted copy, a quantized variant)."""
     weights = info.weights
     return weights.get("loaded_size_mb", weights.get("size_mb"))
 
 
-def fingerprinted(fmt: Optional[str]) -> bool:
+def fingerprinted(fmt: str | None) -> bool:
     """Whether weights of format ``fmt`` get a fingerprint (its :class:`~whisperbench.models.formats.Format` says;
     True for an unrecorded or unknown format: then two different fingerprints mean different weights).
 

@@ -1,11 +1,11 @@
 """Scoring: pure functions over stored predictions (normalize -> align -> WER -> QoI); exports imported on first
-use (``whisperbench.lazy``), so that ``scoring.normalize`` alone loads no scipy."""
+use (``whisperbench.core.lazy_exports``), so that ``scoring.normalize`` alone loads no scipy."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_exports
+from ..core.lazy_exports import lazy_exports
 
 # eager: these two name both a submodule and a function; once the submodule is imported the package attribute is the
 # module, so the function must be bound here, after it (both modules are light: no scipy, no pandas)
@@ -32,30 +32,58 @@ def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normal
 if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ imports them
     from .bootstrap import (
         Interval as Interval,
+    )
+    from .bootstrap import (
         PairedTest as PairedTest,
+    )
+    from .bootstrap import (
         paired_wer_test as paired_wer_test,
+    )
+    from .bootstrap import (
         qoi_interval as qoi_interval,
+    )
+    from .bootstrap import (
         wer_interval as wer_interval,
     )
+    from .figures import summarize as summarize
     from .record import Summary as Summary
     from .significance import (
         PairedSignificance as PairedSignificance,
+    )
+    from .significance import (
         SignificanceSettings as SignificanceSettings,
+    )
+    from .significance import (
         mapsswe as mapsswe,
+    )
+    from .significance import (
         non_inferiority as non_inferiority,
+    )
+    from .significance import (
         paired_significance as paired_significance,
+    )
+    from .significance import (
         sign_test as sign_test,
     )
-    from .figures import summarize as summarize
     from .summary import (
         counts_of as counts_of,
+    )
+    from .summary import (
         rescored as rescored,
+    )
+    from .summary import (
         score_prediction as score_prediction,
+    )
+    from .summary import (
         score_predictions as score_predictions,
     )
     from .wer import (
         align as align,
+    )
+    from .wer import (
         corpus_wer as corpus_wer,
+    )
+    from .wer import (
         example_wer as example_wer,
     )
 

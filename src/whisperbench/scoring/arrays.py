@@ -21,15 +21,16 @@ array([ 1., nan,  0.])
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
 
-Column = Union[pa.Array, pa.ChunkedArray]
+Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 
-def numbers(column: Column, dtype: Optional[Any] = None) -> np.ndarray:
+def numbers(column: Column, dtype: Any | None = None) -> np.ndarray:
     """``column`` (integers, floats or booleans, in one or more chunks) as one NumPy array, as pyarrow's
     ``to_numpy`` gives it: nulls become NaN (an integer or boolean column with nulls then is float64, a float column
     keeps its width); ``dtype``: cast to it. A column of another
@@ -131,7 +132,7 @@ def _checked(arrow_type: pa.DataType, dtype: np.dtype, data: np.ndarray) -> np.n
     return data
 
 
-def _numbers(arrow_type: pa.DataType, dtype: np.dtype, data: np.ndarray, validity: Optional[pa.Buffer]) -> pa.Array:
+def _numbers(arrow_type: pa.DataType, dtype: np.dtype, data: np.ndarray, validity: pa.Buffer | None) -> pa.Array:
     data = _checked(arrow_type, dtype, data)
     if dtype.kind == "b":
         bits = np.packbits(data.astype(bool, copy=False), bitorder="little")

@@ -9,7 +9,6 @@ O(n × resamples)); the paired tests, blocks and non-inferiority are in :mod:`wh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -58,7 +57,7 @@ def wer_interval(
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-) -> Optional[Interval]:
+) -> Interval | None:
     """CI of the pooled WER (percent) from per-example error and transcript-word counts."""
     errors, transcript_words = np.asarray(errors, dtype=float), np.asarray(transcript_words, dtype=float)
     if len(errors) == 0 or transcript_words.sum() == 0:
@@ -71,7 +70,7 @@ def wer_interval(
 
 def qoi_interval(
     result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> Optional[Interval]:
+) -> Interval | None:
     """CI of QoI (percent) by resampling the joined examples."""
     if not len(result.examples):
         return None
@@ -96,7 +95,7 @@ def share_interval(
 
 def paired_wer_test(
     result: QoiResult, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> Optional[PairedTest]:
+) -> PairedTest | None:
     """Paired bootstrap over joined examples: does the candidate's WER differ from the reference's?
 
     Both WERs are recomputed on the same drawn examples; the p-value is twice the smaller share of
@@ -113,7 +112,7 @@ def paired_rate_test(
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-) -> Optional[PairedTest]:
+) -> PairedTest | None:
     """Paired bootstrap of any pooled error rate with one denominator for both sides (errors per transcript unit:
     WER over transcript words, PER over transcript marks): candidate minus reference in points, its CI, p-value;
     None without units.

@@ -10,7 +10,7 @@ and what was done to it; reports group results by condition.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 SEPARATOR = "~"
 _NOISE = re.compile(r"^(?P<noise>[a-z]+)@(?P<snr>-?[0-9.]+)dB$")
@@ -26,13 +26,13 @@ def parent_of(example_id: str) -> str:
     return example_id.rsplit(SEPARATOR, 1)[0]
 
 
-def snr_of(condition_or_id: str) -> Optional[float]:
+def snr_of(condition_or_id: str) -> float | None:
     """The SNR in dB of a noise condition (``pink@10dB``), else None."""
     match = _NOISE.match(condition_of(condition_or_id) if SEPARATOR in condition_or_id else condition_or_id)
     return float(match["snr"]) if match else None
 
 
-def noise_of(condition: str) -> Optional[str]:
+def noise_of(condition: str) -> str | None:
     """The noise kind of a noise condition (``pink@10dB`` -> ``pink``), else None."""
     match = _NOISE.match(condition)
     return match["noise"] if match else None

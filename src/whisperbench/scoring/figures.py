@@ -10,14 +10,15 @@ example id (a line stored twice for one id counts once: the last one, as the run
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from ..languages import headline_metric
-from ..types import Prediction
 import pyarrow.compute as pc
+
+from ..core.languages import headline_metric
+from ..types import Prediction
 from .arrays import OK, numbers, text
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
@@ -39,7 +40,7 @@ def summarize(
     normalizer: str,
     form: str,
     language_detected: bool = False,
-    metric_options: Optional[dict[str, Any]] = None,
+    metric_options: dict[str, Any] | None = None,
 ) -> Summary:
     """summary.json's scores of ``predictions``: :func:`summarize_with_table` without the table."""
     return summarize_with_table(predictions, normalizer, form, language_detected, metric_options)[0]
@@ -50,8 +51,8 @@ def summarize_with_table(
     normalizer: str,
     form: str,
     language_detected: bool = False,
-    metric_options: Optional[dict[str, Any]] = None,
-    table_ready: Optional[Callable[[pa.Table], Any]] = None,
+    metric_options: dict[str, Any] | None = None,
+    table_ready: Callable[[pa.Table], Any] | None = None,
 ) -> tuple[Summary, pa.Table]:
     """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
     their score table, the language identification when the model chose the language (``language_detected``),
@@ -123,7 +124,7 @@ def top_level_figures(table: pa.Table) -> dict[str, Any]:
     return figures
 
 
-def _cpu(table: pa.Table, ok: Any) -> dict[str, Optional[float]]:
+def _cpu(table: pa.Table, ok: Any) -> dict[str, float | None]:
     """Σ ``cpu_s`` over the successful examples that have it, and per audio second of those examples."""
     if "cpu_s" not in table.column_names:
         return {}
@@ -153,7 +154,7 @@ def _transcript_words(table: pa.Table) -> np.ndarray:
     return np.asarray(hits + subs + dels)
 
 
-def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[Optional[float]]:
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | None]:
     """``numpy.percentile(values, q)`` for each ``q`` (its default method, linear); None for each without values.
 
     >>> percentiles([4.0, 1.0, 3.0, 2.0], (0, 50, 90, 100)), percentiles([], (50,))
@@ -164,7 +165,7 @@ def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[Optional[f
     return [float(v) for v in np.percentile(np.asarray(values, dtype=np.float64), list(qs))]
 
 
-def grouped(table: pa.Table, labels: Sequence[Optional[str]]) -> dict[str, pa.Table]:
+def grouped(table: pa.Table, labels: Sequence[str | None]) -> dict[str, pa.Table]:
     """The rows of ``table`` per label, in their order (``labels``: one per row; a row without one is left out),
     labels in sorted order: the one breakdown of stored columns (by language, by condition, by any column), each
     part read as a whole run's table is.

@@ -31,20 +31,20 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import groupby
 from operator import eq
-from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from ..limits import Range
+from ..core.ranges import Range
 from ..types import Prediction
 from .arrays import FALSE, OK, numbers, strings
 from .metrics import Display, Metric, MetricContext
 from .wer import example_wers
-
 
 #: each threshold's range: a loop needs two copies; a burst, a loop, an n-gram at least one word
 THRESHOLD_LIMITS = {
@@ -73,7 +73,7 @@ class Thresholds:
             limit.check(f"hallucination threshold {name}", getattr(self, name))
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "Thresholds":
+    def from_options(cls, options: dict[str, Any]) -> Thresholds:
         """The defaults with any of ``options`` (keys: field names) applied; an unknown key is an error."""
         names = {f.name: f.type for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - set(names))
@@ -178,7 +178,7 @@ def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     return periods
 
 
-def loop_of(transcript: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Optional[Repeat]:
+def loop_of(transcript: str, hypothesis: str, thresholds: Thresholds = Thresholds()) -> Repeat | None:
     """The repeated run that makes ``hypothesis`` a loop against ``transcript`` (normalized texts), or None: linear
     in the texts' lengths (the transcript's copies of each candidate phrase counted in one pass per length)."""
     hyp_words = hypothesis.split()
@@ -198,7 +198,7 @@ def loop_of(transcript: str, hypothesis: str, thresholds: Thresholds = Threshold
     return max(loops, key=lambda r: (r.words, r.copies, -len(r.phrase)), default=None)
 
 
-def compression_ratio(text: str) -> Optional[float]:
+def compression_ratio(text: str) -> float | None:
     """Whisper's repetition signal: UTF-8 length over zlib-compressed length (None for empty text)."""
     data = text.encode("utf-8")
     return len(data) / len(zlib.compress(data)) if data.strip() else None
@@ -230,8 +230,8 @@ class ExampleHallucination:
     """The hallucination measures of one scored example."""
 
     id: str
-    loop_run: Optional[Repeat]  # the repeated phrase that makes it a loop
-    compression_ratio: Optional[float]
+    loop_run: Repeat | None  # the repeated phrase that makes it a loop
+    compression_ratio: float | None
     burst_words: int
     burst: bool
     nonspeech: bool  # the normalized transcript is empty
@@ -252,7 +252,7 @@ class ExampleHallucination:
 _DEFAULTS = Thresholds()  # what the score table's columns are measured with
 
 
-def _measured(pred: Prediction, thresholds: Thresholds) -> tuple[int, Optional[Repeat], Optional[float]]:
+def _measured(pred: Prediction, thresholds: Thresholds) -> tuple[int, Repeat | None, float | None]:
     """(longest insertion burst, loop run, compression ratio) of a scored prediction; a failed one: (0, None, None)."""
     score = pred.scored()
     if pred.status != "ok":
@@ -290,7 +290,7 @@ def example_hallucination(pred: Prediction, thresholds: Thresholds = Thresholds(
     )
 
 
-def stored_measures(pred: Prediction) -> tuple[int, int, Optional[float]]:
+def stored_measures(pred: Prediction) -> tuple[int, int, float | None]:
     """The score table's hallucination columns of one scored prediction: the longest insertion burst, the words
     of its loop under the default thresholds (0: none) and the compression ratio of its raw text. From them
     :meth:`Measures.flags` gives each kind's flags without normalizing or aligning again.
@@ -329,7 +329,7 @@ class Measures:
     compression_ratio: np.ndarray  # NaN where the example has none
 
     @classmethod
-    def of_table(cls, table: Any) -> "Measures":
+    def of_table(cls, table: Any) -> Measures:
         """From a score table's columns (``scoring.table``: a pyarrow table)."""
         import pyarrow.compute as pc
 
@@ -342,7 +342,7 @@ class Measures:
         return cls(strings(table["id"]), ok, counts, col("burst_words"), col("loop_words"), ratio)
 
     @classmethod
-    def of_predictions(cls, scored: Sequence[Prediction]) -> "Measures":
+    def of_predictions(cls, scored: Sequence[Prediction]) -> Measures:
         """Computed from scored predictions (what the score table's columns hold)."""
         measures = [stored_measures(p) for p in scored]
         words = [p.scored().words for p in scored]
@@ -355,7 +355,7 @@ class Measures:
             np.array([np.nan if m[2] is None else m[2] for m in measures], dtype=np.float64),
         )
 
-    def flags(self, thresholds: Thresholds, loop_words: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
+    def flags(self, thresholds: Thresholds, loop_words: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Per example, each kind's flag (``loops``, ``bursts``, ``nonspeech_with_output``, ``catastrophic``) and
         ``nonspeech`` (the normalized transcript is empty): the one decision, :func:`example_hallucination` asks it too;
         ``loop_words`` found under ``thresholds`` where they are not the default loop thresholds."""
@@ -383,7 +383,7 @@ def loop_words_under(scored: Sequence[Prediction], thresholds: Thresholds) -> np
     return np.array([run.words if run else 0 for run in found], dtype=np.int64)
 
 
-def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+def summarize(scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any] | None:
     """``summary.json["hallucination"]``: counts and example ids of each kind, the thresholds used; from the
     run's score table when the context holds it (its rows are ``scored``, in order; under the default loop
     thresholds the table alone is enough: a breakdown's part passes no predictions)."""

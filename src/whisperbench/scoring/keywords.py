@@ -34,8 +34,9 @@ per term: :func:`term_table`, ``gate --must-keep-keywords``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
@@ -164,11 +165,11 @@ def per_example(example: ScoredExample) -> dict[str, float]:
     }
 
 
-def _percent(part: float, whole: float) -> Optional[float]:
+def _percent(part: float, whole: float) -> float | None:
     return 100.0 * part / whole if whole else None
 
 
-def finish(sums: dict[str, Any]) -> Optional[dict[str, Any]]:
+def finish(sums: dict[str, Any]) -> dict[str, Any] | None:
     """The run's precision, recall, F1 and entity-span error rate (percent) from the summed counts."""
     if sums.get("occurrences") is None:
         return None
@@ -200,7 +201,7 @@ class TermRow:
     missed_in: list[str] = field(default_factory=list)
 
     @property
-    def recall(self) -> Optional[float]:
+    def recall(self) -> float | None:
         """Percent of its occurrences written right (None without one)."""
         return _percent(self.hits, self.occurrences)
 

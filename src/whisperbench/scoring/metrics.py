@@ -33,14 +33,15 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
+from ..core.registry import Registry, package_items
 from ..errors import OptionError, WhisperbenchError
-from ..registry import Registry, package_items
 from ..types import Prediction, WordCounts
 
 logger = logging.getLogger(__name__)
@@ -87,16 +88,16 @@ class ScoredExample:
     transcript_norm: str
     hypothesis_norm: str
     words: WordCounts
-    chars: Optional[WordCounts] = None
+    chars: WordCounts | None = None
     #: the example's language as the dataset labels it (``Prediction.language_label``)
-    language_label: Optional[str] = None
+    language_label: str | None = None
     audio_s: float = 0.0
     infer_s: float = 0.0
     #: what the dataset says of the example beyond its text (e.g. a manifest's ``formatted`` column)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
-    def wer(self) -> Optional[float]:
+    def wer(self) -> float | None:
         """The example's WER in percent; None when its normalized transcript is empty."""
         return self.words.error_rate()
 
@@ -106,7 +107,7 @@ class ScoredExample:
         return self.words.transcript_words
 
     @classmethod
-    def from_prediction(cls, pred: Prediction) -> "ScoredExample":
+    def from_prediction(cls, pred: Prediction) -> ScoredExample:
         """The example of a scored prediction (``scoring.summary.score_prediction``): its fields set at once, not one
         ``object.__setattr__`` each as a frozen dataclass's ``__init__`` does (a third of the time, once per example
         of every run).
@@ -183,12 +184,12 @@ class Display:
         named = column.rstrip().endswith(("%", " ms", " s", ")")) or not self.unit
         return column if named else f"{column} ({self.unit})"
 
-    def cells(self, value: Optional[Mapping[str, Any]]) -> dict[str, Optional[float]]:
+    def cells(self, value: Mapping[str, Any] | None) -> dict[str, float | None]:
         """``{heading: number}`` of one run's value (None where the value, or that key, is missing)."""
         return {heading: _number_at(value, key) for heading, key in self.columns.items()}
 
 
-def _number_at(value: Any, key: str) -> Optional[float]:
+def _number_at(value: Any, key: str) -> float | None:
     """The number at dotted ``key`` of a nested mapping, None when a step is missing or it is no number."""
     for part in key.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
@@ -250,22 +251,22 @@ class Metric:
 
     name: str
     description: str
-    summarize: Optional[SummarizeFn] = None
-    options: Optional[Callable[[dict[str, Any]], dict[str, Any]]] = None
-    per_example: Optional[Callable[[ScoredExample], Mapping[str, float]]] = None
+    summarize: SummarizeFn | None = None
+    options: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    per_example: Callable[[ScoredExample], Mapping[str, float]] | None = None
     aggregate: str = "mean"
-    headline: Optional[str] = None
+    headline: str | None = None
     better: str = "lower"
     #: the run's value from the aggregated columns (e.g. rates from summed counts); None: the run has no value
-    finish: Optional[Callable[[dict[str, Any]], Optional[dict[str, Any]]]] = None
+    finish: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     #: run values that are pooled rates, ``{value: (errors column, units column)}`` with units counted on the
     #: transcript (the same on both sides): the gate judges them with a paired bootstrap under ``--confidence``
     ratios: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     #: a section of its own in the reports (:class:`Display`); None: the value shows only in summary.json and,
     #: per example, as its headline column
-    display: Optional[Display] = None
+    display: Display | None = None
     #: the heading of its headline column in the tables (e.g. "CER %"); None: the metric's name
-    heading: Optional[str] = None
+    heading: str | None = None
     #: its value's keys are summary.json's own top-level figures (WER, CER: where every version wrote them), not an
     #: object under the metric's name; each must be a field of :class:`~whisperbench.scoring.record.Summary`
     top_level: bool = False
@@ -297,7 +298,7 @@ class Metric:
         """Whether it is computed per example (its columns live in the score table)."""
         return self.per_example is not None
 
-    def columns_of(self, examples: Iterable[ScoredExample]) -> dict[str, list[Optional[float]]]:
+    def columns_of(self, examples: Iterable[ScoredExample]) -> dict[str, list[float | None]]:
         """``{column: one value per example}`` (None where the example gave no value or the kernel raised; the
         failures are logged with the metric's and the example's names and kept under the column ``"errors"``)."""
         assert self.per_example is not None, f"metric {self.name!r} is run level"
@@ -312,7 +313,7 @@ class Metric:
         columns = _plain_columns(given)  # the common case: dicts of finite floats, taken as they are
         failed: list[int] = []
         if columns is None:
-            rows: list[dict[str, Optional[float]]] = []
+            rows: list[dict[str, float | None]] = []
             for example, values in zip(examples, given):
                 try:
                     if isinstance(values, BaseException):
@@ -331,13 +332,13 @@ class Metric:
             logger.warning(
                 "metric %s failed on %d of %d examples (their values left empty)", self.name, len(failed), len(rows)
             )
-            flags: list[Optional[float]] = [0.0] * len(rows)
+            flags: list[float | None] = [0.0] * len(rows)
             for i in failed:
                 flags[i] = 1.0
             columns[ERRORS] = flags
         return columns
 
-    def value_of(self, columns: Mapping[str, Union[Sequence[Optional[float]], np.ndarray]]) -> Optional[dict[str, Any]]:
+    def value_of(self, columns: Mapping[str, Sequence[float | None] | np.ndarray]) -> dict[str, Any] | None:
         """The run's value: each column aggregated over the examples that have it (None when none has), then
         ``finish`` when the metric has one (it may say the run has no value: None)."""
         reduce = AGGREGATES[self.aggregate]
@@ -355,7 +356,7 @@ class Metric:
             finished[ERRORS] = errors
         return finished
 
-    def _finished(self, value: dict[str, Any]) -> Optional[dict[str, Any]]:
+    def _finished(self, value: dict[str, Any]) -> dict[str, Any] | None:
         """``finish`` of the aggregated columns; a failing ``finish`` (a plug-in's bug, its ``sys.exit``) leaves
         the run without this metric's value, logged with its name, never the command."""
         assert self.finish is not None
@@ -411,7 +412,7 @@ class Metric:
             return self.headline
         return next((k for k, v in value.items() if k != ERRORS and _is_number(v)), None)
 
-    def headline_of(self, value: Optional[Mapping[str, Any]]) -> Optional[float]:
+    def headline_of(self, value: Mapping[str, Any] | None) -> float | None:
         """The headline number of a stored value (None without one)."""
         name = self.headline_column(value)
         number = value.get(name) if isinstance(value, Mapping) and name else None
@@ -488,7 +489,7 @@ def _junk(name: str, value: Any) -> None:
     return None
 
 
-def _floats(values: Union[Sequence[Optional[float]], np.ndarray]) -> np.ndarray:
+def _floats(values: Sequence[float | None] | np.ndarray) -> np.ndarray:
     """A column's values as float64, NaN where a value is missing (an array passes as it is)."""
     if isinstance(values, np.ndarray):
         return values.astype(np.float64, copy=False)
@@ -499,7 +500,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _plain_columns(given: list[Any]) -> Optional[dict[str, list[Optional[float]]]]:
+def _plain_columns(given: list[Any]) -> dict[str, list[float | None]] | None:
     """The kernels' values as columns where every one is a ``dict`` of string keys and finite floats (a key a
     row lacks: None there), without looking at each value twice; None where any is not (a failure, a NaN, an
     integer, another mapping): :func:`_row` then takes them one by one.
@@ -510,7 +511,7 @@ def _plain_columns(given: list[Any]) -> Optional[dict[str, list[Optional[float]]
     if not all(type(values) is dict for values in given):
         return None
     names = [name for name in dict.fromkeys(key for values in given for key in values) if name != ERRORS]
-    columns: dict[str, list[Optional[float]]] = {}
+    columns: dict[str, list[float | None]] = {}
     for name in names:
         column = [values.get(name) for values in given]
         if type(name) is not str or not all(v is None or (type(v) is float and v - v == 0.0) for v in column):
@@ -519,13 +520,13 @@ def _plain_columns(given: list[Any]) -> Optional[dict[str, list[Optional[float]]
     return columns
 
 
-def _row(values: Mapping[str, Any]) -> dict[str, Optional[float]]:
+def _row(values: Mapping[str, Any]) -> dict[str, float | None]:
     """A kernel's ``{column: number}`` as floats (None for a missing number; see :func:`_finite`)."""
     items = values.items() if type(values) is dict else dict(values).items()
     return {key if type(key) is str else str(key): _finite(value) for key, value in items}
 
 
-def _finite(value: Any) -> Optional[float]:
+def _finite(value: Any) -> float | None:
     """A kernel's number as a float; None for None or NaN; anything else (a string, infinity) is its bug."""
     if type(value) is float and value - value == 0.0:  # finite (NaN and infinity give NaN): the common case
         return value
@@ -560,7 +561,7 @@ def reserve_names(names: Iterable[str]) -> None:
 _RESERVED: set[str] = set()
 
 
-def _not_own_namespace(metric: Metric) -> Optional[str]:
+def _not_own_namespace(metric: Metric) -> str | None:
     """Why a metric from another package (or added at run time) may not be registered: it claims a built-in
     figure's place (``top_level``: summary.json's own keys; ``core``: the tables' WER column) or is named after one
     of summary.json's keys (``num_failed``, ``wer_ok``); None where it lives in its own namespace."""
@@ -608,7 +609,7 @@ def metric_named(name: str) -> Metric:
     return METRICS.get(name)
 
 
-def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[str, float]]:
+def metric_limits(values: Any, option: str = "--max-increase") -> dict[str, float] | None:
     """The gate's per-metric limits as ``{"METRIC.COLUMN": N}``, from ``["METRIC.COLUMN=N", …]`` (the command line)
     or a mapping; the metric must be a registered metric (per example or run level: ``compare`` pairs both, as
     ``Comparison.metrics``) and N a finite number, else an OptionError
@@ -636,7 +637,7 @@ def metric_limits(values: Any, option: str = "--max-increase") -> Optional[dict[
     return out
 
 
-def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[Optional[float]]]:
+def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
     """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's)."""
     return {
         f"{metric.name}.{name}": values
@@ -704,7 +705,7 @@ def run_metrics(scored: Sequence[Prediction], context: MetricContext) -> dict[st
     return values
 
 
-def _summarized(metric: Metric, scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+def _summarized(metric: Metric, scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any] | None:
     """A run-level metric's value; where its ``summarize`` raises anything (``sys.exit`` included, a real Ctrl-C
     excepted) or returns no dict, the value records the failure (``{"failed": "SystemExit: 0"}``), logged with the
     metric's name: the command and every other figure go on."""

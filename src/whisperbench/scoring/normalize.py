@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Callable, Iterable, Optional
+from functools import cache, lru_cache
 
-NORMALIZERS = ("english", "basic", "none")
+from ..core.registry import Registry
+
 #: script folds (``NAME+FOLD``): the OpenCC configuration each applies
 FOLDS = {"zh-hans": "t2s"}
-#: every normalizer name the command line takes
-NORMALIZER_NAMES = NORMALIZERS + tuple(f"{name}+{fold}" for name in ("basic", "none") for fold in FOLDS)
 #: replacement rules ``whisper-normalizer`` adds to openai-whisper's English normalizer (not in openai/whisper)
 NOT_IN_OPENAI_WHISPER = (r"\bkinda\b", r"\bsorta\b", r"\bdunno\b", r"\bcause\b")
 #: distinct texts kept per normalizer in the normalized-text cache
@@ -83,19 +82,19 @@ _DIGIT_SUFFIX = re.compile(r"([0-9])\s+(st|nd|rd|th|s)\b")
 _ENGLISH_KEEP = ".%$¢€£"
 
 
-class _SymbolTable(dict[int, Optional[str]]):
+class _SymbolTable(dict[int, str | None]):
     """A ``str.translate`` table filled on first sight of each character (a pure function of it)."""
 
-    def __init__(self, rule: Callable[[str], Optional[str]]):
+    def __init__(self, rule: Callable[[str], str | None]):
         super().__init__()
         self.rule = rule
 
-    def __missing__(self, code: int) -> Optional[str]:
+    def __missing__(self, code: int) -> str | None:
         value = self[code] = self.rule(chr(code))
         return value
 
 
-def _without_symbols_and_diacritics(char: str) -> Optional[str]:
+def _without_symbols_and_diacritics(char: str) -> str | None:
     if char in _ENGLISH_KEEP:
         return char
     if char in ADDITIONAL_DIACRITICS:
@@ -128,8 +127,7 @@ Rule = tuple[str, "re.Pattern[str]", str]  # (a literal the pattern needs, the p
 
 def _alternation(words: list[str]) -> str:
     """A regular expression matching exactly ``words`` (sorted, none empty), factored by their common prefixes: the
-    engine follows one branch per letter instead of trying every word at every position of a text (a screen of 28
-    words: 3.1 -> 2.4 µs a text).
+    engine follows one branch per letter instead of trying every word at every position of a text.
 
     >>> _alternation(["mr", "mrs", "st"])
     '(?:mr(?:s)?|st)'
@@ -157,12 +155,12 @@ class _RuleScreen:
     """
 
     rules: tuple[Rule, ...]
-    words: Optional[re.Pattern[str]]  # the whole-word rules' alternation; None: not screened (try every rule)
+    words: re.Pattern[str] | None  # the whole-word rules' alternation; None: not screened (try every rule)
     others: tuple[Rule, ...]
     needs_apostrophe: bool
 
     @classmethod
-    def of(cls, rules: list[Rule]) -> "_RuleScreen":
+    def of(cls, rules: list[Rule]) -> _RuleScreen:
         """The screen of ``rules`` (applied in their order)."""
         whole = [_WORD_RULE.fullmatch(rule[1].pattern) is not None for rule in rules]
         words = {rule[0] for rule, is_whole in zip(rules, whole) if is_whole}
@@ -310,9 +308,40 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-@lru_cache(maxsize=None)
+@dataclass(frozen=True)
+class Normalizer:
+    """A text normalizer (``--normalizer NAME``): its name, a one-line description, ``make`` (builds the function,
+    once per process) and whether a script fold (``NAME+FOLD``) may follow it."""
+
+    name: str
+    description: str
+    make: Callable[[], Callable[[str], str]]
+    foldable: bool = True
+
+
+#: every normalizer; installed packages add theirs in the entry-point group whisperbench.normalizers
+NORMALIZERS: Registry[Normalizer] = Registry(
+    "normalizer",
+    builtin=lambda: [
+        Normalizer("english", "openai-whisper's English normalizer", EnglishNormalizer, foldable=False),
+        Normalizer("basic", "openai-whisper's basic normalizer (any language)", BasicNormalizer),
+        Normalizer("none", "white space collapsed only", lambda: _collapse),
+    ],
+    kind=Normalizer,
+    group="whisperbench.normalizers",
+    error=ValueError,
+)
+
+
+def normalizer_names() -> list[str]:
+    """Every normalizer name the command line takes: each normalizer, then each foldable one with each fold."""
+    found = NORMALIZERS.items()
+    return [n.name for n in found] + [f"{n.name}+{fold}" for n in found if n.foldable for fold in FOLDS]
+
+
+@cache
 def get_normalizer(name: str) -> Callable[[str], str]:
-    """Return the normalizing function called ``name`` (one of NORMALIZERS, or ``NAME+FOLD``: see FOLDS).
+    """Return the normalizing function called ``name`` (a name in NORMALIZERS, or ``NAME+FOLD``: see FOLDS).
 
     >>> get_normalizer("basic+zh-hans")("語言識別，準確率")
     '语言识别 准确率'
@@ -320,13 +349,7 @@ def get_normalizer(name: str) -> Callable[[str], str]:
     base, plus, fold = name.partition("+")
     if plus:
         return _folded(get_normalizer(base), fold)
-    if name == "english":
-        return EnglishNormalizer()
-    if name == "basic":
-        return BasicNormalizer()
-    if name == "none":
-        return _collapse
-    raise ValueError(f"unknown normalizer {name!r}; choose one of {', '.join(NORMALIZER_NAMES)}")
+    return NORMALIZERS.get(name).make()
 
 
 def _folded(rule: Callable[[str], str], fold: str) -> Callable[[str], str]:
@@ -345,7 +368,7 @@ def _folded(rule: Callable[[str], str], fold: str) -> Callable[[str], str]:
     return folded
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(name: str) -> Callable[[str], str]:
     rule = get_normalizer(name)
 
@@ -361,7 +384,7 @@ def normalize(text: str, normalizer: str = "english") -> str:
     return _cached(normalizer)(text)
 
 
-def choose_normalizer(languages: Iterable[Optional[str]], model: str = "") -> str:
+def choose_normalizer(languages: Iterable[str | None], model: str = "") -> str:
     """Whisper's choice: the English normalizer for English (or ``*.en`` models), basic otherwise."""
     langs = {lang.lower() for lang in languages if lang}
     if model.endswith(".en") or not langs or langs == {"en"} or langs == {"english"}:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -40,10 +40,10 @@ class Plan:
     baseline_regressed: float  # % of examples regressed with no real change
     detectable_wer_increase: float
     detectable_qoi_drop: float
-    wer_increase: Optional[float] = None
-    examples_for_wer_increase: Optional[int] = None
-    qoi_drop: Optional[float] = None
-    examples_for_qoi_drop: Optional[int] = None
+    wer_increase: float | None = None
+    examples_for_wer_increase: int | None = None
+    qoi_drop: float | None = None
+    examples_for_qoi_drop: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-ready values (``whisperbench plan --json``)."""
@@ -123,7 +123,7 @@ def examples_for_qoi_drop(drop: float, alpha: float = 0.05, power: float = 0.8, 
     raise ValueError(f"more than {MAX_EXAMPLES} examples would be needed")
 
 
-def paired_spread(reference_errors: ArrayLike, candidate_errors: Optional[ArrayLike] = None) -> tuple[float, str]:
+def paired_spread(reference_errors: ArrayLike, candidate_errors: ArrayLike | None = None) -> tuple[float, str]:
     """sd of the per-example error difference: observed when a candidate is given, else Poisson from the reference
     (``√(2 · mean errors)``); and a description of which."""
     ref = np.asarray(reference_errors, dtype=float)
@@ -136,10 +136,10 @@ def plan(
     reference_errors: ArrayLike,
     transcript_words: ArrayLike,
     *,
-    candidate_errors: Optional[ArrayLike] = None,
-    examples: Optional[int] = None,
-    wer_increase: Optional[float] = None,
-    qoi_drop: Optional[float] = None,
+    candidate_errors: ArrayLike | None = None,
+    examples: int | None = None,
+    wer_increase: float | None = None,
+    qoi_drop: float | None = None,
     alpha: float = 0.05,
     power: float = 0.8,
     baseline_regressed: float = 0.0,

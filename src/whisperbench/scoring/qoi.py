@@ -5,16 +5,17 @@ measured against the same human transcript with the same normalizer. Examples ar
 never by position. Since both WERs share one denominator, errors are compared directly, which also
 decides examples whose normalized transcript is empty (WER undefined there). For languages written
 without spaces (Chinese, Japanese, Korean, Thai, Lao, Burmese, Cantonese) characters are compared
-instead of words (see :mod:`whisperbench.languages`).
+instead of words (see :mod:`whisperbench.core.languages`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, Sequence
 
-from ..languages import headline_metric
+from ..core.languages import headline_metric
 from ..types import Prediction
 from .summary import headline_counts, rescored, score_prediction
 
@@ -30,14 +31,14 @@ class ExampleComparison:
     id: str
     reference_errors: int
     candidate_errors: int
-    reference_wer: Optional[float]
-    candidate_wer: Optional[float]
+    reference_wer: float | None
+    candidate_wer: float | None
     candidate_failed: bool
     transcript: str
     reference_hypothesis: str
     candidate_hypothesis: str
     transcript_words: int = 0  # words, or characters where ``metric`` is "cer"
-    language: Optional[str] = None
+    language: str | None = None
     metric: str = "wer"
 
     @property
@@ -67,7 +68,7 @@ class ExampleRows(Protocol):
     def worst(self, n: int) -> list[ExampleComparison]:
         """The ``n`` regressed examples with the largest increase in errors (ties: by id)."""
 
-    def where_language(self, language: str) -> "ExampleRows":
+    def where_language(self, language: str) -> ExampleRows:
         """The examples labelled ``language``."""
 
     def by_language(self) -> dict[str, dict[str, Any]]:
@@ -81,7 +82,7 @@ class ExampleRows(Protocol):
         """Per example the candidate transcribed: its id, both raw outputs and whether their words agree once
         normalized with ``normalizer`` (what the formatting parity takes)."""
 
-    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+    def formatting_parity(self, normalizer: str) -> dict[str, Any] | None:
         """The formatting parity of :meth:`output_pairs` (``scoring.formatting.formatting_parity``)."""
 
     def drifted_outputs(self, normalizer: str) -> tuple[int, list[tuple[str, str, str]]]:
@@ -115,7 +116,7 @@ class QoiResult:
     unchanged / regressed / failed, the ids on one side only, failed in the reference or with differing transcripts,
     and the joined examples."""
 
-    qoi: Optional[float]
+    qoi: float | None
     joined: int
     no_regression: int
     improved: int
@@ -137,7 +138,7 @@ class QoiResult:
         """QoI per language label (examples without a label are left out): joined, regressed, QoI %."""
         return self.examples.by_language()
 
-    def for_language(self, language: str) -> "QoiResult":
+    def for_language(self, language: str) -> QoiResult:
         """This result on the examples labelled ``language`` only: its examples, joined and regressed counts and QoI
         as :meth:`by_language` gives them (the one per-language QoI: ``report``'s table and the gate's
         ``--min-qoi-per-language`` read it)."""
@@ -172,7 +173,7 @@ def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Pre
 
 def _compare_one(
     ref_pred: Prediction, cand_pred: Prediction, normalizer: str, result: QoiResult
-) -> Optional[ExampleComparison]:
+) -> ExampleComparison | None:
     """One joined example (None, and listed in ``reference_failed``, when the reference failed on it)."""
     ex_id = ref_pred.id
     if ref_pred.status != "ok":

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from ..languages import headline_metric
-from ..types import Prediction
 import pyarrow.compute as pc
+
+from ..core.languages import headline_metric
+from ..types import Prediction
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one, qoi_by
@@ -47,7 +47,7 @@ class Outputs:
         """Examples the candidate transcribed."""
         return len(self.ids)
 
-    def __getitem__(self, part: slice) -> "Outputs":
+    def __getitem__(self, part: slice) -> Outputs:
         """The rows of ``part`` alone (what a pool worker is sent: those rows' texts, not the whole tables)."""
         start, stop, _ = part.indices(self.count)
         ref = pc.take(self.reference, from_numpy(self.reference_rows[start:stop]))
@@ -139,13 +139,13 @@ class ExampleColumns:
         drifted = [d for start in range(0, outputs.count, CHUNK) for d in outputs.drifted(start, start + CHUNK)]
         return outputs.count, drifted
 
-    def formatting_parity(self, normalizer: str) -> Optional[dict[str, Any]]:
+    def formatting_parity(self, normalizer: str) -> dict[str, Any] | None:
         """:func:`~whisperbench.scoring.formatting.formatting_parity` of :meth:`output_pairs`, a large set split
         among the cores by row ranges: each worker reads its outputs from the (memory-mapped) tables itself."""
         outputs = self._outputs()
         return parity_of_parts(map_ranges(_parity_part, outputs, outputs.count) if outputs.count else [])
 
-    def _outputs(self) -> "Outputs":
+    def _outputs(self) -> Outputs:
         keep = np.flatnonzero(~self.candidate_failed)
         return Outputs(
             pc.take(self.ids, from_numpy(keep)),
@@ -214,7 +214,7 @@ class ExampleColumns:
         order = pc.sort_indices(keys, [("minus_delta", "ascending"), ("id", "ascending")])
         return [self[int(rows[k])] for k in numbers(order)[:n]]
 
-    def where_language(self, language: str) -> "ExampleColumns":
+    def where_language(self, language: str) -> ExampleColumns:
         """The examples labelled ``language``."""
         mask = pc.fill_null(pc.equal(self.language, text(language)), FALSE)
         rows = np.flatnonzero(numbers(mask))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from .metrics import Metric, registered, reserve_names
 
@@ -68,58 +68,58 @@ class Summary:
     ones only); ``rtfx`` = Σ audio_s / Σ infer_s over successful examples.
     """
 
-    wer: Optional[float] = None
-    wer_ok: Optional[float] = None
-    cer: Optional[float] = None
+    wer: float | None = None
+    wer_ok: float | None = None
+    cer: float | None = None
     num_examples: int = 0
-    num_ok: Optional[int] = None
+    num_ok: int | None = None
     num_failed: int = 0
-    substitutions: Optional[int] = None
-    deletions: Optional[int] = None
-    insertions: Optional[int] = None
-    hits: Optional[int] = None
-    transcript_words: Optional[int] = None
-    transcript_characters: Optional[int] = None
-    char_errors: Optional[int] = None
-    empty_transcripts: Optional[int] = None
-    audio_s: Optional[float] = None
-    infer_s: Optional[float] = None
-    rtfx: Optional[float] = None
-    latency_p50_s: Optional[float] = None
-    latency_p90_s: Optional[float] = None
-    latency_p99_s: Optional[float] = None
+    substitutions: int | None = None
+    deletions: int | None = None
+    insertions: int | None = None
+    hits: int | None = None
+    transcript_words: int | None = None
+    transcript_characters: int | None = None
+    char_errors: int | None = None
+    empty_transcripts: int | None = None
+    audio_s: float | None = None
+    infer_s: float | None = None
+    rtfx: float | None = None
+    latency_p50_s: float | None = None
+    latency_p90_s: float | None = None
+    latency_p99_s: float | None = None
     #: Σ CPU seconds of the calls over the successful examples that have them, and that per audio second
     #: (Picovoice's core-hour per audio hour); absent where no CPU time was measured
-    cpu_s: Optional[float] = None
-    core_s_per_audio_s: Optional[float] = None
+    cpu_s: float | None = None
+    core_s_per_audio_s: float | None = None
     #: Σ tokens decoded over the successful examples whose implementation reports them, and their Σ inference time
     #: per token in milliseconds; absent where no implementation reported tokens
-    tokens: Optional[int] = None
-    ms_per_token: Optional[float] = None
+    tokens: int | None = None
+    ms_per_token: float | None = None
     form: str = "short"
     normalizer: str = "english"
     #: per labelled language: examples, failures, WER, CER, the headline metric and its value
     languages: dict[str, dict[str, Any]] = field(default_factory=dict)
-    macro_error_rate: Optional[float] = None
-    unlabelled_examples: Optional[int] = None
+    macro_error_rate: float | None = None
+    unlabelled_examples: int | None = None
     #: language identification against the labels (the model chose the language)
-    language_id: Optional[dict[str, Any]] = None
+    language_id: dict[str, Any] | None = None
     #: each registered metric's value by name (``hallucination``, ``timing``); absent where it does not apply
     metrics: dict[str, Any] = field(default_factory=dict)
-    load_s: Optional[float] = None
-    warmup_s: Optional[float] = None
+    load_s: float | None = None
+    warmup_s: float | None = None
     #: ``--warm-load``: the model loaded once more in the same process after the examples (the library imported,
     #: the weights in the page cache): what a service pays to reload a model; ``load_s`` - this is the cold share
-    load_warm_s: Optional[float] = None
-    peak_rss_mb: Optional[float] = None
-    model_size_mb: Optional[float] = None
-    wall_s: Optional[float] = None
-    harness_overhead_pct: Optional[float] = None
-    rtfx_reliable: Optional[bool] = None
-    rtfx_unreliable_why: Optional[str] = None
+    load_warm_s: float | None = None
+    peak_rss_mb: float | None = None
+    model_size_mb: float | None = None
+    wall_s: float | None = None
+    harness_overhead_pct: float | None = None
+    rtfx_reliable: bool | None = None
+    rtfx_unreliable_why: str | None = None
     #: a fresh process's wait for its first transcript: the model's load (imports included) + warm-up + the first
     #: computed example's inference; None where this invocation computed nothing
-    first_result_s: Optional[float] = None
+    first_result_s: float | None = None
     #: figures an implementation adds (``Adapter.summary_fields``: compile time, API cost…)
     extra: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
@@ -141,7 +141,7 @@ class Summary:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "summary.json") -> "Summary":
+    def from_dict(cls, data: dict[str, Any], where: str = "summary.json") -> Summary:
         """Read a stored summary of any schema version up to :data:`SCHEMA_VERSION` (missing figures: None)."""
         version = data.get("schema_version", 1)
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
@@ -162,7 +162,7 @@ class Summary:
             known.pop("languages", None)
         return cls(**known, metrics=metrics, extra=extra)
 
-    def value_of(self, metric: Metric) -> Optional[dict[str, Any]]:
+    def value_of(self, metric: Metric) -> dict[str, Any] | None:
         """``metric``'s stored value: its object under ``metrics``, or for a top-level metric (WER, CER) its
         figures (None where the run has no value).
 
@@ -175,7 +175,7 @@ class Summary:
         value = {key: getattr(self, key) for key in metric.value_of({}) or {}}
         return value if any(v is not None for v in value.values()) else None
 
-    def with_measurements(self, other: Optional["Summary"], names: tuple[str, ...] = MEASURED) -> "Summary":
+    def with_measurements(self, other: Summary | None, names: tuple[str, ...] = MEASURED) -> Summary:
         """This summary with ``other``'s measured figures (``names``) and implementation figures, for a rescore
         or a resume that computed nothing (None: unchanged)."""
         if other is None:

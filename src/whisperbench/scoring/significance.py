@@ -28,8 +28,9 @@ A non-inferiority decision compares an interval with a margin δ (see :func:`non
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,7 +55,7 @@ class SignificanceSettings:
     confidence: float = 0.95
     resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
-    block_by: Optional[str] = None
+    block_by: str | None = None
     chunk: int = DEFAULT_CHUNK
 
     def __post_init__(self) -> None:
@@ -121,7 +122,7 @@ class Resampling:
     units: int  # examples or blocks drawn per resample
     resamples: int
     seed: int
-    block_by: Optional[str] = None
+    block_by: str | None = None
 
     def describe(self) -> str:
         """How examples were resampled, in words (printed beside every interval)."""
@@ -154,7 +155,7 @@ class BootstrapInterval:
     low: float
     high: float
     confidence: float
-    p_value: Optional[float]
+    p_value: float | None
     resampling: Resampling
 
     def __str__(self) -> str:
@@ -178,11 +179,11 @@ class PairedSignificance:
     difference (candidate − reference, points) and of the QoI drop (% of examples that regressed)."""
 
     sign_test: SignTest
-    mapsswe: Optional[Mapsswe]
-    wer_difference: Optional[BootstrapInterval]
-    qoi_drop: Optional[BootstrapInterval]
+    mapsswe: Mapsswe | None
+    wer_difference: BootstrapInterval | None
+    qoi_drop: BootstrapInterval | None
     resampling: Resampling
-    wilcoxon: Optional[Wilcoxon] = None
+    wilcoxon: Wilcoxon | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every test and interval as JSON-ready values (``compare --json``)."""
@@ -211,7 +212,7 @@ def sign_test(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> SignT
     return SignTest(improved, regressed, len(ref) - changed, p_value)
 
 
-def mapsswe(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Optional[Mapsswe]:
+def mapsswe(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Mapsswe | None:
     """MAPSSWE over whole utterances (None for fewer than two). With every difference equal, W is 0 (all
     zero: p = 1) or infinite (p = 0; SCTK's statdist.c says z = 0, p = 1 there: docs/statistics.md says why not)."""
     from scipy.stats import norm
@@ -221,14 +222,12 @@ def mapsswe(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Optiona
     if n < 2:
         return None
     mean, std = float(diff.mean()), float(diff.std(ddof=1))
-    if std == 0.0:
-        z = 0.0 if mean == 0.0 else math.copysign(math.inf, mean)
-    else:
-        z = mean / (std / math.sqrt(n))
+    no_spread = 0.0 if mean == 0.0 else math.copysign(math.inf, mean)  # every difference the same
+    z = no_spread if std == 0.0 else mean / (std / math.sqrt(n))
     return Mapsswe(n, mean, std, z, 2.0 * float(norm.sf(abs(z))))
 
 
-def wilcoxon(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Optional[Wilcoxon]:
+def wilcoxon(reference_errors: ArrayLike, candidate_errors: ArrayLike) -> Wilcoxon | None:
     """Wilcoxon signed-rank test of candidate − reference errors per example; None when nothing changed.
 
     >>> w = wilcoxon([3, 2, 5, 9, 4], [1, 3, 1, 1, 4])  # changes -2, +1, -4, -8: ranks 2, 1, 3, 4
@@ -305,8 +304,8 @@ def paired_significance(
     candidate_errors: ArrayLike,
     transcript_words: ArrayLike,
     *,
-    groups: Optional[Sequence[Any]] = None,
-    block_by: Optional[str] = None,
+    groups: Sequence[Any] | None = None,
+    block_by: str | None = None,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
@@ -359,7 +358,7 @@ def verdict_of_bounds(low: float, high: float, limit: float) -> str:
     return INCONCLUSIVE
 
 
-def holm(p_values: Sequence[Optional[float]], alpha: float = 0.05) -> list[Optional[float]]:
+def holm(p_values: Sequence[float | None], alpha: float = 0.05) -> list[float | None]:
     """Holm-adjusted p-values of several comparisons against one reference (None stays None): a candidate's
     regression is significant over the whole family at level α when its adjusted p is ≤ α
     (``statsmodels.stats.multitest.multipletests(method="holm")``).
@@ -370,7 +369,7 @@ def holm(p_values: Sequence[Optional[float]], alpha: float = 0.05) -> list[Optio
     from statsmodels.stats.multitest import multipletests
 
     known = [i for i, p in enumerate(p_values) if p is not None]
-    out: list[Optional[float]] = [None] * len(p_values)
+    out: list[float | None] = [None] * len(p_values)
     if known:
         adjusted = multipletests([p_values[i] for i in known], alpha=alpha, method="holm")[1]
         for i, value in zip(known, adjusted):
@@ -390,7 +389,7 @@ def _ratio(sums: np.ndarray, top: int, bottom: int) -> np.ndarray:
 
 
 def _interval(
-    estimate: np.ndarray, values: np.ndarray, confidence: float, resampling: Resampling, null: Optional[float] = 0.0
+    estimate: np.ndarray, values: np.ndarray, confidence: float, resampling: Resampling, null: float | None = 0.0
 ) -> BootstrapInterval:
     values = values[~np.isnan(values)]
     alpha = (1.0 - confidence) / 2.0

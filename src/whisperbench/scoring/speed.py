@@ -18,8 +18,9 @@ audio hour), here ``core_s_per_audio_s``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,25 +35,25 @@ class SpeedStats:
 
     basis: str
     examples: int  # paired examples with a positive time on both sides
-    ratio: Optional[float]  # geometric mean of the per-example ratios
-    low: Optional[float]  # its bootstrap interval at ``confidence``
-    high: Optional[float]
+    ratio: float | None  # geometric mean of the per-example ratios
+    low: float | None  # its bootstrap interval at ``confidence``
+    high: float | None
     confidence: float
     slower: int  # examples on which the candidate took longer
     faster: int
-    sign_p: Optional[float]  # two-sided sign test (ties left out)
-    reference_rtfx: Optional[float]  # Σ audio / Σ time over the paired examples
-    candidate_rtfx: Optional[float]
+    sign_p: float | None  # two-sided sign test (ties left out)
+    reference_rtfx: float | None  # Σ audio / Σ time over the paired examples
+    candidate_rtfx: float | None
     resampled: str = "examples"  # or "blocks of <column>", "<k> candidate runs and examples"
     runs: int = 1  # candidate runs pooled (``gate --repeat``)
 
     @property
-    def slowdown_pct(self) -> Optional[float]:
+    def slowdown_pct(self) -> float | None:
         """How much slower the candidate is, in percent of the reference's time (negative: faster)."""
         return None if self.ratio is None else 100.0 * (self.ratio - 1.0)
 
     @property
-    def slowdown_interval(self) -> Optional[tuple[float, float]]:
+    def slowdown_interval(self) -> tuple[float, float] | None:
         """The slowdown's interval in percent."""
         if self.low is None or self.high is None:
             return None
@@ -80,8 +81,8 @@ def pooled_speed(
     audio_s: ArrayLike,
     *,
     basis: str,
-    groups: Optional[Sequence[Any]] = None,
-    block_by: Optional[str] = None,
+    groups: Sequence[Any] | None = None,
+    block_by: str | None = None,
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
@@ -142,7 +143,7 @@ def pooled_speed(
     )
 
 
-def _sign_p(slower: int, faster: int) -> Optional[float]:
+def _sign_p(slower: int, faster: int) -> float | None:
     """Two-sided exact binomial test of ``slower`` against a fair coin over the untied examples."""
     if not slower + faster:
         return None
@@ -151,7 +152,7 @@ def _sign_p(slower: int, faster: int) -> Optional[float]:
     return float(binomtest(slower, slower + faster).pvalue)
 
 
-def increase_pct(reference: Optional[float], candidate: Optional[float]) -> Optional[float]:
+def increase_pct(reference: float | None, candidate: float | None) -> float | None:
     """How much larger ``candidate`` is than ``reference``, in percent (None when either is unknown or the
     reference is not positive).
 

@@ -38,8 +38,9 @@ The 90th percentiles carry a 95 % interval from resampling examples (a cluster b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -60,7 +61,7 @@ SEED = 0
 class StreamFacts:
     """One example's streaming measures (latencies in seconds)."""
 
-    first_output_s: Optional[float] = None
+    first_output_s: float | None = None
     revised: int = 0
     words: int = 0
     committed: list[float] = field(default_factory=list)
@@ -69,7 +70,7 @@ class StreamFacts:
     openbench: list[float] = field(default_factory=list)
     openbench_durations: list[float] = field(default_factory=list)
     missed_utterances: int = 0
-    final_lag_s: Optional[float] = None
+    final_lag_s: float | None = None
     wall_s: float = 0.0
     audio_s: float = 0.0
 
@@ -170,7 +171,7 @@ def truth_tokens(words: Sequence[dict[str, Any]], normalizer: str) -> list[Timed
     return [TimedToken(token, float(words[i]["start"]), float(words[j]["end"])) for token, i, j in spans]
 
 
-def _last_right_end(spoken: Sequence[TimedToken], tokens: list[str]) -> Optional[float]:
+def _last_right_end(spoken: Sequence[TimedToken], tokens: list[str]) -> float | None:
     """The true end of the last truth token (of ``spoken``) that ``tokens`` got right; None: none right."""
     pairs = matched_pairs(spoken, [TimedToken(token, 0.0, 0.0) for token in tokens])
     return spoken[max(pairs, key=lambda pair: pair[1])[0]].end if pairs else None
@@ -223,7 +224,7 @@ def openbench_latencies(
     latencies: list[float] = []
     durations: list[float] = []
     cursors: list[float] = []
-    previous: Optional[list[str]] = None
+    previous: list[str] | None = None
     for t, (committed, _, commits, _) in zip(times, _shown_texts(stream)):
         if not commits:
             continue
@@ -249,7 +250,7 @@ def openbench_latencies(
     return latencies, durations
 
 
-def _first_new_truth_index(before: list[str], result: list[str], chunks: Sequence[Any]) -> Optional[int]:
+def _first_new_truth_index(before: list[str], result: list[str], chunks: Sequence[Any]) -> int | None:
     """OpenBench's start of the updated segment: the first word ``result`` inserts or substitutes against
     ``before``, mapped to the truth through the chunk of ``chunks`` (truth against ``result``) that holds it."""
     import jiwer
@@ -366,7 +367,7 @@ def _refuse_negative(example: str, facts: StreamFacts) -> None:
             )
 
 
-def percentiles(per_example: Sequence[Sequence[float]], qs: Sequence[int] = (50, 90, 99)) -> Optional[dict[str, Any]]:
+def percentiles(per_example: Sequence[Sequence[float]], qs: Sequence[int] = (50, 90, 99)) -> dict[str, Any] | None:
     """Pooled percentiles of the examples' latencies, with a 95 % cluster-bootstrap interval on p90 (None: none).
 
     >>> percentiles([[0.5, 1.0], [2.0]], qs=(50,))["p50"]
@@ -386,7 +387,7 @@ def percentiles(per_example: Sequence[Sequence[float]], qs: Sequence[int] = (50,
     return out
 
 
-def openbench_summary(facts: Sequence[StreamFacts]) -> Optional[dict[str, Any]]:
+def openbench_summary(facts: Sequence[StreamFacts]) -> dict[str, Any] | None:
     """OpenBench's confirmed streaming latency of the run: ``mean`` its headline (the latencies weighted by their
     segments' durations, pooled over the examples as its metric accumulates them), ``p50``/``p90``/``p99`` its
     percentiles of the unweighted latencies (NumPy's linear interpolation), ``n`` how many; None without any.
@@ -406,7 +407,7 @@ def openbench_summary(facts: Sequence[StreamFacts]) -> Optional[dict[str, Any]]:
     }
 
 
-def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+def summarize(scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any] | None:
     """``summary.json["streaming"]`` (None: no prediction of the run is a stream); from the predictions' raw fields
     (their scores are not needed)."""
     streamed = [p for p in raw(scored) if p.status == "ok" and p.stream]
@@ -437,7 +438,7 @@ def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[
     }
 
 
-def shown_then_dropped(stream: Sequence[dict[str, Any]], final_text: str) -> Optional[str]:
+def shown_then_dropped(stream: Sequence[dict[str, Any]], final_text: str) -> str | None:
     """The last text a stream showed when its final text is empty (the stream ended without committing what it had
     shown: the user saw words that the transcript lost), else None.
 

@@ -4,16 +4,16 @@ counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I
 
 from __future__ import annotations
 
-
 import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Sequence as SequenceABC
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any
 
-from ..languages import cer_text, headline_metric
-from ..machine import usable_cpus
-from ..spawn import worker_context
-from ..supervise import die_with_parent
+from ..core.languages import cer_text, headline_metric
+from ..process.child import die_with_parent
+from ..process.host import usable_cpus
+from ..process.start_method import worker_context
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
 from .normalize import normalize
 from .wer import align, align_characters
@@ -48,7 +48,7 @@ def score_example(pred: Prediction, normalizer: str, characters: bool = True) ->
 
 
 def score_texts(
-    transcript: str, hypothesis: Optional[str], language: Optional[str], normalizer: str, characters: bool
+    transcript: str, hypothesis: str | None, language: str | None, normalizer: str, characters: bool
 ) -> ExampleScore:
     """The score of one text pair; ``hypothesis`` None: the example failed (an empty hypothesis).
 
@@ -61,13 +61,13 @@ def score_texts(
     return ExampleScore(normalizer, transcript_norm, hyp_norm, align(transcript_norm, hyp_norm), chars)
 
 
-def _score_range(rows: "Rows", start: int, stop: int) -> list[tuple[Any, ...]]:
+def _score_range(rows: Rows, start: int, stop: int) -> list[tuple[Any, ...]]:
     normalizer, characters = rows.settings
     return [score_example(pred, normalizer, characters).packed() for pred in rows.items[start:stop]]
 
 
 def score_predictions(
-    predictions: Sequence[Prediction], normalizer: str, characters: bool = True, workers: Optional[int] = None
+    predictions: Sequence[Prediction], normalizer: str, characters: bool = True, workers: int | None = None
 ) -> list[Prediction]:
     """:func:`score_prediction` over many predictions, in order; on ``workers`` processes (default: the cores this
     process may use) when there are at least ``PARALLEL_MIN`` of them, else in this process (:func:`map_ranges`)."""
@@ -115,7 +115,7 @@ def raw(scored: Sequence[Prediction]) -> Sequence[Prediction]:
     return getattr(scored, "raw", scored)
 
 
-def in_parallel(count: int, workers: Optional[int], minimum: Optional[int] = None) -> bool:
+def in_parallel(count: int, workers: int | None, minimum: int | None = None) -> bool:
     """Whether ``count`` items (at least ``minimum`` are worth it, default ``PARALLEL_MIN``) call for a pool of
     ``workers`` processes (default: the cores this process may use)."""
     return (workers or usable_cpus()) >= 2 and count >= (PARALLEL_MIN if minimum is None else minimum)
@@ -144,7 +144,7 @@ class Rows:
     def __init__(self, items: Sequence[Any], settings: Any) -> None:
         self.items, self.settings = items, settings
 
-    def __getitem__(self, part: slice) -> "Rows":
+    def __getitem__(self, part: slice) -> Rows:
         return Rows(self.items[part], self.settings)
 
 
@@ -152,8 +152,8 @@ def map_ranges(
     fn: Callable[[Any, int, int], Any],
     shared: Any,
     count: int,
-    workers: Optional[int] = None,
-    minimum: Optional[int] = None,
+    workers: int | None = None,
+    minimum: int | None = None,
     backwards: bool = False,
 ) -> list[Any]:
     """``fn(shared, start, stop)`` over consecutive ranges of ``range(count)`` (:func:`_ranges`), results in order;
@@ -162,8 +162,8 @@ def map_ranges(
 
     A worker gets only its part: ``shared[start:stop]`` (``shared`` slices itself: a list, or an object that keeps
     what every part needs), pickled, and calls ``fn(part, 0, stop - start)``; ``fn`` is a module-level function. The
-    workers are fresh interpreters (:func:`whisperbench.spawn.worker_context`: spawned, so safe from any thread of
-    any process, and never running the caller's script again), end with this
+    workers are fresh interpreters (:func:`whisperbench.process.start_method.worker_context`: spawned, so safe from
+    any thread of any process, and never running the caller's script again), end with this
     process however it ends (:func:`_worker_start`), and are gone when this returns or raises (a range that
     raises raises here; the ranges not started are dropped). ``backwards``: the last range is handed out first (the
     costly ones are last in a run's order; the range a worker starts last should be a cheap one), the results

@@ -14,18 +14,19 @@ set of metrics installed included: :func:`metrics_key`).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..types import Prediction, WordCounts
 from . import arrays
-import pyarrow.compute as pc
 from .arrays import numbers
 from .hallucination import stored_measures
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import ScoredOnRead, Rows, in_parallel, map_ranges, rescored, rescored_all
+from .summary import Rows, ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -56,13 +57,13 @@ SCHEMA = pa.schema(
 )
 
 
-def score_table(predictions: Iterable[Prediction], normalizer: str, workers: Optional[int] = None) -> pa.Table:
+def score_table(predictions: Iterable[Prediction], normalizer: str, workers: int | None = None) -> pa.Table:
     """The predictions scored with ``normalizer`` (stored counts reused where they were scored with it), as columns."""
     return scored_table(list(predictions), normalizer, workers)[1]
 
 
 def scored_table(
-    predictions: Sequence[Prediction], normalizer: str, workers: Optional[int] = None
+    predictions: Sequence[Prediction], normalizer: str, workers: int | None = None
 ) -> tuple[Sequence[Prediction], pa.Table]:
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
     processes (default: the cores this process may use: ``summary.in_parallel``), each scoring its part and building
@@ -118,7 +119,7 @@ def metrics_key() -> str:
     return json.dumps({metric.name: metric.code_version for metric in per_example_metrics()}, sort_keys=True)
 
 
-def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
+def metric_value(table: pa.Table, metric: Metric) -> dict[str, Any] | None:
     """``metric``'s run value from its columns in ``table`` (as ``summary.json`` holds it); None when the table has
     none of its columns (no example, or built before it was installed)."""
     prefix = f"{metric.name}."
@@ -133,7 +134,7 @@ def _floats(column: pa.ChunkedArray) -> np.ndarray:
     return numbers(column, np.float64)
 
 
-def metric_values(table: pa.Table, metrics: Optional[Sequence[Metric]] = None) -> dict[str, dict[str, Any]]:
+def metric_values(table: pa.Table, metrics: Sequence[Metric] | None = None) -> dict[str, dict[str, Any]]:
     """Each per-example metric's (``metrics``, default every one) run value from ``table``: ``{metric name:
     {column: value}}``, left out where the table gives it none."""
     chosen = per_example_metrics() if metrics is None else metrics
@@ -163,13 +164,13 @@ def _last_per_id(table: pa.Table) -> pa.Table:
     return pc.take(table, arrays.from_numpy(last[np.argsort(first, kind="stable")])).combine_chunks()
 
 
-def counts(table: pa.Table, names: tuple[str, ...] = WORD_COUNTS, mask: Optional[pa.Array] = None) -> WordCounts:
+def counts(table: pa.Table, names: tuple[str, ...] = WORD_COUNTS, mask: pa.Array | None = None) -> WordCounts:
     """Summed counts of ``table`` (of the rows in ``mask``): word counts, or ``CHAR_COUNTS``."""
     sums = [pc.sum(table[name] if mask is None else pc.filter(table[name], mask)).as_py() or 0 for name in names]
     return WordCounts(*sums)
 
 
-def table_wer(table: pa.Table) -> Optional[float]:
+def table_wer(table: pa.Table) -> float | None:
     """Corpus WER in percent (failed examples as empty hypotheses): ``summarize(...)["wer"]``, to the digit."""
     return corpus_wer(counts(table))
 
@@ -195,7 +196,7 @@ def paired_columns(reference: pa.Table, candidate: pa.Table, errors: str, units:
     return tuple(numbers(joined[name], np.float64) for name in ("ref_errors", "cand_errors", "units"))
 
 
-def rows_differ(table: pa.Table, sample: Sequence[Prediction], normalizer: str) -> Optional[str]:
+def rows_differ(table: pa.Table, sample: Sequence[Prediction], normalizer: str) -> str | None:
     """Why ``table`` is not what scoring ``sample`` (raw predictions read back from predictions.jsonl) with
     ``normalizer`` gives for their rows — an example missing from it, or a column of its row that differs (the
     first found, in one line) — else None. The gate's check that a score table is the predictions' (a table whose

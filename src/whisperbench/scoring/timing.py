@@ -20,8 +20,10 @@ collar). ``summary.json["timing"]`` is left out when the run has no timing to sc
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +114,7 @@ def hit_starts(transcript: str, words: Sequence[dict[str, Any]], normalizer: str
 
 
 def start_shifts(
-    reference: Prediction, candidate: Prediction, normalizer: str, candidate_transcript: Optional[str] = None
+    reference: Prediction, candidate: Prediction, normalizer: str, candidate_transcript: str | None = None
 ) -> dict[int, float]:
     """{index of a normalized transcript word both runs got right (a hit in each): the candidate's start minus the
     reference's (s)}; empty when either lacks word times. The candidate's words are aligned to its own transcript
@@ -132,7 +134,7 @@ def parity_pairs(reference: Prediction, candidate: Prediction, normalizer: str) 
     return [abs(shift) for shift in start_shifts(reference, candidate, normalizer).values()]
 
 
-def distribution_ms(errors_s: Sequence[float], collars_s: Sequence[float]) -> Optional[dict[str, Any]]:
+def distribution_ms(errors_s: Sequence[float], collars_s: Sequence[float]) -> dict[str, Any] | None:
     """Median, p90 (linear interpolation) in ms, the share (%) within each collar and the count; None if empty.
 
     >>> distribution_ms([0.0, 0.1, 0.3], (0.2,))
@@ -156,7 +158,7 @@ def parity(
     candidate: Sequence[Prediction],
     normalizer: str,
     tolerance_s: float = PARITY_TOLERANCE_S,
-) -> Optional[dict[str, Any]]:
+) -> dict[str, Any] | None:
     """Timing parity of two runs (matched by example id): the share (%) of commonly-correct words whose start
     lies within ``tolerance_s`` of the reference's, the median/p90 start difference, and the examples whose
     median difference exceeds the tolerance (timing regressions); None when no word times are shared."""
@@ -249,12 +251,12 @@ def crosses_window_mark(segment: dict[str, Any], window_s: float = 30.0) -> bool
     return math.floor(start / window_s) != math.floor(end / window_s)
 
 
-def _wer_of(rows: list[tuple[str, WordCounts]]) -> Optional[float]:
+def _wer_of(rows: list[tuple[str, WordCounts]]) -> float | None:
     total = sum((counts for _, counts in rows), WordCounts())
     return round(100.0 * total.errors / total.transcript_words, 2) if total.transcript_words else None
 
 
-def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[dict[str, Any]]:
+def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> dict[str, Any] | None:
     """Pooled WER (%) of the utterances inside long transcripts, split by whether the utterance spans a seam of
     the decoding windows (``at_seams``): where the transcript recorded them (``seams_s``: the harness's windowed
     strategies, a native decoder's window offsets, a pipeline's chunks; ``seams_from`` says which), else the 30 s
@@ -270,7 +272,7 @@ def _utterance_wer(scored: Sequence[Prediction], normalizer: str) -> Optional[di
         seams, examples = pred.extra.get("seams_s"), examples + 1
         if seams is not None:
             sources.append(str(pred.extra.get("seams_from") or "recorded"))
-        crosses = (lambda s: crosses_seam(s, seams)) if seams is not None else crosses_window_mark
+        crosses = partial(crosses_seam, seams_s=seams) if seams is not None else crosses_window_mark
         seam += [row for row, segment in zip(counted, truth) if crosses(segment)]
         marks += [row for row, segment in zip(counted, truth) if crosses_window_mark(segment)]
     if not rows or _wer_of(rows) is None:
@@ -311,7 +313,7 @@ def seams_label(sources: Sequence[str], examples: int) -> str:
     return named if len(sources) == examples else f"{named} where recorded, else 30 s marks"
 
 
-def summarize(scored: Sequence[Prediction], context: MetricContext) -> Optional[dict[str, Any]]:
+def summarize(scored: Sequence[Prediction], context: MetricContext) -> dict[str, Any] | None:
     """``summary.json["timing"]``: pooled utterance-start and word errors, and what the run stored (read from the
     predictions' raw fields: their scores are not needed)."""
     pooled: dict[str, list[float]] = {"starts": [], "starts_by_word": [], "word_starts": [], "word_ends": []}

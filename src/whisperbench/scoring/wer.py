@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rapidfuzz.distance import Levenshtein
 
@@ -68,12 +69,12 @@ def align_characters(reference: str, hypothesis: str) -> WordCounts:
     return count_edits(reference, hypothesis)
 
 
-def example_wer(counts: WordCounts) -> Optional[float]:
+def example_wer(counts: WordCounts) -> float | None:
     """Per-example WER in percent; None when the normalized transcript is empty (undefined)."""
     return counts.error_rate()
 
 
-def pooled_rate(errors: Optional[float], units: Optional[float]) -> Optional[float]:
+def pooled_rate(errors: float | None, units: float | None) -> float | None:
     """Σ errors / Σ units in percent, the run value of a pooled rate (WER, CER, F-WER, PER…); None without units
     or without an error count (``WordCounts.error_rate``'s rule on summed columns).
 
@@ -97,6 +98,6 @@ def example_wers(errors: np.ndarray, words: np.ndarray) -> np.ndarray:
         return np.where(words > 0, 100.0 * errors / np.maximum(words, 1), np.nan)
 
 
-def corpus_wer(counts: WordCounts) -> Optional[float]:
+def corpus_wer(counts: WordCounts) -> float | None:
     """Corpus WER in percent from summed counts; None with no transcript words."""
     return example_wer(counts)

@@ -5,7 +5,7 @@ Everything whisperbench knows about one format lives in its module under :mod:`w
 (:class:`ModelLayout`), how to read it back to a float32 ``Checkpoint``, its token embedding (the
 fingerprint), which module converts to it, the file name its implementation loads, its default variant,
 the adapters that run it as it is and one line for the help. The tables of :mod:`~whisperbench.models.detect`,
-:mod:`~whisperbench.models.readers`, :mod:`~whisperbench.models.registry` and the CLI are derived from
+:mod:`~whisperbench.models.readers`, :mod:`~whisperbench.models.resolve` and the CLI are derived from
 :func:`all_formats`. A new format is one new module in ``models/formats/`` (found by its presence), or
 :func:`register` at run time (a plug-in, a test).
 
@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any
 
+from whisperbench.core.registry import Registry, package_items
 from whisperbench.errors import ModelError
-from whisperbench.registry import Registry, package_items
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,21 +104,21 @@ class Format:
     rank: int  # detection and listing order
     aliases: tuple[str, ...] = ()  # short names users type (``hf``, ``ct2``)
     #: a folder format: does this folder look like it (from its contents, cheaply)
-    folder: Optional[Callable[[Path], bool]] = None
+    folder: Callable[[Path], bool] | None = None
     #: a one-file format: does this file (its path and first 4 bytes) say so for sure
-    file: Optional[Callable[[Path, bytes], bool]] = None
+    file: Callable[[Path, bytes], bool] | None = None
     #: a file named directly that no format claims for sure: does it at least look like this one
-    file_fallback: Optional[Callable[[bytes], bool]] = None
+    file_fallback: Callable[[bytes], bool] | None = None
     #: folder formats whose detector also fires on this one's folders (a CTranslate2 folder keeps a
     #: transformers config.json): dropped when both are found
     shadows: tuple[str, ...] = ()
-    inspect: Optional[Callable[[Path], ModelLayout]] = None  # headers only
+    inspect: Callable[[Path], ModelLayout] | None = None  # headers only
     check_dims: bool = False  # Whisper's own invariants (mels, vocabulary, heads) apply to its dims
-    read: Optional[Callable[["SourceModel"], "Checkpoint"]] = None  # back to float32 openai-whisper names
+    read: Callable[[SourceModel], Checkpoint] | None = None  # back to float32 openai-whisper names
     unreadable: str = ""  # why ``read`` is None (the error a conversion from it gets)
-    embedding: Optional[Callable[["SourceModel"], "np.ndarray"]] = None  # the token embedding: the fingerprint
-    converter: Optional[str] = None  # "module:function" writing ``fn(source, out_dir, variant)`` (imported on use)
-    output_file: Optional[str] = None  # its implementation loads one file: the converter writes this name
+    embedding: Callable[[SourceModel], np.ndarray] | None = None  # the token embedding: the fingerprint
+    converter: str | None = None  # "module:function" writing ``fn(source, out_dir, variant)`` (imported on use)
+    output_file: str | None = None  # its implementation loads one file: the converter writes this name
     default_variant: str = ""  # the variant an empty variant name means
     variants: str = ""  # for the help: "f16/q8_0/q5_0"
     native_adapters: tuple[str, ...] = ()  # adapter names that run it as it is (strings: models sees no adapters)
@@ -155,7 +156,7 @@ def all_formats() -> tuple[Format, ...]:
     return FORMATS.items()
 
 
-def format_names(formats: Optional[Iterable[Format]] = None) -> dict[str, str]:
+def format_names(formats: Iterable[Format] | None = None) -> dict[str, str]:
     """Every name a user may type (the names and their aliases) -> the format's name, of ``formats`` (default:
     every known format)."""
     names: dict[str, str] = {}
@@ -165,7 +166,7 @@ def format_names(formats: Optional[Iterable[Format]] = None) -> dict[str, str]:
     return names
 
 
-def find_format(name: str) -> Optional[Format]:
+def find_format(name: str) -> Format | None:
     """The format called ``name`` (or one of its aliases), else None."""
     canonical = format_names().get(name)
     return next((f for f in all_formats() if f.name == canonical), None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 
 def _split(cls: type, data: dict) -> tuple[dict, dict]:
@@ -28,12 +28,12 @@ class DatasetInfo:
     """The dataset a run evaluated: name, where it came from, its form and content hash, how many examples."""
 
     name: str = "?"
-    source: Optional[str] = None
+    source: str | None = None
     form: str = "short"
     content_hash: str = ""
-    num_examples: Optional[int] = None  # valid and invalid examples
+    num_examples: int | None = None  # valid and invalid examples
     num_invalid: int = 0
-    limit: Optional[int] = None
+    limit: int | None = None
     #: which column held what, where mapped (``--audio-column`` …: ``{"audio": "wav", "text": "sentence"}``)
     columns: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -44,7 +44,7 @@ class DatasetInfo:
         return data | self.extra
 
     @classmethod
-    def from_dict(cls, data: Optional[dict]) -> "DatasetInfo":
+    def from_dict(cls, data: dict | None) -> DatasetInfo:
         """Read run.json's dataset part (None or missing keys: defaults)."""
         known, extra = _split(cls, data or {})
         known["columns"] = known.get("columns") or {}
@@ -58,34 +58,34 @@ class RunInfo:
     # the run spec: a resume must share it
     adapter: str = "?"
     model: str = "?"
-    label: Optional[str] = None
-    variant: Optional[str] = None  # the sweep's name for the options that make a compressed variant
+    label: str | None = None
+    variant: str | None = None  # the sweep's name for the options that make a compressed variant
     decoding: dict[str, Any] = field(default_factory=dict)
     normalizer: str = "english"
-    long_form: Optional[dict] = None
+    long_form: dict | None = None
     dataset: DatasetInfo = field(default_factory=DatasetInfo)
     # how this invocation executed it (recorded, never part of the identity)
-    run_id: Optional[str] = None  # made when the run is first started, kept by resumes (a copy keeps it too)
+    run_id: str | None = None  # made when the run is first started, kept by resumes (a copy keeps it too)
     status: str = "running"
-    backend: Optional[str] = None
-    workers: Optional[int] = None
-    threads_per_worker: Optional[int] = None
+    backend: str | None = None
+    workers: int | None = None
+    threads_per_worker: int | None = None
     execution: dict[str, Any] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, Any] = field(default_factory=dict)
-    started_at: Optional[str] = None
-    first_started_at: Optional[str] = None
-    finished_at: Optional[str] = None
-    source_digest: Optional[str] = None
+    started_at: str | None = None
+    first_started_at: str | None = None
+    finished_at: str | None = None
+    source_digest: str | None = None
     stale_redone: int = 0
     # measured
     adapter_info: dict[str, Any] = field(default_factory=dict)
     machine_load: dict[str, Any] = field(default_factory=dict)
-    backend_info: Optional[dict] = None
-    load_s: Optional[float] = None
-    warmup_s: Optional[float] = None
-    load_warm_s: Optional[float] = None  # --warm-load: the model loaded again in the same process
-    peak_rss_mb: Optional[float] = None
+    backend_info: dict | None = None
+    load_s: float | None = None
+    warmup_s: float | None = None
+    load_warm_s: float | None = None  # --warm-load: the model loaded again in the same process
+    peak_rss_mb: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -97,7 +97,7 @@ class RunInfo:
         return data | self.extra
 
     @classmethod
-    def from_dict(cls, data: Optional[dict]) -> "RunInfo":
+    def from_dict(cls, data: dict | None) -> RunInfo:
         """Read run.json (any version this one wrote or reads; missing keys take their defaults)."""
         known, extra = _split(cls, data or {})
         known["dataset"] = DatasetInfo.from_dict(known.get("dataset"))
@@ -132,7 +132,7 @@ class RunInfo:
 
 
 def identity_differences(
-    stored: RunInfo, requested: RunInfo, other: str = "the stored run", keys: Optional[tuple[str, ...]] = None
+    stored: RunInfo, requested: RunInfo, other: str = "the stored run", keys: tuple[str, ...] | None = None
 ) -> list[str]:
     """What differs between two runs' identities, one setting each, with both values (what a refused resume says;
     ``other`` names ``stored``; ``keys``: only these parts of the identity).

@@ -13,14 +13,15 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
-from .errors import RunStoreError
-from .files import write_json_atomic
+from ..core.json_files import write_json_atomic
+from ..errors import RunStoreError
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class RunLock:
             )
             return lock
 
-    def owner(self) -> Optional[dict]:
+    def owner(self) -> dict | None:
         """The lock owner's record (:func:`this_process` of the writer), None when no writer left one."""
         try:
             owner = json.loads((self.path / OWNER).read_text(encoding="utf-8"))
@@ -139,7 +140,7 @@ def owner_alive(owner: dict) -> bool:
         return True
 
 
-def describe_owner(owner: Optional[dict]) -> str:
+def describe_owner(owner: dict | None) -> str:
     """The writer an owner record names, in words (``pid 12 on host (since …)``), or ``another process``."""
     if not owner:
         return "another process"

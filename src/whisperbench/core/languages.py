@@ -13,10 +13,10 @@ language, or one Whisper does not know, is an error naming it.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from functools import cache
 
-from .types import storable_text
+from ..types import storable_text
 
 #: the languages of Whisper's tokenizer (openai-whisper's ``whisper.tokenizer.LANGUAGES``), in its order
 WHISPER_LANGUAGES = tuple(
@@ -36,7 +36,7 @@ class LanguageError(ValueError):
     """A label that is no language Whisper knows."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def language_code(label: str) -> str:
     """Whisper's code for ``label`` (a code in any ISO 639 form or BCP 47 tag, or an English name)."""
     import langcodes
@@ -59,18 +59,18 @@ def language_code(label: str) -> str:
     return code
 
 
-def headline_metric(language: Optional[str]) -> str:
+def headline_metric(language: str | None) -> str:
     """'cer' for languages written without spaces, else 'wer' (unknown languages: 'wer')."""
     return "cer" if language in CER_LANGUAGES else "wer"
 
 
-def cer_text(normalized: str, language: Optional[str]) -> str:
+def cer_text(normalized: str, language: str | None) -> str:
     """The text CER counts characters of: without spaces for languages written without them (where spaces
     are word segmentation, as AISHELL's transcripts carry), else the normalized text with its spaces."""
     return "".join(normalized.split()) if language in CER_LANGUAGES else normalized
 
 
-def english_only_model(model: str, multilingual: Optional[bool] = None) -> bool:
+def english_only_model(model: str, multilingual: bool | None = None) -> bool:
     """Whether a model transcribes English only: its weights say so (``multilingual``, when known: the
     vocabulary's size), else its name or path ends in ``.en`` (tiny.en, openai/whisper-base.en,
     ggml-base.en-q5_0.bin).
@@ -88,7 +88,7 @@ def english_only_model(model: str, multilingual: Optional[bool] = None) -> bool:
     return re.search(r"\.en($|[-_.@])", name) is not None
 
 
-def other_than_english(languages: Iterable[Optional[str]]) -> list[str]:
+def other_than_english(languages: Iterable[str | None]) -> list[str]:
     """The labelled languages that are not English, sorted (what an English-only model cannot transcribe).
 
     >>> other_than_english(["en", "de", None, "fr", "de"])
@@ -97,7 +97,7 @@ def other_than_english(languages: Iterable[Optional[str]]) -> list[str]:
     return sorted({language for language in languages if language and language != "en"})
 
 
-def english_only_warning(model: str, languages: list[Optional[str]], multilingual: Optional[bool] = None) -> str:
+def english_only_warning(model: str, languages: list[str | None], multilingual: bool | None = None) -> str:
     """What to say when an English-only model meets examples labelled in other languages, or "" when it does not.
 
     >>> english_only_warning("tiny.en", ["de", "en", "de"])

@@ -7,7 +7,7 @@ import os
 import resource
 import sys
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _SAMPLE: tuple[float, float] = (-1e9, 0.0)  # (when, CPUs busy with other processes)

@@ -9,20 +9,16 @@ from __future__ import annotations
 import logging
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Optional
 
-from .adapters import DecodingOptions, get_adapter
-from .datasets import bundled_datasets, load_dataset
-from .errors import OptionError, WhisperbenchError
-from .models.registry import resolve_source
+from ..adapters import DecodingOptions, get_adapter
+from ..datasets import bundled_datasets, load_dataset
+from ..errors import OptionError, WhisperbenchError
+from ..models.resolve import resolve_source
+from .longform import LongFormConfig
 from .progress import progress
-from .harness import RunRequest, run_evaluation
-from .harness.longform import LongFormConfig
-from .store import list_runs
-from .reports import leaderboard_frame, pick_references, render_markdown
-from .reports.leaderboard import record_references
+from .runner import RunRequest, run_evaluation
 
 REFERENCE_ADAPTER = "openai-whisper"
 log = logging.getLogger(__name__)
@@ -37,25 +33,23 @@ class DemoSettings:
 
     model: str = "tiny.en"
     runs_dir: str = "runs/demo"
-    out: Optional[str] = None
-    threads: Optional[int] = None
-    limit: Optional[int] = None
+    out: str | None = None
+    threads: int | None = None
+    limit: int | None = None
     short_only: bool = False
-    implementations: Optional[str] = None
+    implementations: str | None = None
     all: bool = False
-    reference_endpoint: Optional[str] = None
+    reference_endpoint: str | None = None
     reference_model: str = "whisper-1"
 
 
 @dataclass
-class DemoResult:
-    """What the demo made: the runs, the reference runs, the leaderboard (its markdown and file), the failed
-    examples over all runs, and the rows skipped here with why."""
+class DemoRuns:
+    """What the demo ran: the runs made, the reference implementation's runs, the failed examples over all runs,
+    and the rows skipped here with why."""
 
     runs: list[str]
     references: list[str]
-    markdown: str
-    leaderboard: Path
     failed: int = 0
     skipped: list[str] = field(default_factory=list)
 
@@ -64,9 +58,9 @@ def _apple_silicon() -> bool:
     return sys.platform == "darwin" and platform.machine() == "arm64"
 
 
-def _mlx_on_openblas_here() -> Optional[str]:
+def _mlx_on_openblas_here() -> str | None:
     """None where mlx[cpu] can use a system OpenBLAS (the adapter's own lookup), else why not."""
-    from .adapters.mlx import blas_library
+    from ..adapters.mlx import blas_library
 
     try:
         blas_library("openblas")
@@ -84,11 +78,11 @@ class Contender:
     label: str
     options: tuple[str, ...] = ()
     #: None, or why it is left out unless ``--all`` is given (too slow on this platform)
-    slow_here: Optional[Callable[[], Optional[str]]] = None
+    slow_here: Callable[[], str | None] | None = None
     long_form: str = "native"  # the long-form strategy (see harness.longform)
     isolate: bool = False  # in a child process (e.g. a BLAS bound before MLX is imported)
     #: None, or why it cannot run on this machine at all (``--all`` does not change that)
-    unavailable_here: Optional[Callable[[], Optional[str]]] = None
+    unavailable_here: Callable[[], str | None] | None = None
 
 
 CONTENDERS = (
@@ -159,10 +153,9 @@ def _available(contenders: list[tuple[Contender, str]], args: DemoSettings) -> t
     return available, skipped
 
 
-def run_demo(args: DemoSettings) -> DemoResult:
-    """Every installed implementation on the bundled sets, then the leaderboard (written to ``args.out``, default
-    ``leaderboard.md`` in the runs folder); what it made. No bundled data, no implementation, or a model that is not
-    there: WhisperbenchError."""
+def run_demo(args: DemoSettings) -> DemoRuns:
+    """Every installed implementation on the bundled sets; the runs it made (``api.demo`` writes their
+    leaderboard). No bundled data, no implementation, or a model that is not there: WhisperbenchError."""
     bundled = bundled_datasets()
     names = [d for d in DATASETS if d in bundled and not (args.short_only and d.endswith("longform"))]
     if not names:
@@ -205,14 +198,4 @@ def run_demo(args: DemoSettings) -> DemoResult:
             wer = "n/a" if s.wer is None else f"{s.wer:.2f}%"
             rtfx = "n/a" if s.rtfx is None else f"{s.rtfx:.1f}"
             log.info("%-20s %-15s WER %7s  RTFx %6s  failed %d", contender.label, dataset, wer, rtfx, s.num_failed)
-    runs = [r for r in list_runs(args.runs_dir) if r.name in made]
-    chosen = pick_references(runs, names=references)
-    record_references(args.runs_dir, [r.name for r in chosen.values()])  # what `report --runs-dir` will use
-    text = render_markdown(
-        leaderboard_frame(runs, chosen), chosen, title=f"Whisper {args.model} across implementations (bundled tiny set)"
-    )
-    out = Path(args.out or Path(args.runs_dir) / "leaderboard.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    log.info("wrote %s; runs in %s/", out, args.runs_dir)
-    return DemoResult(made, [r.name for r in chosen.values()], text, out, failures, skipped)
+    return DemoRuns(made, references, failures, skipped)

@@ -14,8 +14,8 @@ import subprocess
 
 import numpy as np
 
-from .errors import AudioError
-from .types import AudioInfo
+from ..errors import AudioError
+from ..types import AudioInfo
 
 SAMPLE_RATE = 16_000
 

@@ -5,7 +5,8 @@ That keeps ``whisperbench compare --help`` from importing pandas, scipy and the 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def lazy_exports(package: str, where: dict[str, str]) -> Callable[[str], Any]:

@@ -30,11 +30,12 @@ import importlib.util
 import logging
 import pkgutil
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stdout
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import WhisperbenchError
+from ..errors import WhisperbenchError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -72,6 +73,17 @@ def module_item(module: str, attribute: str) -> Any:
     return getattr(importlib.import_module(module), attribute, None) if found else None
 
 
+def imported(target: str) -> Any:
+    """The object ``target`` names as ``"module:attribute"``, its module imported now: how a registry's item names
+    code it loads only when used (a tracker's ``publish``, a backend's class).
+
+    >>> imported("whisperbench.core.registry:imported").__name__
+    'imported'
+    """
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def installed(group: str) -> list[EntryPoint]:
     """The entry points of ``group`` that installed packages declare, by name. Every installed package's
     ``entry_points.txt`` is read once per process (a few hundred files, about 15 ms) for all groups, not once per
@@ -107,18 +119,18 @@ class Registry(Generic[T]):
         *,
         builtin: Callable[[], Iterable[T]],
         kind: Any = object,
-        group: Optional[str] = None,
+        group: str | None = None,
         name_of: Callable[[T], str] = _name,
-        order: Optional[Callable[[T], Any]] = None,
+        order: Callable[[T], Any] | None = None,
         error: type[Exception] = WhisperbenchError,
-        guess: Optional[Callable[[str], Optional[T]]] = None,
-        refuse: Optional[Callable[[T], Optional[str]]] = None,
+        guess: Callable[[str], T | None] | None = None,
+        refuse: Callable[[T], str | None] | None = None,
     ) -> None:
         self.what, self.group, self.error, self._guess = what, group, error, guess
         self._refuse = refuse
         self._builtin, self._kind, self._name_of, self._order = builtin, kind, name_of, order
-        self._builtins: Optional[dict[str, T]] = None
-        self._loaded: Optional[dict[str, T]] = None
+        self._builtins: dict[str, T] | None = None
+        self._loaded: dict[str, T] | None = None
         self._added: dict[str, T] = {}
         self._origins: dict[str, str] = {}
 
@@ -172,7 +184,7 @@ class Registry(Generic[T]):
                 self._origins[name] = f"{dist.name} {dist.version}"
             yield name, item
 
-    def origin(self, name: str) -> Optional[str]:
+    def origin(self, name: str) -> str | None:
         """The distribution (name and version) an installed item ``name`` comes from; None for a built-in item,
         one added at run time or one whose distribution is not known."""
         self._load()
@@ -187,7 +199,7 @@ class Registry(Generic[T]):
         """Every item's name, in :meth:`items`' order."""
         return [self._name_of(item) for item in self.items()]
 
-    def find(self, name: str) -> Optional[T]:
+    def find(self, name: str) -> T | None:
         """The item called ``name``, else None (a built-in one without looking for plug-ins: none takes its name;
         where ``guess`` finds it, without importing the other built-in ones either)."""
         if self._builtins is None and self._guess is not None:

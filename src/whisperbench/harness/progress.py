@@ -11,7 +11,6 @@ import sys
 import time
 from typing import TextIO
 
-
 log = logging.getLogger(__name__)
 
 
@@ -22,7 +21,7 @@ class LogProgress:
         self.total, self.desc, self.starting = total, desc.strip(), starting
         self.done, self.start, self.next_mark, self.announced = 0, time.monotonic(), 1, False
 
-    def __enter__(self) -> "LogProgress":
+    def __enter__(self) -> LogProgress:
         return self
 
     def begin(self) -> None:

@@ -14,6 +14,7 @@ on writing its run and holding the run's lock, and the resume would be refused.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
@@ -26,9 +27,9 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from .machine import peak_rss_mb
+from .host import peak_rss_mb
 
 _LOG_TAIL_LINES = 6
 # Python stack lines (a fault handler's dump under PYTHONFAULTHANDLER=1, a traceback's frames): left out of the
@@ -50,10 +51,8 @@ def die_with_parent(parent_pid: int, by_signal: bool = True) -> None:
     process's parent is still ``parent_pid`` and exits when it is not (its parent died and it was re-parented).
     """
     if by_signal and sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):  # no prctl here: the check below still holds
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl here: the check below still holds
-            pass
     if os.getppid() != parent_pid:  # it died before the signal was asked for
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="whisperbench-parent-watch", daemon=True).start()
@@ -82,7 +81,7 @@ class RemoteError(RuntimeError):
     """The call raised a Python exception in the child (the child lives on)."""
 
 
-def _exit_reason(code: Optional[int]) -> str:
+def _exit_reason(code: int | None) -> str:
     if code is None:
         return "stopped answering"
     if code < 0:
@@ -97,13 +96,13 @@ class ChildProcess:
     """One child process holding ``factory(config)``; ``call(method, *args)`` runs a method there."""
 
     def __init__(
-        self, factory: str, config: Any, log_path: Path, label: str = "worker", load_timeout_s: Optional[float] = None
+        self, factory: str, config: Any, log_path: Path, label: str = "worker", load_timeout_s: float | None = None
     ):
         self.label, self.log_path, self.peak_rss_mb = label, log_path, 0.0
-        self.last_cpu_s: Optional[float] = None  # the child's CPU seconds (all its threads) in the last call
+        self.last_cpu_s: float | None = None  # the child's CPU seconds (all its threads) in the last call
         ours, theirs = socket.socketpair()
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parent.parent)  # the folder holding whisperbench/
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding whisperbench/
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -127,11 +126,11 @@ class ChildProcess:
             self.stop()
             raise
 
-    def call(self, method: str, *args: Any, timeout_s: Optional[float] = None, **kwargs: Any) -> Any:
+    def call(self, method: str, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
         """The method's return value; RemoteError, WorkerCrashed or WorkerTimeout otherwise."""
         return self._request((method, args, kwargs), timeout_s)
 
-    def _request(self, request: tuple, timeout_s: Optional[float]) -> Any:
+    def _request(self, request: tuple, timeout_s: float | None) -> Any:
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         try:
             self.conn.send(request)
@@ -145,7 +144,7 @@ class ChildProcess:
             reply = self.conn.recv()
         except (EOFError, OSError):
             try:
-                code: Optional[int] = self.process.wait(timeout=5)
+                code: int | None = self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 code = None
             raise WorkerCrashed(
@@ -186,7 +185,7 @@ class ChildProcess:
         self.conn.close()
 
 
-def serve(fd: int, factory: str, parent_pid: Optional[int] = None, by_signal: bool = True) -> None:
+def serve(fd: int, factory: str, parent_pid: int | None = None, by_signal: bool = True) -> None:
     """Child main loop: build the object, then answer calls until ``close`` or a closed socket (or until the
     parent is gone)."""
     if parent_pid is not None:

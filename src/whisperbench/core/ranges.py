@@ -15,10 +15,11 @@ whisperbench.errors.OptionError: --min-qoi must be a finite number from 0 to 100
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
-from .errors import OptionError
+from ..errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def check_limits(values: Mapping[str, Any], ranges: Mapping[str, Range], prefix:
     """
     out = dict(values)
     for key, value in values.items():
-        limit: Optional[Range] = ranges.get(key)
+        limit: Range | None = ranges.get(key)
         if limit is not None and value is not None:
             out[key] = limit.check(prefix + key.replace("_", "-"), value)
     return out

@@ -17,7 +17,7 @@ the change time: setting the modification time back changes it); when the stamp 
 folder), the content is hashed and the table is used only where it is the recorded content (a copied run keeps its
 table; its check is brought up to date): 1.2 s for a million lines (560 MB, sha256, 2026-11-29). A check anyone
 can recompute proves nothing against a forger: the gate also scores a random sample of the lines again
-(:meth:`whisperbench.store.StoredRun.verified`).
+(:meth:`whisperbench.store.runs.StoredRun.verified`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-from .digest import sha256_of
-from .scoring.table import TABLE_VERSION, metrics_key
+from ..core.hashing import sha256_of
+from ..scoring.table import TABLE_VERSION, metrics_key
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ SCORER_CODE = ("scoring", "types.py")
 def scorer_digest() -> str:
     """A digest of the scoring code (every module of :data:`SCORER_CODE`, by name and content, and the table
     version): a table computed by other code is rebuilt."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the package root: SCORER_CODE is relative to it
     digest = hashlib.sha256(TABLE_VERSION.encode())
     for entry in SCORER_CODE:
         where = root / entry

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 try:
     import orjson as _orjson
@@ -85,9 +86,9 @@ def _long_number(text: bytes | str) -> bool:
     return "0000000000000000000" in text.translate(_DIGITS)
 
 
-#: ``json.dumps(data, ensure_ascii=False, default=str)``, its encoder built once; not checking for circular
-#: references (a line is a tree of plain values: a cycle would end in RecursionError instead of ValueError) saves
-#: 2 of its 7 µs a prediction line
+#: ``json.dumps(data, ensure_ascii=False, default=str)``, its encoder built once; circular references are not
+#: checked (a line is a tree of plain values: a cycle would end in RecursionError instead of ValueError), which
+#: spares a check of every container of every line
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
 
 
@@ -111,7 +112,7 @@ def cache_dir() -> Path:
     return Path(base) / "whisperbench"
 
 
-def write_json_atomic(path: Path, data: Any, indent: Optional[int] = 2) -> None:
+def write_json_atomic(path: Path, data: Any, indent: int | None = 2) -> None:
     """Write JSON so that a reader sees the old file or the new one, never half of one (temp file, fsync, rename).
 
     >>> import tempfile, pathlib

@@ -13,23 +13,25 @@ import os
 import random
 import re
 import time
-from functools import cached_property
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional
+from typing import Any
 
-
-from .digest import sha256_of
-from .errors import RunStoreError
-from .files import json_line, json_lines_parser, parse_json, write_json_atomic
-from .redact import redact, redact_text
-from .runinfo import RunInfo, identity_differences
-from .scorefile import predictions_stamp, read_table, write_table
-from .runlock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
 import pyarrow.compute as pc
-from .scoring.arrays import OK
-from .scoring.record import Summary, SummaryError
-from .types import Prediction
+
+from ..core.hashing import sha256_of
+from ..core.json_files import json_line, json_lines_parser, parse_json, write_json_atomic
+from ..core.redact import redact, redact_text
+from ..errors import RunStoreError
+from ..scoring.arrays import OK
+from ..scoring.record import Summary, SummaryError
+from ..types import Prediction
+from .run_info import RunInfo, identity_differences
+from .run_lock import LOCK, OWNER, TAKEOVER, RunLock, describe_owner, owner_alive, this_process  # noqa: F401
+from .score_files import predictions_stamp, read_table, write_table
 
 logger = logging.getLogger(__name__)
 
@@ -86,14 +88,14 @@ class RunStore:
         return redact(_read_json(self.path / RUN_JSON))  # runs stored before redaction covered every field
 
     def read_run_info(self) -> RunInfo:
-        """run.json as the typed record :class:`~whisperbench.runinfo.RunInfo`."""
+        """run.json as the typed record :class:`~whisperbench.store.run_info.RunInfo`."""
         return RunInfo.from_dict(self.read_info())
 
     def write_info(self, info: RunInfo | dict) -> None:
         """Write run.json atomically, redacted."""
         write_json_atomic(self.path / RUN_JSON, redact(info.to_dict() if isinstance(info, RunInfo) else info))
 
-    def read_summary(self) -> Optional[Summary]:
+    def read_summary(self) -> Summary | None:
         """The run's ``summary.json`` (any schema version: :meth:`Summary.from_dict` migrates it); None: none yet."""
         path = self.path / SUMMARY_JSON
         if not path.exists():
@@ -160,14 +162,14 @@ class RunStore:
         return predictions_stamp(self.predictions_path)
 
     def read_score_table(self, normalizer: str) -> Any:
-        """The stored score table with ``normalizer`` (:func:`whisperbench.scorefile.read_table`); None when
+        """The stored score table with ``normalizer`` (:func:`whisperbench.store.score_files.read_table`); None when
         it is missing, unreadable, of another version, normalizer or metric code, or stale."""
         path = self.predictions_path
         return read_table(self.scores_path(normalizer), normalizer, self.predictions_stamp(), path)
 
     def write_score_table(self, table: Any, normalizer: str, stamp: str) -> None:
         """Store ``table`` (scored with ``normalizer`` from predictions.jsonl as it was at ``stamp``), atomically
-        (:func:`whisperbench.scorefile.write_table`)."""
+        (:func:`whisperbench.store.score_files.write_table`)."""
         write_table(self.scores_path(normalizer), table, normalizer, stamp, self.predictions_path)
 
     def _cut_partial_line(self) -> None:
@@ -180,12 +182,12 @@ class RunStore:
             if end != len(data):
                 fh.truncate(end)
 
-    def lock(self) -> ContextManager[None]:
-        """Hold the run's writer lock (:meth:`whisperbench.runlock.RunLock.hold`): one writer per run, a dead
+    def lock(self) -> AbstractContextManager[None]:
+        """Hold the run's writer lock (:meth:`whisperbench.store.run_lock.RunLock.hold`): one writer per run, a dead
         writer's lock taken over, saying so."""
         return RunLock(self.path).hold()
 
-    def live_writer(self) -> Optional[str]:
+    def live_writer(self) -> str | None:
         """Who writes this run now ("pid 12 on host (since …)"), or None: no running process is its recorded
         writer (a lock left by a dead writer, or held by an orphan it left behind, is free). Creates nothing."""
         owner = self.owner()
@@ -217,11 +219,11 @@ class RunStore:
         finally:
             lock.release()
 
-    def owner(self) -> Optional[dict]:
+    def owner(self) -> dict | None:
         """The lock owner's record (``runlock.this_process`` of the writer), None when no writer left one."""
         return RunLock(self.path).owner()
 
-    def open_for_append(self) -> "PredictionWriter":
+    def open_for_append(self) -> PredictionWriter:
         """A writer appending predictions to predictions.jsonl (a partial last line left by a crash is cut first)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._cut_partial_line()
@@ -289,7 +291,7 @@ class PredictionWriter:
             os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self) -> "PredictionWriter":
+    def __enter__(self) -> PredictionWriter:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -330,8 +332,8 @@ class StoredRun:
 
     store: RunStore
     info: dict  # run.json as stored (raw)
-    _predictions: Optional[list[Prediction]] = field(default=None, repr=False)
-    summary: Optional[Summary] = None
+    _predictions: list[Prediction] | None = field(default=None, repr=False)
+    summary: Summary | None = None
     _tables: dict = field(default_factory=dict, repr=False)
     _verify: bool = field(default=False, repr=False)
 
@@ -342,9 +344,9 @@ class StoredRun:
             self._predictions = self.store.read_predictions()
         return self._predictions
 
-    def scored(self, normalizer: Optional[str] = None) -> list[Prediction]:
+    def scored(self, normalizer: str | None = None) -> list[Prediction]:
         """Every stored prediction scored with ``normalizer`` (default the run's): the raw output holds no score."""
-        from .scoring.summary import rescored_all
+        from ..scoring.summary import rescored_all
 
         return rescored_all(self.predictions, normalizer or self.normalizer)
 
@@ -355,7 +357,7 @@ class StoredRun:
             return table.num_rows
         return len(self.predictions)
 
-    def score_table(self, normalizer: Optional[str] = None):
+    def score_table(self, normalizer: str | None = None):
         """The run's scores with ``normalizer`` (default the run's) as a pyarrow table: the stored table
         when it is fresh, else built from the predictions and stored beside them (see ``RunStore.scores_path``).
         On a run :meth:`verified`, a stored table is verified against the predictions first."""
@@ -367,7 +369,7 @@ class StoredRun:
             self._tables[normalizer] = table if table is not None else self._build_score_table(normalizer)
         return self._tables[normalizer]
 
-    def verified(self) -> "StoredRun":
+    def verified(self) -> StoredRun:
         """This run with every score table it reads verified against predictions.jsonl, not only by its checks (which
         anyone can recompute): a random sample of :data:`VERIFY_SAMPLE` stored lines is scored again and compared
         with their rows; a table that differs is rebuilt from the predictions (a warning names the run and why).
@@ -380,7 +382,7 @@ class StoredRun:
 
     def _checked(self, table: Any, normalizer: str) -> Any:
         """``table`` where a random sample of the stored lines scores as its rows say, else None (rebuild it)."""
-        from .scoring.table import rows_differ
+        from ..scoring.table import rows_differ
 
         problem = rows_differ(table, self.store.sample_predictions(VERIFY_SAMPLE, random.Random()), normalizer)
         if problem is None:
@@ -390,7 +392,7 @@ class StoredRun:
 
     def _build_score_table(self, normalizer: str):
         """Build the score table from the predictions, store it beside them and return it (memory-mapped)."""
-        from .scoring.table import score_table_of_chunks
+        from ..scoring.table import score_table_of_chunks
 
         stamp = self.store.predictions_stamp()
         chunks = [self.predictions] if self._predictions is not None else self.store.prediction_chunks()
@@ -424,7 +426,7 @@ class StoredRun:
         return self.meta.normalizer
 
     @property
-    def coverage(self) -> "Coverage":
+    def coverage(self) -> Coverage:
         """How far the run got: its status and how many of its dataset's examples it stored and finished."""
         expected = self.meta.dataset.num_examples
         # the columnar score table counts without building a million Prediction objects
@@ -471,7 +473,7 @@ class Coverage:
         return f"{self.stored} of {self.expected}, {self.state}"
 
 
-def repeat_problem(first: StoredRun, other: StoredRun) -> Optional[str]:
+def repeat_problem(first: StoredRun, other: StoredRun) -> str | None:
     """Why ``other`` is not a repeat of ``first`` (another run of the same configuration on the same dataset), or
     None: one run reached twice (the same folder, predictions file or run id), another configuration (its resume
     identity differs) or another dataset (its content hash differs)."""
@@ -492,7 +494,7 @@ def repeat_problem(first: StoredRun, other: StoredRun) -> Optional[str]:
     return None
 
 
-def same_run_reason(reference: StoredRun, candidate: StoredRun) -> Optional[str]:
+def same_run_reason(reference: StoredRun, candidate: StoredRun) -> str | None:
     """Why ``reference`` and ``candidate`` are one run (so comparing them proves nothing), or None.
 
     One run: the same folder (however reached: a symlink, a relative path), the same predictions file

@@ -23,9 +23,9 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any, Optional
+from typing import Any
 
-from .errors import WhisperbenchError
+from ..errors import WhisperbenchError
 
 #: what the children are told the caller's main module is: a name ending in ``.__main__`` is never imported
 _OWN_MAIN = importlib.machinery.ModuleSpec("whisperbench.__main__", None)
@@ -99,8 +99,8 @@ def refuse_unguarded_main() -> None:
         )
 
 
-def _top_level_frame(main_globals: dict) -> Optional[FrameType]:
-    frame: Optional[FrameType] = sys._getframe(1)
+def _top_level_frame(main_globals: dict) -> FrameType | None:
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_globals is main_globals and frame.f_code.co_name == "<module>":
             return frame

