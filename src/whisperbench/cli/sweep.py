@@ -51,7 +51,7 @@ def command(args) -> int:
 
 
 def _sweep_report(args, entries, reference_name: str, wall_s: float, dataset_name: str) -> int:
-    from ..files import write_json_atomic
+    from ..core.json_files import write_json_atomic
     from ..reports.leaderboard import ci_columns
     from ..reports.tradeoff import (
         render_tradeoff_html,

@@ -13,7 +13,10 @@ from ..errors import WhisperbenchError
 from ..scoring import QoiResult
 from ..scoring.formatting import formatting_drift
 from ..scoring.metrics import column_metrics, per_example_metrics, registered, run_level_metrics
+from ..scoring.qoi_table import qoi_tables
+from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.table import metric_values, table_wer
+from ..store.runs import StoredRun
 from .pairings import Paired, paired_figures, pairing_cells
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
@@ -298,7 +301,7 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_level_cells(values: Mapping[str, Any], displayed: bool = True) -> dict[str, Optional[float]]:
+def run_level_cells(values: Mapping[str, Any], displayed: bool = True) -> dict[str, float | None]:
     """Each run-level metric's headline (``METRIC.KEY``, or its ``heading``) of one run's ``values`` (``{metric:
     value}``): hallucination, streaming, a plug-in's; none where its value has no number (``displayed`` False:
     leave out those with a report section of their own)."""

@@ -11,9 +11,9 @@ import dataclasses
 import numbers
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 from ..scoring import Interval
 from ..scoring.metrics import Metric, Pairing, metric_named
@@ -28,7 +28,6 @@ from ..scoring.significance import (
     non_inferiority,
 )
 from ..scoring.speed import speed_verdict
-from ..scoring.table import paired_columns
 from ..scoring.timing import parity
 from ..store.runs import StoredRun, same_run_reason
 from .compare import Comparison, compare_runs, paired_counts, significance_of
@@ -258,9 +257,7 @@ def _pairing_check(
     return _paired_check(comparison.paired.get(key), key, bound, sign, t.confidence)
 
 
-def _paired_check(
-    figure: Optional[Paired], key: str, bound: float, sign: int, confidence: Optional[float]
-) -> GateCheck:
+def _paired_check(figure: Paired | None, key: str, bound: float, sign: int, confidence: float | None) -> GateCheck:
     """A paired figure against its bound; with ``confidence`` and an interval, fail only when the whole interval
     lies past the bound. A comparison without the figure cannot be judged."""
     word = "max" if sign > 0 else "min"
@@ -373,13 +370,13 @@ def evaluate_repeats(
 SLOWDOWN = "speed.slowdown"
 
 
-def _slowdown_limit(t: GateThresholds) -> Optional[float]:
+def _slowdown_limit(t: GateThresholds) -> float | None:
     """The slowdown limit however given (``--max-slowdown`` or its pairing's ``--max speed.slowdown``; the named
     flag first): with repeats it is judged once, on every repeat pooled."""
     return t.max_slowdown if t.max_slowdown is not None else (t.max or {}).get(SLOWDOWN)
 
 
-def _qoi_interval(sig: Optional[PairedSignificance]) -> Optional[Interval]:
+def _qoi_interval(sig: PairedSignificance | None) -> Interval | None:
     """QoI's interval (100 − the interval of the regressed share)."""
     drop = sig.qoi_drop if sig else None
     return Interval(100.0 - drop.high, 100.0 - drop.low, drop.confidence) if drop else None

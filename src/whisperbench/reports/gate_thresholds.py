@@ -52,11 +52,11 @@ def _limit(
 class GateThresholds:
     """The gate's limits; None: that check is not made. The help of each field is its flag's help."""
 
-    min_qoi: Optional[float] = _limit(None, "minimum QoI in percent (the same as --min wer.qoi=PCT)", "PCT")
-    max_wer_increase: Optional[float] = _limit(
+    min_qoi: float | None = _limit(None, "minimum QoI in percent (the same as --min wer.qoi=PCT)", "PCT")
+    max_wer_increase: float | None = _limit(
         None, "maximum WER increase in points (the same as --max wer.increase=POINTS)", "POINTS"
     )
-    min_qoi_per_language: Optional[float] = _limit(
+    min_qoi_per_language: float | None = _limit(
         None,
         "also require this QoI within every labelled language (a release that holds English but regresses "
         "German fails)",

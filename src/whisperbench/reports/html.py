@@ -20,13 +20,11 @@ from ..store.runs import StoredRun
 from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
 from .compare import Comparison, compare_runs
 from .hallucination import FILTER_HTML, FILTER_SCRIPT, explorer_flags
-from ..scoring.metrics import Metric
-from .charts import CHART_STYLE, Bar, Point, grouped_bars, scatter
-from .leaderboard import column_label, run_level_columns, shown_metrics
-from .pairings import pairing_cells
+from .keywords import keywords_html
 from .languages import language_frame, language_note, table_order
-from .leaderboard import column_label, shown_metrics
+from .leaderboard import column_label, run_level_columns, shown_metrics
 from .noise import noise_frame, noise_html
+from .pairings import pairing_cells
 from .robustness import robustness_frame, robustness_html
 from .sections import Section, sections_html
 from .speed import speed_html

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..store import StoredRun
 from ..scoring import Interval, wer_interval
+from ..scoring.figures import table_figures
 from ..scoring.metrics import (
     Metric,
     MetricContext,
@@ -24,8 +24,9 @@ from ..scoring.metrics import (
     stored_options,
 )
 from ..scoring.summary import rescored
-from ..scoring.figures import table_figures
-from ..scoring.table import column as table_column, metric_values
+from ..scoring.table import column as table_column
+from ..scoring.table import metric_values
+from ..store.runs import StoredRun
 from .compare import compare_runs, run_level_cells
 from .escape import md_cell
 from .pairings import INTERVALS, Paired, paired_figures, pairing_cells
@@ -90,7 +91,7 @@ def _figures(run: StoredRun, normalizer: str) -> dict:
 FIGURES = ("wer", "rtfx", "num_examples", "num_failed")
 
 
-def _paired(run: StoredRun, reference: Optional[StoredRun], confidence: float) -> dict[str, Paired]:
+def _paired(run: StoredRun, reference: StoredRun | None, confidence: float) -> dict[str, Paired]:
     """The run's paired figures against its dataset's reference (:mod:`whisperbench.reports.pairings`); the
     reference's own row only those where higher is better (a share of examples no worse: QoI's 100 %), never a
     difference, ratio or parity of a run with itself."""
@@ -100,10 +101,10 @@ def _paired(run: StoredRun, reference: Optional[StoredRun], confidence: float) -
     return paired_figures(compare_runs(reference, run), confidence, keep)
 
 
-def interval_cells(paired: dict[str, Paired]) -> dict[str, Optional[Interval]]:
+def interval_cells(paired: dict[str, Paired]) -> dict[str, Interval | None]:
     """``{"<heading> CI": interval}`` of every declared pairing of a kind with an interval (``QoI CI``); None
     where this comparison has none."""
-    cells: dict[str, Optional[Interval]] = {ci_heading(heading): None for heading in pairing_cells({}, INTERVALS)}
+    cells: dict[str, Interval | None] = {ci_heading(heading): None for heading in pairing_cells({}, INTERVALS)}
     for figure in paired.values():
         if figure.interval is not None and figure.confidence is not None:
             cells[ci_heading(figure.heading)] = Interval(*figure.interval, figure.confidence)

@@ -13,8 +13,9 @@ column), ``difference`` and ``ratio`` (of the two run values, per-example or run
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -34,12 +35,12 @@ class Paired:
 
     metric: str
     pairing: Pairing
-    value: Optional[float]
-    interval: Optional[tuple[float, float]] = None
-    confidence: Optional[float] = None
-    examples: Optional[int] = None
-    reference: Optional[float] = None
-    candidate: Optional[float] = None
+    value: float | None
+    interval: tuple[float, float] | None = None
+    confidence: float | None = None
+    examples: int | None = None
+    reference: float | None = None
+    candidate: float | None = None
 
     @property
     def key(self) -> str:
@@ -66,7 +67,7 @@ class Paired:
 
 
 #: a pairing kind's figure: (comparison, metric, pairing, confidence) -> the paired figure, None without one
-Kind = Callable[[Comparison, Metric, Pairing, float], Optional[Paired]]
+Kind = Callable[[Comparison, Metric, Pairing, float], Paired | None]
 
 
 def declared() -> list[tuple[Metric, Pairing]]:
@@ -77,7 +78,7 @@ def declared() -> list[tuple[Metric, Pairing]]:
 
 
 def paired_figures(
-    comparison: Comparison, confidence: float = 0.95, keep: Optional[Callable[[Pairing], bool]] = None
+    comparison: Comparison, confidence: float = 0.95, keep: Callable[[Pairing], bool] | None = None
 ) -> dict[str, Paired]:
     """Every declared pairing's figure of ``comparison`` by ``METRIC.NAME`` (those whose runs give one; ``keep``:
     only the pairings it keeps)."""
@@ -91,12 +92,12 @@ def paired_figures(
     return out
 
 
-def paired_figure(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def paired_figure(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """One pairing's figure (:data:`KINDS` computes it), None where the runs give none."""
     return KINDS[pairing.kind](comparison, metric, pairing, confidence)
 
 
-def pairing_cells(paired: dict[str, Paired], kinds: Optional[tuple[str, ...]] = None) -> dict[str, Optional[float]]:
+def pairing_cells(paired: dict[str, Paired], kinds: tuple[str, ...] | None = None) -> dict[str, float | None]:
     """``{heading: value}`` of every declared pairing (of ``kinds``, default every kind; None where the comparison
     has no figure): one column each in compare's table and the leaderboard, the same columns whatever the runs
     give."""
@@ -107,29 +108,29 @@ def pairing_cells(paired: dict[str, Paired], kinds: Optional[tuple[str, ...]] = 
     }
 
 
-def _value(paired: dict[str, Paired], metric: Metric, pairing: Pairing) -> Optional[float]:
+def _value(paired: dict[str, Paired], metric: Metric, pairing: Pairing) -> float | None:
     figure = paired.get(f"{metric.name}.{pairing.name}")
     return figure.value if figure is not None else None
 
 
-def pairing_named(key: str) -> Optional[tuple[Metric, Pairing]]:
+def pairing_named(key: str) -> tuple[Metric, Pairing] | None:
     """The declared pairing ``METRIC.NAME``, None when ``key`` names none (a metric's own value key)."""
     name, _, rest = key.partition(".")
     return next(((m, p) for m, p in declared() if m.name == name and p.name == rest), None)
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
 
 
-def _sides(comparison: Comparison, metric: Metric, column: str) -> tuple[Optional[float], Optional[float]]:
+def _sides(comparison: Comparison, metric: Metric, column: str) -> tuple[float | None, float | None]:
     """Both runs' values of ``METRIC.COLUMN`` (``Comparison.metrics``: per-example and run-level metrics alike)."""
     sides = comparison.metrics.get(metric.name, {})
     ref, cand = ((sides.get(side) or {}) for side in ("reference", "candidate"))
     return _number(ref.get(column)), _number(cand.get(column))
 
 
-def _difference(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _difference(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """Candidate minus reference run value; a pooled rate (the metric's ``ratios``) with its paired bootstrap."""
     ref, cand = _sides(comparison, metric, pairing.column)
     if ref is None or cand is None:
@@ -140,7 +141,7 @@ def _difference(comparison: Comparison, metric: Metric, pairing: Pairing, confid
     return Paired(metric.name, pairing, cand - ref, interval, confidence if interval else None, None, ref, cand)
 
 
-def _ratio(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _ratio(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """The candidate's run value against the reference's, as a change in %."""
     ref, cand = _sides(comparison, metric, pairing.column)
     if ref is None or cand is None or ref == 0:
@@ -148,7 +149,7 @@ def _ratio(comparison: Comparison, metric: Metric, pairing: Pairing, confidence:
     return Paired(metric.name, pairing, 100.0 * (cand / ref - 1.0), reference=ref, candidate=cand)
 
 
-def _joined(comparison: Comparison, metric: Metric, column: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+def _joined(comparison: Comparison, metric: Metric, column: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Both runs' per-example values of ``METRIC.COLUMN`` on the examples both have one for (joined by id)."""
     name = f"{metric.name}.{column}"
     reference, candidate = comparison.tables
@@ -165,7 +166,7 @@ def _share(metric: Metric, pairing: Pairing, hits: np.ndarray, confidence: float
     return Paired(metric.name, pairing, value, bounds, confidence if bounds else None, len(hits))
 
 
-def _examples(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _examples(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """The % of joined examples whose column the candidate does no worse on (the metric's ``better``)."""
     joined = _joined(comparison, metric, pairing.column)
     if joined is None:
@@ -174,13 +175,13 @@ def _examples(comparison: Comparison, metric: Metric, pairing: Pairing, confiden
     return _share(metric, pairing, cand <= ref if metric.better == "lower" else cand >= ref, confidence)
 
 
-def _parity(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _parity(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """The % of joined examples whose column differs between the runs."""
     joined = _joined(comparison, metric, pairing.column)
     return None if joined is None else _share(metric, pairing, joined[0] != joined[1], confidence)
 
 
-def _qoi(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _qoi(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """QoI (:class:`~whisperbench.scoring.qoi.QoiResult`): the % of joined examples whose error count (CER's for
     languages written without spaces) did not rise, with its bootstrap interval."""
     result = comparison.result
@@ -189,7 +190,7 @@ def _qoi(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: f
     return Paired(metric.name, pairing, result.qoi, bounds, confidence if bounds else None, result.joined)
 
 
-def _drift(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _drift(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """Formatting drift: the % of joined examples whose output differs in formatting only."""
     drift = comparison.formatting_drift
     if not drift:
@@ -197,7 +198,7 @@ def _drift(comparison: Comparison, metric: Metric, pairing: Pairing, confidence:
     return Paired(metric.name, pairing, drift.get("drift_pct"), examples=drift.get("examples"))
 
 
-def _speed(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Optional[Paired]:
+def _speed(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
     """The slowdown: the geometric mean of the per-example time ratio, in %, with its interval (none where the
     runs cannot be compared: different machines)."""
     stats = comparison.speed.stats

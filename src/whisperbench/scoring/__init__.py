@@ -13,7 +13,7 @@ from .normalize import NORMALIZERS, choose_normalizer, get_normalizer, normalize
 from .qoi import ExampleComparison, QoiResult
 
 if TYPE_CHECKING:
-    from typing import Iterable
+    from collections.abc import Iterable
 
     from ..types import Prediction
 

@@ -80,7 +80,7 @@ def qoi_interval(
 
 def share_interval(
     hits: ArrayLike, confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> Optional[Interval]:
+) -> Interval | None:
     """CI of the share (percent) of examples where ``hits`` is true (QoI's: candidate no worse), examples
     resampled; None without examples.
 

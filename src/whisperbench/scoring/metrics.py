@@ -63,7 +63,7 @@ ERRORS = "errors"
 FAILED = "failed"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
-SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], Optional[dict[str, Any]]]
+SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], dict[str, Any] | None]
 #: how a :class:`Pairing` compares two runs (``reports/pairings.py`` computes each kind once): ``examples`` per
 #: example, ``difference`` of the run values, ``ratio`` of them, ``parity`` of the outputs; ``qoi``, ``speed`` and
 #: ``drift`` are the built-in comparisons (QoI, the paired time ratio, formatting drift) named as kinds
@@ -223,8 +223,8 @@ class Pairing:
     kind: str
     column: str = ""
     better: str = "lower"
-    heading: Optional[str] = None
-    flag: Optional[str] = None
+    heading: str | None = None
+    flag: str | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -289,7 +289,7 @@ class Metric:
         if self.better not in BETTER:
             raise ValueError(f"metric {self.name!r}: better must be 'lower' or 'higher', not {self.better!r}")
 
-    def pairing(self, name: str) -> Optional[Pairing]:
+    def pairing(self, name: str) -> Pairing | None:
         """Its pairing ``name``, None when it declares none of that name."""
         return next((p for p in self.pairings if p.name == name), None)
 
@@ -394,7 +394,7 @@ class Metric:
         """The heading of its headline column: ``heading``, else its name."""
         return self.heading or self.name
 
-    def headline_label(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
+    def headline_label(self, value: Mapping[str, Any] | None) -> str | None:
         """The heading of its headline in a table: :attr:`label` for a per-example metric; for a run-level one its
         ``heading``, else ``METRIC.KEY`` of the headline key (None where its value has no number to show).
 
@@ -406,7 +406,7 @@ class Metric:
         column = self.headline_column(value)
         return f"{self.name}.{column}" if column else None
 
-    def headline_column(self, value: Optional[Mapping[str, Any]]) -> Optional[str]:
+    def headline_column(self, value: Mapping[str, Any] | None) -> str | None:
         """The column a table shows of a stored value: ``headline``, else the value's first numeric one."""
         if self.headline or not isinstance(value, Mapping):
             return self.headline

@@ -11,9 +11,9 @@ instead of words (see :mod:`whisperbench.core.languages`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.languages import headline_metric
 from ..types import Prediction
@@ -91,7 +91,7 @@ class ExampleRows(Protocol):
         drift takes)."""
 
 
-def qoi_by(labels: Sequence[Optional[str]], regressed: Sequence[bool]) -> dict[str, dict[str, Any]]:
+def qoi_by(labels: Sequence[str | None], regressed: Sequence[bool]) -> dict[str, dict[str, Any]]:
     """QoI per label of the joined examples (``labels`` and ``regressed``: one each per example; an example without
     a label is left out), labels sorted: joined, regressed, QoI %. The one breakdown of QoI: by language
     (:meth:`QoiResult.by_language`), by condition (the robustness table), by any label.
@@ -162,7 +162,7 @@ class QoiResult:
         return data
 
 
-def _labelled(pred: Prediction, language: Optional[str], normalizer: str) -> Prediction:
+def _labelled(pred: Prediction, language: str | None, normalizer: str) -> Prediction:
     """``pred`` scored as an example of ``language`` (its characters counted without spaces where that applies)."""
     return (
         pred

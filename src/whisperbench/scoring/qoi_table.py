@@ -12,6 +12,7 @@ other one from the stored counts, vectorized. The per-example records are built 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
