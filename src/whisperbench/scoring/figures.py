@@ -22,16 +22,8 @@ from .arrays import OK, numbers, text
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
 from .summary import raw
-from .table import CHAR_COUNTS, counts, metric_value, scored_table
+from .table import CHAR_COUNTS, counts, metric_value, scored_table, unique_by_id
 from .wer import corpus_wer
-
-
-def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
-    """One prediction per id: the last one given, where the id first appeared (the run store's rule)."""
-    by_id: dict[str, Prediction] = {}
-    for pred in predictions:
-        by_id[pred.id] = pred
-    return list(by_id.values())
 
 
 def summarize(

@@ -318,10 +318,10 @@ class Metric:
         """The version of the code that computes this metric: the SHA-256 (16 digits) of the module defining its
         kernel (or ``summarize``), after the distribution and version of the package it comes from where it is a
         plug-in; a kernel defined nowhere on disk (a notebook, a test): the digest of its compiled code. A score
-        table records it per metric and is rebuilt when it changes (:func:`whisperbench.scoring.table.metrics_key`)."""
+        table records it per metric, and its columns are recomputed when it changes, the other columns kept
+        (:func:`whisperbench.scoring.table.kept_metrics`)."""
         code = self.per_example or self.summarize
-        module = sys.modules.get(getattr(code, "__module__", None) or type(code).__module__)
-        source = getattr(module, "__file__", None)
+        source = self.source_file
         try:
             with open(source, "rb") as fh:  # type: ignore[arg-type]
                 data = fh.read()
@@ -331,6 +331,13 @@ class Metric:
         digest = hashlib.sha256(data).hexdigest()[:16]
         origin = METRICS.origin(self.name)
         return f"{origin} {digest}" if origin else digest
+
+    @property
+    def source_file(self) -> Optional[str]:
+        """The file of the module defining its kernel (or ``summarize``); None where it has none (a notebook)."""
+        code = self.per_example or self.summarize
+        module = sys.modules.get(getattr(code, "__module__", None) or type(code).__module__)
+        return getattr(module, "__file__", None)
 
     @property
     def label(self) -> str:

@@ -14,16 +14,17 @@ set of metrics installed included: :func:`metrics_key`).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ..types import Prediction, WordCounts
+from ..types import ExampleScore, Prediction, WordCounts
 from . import arrays
 import pyarrow.compute as pc
 from .arrays import numbers
 from .hallucination import stored_measures
+from .normalize import normalize
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
 from .summary import ScoredOnRead, Rows, in_parallel, map_ranges, rescored, rescored_all
 from .wer import corpus_wer
@@ -80,7 +81,12 @@ def _joined(parts: Sequence[pa.Table]) -> pa.Table:
     """The parts' tables one after the other, columns in the order one process gives them: the fixed ones, then each
     metric's in registry order (a part whose examples gave a metric no column gets it empty)."""
     table = pa.concat_tables(parts, promote_options="default")
-    seen = list(dict.fromkeys(name for part in parts for name in part.column_names))
+    return _in_order(table, list(dict.fromkeys(name for part in parts for name in part.column_names)))
+
+
+def _in_order(table: pa.Table, seen: Sequence[str]) -> pa.Table:
+    """``table``'s columns (named in ``seen``, in order of first appearance) as one process gives them: the fixed
+    ones, then each metric's in registry order, a metric's own columns in the order they were first seen."""
     prefixes = [f"{metric.name}." for metric in per_example_metrics()]
     rank = {prefix: i for i, prefix in enumerate(prefixes)}
     fixed = [name for name in seen if not name.startswith(tuple(prefixes))]
@@ -116,6 +122,74 @@ def metrics_key() -> str:
     ``metrics``: ``{"name": "version", …}`` as JSON, :attr:`~whisperbench.scoring.metrics.Metric.code_version`): a
     table built with another set, or by a metric whose code changed since, is stale."""
     return json.dumps({metric.name: metric.code_version for metric in per_example_metrics()}, sort_keys=True)
+
+
+def recorded_metrics(table: pa.Table) -> dict[str, str]:
+    """The per-example metrics whose columns ``table`` holds, each with the version of the code that computed them
+    (its metadata ``metrics``, as :func:`metrics_key` wrote it; ``{}`` where it has none or it is unreadable)."""
+    try:
+        recorded = json.loads((table.schema.metadata or {}).get(b"metrics", b"{}"))
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+
+
+def kept_metrics(table: pa.Table, recorded: dict[str, str]) -> pa.Table:
+    """``table`` (whose metric columns were computed by the code versions ``recorded``) without the columns of
+    every metric whose code changed since, or that is no longer installed; its metadata ``metrics`` then names
+    only the metrics kept (:func:`lacking_metrics` tells which to compute again). No column is copied."""
+    current = {metric.name: metric.code_version for metric in per_example_metrics()}
+    kept = {name: version for name, version in recorded.items() if current.get(name) == version}
+    dropped = [name for name in table.column_names if "." in name and name.split(".", 1)[0] not in kept]
+    metadata = dict(table.schema.metadata or {}) | {b"metrics": json.dumps(kept, sort_keys=True).encode()}
+    return table.drop_columns(dropped).replace_schema_metadata(metadata)
+
+
+def lacking_metrics(table: pa.Table) -> tuple[Metric, ...]:
+    """The registered per-example metrics whose columns ``table`` does not hold as their current code computes
+    them (installed since it was built, or their code changed: :func:`kept_metrics`)."""
+    recorded = recorded_metrics(table)
+    return tuple(metric for metric in per_example_metrics() if metric.name not in recorded)
+
+
+def with_metrics(
+    table: pa.Table, predictions: Sequence[Prediction], normalizer: str, metrics: Sequence[Metric]
+) -> Optional[pa.Table]:
+    """``table`` with the columns of ``metrics`` computed and added (the others kept as they are), in the order a
+    table built whole has them, its metadata ``metrics`` made current; ``predictions``: the stored ones the table
+    was built from (their extra fields, which the table does not hold). The examples are made from the table's
+    counts and normalized output and the transcripts normalized again; nothing is aligned again. None when the
+    predictions are not the table's rows (then rebuild it whole)."""
+    preds = unique_by_id(predictions)
+    if [p.id for p in preds] != table["id"].to_pylist():
+        return None
+    examples = [ScoredExample.from_prediction(pred.with_score(score)) for pred, score in zip(preds, _scores(table, normalizer))]
+    added = {f"{m.name}.{name}": values for m in metrics for name, values in m.columns_of(examples).items()}
+    for name, values in added.items():
+        table = table.append_column(pa.field(name, pa.float64()), arrays.array(values, pa.float64()))
+    metadata = dict(table.schema.metadata or {}) | {b"metrics": metrics_key().encode()}
+    return _in_order(table, table.column_names).replace_schema_metadata(metadata)
+
+
+def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
+    """One prediction per id: the last one given, where the id first appeared (the run store's rule, and the
+    table's rows: :func:`_last_per_id`)."""
+    by_id: dict[str, Prediction] = {}
+    for pred in predictions:
+        by_id[pred.id] = pred
+    return list(by_id.values())
+
+
+def _scores(table: pa.Table, normalizer: str) -> Iterator[ExampleScore]:
+    """Each row's score with ``normalizer`` as the table holds it (the transcript normalized again: the table keeps
+    its counts and the normalized output only)."""
+    words = zip(*(table[name].to_pylist() for name in WORD_COUNTS))
+    chars = zip(*(table[name].to_pylist() for name in CHAR_COUNTS))
+    rows = zip(table["transcript"].to_pylist(), table["hypothesis_norm"].to_pylist(), words, chars)
+    for transcript, hypothesis_norm, counted, char_counted in rows:
+        char_counts = WordCounts(*char_counted) if char_counted[0] is not None else None
+        transcript_norm = normalize(transcript, normalizer)
+        yield ExampleScore(normalizer, transcript_norm, hypothesis_norm, WordCounts(*counted), char_counts)
 
 
 def metric_value(table: pa.Table, metric: Metric) -> Optional[dict[str, Any]]:
