@@ -448,13 +448,17 @@ def _plain_columns(given: list[Any]) -> Optional[dict[str, list[Optional[float]]
     """
     if not all(type(values) is dict for values in given):
         return None
-    names = [name for name in dict.fromkeys(key for values in given for key in values) if name != ERRORS]
-    columns: dict[str, list[Optional[float]]] = {}
-    for name in names:
-        column = [values.get(name) for values in given]
-        if type(name) is not str or not all(v is None or (type(v) is float and v - v == 0.0) for v in column):
-            return None
-        columns[name] = column
+    columns: dict[str, list[Optional[float]]] = {}  # in the order the names first come
+    for row, values in enumerate(given):  # one pass over the values given (a sparse metric's {} costs nothing)
+        for name, value in values.items():
+            if name == ERRORS:
+                continue
+            if type(name) is not str or not (value is None or (type(value) is float and value - value == 0.0)):
+                return None
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = [None] * len(given)
+            column[row] = value
     return columns
 
 
