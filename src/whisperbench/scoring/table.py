@@ -14,6 +14,7 @@ set of metrics installed included: :func:`metrics_key`).
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
@@ -26,7 +27,7 @@ from .arrays import numbers
 from .hallucination import stored_measures
 from .normalize import normalize
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import ScoredOnRead, Rows, in_parallel, map_ranges, rescored, rescored_all
+from .summary import ScoredOnRead, Rows, in_parallel, map_ranges, range_call, rescored, rescored_all, worker_pool
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -75,6 +76,56 @@ def scored_table(
     parts = map_ranges(_scored_part, Rows(predictions, normalizer), len(predictions), workers, backwards=True)
     scored = ScoredOnRead(predictions, [packed for part in parts for packed in part[0]])
     return scored, _joined([part[1] for part in parts])
+
+
+#: predictions a pool worker scores at once while a run is being written (:class:`ScoredWhileWritten`)
+WRITTEN_PART = 4096
+
+
+class ScoredWhileWritten:
+    """A run's score table computed on a pool of ``workers`` processes while its predictions are being written, so
+    that scoring and writing share the machine's cores: :meth:`add` takes each group of predictions as it is
+    written (every :data:`WRITTEN_PART` of them go to a worker), :meth:`result` the predictions stored once the run
+    ends, and :meth:`close` ends the pool. Nothing is scored but what was written, with the run's normalizer."""
+
+    def __init__(self, normalizer: str, workers: int) -> None:
+        self.normalizer, self.workers = normalizer, workers
+        self._added: list[Prediction] = []
+        self._sent = 0
+        self._parts: list[Future[Any]] = []
+        self._pool: Optional[ProcessPoolExecutor] = None
+
+    def add(self, predictions: Iterable[Prediction]) -> None:
+        """Predictions just written, in the order they were written."""
+        self._added.extend(predictions)
+        while len(self._added) - self._sent >= WRITTEN_PART:
+            self._send(self._sent + WRITTEN_PART)
+
+    def _send(self, stop: int) -> None:
+        """Predictions ``self._sent:stop`` to a worker."""
+        part = self._added[self._sent : stop]
+        self._pool = self._pool or worker_pool(self.workers)
+        self._parts.append(self._pool.submit(range_call, (_scored_part, Rows(part, self.normalizer), len(part))))
+        self._sent = stop
+
+    def result(self, stored: Sequence[Prediction]) -> Optional[tuple[Sequence[Prediction], pa.Table]]:
+        """``stored`` (the run's predictions as read back, one per id) scored and their table, as
+        :func:`scored_table` gives them; None where they are not exactly the predictions added, in that order (a
+        resumed or edited run: score them afresh)."""
+        if len(stored) != len(self._added) or stored != self._added:
+            return None
+        if self._sent < len(self._added):
+            self._send(len(self._added))
+        if not self._parts:
+            return None
+        parts = [future.result() for future in self._parts]
+        scored = ScoredOnRead(stored, [packed for part in parts for packed in part[0]])
+        return scored, _joined([part[1] for part in parts])
+
+    def close(self) -> None:
+        """End the pool (the parts not started are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
@@ -163,7 +214,9 @@ def with_metrics(
     preds = unique_by_id(predictions)
     if [p.id for p in preds] != table["id"].to_pylist():
         return None
-    examples = [ScoredExample.from_prediction(pred.with_score(score)) for pred, score in zip(preds, _scores(table, normalizer))]
+    examples = [
+        ScoredExample.from_prediction(pred.with_score(score)) for pred, score in zip(preds, _scores(table, normalizer))
+    ]
     added = {f"{m.name}.{name}": values for m in metrics for name, values in m.columns_of(examples).items()}
     for name, values in added.items():
         table = table.append_column(pa.field(name, pa.float64()), arrays.array(values, pa.float64()))
