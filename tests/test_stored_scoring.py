@@ -241,7 +241,7 @@ def test_a_run_scored_while_it_is_written_has_the_figures_and_table_of_one_score
     adapter marked as computing: no pool while writing), a failed example and an empty transcript included; and
     the parts were used (not scored again at the end)."""
     from whisperbench.adapters.recorded import RecordedAdapter
-    from whisperbench.scoring import summary as engine
+    from whisperbench.scoring import engine
     from whisperbench.scoring import table as tables
 
     rows = _rows()

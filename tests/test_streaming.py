@@ -563,7 +563,7 @@ def test_run_metrics_on_the_scoring_pool_equal_those_of_one_process_with_scores_
     give on the list one process makes; every item read is the scored prediction."""
     from whisperbench.scoring.figures import language_identification
     from whisperbench.scoring.metrics import MetricContext, run_metrics
-    from whisperbench.scoring.summary import PARALLEL_MIN, ScoredOnRead, raw
+    from whisperbench.scoring.engine import PARALLEL_MIN, ScoredOnRead, raw
     from whisperbench.scoring.table import scored_table
 
     words = "hello big world good bye".split()

@@ -242,7 +242,7 @@ def test_a_metric_whose_kernel_changed_is_the_only_one_computed_again(tmp_path, 
     assert metric_named("letters").code_version != old_version
     with monkeypatch.context() as patched:
         computed = _computed(patched)
-        patched.setattr("whisperbench.scoring.summary.align", None)  # nothing is aligned again
+        patched.setattr("whisperbench.scoring.engine.align", None)  # nothing is aligned again
         after = compare_runs(load_run(runs / "ref"), load_run(runs / "cand")).to_json()["metrics"]["letters"]
     assert computed == ["letters", "letters"]  # once per run, and no other metric
     assert before["candidate"]["n"] > 0 and after["candidate"]["n"] == 3 * before["candidate"]["n"]

@@ -344,7 +344,7 @@ class StoredRun:
 
     def scored(self, normalizer: Optional[str] = None) -> list[Prediction]:
         """Every stored prediction scored with ``normalizer`` (default the run's): the raw output holds no score."""
-        from .scoring.summary import rescored_all
+        from .scoring.engine import rescored_all
 
         return rescored_all(self.predictions, normalizer or self.normalizer)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 from ..digest import sha256_of
 from ..errors import AudioError
 from ..files import cache_dir
-from ..scoring.summary import map_ranges
+from ..scoring.engine import map_ranges
 from ..types import AudioInfo
 
 if TYPE_CHECKING:

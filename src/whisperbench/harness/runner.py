@@ -30,7 +30,7 @@ from ..machine import package_versions, usable_cpus
 from ..scoring import choose_normalizer
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
-from ..scoring.summary import in_parallel
+from ..scoring.engine import in_parallel
 from ..scoring.table import ScoredWhileWritten
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
 from ..store import RunStore, safe_run_name

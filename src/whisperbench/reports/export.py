@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..store import StoredRun
 from ..scoring.qoi_table import qoi_tables
-from ..scoring.summary import rescored_all
+from ..scoring.engine import rescored_all
 from ..scoring.metrics import per_example_metrics
 
 COLUMNS = [

@@ -22,7 +22,7 @@ from ..scoring.metrics import (
     run_metrics,
     stored_options,
 )
-from ..scoring.summary import rescored
+from ..scoring.engine import rescored
 from ..scoring.figures import table_figures
 from ..scoring.table import column as table_column, metric_values
 from .compare import compare_runs

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ impo
         sign_test as sign_test,
     )
     from .figures import summarize as summarize
-    from .summary import (
+    from .engine import (
         counts_of as counts_of,
         rescored as rescored,
         score_prediction as score_prediction,
@@ -54,7 +54,7 @@ _MODULES = {
         "sign_test",
     ),
     ".figures": ("summarize",),
-    ".summary": ("counts_of", "rescored", "score_prediction", "score_predictions"),
+    ".engine": ("counts_of", "rescored", "score_prediction", "score_predictions"),
     ".wer": ("align", "corpus_wer", "example_wer"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}

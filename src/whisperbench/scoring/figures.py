@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .arrays import OK, numbers, text
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
-from .summary import raw
+from .engine import raw
 from .table import CHAR_COUNTS, counts, metric_value, scored_table, unique_by_id
 from .wer import corpus_wer
 

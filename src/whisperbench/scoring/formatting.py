@@ -47,7 +47,7 @@ from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
 from .metrics import Metric, ScoredExample
-from .summary import map_ranges
+from .engine import map_ranges
 from .wer import count_edits, pooled_rate
 
 #: the marks reported one by one, each with the name of its columns (every punctuation character, Unicode category

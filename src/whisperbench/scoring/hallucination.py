@@ -300,7 +300,7 @@ def stored_measures(pred: Prediction) -> tuple[int, int, Optional[float]]:
     of its loop under the default thresholds (0: none) and the compression ratio of its raw text. From them
     :meth:`Measures.flags` gives each kind's flags without normalizing or aligning again.
 
-    >>> from whisperbench.scoring.summary import score_prediction
+    >>> from whisperbench.scoring.engine import score_prediction
     >>> looped = score_prediction(Prediction("a", "go", "go on and on and on and on"), "basic")
     >>> burst, loop, ratio = stored_measures(looped)
     >>> burst, loop, round(ratio, 2)

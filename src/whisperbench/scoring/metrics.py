@@ -103,11 +103,11 @@ class ScoredExample:
 
     @classmethod
     def from_prediction(cls, pred: Prediction) -> "ScoredExample":
-        """The example of a scored prediction (``scoring.summary.score_prediction``): its fields set at once, not one
+        """The example of a scored prediction (``scoring.engine.score_prediction``): its fields set at once, not one
         ``object.__setattr__`` each as a frozen dataclass's ``__init__`` does (a third of the time, once per example
         of every run).
 
-        >>> from whisperbench.scoring.summary import score_prediction
+        >>> from whisperbench.scoring.engine import score_prediction
         >>> made = ScoredExample.from_prediction(score_prediction(Prediction("a", "Hi there.", "hi there"), "basic"))
         >>> made == ScoredExample("a", "ok", "Hi there.", "hi there", "hi there", "hi there", WordCounts(2, 0, 0, 0),
         ...                       WordCounts(8, 0, 0, 0))

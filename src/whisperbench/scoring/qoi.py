@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Protocol, S
 from ..languages import headline_metric
 from ..types import Prediction
 from .normalize import normalize
-from .summary import headline_counts, rescored, score_prediction
+from .engine import headline_counts, rescored, score_prediction
 
 if TYPE_CHECKING:
     import numpy as np
@@ -247,7 +247,7 @@ def qoi(reference: Iterable[Prediction], candidate: Iterable[Prediction], normal
     listed in ``reference_failed``, not joined. Both runs are scored against the reference run's
     transcript; ids whose transcripts differ between runs are listed in ``text_mismatch``. Stored scoring
     fields are used where a prediction was scored with ``normalizer`` (see
-    :func:`~whisperbench.scoring.summary.rescored`).
+    :func:`~whisperbench.scoring.engine.rescored`).
     """
     return _qoi(reference, candidate, normalizer)
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one, qoi_by
-from .summary import map_ranges
+from .engine import map_ranges
 from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column
 from .wer import example_wers
 

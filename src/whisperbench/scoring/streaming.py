@@ -48,7 +48,7 @@ from ..errors import WhisperbenchError
 from ..types import Prediction
 from .metrics import Metric, MetricContext
 from .normalize import normalize
-from .summary import raw
+from .engine import raw
 from .timing import TimedToken, matched_pairs
 
 CLOCK_TIME = {"simulated": "audio_s", "real-time": "wall_s"}

@@ -27,7 +27,7 @@ from .arrays import numbers
 from .hallucination import stored_measures
 from .normalize import normalize
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import ScoredOnRead, Rows, in_parallel, map_ranges, range_call, rescored, rescored_all, worker_pool
+from .engine import ScoredOnRead, Rows, in_parallel, map_ranges, range_call, rescored, rescored_all, worker_pool
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -69,7 +69,7 @@ def scored_table(
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
     processes (default: the cores this process may use: ``summary.in_parallel``), each scoring its part and building
     its part of the table (the per-example metrics included); the parts are joined in order, and the scored
-    predictions are then made as they are read (:class:`~whisperbench.scoring.summary.ScoredOnRead`)."""
+    predictions are then made as they are read (:class:`~whisperbench.scoring.engine.ScoredOnRead`)."""
     if not in_parallel(len(predictions), workers):
         each = rescored_all(predictions, normalizer)
         return each, _table(each)

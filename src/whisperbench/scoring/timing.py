@@ -28,7 +28,7 @@ import numpy as np
 from ..types import Prediction, WordCounts
 from .metrics import Display, Metric, MetricContext
 from .normalize import normalize
-from .summary import raw
+from .engine import raw
 from .wer import align
 
 #: utterance starts within these distances (seconds) of a predicted segment start count as "within"

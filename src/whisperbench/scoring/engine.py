@@ -1,6 +1,6 @@
-"""Score stored predictions, one example at a time: the normalized texts and the word and character alignment
-counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I/O; the run's figures are
-:mod:`whisperbench.scoring.figures`'."""
+"""The scoring engine: the kernel that scores one example (the normalized texts and the word and character alignment
+counts: :class:`~whisperbench.types.ExampleScore`) and the pool of spawned worker processes that scores many
+(:func:`map_ranges`, :func:`worker_pool`). No I/O; the run's figures are :mod:`whisperbench.scoring.figures`'."""
 
 from __future__ import annotations
 
