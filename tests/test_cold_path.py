@@ -198,7 +198,7 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
     set is large enough for the scoring pool or not; its figures are those of the same pairs scored in one
     process."""
     from tests.conftest import BUNDLED
-    from whisperbench.scoring.summary import PARALLEL_MIN
+    from whisperbench.scoring.engine import PARALLEL_MIN
 
     audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
     words = ["alpha", "beta", "gamma", "delta", "echo"]
@@ -213,7 +213,7 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
     out = _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, after=after)
     assert "PANDAS False SCIPY False 0" in out.stderr, out.stderr[-3000:]
     summary = json.loads(out.stdout)
-    from whisperbench.scoring.summary import score_texts
+    from whisperbench.scoring.engine import score_texts
 
     one_core = [score_texts(r["text"], h, None, summary["normalizer"], True).words for r, h in zip(rows, edited)]
     for name in ("hits", "substitutions", "deletions", "insertions"):

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from whisperbench.core.languages import cer_text, headline_metric
+from whisperbench.scoring import engine as engine
 from whisperbench.scoring import normalize, qoi, score_prediction, score_predictions, summarize
-from whisperbench.scoring import summary as summary_module
 from whisperbench.scoring.wer import align, align_characters
 from whisperbench.types import Prediction
 
@@ -143,7 +143,7 @@ def test_words_only_scoring_skips_characters():
 
 def test_several_cores_give_the_same_predictions(monkeypatch):
     preds = shared_pairs()[:200]
-    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 10)
     assert score_predictions(preds, "english", workers=2) == [score_prediction(p, "english") for p in preds]
 
 
@@ -155,7 +155,7 @@ def test_a_score_table_built_on_several_cores_is_the_one_built_in_this_process(m
     formatted = [Prediction(f"f{i}", "He said: no, thanks.", "he said no thanks" * (i % 3)) for i in range(20)]
     preds = shared_pairs()[:180] + formatted
     one_scored, one_table = scored_table(preds, "english", workers=1)
-    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 10)
     many_scored, many_table = scored_table(preds, "english", workers=2)
     assert list(many_scored) == list(one_scored) and many_table.equals(one_table)
     assert many_table.num_rows == 200 and "formatting.f_errors" in many_table.column_names
@@ -430,7 +430,7 @@ def test_the_workers_end_after_the_ranges_whether_they_all_succeed_or_one_fails(
     range that raises raises in the caller, the ranges not started are dropped, the workers waited for."""
     import multiprocessing
 
-    from whisperbench.scoring.summary import map_ranges
+    from whisperbench.scoring.engine import map_ranges
 
     parts = map_ranges(_fails_at_six, list(range(6)), 6, workers=2, minimum=1)
     assert [x for part in parts for x in part] == list(range(6))

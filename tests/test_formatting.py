@@ -401,7 +401,7 @@ def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object
     import random
 
     from whisperbench import compare
-    from whisperbench.scoring import summary as summary_module
+    from whisperbench.scoring import engine as engine
     from whisperbench.scoring.formatting import formatting_parity
 
     store, made = runs
@@ -417,9 +417,9 @@ def test_parity_from_the_score_tables_and_on_several_cores_equals_the_per_object
     alone = formatting_parity(pairs)
     from_tables = comparison.result.examples.formatting_parity("english")
     assert from_tables == formatting_parity(_record_pairs(comparison.result.examples, "english"))
-    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 2)  # row ranges read by forked workers from the tables
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 2)  # row ranges read by forked workers from the tables
     assert comparison.result.examples.formatting_parity("english") == from_tables and from_tables["drift_examples"]
-    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 10)
     assert formatting_parity(pairs) == alone and alone["drift_examples"] > 0
 
 

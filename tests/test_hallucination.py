@@ -327,3 +327,48 @@ def test_flags_read_from_the_score_table_equal_those_of_each_example(tmp_path, t
     assert {kind: set(from_table["ids"][kind]) for kind in KINDS} == {kind: expected[kind] for kind in KINDS}
     assert from_table["longest_burst_words"] == max(h.burst_words for h in found)
     assert expected["loops"] and expected["bursts"] and expected["nonspeech_with_output"] and expected["catastrophic"]
+
+
+def _periods_by_arrays(words, thresholds):
+    """The spacings at which some word comes back ``loop_repeats`` times in a row, found independently: per spacing,
+    every start compared at once as arrays of word numbers (what the scorer did before it visited word places)."""
+    ids = np.array([{w: i for i, w in enumerate(dict.fromkeys(words))}[w] for w in words], dtype=np.int64)
+    periods = set()
+    for gap in range(1, thresholds.max_ngram + 1):
+        span = len(ids) - (thresholds.loop_repeats - 1) * gap
+        if span <= 0:
+            break
+        found = np.ones(span, dtype=bool)
+        for k in range(1, thresholds.loop_repeats):
+            found &= ids[:span] == ids[k * gap : k * gap + span]
+        if found.any():
+            periods.add(gap)
+    return periods
+
+
+def test_loop_spacings_equal_an_array_search_on_random_texts():
+    """The loop finder's spacings equal an independent array search on 5,000 random texts of few distinct words
+    (most with a word said three times, a third with a phrase repeated in them), under varied thresholds; and a
+    million-word loop of one word is found in linear time."""
+    import random
+    import time
+
+    from whisperbench.scoring.hallucination import Thresholds, _loop_periods
+
+    rng = random.Random(7)
+    found_some = 0
+    for _ in range(5000):
+        vocabulary = [f"w{i}" for i in range(rng.randint(1, 12))]
+        words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 60))]
+        if rng.random() < 0.3:
+            phrase = [rng.choice(vocabulary) for _ in range(rng.randint(1, 8))]
+            at = rng.randint(0, len(words))
+            words[at:at] = phrase * rng.randint(2, 5)
+        thresholds = Thresholds(loop_repeats=rng.randint(2, 5), max_ngram=rng.randint(1, 25))
+        expected = _periods_by_arrays(words, thresholds)
+        assert _loop_periods(words, thresholds) == expected, (words, thresholds)
+        found_some += bool(expected)
+    assert found_some > 1000
+    start = time.process_time()
+    assert _loop_periods(["no"] * 1_000_000, Thresholds()) == set(range(1, 21))
+    assert time.process_time() - start < 20

@@ -1,4 +1,4 @@
-"""The scoring pool (``scoring.summary.map_ranges``): fresh interpreters (``spawn``), an explicit number of workers,
+"""The scoring pool (``scoring.engine.map_ranges``): fresh interpreters (``spawn``), an explicit number of workers,
 safe from a thread of a multi-threaded process, the same figures whatever the number of workers, and no worker
 left behind when the command that started it is killed."""
 
@@ -15,8 +15,8 @@ import time
 import pytest
 
 from tests.conftest import BUNDLED, REPO
-from whisperbench.scoring import summary as summary_module
-from whisperbench.scoring.summary import map_ranges, score_prediction, score_predictions
+from whisperbench.scoring import engine as engine
+from whisperbench.scoring.engine import map_ranges, score_prediction, score_predictions
 from whisperbench.scoring.table import scored_table
 from whisperbench.types import Prediction
 
@@ -46,7 +46,7 @@ def test_a_pool_started_from_a_thread_of_a_multithreaded_process_scores_correctl
     process, and the table and scores are those of one process, to the bit."""
     preds = _predictions(300)
     one_scored, one_table = scored_table(preds, "english", workers=1)
-    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 10)
     held, stop = threading.Lock(), threading.Event()
 
     def busy() -> None:
@@ -81,7 +81,7 @@ def test_the_figures_are_identical_with_1_2_and_4_workers(monkeypatch, workers):
     on 1, 2 and 4 workers; and the same as each prediction scored alone."""
     preds = _predictions(400)
     one_scored, one_table = scored_table(preds, "english", workers=1)
-    monkeypatch.setattr(summary_module, "PARALLEL_MIN", 10)
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 10)
     many_scored, many_table = scored_table(preds, "english", workers=workers)
     assert many_table.equals(one_table) and many_table.num_rows == len(preds)
     assert list(many_scored) == list(one_scored) == [score_prediction(p, "english") for p in preds]
@@ -90,11 +90,11 @@ def test_the_figures_are_identical_with_1_2_and_4_workers(monkeypatch, workers):
 
 def test_workers_default_to_the_cores_this_process_may_use(monkeypatch):
     """No ``workers``: as many as ``os.sched_getaffinity`` allows (one: no pool at all)."""
-    monkeypatch.setattr(summary_module, "usable_cpus", lambda: 1)
-    assert not summary_module.in_parallel(10**6, None)
-    monkeypatch.setattr(summary_module, "usable_cpus", lambda: 3)
-    assert summary_module.in_parallel(summary_module.PARALLEL_MIN, None)
-    assert not summary_module.in_parallel(summary_module.PARALLEL_MIN - 1, None)
+    monkeypatch.setattr(engine, "usable_cpus", lambda: 1)
+    assert not engine.in_parallel(10**6, None)
+    monkeypatch.setattr(engine, "usable_cpus", lambda: 3)
+    assert engine.in_parallel(engine.PARALLEL_MIN, None)
+    assert not engine.in_parallel(engine.PARALLEL_MIN - 1, None)
     assert len(map_ranges(_pid, list(range(12)), 12, minimum=1)) == 12  # four ranges a worker, three workers
 
 
@@ -103,7 +103,7 @@ def test_sigkill_of_score_while_it_scores_leaves_no_process_behind(tmp_path, tin
     scores: every process it started (the workers, multiprocessing's helpers) is gone moments later."""
     import psutil
 
-    count = summary_module.PARALLEL_MIN + 10_000
+    count = engine.PARALLEL_MIN + 10_000
     audio = str(BUNDLED / "shortform" / tiny_rows[1]["audio"])
     words = tiny_rows[1]["text"].split()
     rows = [{"id": f"u{i:05d}", "audio": audio, "text": " ".join(words[: 3 + i % 10])} for i in range(count)]
@@ -143,7 +143,7 @@ def test_pool_workers_end_at_once_with_the_process_that_started_them(tmp_path):
 
     probe = (
         "import sys\n"
-        "from whisperbench.scoring.summary import map_ranges\n"
+        "from whisperbench.scoring.engine import map_ranges\n"
         "from tests.test_scoring_pool import _sleep_part\n"
         "map_ranges(_sleep_part, list(range(8)), 8, workers=2, minimum=1)\n"
     )

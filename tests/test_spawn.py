@@ -82,12 +82,12 @@ def test_the_guard_is_found_where_the_top_level_statement_runs(tmp_path):
 
 
 SCORE = """
-from whisperbench.scoring import summary
+from whisperbench.scoring import engine
 from whisperbench.types import Prediction
-summary.PARALLEL_MIN = 10  # a pool for a few predictions (20,000 or more by default)
+engine.PARALLEL_MIN = 10  # a pool for a few predictions (20,000 or more by default)
 preds = [Prediction(f"p{i}", "the cat sat on the mat", "the cat sat on a mat") for i in range(40)]
 print("sent", __name__)  # printed again by every worker that ran this script
-scored = summary.score_predictions(preds, "english", workers=2)
+scored = engine.score_predictions(preds, "english", workers=2)
 print("substitutions", sum(p.score.words.substitutions for p in scored))
 """
 

@@ -231,3 +231,46 @@ def test_the_run_writes_its_score_table_when_it_ends(tmp_path):
     table = result.store.read_score_table(result.summary.normalizer)
     assert table is not None and table.num_rows == 6
     assert open_run(str(result.store.path))._predictions is None  # opened from the table alone
+
+
+def test_a_run_scored_while_it_is_written_has_the_figures_and_table_of_one_scored_at_the_end(tmp_path, monkeypatch):
+    """Recorded hypotheses (no speed measured while the run goes): a run large enough for a pool is scored in
+    parts by a pool as its lines are written (here from 3 lines, parts of 2: several parts and a short last
+    one). Its summary.json scores and score table equal those of the same run scored after it was written (the
+    adapter marked as computing: no pool while writing), a failed example and an empty transcript included; and
+    the parts were used (not scored again at the end)."""
+    from whisperbench.adapters.recorded import RecordedAdapter
+    from whisperbench.scoring import engine
+    from whisperbench.scoring import table as tables
+
+    rows = _rows()
+    rows.append(dict(rows[0], id="empty-transcript", text="uh"))
+    manifest = write_jsonl(tmp_path / "m.jsonl", rows)
+    hypotheses = _hypotheses(tmp_path, rows, 5, "h")
+    monkeypatch.setattr(engine, "PARALLEL_MIN", 3)
+    monkeypatch.setattr(tables, "WRITTEN_PART", 2)
+    used = []
+    original = tables.ScoredWhileWritten.result
+
+    def spy(self, stored):
+        got = original(self, stored)
+        used.append(got is not None and len(self._parts))
+        return got
+
+    monkeypatch.setattr(tables.ScoredWhileWritten, "result", spy)
+
+    def scored(name):
+        request = RunRequest(
+            "recorded", str(hypotheses), str(manifest), runs_dir=str(tmp_path), name=name, warmup=False
+        )
+        result = run_evaluation(request)
+        figures = {k: v for k, v in result.summary.to_dict().items() if k not in MEASURED}
+        return figures, open_run(str(result.store.path)).score_table()
+
+    streamed, streamed_table = scored("while-written")
+    assert used and used[0] >= 3
+    monkeypatch.setattr(RecordedAdapter, "computes", True)
+    at_end, at_end_table = scored("at-end")
+    assert len(used) == 1  # no pool while writing this time
+    assert streamed == at_end and streamed["num_failed"] > 0 and streamed["empty_transcripts"] == 1
+    assert streamed_table.equals(at_end_table) and streamed_table.num_rows == len(rows)

@@ -561,9 +561,9 @@ def test_run_metrics_on_the_scoring_pool_equal_those_of_one_process_with_scores_
     """The pool's scored predictions are made when read (summary.ScoredOnRead): the run-level metrics (timing,
     streaming, hallucination) and the language identification read the predictions' raw fields and give what they
     give on the list one process makes; every item read is the scored prediction."""
+    from whisperbench.scoring.engine import PARALLEL_MIN, ScoredOnRead, raw
     from whisperbench.scoring.figures import language_identification
     from whisperbench.scoring.metrics import MetricContext, run_metrics
-    from whisperbench.scoring.summary import PARALLEL_MIN, ScoredOnRead, raw
     from whisperbench.scoring.table import scored_table
 
     words = "hello big world good bye".split()

@@ -170,3 +170,108 @@ def test_a_sample_of_a_large_file_is_read_without_reading_it_whole(tmp_path, cou
     picked = store.sample_predictions(count, random.Random(1))
     assert 0 < len(picked) <= count and all(p.id.startswith("e") for p in picked)
     assert len({p.id for p in store.sample_predictions(64, random.Random(2))}) > 48  # spread over the file
+
+
+@pytest.fixture
+def letters_site(tmp_path, monkeypatch):
+    """The ``letters`` plug-in (:data:`PLUGIN`, FACTOR 1) on sys.path as an installed distribution, in this process;
+    ``install(factor)`` rewrites its module and loads the registry again (its kernel edited, its version kept)."""
+    from whisperbench.scoring.metrics import METRICS
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+
+    def install(factor: int) -> None:
+        dist = site / "letters_metric-1.0.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: letters-metric\nVersion: 1.0\n", encoding="utf-8")
+        (dist / "entry_points.txt").write_text("[whisperbench.metrics]\nletters = letters_metric:METRIC\n")
+        (site / "letters_metric.py").write_text(f"FACTOR = {factor}\n" + PLUGIN, encoding="utf-8")
+        sys.modules.pop("letters_metric", None)
+        METRICS.reload()
+
+    yield install
+    sys.modules.pop("letters_metric", None)
+    METRICS.reload()
+
+
+def _computed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the metrics whose columns are computed from now on, in order (a spy on ``Metric.columns_of``)."""
+    from whisperbench.scoring.metrics import Metric
+
+    names: list[str] = []
+    original = Metric.columns_of
+
+    def spy(self, examples):
+        names.append(self.name)
+        return original(self, examples)
+
+    monkeypatch.setattr(Metric, "columns_of", spy)
+    return names
+
+
+def _scored_pair(tmp_path: Path) -> Path:
+    from whisperbench import score
+
+    runs = tmp_path / "runs"
+    for name, file in (("ref", "openai-whisper-base.jsonl"), ("cand", "openai-whisper-tiny.en.jsonl")):
+        score(RECORDED / file, MANIFEST, runs_dir=runs, name=name)
+    return runs
+
+
+def _recorded_versions(run: Path) -> dict:
+    from whisperbench.scorefile import check_path
+
+    return json.loads(json.loads(check_path(run / "scores-english.arrow").read_text(encoding="utf-8"))["metrics"])
+
+
+def test_a_metric_whose_kernel_changed_is_the_only_one_computed_again(tmp_path, letters_site, monkeypatch):
+    """The plug-in's kernel edited after the runs were scored (its distribution still 1.0): the next read computes
+    its columns only — no other metric's, no alignment — records its new version, and gives the table a whole
+    rebuild gives, cell for cell; ``compare --json`` shows the new value."""
+    from whisperbench import load_run
+    from whisperbench.reports import compare_runs
+    from whisperbench.scoring.metrics import metric_named
+
+    letters_site(1)
+    runs = _scored_pair(tmp_path)
+    before = compare_runs(load_run(runs / "ref"), load_run(runs / "cand")).to_json()["metrics"]["letters"]
+    old_version = _recorded_versions(runs / "cand")["letters"]
+    letters_site(3)
+    assert metric_named("letters").code_version != old_version
+    with monkeypatch.context() as patched:
+        computed = _computed(patched)
+        patched.setattr("whisperbench.scoring.engine.align", None)  # nothing is aligned again
+        after = compare_runs(load_run(runs / "ref"), load_run(runs / "cand")).to_json()["metrics"]["letters"]
+    assert computed == ["letters", "letters"]  # once per run, and no other metric
+    assert before["candidate"]["n"] > 0 and after["candidate"]["n"] == 3 * before["candidate"]["n"]
+    versions = _recorded_versions(runs / "cand")
+    assert versions["letters"] == metric_named("letters").code_version != old_version
+    assert {k: v for k, v in versions.items() if k != "letters"} == {
+        k: v for k, v in _recorded_versions(runs / "ref").items() if k != "letters"
+    }
+    updated = load_run(runs / "cand").score_table()
+    (runs / "cand" / "scores-english.arrow").unlink()
+    rebuilt = load_run(runs / "cand").score_table()
+    assert updated.column_names == rebuilt.column_names
+    assert updated.equals(rebuilt)
+
+
+def test_a_metric_installed_after_the_run_is_computed_on_its_own(tmp_path, letters_site, monkeypatch):
+    """Runs scored without the plug-in: the first read after it is installed computes its columns only, and
+    ``compare`` shows it as it would for runs scored with it."""
+    from whisperbench import load_run
+    from whisperbench.reports import compare_runs
+
+    runs = _scored_pair(tmp_path)
+    assert "letters" not in _recorded_versions(runs / "cand")
+    letters_site(1)
+    with monkeypatch.context() as patched:
+        computed = _computed(patched)
+        late = compare_runs(load_run(runs / "ref"), load_run(runs / "cand")).to_json()["metrics"]
+    assert computed == ["letters", "letters"]
+    assert "letters" in _recorded_versions(runs / "cand")
+    fresh = _scored_pair(tmp_path / "fresh")
+    assert late == compare_runs(load_run(fresh / "ref"), load_run(fresh / "cand")).to_json()["metrics"]
+    assert late["letters"]["candidate"]["n"] > 0

@@ -347,7 +347,7 @@ class Prediction:
     """One line of ``predictions.jsonl``: the raw output (what the implementation said, its status, timing) and,
     apart from it, its :class:`ExampleScore` with one normalizer (``score``; None: not scored).
 
-    Scoring never changes the raw fields: :func:`~whisperbench.scoring.summary.score_prediction` returns a copy
+    Scoring never changes the raw fields: :func:`~whisperbench.scoring.engine.score_prediction` returns a copy
     with a new ``score``, and a score is used only for the normalizer it names (else it is computed afresh).
     """
 

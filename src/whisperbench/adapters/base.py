@@ -295,6 +295,10 @@ class Adapter(ABC):
     #: whether the implementation computes in this process (its CPU time is the harness's process clock); one that
     #: runs in a worker process reports ``Transcript.cpu_s`` itself or leaves the CPU basis unmeasured
     cpu_in_process: ClassVar[bool] = True
+    #: whether the implementation computes its outputs while the run goes (its speed measured here); False (the
+    #: outputs were made elsewhere: recorded hypotheses) lets a large run be scored on the other cores as its
+    #: predictions are written (:class:`whisperbench.scoring.table.ScoredWhileWritten`), timing nothing
+    computes: ClassVar[bool] = True
     #: what a run's log says happens before its first result
     starting: ClassVar[str] = "loading the model and warming up"
     #: how the implementation gives word times with ``--word-timestamps`` (run.json ``adapter_info.word_timing``),

@@ -179,6 +179,7 @@ class RecordedAdapter(Adapter):
     word_timing = "the words of the hypotheses file's lines, as recorded"
     needs_audio = False
     uses_weights = False
+    computes = False
     starting = "reading the hypotheses file"
     options = {"label": Option(None, "the implementation's name in reports")}
 

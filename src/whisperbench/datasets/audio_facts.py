@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.hashing import sha256_of
 from ..core.json_files import cache_dir
 from ..errors import AudioError
-from ..scoring.summary import map_ranges
+from ..scoring.engine import map_ranges
 from ..types import AudioInfo
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import logging
 import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,9 +28,11 @@ from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
 from ..process.host import package_versions, usable_cpus
 from ..scoring import choose_normalizer
+from ..scoring.engine import in_parallel
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
+from ..scoring.table import ScoredWhileWritten
 from ..store.run_info import DatasetInfo, RunInfo, identity_differences
 from ..store.runs import RunStore, safe_run_name
 from ..types import Dataset, Example, Prediction
@@ -220,16 +222,22 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        with store.open_for_append() as writer:
-            for bad in invalid_now:
-                invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
-                writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
-            if todo:
-                if begin is not None:
-                    begin()  # the model loads now: a resume with nothing to compute never says so
-                backend = BACKENDS.get(run.info.backend or request.backend).build(_job(run, request))
-                report = backend.run(todo, writer, progress)
-        summary = _finalize(run, store, todo, request, report, load_before, kept, old)
+        scoring = _scored_while_written(run, len(todo) + len(invalid_now)) if not previous else None
+        try:
+            with store.open_for_append() as opened:
+                writer = _Scoring(opened, scoring) if scoring else opened
+                for bad in invalid_now:
+                    invalid = Example(id=bad.id, audio=b"", text=bad.text)  # its words count: a failure never helps
+                    writer.append(Prediction.failed(invalid, f"invalid: {bad.reason}"))
+                if todo:
+                    if begin is not None:
+                        begin()  # the model loads now: a resume with nothing to compute never says so
+                    backend = BACKENDS.get(run.info.backend or request.backend).build(_job(run, request))
+                    report = backend.run(todo, writer, progress)
+            summary = _finalize(run, store, todo, request, report, load_before, kept, old, scoring)
+        finally:
+            if scoring:
+                scoring.close()
         notes = _execution_changes(old, run.info) if old else []
         return RunResult(
             store,
@@ -242,6 +250,30 @@ def _run_in(
             warnings=run.warnings,
             invalid=len(invalid_now),
         )
+
+
+def _scored_while_written(run: _Resolved, count: int) -> ScoredWhileWritten | None:
+    """A pool scoring a new run's ``count`` predictions as they are written, where the adapter computes nothing
+    here (recorded outputs: no speed is measured while the run goes) and ``count`` is worth a pool."""
+    if run.adapter_cls.computes or not in_parallel(count, None):
+        return None
+    return ScoredWhileWritten(run.normalizer, usable_cpus())
+
+
+@dataclass
+class _Scoring:
+    """A run's writer that also hands each group of predictions it writes to :class:`ScoredWhileWritten`."""
+
+    writer: Any
+    scoring: ScoredWhileWritten
+
+    def append(self, pred: Prediction) -> None:
+        self.append_all([pred])
+
+    def append_all(self, preds: Iterable[Prediction]) -> None:
+        group = list(preds)
+        self.writer.append_all(group)
+        self.scoring.add(group)
 
 
 @dataclass
@@ -449,6 +481,7 @@ def _finalize(
     load_before: dict,
     kept: Summary | None = None,
     old: RunInfo | None = None,
+    scoring: ScoredWhileWritten | None = None,
 ) -> Summary:
     """Check every example is stored, then write the finished run.json and summary.json. ``kept``: the stored
     summary of a run this invocation computed nothing for, whose speed and machine load stay as measured."""
@@ -469,7 +502,7 @@ def _finalize(
         adapter_info["long_form_seams"] = run.long_form.seams_source(run.adapter)
     whole = len(stored) == len(set(ids))  # the store holds exactly the dataset's examples (the usual case)
     predictions = list(stored.values()) if whole else [stored[i] for i in ids]  # file order: the table's order
-    summary = _summary_written(run, store, request, predictions, whole)
+    summary = _summary_written(run, store, request, predictions, whole, scoring)
     measured: dict[str, Any] = {
         "load_s": report.load_s,
         "warmup_s": report.warmup_s,
@@ -518,11 +551,16 @@ def _finalize(
 
 
 def _summary_written(
-    run: _Resolved, store: RunStore, request: RunRequest, predictions: list[Prediction], whole: bool
+    run: _Resolved,
+    store: RunStore,
+    request: RunRequest,
+    predictions: list[Prediction],
+    whole: bool,
+    scoring: ScoredWhileWritten | None = None,
 ) -> Summary:
     """The run's summary from ``predictions``; where they are the ``whole`` store, its score table is written too
-    (scored once, when the run ends: every report reads it), by a thread while the figures are computed (the
-    writing and hashing free the GIL)."""
+    (scored once: when the run ends, or while it was written where ``scoring`` holds exactly these predictions;
+    every report reads it), by a thread while the figures are computed (the writing and hashing free the GIL)."""
     stamp = store.predictions_stamp()
     with ThreadPoolExecutor(1, thread_name_prefix="whisperbench-table") as writer:
         written: list[Future] = []
@@ -538,6 +576,7 @@ def _summary_written(
             metric_options=request.metric_options,
             language_detected=request.decoding.language is None,
             table_ready=write,
+            scored=scoring.result(predictions) if scoring else None,
         )
         for future in written:
             future.result()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..scoring.engine import rescored_all
 from ..scoring.metrics import per_example_metrics
 from ..scoring.qoi_table import qoi_tables
-from ..scoring.summary import rescored_all
 from ..store.runs import StoredRun
 
 COLUMNS = [

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..scoring import Interval, wer_interval
+from ..scoring.engine import rescored
 from ..scoring.figures import table_figures
 from ..scoring.metrics import (
     Metric,
@@ -23,7 +24,6 @@ from ..scoring.metrics import (
     run_metrics,
     stored_options,
 )
-from ..scoring.summary import rescored
 from ..scoring.table import column as table_column
 from ..scoring.table import metric_values
 from ..store.runs import StoredRun

@@ -45,6 +45,18 @@ if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ impo
     from .bootstrap import (
         wer_interval as wer_interval,
     )
+    from .engine import (
+        counts_of as counts_of,
+    )
+    from .engine import (
+        rescored as rescored,
+    )
+    from .engine import (
+        score_prediction as score_prediction,
+    )
+    from .engine import (
+        score_predictions as score_predictions,
+    )
     from .figures import summarize as summarize
     from .record import Summary as Summary
     from .significance import (
@@ -64,18 +76,6 @@ if TYPE_CHECKING:  # re-exported for type checkers; at run time __getattr__ impo
     )
     from .significance import (
         sign_test as sign_test,
-    )
-    from .summary import (
-        counts_of as counts_of,
-    )
-    from .summary import (
-        rescored as rescored,
-    )
-    from .summary import (
-        score_prediction as score_prediction,
-    )
-    from .summary import (
-        score_predictions as score_predictions,
     )
     from .wer import (
         align as align,
@@ -99,7 +99,7 @@ _MODULES = {
         "sign_test",
     ),
     ".figures": ("summarize",),
-    ".summary": ("counts_of", "rescored", "score_prediction", "score_predictions"),
+    ".engine": ("counts_of", "rescored", "score_prediction", "score_predictions"),
     ".wer": ("align", "corpus_wer", "example_wer"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}

@@ -20,19 +20,11 @@ import pyarrow.compute as pc
 from ..core.languages import headline_metric
 from ..types import Prediction
 from .arrays import OK, numbers, text
+from .engine import raw
 from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
 from .record import SUMMARY_FIGURES, Summary
-from .summary import raw
-from .table import CHAR_COUNTS, counts, metric_value, scored_table
+from .table import CHAR_COUNTS, counts, metric_value, scored_table, unique_by_id
 from .wer import corpus_wer
-
-
-def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
-    """One prediction per id: the last one given, where the id first appeared (the run store's rule)."""
-    by_id: dict[str, Prediction] = {}
-    for pred in predictions:
-        by_id[pred.id] = pred
-    return list(by_id.values())
 
 
 def summarize(
@@ -53,24 +45,27 @@ def summarize_with_table(
     language_detected: bool = False,
     metric_options: dict[str, Any] | None = None,
     table_ready: Callable[[pa.Table], Any] | None = None,
+    scored: tuple[Sequence[Prediction], pa.Table] | None = None,
 ) -> tuple[Summary, pa.Table]:
     """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
     their score table, the language identification when the model chose the language (``language_detected``),
     and every metric — per-example ones from the table's columns (null when they give the run no value),
     run-level ones from the scored predictions (``metric_options``: their thresholds). ``table_ready`` is called
-    with the table as soon as it is built, before the figures (the runner starts writing it then)."""
-    scored, table = scored_table(unique_by_id(predictions), normalizer)
+    with the table as soon as it is built, before the figures (the runner starts writing it then). ``scored``: the
+    predictions already scored with ``normalizer`` and their table, where the caller has them (a run scored while
+    it was written: :class:`~whisperbench.scoring.table.ScoredWhileWritten`)."""
+    each, table = scored or scored_table(unique_by_id(predictions), normalizer)
     if table_ready is not None:
         table_ready(table)
-    metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
+    metrics = run_metrics(each, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
         metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
     summary = Summary(
         **table_figures(table),
         form=form,
         normalizer=normalizer,
-        language_id=language_identification(raw(scored))
-        if language_detected and any(p.language_label for p in raw(scored))
+        language_id=language_identification(raw(each))
+        if language_detected and any(p.language_label for p in raw(each))
         else None,
         metrics=metrics,
     )

@@ -47,8 +47,8 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from ..types import WordCounts
+from .engine import map_ranges
 from .metrics import Metric, Pairing, ScoredExample
-from .summary import map_ranges
 from .wer import count_edits, pooled_rate
 
 #: the marks reported one by one, each with the name of its columns (every punctuation character, Unicode category

@@ -157,24 +157,29 @@ def _copies_in_a_row(words: Sequence[str], n: int, phrases: set[tuple[str, ...]]
 
 def _loop_periods(words: Sequence[str], thresholds: Thresholds) -> set[int]:
     """The spacings (≤ ``max_ngram``) at which some word comes back ``loop_repeats`` times in a row: a loop's
-    phrase length is one of them (its first word comes back so), found without looking for the runs: per spacing
-    ``g``, whether some ``words[i] == words[i + g] == … == words[i + (loop_repeats - 1) g]``, compared as arrays of
-    word numbers (linear in the text's length: a million-word loop of one word included)."""
-    repeats = thresholds.loop_repeats
+    phrase length is one of them (its first word comes back so), found without looking for the runs: per pair of
+    places of one word at most ``max_ngram`` apart (their spacing ``g``), whether the word is also at the next
+    ``loop_repeats - 2`` places ``g`` further. Linear in the text's length (a word's places are visited only
+    within ``max_ngram`` of each other, and a million-word loop of one word stops once every spacing is found);
+    a sentence that says "the" three times costs a few set lookups, not an array operation per spacing."""
+    repeats, widest = thresholds.loop_repeats, thresholds.max_ngram
     if len(words) - len(set(words)) < repeats - 1:
         return set()  # no word said loop_repeats times: the common case
-    numbered: dict[str, int] = {}
-    ids = np.fromiter((numbered.setdefault(word, len(numbered)) for word in words), np.int64, len(words))
+    places: dict[str, list[int]] = {}
+    for at, word in enumerate(words):
+        places.setdefault(word, []).append(at)
     periods: set[int] = set()
-    for gap in range(1, thresholds.max_ngram + 1):
-        span = len(ids) - (repeats - 1) * gap  # the starts i that have all their copies inside the text
-        if span <= 0:
-            break
-        found = np.ones(span, dtype=bool)
-        for k in range(1, repeats):
-            found &= ids[:span] == ids[k * gap : k * gap + span]
-        if found.any():
-            periods.add(gap)
+    for found in places.values():
+        if len(found) < repeats:
+            continue
+        present, count = set(found), len(found)
+        for n, start in enumerate(found):
+            later = n + 1
+            while later < count and found[later] - start <= widest and len(periods) < widest:
+                gap = found[later] - start
+                if gap not in periods and all(start + k * gap in present for k in range(2, repeats)):
+                    periods.add(gap)
+                later += 1
     return periods
 
 
@@ -295,7 +300,7 @@ def stored_measures(pred: Prediction) -> tuple[int, int, float | None]:
     of its loop under the default thresholds (0: none) and the compression ratio of its raw text. From them
     :meth:`Measures.flags` gives each kind's flags without normalizing or aligning again.
 
-    >>> from whisperbench.scoring.summary import score_prediction
+    >>> from whisperbench.scoring.engine import score_prediction
     >>> looped = score_prediction(Prediction("a", "go", "go on and on and on and on"), "basic")
     >>> burst, loop, ratio = stored_measures(looped)
     >>> burst, loop, round(ratio, 2)

@@ -108,11 +108,11 @@ class ScoredExample:
 
     @classmethod
     def from_prediction(cls, pred: Prediction) -> ScoredExample:
-        """The example of a scored prediction (``scoring.summary.score_prediction``): its fields set at once, not one
+        """The example of a scored prediction (``scoring.engine.score_prediction``): its fields set at once, not one
         ``object.__setattr__`` each as a frozen dataclass's ``__init__`` does (a third of the time, once per example
         of every run).
 
-        >>> from whisperbench.scoring.summary import score_prediction
+        >>> from whisperbench.scoring.engine import score_prediction
         >>> made = ScoredExample.from_prediction(score_prediction(Prediction("a", "Hi there.", "hi there"), "basic"))
         >>> made == ScoredExample("a", "ok", "Hi there.", "hi there", "hi there", "hi there", WordCounts(2, 0, 0, 0),
         ...                       WordCounts(8, 0, 0, 0))
@@ -375,10 +375,10 @@ class Metric:
         """The version of the code that computes this metric: the SHA-256 (16 digits) of the module defining its
         kernel (or ``summarize``), after the distribution and version of the package it comes from where it is a
         plug-in; a kernel defined nowhere on disk (a notebook, a test): the digest of its compiled code. A score
-        table records it per metric and is rebuilt when it changes (:func:`whisperbench.scoring.table.metrics_key`)."""
+        table records it per metric, and its columns are recomputed when it changes, the other columns kept
+        (:func:`whisperbench.scoring.table.kept_metrics`)."""
         code = self.per_example or self.summarize
-        module = sys.modules.get(getattr(code, "__module__", None) or type(code).__module__)
-        source = getattr(module, "__file__", None)
+        source = self.source_file
         try:
             with open(source, "rb") as fh:  # type: ignore[arg-type]
                 data = fh.read()
@@ -388,6 +388,13 @@ class Metric:
         digest = hashlib.sha256(data).hexdigest()[:16]
         origin = METRICS.origin(self.name)
         return f"{origin} {digest}" if origin else digest
+
+    @property
+    def source_file(self) -> str | None:
+        """The file of the module defining its kernel (or ``summarize``); None where it has none (a notebook)."""
+        code = self.per_example or self.summarize
+        module = sys.modules.get(getattr(code, "__module__", None) or type(code).__module__)
+        return getattr(module, "__file__", None)
 
     @property
     def label(self) -> str:
@@ -510,13 +517,17 @@ def _plain_columns(given: list[Any]) -> dict[str, list[float | None]] | None:
     """
     if not all(type(values) is dict for values in given):
         return None
-    names = [name for name in dict.fromkeys(key for values in given for key in values) if name != ERRORS]
-    columns: dict[str, list[float | None]] = {}
-    for name in names:
-        column = [values.get(name) for values in given]
-        if type(name) is not str or not all(v is None or (type(v) is float and v - v == 0.0) for v in column):
-            return None
-        columns[name] = column
+    columns: dict[str, list[float | None]] = {}  # in the order the names first come
+    for row, values in enumerate(given):  # one pass over the values given (a sparse metric's {} costs nothing)
+        for name, value in values.items():
+            if name == ERRORS:
+                continue
+            if type(name) is not str or not (value is None or (type(value) is float and value - value == 0.0)):
+                return None
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = [None] * len(given)
+            column[row] = value
     return columns
 
 

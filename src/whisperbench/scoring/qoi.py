@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.languages import headline_metric
 from ..types import Prediction
-from .summary import headline_counts, rescored, score_prediction
+from .engine import headline_counts, rescored, score_prediction
 
 if TYPE_CHECKING:
     import numpy as np

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 from ..core.languages import headline_metric
 from ..types import Prediction
 from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
+from .engine import map_ranges
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one, qoi_by
-from .summary import map_ranges
 from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column, scored_table
 from .wer import example_wers
 

@@ -47,9 +47,9 @@ from rapidfuzz.distance import Levenshtein
 
 from ..errors import WhisperbenchError
 from ..types import Prediction
+from .engine import raw
 from .metrics import Metric, MetricContext
 from .normalize import normalize
-from .summary import raw
 from .timing import TimedToken, matched_pairs
 
 CLOCK_TIME = {"simulated": "audio_s", "real-time": "wall_s"}

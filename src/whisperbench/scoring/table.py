@@ -14,19 +14,21 @@ set of metrics installed included: :func:`metrics_key`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..types import Prediction, WordCounts
+from ..types import ExampleScore, Prediction, WordCounts
 from . import arrays
 from .arrays import numbers
+from .engine import Rows, ScoredOnRead, in_parallel, map_ranges, range_call, rescored, rescored_all, worker_pool
 from .hallucination import stored_measures
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
-from .summary import Rows, ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all
+from .normalize import normalize
 from .wer import corpus_wer
 
 #: bumped when the columns change: a table of another version is rebuilt
@@ -68,7 +70,7 @@ def scored_table(
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
     processes (default: the cores this process may use: ``summary.in_parallel``), each scoring its part and building
     its part of the table (the per-example metrics included); the parts are joined in order, and the scored
-    predictions are then made as they are read (:class:`~whisperbench.scoring.summary.ScoredOnRead`)."""
+    predictions are then made as they are read (:class:`~whisperbench.scoring.engine.ScoredOnRead`)."""
     if not in_parallel(len(predictions), workers):
         each = rescored_all(predictions, normalizer)
         return each, _table(each)
@@ -77,11 +79,66 @@ def scored_table(
     return scored, _joined([part[1] for part in parts])
 
 
+#: predictions a pool worker scores at once while a run is being written (:class:`ScoredWhileWritten`)
+WRITTEN_PART = 4096
+
+
+class ScoredWhileWritten:
+    """A run's score table computed on a pool of ``workers`` processes while its predictions are being written, so
+    that scoring and writing share the machine's cores: :meth:`add` takes each group of predictions as it is
+    written (every :data:`WRITTEN_PART` of them go to a worker), :meth:`result` the predictions stored once the run
+    ends, and :meth:`close` ends the pool. Nothing is scored but what was written, with the run's normalizer."""
+
+    def __init__(self, normalizer: str, workers: int) -> None:
+        self.normalizer, self.workers = normalizer, workers
+        self._added: list[Prediction] = []
+        self._sent = 0
+        self._parts: list[Future[Any]] = []
+        self._pool: ProcessPoolExecutor | None = None
+
+    def add(self, predictions: Iterable[Prediction]) -> None:
+        """Predictions just written, in the order they were written."""
+        self._added.extend(predictions)
+        while len(self._added) - self._sent >= WRITTEN_PART:
+            self._send(self._sent + WRITTEN_PART)
+
+    def _send(self, stop: int) -> None:
+        """Predictions ``self._sent:stop`` to a worker."""
+        part = self._added[self._sent : stop]
+        self._pool = self._pool or worker_pool(self.workers)
+        self._parts.append(self._pool.submit(range_call, (_scored_part, Rows(part, self.normalizer), len(part))))
+        self._sent = stop
+
+    def result(self, stored: Sequence[Prediction]) -> tuple[Sequence[Prediction], pa.Table] | None:
+        """``stored`` (the run's predictions as read back, one per id) scored and their table, as
+        :func:`scored_table` gives them; None where they are not exactly the predictions added, in that order (a
+        resumed or edited run: score them afresh)."""
+        if len(stored) != len(self._added) or stored != self._added:
+            return None
+        if self._sent < len(self._added):
+            self._send(len(self._added))
+        if not self._parts:
+            return None
+        parts = [future.result() for future in self._parts]
+        scored = ScoredOnRead(stored, [packed for part in parts for packed in part[0]])
+        return scored, _joined([part[1] for part in parts])
+
+    def close(self) -> None:
+        """End the pool (the parts not started are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
     """The parts' tables one after the other, columns in the order one process gives them: the fixed ones, then each
     metric's in registry order (a part whose examples gave a metric no column gets it empty)."""
     table = pa.concat_tables(parts, promote_options="default")
-    seen = list(dict.fromkeys(name for part in parts for name in part.column_names))
+    return _in_order(table, list(dict.fromkeys(name for part in parts for name in part.column_names)))
+
+
+def _in_order(table: pa.Table, seen: Sequence[str]) -> pa.Table:
+    """``table``'s columns (named in ``seen``, in order of first appearance) as one process gives them: the fixed
+    ones, then each metric's in registry order, a metric's own columns in the order they were first seen."""
     prefixes = [f"{metric.name}." for metric in per_example_metrics()]
     rank = {prefix: i for i, prefix in enumerate(prefixes)}
     fixed = [name for name in seen if not name.startswith(tuple(prefixes))]
@@ -117,6 +174,76 @@ def metrics_key() -> str:
     ``metrics``: ``{"name": "version", …}`` as JSON, :attr:`~whisperbench.scoring.metrics.Metric.code_version`): a
     table built with another set, or by a metric whose code changed since, is stale."""
     return json.dumps({metric.name: metric.code_version for metric in per_example_metrics()}, sort_keys=True)
+
+
+def recorded_metrics(table: pa.Table) -> dict[str, str]:
+    """The per-example metrics whose columns ``table`` holds, each with the version of the code that computed them
+    (its metadata ``metrics``, as :func:`metrics_key` wrote it; ``{}`` where it has none or it is unreadable)."""
+    try:
+        recorded = json.loads((table.schema.metadata or {}).get(b"metrics", b"{}"))
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+
+
+def kept_metrics(table: pa.Table, recorded: dict[str, str]) -> pa.Table:
+    """``table`` (whose metric columns were computed by the code versions ``recorded``) without the columns of
+    every metric whose code changed since, or that is no longer installed; its metadata ``metrics`` then names
+    only the metrics kept (:func:`lacking_metrics` tells which to compute again). No column is copied."""
+    current = {metric.name: metric.code_version for metric in per_example_metrics()}
+    kept = {name: version for name, version in recorded.items() if current.get(name) == version}
+    dropped = [name for name in table.column_names if "." in name and name.split(".", 1)[0] not in kept]
+    metadata = dict(table.schema.metadata or {}) | {b"metrics": json.dumps(kept, sort_keys=True).encode()}
+    return table.drop_columns(dropped).replace_schema_metadata(metadata)
+
+
+def lacking_metrics(table: pa.Table) -> tuple[Metric, ...]:
+    """The registered per-example metrics whose columns ``table`` does not hold as their current code computes
+    them (installed since it was built, or their code changed: :func:`kept_metrics`)."""
+    recorded = recorded_metrics(table)
+    return tuple(metric for metric in per_example_metrics() if metric.name not in recorded)
+
+
+def with_metrics(
+    table: pa.Table, predictions: Sequence[Prediction], normalizer: str, metrics: Sequence[Metric]
+) -> pa.Table | None:
+    """``table`` with the columns of ``metrics`` computed and added (the others kept as they are), in the order a
+    table built whole has them, its metadata ``metrics`` made current; ``predictions``: the stored ones the table
+    was built from (their extra fields, which the table does not hold). The examples are made from the table's
+    counts and normalized output and the transcripts normalized again; nothing is aligned again. None when the
+    predictions are not the table's rows (then rebuild it whole)."""
+    preds = unique_by_id(predictions)
+    if [p.id for p in preds] != table["id"].to_pylist():
+        return None
+    examples = [
+        ScoredExample.from_prediction(pred.with_score(score)) for pred, score in zip(preds, _scores(table, normalizer))
+    ]
+    added = {f"{m.name}.{name}": values for m in metrics for name, values in m.columns_of(examples).items()}
+    for name, values in added.items():
+        table = table.append_column(pa.field(name, pa.float64()), arrays.array(values, pa.float64()))
+    metadata = dict(table.schema.metadata or {}) | {b"metrics": metrics_key().encode()}
+    return _in_order(table, table.column_names).replace_schema_metadata(metadata)
+
+
+def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
+    """One prediction per id: the last one given, where the id first appeared (the run store's rule, and the
+    table's rows: :func:`_last_per_id`)."""
+    by_id: dict[str, Prediction] = {}
+    for pred in predictions:
+        by_id[pred.id] = pred
+    return list(by_id.values())
+
+
+def _scores(table: pa.Table, normalizer: str) -> Iterator[ExampleScore]:
+    """Each row's score with ``normalizer`` as the table holds it (the transcript normalized again: the table keeps
+    its counts and the normalized output only)."""
+    words = zip(*(table[name].to_pylist() for name in WORD_COUNTS))
+    chars = zip(*(table[name].to_pylist() for name in CHAR_COUNTS))
+    rows = zip(table["transcript"].to_pylist(), table["hypothesis_norm"].to_pylist(), words, chars)
+    for transcript, hypothesis_norm, counted, char_counted in rows:
+        char_counts = WordCounts(*char_counted) if char_counted[0] is not None else None
+        transcript_norm = normalize(transcript, normalizer)
+        yield ExampleScore(normalizer, transcript_norm, hypothesis_norm, WordCounts(*counted), char_counts)
 
 
 def metric_value(table: pa.Table, metric: Metric) -> dict[str, Any] | None:

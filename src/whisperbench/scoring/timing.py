@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from ..types import Prediction, WordCounts
+from .engine import raw
 from .metrics import Display, Metric, MetricContext
 from .normalize import normalize
-from .summary import raw
 from .wer import align
 
 #: utterance starts within these distances (seconds) of a predicted segment start count as "within"

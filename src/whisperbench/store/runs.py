@@ -346,7 +346,7 @@ class StoredRun:
 
     def scored(self, normalizer: str | None = None) -> list[Prediction]:
         """Every stored prediction scored with ``normalizer`` (default the run's): the raw output holds no score."""
-        from ..scoring.summary import rescored_all
+        from ..scoring.engine import rescored_all
 
         return rescored_all(self.predictions, normalizer or self.normalizer)
 
@@ -363,11 +363,29 @@ class StoredRun:
         On a run :meth:`verified`, a stored table is verified against the predictions first."""
         normalizer = normalizer or self.normalizer
         if normalizer not in self._tables:
-            table = self.store.read_score_table(normalizer)
+            table = self._with_lacking_metrics(self.store.read_score_table(normalizer), normalizer)
             if table is not None and self._verify:
                 table = self._checked(table, normalizer)
             self._tables[normalizer] = table if table is not None else self._build_score_table(normalizer)
         return self._tables[normalizer]
+
+    def _with_lacking_metrics(self, table: Any, normalizer: str) -> Any:
+        """``table`` (a stored one, or None) with the columns of every metric it lacks — installed since it was
+        built, or whose code changed (:func:`whisperbench.scoring.table.lacking_metrics`) — computed from the
+        predictions and the table's own columns and stored, the other columns kept as they are; None where it
+        cannot be (rebuild it whole)."""
+        from ..scoring.table import lacking_metrics, with_metrics
+
+        lacking = lacking_metrics(table) if table is not None else ()
+        if not lacking:
+            return table
+        logger.info("run %s: computing the metrics its score table lacks: %s", self.name, [m.name for m in lacking])
+        stamp = self.store.predictions_stamp()
+        updated = with_metrics(table, self.predictions, normalizer, lacking)
+        if updated is None:
+            return None
+        self.store.write_score_table(updated, normalizer, stamp)
+        return self.store.read_score_table(normalizer) or updated  # memory-mapped: the built copy is freed
 
     def verified(self) -> StoredRun:
         """This run with every score table it reads verified against predictions.jsonl, not only by its checks (which
@@ -544,7 +562,7 @@ def _stored_run(store: RunStore) -> StoredRun:
     run = StoredRun(store, store.read_info(), None, store.read_summary())
     normalizer = run.info.get("normalizer")
     if isinstance(normalizer, str):
-        fresh = store.read_score_table(normalizer)
+        fresh = run._with_lacking_metrics(store.read_score_table(normalizer), normalizer)
         # a stale table is rebuilt now: every line read, in bounded memory (a malformed one is an error here)
         run._tables[normalizer] = fresh if fresh is not None else run._build_score_table(normalizer)
     else:

@@ -1,6 +1,6 @@
-"""Score stored predictions, one example at a time: the normalized texts and the word and character alignment
-counts of each (:class:`~whisperbench.types.ExampleScore`). Pure functions, no I/O; the run's figures are
-:mod:`whisperbench.scoring.figures`'."""
+"""The scoring engine: the kernel that scores one example (the normalized texts and the word and character alignment
+counts: :class:`~whisperbench.types.ExampleScore`) and the pool of spawned worker processes that scores many
+(:func:`map_ranges`, :func:`worker_pool`). No I/O; the run's figures are :mod:`whisperbench.scoring.figures`'."""
 
 from __future__ import annotations
 
@@ -178,17 +178,18 @@ def map_ranges(
     spans = _ranges(count, workers)
     order = spans[::-1] if backwards else spans
     calls = [(fn, shared[start:stop], stop - start) for start, stop in order]
-    pool = ProcessPoolExecutor(
-        min(workers, len(calls)),
-        mp_context=worker_context(),
-        initializer=_worker_start,
-        initargs=(os.getpid(),),
-    )
+    pool = worker_pool(min(workers, len(calls)))
     try:
-        results = list(pool.map(_range_call, calls))
+        results = list(pool.map(range_call, calls))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return results[::-1] if backwards else results
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` fresh interpreters (spawned: safe from any thread of any process) that end with this
+    process however it ends (:func:`_worker_start`); each call is ``(fn, part, count)`` through :func:`range_call`."""
+    return ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=_worker_start, initargs=(os.getpid(),))
 
 
 def _worker_start(parent_pid: int) -> None:
@@ -203,7 +204,8 @@ def _items(shared: Sequence[str], start: int, stop: int) -> str:
     return "".join(shared[start:stop])
 
 
-def _range_call(args: tuple[Callable[[Any, int, int], Any], Any, int]) -> Any:
+def range_call(args: tuple[Callable[[Any, int, int], Any], Any, int]) -> Any:
+    """``fn(part, 0, count)`` of ``args``: what a pool worker runs."""
     fn, part, count = args
     return fn(part, 0, count)
 
