@@ -221,7 +221,7 @@ def _scored_pair(tmp_path: Path) -> Path:
 
 
 def _recorded_versions(run: Path) -> dict:
-    from whisperbench.scorefile import check_path
+    from whisperbench.store.score_files import check_path
 
     return json.loads(json.loads(check_path(run / "scores-english.arrow").read_text(encoding="utf-8"))["metrics"])
 

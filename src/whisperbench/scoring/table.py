@@ -317,10 +317,16 @@ def paired_columns(reference: pa.Table, candidate: pa.Table, errors: str, units:
     """Per example in both tables with values on both sides (joined by id): the reference's ``errors``, the
     candidate's ``errors`` and the reference's ``units`` (counted on the transcript): what a paired bootstrap of a
     pooled rate takes."""
-    ref = reference.select(["id", errors, units]).rename_columns(["id", "ref_errors", "units"])
-    cand = candidate.select(["id", errors]).rename_columns(["id", "cand_errors"])
-    joined = ref.join(cand, "id").drop_null()
-    return tuple(numbers(joined[name], np.float64) for name in ("ref_errors", "cand_errors", "units"))
+    row_of = {example: row for row, example in enumerate(candidate["id"].to_pylist())}
+    ref_rows, cand_rows = [], []  # in the reference's order; a dict join: pyarrow's join imports pandas (0.2 s)
+    for row, example in enumerate(reference["id"].to_pylist()):
+        if example in row_of:
+            ref_rows.append(row)
+            cand_rows.append(row_of[example])
+    ref_errors, ref_units = (numbers(reference[name], np.float64)[ref_rows] for name in (errors, units))
+    cand_errors = numbers(candidate[errors], np.float64)[cand_rows]
+    kept = ~(np.isnan(ref_errors) | np.isnan(ref_units) | np.isnan(cand_errors))  # values on both sides
+    return ref_errors[kept], cand_errors[kept], ref_units[kept]
 
 
 def rows_differ(table: pa.Table, sample: Sequence[Prediction], normalizer: str) -> str | None:
