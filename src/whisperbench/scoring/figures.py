@@ -63,7 +63,9 @@ def summarize_with_table(
         table_ready(table)
     metrics = run_metrics(scored, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
-        metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
+        metrics |= {
+            metric.name: metric.with_run_keys(metric_value(table, metric), scored) for metric in nested_metrics()
+        }
     summary = Summary(
         **table_figures(table),
         form=form,

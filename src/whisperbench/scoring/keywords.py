@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
+from ..types import Prediction
 from .metrics import Display, Metric, ScoredExample
 from .normalize import get_normalizer
 
@@ -164,6 +165,13 @@ def per_example(example: ScoredExample) -> dict[str, float]:
     }
 
 
+def distinct_terms(scored: Sequence[Prediction]) -> dict[str, int]:
+    """``{"terms": n}``: how many distinct terms the run's examples hold, counted as the counts see them (normalized:
+    ``New York`` and ``new york.`` are one term; a term of the dictionary given to every example, once)."""
+    given = {term for pred in scored for term in example_terms(pred.extra)}  # each raw spelling normalized once
+    return {"terms": len(normalized_terms(given))}
+
+
 def _percent(part: float, whole: float) -> Optional[float]:
     return 100.0 * part / whole if whole else None
 
@@ -242,6 +250,7 @@ METRIC = Metric(
     headline="recall",
     better="higher",
     finish=finish,
+    run_keys=distinct_terms,
     ratios={"recall": ("true_positives", "occurrences"), "span_error_rate": ("span_errors", "span_words")},
     display=Display(
         "Keywords",

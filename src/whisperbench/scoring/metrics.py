@@ -8,8 +8,9 @@ A metric is one of two kinds:
   run's score table (``METRIC.COLUMN``), and the run's value is each column's ``aggregate`` (sum, mean,
   median, max or min) over the examples, stored under the metric's name in ``summary.json``. Its ``headline``
   column is what a table shows, ``better`` which way is better, and the gate's ``--max-increase
-  METRIC.COLUMN=N`` bounds any column. A kernel that raises on one example leaves that example's values
-  empty, counted in the value's ``errors`` with the metric's name; the run goes on.
+  METRIC.COLUMN=N`` bounds any column. ``run_keys`` adds to summary.json's value what summed columns cannot
+  give (a count of distinct terms), from the run's scored predictions. A kernel that raises on one example
+  leaves that example's values empty, counted in the value's ``errors`` with the metric's name; the run goes on.
 - **run level** (``summarize``): a function of all the run's scored predictions that returns a JSON-ready
   ``dict`` (hallucination, timing), or ``None`` when it does not apply (no timing, no labels): then its key
   is left out, never filled with zeros.
@@ -223,6 +224,9 @@ class Metric:
     top_level: bool = False
     #: one of the tables' fixed columns (WER, placed by each report beside QoI), not among the metrics' columns
     core: bool = False
+    #: a per-example metric's figures that its summed columns cannot give (the distinct keyword terms of the run):
+    #: the run's scored predictions -> keys put first in its value in summary.json (:meth:`with_run_keys`)
+    run_keys: Optional[Callable[[Sequence[Prediction]], dict[str, Any]]] = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -298,6 +302,24 @@ class Metric:
         if finished is not None and errors:
             finished[ERRORS] = errors
         return finished
+
+    def with_run_keys(self, value: Optional[dict[str, Any]], scored: Sequence[Prediction]) -> Optional[dict[str, Any]]:
+        """``value`` (from the columns) with ``run_keys`` of the scored predictions first; as it is where the run has
+        no value or the metric no ``run_keys``; a failing ``run_keys`` is logged with the metric's name and left out.
+
+        >>> toy = Metric("toy", "t", per_example=lambda e: {"z": 1.0}, run_keys=lambda scored: {"ids": len(scored)})
+        >>> toy.with_run_keys({"z": 2.0}, [Prediction("a", "", ""), Prediction("b", "", "")])
+        {'ids': 2, 'z': 2.0}
+        """
+        if value is None or self.run_keys is None:
+            return value
+        try:
+            with contained():
+                keys = self.run_keys(scored)
+        except BaseException as exc:
+            logger.warning("metric %s failed on its run keys: %s (left out)", self.name, failure(interrupted_or(exc)))
+            return value
+        return {**keys, **value} if isinstance(keys, dict) else value
 
     def _finished(self, value: dict[str, Any]) -> Optional[dict[str, Any]]:
         """``finish`` of the aggregated columns; a failing ``finish`` (a plug-in's bug, its ``sys.exit``) leaves
