@@ -373,12 +373,12 @@ def test_cpu_time_judges_whisper_cpp_on_a_machine_kept_busy(runs_dir, tiny_short
 
 @pytest.mark.parametrize(
     "backend",
-    ["pywhispercpp", pytest.param("whisper-cpp-python", marks=pytest.mark.slow)],  # 1.4.1: ~3 min here
+    ["pywhispercpp", pytest.param("whisper-cpp-python", marks=pytest.mark.slow)],  # 1.4.1: ~70 s here
 )
 def test_a_prompt_given_with_one_call_is_that_calls_alone(backend):
     """``--prompt-from-keywords``: the worker sets whisper.cpp's initial prompt on each call. Prompted with the
-    first half of the jfk clip's sentence, whisper.cpp takes it as the text before and writes only the rest (the
-    unprompted text ends with it); the next call, without a prompt, writes the unprompted text again."""
+    first half of the jfk clip's sentence, whisper.cpp takes it as the text before and starts at the second half
+    (1.4.1 then writes that half twice); the next call, without a prompt, writes the unprompted text again."""
     _require(backend)
     from whisperbench.adapters.whisper_cpp import _Engine, whisper_params
     from whisperbench.audio import load_audio
@@ -395,6 +395,7 @@ def test_a_prompt_given_with_one_call_is_that_calls_alone(backend):
 
     plain = text(None)
     prompted = text("and so my fellow americans ask not what your country can do for you")
-    assert plain.startswith("And so my fellow Americans")
-    assert prompted != plain and plain.lower().rstrip(".").endswith(prompted.lower().rstrip(".")), (plain, prompted)
+    assert plain.startswith("And so my fellow Americans") and "ask not" in plain.lower()
+    assert prompted.lower().startswith("ask what you can do for your country"), (plain, prompted)
+    assert "ask not" not in prompted.lower()
     assert text(None) == plain
