@@ -96,6 +96,7 @@ def test_score_with_a_keywords_file_gives_every_example_its_terms(tmp_path, tiny
     value = run.summary.metrics["keywords"]
     assert (value["occurrences"], value["true_positives"], value["false_positives"]) == (3, 3, 0)
     assert value["recall"] == value["precision"] == value["f1"] == 100.0 and value["span_error_rate"] == 0.0
+    assert value["terms"] == 2  # distinct: "country" is given to all six examples, "Americans" to one
     assert main(args + ["--keywords", str(tmp_path / "none.txt"), "--runs-dir", str(runs), "--name", "x"]) == 2
     assert "none.txt: cannot read it" in capsys.readouterr().err and not (runs / "x").exists()
 
@@ -251,6 +252,27 @@ def test_the_run_value_pools_the_counts():
     assert kw.METRIC.value_of(kw.METRIC.columns_of(examples[-1:])) is None  # no example with terms: no value
 
 
+def test_summary_counts_each_distinct_term_once():
+    """summary.json's ``terms``: the distinct normalized terms over the run ("New York" and "new york." one term,
+    the same term in several examples once), not the sum of each example's count (5 here)."""
+    from whisperbench.scoring.figures import summarize
+
+    predictions = [
+        Prediction(
+            "a",
+            "I met Wojciech in New York",
+            "i met voy check in new york",
+            extra={"keywords": ["Wojciech", "New York"]},
+        ),
+        Prediction("b", "new york again", "new york again", extra={"keywords": ["new york.", "Kraków"]}),
+        Prediction("c", "and Kraków", "and krakow", extra={"keywords": ["Kraków"]}),
+        Prediction("d", "nothing here", "nothing here"),
+    ]
+    value = summarize(predictions, "english", "short").metrics["keywords"]
+    assert value["terms"] == 3 and value["occurrences"] == 4 and list(value)[0] == "terms"
+    assert summarize(predictions[-1:], "english", "short").metrics["keywords"] is None  # no terms: no value
+
+
 def test_a_run_without_hits_has_zero_f1_and_without_writings_no_precision():
     value = kw.METRIC.value_of(kw.METRIC.columns_of([_example(0, "we met Wojciech", "we met", ["Wojciech"])]))
     assert value["recall"] == 0.0 and value["precision"] is None and value["f1"] is None
@@ -278,17 +300,16 @@ def test_the_term_table_puts_the_worst_terms_first_with_their_misses():
 # --- the documented commands ---------------------------------------------------------------------------------------
 
 
-def test_the_documented_commands_run_as_written(tmp_path, monkeypatch, capsys):
-    """docs/keywords.md's first command block, run as written on the bundled clips: base wrote "poisoning" and "two
-    duties" right in 1998-15444-0000, tiny.en did not; the per-term rule fails naming them, the recall limit of 5
-    points at 95 % confidence passes (6 examples: the interval reaches 0), the report has both tables."""
+def _documented(heading, tmp_path, monkeypatch):
+    """The exit codes of the first ``bash`` block under ``heading`` in docs/keywords.md, each line run as written
+    (``whisperbench`` as :func:`main`) in ``tmp_path``, where ``datasets`` is the repository's; and the page."""
     import re
     import shlex
 
     from .conftest import REPO
 
     text = (REPO / "docs" / "keywords.md").read_text(encoding="utf-8")
-    block = re.search(r"## Commands.*?```bash\n(.*?)```", text, re.S).group(1)
+    block = re.search(rf"## {heading}.*?```bash\n(.*?)```", text, re.S).group(1)
     commands = [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
     (tmp_path / "datasets").symlink_to(REPO / "datasets")
     monkeypatch.chdir(tmp_path)
@@ -296,6 +317,14 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch, capsys):
     for argv in commands:
         assert argv[0] == "whisperbench"
         codes.append(main(argv[1:]))
+    return codes, text
+
+
+def test_the_documented_commands_run_as_written(tmp_path, monkeypatch, capsys):
+    """docs/keywords.md's first command block, run as written on the bundled clips: base wrote "poisoning" and "two
+    duties" right in 1998-15444-0000, tiny.en did not; the per-term rule fails naming them, the recall limit of 5
+    points at 95 % confidence passes (6 examples: the interval reaches 0), the report has both tables."""
+    codes, text = _documented("Commands", tmp_path, monkeypatch)
     assert codes == [0, 0, 0, 1, 0, 0]
     out = capsys.readouterr().out
     assert "keywords newly missed: poisoning (1998-15444-0000), two duties (1998-15444-0000)" in out
@@ -314,6 +343,27 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch, capsys):
         if c.name == "keywords.recall decrease"
     )
     assert not check.passed and "keywords.recall 66.6667 → 44.4444" in check.detail
+
+
+def test_a_qa_set_with_a_keywords_column_runs_reports_and_gates(tmp_path, monkeypatch, capsys):
+    """docs/keywords.md's QA-set block, run as written: the `entities` column (lists and `;`/`|` strings) reaches
+    every example through `run`, and compare, the gate and the report name the terms tiny.en lost."""
+    codes, _ = _documented("A QA set with its own keywords column", tmp_path, monkeypatch)
+    assert codes == [0, 0, 0, 1, 0]
+    out = capsys.readouterr().out
+    assert "[FAIL] keywords kept: newly missed: poisoning (1998-15444-0000), two duties (1998-15444-0000)" in out
+    assert "tiny: keywords newly missed: poisoning (1998-15444-0000), two duties (1998-15444-0000)" in out
+    runs = tmp_path / "qa-runs"
+    run = wb.load_run("base", runs)
+    assert run.meta.dataset.columns == {"keywords": "entities"}
+    assert {p.id: p.extra.get("keywords") for p in run.predictions}["libritts-5319_84357_000005_000004"] == [
+        "Beaton",
+        "English",
+    ]
+    value = run.summary.metrics["keywords"]  # the nine terms of keywords.txt, each in one clip
+    assert (value["terms"], value["occurrences"], value["true_positives"]) == (9, 9, 6)
+    report = (runs / "leaderboard.md").read_text(encoding="utf-8")
+    assert "## Keywords by term" in report and "| poisoning | 1 | 0.0 | 1998-15444-0000 |" in report
 
 
 def test_must_keep_keywords_cannot_judge_without_keywords(tmp_path):

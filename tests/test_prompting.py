@@ -48,6 +48,23 @@ def test_faster_whisper_gets_the_examples_prompt_as_its_initial_prompt():
     assert seen["initial_prompt"] == "Wojciech, Kraków"
 
 
+def test_whisper_cpp_sends_each_examples_prompt_with_its_call():
+    """whisper.cpp's worker sets ``whisper_full_params.initial_prompt`` on each call: the example's own terms, and
+    no prompt for an example without any (the previous example's is not left in place)."""
+    adapter = _adapter("whisper-cpp", prompt_from_keywords=True)
+    refuse_prompt(adapter)  # one prompt per example: not refused
+    calls = []
+
+    def call(name, *args, timeout_s=None):
+        calls.append(args)
+        return {"segments": [], "language": "en", "tokens": None, "decoded": 0}
+
+    adapter._worker, adapter.multilingual = SimpleNamespace(call=call, last_cpu_s=0.0), False
+    adapter.transcribe(None, EXAMPLE, long_form=False)
+    adapter.transcribe(None, Example("b", b"", "hi"), long_form=False)
+    assert [args[-1] for args in calls] == ["Wojciech, Kraków", None]
+
+
 def test_the_openai_api_request_carries_the_prompt():
     adapter = _adapter("openai-api", initial_prompt="Names:", prompt_from_keywords=True)
     assert adapter._request_options(False, EXAMPLE)["prompt"] == "Names: Wojciech, Kraków"
@@ -62,7 +79,7 @@ def test_the_openai_api_request_carries_the_prompt():
         ("mlx", "initial_prompt", True),
         ("transformers", "prompt_ids", True),
         ("openai-api", "prompt", True),
-        ("whisper-cpp", "initial_prompt", False),
+        ("whisper-cpp", "initial_prompt", True),
         ("whisperkit", "--prompt", False),
         ("jax", "initial_prompt", False),
         ("coreml", None, True),
@@ -78,9 +95,9 @@ def test_an_implementation_without_prompts_is_refused_by_name():
     with pytest.raises(OptionError, match="adapter recorded cannot take a vocabulary prompt"):
         refuse_prompt(_adapter("recorded", initial_prompt="Names:"))
     refuse_prompt(_adapter("recorded"))  # no prompt: nothing to refuse
-    with pytest.raises(OptionError, match="adapter whisper-cpp takes one prompt for the whole run"):
-        refuse_prompt(_adapter("whisper-cpp", prompt_from_keywords=True))
-    refuse_prompt(_adapter("whisper-cpp", initial_prompt="Names:"))
+    with pytest.raises(OptionError, match="adapter whisperkit takes one prompt for the whole run"):
+        refuse_prompt(_adapter("whisperkit", prompt_from_keywords=True))
+    refuse_prompt(_adapter("whisperkit", initial_prompt="Names:"))
     batched = ADAPTERS.get("openai-whisper")(
         "tiny.en", DecodingOptions(prompt_from_keywords=True, extra={"batch_size": "4"})
     )

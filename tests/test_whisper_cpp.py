@@ -373,3 +373,33 @@ def test_cpu_time_judges_whisper_cpp_on_a_machine_kept_busy(runs_dir, local_mani
     assert on_cpu.returncode == 0 and "[ok] speed:" in on_cpu.stdout and "cpu time" in on_cpu.stdout, on_cpu.stdout
     on_wall = subprocess.run(gate, capture_output=True, text=True, env=env, timeout=300)
     assert "[ok] speed:" not in on_wall.stdout, on_wall.stdout  # slowed, or "timed on a busy machine"
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["pywhispercpp", pytest.param("whisper-cpp-python", marks=pytest.mark.slow)],  # 1.4.1: ~70 s here
+)
+def test_a_prompt_given_with_one_call_is_that_calls_alone(backend):
+    """``--prompt-from-keywords``: the worker sets whisper.cpp's initial prompt on each call. Prompted with the
+    first half of the jfk clip's sentence, whisper.cpp takes it as the text before and starts at the second half
+    (1.4.1 then writes that half twice); the next call, without a prompt, writes the unprompted text again."""
+    _require(backend)
+    from whisperbench.adapters.whisper_cpp import _Engine, whisper_params
+    from whisperbench.datasets.audio import load_audio
+
+    from .conftest import BUNDLED
+
+    audio = load_audio(str(BUNDLED / "shortform" / "audio" / "jfk.flac"))
+    params = whisper_params(DecodingOptions(threads=2), False, backend)
+    engine = _Engine({"backend": backend, "path": str(_ggml()), "params": params, "beam": False, "abort_on": ""})
+
+    def text(prompt):
+        reply = engine.transcribe(audio, "jfk", True, "en", prompt)
+        return "".join(segment[2] for segment in reply["segments"]).strip()
+
+    plain = text(None)
+    prompted = text("and so my fellow americans ask not what your country can do for you")
+    assert plain.startswith("And so my fellow Americans") and "ask not" in plain.lower()
+    assert prompted.lower().startswith("ask what you can do for your country"), (plain, prompted)
+    assert "ask not" not in prompted.lower()
+    assert text(None) == plain

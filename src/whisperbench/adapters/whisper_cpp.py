@@ -91,8 +91,7 @@ class WhisperCppAdapter(Adapter):
     """whisper.cpp through pywhispercpp or whisper-cpp-python, on a ggml file, in a worker process."""
 
     name = "whisper-cpp"
-    prompting = "initial_prompt"  # whisper_full_params.initial_prompt, set once in the worker
-    prompts_each_example = False
+    prompting = "initial_prompt"  # whisper_full_params.initial_prompt, set on each call (the example's prompt)
     description = "whisper.cpp (pywhispercpp or whisper-cpp-python) on a ggml file, in a worker process"
     requires = ("pywhispercpp",)  # the default backend; missing() accepts either binding
     extra = "whisper-cpp"
@@ -200,9 +199,10 @@ class WhisperCppAdapter(Adapter):
         assert self._worker is not None
         no_timestamps = self.decoding.timestamps_off(long_form)
         language = self.decoding.language_for(self.multilingual, example) or "auto"  # per example: language=dataset
+        prompt = self.decoding.prompt_for(example)  # per example: --prompt-from-keywords
         try:
             reply = self._worker.call(
-                "transcribe", audio, example.id, no_timestamps, language, timeout_s=self.call_timeout_s
+                "transcribe", audio, example.id, no_timestamps, language, prompt, timeout_s=self.call_timeout_s
             )
         except RemoteError as exc:
             raise RuntimeError(f"whisper.cpp ({self.backend}): {exc}") from None
@@ -374,11 +374,19 @@ class _Engine:
     def info(self) -> dict:
         return self.engine.info()
 
-    def transcribe(self, audio: np.ndarray, example_id: str, no_timestamps: bool, language: str = "auto") -> dict:
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        example_id: str,
+        no_timestamps: bool,
+        language: str = "auto",
+        prompt: str | None = None,
+    ) -> dict:
+        """One call of whisper_full on ``audio`` with this example's language and vocabulary prompt (None: none)."""
         if self.abort_on and example_id == self.abort_on:
             os.abort()  # a native-style crash
         segments, detected = self.engine.transcribe(
-            np.ascontiguousarray(audio, dtype=np.float32), no_timestamps, language
+            np.ascontiguousarray(audio, dtype=np.float32), no_timestamps, language, prompt
         )
         tokens = self.engine.tokens() if self.timed else None
         return {"segments": segments, "language": detected, "tokens": tokens, "decoded": self.engine.decoded()}
@@ -441,10 +449,13 @@ class _PyWhisperCpp:
             "flash_attn": self.flash_attn,
         }
 
-    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, str | None]:
+    def transcribe(
+        self, audio: np.ndarray, no_timestamps: bool, language: str, prompt: str | None = None
+    ) -> tuple[list, str | None]:
         pw = self.pw
         self.params.no_timestamps = no_timestamps
         self.params.language = language
+        self.params.initial_prompt = prompt or ""  # the binding keeps its own copy
         status = pw.whisper_full(self.ctx, self.params, audio, audio.size)
         if status != 0:
             raise RuntimeError(f"whisper_full returned {status}")
@@ -521,10 +532,14 @@ class _WhisperCppPython:
             "system_info": self.wc.whisper_print_system_info().decode().strip(),
         }
 
-    def transcribe(self, audio: np.ndarray, no_timestamps: bool, language: str) -> tuple[list, str | None]:
+    def transcribe(
+        self, audio: np.ndarray, no_timestamps: bool, language: str, prompt: str | None = None
+    ) -> tuple[list, str | None]:
         wc, ctx = self.wc, self.ctx
         self._language = language.encode()  # kept alive while whisper_full reads it
         self.params.language = self._language
+        self._prompt = prompt.encode() if prompt else None  # likewise (None: no initial prompt, whisper.cpp's NULL)
+        self.params.initial_prompt = self._prompt
         samples = audio.ctypes.data_as(self.ctypes.POINTER(self.ctypes.c_float))
         status = wc.whisper_full(ctx, self.params, samples, len(audio))
         if status != 0:

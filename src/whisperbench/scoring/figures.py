@@ -21,7 +21,7 @@ from ..core.languages import headline_metric
 from ..types import Prediction
 from .arrays import OK, numbers, text
 from .engine import raw
-from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics
+from .metrics import MetricContext, nested_metrics, per_example_metrics, run_metrics, with_run_keys
 from .record import SUMMARY_FIGURES, Summary
 from .table import CHAR_COUNTS, counts, metric_value, scored_table, unique_by_id
 from .wer import corpus_wer
@@ -59,7 +59,9 @@ def summarize_with_table(
         table_ready(table)
     metrics = run_metrics(each, MetricContext(normalizer, form, dict(metric_options or {}), table))
     if table.num_rows:  # a metric that gives the run no value is stored as null
-        metrics |= {metric.name: metric_value(table, metric) for metric in nested_metrics()}
+        metrics |= {
+            metric.name: with_run_keys(metric, metric_value(table, metric), each) for metric in nested_metrics()
+        }
     summary = Summary(
         **table_figures(table),
         form=form,

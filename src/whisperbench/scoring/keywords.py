@@ -40,6 +40,7 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
+from ..types import Prediction
 from .metrics import Display, Metric, ScoredExample
 from .normalize import get_normalizer
 
@@ -165,6 +166,13 @@ def per_example(example: ScoredExample) -> dict[str, float]:
     }
 
 
+def distinct_terms(scored: Sequence[Prediction]) -> dict[str, int]:
+    """``{"terms": n}``: how many distinct terms the run's examples hold, counted as the counts see them (normalized:
+    ``New York`` and ``new york.`` are one term; a term of the dictionary given to every example, once)."""
+    given = {term for pred in scored for term in example_terms(pred.extra)}  # each raw spelling normalized once
+    return {"terms": len(normalized_terms(given))}
+
+
 def _percent(part: float, whole: float) -> float | None:
     return 100.0 * part / whole if whole else None
 
@@ -243,6 +251,7 @@ METRIC = Metric(
     headline="recall",
     better="higher",
     finish=finish,
+    run_keys=distinct_terms,
     ratios={"recall": ("true_positives", "occurrences"), "span_error_rate": ("span_errors", "span_words")},
     display=Display(
         "Keywords",

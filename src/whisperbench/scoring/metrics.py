@@ -8,8 +8,9 @@ A metric is one of two kinds:
   run's score table (``METRIC.COLUMN``), and the run's value is each column's ``aggregate`` (sum, mean,
   median, max or min) over the examples, stored under the metric's name in ``summary.json``. Its ``headline``
   column is what a table shows, ``better`` which way is better, and the gate's ``--max-increase
-  METRIC.COLUMN=N`` bounds any column. A kernel that raises on one example leaves that example's values
-  empty, counted in the value's ``errors`` with the metric's name; the run goes on.
+  METRIC.COLUMN=N`` bounds any column. ``run_keys`` adds to summary.json's value what summed columns cannot
+  give (a count of distinct terms), from the run's scored predictions. A kernel that raises on one example
+  leaves that example's values empty, counted in the value's ``errors`` with the metric's name; the run goes on.
 - **run level** (``summarize``): a function of all the run's scored predictions that returns a JSON-ready
   ``dict`` (hallucination, timing), or ``None`` when it does not apply (no timing, no labels): then its key
   is left out, never filled with zeros.
@@ -262,8 +263,7 @@ class Metric:
     #: run values that are pooled rates, ``{value: (errors column, units column)}`` with units counted on the
     #: transcript (the same on both sides): the gate judges them with a paired bootstrap under ``--confidence``
     ratios: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    #: a section of its own in the reports (:class:`Display`); None: the value shows only in summary.json and,
-    #: per example, as its headline column
+    #: its report section (:class:`Display`); None: its value only in summary.json and, per example, its headline column
     display: Display | None = None
     #: the heading of its headline column in the tables (e.g. "CER %"); None: the metric's name
     heading: str | None = None
@@ -274,6 +274,8 @@ class Metric:
     core: bool = False
     #: how two runs are compared on it (:class:`Pairing`): compare, the leaderboard and the gate show each
     pairings: tuple[Pairing, ...] = ()
+    #: figures its summed columns cannot give (keywords' distinct terms): scored predictions -> keys (with_run_keys)
+    run_keys: Callable[[Sequence[Prediction]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -424,6 +426,26 @@ class Metric:
         name = self.headline_column(value)
         number = value.get(name) if isinstance(value, Mapping) and name else None
         return float(number) if number is not None and _is_number(number) else None
+
+
+def with_run_keys(metric: Metric, value: dict[str, Any] | None, scored: Sequence[Prediction]) -> dict[str, Any] | None:
+    """``value`` (``metric``'s, from the columns) with its ``run_keys`` of the scored predictions first; as it is where
+    the run has no value or the metric no ``run_keys``; a failing ``run_keys`` is logged with the metric's name and
+    left out.
+
+    >>> toy = Metric("toy", "t", per_example=lambda e: {"z": 1.0}, run_keys=lambda scored: {"ids": len(scored)})
+    >>> with_run_keys(toy, {"z": 2.0}, [Prediction("a", "", ""), Prediction("b", "", "")])
+    {'ids': 2, 'z': 2.0}
+    """
+    if value is None or metric.run_keys is None:
+        return value
+    try:
+        with contained():
+            keys = metric.run_keys(scored)
+    except BaseException as exc:
+        logger.warning("metric %s failed on its run keys: %s (left out)", metric.name, failure(interrupted_or(exc)))
+        return value
+    return {**keys, **value} if isinstance(keys, dict) else value
 
 
 class _Interrupt:
