@@ -38,22 +38,21 @@ def test_the_leaderboard_shows_summary_json_s_figures(tmp_path):
 
 def test_under_another_normalizer_the_table_s_figures_and_the_stored_rtfx(tmp_path):
     run, _ = _planted(tmp_path, "a")
-    reference = score(
-        BUNDLED / "recorded" / "openai-whisper-tiny.en.jsonl",
-        BUNDLED / "shortform" / "manifest.jsonl",
-        runs_dir=tmp_path,
-        name="ref",
-        normalizer="basic",
-    )
+    reference = _scored_basic(tmp_path, "openai-whisper-tiny.en.jsonl", "ref")
     assert reference.normalizer == "basic" != run.normalizer
     row = leaderboard_frame([run], {run.dataset_hash: reference}).set_index("Run").loc["a"]
-    basic = score(
-        BUNDLED / "recorded" / "openai-whisper-base.jsonl",
-        BUNDLED / "shortform" / "manifest.jsonl",
-        runs_dir=tmp_path,
-        name="basic",
-        normalizer="basic",
-    )
+    basic = _scored_basic(tmp_path, "openai-whisper-base.jsonl", "basic")
     assert basic.summary.normalizer == "basic"
     assert row["WER %"] == basic.summary.wer != 12.345  # the basic normalizer's, from the table: not the planted
     assert row["RTFx"] == 7.0  # RTFx depends on no normalizer: the stored one
+
+
+def _scored_basic(runs_dir, recorded, name):
+    """A bundled recorded run scored with the basic normalizer."""
+    return score(
+        BUNDLED / "recorded" / recorded,
+        BUNDLED / "shortform" / "manifest.jsonl",
+        runs_dir=runs_dir,
+        name=name,
+        normalizer="basic",
+    )
