@@ -158,9 +158,15 @@ def test_a_real_ctrl_c_still_stops_a_kernel():
         return {"n": 1.0}
 
     metric = Metric("slow", "interrupted", per_example=kernel, aggregate="sum")
-    with pytest.raises(KeyboardInterrupt):
-        metric.columns_of([ScoredExample("a", "ok", "a", "a", "a", "a", WordCounts(1, 0, 0, 0))])
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # its handler given back
+    # Python's own Ctrl-C handler, as a command or a notebook kernel has it: a library an earlier test loaded in
+    # this process may have left SIGINT ignored, and an ignored Ctrl-C stops nothing
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            metric.columns_of([ScoredExample("a", "ok", "a", "a", "a", "a", WordCounts(1, 0, 0, 0))])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # its handler given back
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 TOP_LEVEL_WER = """
