@@ -26,7 +26,7 @@ from .arrays import FALSE, OK, from_numpy, numbers, scalar, text
 from .engine import map_ranges
 from .formatting import parity_counts, parity_of_parts, same_words, sum_parity_parts
 from .qoi import ExampleComparison, QoiResult, _compare_one, qoi_by
-from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column, scored_table
+from .table import CHAR_COUNTS, RAW_COLUMNS, WORD_COUNTS, column, scored_table, sorted_rows
 from .wer import example_wers
 
 CHUNK = 65_536  # examples built at a time when iterating
@@ -273,7 +273,7 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
     """QoI of ``candidate`` against ``reference``, both score tables scored with ``normalizer``."""
     in_cand = pc.is_in(reference["id"], candidate["id"])
     in_ref = pc.is_in(candidate["id"], reference["id"])
-    ref_rows, cand_rows = _sorted_rows(reference, in_cand), _sorted_rows(candidate, in_ref)
+    ref_rows, cand_rows = sorted_rows(reference, in_cand), sorted_rows(candidate, in_ref)
     ref_ok = numbers(pc.equal(pc.take(reference["status"], from_numpy(ref_rows)), OK))
     reference_failed = pc.take(reference["id"], from_numpy(ref_rows[~ref_ok])).to_pylist()
     ref_rows, cand_rows = ref_rows[ref_ok], cand_rows[ref_ok]
@@ -304,13 +304,6 @@ def qoi_tables(reference: pa.Table, candidate: pa.Table, normalizer: str) -> Qoi
     result.no_regression = result.improved + result.unchanged
     result.qoi = 100.0 * result.no_regression / result.joined if result.joined else None
     return result
-
-
-def _sorted_rows(table: pa.Table, keep: pa.ChunkedArray) -> np.ndarray:
-    """The row numbers of ``table`` where ``keep``, ordered by id."""
-    rows = np.flatnonzero(numbers(keep))
-    order = numbers(pc.sort_indices(pc.take(table["id"], from_numpy(rows))))
-    return np.asarray(rows[order])
 
 
 def _language(ref: pa.Table, cand: pa.Table) -> pa.Array:
