@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,37 @@ MODEL_FIXTURES = {
 }
 
 
+#: test modules whose tests convert or run Whisper models (each takes both cores: two threads, or two one-thread
+#: workers): under pytest-xdist (``-n 2 --dist loadgroup`` in pyproject.toml) they run one after another on one
+#: worker, their module fixtures built once, while the other worker takes the rest of the suite one test at a time
+MODEL_MODULES = frozenset(
+    {
+        "test_api.py",
+        "test_ci_recipe.py",
+        "test_convert.py",
+        "test_coreml.py",
+        "test_doc_commands.py",
+        "test_first_hour.py",
+        "test_implementations.py",
+        "test_isolation.py",
+        "test_jax.py",
+        "test_languages.py",
+        "test_longform.py",
+        "test_mlx.py",
+        "test_openai_api.py",
+        "test_own_models.py",
+        "test_seams.py",
+        "test_streaming.py",
+        "test_sweep.py",
+        "test_sweep_parallel.py",
+        "test_timestamps.py",
+        "test_timing_adapters.py",
+        "test_whisper_cpp.py",
+        "test_word_timing.py",
+    }
+)
+
+
 def runs_a_model_fixture(item) -> bool:
     """Whether ``item`` asks for one of ``MODEL_FIXTURES`` (in the module that defines it)."""
     module = Path(str(item.fspath)).name
@@ -62,14 +94,18 @@ def runs_a_model_fixture(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """Tests listed in ``tests/heavy.json`` (over 3 s when last measured) and tests that ask for a fixture that
     converts or runs a model (``MODEL_FIXTURES``) are marked ``heavy``: the quick loop (``-m "not slow and not
-    heavy"``) leaves them out. Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked
+    heavy"``) leaves them out; those and every test of ``MODEL_MODULES`` or the ``slow`` tier share one pytest-xdist
+    group. Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked
     for."""
     from tests.heavy import listed
 
     heavy = listed()
     for item in items:
-        if item.nodeid in heavy or runs_a_model_fixture(item):
+        model = runs_a_model_fixture(item)
+        if item.nodeid in heavy or model:
             item.add_marker(pytest.mark.heavy)
+        if model or "slow" in item.keywords or Path(str(item.fspath)).name in MODEL_MODULES:
+            item.add_marker(pytest.mark.xdist_group("models"))
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return
     skip = pytest.mark.skip(
@@ -147,6 +183,13 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def _run_temp(tmp_path_factory) -> Path:
+    """The temp folder of the whole test run: with pytest-xdist each worker has its own folder under it, and the
+    workers share what is built there (conversions are built under a file lock, then renamed into place)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _session_cache(tmp_path_factory):
     """Converted weights go to one cache per test session, not the user's cache: each conversion is paid
@@ -154,13 +197,26 @@ def _session_cache(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(
             "WHISPERBENCH_CACHE",
-            os.environ.get("WHISPERBENCH_TEST_CACHE") or str(tmp_path_factory.getbasetemp() / "cache"),
+            os.environ.get("WHISPERBENCH_TEST_CACHE") or str(_run_temp(tmp_path_factory) / "cache"),
         )
         yield
 
 
+@pytest.fixture(autouse=True)
+def _sigint_handler_kept():
+    """A test whose code leaves Ctrl-C's handler changed (ignored, say) has it put back and fails: a pytest
+    process that ignores SIGINT cannot be stopped, and a later test that sends one would pass or fail by order."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler changed: {before!r} -> {after!r}")
+
+
 class SharedRuns:
-    """Harness runs that several tests compare against, each computed once per session.
+    """Harness runs that several tests compare against, each computed once per test run (by whichever
+    pytest-xdist worker asks first; the others wait for it and read it).
 
     ``get`` runs (or returns the stored) run of a configuration; a test only reads it. The openai-whisper
     reference on the shared 81 utterances, for example, is decoded once, not once per implementation.
@@ -171,6 +227,8 @@ class SharedRuns:
         self._names: dict[str, str] = {}
 
     def get(self, adapter: str, dataset, *options: str, model: str = "tiny.en", **request):
+        from filelock import FileLock
+
         from whisperbench.adapters import DecodingOptions
         from whisperbench.harness import RunRequest, open_run, run_evaluation
 
@@ -178,18 +236,22 @@ class SharedRuns:
         if key not in self._names:
             needs_adapter(adapter, model)
             name = f"{adapter}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
-            run_evaluation(
-                RunRequest(
-                    adapter,
-                    model,
-                    str(dataset),
-                    runs_dir=str(self.root),
-                    name=name,
-                    warmup=False,
-                    decoding=DecodingOptions.from_pairs(list(options)),
-                    **request,
-                )
-            )
+            done = self.root / f"{name}.done"
+            with FileLock(str(self.root / f"{name}.lock")):  # pytest-xdist's workers share the runs
+                if not done.exists():
+                    run_evaluation(
+                        RunRequest(
+                            adapter,
+                            model,
+                            str(dataset),
+                            runs_dir=str(self.root),
+                            name=name,
+                            warmup=False,
+                            decoding=DecodingOptions.from_pairs(list(options)),
+                            **request,
+                        )
+                    )
+                    done.touch()
             self._names[key] = name
         return open_run(self._names[key], self.root)
 
@@ -202,7 +264,9 @@ class SharedRuns:
 
 @pytest.fixture(scope="session")
 def shared_runs(tmp_path_factory) -> SharedRuns:
-    return SharedRuns(tmp_path_factory.mktemp("shared-runs"))
+    root = _run_temp(tmp_path_factory) / "shared-runs"
+    root.mkdir(exist_ok=True)
+    return SharedRuns(root)
 
 
 def stored(result):
