@@ -148,3 +148,50 @@ def test_the_moved_figures_show_in_compare_json(runs, capsys):
     )
     load = 100.0 * (runs_json[1]["load_s"] / runs_json[0]["load_s"] - 1.0)
     assert paired["speed.load"]["value"] == pytest.approx(load)
+
+
+@pytest.fixture(scope="module")
+def keyword_runs(tmp_path_factory):
+    """docs/keywords.md's runs: base wrote "poisoning" and "two duties" right in 1998-15444-0000, tiny.en did not;
+    and tiny.en against itself (a copy) keeps every term."""
+    from whisperbench.cli import main
+
+    runs = tmp_path_factory.mktemp("keywords") / "runs"
+    recorded, keywords = (
+        REPO / "datasets" / "tiny" / "recorded",
+        REPO / "datasets" / "tiny" / "shortform" / "keywords.txt",
+    )
+    for name, hyps in (
+        ("base", "openai-whisper-base"),
+        ("tiny", "openai-whisper-tiny.en"),
+        ("tiny2", "openai-whisper-tiny.en"),
+    ):
+        argv = ["score", "--dataset", "tiny-shortform", "--hypotheses", str(recorded / f"{hyps}.jsonl")]
+        assert main([*argv, "--keywords", str(keywords), "--runs-dir", str(runs), "--name", name]) == 0
+    return runs
+
+
+@pytest.mark.parametrize(
+    "reference, candidate, code",
+    [("base", "tiny", 1), ("tiny", "tiny2", 0)],
+)
+def test_must_keep_keywords_is_keywords_lost_at_most_0(keyword_runs, reference, candidate, code):
+    """``--must-keep-keywords`` is ``--max keywords.lost=0``: the same check, words and exit code (two terms lost:
+    FAIL naming them; a copy of the candidate: ok); ``--max keywords.lost=2`` allows the two; compare shows the
+    count."""
+    from whisperbench import compare, gate
+
+    runs = {"runs_dir": keyword_runs}
+    by_flag, by_key = (
+        gate(reference, candidate, **runs, allow_self_comparison=True, **limits)
+        for limits in ({"must_keep_keywords": True}, {"max": {"keywords.lost": 0.0}})
+    )
+    judged = [[(c.name, c.passed, c.detail, c.blocking) for c in r.checks] for r in (by_flag, by_key)]
+    assert judged[0] == judged[1] and by_flag.code == by_key.code == code
+    kept = next(c for c in by_flag.checks if c.name == "keywords kept")
+    lost = compare(reference, candidate, **runs).paired["keywords.lost"].value
+    if code:
+        assert kept.detail == "newly missed: poisoning (1998-15444-0000), two duties (1998-15444-0000)" and lost == 2
+        assert gate(reference, candidate, **runs, max={"keywords.lost": 2.0}).code == 0
+    else:
+        assert kept.detail == "every term the reference wrote right is kept" and lost == 0

@@ -18,6 +18,7 @@ from ..scoring.significance import PairedSignificance, SignificanceSettings, hol
 from ..scoring.table import metric_values, table_wer
 from ..store.runs import StoredRun
 from .hallucination import HallucinationDiff, hallucination_diff
+from .keywords import keyword_examples, newly_missed
 from .pairings import Paired, paired_figures, pairing_cells
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
@@ -89,6 +90,12 @@ class Comparison:
         """The candidate's hallucinations the reference does not have on the same example, and its output on
         non-speech (:func:`~whisperbench.reports.hallucination.hallucination_diff`), computed when first read."""
         return hallucination_diff(self.reference, self.candidate)
+
+    @cached_property
+    def keywords_lost(self) -> dict[str, list[str]] | None:
+        """``{term: [example ids]}`` the candidate newly misses where the reference wrote the term right
+        (:func:`~whisperbench.reports.keywords.newly_missed`); None when the reference run has no keywords."""
+        return newly_missed(self.reference, self.candidate) if keyword_examples(self.reference) else None
 
     @cached_property
     def tables(self) -> tuple[Any, Any]:

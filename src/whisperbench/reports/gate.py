@@ -34,7 +34,7 @@ from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .gate_thresholds import GateThresholds
 from .hallucination import describe_ids
-from .keywords import describe_lost, keyword_examples, newly_missed
+from .keywords import describe_lost
 from .pairings import Paired, declared, paired_rate, pairing_named
 from .speed import SpeedComparison, compare_speed
 from .streaming import latency_of, run_streaming
@@ -220,8 +220,7 @@ def _quality_checks(
     if t.max_timing_error_ms is not None:
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     checks += _aliased(comparison, t, "max_formatting_drift")
-    if t.must_keep_keywords:
-        checks.append(_keywords_kept_check(comparison))
+    checks += _aliased(comparison, t, "must_keep_keywords")
     for flag in ("max_slowdown", "max_memory_increase", "max_load_increase"):
         checks += _aliased(comparison, t, flag)
     if t.max_latency_p90 is not None:
@@ -238,8 +237,9 @@ def _aliased(comparison: Comparison, t: GateThresholds, flag: str) -> list[GateC
     """The check of a named flag that is an alias of a declared pairing's limit (``--min-qoi N`` is ``--min
     wer.qoi=N``: the pairing's ``flag``), judged as that limit is; none when the flag is not set."""
     bound = getattr(t, flag)
-    if bound is None:
+    if bound is None or bound is False:
         return []
+    bound = 0.0 if bound is True else bound  # a switch (--must-keep-keywords) is the bound 0 (--max keywords.lost=0)
     metric, pairing = next((m, p) for m, p in declared() if p.flag == flag)
     return [_pairing_check(comparison, metric, pairing, bound, 1 if pairing.limit == "max" else -1, t)]
 
@@ -503,14 +503,16 @@ def _nonspeech_check(comparison: Comparison, max_rate: float) -> GateCheck:
     )
 
 
-def _keywords_kept_check(comparison: Comparison) -> GateCheck:
-    """``--must-keep-keywords``: no term the reference wrote right in an example may the candidate miss there
-    (:func:`~whisperbench.reports.keywords.newly_missed`); a reference without keywords cannot be judged."""
-    if not keyword_examples(comparison.reference):
+def _keywords_kept_check(comparison: Comparison, limit: float) -> GateCheck:
+    """``--must-keep-keywords`` (``--max keywords.lost=0``; another N allows that many): no term the reference
+    wrote right in an example may the candidate miss there (:attr:`Comparison.keywords_lost`); a reference without
+    keywords cannot be judged."""
+    lost, figure = comparison.keywords_lost, comparison.paired.get("keywords.lost")
+    if lost is None or figure is None or figure.value is None:
         return GateCheck("keywords kept", False, "the reference run has no keywords: cannot judge", CANNOT_JUDGE)
-    lost = newly_missed(comparison.reference, comparison.candidate)
     detail = f"newly missed: {describe_lost(lost)}" if lost else "every term the reference wrote right is kept"
-    return GateCheck("keywords kept", not lost, detail, REGRESSION)
+    allowed = f" (allowed ≤ {limit:g})" if limit else ""
+    return GateCheck("keywords kept", figure.value <= limit, detail + allowed, REGRESSION)
 
 
 def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:
@@ -917,8 +919,8 @@ def cannot_judge_xml(reason: str) -> str:
 
 #: the built-in pairings' own checks (``METRIC.NAME`` -> check of the comparison, the bound and the thresholds), in
 #: the wording their named flags (``--min-qoi``, ``--max-wer-increase``, ``--max-formatting-drift``,
-#: ``--max-slowdown``, ``--max-memory-increase``, ``--max-load-increase``, ``--max-new-loops``, ``--max-new-bursts``)
-#: always had; every other pairing is judged by :func:`_paired_check`
+#: ``--max-slowdown``, ``--max-memory-increase``, ``--max-load-increase``, ``--max-new-loops``, ``--max-new-bursts``,
+#: ``--must-keep-keywords``) always had; every other pairing is judged by :func:`_paired_check`
 PAIRING_CHECKS: dict[str, Callable[[Comparison, float, GateThresholds], GateCheck]] = {
     "wer.qoi": lambda c, bound, t: _qoi_check(c.result, bound, t.confidence, c.significance),
     "wer.increase": lambda c, bound, t: _wer_check(c, bound, t.confidence),
@@ -928,4 +930,5 @@ PAIRING_CHECKS: dict[str, Callable[[Comparison, float, GateThresholds], GateChec
     "speed.load": lambda c, bound, t: _resource_check(c, "load time", "speed.load", bound),
     "hallucination.new_loops": lambda c, bound, t: _new_check(c, "loops", bound),
     "hallucination.new_bursts": lambda c, bound, t: _new_check(c, "bursts", bound),
+    "keywords.lost": lambda c, bound, t: _keywords_kept_check(c, bound),
 }

@@ -146,7 +146,7 @@ class GateThresholds:
     must_keep_keywords: bool = _limit(
         False,
         "fail when the candidate misses a keyword in an example where the reference wrote it right (the terms and "
-        "examples named; docs/keywords.md)",
+        "examples named; docs/keywords.md; the same as --max keywords.lost=0)",
         kind="flag",
     )
     max_formatting_drift: float | None = _limit(

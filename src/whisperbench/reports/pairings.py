@@ -8,7 +8,7 @@ Each kind is one function of the comparison: ``examples`` (share of joined examp
 column), ``difference`` and ``ratio`` (of the two run values, per-example or run-level metrics alike), ``parity``
 (share of joined examples whose column differs) and the built-in comparisons already on the
 :class:`~whisperbench.reports.compare.Comparison` (``qoi``, ``speed``, ``drift``, ``new``: new hallucinations,
-``resource``: peak memory and load time).
+``resource``: peak memory and load time, ``lost``: keywords newly missed).
 """
 
 from __future__ import annotations
@@ -281,6 +281,13 @@ def _resource(comparison: Comparison, metric: Metric, pairing: Pairing, confiden
     return None if value is None else Paired(metric.name, pairing, value)
 
 
+def _lost(comparison: Comparison, metric: Metric, pairing: Pairing, confidence: float) -> Paired | None:
+    """How many (term, example) pairs the reference wrote right and the candidate misses
+    (:attr:`Comparison.keywords_lost`); none when the reference run has no keywords."""
+    lost = comparison.keywords_lost
+    return None if lost is None else Paired(metric.name, pairing, float(sum(len(ids) for ids in lost.values())))
+
+
 def paired_rate(
     tables: tuple[Any, Any], metric: Metric, column: str, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Any:
@@ -323,4 +330,5 @@ KINDS: dict[str, Kind] = {
     "speed": _speed,
     "new": _new,
     "resource": _resource,
+    "lost": _lost,
 }
