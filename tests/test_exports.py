@@ -104,6 +104,37 @@ def test_mlflow_export_reads_back_and_a_second_export_updates(runs, tmp_path, mo
     assert sorted(r.info.run_name for r in client.search_runs([experiment.experiment_id])) == ["bad", "good", "ref"]
 
 
+def test_mlflow_export_with_a_reference_carries_every_pairing_as_compare_shows_it(runs, tmp_path, monkeypatch, capsys):
+    """With ``--reference``, every declared pairing's figure reaches the real local MLflow file store as
+    ``paired.METRIC.NAME`` (its interval as ``.ci_low`` / ``.ci_high``), equal to ``compare --json``'s ``paired``:
+    the bad run's QoI 100/6 %, its WER increase, formatting drift, new loops…; the reference's own export has none."""
+    MlflowClient = pytest.importorskip("mlflow", reason=MLFLOW_EXTRA).MlflowClient
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = f"file:{tmp_path / 'mlruns'}"
+    common = ["--to", "mlflow", "--tracking-uri", uri, "--runs-dir", str(runs)]
+    assert main(["export", "bad", "--reference", "ref", *common]) == 0
+    assert main(["export", "ref", *common]) == 0
+    capsys.readouterr()
+    assert main(["compare", "--runs-dir", str(runs), "--reference", "ref", "--candidate", "bad", "--json"]) == 0
+    paired = json.loads(capsys.readouterr().out)[0]["paired"]
+    client = MlflowClient(tracking_uri=uri)
+    found = client.search_runs([client.get_experiment_by_name("whisperbench").experiment_id])
+    logged = {r.info.run_name: r.data.metrics for r in found}
+    assert paired["wer.qoi"]["value"] == pytest.approx(100 / 6) and paired["wer.increase"]["value"] > 0
+    shown = {key: figure for key, figure in paired.items() if figure["value"] is not None}
+    assert {"wer.qoi", "wer.increase", "formatting.drift", "hallucination.new_loops"} <= set(shown)
+    for key, figure in shown.items():
+        assert logged["bad"][f"paired.{key}"] == pytest.approx(figure["value"]), key
+        if figure["interval"]:
+            low, high = figure["interval"]
+            assert (logged["bad"][f"paired.{key}.ci_low"], logged["bad"][f"paired.{key}.ci_high"]) == pytest.approx(
+                (low, high)
+            ), key
+    assert logged["bad"]["qoi_ci_low"] == logged["bad"]["paired.wer.qoi.ci_low"]
+    assert not any(name.startswith("paired.") for name in logged["ref"])
+
+
 @pytest.fixture
 def wandb_offline(tmp_path, monkeypatch):
     """W&B in offline mode, every folder it writes inside the test's tmp_path."""

@@ -64,6 +64,14 @@ def _compare_json(runs_dir, candidate, capsys, *extra):
     return json.loads(capsys.readouterr().out)[0]
 
 
+def _wer_difference(data):
+    """``compare --json``'s WER difference: the WER's pairing ``paired["wer.increase"]`` (its one key), as the
+    interval's fields."""
+    paired = data["paired"]["wer.increase"]
+    low, high = paired["interval"]
+    return dict(paired, low=low, high=high)
+
+
 @pytest.mark.parametrize("candidate", ["close", "bad"])
 def test_compare_json_sign_test_and_mapsswe_match_statsmodels(runs, candidate, capsys):
     runs_dir, rows = runs
@@ -75,7 +83,7 @@ def test_compare_json_sign_test_and_mapsswe_match_statsmodels(runs, candidate, c
     assert sign["p_value"] == pytest.approx(sm_sign_test(diff, mu0=0)[1])
     z, p = ztest(diff, value=0)
     assert data["mapsswe"]["z"] == pytest.approx(z) and data["mapsswe"]["p_value"] == pytest.approx(p)
-    wer = data["wer_difference"]
+    wer = _wer_difference(data)
     assert wer["estimate"] == pytest.approx(data["candidate_wer"] - data["reference_wer"])
     assert wer["low"] <= wer["estimate"] <= wer["high"]
     assert wer["resampling"]["method"] == "examples" and wer["resampling"]["units"] == len(rows)
@@ -89,11 +97,11 @@ def test_compare_block_by_speaker_resamples_speakers(runs, capsys):
     data = _compare_json(runs_dir, "close", capsys, "--block-by", "speaker")
     speakers = {r["speaker"] for r in rows}
     assert data["resampling"] == dict(data["resampling"], method="blocks", block_by="speaker", units=len(speakers))
-    assert "blocked bootstrap by speaker" in data["wer_difference"]["resampling"]["description"]
-    assert data["wer_difference"]["estimate"] == plain["wer_difference"]["estimate"]
-    assert (data["wer_difference"]["low"], data["wer_difference"]["high"]) != (
-        plain["wer_difference"]["low"],
-        plain["wer_difference"]["high"],
+    assert "blocked bootstrap by speaker" in _wer_difference(data)["resampling"]["description"]
+    assert _wer_difference(data)["estimate"] == _wer_difference(plain)["estimate"]
+    assert (_wer_difference(data)["low"], _wer_difference(data)["high"]) != (
+        _wer_difference(plain)["low"],
+        _wer_difference(plain)["high"],
     )
     assert data["sign_test"] == plain["sign_test"]  # tests of example pairs are not resampled
     capsys.readouterr()
@@ -147,7 +155,7 @@ def _gate(runs_dir, candidate, capsys, *extra):
 def test_non_inferiority_verdicts_and_exit_codes(runs, capsys):
     runs_dir, _ = runs
     data = _compare_json(runs_dir, "close", capsys)
-    low, high = data["wer_difference"]["low"], data["wer_difference"]["high"]
+    low, high = _wer_difference(data)["low"], _wer_difference(data)["high"]
     assert low < 0 < high  # as many errors as the reference, elsewhere: no difference shown
     code, out = _gate(runs_dir, "close", capsys, "--non-inferiority-margin", f"{high + 0.5:.2f}")
     assert code == 0 and "gate: PASS — non-inferior" in out
@@ -293,7 +301,8 @@ def test_compare_several_candidates_adjusts_for_multiplicity(runs, capsys):
     )
     close, bad = json.loads(capsys.readouterr().out)
     for name in ("sign_test", "mapsswe", "wer_difference"):
-        expected = holm([close[name]["p_value"], bad[name]["p_value"]])
+        p_values = [(_wer_difference(c) if name == "wer_difference" else c[name])["p_value"] for c in (close, bad)]
+        expected = holm(p_values)
         assert [close["holm"][name], bad["holm"][name]] == pytest.approx(expected)
     assert close["holm"]["family"] == 2
     assert close["holm"]["sign_test"] >= close["sign_test"]["p_value"]

@@ -34,14 +34,9 @@ def command(args) -> int:
         **significance_args(args),
     )
     if args.json:
-        from ..reports.hallucination import hallucination_diff
-
         print_json(
             [
-                dict(
-                    c.to_json(with_examples=args.examples is not None),
-                    hallucination=hallucination_diff(reference, c.candidate).to_json(),
-                )
+                dict(c.to_json(with_examples=args.examples is not None), hallucination=c.hallucination.to_json())
                 for c in comparisons
             ]
         )

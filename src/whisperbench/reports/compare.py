@@ -17,6 +17,8 @@ from ..scoring.qoi_table import qoi_tables
 from ..scoring.significance import PairedSignificance, SignificanceSettings, holm, paired_significance
 from ..scoring.table import metric_values, table_wer
 from ..store.runs import StoredRun
+from .hallucination import HallucinationDiff, hallucination_diff
+from .keywords import keyword_examples, newly_missed
 from .pairings import Paired, paired_figures, pairing_cells
 from .speed import SpeedComparison, compare_speed
 from .streaming import run_streaming
@@ -84,6 +86,18 @@ class Comparison:
         )
 
     @cached_property
+    def hallucination(self) -> HallucinationDiff:
+        """The candidate's hallucinations the reference does not have on the same example, and its output on
+        non-speech (:func:`~whisperbench.reports.hallucination.hallucination_diff`), computed when first read."""
+        return hallucination_diff(self.reference, self.candidate)
+
+    @cached_property
+    def keywords_lost(self) -> dict[str, list[str]] | None:
+        """``{term: [example ids]}`` the candidate newly misses where the reference wrote the term right
+        (:func:`~whisperbench.reports.keywords.newly_missed`); None when the reference run has no keywords."""
+        return newly_missed(self.reference, self.candidate) if keyword_examples(self.reference) else None
+
+    @cached_property
     def tables(self) -> tuple[Any, Any]:
         """Both runs' score tables under the reference's normalizer (what every figure of the comparison reads)."""
         normalizer = self.reference.normalizer
@@ -99,6 +113,13 @@ class Comparison:
     def qoi(self) -> float | None:
         """QoI %: the share of joined examples whose WER did not rise (None when none joined)."""
         return self.result.qoi
+
+    def _significance_json(self) -> dict:
+        """The paired tests (sign test, MAPSSWE, Wilcoxon, the QoI drop, the resampling); the WER difference with
+        its interval and p-value is ``paired["wer.increase"]`` (the WER's pairing), so it has one key."""
+        tests = self.significance.to_dict() if self.significance else {}
+        tests.pop("wer_difference", None)
+        return tests
 
     def _streaming_json(self) -> dict:
         """``{"streaming": {"reference": …, "candidate": …}}`` when either side is a stream (its summary figures)."""
@@ -116,7 +137,7 @@ class Comparison:
             "weights": self.weights,
             **({"timing": self.timing} if self.timing else {}),
             "normalizer": self.reference.normalizer,
-            **(self.significance.to_dict() if self.significance else {}),
+            **(self._significance_json() if self.significance else {}),
             **({"holm": self.holm} if self.holm else {}),
             **({"metrics": self.metrics} if self.metrics else {}),
             "paired": {key: figure.to_json() for key, figure in self.paired.items()},
@@ -277,7 +298,8 @@ def comparison_table(comparisons: Iterable[Comparison]) -> pd.DataFrame:
                 "reference": c.reference.name,
                 "ref WER %": c.reference_wer,
                 "cand WER %": c.candidate_wer,
-                **pairing_cells(c.paired),  # QoI %, ΔWER, format drift, slowdown, every metric's declared pairing
+                # QoI %, ΔWER with its interval, format drift, slowdown: every metric's declared pairing
+                **pairing_cells(c.paired, intervals=c.speed_settings.confidence),
                 "joined": r.joined,
                 "improved": r.improved,
                 "unchanged": r.unchanged,
@@ -317,11 +339,8 @@ def run_level_cells(values: Mapping[str, Any], displayed: bool = True) -> dict[s
 
 
 def _significance_columns(sig: PairedSignificance) -> dict[str, Any]:
-    """The compare table's paired-significance cells: the WER difference with its interval and the p-values."""
-    wer = sig.wer_difference
-    share = f"{wer.confidence:.0%} " if wer else ""
+    """The compare table's paired tests' p-values (the WER difference's interval is in its pairing's cell)."""
     return {
-        f"ΔWER [{share}CI]": str(wer) if wer else None,
         "sign test p": sig.sign_test.p_value,
         "MAPSSWE p": sig.mapsswe.p_value if sig.mapsswe else None,
         "Wilcoxon p": sig.wilcoxon.p_value if sig.wilcoxon else None,

@@ -33,8 +33,8 @@ from ..store.runs import StoredRun, same_run_reason
 from .compare import Comparison, compare_runs, paired_counts, significance_of
 from .escape import one_line
 from .gate_thresholds import GateThresholds
-from .hallucination import describe_ids, hallucination_diff
-from .keywords import describe_lost, keyword_examples, newly_missed
+from .hallucination import describe_ids
+from .keywords import describe_lost
 from .pairings import Paired, declared, paired_rate, pairing_named
 from .speed import SpeedComparison, compare_speed
 from .streaming import latency_of, run_streaming
@@ -214,16 +214,15 @@ def _quality_checks(
         checks += _non_inferiority_checks(
             sig, t.non_inferiority_margin, t.non_inferiority_qoi_margin, t.inconclusive, result
         )
-    if (t.max_new_loops, t.max_new_bursts, t.max_nonspeech_output_rate) != (None, None, None):
-        checks += _hallucination_checks(
-            reference, candidate, t.max_new_loops, t.max_new_bursts, t.max_nonspeech_output_rate
-        )
+    checks += _aliased(comparison, t, "max_new_loops") + _aliased(comparison, t, "max_new_bursts")
+    if t.max_nonspeech_output_rate is not None:
+        checks.append(_nonspeech_check(comparison, t.max_nonspeech_output_rate))
     if t.max_timing_error_ms is not None:
         checks.append(_timing_check(comparison, t.max_timing_error_ms))
     checks += _aliased(comparison, t, "max_formatting_drift")
-    if t.must_keep_keywords:
-        checks.append(_keywords_kept_check(comparison))
-    checks += _aliased(comparison, t, "max_slowdown") + speed_checks(comparison.speed, t)
+    checks += _aliased(comparison, t, "must_keep_keywords")
+    for flag in ("max_slowdown", "max_memory_increase", "max_load_increase"):
+        checks += _aliased(comparison, t, flag)
     if t.max_latency_p90 is not None:
         checks.append(_latency_check(comparison, t.max_latency_p90, t.confidence))
     paired = settings if t.confidence else None
@@ -238,8 +237,9 @@ def _aliased(comparison: Comparison, t: GateThresholds, flag: str) -> list[GateC
     """The check of a named flag that is an alias of a declared pairing's limit (``--min-qoi N`` is ``--min
     wer.qoi=N``: the pairing's ``flag``), judged as that limit is; none when the flag is not set."""
     bound = getattr(t, flag)
-    if bound is None:
+    if bound is None or bound is False:
         return []
+    bound = 0.0 if bound is True else bound  # a switch (--must-keep-keywords) is the bound 0 (--max keywords.lost=0)
     metric, pairing = next((m, p) for m, p in declared() if p.flag == flag)
     return [_pairing_check(comparison, metric, pairing, bound, 1 if pairing.limit == "max" else -1, t)]
 
@@ -273,28 +273,21 @@ def _paired_check(figure: Paired | None, key: str, bound: float, sign: int, conf
     return GateCheck(f"{key} {word}", ok, f"{text} ({'≤' if sign > 0 else '≥'} {bound:g} needed)", REGRESSION)
 
 
-def speed_checks(speed: SpeedComparison, t: GateThresholds) -> list[GateCheck]:
-    """``--max-memory-increase`` and ``--max-load-increase`` (``--max-slowdown`` is the speed pairing's limit):
-    each a check, "cannot judge" where the runs give no figure to judge."""
-    checks = []
-    for name, limit, value in (
-        ("peak memory", t.max_memory_increase, speed.memory_increase_pct),
-        ("load time", t.max_load_increase, speed.load_increase_pct),
-    ):
-        if limit is None:
-            continue
-        if speed.refused:  # two machines' memory and load time say more about the machines
-            checks.append(GateCheck(name, False, f"cannot judge: {speed.refused}", CANNOT_JUDGE))
-        elif value is None:
-            why = (
-                f"no {name} recorded in both runs: cannot judge (a run made here records it; a hypotheses file's "
-                "header row gives its device's load_s and peak_rss_mb, compared only with another device's)"
-            )
-            checks.append(GateCheck(name, False, why, CANNOT_JUDGE))
-        else:
-            detail = f"candidate {value:+.1f}% against the reference (allowed ≤ {limit:+g}%)"
-            checks.append(GateCheck(name, value <= limit, detail, REGRESSION))
-    return checks
+def _resource_check(comparison: Comparison, name: str, key: str, limit: float) -> GateCheck:
+    """``--max-memory-increase`` / ``--max-load-increase`` (``--max speed.memory`` / ``speed.load``): the
+    resource pairing's figure (``name``: peak memory, load time) against ``limit`` %; "cannot judge" where the runs
+    give no figure to judge."""
+    speed, figure = comparison.speed, comparison.paired.get(key)
+    if speed.refused:  # two machines' memory and load time say more about the machines
+        return GateCheck(name, False, f"cannot judge: {speed.refused}", CANNOT_JUDGE)
+    if figure is None or figure.value is None:
+        why = (
+            f"no {name} recorded in both runs: cannot judge (a run made here records it; a hypotheses file's "
+            "header row gives its device's load_s and peak_rss_mb, compared only with another device's)"
+        )
+        return GateCheck(name, False, why, CANNOT_JUDGE)
+    detail = f"candidate {figure.value:+.1f}% against the reference (allowed ≤ {limit:+g}%)"
+    return GateCheck(name, figure.value <= limit, detail, REGRESSION)
 
 
 def _slowdown_check(speed: SpeedComparison, limit: float, inconclusive: str) -> GateCheck:
@@ -485,60 +478,41 @@ def _non_inferiority_checks(
     return checks
 
 
-def _hallucination_checks(
-    reference: StoredRun,
-    candidate: StoredRun,
-    max_loops: int | None,
-    max_bursts: int | None,
-    max_rate: float | None,
-) -> list[GateCheck]:
-    """New loops and bursts against the reference, and output on non-speech audio, each naming its examples."""
-    diff, checks = hallucination_diff(reference, candidate), []
-    for kind, limit in (("loops", max_loops), ("bursts", max_bursts)):
-        if limit is not None:
-            ids = diff.new[kind]
-            checks.append(
-                GateCheck(
-                    f"new {kind}",
-                    len(ids) <= limit,
-                    f"{len(ids)} example(s) with {kind} the "
-                    f"reference does not have (allowed ≤ {limit}): {describe_ids(ids)}",
-                    REGRESSION,
-                )
-            )
-    if max_rate is not None:
-        rate, ids = diff.nonspeech_output_rate, diff.nonspeech_with_output
-        if rate is None:
-            checks.append(
-                GateCheck(
-                    "output on non-speech",
-                    False,
-                    "no example has an empty transcript (non-speech "
-                    "audio): the output rate on non-speech cannot be judged",
-                    CANNOT_JUDGE,
-                )
-            )
-        else:
-            checks.append(
-                GateCheck(
-                    "output on non-speech",
-                    rate <= max_rate,
-                    f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
-                    f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}",
-                    REGRESSION,
-                )
-            )
-    return checks
+def _new_check(comparison: Comparison, kind: str, limit: float) -> GateCheck:
+    """``--max-new-loops`` / ``--max-new-bursts`` (``--max hallucination.new_loops`` / ``new_bursts``): how many
+    examples have ``kind`` (loops, bursts) in the candidate but not in the reference, naming them."""
+    ids = comparison.hallucination.new[kind]
+    detail = f"{len(ids)} example(s) with {kind} the reference does not have (allowed ≤ {limit:g}): {describe_ids(ids)}"
+    return GateCheck(f"new {kind}", len(ids) <= limit, detail, REGRESSION)
 
 
-def _keywords_kept_check(comparison: Comparison) -> GateCheck:
-    """``--must-keep-keywords``: no term the reference wrote right in an example may the candidate miss there
-    (:func:`~whisperbench.reports.keywords.newly_missed`); a reference without keywords cannot be judged."""
-    if not keyword_examples(comparison.reference):
+def _nonspeech_check(comparison: Comparison, max_rate: float) -> GateCheck:
+    """``--max-nonspeech-output-rate``: the % of non-speech examples (empty transcript) the candidate writes on,
+    naming them; without non-speech examples it cannot be judged."""
+    diff = comparison.hallucination
+    rate, ids = diff.nonspeech_output_rate, diff.nonspeech_with_output
+    if rate is None:
+        why = "no example has an empty transcript (non-speech audio): the output rate on non-speech cannot be judged"
+        return GateCheck("output on non-speech", False, why, CANNOT_JUDGE)
+    return GateCheck(
+        "output on non-speech",
+        rate <= max_rate,
+        f"output on {len(ids)} of {diff.nonspeech} non-speech examples ({rate:.1f}%, "
+        f"allowed ≤ {max_rate:g}%): {describe_ids(ids)}",
+        REGRESSION,
+    )
+
+
+def _keywords_kept_check(comparison: Comparison, limit: float) -> GateCheck:
+    """``--must-keep-keywords`` (``--max keywords.lost=0``; another N allows that many): no term the reference
+    wrote right in an example may the candidate miss there (:attr:`Comparison.keywords_lost`); a reference without
+    keywords cannot be judged."""
+    lost, figure = comparison.keywords_lost, comparison.paired.get("keywords.lost")
+    if lost is None or figure is None or figure.value is None:
         return GateCheck("keywords kept", False, "the reference run has no keywords: cannot judge", CANNOT_JUDGE)
-    lost = newly_missed(comparison.reference, comparison.candidate)
     detail = f"newly missed: {describe_lost(lost)}" if lost else "every term the reference wrote right is kept"
-    return GateCheck("keywords kept", not lost, detail, REGRESSION)
+    allowed = f" (allowed ≤ {limit:g})" if limit else ""
+    return GateCheck("keywords kept", figure.value <= limit, detail + allowed, REGRESSION)
 
 
 def _formatting_drift_check(comparison: Comparison, limit: float) -> GateCheck:
@@ -945,10 +919,16 @@ def cannot_judge_xml(reason: str) -> str:
 
 #: the built-in pairings' own checks (``METRIC.NAME`` -> check of the comparison, the bound and the thresholds), in
 #: the wording their named flags (``--min-qoi``, ``--max-wer-increase``, ``--max-formatting-drift``,
-#: ``--max-slowdown``) always had; every other pairing is judged by :func:`_paired_check`
+#: ``--max-slowdown``, ``--max-memory-increase``, ``--max-load-increase``, ``--max-new-loops``, ``--max-new-bursts``,
+#: ``--must-keep-keywords``) always had; every other pairing is judged by :func:`_paired_check`
 PAIRING_CHECKS: dict[str, Callable[[Comparison, float, GateThresholds], GateCheck]] = {
     "wer.qoi": lambda c, bound, t: _qoi_check(c.result, bound, t.confidence, c.significance),
     "wer.increase": lambda c, bound, t: _wer_check(c, bound, t.confidence),
     "formatting.drift": lambda c, bound, t: _formatting_drift_check(c, bound),
     "speed.slowdown": lambda c, bound, t: _slowdown_check(c.speed, bound, t.inconclusive),
+    "speed.memory": lambda c, bound, t: _resource_check(c, "peak memory", "speed.memory", bound),
+    "speed.load": lambda c, bound, t: _resource_check(c, "load time", "speed.load", bound),
+    "hallucination.new_loops": lambda c, bound, t: _new_check(c, "loops", bound),
+    "hallucination.new_bursts": lambda c, bound, t: _new_check(c, "bursts", bound),
+    "keywords.lost": lambda c, bound, t: _keywords_kept_check(c, bound),
 }

@@ -76,13 +76,14 @@ class GateThresholds:
     max_new_loops: int | None = _limit(
         None,
         "fail when more than N examples loop (a phrase repeated ≥ 3 times over ≥ 5 words, beyond the "
-        "transcript) in the candidate but not in the reference",
+        "transcript) in the candidate but not in the reference (the same as --max hallucination.new_loops=N)",
         "N",
         "count",
     )
     max_new_bursts: int | None = _limit(
         None,
-        "fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference does not",
+        "fail when more than N examples have a burst (≥ 5 consecutive inserted words) the reference does not (the "
+        "same as --max hallucination.new_bursts=N)",
         "N",
         "count",
     )
@@ -145,7 +146,7 @@ class GateThresholds:
     must_keep_keywords: bool = _limit(
         False,
         "fail when the candidate misses a keyword in an example where the reference wrote it right (the terms and "
-        "examples named; docs/keywords.md)",
+        "examples named; docs/keywords.md; the same as --max keywords.lost=0)",
         kind="flag",
     )
     max_formatting_drift: float | None = _limit(
@@ -164,10 +165,16 @@ class GateThresholds:
         "PCT",
     )
     max_memory_increase: float | None = _limit(
-        None, "fail when the candidate's peak memory exceeds the reference's by more than PCT %", "PCT"
+        None,
+        "fail when the candidate's peak memory exceeds the reference's by more than PCT % (the same as --max "
+        "speed.memory=PCT)",
+        "PCT",
     )
     max_load_increase: float | None = _limit(
-        None, "fail when the candidate's model load time exceeds the reference's by more than PCT %", "PCT"
+        None,
+        "fail when the candidate's model load time exceeds the reference's by more than PCT % (the same as --max "
+        "speed.load=PCT)",
+        "PCT",
     )
     max_latency_p90: float | None = _limit(
         None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..scoring.bootstrap import PairedTest, paired_rate_test
 from ..scoring.keywords import TermRow, example_terms, missed_terms, term_table
@@ -17,7 +17,9 @@ from .escape import md_cell, one_line
 
 if TYPE_CHECKING:
     from ..store.runs import StoredRun
-    from .compare import Comparison
+
+#: a :class:`~whisperbench.reports.compare.Comparison` (compare imports this module, not the other way round)
+Comparison = Any
 
 #: examples named per term in a table or a note (the rest counted)
 SHOWN = 5
@@ -75,7 +77,7 @@ def keyword_notes(c: Comparison) -> list[str]:
     paired = paired_recall(c)
     if paired is not None:
         line += f" (paired {paired.delta:+.1f} points, {paired.interval.confidence:.0%} CI {paired.interval})"
-    lost = newly_missed(c.reference, c.candidate)
+    lost = c.keywords_lost or {}  # computed once per comparison: the gate's keywords.lost reads it too
     return [line] + ([f"keywords newly missed: {describe_lost(lost)}"] if lost else [])
 
 

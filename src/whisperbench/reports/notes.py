@@ -11,7 +11,7 @@ from __future__ import annotations
 from .compare import Comparison
 from .escape import one_line
 from .gate import format_significance
-from .hallucination import describe_ids, hallucination_diff
+from .hallucination import describe_ids
 from .keywords import keyword_notes
 from .streaming import compare_lines
 from .weights import english_only_languages
@@ -66,7 +66,7 @@ def _english_only_notes(c: Comparison) -> list[str]:
 
 
 def _hallucination_notes(c: Comparison) -> list[str]:
-    diff = hallucination_diff(c.reference, c.candidate)
+    diff = c.hallucination  # computed once per comparison: its pairings and the gate read it too
     notes = [f"new {kind} vs the reference: {len(ids)} ({describe_ids(ids)})" for kind, ids in diff.new.items()]
     if diff.nonspeech:
         notes.append(f"output on {len(diff.nonspeech_with_output)} of {diff.nonspeech} non-speech examples")

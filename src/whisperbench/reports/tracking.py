@@ -9,7 +9,9 @@ what goes in it is decided here, once, so MLflow and W&B carry the same figures.
 - **params**: what the run *is* (the identity, the weights, the dataset) — fixed for a key, as MLflow requires.
 - **tags**: how and where it ran (machine, versions, backend, status, the reference's name) — may change.
 - **metrics**: the summary's numbers (WER, CER, RTFx, latency, memory, size, counts), WER's bootstrap CI,
-  per-language error rates, and with a reference QoI with its CI and the improved/unchanged/regressed counts.
+  per-language error rates, and with a reference QoI with its CI and the improved/unchanged/regressed counts,
+  and every declared pairing's figure against it (``paired.METRIC.NAME``, ``….ci_low`` / ``….ci_high`` where it
+  has an interval: what ``compare --json`` calls ``paired``).
 
 Every string passes `redact.redact` (an endpoint's key in a URL never leaves the machine), and so does every
 message of a failed export (`safe_line`: one line, no user:password, no secret query value).
@@ -42,7 +44,6 @@ from typing import Any
 import pandas as pd
 
 from ..core.redact import redact, redact_text
-from ..scoring import qoi_interval
 from ..scoring.metrics import displayed_metrics, metric_named, nested_metrics
 from ..scoring.table import metric_values
 from ..store.runs import StoredRun
@@ -50,6 +51,7 @@ from .compare import compare_runs
 from .export import example_frame
 from .languages import language_frame, render_language_markdown
 from .leaderboard import headline_interval, leaderboard_frame, render_markdown
+from .pairings import Paired
 from .sections import flat_values
 
 #: the summary.json numbers a tracker gets as metrics (others stay in the run's files)
@@ -213,19 +215,38 @@ def _metrics(run: StoredRun, reference: StoredRun | None) -> dict[str, float]:
     for name, value in metric_values(table, nested_metrics()).items():  # WER and CER: their figures above
         metrics |= {f"{name}.{column}": number for column, number in value.items()}
     if reference is not None:
-        result = compare_runs(reference, run).result
-        qoi_ci = qoi_interval(result)
+        comparison = compare_runs(reference, run)
+        result, paired = comparison.result, comparison.paired
+        qoi = paired.get("wer.qoi")
+        qoi_ci = qoi.interval if qoi is not None else None
         metrics |= {
             "qoi": result.qoi,
-            "qoi_ci_low": qoi_ci.low if qoi_ci else None,
-            "qoi_ci_high": qoi_ci.high if qoi_ci else None,
+            "qoi_ci_low": qoi_ci[0] if qoi_ci else None,
+            "qoi_ci_high": qoi_ci[1] if qoi_ci else None,
             "qoi_joined": result.joined,
             "qoi_improved": result.improved,
             "qoi_unchanged": result.unchanged,
             "qoi_regressed": result.regressed,
         }
         metrics |= {f"language.{language}.qoi": row["qoi"] for language, row in result.by_language().items()}
+        metrics |= paired_metrics(paired)
     return {k: v for k, v in ((k, _number(v)) for k, v in metrics.items()) if v is not None}
+
+
+def paired_metrics(paired: Mapping[str, Paired]) -> dict[str, float | None]:
+    """Every declared pairing's figure as tracker metrics: ``paired.METRIC.NAME`` and, where it has an interval,
+    ``paired.METRIC.NAME.ci_low`` / ``.ci_high`` (:mod:`whisperbench.reports.pairings`, as compare reads them).
+
+    >>> from whisperbench.scoring.metrics import Pairing
+    >>> paired_metrics({"wer.qoi": Paired("wer", Pairing("qoi", "qoi"), 90.0, (85.0, 95.0), 0.95)})
+    {'paired.wer.qoi': 90.0, 'paired.wer.qoi.ci_low': 85.0, 'paired.wer.qoi.ci_high': 95.0}
+    """
+    out: dict[str, float | None] = {}
+    for key, figure in paired.items():
+        out[f"paired.{key}"] = figure.value
+        if figure.interval is not None:
+            out[f"paired.{key}.ci_low"], out[f"paired.{key}.ci_high"] = figure.interval
+    return out
 
 
 def _files(run: StoredRun, reference: StoredRun | None) -> dict[str, str]:

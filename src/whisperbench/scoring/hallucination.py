@@ -43,7 +43,7 @@ from rapidfuzz.distance import Levenshtein
 from ..core.ranges import Range
 from ..types import Prediction
 from .arrays import FALSE, OK, numbers, strings
-from .metrics import Display, Metric, MetricContext
+from .metrics import Display, Metric, MetricContext, Pairing
 from .wer import example_wers
 
 #: each threshold's range: a loop needs two copies; a burst, a loop, an n-gram at least one word
@@ -445,4 +445,9 @@ METRIC = Metric(
     summarize,
     options=_options,
     display=DISPLAY,
+    #: the examples that loop (burst) in the candidate but not in the reference (reports/hallucination.py)
+    pairings=(
+        Pairing("new_loops", "new", "loops", heading="New loops", flag="max_new_loops"),
+        Pairing("new_bursts", "new", "bursts", heading="New bursts", flag="max_new_bursts"),
+    ),
 )

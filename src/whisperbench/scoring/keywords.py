@@ -41,7 +41,7 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from ..types import Prediction
-from .metrics import Display, Metric, ScoredExample
+from .metrics import Display, Metric, Pairing, ScoredExample
 from .normalize import get_normalizer
 
 #: the word an alignment puts on the side that has none (texterrors' and OpenBench's)
@@ -266,4 +266,7 @@ METRIC = Metric(
         "written where the transcript has none; span error = WER on the terms' aligned words",
     ),
     heading="Keyword recall %",
+    #: the (term, example) pairs the reference wrote right and the candidate misses (reports/keywords.py):
+    #: ``gate --must-keep-keywords`` is ``--max keywords.lost=0``
+    pairings=(Pairing("lost", "lost", heading="Keywords lost", flag="must_keep_keywords"),),
 )

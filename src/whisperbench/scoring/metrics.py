@@ -66,9 +66,11 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 SummarizeFn = Callable[[Sequence[Prediction], "MetricContext"], dict[str, Any] | None]
 #: how a :class:`Pairing` compares two runs (``reports/pairings.py`` computes each kind once): ``examples`` per
-#: example, ``difference`` of the run values, ``ratio`` of them, ``parity`` of the outputs; ``qoi``, ``speed`` and
-#: ``drift`` are the built-in comparisons (QoI, the paired time ratio, formatting drift) named as kinds
-PAIRING_KINDS = ("examples", "difference", "ratio", "parity", "qoi", "speed", "drift")
+#: example, ``difference`` of the run values, ``ratio`` of them, ``parity`` of the outputs; ``qoi``, ``speed``,
+#: ``drift``, ``new``, ``resource`` and ``lost`` are the built-in comparisons (QoI, the paired time ratio, formatting
+#: drift, the candidate's new hallucinations, its peak memory and load time against the reference's, the keywords it
+#: newly misses) named as kinds
+PAIRING_KINDS = ("examples", "difference", "ratio", "parity", "qoi", "speed", "drift", "new", "resource", "lost")
 
 
 @dataclass(frozen=True)

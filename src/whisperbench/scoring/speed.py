@@ -174,10 +174,15 @@ def speed_verdict(interval: tuple[float, float], max_slowdown: float) -> str:
     return verdict_of_bounds(interval[0], interval[1], max_slowdown)
 
 
-#: speed is a paired figure only (a run's own RTFx and latencies are summary.json's): its one pairing, the slowdown
+#: speed is a paired figure only (a run's own RTFx and latencies are summary.json's): the slowdown, and the change
+#: in peak memory and load time (each judged only on one machine)
 METRIC = Metric(
     "speed",
     "the candidate's paired per-example time ratio against the reference's, as a slowdown in % (geometric mean, "
     "bootstrap interval; reports/speed.py reads the runs' times)",
-    pairings=(Pairing("slowdown", "speed", heading="Slowdown %", flag="max_slowdown"),),
+    pairings=(
+        Pairing("slowdown", "speed", heading="Slowdown %", flag="max_slowdown"),
+        Pairing("memory", "resource", "memory", heading="Peak memory Δ %", flag="max_memory_increase"),
+        Pairing("load", "resource", "load", heading="Load time Δ %", flag="max_load_increase"),
+    ),
 )
