@@ -402,16 +402,13 @@ class Prediction:
         return copy
 
     def packed(self) -> tuple[Any, ...]:
-        """The prediction as plain values: its raw fields in order, then its score packed
-        (:meth:`ExampleScore.packed`; None: unscored); :meth:`unpacked` makes it again. What is sent to a scoring
-        worker and kept to compare with the predictions read back: a tuple of plain values pickles and reads back in a
-        third of an object's time, and one that holds only plain values is no work for the garbage collector.
+        """The prediction as plain values: raw fields in order, then the score packed (None: unscored); :meth:`unpacked`
+        makes it again. Sent to scoring workers and kept to compare with the predictions read back: a tuple of plain
+        values pickles in a third of an object's time and is no work for the garbage collector.
 
-        >>> pred = Prediction("a", "Hi.", "hi", extra={"k": 1})
-        >>> scored = pred.with_score(ExampleScore("basic", "hi", "hi", WordCounts(1, 0, 0, 0), None))
-        >>> again = Prediction.unpacked
-        >>> pred.packed()[:3], again(pred.packed()) == pred, again(scored.packed()) == scored
-        (('a', 'Hi.', 'hi'), True, True)
+        >>> pred, score = Prediction("a", "Hi.", "hi"), ExampleScore("basic", "hi", "hi", WordCounts(1, 0, 0, 0), None)
+        >>> [Prediction.unpacked(p.packed()) == p for p in (pred, pred.with_score(score))], pred.packed()[:2]
+        ([True, True], ('a', 'Hi.'))
         """
         values: tuple[Any, ...] = _values(self)
         return values if self.score is None else (*values[:-1], self.score.packed())
