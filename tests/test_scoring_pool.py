@@ -88,6 +88,37 @@ def test_the_figures_are_identical_with_1_2_and_4_workers(monkeypatch, workers):
     assert score_predictions(preds, "english", workers=workers) == list(one_scored)
 
 
+def test_a_run_scored_while_written_starts_its_workers_with_it_and_sends_the_last_part_when_the_writing_ends(
+    monkeypatch,
+):
+    """``ScoredWhileWritten``: its workers start when it is made (they import while the first part is written),
+    every ``WRITTEN_PART`` predictions added go as a part, the rest when the writing ends (before the run is read
+    back); the result is what one process gives for the same predictions, to the bit, and no worker is left."""
+    import multiprocessing
+
+    from whisperbench.scoring import table as tables
+
+    monkeypatch.setattr(tables, "WRITTEN_PART", 40)
+    preds = _predictions(100)
+    before = set(multiprocessing.active_children())
+    scoring = tables.ScoredWhileWritten("english", 2)
+    try:
+        assert len(set(multiprocessing.active_children()) - before) == 2  # started, nothing added yet
+        scoring.add(preds[:70])
+        scoring.add(preds[70:])
+        assert len(scoring._parts) == 2  # two whole parts; 20 predictions wait for the writing's end
+        scoring.written()
+        assert len(scoring._parts) == 3
+        result = scoring.result(list(preds))
+        assert result is not None
+        one_scored, one_table = scored_table(preds, "english", workers=1)
+        assert result[1].equals(one_table) and list(result[0]) == list(one_scored)
+        assert scoring.result(preds[:-1] + [Prediction(preds[-1].id, "other", "text")]) is None  # not what was added
+    finally:
+        scoring.close()
+    assert not set(multiprocessing.active_children()) - before
+
+
 def test_workers_default_to_the_cores_this_process_may_use(monkeypatch):
     """No ``workers``: as many as ``os.sched_getaffinity`` allows (one: no pool at all)."""
     monkeypatch.setattr(engine, "usable_cpus", lambda: 1)

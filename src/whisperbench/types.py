@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Literal
 
 from .errors import DatasetError
@@ -400,6 +401,27 @@ class Prediction:
         copy.score = score
         return copy
 
+    def packed(self) -> tuple[Any, ...]:
+        """The prediction as plain values: raw fields in order, then the score packed (None: unscored); :meth:`unpacked`
+        makes it again. Sent to scoring workers and kept to compare with the predictions read back: a tuple of plain
+        values pickles in a third of an object's time and is no work for the garbage collector.
+
+        >>> pred, score = Prediction("a", "Hi.", "hi"), ExampleScore("basic", "hi", "hi", WordCounts(1, 0, 0, 0), None)
+        >>> [Prediction.unpacked(p.packed()) == p for p in (pred, pred.with_score(score))], pred.packed()[:2]
+        ([True, True], ('a', 'Hi.'))
+        """
+        values: tuple[Any, ...] = _values(self)
+        return values if self.score is None else (*values[:-1], self.score.packed())
+
+    @classmethod
+    def unpacked(cls, values: tuple[Any, ...]) -> Prediction:
+        """The prediction :meth:`packed` gave ``values`` of."""
+        pred = object.__new__(cls)  # its fields set at once, as a stored line's are (from_json)
+        pred.__dict__.update(zip(_RAW_ORDER, values))
+        score = values[-1]
+        pred.score = None if score is None else ExampleScore.unpacked(score)
+        return pred
+
     def scored(self) -> ExampleScore:
         """The prediction's score; UnscoredError when it has none (never zeros in its place)."""
         if self.score is None:
@@ -573,6 +595,8 @@ def _read_earlier_versions(raw: dict[str, Any]) -> None:
 
 _RAW_ORDER = tuple(f.name for f in dataclasses.fields(Prediction) if f.name != "score")
 _RAW_FIELDS = frozenset(_RAW_ORDER)
+_FIELD_ORDER = (*_RAW_ORDER, "score")
+_values = attrgetter(*_FIELD_ORDER)
 #: keys of ``extra`` that lines written by earlier versions hold (:func:`_read_earlier_versions`)
 _EARLIER_EXTRA = frozenset({"language", "reference_segments", "reference_words"})
 

@@ -234,6 +234,8 @@ def _run_in(
                         begin()  # the model loads now: a resume with nothing to compute never says so
                     backend = BACKENDS.get(run.info.backend or request.backend).build(_job(run, request))
                     report = backend.run(todo, writer, progress)
+            if scoring:
+                scoring.written()
             summary = _finalize(run, store, todo, request, report, load_before, kept, old, scoring)
         finally:
             if scoring:

@@ -74,7 +74,8 @@ def scored_table(
     if not in_parallel(len(predictions), workers):
         each = rescored_all(predictions, normalizer)
         return each, _table(each)
-    parts = map_ranges(_scored_part, Rows(predictions, normalizer), len(predictions), workers, backwards=True)
+    rows = Rows([pred.packed() for pred in predictions], normalizer)
+    parts = map_ranges(_scored_part, rows, len(predictions), workers, backwards=True)
     scored = ScoredOnRead(predictions, [packed for part in parts for packed in part[0]])
     return scored, _joined([part[1] for part in parts])
 
@@ -86,26 +87,35 @@ WRITTEN_PART = 4096
 class ScoredWhileWritten:
     """A run's score table computed on a pool of ``workers`` processes while its predictions are being written, so
     that scoring and writing share the machine's cores: :meth:`add` takes each group of predictions as it is
-    written (every :data:`WRITTEN_PART` of them go to a worker), :meth:`result` the predictions stored once the run
-    ends, and :meth:`close` ends the pool. Nothing is scored but what was written, with the run's normalizer."""
+    written (every :data:`WRITTEN_PART` of them go to a worker), :meth:`written` says the writing ended (the last
+    part goes), :meth:`result` takes the predictions stored once the run ends, and :meth:`close` ends the pool.
+    Nothing is scored but what was written, with the run's normalizer. The pool starts with the run (one is made
+    only for a run large enough for it): its workers import the scoring modules while the first part is written.
+    Each prediction is kept and sent packed (:meth:`~whisperbench.types.Prediction.packed`)."""
 
     def __init__(self, normalizer: str, workers: int) -> None:
         self.normalizer, self.workers = normalizer, workers
-        self._added: list[Prediction] = []
+        self._added: list[tuple[Any, ...]] = []
         self._sent = 0
         self._parts: list[Future[Any]] = []
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: ProcessPoolExecutor = worker_pool(workers)
+        for _ in range(workers):  # a submission with no worker idle starts one: all of them start now
+            self._pool.submit(_started)
 
     def add(self, predictions: Iterable[Prediction]) -> None:
         """Predictions just written, in the order they were written."""
-        self._added.extend(predictions)
+        self._added.extend(pred.packed() for pred in predictions)
         while len(self._added) - self._sent >= WRITTEN_PART:
             self._send(self._sent + WRITTEN_PART)
+
+    def written(self) -> None:
+        """The writing ended: the predictions not sent yet go to a worker."""
+        if self._sent < len(self._added):
+            self._send(len(self._added))
 
     def _send(self, stop: int) -> None:
         """Predictions ``self._sent:stop`` to a worker."""
         part = self._added[self._sent : stop]
-        self._pool = self._pool or worker_pool(self.workers)
         self._parts.append(self._pool.submit(range_call, (_scored_part, Rows(part, self.normalizer), len(part))))
         self._sent = stop
 
@@ -113,20 +123,23 @@ class ScoredWhileWritten:
         """``stored`` (the run's predictions as read back, one per id) scored and their table, as
         :func:`scored_table` gives them; None where they are not exactly the predictions added, in that order (a
         resumed or edited run: score them afresh)."""
-        if len(stored) != len(self._added) or stored != self._added:
+        if len(stored) != len(self._added) or [pred.packed() for pred in stored] != self._added:
             return None
-        if self._sent < len(self._added):
-            self._send(len(self._added))
+        self.written()
         if not self._parts:
             return None
         parts = [future.result() for future in self._parts]
+        self._pool.shutdown(wait=False)  # every part is back: the workers end while the figures are computed
         scored = ScoredOnRead(stored, [packed for part in parts for packed in part[0]])
         return scored, _joined([part[1] for part in parts])
 
     def close(self) -> None:
-        """End the pool (the parts not started are dropped)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        """End the pool (the parts not started are dropped) and wait until its workers are gone."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _started() -> None:
+    """Nothing: what a pool worker runs first, so that it starts (:class:`ScoredWhileWritten`)."""
 
 
 def _joined(parts: Sequence[pa.Table]) -> pa.Table:
@@ -148,8 +161,9 @@ def _in_order(table: pa.Table, seen: Sequence[str]) -> pa.Table:
 
 
 def _scored_part(rows: Rows, start: int, stop: int) -> tuple[list[Any], pa.Table]:
-    """One worker's part of :func:`scored_table`: the scores of predictions ``start:stop`` and their table."""
-    scored = [rescored(pred, rows.settings) for pred in rows.items[start:stop]]
+    """One worker's part of :func:`scored_table`: the scores of predictions ``start:stop`` (sent packed:
+    :meth:`~whisperbench.types.Prediction.packed`) and their table."""
+    scored = [rescored(Prediction.unpacked(values), rows.settings) for values in rows.items[start:stop]]
     return [pred.scored().packed() for pred in scored], _table(scored)
 
 
