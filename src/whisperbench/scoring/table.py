@@ -129,7 +129,6 @@ class ScoredWhileWritten:
         if not self._parts:
             return None
         parts = [future.result() for future in self._parts]
-        self._pool.shutdown(wait=False)  # every part is back: the workers end while the figures are computed
         scored = ScoredOnRead(stored, [packed for part in parts for packed in part[0]])
         return scored, _joined([part[1] for part in parts])
 
