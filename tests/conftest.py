@@ -52,8 +52,9 @@ MODEL_FIXTURES = {
 
 
 #: test modules whose tests convert or run Whisper models (each takes both cores: two threads, or two one-thread
-#: workers): under pytest-xdist (``-n 2 --dist loadgroup`` in pyproject.toml) they run one after another on one
-#: worker, their module fixtures built once, while the other worker takes the rest of the suite one test at a time
+#: workers): under pytest-xdist (``-n 2`` in pyproject.toml; :func:`pytest_xdist_make_scheduler`) they run one after
+#: another on one worker, their module fixtures built once, while the other worker takes the rest of the suite one
+#: test at a time (and test_sweep's fixture, which cuts the shared cache's q8_0 file for a moment, meets no reader)
 MODEL_MODULES = frozenset(
     {
         "test_api.py",
@@ -91,21 +92,30 @@ def runs_a_model_fixture(item) -> bool:
     )
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling with one scope for every test of ``MODEL_MODULES`` (the models run one after
+    another on one worker) and a scope per test elsewhere (spread over both). xdist's own ``--dist loadgroup`` reads
+    ``xdist_group`` marks into node ids that pytest 9 no longer reports, so the grouping is done here, by module."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModelsOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "models" if nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in MODEL_MODULES else nodeid
+
+    return ModelsOnOneWorker(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests listed in ``tests/heavy.json`` (over 3 s when last measured) and tests that ask for a fixture that
     converts or runs a model (``MODEL_FIXTURES``) are marked ``heavy``: the quick loop (``-m "not slow and not
-    heavy"``) leaves them out; those and every test of ``MODEL_MODULES`` or the ``slow`` tier share one pytest-xdist
-    group. Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked
+    heavy"``) leaves them out. Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked
     for."""
     from tests.heavy import listed
 
     heavy = listed()
     for item in items:
-        model = runs_a_model_fixture(item)
-        if item.nodeid in heavy or model:
+        if item.nodeid in heavy or runs_a_model_fixture(item):
             item.add_marker(pytest.mark.heavy)
-        if model or "slow" in item.keywords or Path(str(item.fspath)).name in MODEL_MODULES:
-            item.add_marker(pytest.mark.xdist_group("models"))
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return
     skip = pytest.mark.skip(
