@@ -94,7 +94,10 @@ class Comparison:
     @cached_property
     def keywords_lost(self) -> dict[str, list[str]] | None:
         """``{term: [example ids]}`` the candidate newly misses where the reference wrote the term right
-        (:func:`~whisperbench.reports.keywords.newly_missed`); None when the reference run has no keywords."""
+        (:func:`~whisperbench.reports.keywords.newly_missed`); None when the reference run has no keywords. Its
+        score table tells (no ``keywords.`` column: no example with terms) without reading every prediction."""
+        if not any(name.startswith("keywords.") for name in self.tables[0].column_names):
+            return None
         return newly_missed(self.reference, self.candidate) if keyword_examples(self.reference) else None
 
     @cached_property
