@@ -54,7 +54,7 @@ MODEL_FIXTURES = {
 #: test modules whose tests convert or run Whisper models (each takes both cores: two threads, or two one-thread
 #: workers): under pytest-xdist (``-n 2`` in pyproject.toml; :func:`pytest_xdist_make_scheduler`) they run one after
 #: another on one worker, their module fixtures built once, while the other worker takes the rest of the suite one
-#: test at a time (and test_sweep's fixture, which cuts the shared cache's q8_0 file for a moment, meets no reader)
+#: test at a time, then :data:`LATE_MODEL_MODULES`
 MODEL_MODULES = frozenset(
     {
         "test_api.py",
@@ -92,16 +92,45 @@ def runs_a_model_fixture(item) -> bool:
     )
 
 
+#: model modules collected last, as a second scope: the worker that ends the rest of the suite first takes them
+#: while the other is still on the first ones. In the suite run of 8e23479 (2026-11-29, ``-n 2 --durations=0``) the
+#: model modules took 1,528 s on one worker and the rest 608 s on the other, which then waited; these seven took
+#: 450 s of the 1,528. Their module fixtures are their own, and they share conversions and runs with the first
+#: ones only through the run's cache and ``SharedRuns`` (each built once, under a file lock).
+LATE_MODEL_MODULES = frozenset(
+    {
+        "test_seams.py",
+        "test_streaming.py",
+        "test_sweep.py",
+        "test_sweep_parallel.py",
+        "test_timing_adapters.py",
+        "test_whisper_cpp.py",
+        "test_word_timing.py",
+    }
+)
+
+
+def _model_scope(nodeid: str) -> str | None:
+    """The scope of a test of a model module (``models`` or ``models-late``), None for any other test."""
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    if module in LATE_MODEL_MODULES:
+        return "models-late"
+    return "models" if module in MODEL_MODULES else None
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's scope scheduling with one scope for every test of ``MODEL_MODULES`` (the models run one after
-    another on one worker) and a scope per test elsewhere (spread over both). xdist's own ``--dist loadgroup`` reads
-    ``xdist_group`` marks into node ids that pytest 9 no longer reports, so the grouping is done here, by module."""
+    """pytest-xdist's scope scheduling with one scope for the tests of ``MODEL_MODULES`` (the models run one after
+    another on one worker), one for those of ``LATE_MODEL_MODULES`` and a scope per test elsewhere, in the order
+    :func:`pytest_collection_modifyitems` leaves them (the first model scope first, the late one last). xdist's own
+    ``--dist loadgroup`` reads ``xdist_group`` marks into node ids that pytest 9 no longer reports, so the grouping is
+    done here, by module."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModelsOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "models" if nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in MODEL_MODULES else nodeid
+            return _model_scope(nodeid) or nodeid
 
+    config.option.loadscopereorder = False  # the collection's order: not the largest scope first
     return ModelsOnOneWorker(config, log)
 
 
@@ -109,13 +138,16 @@ def pytest_collection_modifyitems(config, items):
     """Tests listed in ``tests/heavy.json`` (over 3 s when last measured) and tests that ask for a fixture that
     converts or runs a model (``MODEL_FIXTURES``) are marked ``heavy``: the quick loop (``-m "not slow and not
     heavy"``) leaves them out. Tests marked ``long_running`` (tens of minutes on 2 CPU cores) run only when asked
-    for."""
+    for. The tests of ``MODEL_MODULES`` come first, those of ``LATE_MODEL_MODULES`` last (the order pytest-xdist's
+    scheduler hands them out in: :func:`pytest_xdist_make_scheduler`)."""
     from tests.heavy import listed
 
     heavy = listed()
     for item in items:
         if item.nodeid in heavy or runs_a_model_fixture(item):
             item.add_marker(pytest.mark.heavy)
+    rank = {"models": 0, None: 1, "models-late": 2}
+    items.sort(key=lambda item: rank[_model_scope(item.nodeid)])  # stable: each module's own order kept
     if os.environ.get(LONG_TESTS_ENV) == "1":
         return
     skip = pytest.mark.skip(

@@ -54,9 +54,9 @@ def sweep(tmp_path_factory, tiny_short_module):
 
     runs = tmp_path_factory.mktemp("sweep-runs")
     q8 = converted("tiny.en", "ggml", "q8_0")
-    corrupt = q8.read_bytes()
-    q8.write_bytes(corrupt[: len(corrupt) // 2])  # a broken variant in the cache: its run must fail, alone
-    try:
+    cache = _cache_with_a_cut_file(q8, tmp_path_factory.mktemp("sweep-cache"))  # its run must fail, alone
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WHISPERBENCH_CACHE", str(cache))
         code = main(
             [
                 "sweep",
@@ -78,11 +78,31 @@ def sweep(tmp_path_factory, tiny_short_module):
                 "threads=2",
             ]
         )
-    finally:
-        q8.write_bytes(corrupt)
-    assert code == 0
+    assert code == 0 and q8.stat().st_size > 10_000_000  # the test run's own q8_0 file is whole
     stem = runs / "tradeoff_tiny.en_tiny-shortform"
     return runs, json.loads(Path(f"{stem}.json").read_text()), stem
+
+
+def _cache_with_a_cut_file(cut: Path, private: Path) -> Path:
+    """A cache folder (``private``) that is the test run's cache, in which ``cut`` lies, but for ``cut``: a file of
+    its own holding the first half of ``cut``'s bytes. Every other folder is linked (a conversion the sweep builds
+    is built in the shared cache, under its lock); the cache's own files (digests, audio facts) are left out, so
+    the sweep keeps its own. The shared file stays whole for the tests the other pytest-xdist worker runs
+    meanwhile."""
+    shared = Path(os.environ["WHISPERBENCH_CACHE"])
+    *folders, name = cut.relative_to(shared).parts
+    here, there = private, shared
+    for depth, folder in enumerate([*folders, None]):
+        for entry in there.iterdir():
+            linked = entry.is_dir() if depth == 0 else not entry.name.endswith(".lock")
+            if entry.name not in (folder, name) and linked:
+                (here / entry.name).symlink_to(entry)
+        if folder is not None:
+            here, there = here / folder, there / folder
+            here.mkdir()
+    whole = cut.read_bytes()
+    (here / name).write_bytes(whole[: len(whole) // 2])
+    return private
 
 
 @pytest.fixture(scope="module")
