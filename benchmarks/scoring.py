@@ -21,10 +21,12 @@ scored afresh).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -300,6 +302,29 @@ def at_size(n: int, table: list[list[dict]], tmp: Path, report_max: int, check: 
     return {"n": n, **{label: row for label, row in steps.items()}}
 
 
+#: starts a process spinning on one CPU and prints its pid without waiting for it: the spinner is not this
+#: benchmark's child (its CPU counts as another process's in the last line's verdict, as a CI neighbour's would)
+SPINNER = (
+    "import subprocess, sys; "
+    "print(subprocess.Popen([sys.executable, '-c', 'while True: pass'], start_new_session=True, "
+    "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"
+)
+
+
+@contextlib.contextmanager
+def spinning(count: int):
+    """``count`` other processes, each spinning on one CPU, while the block runs; killed when it ends."""
+    pids = [
+        int(subprocess.run([sys.executable, "-c", SPINNER], capture_output=True, text=True).stdout)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
@@ -312,6 +337,14 @@ def main(argv=None) -> int:
         action="store_true",
         help="time the CLI as a CI job runs it: score, score, gate, compare, report as fresh processes (cold.py)",
     )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep N other processes spinning on the CPU while it measures (a shared CI runner: --busy 2 on two "
+        "cores); the last line then says how busy the machine was",
+    )
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -320,7 +353,7 @@ def main(argv=None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.cold:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, spinning(args.busy):
             cold_path.run(sizes, shared_or_bundled_transcripts(), Path(tmp), naive_counts)
         return 0
     fresh_scoring(args.pairs)
