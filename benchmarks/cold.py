@@ -215,9 +215,22 @@ def report(result: dict) -> None:
         )
 
 
+def compiled_package() -> None:
+    """whisperbench's bytecode written beside its sources, as pip's install of the package, or the first command
+    run with Python's defaults, leaves it: where ``PYTHONDONTWRITEBYTECODE`` is set (this project's machines set it)
+    every fresh process, each scoring worker included, would otherwise compile the package's sources again, which
+    no installed copy does."""
+    import compileall
+
+    import whisperbench
+
+    compileall.compile_dir(Path(whisperbench.__file__).parent, quiet=1)
+
+
 def run(sizes: list[int], texts: list[str], tmp: Path, naive) -> list[dict]:
     """The cold path at each size, printed as it goes, then the growth between sizes (1.0 = linear)."""
     print("cold path: each command a fresh process on runs just written (score, score, gate, compare, report)")
+    compiled_package()
     naive([(texts[0], texts[0])] * 20, False)  # its imports (openai-whisper pulls torch) are not a pair's cost
     results = []
     for n in sizes:

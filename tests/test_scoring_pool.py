@@ -89,34 +89,73 @@ def test_the_figures_are_identical_with_1_2_and_4_workers(monkeypatch, workers):
 
 
 def test_a_run_scored_while_written_starts_its_workers_with_it_and_sends_the_last_part_when_the_writing_ends(
-    monkeypatch,
+    monkeypatch, tmp_path
 ):
     """``ScoredWhileWritten``: its workers start when it is made (they import while the first part is written),
-    every ``WRITTEN_PART`` predictions added go as a part, the rest when the writing ends (before the run is read
-    back); the result is what one process gives for the same predictions, to the bit, and no worker is left."""
+    every ``WRITTEN_PART`` lines added go as a part, the rest when the writing ends; the result is what one process
+    gives for the predictions the run store reads from the file, to the bit, and no worker is left."""
     import multiprocessing
 
     from whisperbench.scoring import table as tables
+    from whisperbench.store.runs import RunStore
 
     monkeypatch.setattr(tables, "WRITTEN_PART", 40)
     preds = _predictions(100)
+    store = RunStore(tmp_path / "run")
     before = set(multiprocessing.active_children())
     scoring = tables.ScoredWhileWritten("english", 2)
     try:
         assert len(set(multiprocessing.active_children()) - before) == 2  # started, nothing added yet
-        scoring.add(preds[:70])
-        scoring.add(preds[70:])
-        assert len(scoring._parts) == 2  # two whole parts; 20 predictions wait for the writing's end
-        scoring.written()
-        assert len(scoring._parts) == 3
-        result = scoring.result(list(preds))
-        assert result is not None
-        one_scored, one_table = scored_table(preds, "english", workers=1)
+        with store.open_for_append() as writer:
+            for group in (preds[:30], preds[30:70], preds[70:]):
+                scoring.add(writer.append_all(group), len(group))
+        assert len(scoring._parts) == 2  # two parts of 40 lines; 20 lines wait for the writing's end
+        result = scoring.result(store.predictions_path)
+        assert result is not None and len(scoring._parts) == 3
+        one_scored, one_table = scored_table(store.read_predictions(), "english", workers=1)
         assert result[1].equals(one_table) and list(result[0]) == list(one_scored)
-        assert scoring.result(preds[:-1] + [Prediction(preds[-1].id, "other", "text")]) is None  # not what was added
+        assert list(result[0].raw) == store.read_predictions()
     finally:
         scoring.close()
     assert not set(multiprocessing.active_children()) - before
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["nothing", "a hypothesis edited", "a line added", "a line cut", "an id twice", "an unreadable line"],
+)
+def test_what_was_scored_while_written_is_used_only_where_the_file_holds_exactly_those_lines(tmp_path, change):
+    """A file whose bytes are not exactly the lines added (edited, added to, cut), or whose lines hold an id twice
+    or cannot be read: no result, so the run reads the file as its store does (the same id once, the later line;
+    a malformed line named) and scores that afresh."""
+    from whisperbench.scoring import table as tables
+    from whisperbench.store.runs import PredictionWriter
+
+    preds = _predictions(30)
+    if change == "an id twice":
+        preds[20] = Prediction(preds[3].id, preds[20].transcript, preds[20].hypothesis)
+    if change == "an unreadable line":
+        preds[5] = Prediction(preds[5].id, preds[5].transcript, preds[5].hypothesis, extra={"x": 1})
+        preds[5].infer_s = "fast"  # type: ignore[assignment]
+    path = tmp_path / "predictions.jsonl"
+    scoring = tables.ScoredWhileWritten("english", 2)
+    try:
+        with PredictionWriter(path) as writer:
+            scoring.add(writer.append_all(preds), len(preds))
+        data = path.read_bytes()
+        if change == "a hypothesis edited":
+            hypothesis = b'"hypothesis": "' + preds[9].hypothesis.encode()
+            same_size = b'"hypothesis": "' + b"x" * len(preds[9].hypothesis.encode())
+            assert hypothesis in data and len(same_size) == len(hypothesis)
+            path.write_bytes(data.replace(hypothesis, same_size, 1))  # the same size: only the digest tells
+        elif change == "a line added":
+            path.write_bytes(data + data.splitlines(keepends=True)[0])
+        elif change == "a line cut":
+            path.write_bytes(b"".join(data.splitlines(keepends=True)[1:]))
+        result = scoring.result(path)
+    finally:
+        scoring.close()
+    assert (result is not None) == (change == "nothing"), result
 
 
 def test_workers_default_to_the_cores_this_process_may_use(monkeypatch):

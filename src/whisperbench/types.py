@@ -403,8 +403,8 @@ class Prediction:
 
     def packed(self) -> tuple[Any, ...]:
         """The prediction as plain values: raw fields in order, then the score packed (None: unscored); :meth:`unpacked`
-        makes it again. Sent to scoring workers and kept to compare with the predictions read back: a tuple of plain
-        values pickles in a third of an object's time and is no work for the garbage collector.
+        makes it again. What scoring workers send back (a scored prediction, its score included): a tuple of plain
+        values pickles in a third of an object's time.
 
         >>> pred, score = Prediction("a", "Hi.", "hi"), ExampleScore("basic", "hi", "hi", WordCounts(1, 0, 0, 0), None)
         >>> [Prediction.unpacked(p.packed()) == p for p in (pred, pred.with_score(score))], pred.packed()[:2]

@@ -12,7 +12,7 @@ import logging
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -274,8 +274,7 @@ class _Scoring:
 
     def append_all(self, preds: Iterable[Prediction]) -> None:
         group = list(preds)
-        self.writer.append_all(group)
-        self.scoring.add(group)
+        self.scoring.add(self.writer.append_all(group), len(group))
 
 
 @dataclass
@@ -489,7 +488,8 @@ def _finalize(
     summary of a run this invocation computed nothing for, whose speed and machine load stay as measured."""
     info, checked = run.info, run.checked
     ids = [ex.id for ex in run.dataset.examples] + [bad.id for bad in checked.invalid]
-    stored = {p.id: p for p in store.read_predictions()}
+    scored = scoring.result(store.predictions_path) if scoring else None  # the file's lines, scored while written
+    stored = {p.id: p for p in (scored[0].raw if scored else store.read_predictions())}
     missing = [i for i in ids if i not in stored]
     if missing:  # cannot happen unless the store was tampered with mid-run; never report a partial run as whole
         raise RunStoreError(f"run {store.path}: {len(missing)} example(s) have no stored prediction: {missing[:5]}")
@@ -504,7 +504,7 @@ def _finalize(
         adapter_info["long_form_seams"] = run.long_form.seams_source(run.adapter)
     whole = len(stored) == len(set(ids))  # the store holds exactly the dataset's examples (the usual case)
     predictions = list(stored.values()) if whole else [stored[i] for i in ids]  # file order: the table's order
-    summary = _summary_written(run, store, request, predictions, whole, scoring)
+    summary = _summary_written(run, store, request, predictions, whole, scored if whole else None)
     measured: dict[str, Any] = {
         "load_s": report.load_s,
         "warmup_s": report.warmup_s,
@@ -558,11 +558,12 @@ def _summary_written(
     request: RunRequest,
     predictions: list[Prediction],
     whole: bool,
-    scoring: ScoredWhileWritten | None = None,
+    scored: tuple[Sequence[Prediction], Any] | None = None,
 ) -> Summary:
     """The run's summary from ``predictions``; where they are the ``whole`` store, its score table is written too
-    (scored once: when the run ends, or while it was written where ``scoring`` holds exactly these predictions;
-    every report reads it), by a thread while the figures are computed (the writing and hashing free the GIL)."""
+    (scored once: when the run ends, or while it was written: ``scored``, these predictions scored and their
+    table; every report reads it), by a thread while the figures are computed (the writing and hashing free the
+    GIL)."""
     stamp = store.predictions_stamp()
     with ThreadPoolExecutor(1, thread_name_prefix="whisperbench-table") as writer:
         written: list[Future] = []
@@ -578,7 +579,7 @@ def _summary_written(
             metric_options=request.metric_options,
             language_detected=request.decoding.language is None,
             table_ready=write,
-            scored=scoring.result(predictions) if scoring else None,
+            scored=scored,
         )
         for future in written:
             future.result()

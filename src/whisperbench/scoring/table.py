@@ -13,19 +13,22 @@ set of metrics installed included: :func:`metrics_key`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.json_files import json_lines_parser
 from ..types import ExampleScore, Prediction, WordCounts
 from . import arrays
 from .arrays import numbers
-from .engine import Rows, ScoredOnRead, in_parallel, map_ranges, range_call, rescored, rescored_all, worker_pool
+from .engine import Rows, ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all, worker_pool
 from .hallucination import stored_measures
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
 from .normalize import normalize
@@ -86,55 +89,104 @@ WRITTEN_PART = 4096
 
 class ScoredWhileWritten:
     """A run's score table computed on a pool of ``workers`` processes while its predictions are being written, so
-    that scoring and writing share the machine's cores: :meth:`add` takes each group of predictions as it is
-    written (every :data:`WRITTEN_PART` of them go to a worker), :meth:`written` says the writing ended (the last
-    part goes), :meth:`result` takes the predictions stored once the run ends, and :meth:`close` ends the pool.
-    Nothing is scored but what was written, with the run's normalizer. The pool starts with the run (one is made
-    only for a run large enough for it): its workers import the scoring modules while the first part is written.
-    Each prediction is kept and sent packed (:meth:`~whisperbench.types.Prediction.packed`)."""
+    that scoring and writing share the machine's cores: :meth:`add` takes the lines of predictions.jsonl as they are
+    written (every :data:`WRITTEN_PART` of them go to a worker, which reads them as the run store reads its file
+    and scores them), :meth:`written` says the writing ended (the last part goes), :meth:`result` takes the file once
+    the run ends, and :meth:`close` ends the pool. What is scored is what the file holds: :meth:`result` gives
+    nothing unless the file's bytes are exactly the lines added (their BLAKE2b digest), each id once. Nothing is
+    scored but what was written, with the run's normalizer. The pool starts with the run (one is made only for a run
+    large enough for it): its workers import the scoring modules while the first part is written."""
 
     def __init__(self, normalizer: str, workers: int) -> None:
         self.normalizer, self.workers = normalizer, workers
-        self._added: list[tuple[Any, ...]] = []
-        self._sent = 0
+        self._digest, self._size = hashlib.blake2b(), 0
+        self._waiting: list[bytes] = []
+        self._waiting_lines = 0
         self._parts: list[Future[Any]] = []
         self._pool: ProcessPoolExecutor = worker_pool(workers)
         for _ in range(workers):  # a submission with no worker idle starts one: all of them start now
             self._pool.submit(_started)
 
-    def add(self, predictions: Iterable[Prediction]) -> None:
-        """Predictions just written, in the order they were written."""
-        self._added.extend(pred.packed() for pred in predictions)
-        while len(self._added) - self._sent >= WRITTEN_PART:
-            self._send(self._sent + WRITTEN_PART)
+    def add(self, lines: bytes, count: int) -> None:
+        """``count`` whole lines just written to predictions.jsonl, as written."""
+        self._digest.update(lines)
+        self._size += len(lines)
+        self._waiting.append(lines)
+        self._waiting_lines += count
+        if self._waiting_lines < WRITTEN_PART:
+            return
+        waiting, start = b"".join(self._waiting), 0
+        for _ in range(self._waiting_lines // WRITTEN_PART):  # parts of WRITTEN_PART lines, whatever the groups
+            end = start
+            for _ in range(WRITTEN_PART):
+                end = waiting.index(b"\n", end) + 1
+            self._send(waiting[start:end])
+            start = end
+        self._waiting, self._waiting_lines = [waiting[start:]], self._waiting_lines % WRITTEN_PART
 
     def written(self) -> None:
-        """The writing ended: the predictions not sent yet go to a worker."""
-        if self._sent < len(self._added):
-            self._send(len(self._added))
+        """The writing ended: the lines not sent yet go to a worker."""
+        if self._waiting_lines:
+            self._send(b"".join(self._waiting))
+            self._waiting, self._waiting_lines = [], 0
 
-    def _send(self, stop: int) -> None:
-        """Predictions ``self._sent:stop`` to a worker."""
-        part = self._added[self._sent : stop]
-        self._parts.append(self._pool.submit(range_call, (_scored_part, Rows(part, self.normalizer), len(part))))
-        self._sent = stop
+    def _send(self, lines: bytes) -> None:
+        """``lines`` (whole lines) to a worker."""
+        self._parts.append(self._pool.submit(_scored_lines, lines, self.normalizer))
 
-    def result(self, stored: Sequence[Prediction]) -> tuple[Sequence[Prediction], pa.Table] | None:
-        """``stored`` (the run's predictions as read back, one per id) scored and their table, as
-        :func:`scored_table` gives them; None where they are not exactly the predictions added, in that order (a
-        resumed or edited run: score them afresh)."""
-        if len(stored) != len(self._added) or [pred.packed() for pred in stored] != self._added:
-            return None
+    def result(self, path: Path) -> tuple[ScoredOnRead, pa.Table] | None:
+        """The predictions of ``path`` (the run's predictions.jsonl once the run ends) scored and their table, as
+        :func:`scored_table` gives them for the predictions the run store reads from it; None where the file holds
+        other bytes than the lines added (a resumed or edited run), an id twice or a line a worker could not read
+        (read it as the run store does, and score it afresh)."""
         self.written()
-        if not self._parts:
+        if not self._parts or not _holds_exactly(path, self._size, self._digest.digest()):
             return None
-        parts = [future.result() for future in self._parts]
-        scored = ScoredOnRead(stored, [packed for part in parts for packed in part[0]])
-        return scored, _joined([part[1] for part in parts])
+        stored: list[Prediction] = []
+        scores: list[Any] = []
+        tables = []
+        for future in self._parts:  # each part's predictions made as it comes back, while the later ones are scored
+            part = future.result()
+            if part is None:
+                return None
+            stored += [Prediction.unpacked((*values[:-1], None)) for values in part[0]]
+            scores += [values[-1] for values in part[0]]
+            tables.append(part[1])
+        if len({pred.id for pred in stored}) != len(stored):
+            return None
+        return ScoredOnRead(stored, scores), _joined(tables)
 
     def close(self) -> None:
         """End the pool (the parts not started are dropped) and wait until its workers are gone."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _holds_exactly(path: Path, size: int, digest: bytes) -> bool:
+    """Whether the file at ``path`` is ``size`` bytes whose BLAKE2b digest is ``digest``."""
+    found = hashlib.blake2b()
+    try:
+        if path.stat().st_size != size:
+            return False
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                found.update(block)
+    except OSError:
+        return False
+    return found.digest() == digest
+
+
+def _scored_lines(lines: bytes, normalizer: str) -> tuple[list[Any], pa.Table] | None:
+    """A pool worker's part of :class:`ScoredWhileWritten`: the predictions of ``lines`` (whole lines of
+    predictions.jsonl, read as the run store reads them) scored, each packed with its score
+    (:meth:`~whisperbench.types.Prediction.packed`), and their table; None where a line cannot be read (the run
+    store's reading then names it)."""
+    parse = json_lines_parser(lines)
+    try:
+        stored = [Prediction.from_json(parse(raw)) for raw in lines.splitlines() if raw.strip()]
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return None
+    scored = [rescored(pred, normalizer) for pred in stored]
+    return [pred.packed() for pred in scored], _table(scored)
 
 
 def _started() -> None:

@@ -265,18 +265,17 @@ class PredictionWriter:
         """Append one prediction as a line (a finished result is never lost; durable within a second)."""
         self.append_all([pred])
 
-    def append_all(self, preds: Iterable[Prediction]) -> None:
+    def append_all(self, preds: Iterable[Prediction]) -> bytes:
         """Append several predictions, their lines in one ``write`` call (recorded hypotheses are written so, a
-        group at a time: one system call a line cost more than reading them)."""
-        lines = [_line(pred) for pred in preds]
-        if not lines:
-            return
-        data = memoryview(b"".join(lines))
+        group at a time: one system call a line cost more than reading them). Returns the lines written."""
+        lines = b"".join(_line(pred) for pred in preds)
+        data = memoryview(lines)
         while data:  # a regular file takes it whole; a short write (a full disk's last bytes) is finished
             data = data[os.write(self._fd, data) :]
-        self._unsynced += len(lines)
+        self._unsynced += lines.count(b"\n")
         if self._unsynced >= SYNC_EVERY_LINES or time.monotonic() - self._synced_at >= SYNC_EVERY_S:
             self.sync()
+        return lines
 
     def sync(self) -> None:
         """Make every appended line durable (fsync)."""
