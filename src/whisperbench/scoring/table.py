@@ -84,7 +84,7 @@ def scored_table(
 
 
 #: predictions a pool worker scores at once while a run is being written (:class:`ScoredWhileWritten`)
-WRITTEN_PART = 4096
+WRITTEN_PART = 2048
 
 
 class ScoredWhileWritten:
