@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.hashing import sha256_of
 from ..core.json_files import json_lines_parser
 from ..types import ExampleScore, Prediction, WordCounts
 from . import arrays
@@ -93,13 +94,13 @@ class ScoredWhileWritten:
     written (every :data:`WRITTEN_PART` of them go to a worker, which reads them as the run store reads its file
     and scores them), :meth:`written` says the writing ended (the last part goes), :meth:`result` takes the file once
     the run ends, and :meth:`close` ends the pool. What is scored is what the file holds: :meth:`result` gives
-    nothing unless the file's bytes are exactly the lines added (their BLAKE2b digest), each id once. Nothing is
+    nothing unless the file's bytes are exactly the lines added (their sha256), each id once. Nothing is
     scored but what was written, with the run's normalizer. The pool starts with the run (one is made only for a run
     large enough for it): its workers import the scoring modules while the first part is written."""
 
     def __init__(self, normalizer: str, workers: int) -> None:
         self.normalizer, self.workers = normalizer, workers
-        self._digest, self._size = hashlib.blake2b(), 0
+        self._digest, self._size = hashlib.sha256(), 0
         self._waiting: list[bytes] = []
         self._waiting_lines = 0
         self._parts: list[Future[Any]] = []
@@ -140,7 +141,7 @@ class ScoredWhileWritten:
         other bytes than the lines added (a resumed or edited run), an id twice or a line a worker could not read
         (read it as the run store does, and score it afresh)."""
         self.written()
-        if not self._parts or not _holds_exactly(path, self._size, self._digest.digest()):
+        if not self._parts or not _holds_exactly(path, self._size, self._digest.hexdigest()):
             return None
         stored: list[Prediction] = []
         scores: list[Any] = []
@@ -161,18 +162,12 @@ class ScoredWhileWritten:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _holds_exactly(path: Path, size: int, digest: bytes) -> bool:
-    """Whether the file at ``path`` is ``size`` bytes whose BLAKE2b digest is ``digest``."""
-    found = hashlib.blake2b()
+def _holds_exactly(path: Path, size: int, digest: str) -> bool:
+    """Whether the file at ``path`` is ``size`` bytes whose sha256 is ``digest`` (hex)."""
     try:
-        if path.stat().st_size != size:
-            return False
-        with open(path, "rb") as fh:
-            while block := fh.read(1 << 20):
-                found.update(block)
+        return path.stat().st_size == size and sha256_of(path) == digest
     except OSError:
         return False
-    return found.digest() == digest
 
 
 def _scored_lines(lines: bytes, normalizer: str) -> tuple[list[Any], pa.Table] | None:
