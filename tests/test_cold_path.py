@@ -210,7 +210,8 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
     hyps = [{"id": r["id"], "hypothesis": h} for r, h in zip(rows, edited)]
     hypotheses.write_text("".join(json.dumps(h) + "\n" for h in hyps), encoding="utf-8")
     after = "print('PANDAS', 'pandas' in sys.modules, 'SCIPY', 'scipy' in sys.modules, code, file=sys.stderr)\n"
-    out = _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, after=after)
+    pool = ", '--scoring-workers', '2'" if pooled else ""  # a pool even beside a busy test worker
+    out = _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, after=after, options=pool)
     assert "PANDAS False SCIPY False 0" in out.stderr, out.stderr[-3000:]
     summary = json.loads(out.stdout)
     from whisperbench.scoring.engine import score_texts
@@ -220,14 +221,14 @@ def test_score_imports_neither_pandas_nor_scipy_and_gives_the_figures_of_one_cor
         assert summary[name] == sum(getattr(c, name) for c in one_core), name
 
 
-def _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, before: str = "", after: str = ""):
+def _score_in_a_fresh_interpreter(tmp_path, hypotheses, manifest, before: str = "", after: str = "", options=""):
     """``whisperbench score`` of ``hypotheses`` on ``manifest`` by the command line's ``main`` in a fresh
     interpreter (the run ``many`` under tmp_path/runs), ``before`` and ``after`` it lines of Python that print what
-    they find to stderr (``code``: its exit code)."""
+    they find to stderr (``code``: its exit code); ``options``: more arguments, as Python list items."""
     probe = (
         "import json, sys\n" + before + "from whisperbench.cli import main\n"
         "sys.argv = ['whisperbench', 'score', '--hypotheses', sys.argv[1], '--dataset', sys.argv[2],\n"
-        "            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q']\n"
+        f"            '--runs-dir', sys.argv[3], '--name', 'many', '--json', '-q'{options}]\n"
         "code = main()\n" + after
     )
     env = {**os.environ, "WHISPERBENCH_CACHE": str(tmp_path / "cache")}

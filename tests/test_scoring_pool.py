@@ -158,14 +158,41 @@ def test_what_was_scored_while_written_is_used_only_where_the_file_holds_exactly
     assert (result is not None) == (change == "nothing"), result
 
 
-def test_workers_default_to_the_cores_this_process_may_use(monkeypatch):
-    """No ``workers``: as many as ``os.sched_getaffinity`` allows (one: no pool at all)."""
-    monkeypatch.setattr(engine, "usable_cpus", lambda: 1)
+def test_workers_default_to_the_cores_this_process_may_use_that_others_leave_idle(monkeypatch):
+    """No ``workers``: as many as ``os.sched_getaffinity`` allows, less the CPUs other processes keep busy (one: no
+    pool at all). Fault injection: the machine's readings are set here; the next test takes real ones."""
+    from whisperbench.process import host
+
+    monkeypatch.setattr(host, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(host, "others_busy_now", lambda sample_s=0.2, since=None: 0.0)
     assert not engine.in_parallel(10**6, None)
-    monkeypatch.setattr(engine, "usable_cpus", lambda: 3)
-    assert engine.in_parallel(engine.PARALLEL_MIN, None)
-    assert not engine.in_parallel(engine.PARALLEL_MIN - 1, None)
+    monkeypatch.setattr(host, "usable_cpus", lambda: 3)
+    assert engine.pool_size(engine.PARALLEL_MIN, None) == 3
+    assert engine.pool_size(engine.PARALLEL_MIN - 1, None) == 1
+    assert engine.pool_size(engine.PARALLEL_MIN, 2) == 2  # asked for: as many as asked
     assert len(map_ranges(_pid, list(range(12)), 12, minimum=1)) == 12  # four ranges a worker, three workers
+    monkeypatch.setattr(host, "others_busy_now", lambda sample_s=0.2, since=None: 1.6)
+    assert engine.pool_size(10**6, None) == 1 and len(map_ranges(_pid, list(range(12)), 12, minimum=1)) == 1
+
+
+def test_a_machine_whose_cores_other_processes_take_scores_in_one_process():
+    """Real load: as many processes spinning as this process may use CPUs. Measured from a reading taken before
+    (as a run takes one before it reads its dataset), the idle CPUs are 1 and no pool starts by default; a pool of
+    2 beside 2 spinners was slower than one process (docs/benchmarks.md)."""
+    from whisperbench.process.host import cpu_counters, idle_cpus, usable_cpus
+
+    spin = [sys.executable, "-c", "while True: pass"]
+    spinners = [subprocess.Popen(spin) for _ in range(usable_cpus())]
+    try:
+        time.sleep(0.3)  # they are running
+        since = cpu_counters()
+        time.sleep(0.5)
+        assert idle_cpus(since) == 1
+        assert engine.pool_size(10**6, None, since=since) == 1
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
 
 
 def test_sigkill_of_score_while_it_scores_leaves_no_process_behind(tmp_path, tiny_rows):
@@ -181,7 +208,8 @@ def test_sigkill_of_score_while_it_scores_leaves_no_process_behind(tmp_path, tin
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     hypotheses.write_text("".join(json.dumps({"id": r["id"], "hypothesis": r["text"]}) + "\n" for r in rows))
     command = [sys.executable, "-m", "whisperbench", "score", "--dataset", str(manifest), "--hypotheses",
-               str(hypotheses), "--runs-dir", str(tmp_path / "runs"), "--name", "killed", "--json"]  # fmt: skip
+               str(hypotheses), "--runs-dir", str(tmp_path / "runs"), "--name", "killed", "--json",
+               "--scoring-workers", "2"]  # fmt: skip  # a pool even where the other test worker takes a core
     env = dict(os.environ, WHISPERBENCH_CACHE=str(tmp_path / "cache"))
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     parent = psutil.Process(proc.pid)

@@ -238,7 +238,7 @@ def test_a_run_scored_while_it_is_written_has_the_figures_and_table_of_one_score
     parts by a pool as its lines are written (here from 3 lines, parts of 2: several parts and a short last
     one). Its summary.json scores and score table equal those of the same run scored after it was written (the
     adapter marked as computing: no pool while writing), a failed example and an empty transcript included; and
-    the parts were used (not scored again at the end)."""
+    the parts were used (not scored again at the end). With no idle core: no pool, the same figures."""
     from whisperbench.adapters.recorded import RecordedAdapter
     from whisperbench.scoring import engine
     from whisperbench.scoring import table as tables
@@ -248,6 +248,7 @@ def test_a_run_scored_while_it_is_written_has_the_figures_and_table_of_one_score
     manifest = write_jsonl(tmp_path / "m.jsonl", rows)
     hypotheses = _hypotheses(tmp_path, rows, 5, "h")
     monkeypatch.setattr(engine, "PARALLEL_MIN", 3)
+    monkeypatch.setattr(engine, "idle_cpus", lambda since=None: 2)  # the other xdist worker may be busy
     monkeypatch.setattr(tables, "WRITTEN_PART", 2)
     used = []
     original = tables.ScoredWhileWritten.result
@@ -269,8 +270,11 @@ def test_a_run_scored_while_it_is_written_has_the_figures_and_table_of_one_score
 
     streamed, streamed_table = scored("while-written")
     assert used and used[0] >= 3
+    monkeypatch.setattr(engine, "idle_cpus", lambda since=None: 1)  # other processes take the cores
+    busy, busy_table = scored("busy")
     monkeypatch.setattr(RecordedAdapter, "computes", True)
     at_end, at_end_table = scored("at-end")
-    assert len(used) == 1  # no pool while writing this time
-    assert streamed == at_end and streamed["num_failed"] > 0 and streamed["empty_transcripts"] == 1
-    assert streamed_table.equals(at_end_table) and streamed_table.num_rows == len(rows)
+    assert len(used) == 1  # no pool while writing these two times
+    assert streamed == at_end == busy and streamed["num_failed"] > 0 and streamed["empty_transcripts"] == 1
+    assert streamed_table.equals(at_end_table) and busy_table.equals(at_end_table)
+    assert streamed_table.num_rows == len(rows)

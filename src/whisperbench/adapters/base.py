@@ -21,7 +21,7 @@ from ..core.languages import LanguageError, language_code
 from ..core.ranges import Range
 from ..core.redact import redact
 from ..errors import AdapterUnavailable, OptionError
-from ..process.host import default_threads
+from ..process.host import idle_cpus
 from ..types import Example, Segment, Transcript, Word
 from .options import Option, parse_options
 
@@ -72,7 +72,7 @@ class DecodingOptions:
     #: for word times in the way that leaves its text as it is without them (see ``Adapter.word_timing``); an
     #: implementation that cannot give them is refused (exit 2). It costs time.
     word_timestamps: bool = False
-    threads: int = field(default_factory=default_threads)
+    threads: int = field(default_factory=idle_cpus)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

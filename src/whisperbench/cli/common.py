@@ -87,6 +87,13 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
     add_threshold_arg(p)
     p.add_argument("--label", help="name of the implementation in reports (default: adapter and its options)")
+    p.add_argument(
+        "--scoring-workers",
+        type=whole,
+        metavar="N",
+        help="processes that score a run of 20,000 predictions or more (default: the CPUs this process may use less "
+        "those other processes keep busy; 1: this process alone)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing run of a different configuration")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 

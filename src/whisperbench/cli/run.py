@@ -38,6 +38,7 @@ def command(args) -> int:
         warm_load=args.warm_load,
         overwrite=args.overwrite,
         label=args.label,
+        scoring_workers=args.scoring_workers,
         refresh=args.refresh,
         long_form=LongFormConfig(args.long_form, chunk_s=args.chunk_s, stride_s=args.stride_s),
         isolate=args.isolate,

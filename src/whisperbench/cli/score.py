@@ -25,6 +25,7 @@ def command(args) -> int:
         keywords=args.keywords,
         overwrite=args.overwrite,
         label=args.label,
+        scoring_workers=args.scoring_workers,
         metric_options=metric_options(args),
     )
     return execute(request, args.json)

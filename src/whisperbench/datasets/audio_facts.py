@@ -84,7 +84,7 @@ POOL_MIN = 5_000
 def audio_facts_of(paths: Iterable[str], workers: int | None = None) -> dict[str, AudioFacts | AudioError]:
     """The facts of many existing files at once, as :func:`audio_facts` gives each (an unreadable file: its
     AudioError): memoized and cached ones read back, the others computed on ``workers`` processes (default: the
-    cores this process may use; from :data:`POOL_MIN` files) and cached in one transaction.
+    idle cores this process may use, ``pool_size``; from :data:`POOL_MIN` files) and cached in one transaction.
 
     >>> from whisperbench.datasets import bundled_datasets
     >>> jfk = str(bundled_datasets()["tiny-shortform"].parent / "audio" / "jfk.flac")

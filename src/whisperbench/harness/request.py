@@ -28,6 +28,9 @@ class RunRequest:
     decoding: DecodingOptions = field(default_factory=DecodingOptions)
     limit: int | None = None
     workers: int = 1
+    #: processes scoring a run of PARALLEL_MIN (20,000) predictions or more: default the idle cores this process may
+    #: use (scoring.engine.pool_size); 1: this process alone
+    scoring_workers: int | None = None
     skip_invalid: bool = False
     retry_failed: bool = False
     normalizer: str | None = None
@@ -61,6 +64,7 @@ class RunRequest:
             f"{name} {value} (at least {least})"
             for name, value, least in (
                 ("workers", self.workers, 1),
+                ("scoring_workers", self.scoring_workers, 1),
                 ("limit", self.limit, 1),
                 ("timeout_s", self.timeout_s, 0.001),
                 ("attempts", self.attempts, 1),

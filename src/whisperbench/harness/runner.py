@@ -26,9 +26,9 @@ from ..core.redact import redact
 from ..datasets import Checked, load_dataset
 from ..datasets.keywords import with_keywords
 from ..errors import OptionError, RunStoreError
-from ..process.host import package_versions, usable_cpus
+from ..process.host import cpu_counters, package_versions, usable_cpus
 from ..scoring import choose_normalizer
-from ..scoring.engine import in_parallel
+from ..scoring.engine import pool_size
 from ..scoring.figures import summarize_with_table
 from ..scoring.metrics import stored_options
 from ..scoring.record import MEASURED_BY_COMPUTING, Summary
@@ -222,7 +222,7 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        scoring = _scored_while_written(run, len(todo) + len(invalid_now)) if not previous else None
+        scoring = _scored_while_written(run, len(todo) + len(invalid_now), request) if not previous else None
         try:
             with store.open_for_append() as opened:
                 writer = _Scoring(opened, scoring) if scoring else opened
@@ -254,12 +254,13 @@ def _run_in(
         )
 
 
-def _scored_while_written(run: _Resolved, count: int) -> ScoredWhileWritten | None:
+def _scored_while_written(run: _Resolved, count: int, request: RunRequest) -> ScoredWhileWritten | None:
     """A pool scoring a new run's ``count`` predictions as they are written, where the adapter computes nothing
     here (recorded outputs: no speed is measured while the run goes) and ``count`` is worth a pool."""
-    if run.adapter_cls.computes or not in_parallel(count, None):
+    workers = pool_size(count, request.scoring_workers, since=run.started)
+    if run.adapter_cls.computes or workers < 2:
         return None
-    return ScoredWhileWritten(run.normalizer, usable_cpus())
+    return ScoredWhileWritten(run.normalizer, workers)
 
 
 @dataclass
@@ -290,6 +291,9 @@ class _Resolved:
     source_digest: str | None
     info: RunInfo
     warnings: list[str] = field(default_factory=list)
+    #: the machine's CPU counters as the run began (before its dataset was read): the window over which a scoring
+    #: pool counts the cores other processes take, without sleeping to sample them
+    started: dict = field(default_factory=dict)
 
     @property
     def dataset(self) -> Dataset:
@@ -297,6 +301,7 @@ class _Resolved:
 
 
 def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
+    started = cpu_counters()
     spec = AdapterSpec.of(request)  # resolves the adapter's class
     adapter_class = spec.adapter_class
     assert adapter_class is not None  # AdapterSpec.of resolved it
@@ -359,6 +364,7 @@ def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
         source_digest,
         info,
         [warning] if warning else [],
+        started,
     )
 
 
@@ -580,6 +586,7 @@ def _summary_written(
             language_detected=request.decoding.language is None,
             table_ready=write,
             scored=scored,
+            workers=request.scoring_workers,
         )
         for future in written:
             future.result()

@@ -48,9 +48,14 @@ def others_busy_cpus(before: dict, after: dict) -> float | None:
     return max(0.0, others / (after["wall"] - before["wall"]))
 
 
-def others_busy_now(sample_s: float = 0.2) -> float:
-    """CPUs other processes keep busy right now (sampled for ``sample_s``; reused for 10 s)."""
+def others_busy_now(sample_s: float = 0.2, since: dict | None = None) -> float:
+    """CPUs other processes keep busy right now: measured from ``since`` (a :func:`cpu_counters` reading, this
+    process's own work in between subtracted) where that is at least ``sample_s`` old, else sampled for
+    ``sample_s`` (a sample is reused for 10 s)."""
     global _SAMPLE
+    now = cpu_counters()
+    if since and now and now["wall"] - since["wall"] >= sample_s:
+        return others_busy_cpus(since, now) or 0.0
     if time.monotonic() - _SAMPLE[0] < 10.0:
         return _SAMPLE[1]
     before = cpu_counters()
@@ -60,10 +65,13 @@ def others_busy_now(sample_s: float = 0.2) -> float:
     return _SAMPLE[1]
 
 
-def default_threads() -> int:
-    """Threads per implementation: the usable CPUs less those other processes keep busy right now (at least 1),
-    so a run does not oversubscribe a busy machine (oversubscribed, 2 threads ran 4-20x slower than 1 here)."""
-    return max(1, usable_cpus() - int(others_busy_now() + 0.5))
+def idle_cpus(since: dict | None = None) -> int:
+    """The CPUs this process may use less those other processes keep busy right now (:func:`others_busy_now`,
+    rounded), at least 1: how many threads a run takes and how many workers a scoring pool starts by default. A
+    machine whose cores other processes already take gains nothing from more of ours: oversubscribed, 2 decoding
+    threads ran 4-20x slower than 1, and a scoring pool of 2 beside 2 spinning processes was slower than one
+    process (docs/benchmarks.md)."""
+    return max(1, usable_cpus() - int(others_busy_now(since=since) + 0.5))
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core.languages import cer_text, headline_metric
 from ..process.child import die_with_parent
-from ..process.host import usable_cpus
+from ..process.host import idle_cpus
 from ..process.start_method import worker_context
 from ..types import ExampleScore, Prediction, UnscoredError, WordCounts
 from .normalize import normalize
@@ -69,8 +69,9 @@ def _score_range(rows: Rows, start: int, stop: int) -> list[tuple[Any, ...]]:
 def score_predictions(
     predictions: Sequence[Prediction], normalizer: str, characters: bool = True, workers: int | None = None
 ) -> list[Prediction]:
-    """:func:`score_prediction` over many predictions, in order; on ``workers`` processes (default: the cores this
-    process may use) when there are at least ``PARALLEL_MIN`` of them, else in this process (:func:`map_ranges`)."""
+    """:func:`score_prediction` over many predictions, in order; on ``workers`` processes (default: the idle cores
+    this process may use, :func:`pool_size`) when there are at least ``PARALLEL_MIN`` of them, else in this process
+    (:func:`map_ranges`)."""
     parts = map_ranges(_score_range, Rows(predictions, (normalizer, characters)), len(predictions), workers)
     return with_packed(predictions, (packed for part in parts for packed in part))
 
@@ -115,10 +116,22 @@ def raw(scored: Sequence[Prediction]) -> Sequence[Prediction]:
     return getattr(scored, "raw", scored)
 
 
+def pool_size(
+    count: int, workers: int | None, minimum: int | None = None, since: dict[str, float] | None = None
+) -> int:
+    """How many processes score ``count`` items: 1 (this one) below ``minimum`` (default ``PARALLEL_MIN``), else
+    ``workers``, by default the cores this process may use that other processes leave idle
+    (:func:`~whisperbench.process.host.idle_cpus`, measured from the counters ``since`` where given): on a machine
+    whose cores others already take, a pool's own costs (its workers' start, parsing there, sending results back)
+    are not paid back, and one process is faster (docs/benchmarks.md)."""
+    if count < (PARALLEL_MIN if minimum is None else minimum):
+        return 1
+    return workers or idle_cpus(since)
+
+
 def in_parallel(count: int, workers: int | None, minimum: int | None = None) -> bool:
-    """Whether ``count`` items (at least ``minimum`` are worth it, default ``PARALLEL_MIN``) call for a pool of
-    ``workers`` processes (default: the cores this process may use)."""
-    return (workers or usable_cpus()) >= 2 and count >= (PARALLEL_MIN if minimum is None else minimum)
+    """Whether ``count`` items call for a pool (:func:`pool_size` of at least 2)."""
+    return pool_size(count, workers, minimum) >= 2
 
 
 #: the most items one worker call takes (a part is pickled to its worker and its result back: smaller parts keep
@@ -157,8 +170,8 @@ def map_ranges(
     backwards: bool = False,
 ) -> list[Any]:
     """``fn(shared, start, stop)`` over consecutive ranges of ``range(count)`` (:func:`_ranges`), results in order;
-    on a pool of ``workers`` processes (default: the cores this process may use) when ``count`` is worth it
-    (:func:`in_parallel` with ``minimum``), else one call here.
+    on a pool of :func:`pool_size` processes (``workers``, by default the idle cores this process may use) when
+    that is 2 or more, else one call here.
 
     A worker gets only its part: ``shared[start:stop]`` (``shared`` slices itself: a list, or an object that keeps
     what every part needs), pickled, and calls ``fn(part, 0, stop - start)``; ``fn`` is a module-level function. The
@@ -172,9 +185,9 @@ def map_ranges(
     >>> map_ranges(_items, list("abcdefghij"), 10, workers=2, minimum=1, backwards=True)
     ['ab', 'cd', 'ef', 'gh', 'ij']
     """
-    if not in_parallel(count, workers, minimum):
+    workers = pool_size(count, workers, minimum)
+    if workers < 2:
         return [fn(shared, 0, count)]
-    workers = workers or usable_cpus()
     spans = _ranges(count, workers)
     order = spans[::-1] if backwards else spans
     calls = [(fn, shared[start:stop], stop - start) for start, stop in order]

@@ -46,6 +46,7 @@ def summarize_with_table(
     metric_options: dict[str, Any] | None = None,
     table_ready: Callable[[pa.Table], Any] | None = None,
     scored: tuple[Sequence[Prediction], pa.Table] | None = None,
+    workers: int | None = None,
 ) -> tuple[Summary, pa.Table]:
     """summary.json's scores of ``predictions`` (one per id) scored with ``normalizer``: :func:`table_figures` of
     their score table, the language identification when the model chose the language (``language_detected``),
@@ -53,8 +54,9 @@ def summarize_with_table(
     run-level ones from the scored predictions (``metric_options``: their thresholds). ``table_ready`` is called
     with the table as soon as it is built, before the figures (the runner starts writing it then). ``scored``: the
     predictions already scored with ``normalizer`` and their table, where the caller has them (a run scored while
-    it was written: :class:`~whisperbench.scoring.table.ScoredWhileWritten`)."""
-    each, table = scored or scored_table(unique_by_id(predictions), normalizer)
+    it was written: :class:`~whisperbench.scoring.table.ScoredWhileWritten`); else they are scored on ``workers``
+    processes (:func:`~whisperbench.scoring.table.scored_table`'s default: the idle cores this process may use)."""
+    each, table = scored or scored_table(unique_by_id(predictions), normalizer, workers)
     if table_ready is not None:
         table_ready(table)
     metrics = run_metrics(each, MetricContext(normalizer, form, dict(metric_options or {}), table))

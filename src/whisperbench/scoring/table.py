@@ -72,7 +72,7 @@ def scored_table(
     predictions: Sequence[Prediction], normalizer: str, workers: int | None = None
 ) -> tuple[Sequence[Prediction], pa.Table]:
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
-    processes (default: the cores this process may use: ``summary.in_parallel``), each scoring its part and building
+    processes (default: the idle cores this process may use: ``engine.pool_size``), each scoring its part and building
     its part of the table (the per-example metrics included); the parts are joined in order, and the scored
     predictions are then made as they are read (:class:`~whisperbench.scoring.engine.ScoredOnRead`)."""
     if not in_parallel(len(predictions), workers):
