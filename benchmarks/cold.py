@@ -222,7 +222,8 @@ def report(result: dict) -> None:
     )
     alone = statistics.median(result["alone"])
     print(
-        f"    score, one process ({' '.join(ONE_PROCESS)}; median of {len(result['alone'])}): {alone:.2f} s; the "
+        f"    score, one process ({' '.join(ONE_PROCESS)}; median of "
+        f"{', '.join(f'{t:.2f}' for t in result['alone'])} s): {alone:.2f} s; the "
         f"default took x{score_s / alone:.2f} its time (goal on a busy machine: <= 1.00)"
     )
     for name in STEPS:

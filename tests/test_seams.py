@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import THREADS
 from whisperbench.adapters.base import SEAMS_FROM_DECODER, SEAMS_FROM_PIPELINE, transcript_from_whisper_result
 from whisperbench.harness.longform import LongFormConfig
 from whisperbench.scoring.metrics import MetricContext
 from whisperbench.scoring.timing import summarize
 from whisperbench.types import Prediction
-
-THREADS = "threads=2"
 
 
 def _check_seams(seams: list[float], audio_s: float) -> None:

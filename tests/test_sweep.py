@@ -10,6 +10,7 @@ import jiwer
 import numpy as np
 import pytest
 
+from tests.conftest import THREADS
 from whisperbench.cli import main
 from whisperbench.errors import ModelError
 from whisperbench.reports.tradeoff import pareto_front
@@ -75,7 +76,7 @@ def sweep(tmp_path_factory, tiny_short_module):
                 "--min-qoi",
                 "100",
                 "-o",
-                "threads=2",
+                THREADS,
             ]
         )
     assert code == 0 and q8.stat().st_size > 10_000_000  # the test run's own q8_0 file is whole
@@ -180,7 +181,7 @@ def test_a_variant_identical_to_the_reference_scores_qoi_100(sweep, tiny_short_m
                 "--name",
                 "cpp-default",
                 "-o",
-                "threads=2",
+                THREADS,
             ]
         )
         == 0

@@ -7,13 +7,14 @@ import json
 
 import pytest
 
+from tests.conftest import THREADS
 from whisperbench.harness.longform import TimedPart, _central, stitch_timing
 from whisperbench.scoring.normalize import normalize
 from whisperbench.scoring.timing import parity
 from whisperbench.types import Segment, Transcript, Word
 
 CLIP = "1089-134691-0001"  # 5.4 s of clean read speech
-WORDS_ON = ("word_timestamps=true", "without_timestamps=false", "threads=2")
+WORDS_ON = ("word_timestamps=true", "without_timestamps=false", THREADS)
 #: openai-whisper and faster-whisper both align words by DTW over the same alignment heads' cross-attention: on
 #: the same weights every commonly-correct word starts within this many seconds in both
 AGREEMENT_S = 0.04
@@ -63,7 +64,7 @@ def test_openai_whisper_and_faster_whisper_word_times_agree(shared_runs, one_cli
 
 
 def test_times_are_absent_when_not_asked(shared_runs, one_clip):
-    run = shared_runs.get("faster-whisper", one_clip, "threads=2")
+    run = shared_runs.get("faster-whisper", one_clip, THREADS)
     pred = run.predictions[0]
     # short-form is decoded without timestamps by default: its one segment spans the clip, so nothing is stored
     assert pred.segments is None and pred.words is None
@@ -123,7 +124,7 @@ def test_alignment_heads_of_a_pruned_model_refuse_only_word_timing(tmp_path, one
         str(tmp_path / "runs"),
         "--no-warmup",
         "-o",
-        "threads=2",
+        THREADS,
     ]
     assert main(run + ["-o", "word_timestamps=true", "--name", "words"]) == 2
     assert "word timing refused" in capsys.readouterr().err

