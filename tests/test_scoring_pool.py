@@ -306,3 +306,19 @@ def test_the_command_exits_with_main_s_code_after_its_exit_handlers_and_finalize
     out = subprocess.run([sys.executable, "-c", probe, *gate], capture_output=True, text=True)
     assert out.returncode == 2 and "CANNOT JUDGE" in out.stderr, out.stderr  # gate's own code: cannot judge
     assert "HANDLER RAN" in out.stdout and "TORN DOWN" in out.stdout, out.stdout
+
+
+def test_a_scoring_pool_size_below_one_is_refused_naming_the_option(tiny_short, tmp_path, capsys):
+    """``scoring_workers=0`` (the API) and ``--scoring-workers 0`` (the command line) are refused before anything
+    is stored, each naming what is wrong."""
+    from whisperbench.cli import main
+    from whisperbench.errors import OptionError
+    from whisperbench.harness import RunRequest
+
+    with pytest.raises(OptionError, match=r"scoring_workers 0 \(at least 1\)"):
+        RunRequest("recorded", "h.jsonl", str(tiny_short), scoring_workers=0)
+    hypotheses = tmp_path / "h.jsonl"
+    hypotheses.write_text('{"id": "jfk", "hypothesis": "and so"}\n', encoding="utf-8")
+    args = ["score", "--dataset", str(tiny_short), "--hypotheses", str(hypotheses), "--scoring-workers", "0"]
+    assert main([*args, "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert "scoring_workers 0 (at least 1)" in capsys.readouterr().err and not (tmp_path / "runs").exists()
