@@ -68,9 +68,8 @@ def others_busy_now(sample_s: float = 0.2, since: dict | None = None) -> float:
 def idle_cpus(since: dict | None = None) -> int:
     """The CPUs this process may use less those other processes keep busy right now (:func:`others_busy_now`,
     rounded), at least 1: how many threads a run takes and how many workers a scoring pool starts by default. A
-    machine whose cores other processes already take gains nothing from more of ours: oversubscribed, 2 decoding
-    threads ran 4-20x slower than 1, and a scoring pool of 2 beside 2 spinning processes was slower than one
-    process (docs/benchmarks.md)."""
+    machine whose cores other processes already take gains nothing from more of ours: decoding threads then wait on
+    each other, and a pool's own costs are not paid back (docs/benchmarks.md has the figures)."""
     return max(1, usable_cpus() - int(others_busy_now(since=since) + 0.5))
 
 
