@@ -222,7 +222,8 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        scoring = _scored_while_written(run, len(todo) + len(invalid_now), request) if not previous else None
+        run.scoring_workers = pool_size(run.size, request.scoring_workers, since=run.started)
+        scoring = _scored_while_written(run) if not previous else None
         try:
             with store.open_for_append() as opened:
                 writer = _Scoring(opened, scoring) if scoring else opened
@@ -254,13 +255,13 @@ def _run_in(
         )
 
 
-def _scored_while_written(run: _Resolved, count: int, request: RunRequest) -> ScoredWhileWritten | None:
-    """A pool scoring a new run's ``count`` predictions as they are written, where the adapter computes nothing
-    here (recorded outputs: no speed is measured while the run goes) and ``count`` is worth a pool."""
-    workers = pool_size(count, request.scoring_workers, since=run.started)
-    if run.adapter_cls.computes or workers < 2:
+def _scored_while_written(run: _Resolved) -> ScoredWhileWritten | None:
+    """A pool scoring a new run's predictions as they are written, where the adapter computes nothing here
+    (recorded outputs: no speed is measured while the run goes) and the run is sized for a pool
+    (``run.scoring_workers``)."""
+    if run.adapter_cls.computes or run.scoring_workers < 2:
         return None
-    return ScoredWhileWritten(run.normalizer, workers)
+    return ScoredWhileWritten(run.normalizer, run.scoring_workers)
 
 
 @dataclass
@@ -294,10 +295,18 @@ class _Resolved:
     #: the machine's CPU counters as the run began (before its dataset was read): the window over which a scoring
     #: pool counts the cores other processes take, without sleeping to sample them
     started: dict = field(default_factory=dict)
+    #: how many processes score the run (``scoring.engine.pool_size`` over the window from ``started``), decided
+    #: once as it starts writing: the same while it is written and at its end, and no second sample of the load
+    scoring_workers: int = 1
 
     @property
     def dataset(self) -> Dataset:
         return self.checked.dataset
+
+    @property
+    def size(self) -> int:
+        """The run's examples, the invalid ones (stored as failed) included."""
+        return len(self.checked.dataset.examples) + len(self.checked.invalid)
 
 
 def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
@@ -586,7 +595,7 @@ def _summary_written(
             language_detected=request.decoding.language is None,
             table_ready=write,
             scored=scored,
-            workers=request.scoring_workers,
+            workers=run.scoring_workers,
         )
         for future in written:
             future.result()
