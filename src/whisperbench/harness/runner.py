@@ -222,7 +222,6 @@ def _run_in(
         kept = store.read_summary() if old is not None and not todo else None
         load_before = load_snapshot()
         invalid_now = [bad for bad in run.checked.invalid if bad.id not in done]
-        run.scoring_workers = pool_size(run.size, request.scoring_workers, since=run.started)
         scoring = _scored_while_written(run) if not previous else None
         try:
             with store.open_for_append() as opened:
@@ -292,21 +291,14 @@ class _Resolved:
     source_digest: str | None
     info: RunInfo
     warnings: list[str] = field(default_factory=list)
-    #: the machine's CPU counters as the run began (before its dataset was read): the window over which a scoring
-    #: pool counts the cores other processes take, without sleeping to sample them
-    started: dict = field(default_factory=dict)
-    #: how many processes score the run (``scoring.engine.pool_size`` over the window from ``started``), decided
-    #: once as it starts writing: the same while it is written and at its end, and no second sample of the load
+    #: how many processes score the run (``scoring.engine.pool_size``, the load of other processes measured while
+    #: the run was resolved and its dataset read, so nothing sleeps to sample it), decided once: the same while it
+    #: is written and at its end
     scoring_workers: int = 1
 
     @property
     def dataset(self) -> Dataset:
         return self.checked.dataset
-
-    @property
-    def size(self) -> int:
-        """The run's examples, the invalid ones (stored as failed) included."""
-        return len(self.checked.dataset.examples) + len(self.checked.invalid)
 
 
 def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
@@ -373,7 +365,7 @@ def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
         source_digest,
         info,
         [warning] if warning else [],
-        started,
+        pool_size(len(dataset.examples) + len(checked.invalid), request.scoring_workers, since=started),
     )
 
 

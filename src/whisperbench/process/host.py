@@ -53,9 +53,10 @@ def others_busy_now(sample_s: float = 0.2, since: dict | None = None) -> float:
     process's own work in between subtracted) where that is at least ``sample_s`` old, else sampled for
     ``sample_s`` (a sample is reused for 10 s)."""
     global _SAMPLE
-    now = cpu_counters()
-    if since and now and now["wall"] - since["wall"] >= sample_s:
-        return others_busy_cpus(since, now) or 0.0
+    if since:
+        now = cpu_counters()
+        if now and now["wall"] - since["wall"] >= sample_s:
+            return others_busy_cpus(since, now) or 0.0
     if time.monotonic() - _SAMPLE[0] < 10.0:
         return _SAMPLE[1]
     before = cpu_counters()
