@@ -108,7 +108,7 @@ def test_a_run_scored_while_written_starts_its_workers_with_it_and_sends_the_las
         assert len(set(multiprocessing.active_children()) - before) == 2  # started, nothing added yet
         with store.open_for_append() as writer:
             for group in (preds[:30], preds[30:70], preds[70:]):
-                scoring.add(writer.append_all(group), len(group))
+                scoring.add(writer.append_all(group), group)
         assert len(scoring._parts) == 2  # two parts of 40 lines; 20 lines wait for the writing's end
         result = scoring.result(store.predictions_path)
         assert result is not None and len(scoring._parts) == 3
@@ -141,7 +141,7 @@ def test_what_was_scored_while_written_is_used_only_where_the_file_holds_exactly
     scoring = tables.ScoredWhileWritten("english", 2)
     try:
         with PredictionWriter(path) as writer:
-            scoring.add(writer.append_all(preds), len(preds))
+            scoring.add(writer.append_all(preds), preds)
         data = path.read_bytes()
         if change == "a hypothesis edited":
             hypothesis = b'"hypothesis": "' + preds[9].hypothesis.encode()

@@ -558,13 +558,13 @@ def test_a_bad_recorded_stream_names_the_line(tmp_path, tiny_rows):
 
 
 def test_run_metrics_on_the_scoring_pool_equal_those_of_one_process_with_scores_made_on_read():
-    """The pool's scored predictions are made when read (summary.ScoredOnRead): the run-level metrics (timing,
+    """The pool's scored predictions are made when read (table.ScoredOnRead): the run-level metrics (timing,
     streaming, hallucination) and the language identification read the predictions' raw fields and give what they
     give on the list one process makes; every item read is the scored prediction."""
-    from whisperbench.scoring.engine import PARALLEL_MIN, ScoredOnRead, raw
+    from whisperbench.scoring.engine import PARALLEL_MIN, raw
     from whisperbench.scoring.figures import language_identification
     from whisperbench.scoring.metrics import MetricContext, run_metrics
-    from whisperbench.scoring.table import scored_table
+    from whisperbench.scoring.table import ScoredOnRead, scored_table
 
     words = "hello big world good bye".split()
     preds = []

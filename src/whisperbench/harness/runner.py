@@ -275,7 +275,7 @@ class _Scoring:
 
     def append_all(self, preds: Iterable[Prediction]) -> None:
         group = list(preds)
-        self.scoring.add(self.writer.append_all(group), len(group))
+        self.scoring.add(self.writer.append_all(group), group)
 
 
 @dataclass

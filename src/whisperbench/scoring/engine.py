@@ -5,8 +5,7 @@ counts: :class:`~whisperbench.types.ExampleScore`) and the pool of spawned worke
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from collections.abc import Sequence as SequenceABC
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -81,38 +80,10 @@ def with_packed(predictions: Iterable[Prediction], packed: Iterable[tuple[Any, .
     return [pred.with_score(ExampleScore.unpacked(values)) for pred, values in zip(predictions, packed)]
 
 
-class ScoredOnRead(SequenceABC[Prediction]):
-    """Predictions and the scores workers sent back packed, as the sequence of scored predictions
-    :func:`with_packed` would make, each made when it is read (most never are: the run-level metrics read the
-    score table, or pick a few predictions by their raw fields first: :func:`raw`). Reading an item twice makes
-    two equal objects.
-
-    >>> scored = ScoredOnRead([Prediction("a", "Hi.", "hi")], [("basic", "hi", "hi", (1, 0, 0, 0), None)])
-    >>> len(scored), scored[0].scored().words.hits, [p.id for p in scored], raw(scored)[0].score is None
-    (1, 1, ['a'], True)
-    """
-
-    def __init__(self, predictions: Sequence[Prediction], packed: Sequence[tuple[Any, ...]]) -> None:
-        if len(predictions) != len(packed):
-            raise ValueError(f"{len(predictions)} predictions and {len(packed)} scores")
-        self.raw, self._packed = predictions, packed
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self.raw[index].with_score(ExampleScore.unpacked(self._packed[index]))
-
-    def __iter__(self) -> Iterator[Prediction]:
-        for pred, values in zip(self.raw, self._packed):
-            yield pred.with_score(ExampleScore.unpacked(values))
-
-
 def raw(scored: Sequence[Prediction]) -> Sequence[Prediction]:
     """The predictions of ``scored`` as stored, their raw fields the same, in the same order (without making each
-    scored copy where ``scored`` makes them on read: :class:`ScoredOnRead`); for picking the few a metric reads."""
+    scored copy where ``scored`` makes them on read: :class:`~whisperbench.scoring.table.ScoredOnRead`); for
+    picking the few a metric reads."""
     return getattr(scored, "raw", scored)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence as SequenceABC
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from ..core.json_files import json_lines_parser
 from ..types import ExampleScore, Prediction, WordCounts
 from . import arrays
 from .arrays import numbers
-from .engine import Rows, ScoredOnRead, in_parallel, map_ranges, rescored, rescored_all, worker_pool
+from .engine import Rows, in_parallel, map_ranges, rescored, rescored_all, worker_pool
 from .hallucination import stored_measures
 from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
 from .normalize import normalize
@@ -73,15 +74,48 @@ def scored_table(
 ) -> tuple[Sequence[Prediction], pa.Table]:
     """The predictions scored with ``normalizer`` and their score table. Large sets are split among ``workers``
     processes (default: the idle cores this process may use: ``engine.pool_size``), each scoring its part and building
-    its part of the table (the per-example metrics included); the parts are joined in order, and the scored
-    predictions are then made as they are read (:class:`~whisperbench.scoring.engine.ScoredOnRead`)."""
+    its part of the table (the per-example metrics included), which is all it sends back; the parts are joined in
+    order, and the scored predictions are then made from the table as they are read (:class:`ScoredOnRead`)."""
     if not in_parallel(len(predictions), workers):
         each = rescored_all(predictions, normalizer)
         return each, _table(each)
     rows = Rows([pred.packed() for pred in predictions], normalizer)
-    parts = map_ranges(_scored_part, rows, len(predictions), workers, backwards=True)
-    scored = ScoredOnRead(predictions, [packed for part in parts for packed in part[0]])
-    return scored, _joined([part[1] for part in parts])
+    table = _joined(map_ranges(_scored_part, rows, len(predictions), workers, backwards=True))
+    return ScoredOnRead(predictions, table, normalizer), table
+
+
+class ScoredOnRead(SequenceABC[Prediction]):
+    """Predictions and their score table (row ``i`` is prediction ``i``), as the sequence of scored predictions,
+    each made when it is read (most never are: the run-level metrics read the table, or pick a few predictions by
+    their raw fields first: :func:`~whisperbench.scoring.engine.raw`). A score is the row's counts and normalized
+    output, the transcript normalized again (the table does not keep it): what scoring the prediction gives. Reading
+    an item twice makes two equal objects. A pool's workers so send back only their part of the table.
+
+    >>> preds = [Prediction("a", "Hi there.", "hi bear")]
+    >>> scored = ScoredOnRead(preds, score_table(preds, "basic"), "basic")
+    >>> len(scored), scored[0].scored().words, scored[0].scored().transcript_norm, preds[0].score is None
+    (1, WordCounts(hits=1, substitutions=1, deletions=0, insertions=0), 'hi there', True)
+    """
+
+    def __init__(self, predictions: Sequence[Prediction], table: pa.Table, normalizer: str) -> None:
+        if len(predictions) != table.num_rows:
+            raise ValueError(f"{len(predictions)} predictions and {table.num_rows} rows")
+        self.raw, self.table, self.normalizer = predictions, table, normalizer
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if self._rows is None:
+            self._rows = list(_score_rows(self.table))
+        return self.raw[index].with_score(_score_of(self.raw[index].transcript, self._rows[index], self.normalizer))
+
+    def __iter__(self) -> Iterator[Prediction]:
+        for pred, row in zip(self.raw, _score_rows(self.table)):
+            yield pred.with_score(_score_of(pred.transcript, row, self.normalizer))
 
 
 #: predictions a pool worker scores at once while a run is being written (:class:`ScoredWhileWritten`)
@@ -92,28 +126,32 @@ class ScoredWhileWritten:
     """A run's score table computed on a pool of ``workers`` processes while its predictions are being written, so
     that scoring and writing share the machine's cores: :meth:`add` takes the lines of predictions.jsonl as they are
     written (every :data:`WRITTEN_PART` of them go to a worker, which reads them as the run store reads its file
-    and scores them), :meth:`written` says the writing ended (the last part goes), :meth:`result` takes the file once
-    the run ends, and :meth:`close` ends the pool. What is scored is what the file holds: :meth:`result` gives
-    nothing unless the file's bytes are exactly the lines added (their sha256), each id once. Nothing is
-    scored but what was written, with the run's normalizer. The pool starts with the run (one is made only for a run
-    large enough for it): its workers import the scoring modules while the first part is written."""
+    and builds their part of the table, all it sends back), :meth:`written` says the writing ended (the last part
+    goes), :meth:`result` takes the file once the run ends, and :meth:`close` ends the pool. What is scored is what
+    the file holds: :meth:`result` gives nothing unless the file's bytes are exactly the lines added (their sha256)
+    and the table's ids are those of the predictions added, in order, each once. Nothing is scored but what was
+    written, with the run's normalizer. The pool starts with the run (one is made only for a run large enough for
+    it): its workers import the scoring modules while the first part is written."""
 
     def __init__(self, normalizer: str, workers: int) -> None:
         self.normalizer, self.workers = normalizer, workers
         self._digest, self._size = hashlib.sha256(), 0
         self._waiting: list[bytes] = []
         self._waiting_lines = 0
+        self._added: list[Prediction] = []
         self._parts: list[Future[Any]] = []
         self._pool: ProcessPoolExecutor = worker_pool(workers)
         for _ in range(workers):  # a submission with no worker idle starts one: all of them start now
             self._pool.submit(_started)
 
-    def add(self, lines: bytes, count: int) -> None:
-        """``count`` whole lines just written to predictions.jsonl, as written."""
+    def add(self, lines: bytes, predictions: Sequence[Prediction]) -> None:
+        """The whole lines just written to predictions.jsonl, as written, and the ``predictions`` written as them
+        (one a line, in order: those the result pairs with the table's rows)."""
         self._digest.update(lines)
         self._size += len(lines)
         self._waiting.append(lines)
-        self._waiting_lines += count
+        self._added += predictions
+        self._waiting_lines += len(predictions)
         if self._waiting_lines < WRITTEN_PART:
             return
         waiting, start = b"".join(self._waiting), 0
@@ -136,26 +174,22 @@ class ScoredWhileWritten:
         self._parts.append(self._pool.submit(_scored_lines, lines, self.normalizer))
 
     def result(self, path: Path) -> tuple[ScoredOnRead, pa.Table] | None:
-        """The predictions of ``path`` (the run's predictions.jsonl once the run ends) scored and their table, as
-        :func:`scored_table` gives them for the predictions the run store reads from it; None where the file holds
-        other bytes than the lines added (a resumed or edited run), an id twice or a line a worker could not read
-        (read it as the run store does, and score it afresh)."""
+        """The predictions added, scored, and the table of ``path`` (the run's predictions.jsonl once the run ends),
+        as :func:`scored_table` gives them for the predictions the run store reads from it; None where the file holds
+        other bytes than the lines added (a resumed or edited run), a line a worker could not read, or ids other than
+        those of the predictions added, in their order, each once (read the file as the run store does, and score it
+        afresh)."""
         self.written()
         if not self._parts or not _holds_exactly(path, self._size, self._digest.hexdigest()):
             return None
-        stored: list[Prediction] = []
-        scores: list[Any] = []
-        tables = []
-        for future in self._parts:  # each part's predictions made as it comes back, while the later ones are scored
-            part = future.result()
-            if part is None:
-                return None
-            stored += [Prediction.unpacked((*values[:-1], None)) for values in part[0]]
-            scores += [values[-1] for values in part[0]]
-            tables.append(part[1])
-        if len({pred.id for pred in stored}) != len(stored):
+        tables = [future.result() for future in self._parts]
+        if any(part is None for part in tables):
             return None
-        return ScoredOnRead(stored, scores), _joined(tables)
+        table = _joined(tables)
+        ids = [pred.id for pred in self._added]
+        if len(set(ids)) != len(ids) or table["id"].to_pylist() != ids:
+            return None
+        return ScoredOnRead(self._added, table, self.normalizer), table
 
     def close(self) -> None:
         """End the pool (the parts not started are dropped) and wait until its workers are gone."""
@@ -170,18 +204,16 @@ def _holds_exactly(path: Path, size: int, digest: str) -> bool:
         return False
 
 
-def _scored_lines(lines: bytes, normalizer: str) -> tuple[list[Any], pa.Table] | None:
-    """A pool worker's part of :class:`ScoredWhileWritten`: the predictions of ``lines`` (whole lines of
-    predictions.jsonl, read as the run store reads them) scored, each packed with its score
-    (:meth:`~whisperbench.types.Prediction.packed`), and their table; None where a line cannot be read (the run
+def _scored_lines(lines: bytes, normalizer: str) -> pa.Table | None:
+    """A pool worker's part of :class:`ScoredWhileWritten`: the table of the predictions of ``lines`` (whole lines
+    of predictions.jsonl, read as the run store reads them) scored; None where a line cannot be read (the run
     store's reading then names it)."""
     parse = json_lines_parser(lines)
     try:
         stored = [Prediction.from_json(parse(raw)) for raw in lines.splitlines() if raw.strip()]
     except (ValueError, TypeError, AttributeError, KeyError):
         return None
-    scored = [rescored(pred, normalizer) for pred in stored]
-    return [pred.packed() for pred in scored], _table(scored)
+    return _table([rescored(pred, normalizer) for pred in stored])
 
 
 def _started() -> None:
@@ -206,11 +238,10 @@ def _in_order(table: pa.Table, seen: Sequence[str]) -> pa.Table:
     return table.select(fixed + metric_names)
 
 
-def _scored_part(rows: Rows, start: int, stop: int) -> tuple[list[Any], pa.Table]:
-    """One worker's part of :func:`scored_table`: the scores of predictions ``start:stop`` (sent packed:
-    :meth:`~whisperbench.types.Prediction.packed`) and their table."""
-    scored = [rescored(Prediction.unpacked(values), rows.settings) for values in rows.items[start:stop]]
-    return [pred.scored().packed() for pred in scored], _table(scored)
+def _scored_part(rows: Rows, start: int, stop: int) -> pa.Table:
+    """One worker's part of :func:`scored_table`: the table of predictions ``start:stop`` (sent packed:
+    :meth:`~whisperbench.types.Prediction.packed`) scored."""
+    return _table([rescored(Prediction.unpacked(values), rows.settings) for values in rows.items[start:stop]])
 
 
 def _table(scored: Sequence[Prediction]) -> pa.Table:
@@ -297,13 +328,24 @@ def unique_by_id(predictions: Iterable[Prediction]) -> list[Prediction]:
 def _scores(table: pa.Table, normalizer: str) -> Iterator[ExampleScore]:
     """Each row's score with ``normalizer`` as the table holds it (the transcript normalized again: the table keeps
     its counts and the normalized output only)."""
+    for transcript, row in zip(table["transcript"].to_pylist(), _score_rows(table)):
+        yield _score_of(transcript, row, normalizer)
+
+
+def _score_rows(table: pa.Table) -> Iterator[tuple[Any, ...]]:
+    """Per row of ``table``: its normalized output, word counts and character counts (None where it has none)."""
     words = zip(*(table[name].to_pylist() for name in WORD_COUNTS))
     chars = zip(*(table[name].to_pylist() for name in CHAR_COUNTS))
-    rows = zip(table["transcript"].to_pylist(), table["hypothesis_norm"].to_pylist(), words, chars)
-    for transcript, hypothesis_norm, counted, char_counted in rows:
-        char_counts = WordCounts(*char_counted) if char_counted[0] is not None else None
-        transcript_norm = normalize(transcript, normalizer)
-        yield ExampleScore(normalizer, transcript_norm, hypothesis_norm, WordCounts(*counted), char_counts)
+    return zip(table["hypothesis_norm"].to_pylist(), words, chars)
+
+
+def _score_of(transcript: str, row: tuple[Any, ...], normalizer: str) -> ExampleScore:
+    """The score of a row of :func:`_score_rows` whose raw transcript is ``transcript``."""
+    hypothesis_norm, counted, char_counted = row
+    char_counts = WordCounts(*char_counted) if char_counted[0] is not None else None
+    return ExampleScore(
+        normalizer, normalize(transcript, normalizer), hypothesis_norm, WordCounts(*counted), char_counts
+    )
 
 
 def metric_value(table: pa.Table, metric: Metric) -> dict[str, Any] | None:
