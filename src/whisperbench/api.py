@@ -47,6 +47,7 @@ from .harness import rescore as rescore_run
 from .harness.progress import progress as progress_bar
 from .harness.request import score_request
 from .harness.runner import RunResult
+from .process.host import cpu_counters
 from .scoring.metrics import checked_options, parse_metric_options
 from .scoring.power import Plan
 from .scoring.power import plan as power_plan
@@ -218,6 +219,7 @@ def to_frame(run: RunLike, reference: RunLike | None = None, runs_dir: PathLike 
 def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     """Run a :class:`~whisperbench.harness.RunRequest` (the CLI's ``run``/``score``): load and check its dataset,
     evaluate (resuming what the store holds), write the summary. Returns the harness's result."""
+    since = cpu_counters()  # the scoring pool is sized from other processes' load while the dataset is read
     checked = _checked(
         request.dataset, request.dataset_name, request.form, request.limit, request.skip_invalid, request.columns
     )
@@ -229,7 +231,8 @@ def execute(request: RunRequest, show_progress: bool = False) -> RunResult:
     )
     with bar as shown:
         update: Callable[[int], object] | None = shown.update if shown is not None else None
-        return run_evaluation(request, progress=update, checked=checked, begin=getattr(shown, "begin", None))
+        begin = getattr(shown, "begin", None)
+        return run_evaluation(request, progress=update, checked=checked, begin=begin, since=since)
 
 
 #: a command-line flag in a message -> how the Python API spells it (every other flag is left as it is)

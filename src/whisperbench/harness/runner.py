@@ -179,14 +179,17 @@ def run_evaluation(
     progress: Callable[[int], object] | None = None,
     checked: Checked | None = None,
     begin: Callable[[], object] | None = None,
+    since: dict[str, float] | None = None,
 ) -> RunResult:
     """Evaluate ``request.adapter`` on ``request.dataset``; resume what the store already holds.
 
     ``progress`` is called with the number of examples finished since the last call; ``begin`` once, just before
-    the model loads, when there is anything to compute. ``checked`` lets a caller pass an already-loaded dataset.
+    the model loads, when there is anything to compute. ``checked`` lets a caller pass an already-loaded dataset,
+    and ``since`` the :func:`~whisperbench.process.host.cpu_counters` it read before loading it (the window over
+    which the other processes' load is measured to size the scoring pool; default: from this call on).
     Resolve the run, open its store, run the backend, finalize the summary.
     """
-    run = _resolve(request, checked)
+    run = _resolve(request, checked, since)
     store = _store_of(request, run.info)
     created, held = not store.path.exists(), list[bool]()
     try:
@@ -301,8 +304,8 @@ class _Resolved:
         return self.checked.dataset
 
 
-def _resolve(request: RunRequest, checked: Checked | None) -> _Resolved:
-    started = cpu_counters()
+def _resolve(request: RunRequest, checked: Checked | None, since: dict[str, float] | None = None) -> _Resolved:
+    started = since or cpu_counters()
     spec = AdapterSpec.of(request)  # resolves the adapter's class
     adapter_class = spec.adapter_class
     assert adapter_class is not None  # AdapterSpec.of resolved it

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Sequence as SequenceABC
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -139,6 +140,7 @@ class ScoredWhileWritten:
         self._waiting: list[bytes] = []
         self._waiting_lines = 0
         self._added: list[Prediction] = []
+        self._ending: threading.Thread | None = None
         self._parts: list[Future[Any]] = []
         self._pool: ProcessPoolExecutor = worker_pool(workers)
         for _ in range(workers):  # a submission with no worker idle starts one: all of them start now
@@ -183,6 +185,8 @@ class ScoredWhileWritten:
         if not self._parts or not _holds_exactly(path, self._size, self._digest.hexdigest()):
             return None
         tables = [future.result() for future in self._parts]
+        self._ending = threading.Thread(target=self._pool.shutdown, name="whisperbench-pool-end", daemon=True)
+        self._ending.start()  # every part is back: the workers end while the run's figures are computed
         if any(part is None for part in tables):
             return None
         table = _joined(tables)
@@ -193,6 +197,8 @@ class ScoredWhileWritten:
 
     def close(self) -> None:
         """End the pool (the parts not started are dropped) and wait until its workers are gone."""
+        if self._ending is not None:  # ending since every part came back (:meth:`result`)
+            self._ending.join()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
