@@ -203,9 +203,9 @@ def _computed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
     original = Metric.columns_of
 
-    def spy(self, examples):
+    def spy(self, examples, failures=None):
         names.append(self.name)
-        return original(self, examples)
+        return original(self, examples, failures)
 
     monkeypatch.setattr(Metric, "columns_of", spy)
     return names

@@ -243,6 +243,24 @@ class Pairing:
         return "min" if self.better == "higher" else "max"
 
 
+@dataclass
+class Failures:
+    """The examples on which a metric's kernel raised, over one or more calls of :meth:`Metric.columns_of`: the
+    first named, every one counted, logged once (:meth:`log`)."""
+
+    first: str | None = None  # "ID: ExceptionName: message"
+    count: int = 0
+    examples: int = 0  # the examples the calls took
+
+    def log(self, metric: str) -> None:
+        """Log the first failure, with the example's name, and how many examples failed (nothing when none did)."""
+        if self.count:
+            logger.warning("metric %s failed on example %s", metric, self.first)
+            logger.warning(
+                "metric %s failed on %d of %d examples (their values left empty)", metric, self.count, self.examples
+            )
+
+
 @dataclass(frozen=True)
 class Metric:
     """One measure: ``name`` (its key in summary.json, the prefix of its score-table columns), a one-line
@@ -302,11 +320,16 @@ class Metric:
         """Whether it is computed per example (its columns live in the score table)."""
         return self.per_example is not None
 
-    def columns_of(self, examples: Iterable[ScoredExample]) -> dict[str, list[float | None]]:
+    def columns_of(
+        self, examples: Iterable[ScoredExample], failures: Failures | None = None
+    ) -> dict[str, list[float | None]]:
         """``{column: one value per example}`` (None where the example gave no value or the kernel raised; the
-        failures are logged with the metric's and the example's names and kept under the column ``"errors"``)."""
+        failures are kept under the column ``"errors"`` and logged with the metric's and the example's names, or,
+        where ``failures`` is given, counted there to be logged once for many calls: :meth:`Failures.log`)."""
         assert self.per_example is not None, f"metric {self.name!r} is run level"
         kernel, examples = self.per_example, list(examples)
+        counted = Failures() if failures is None else failures
+        counted.examples += len(examples)
         given: list[Any] = []
         with contained():
             for example in examples:
@@ -324,22 +347,20 @@ class Metric:
                         raise values
                     rows.append(_row(values))
                 except BaseException as exc:
-                    if not failed:
-                        logger.warning(
-                            "metric %s failed on example %s: %s: %s", self.name, example.id, type(exc).__name__, exc
-                        )
+                    if counted.first is None:
+                        counted.first = f"{example.id}: {type(exc).__name__}: {exc}"
                     failed.append(len(rows))
                     rows.append({})
             names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
             columns = {name: [row.get(name) for row in rows] for name in names}
         if failed:
-            logger.warning(
-                "metric %s failed on %d of %d examples (their values left empty)", self.name, len(failed), len(rows)
-            )
-            flags: list[float | None] = [0.0] * len(rows)
+            counted.count += len(failed)
+            flags: list[float | None] = [0.0] * len(examples)
             for i in failed:
                 flags[i] = 1.0
             columns[ERRORS] = flags
+        if failures is None:
+            counted.log(self.name)
         return columns
 
     def value_of(self, columns: Mapping[str, Sequence[float | None] | np.ndarray]) -> dict[str, Any] | None:
@@ -672,12 +693,17 @@ def metric_limits(values: Any, option: str = "--max-increase") -> dict[str, floa
     return out
 
 
-def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
-    """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's)."""
+def example_columns(
+    examples: Sequence[ScoredExample], failures: dict[str, Failures] | None = None
+) -> dict[str, list[float | None]]:
+    """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's);
+    ``failures``: where each metric's failures are counted instead of logged (:meth:`Metric.columns_of`)."""
     return {
         f"{metric.name}.{name}": values
         for metric in per_example_metrics()
-        for name, values in metric.columns_of(examples).items()
+        for name, values in metric.columns_of(
+            examples, None if failures is None else failures.setdefault(metric.name, Failures())
+        ).items()
     }
 
 

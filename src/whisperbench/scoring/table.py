@@ -33,7 +33,7 @@ from . import arrays
 from .arrays import numbers
 from .engine import Rows, in_parallel, map_ranges, rescored, rescored_all, worker_pool
 from .hallucination import stored_measures
-from .metrics import ERRORS, Metric, ScoredExample, example_columns, per_example_metrics
+from .metrics import ERRORS, Failures, Metric, ScoredExample, example_columns, per_example_metrics
 from .normalize import normalize
 from .wer import corpus_wer
 
@@ -215,11 +215,15 @@ def _scored_lines(lines: bytes, normalizer: str) -> pa.Table | None:
     of predictions.jsonl, read as the run store reads them) scored; None where a line cannot be read (the run
     store's reading then names it)."""
     parse = json_lines_parser(lines)
-    try:
-        stored = [Prediction.from_json(parse(raw)) for raw in lines.splitlines() if raw.strip()]
-    except (ValueError, TypeError, AttributeError, KeyError):
-        return None
-    return _table([rescored(pred, normalizer) for pred in stored])
+    raws = [raw for raw in lines.splitlines() if raw.strip()]
+    columns = _Columns()
+    for start in range(0, len(raws), ROWS_AT_ONCE):
+        try:
+            stored = [Prediction.from_json(parse(raw)) for raw in raws[start : start + ROWS_AT_ONCE]]
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return None
+        columns.add([rescored(pred, normalizer) for pred in stored])
+    return columns.table()
 
 
 def _started() -> None:
@@ -235,23 +239,87 @@ def _joined(parts: Sequence[pa.Table]) -> pa.Table:
 
 def _in_order(table: pa.Table, seen: Sequence[str]) -> pa.Table:
     """``table``'s columns (named in ``seen``, in order of first appearance) as one process gives them: the fixed
-    ones, then each metric's in registry order, a metric's own columns in the order they were first seen."""
-    prefixes = [f"{metric.name}." for metric in per_example_metrics()]
-    rank = {prefix: i for i, prefix in enumerate(prefixes)}
-    fixed = [name for name in seen if not name.startswith(tuple(prefixes))]
-    metric_names = [name for name in seen if name not in fixed]
-    metric_names.sort(key=lambda name: rank[name.split(".", 1)[0] + "."])  # stable: first appearance within one
-    return table.select(fixed + metric_names)
+    ones, then each metric's (:func:`_metric_order`)."""
+    fixed = [name for name in seen if name in _FIXED]
+    return table.select(fixed + _metric_order([name for name in seen if name not in _FIXED]))
+
+
+def _metric_order(names: Sequence[str]) -> list[str]:
+    """Metric columns (``METRIC.COLUMN``, in order of first appearance) as one pass over the examples gives them:
+    each metric's in registry order, a metric's own in the order they were first seen, its ``errors`` flag last."""
+    rank = {metric.name: i for i, metric in enumerate(per_example_metrics())}
+
+    def key(name: str) -> tuple[int, bool]:
+        metric, _, column = name.partition(".")
+        return rank.get(metric, len(rank)), column == ERRORS  # a metric no longer installed: last
+
+    return sorted(names, key=key)  # stable: first appearance within one metric
 
 
 def _scored_part(rows: Rows, start: int, stop: int) -> pa.Table:
     """One worker's part of :func:`scored_table`: the table of predictions ``start:stop`` (sent packed:
     :meth:`~whisperbench.types.Prediction.packed`) scored."""
-    return _table([rescored(Prediction.unpacked(values), rows.settings) for values in rows.items[start:stop]])
+    columns, items = _Columns(), rows.items[start:stop]
+    for first in range(0, len(items), ROWS_AT_ONCE):
+        columns.add(
+            [rescored(Prediction.unpacked(values), rows.settings) for values in items[first : first + ROWS_AT_ONCE]]
+        )
+    return columns.table()
 
 
 def _table(scored: Sequence[Prediction]) -> pa.Table:
     """The score table of predictions already scored (with the normalizer their scores name)."""
+    columns = _Columns()
+    for start in range(0, len(scored), ROWS_AT_ONCE):
+        columns.add(scored[start : start + ROWS_AT_ONCE])
+    return columns.table()
+
+
+#: predictions made into table rows at once (:class:`_Columns`): the objects of one group (parsed lines, scored
+#: copies, examples, metric values) are gone before the next is made, so the collector's youngest generation frees
+#: them and a part of thousands of predictions is not traversed again and again by its older ones
+ROWS_AT_ONCE = 64
+_FIXED = frozenset(SCHEMA.names)
+
+
+class _Columns:
+    """A score table's columns, built a group of predictions at a time (:meth:`add`), as one pass gives them: a
+    metric column a group lacks is empty there (its ``errors`` flag 0), and each metric's failures are logged once
+    (:meth:`table`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[Any]] = {}
+        self.rows = 0
+        self.failures: dict[str, Failures] = {}
+
+    def add(self, scored: Sequence[Prediction]) -> None:
+        """The columns of ``scored`` (predictions already scored) after those added before."""
+        for name, values in _columns(scored, self.failures).items():
+            column = self.values.get(name)
+            if column is None:
+                column = self.values[name] = [_absent(name)] * self.rows
+            column += values
+        self.rows += len(scored)
+        for name, column in self.values.items():
+            if len(column) < self.rows:
+                column += [_absent(name)] * (self.rows - len(column))
+
+    def table(self) -> pa.Table:
+        """The columns added, as a table (fixed columns first, then each metric's: :func:`_metric_order`)."""
+        for name, failures in self.failures.items():
+            failures.log(name)
+        metric_names = _metric_order([name for name in self.values if name not in _FIXED])
+        schema = pa.schema(list(SCHEMA) + [pa.field(name, pa.float64()) for name in metric_names])
+        return arrays.table({field.name: self.values.get(field.name, []) for field in schema}, schema)
+
+
+def _absent(name: str) -> float | None:
+    """A metric column's value for an example it gave none: empty, its ``errors`` flag 0 (it did not fail)."""
+    return 0.0 if name.endswith(f".{ERRORS}") else None
+
+
+def _columns(scored: Sequence[Prediction], failures: dict[str, Failures]) -> dict[str, list[Any]]:
+    """The score table's columns of predictions already scored, as lists (``failures``: :func:`example_columns`)."""
     columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in scored] for name in RAW_COLUMNS}
     scores = [p.scored() for p in scored]
     for name, char_name in zip(WORD_COUNTS, CHAR_COUNTS):
@@ -261,9 +329,8 @@ def _table(scored: Sequence[Prediction]) -> pa.Table:
     columns["hypothesis_norm"] = [s.hypothesis_norm for s in scores]
     measures = [stored_measures(p) for p in scored]
     columns |= {name: [m[i] for m in measures] for i, (name, _) in enumerate(HALLUCINATION)}
-    metric_columns = example_columns([ScoredExample.from_prediction(p) for p in scored]) if scored else {}
-    schema = pa.schema(list(SCHEMA) + [pa.field(name, pa.float64()) for name in metric_columns])
-    return arrays.table(columns | metric_columns, schema)
+    examples = [ScoredExample.from_prediction(p) for p in scored]
+    return columns | (example_columns(examples, failures) if scored else {})
 
 
 def metrics_key() -> str:
