@@ -338,27 +338,8 @@ class Metric:
                 except BaseException as exc:  # a plug-in's bug (or its sys.exit) fails this example's value only
                     given.append(interrupted_or(exc))
         columns = _plain_columns(given)  # the common case: dicts of finite floats, taken as they are
-        failed: list[int] = []
         if columns is None:
-            rows: list[dict[str, float | None]] = []
-            for example, values in zip(examples, given):
-                try:
-                    if isinstance(values, BaseException):
-                        raise values
-                    rows.append(_row(values))
-                except BaseException as exc:
-                    if counted.first is None:
-                        counted.first = f"{example.id}: {type(exc).__name__}: {exc}"
-                    failed.append(len(rows))
-                    rows.append({})
-            names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
-            columns = {name: [row.get(name) for row in rows] for name in names}
-        if failed:
-            counted.count += len(failed)
-            flags: list[float | None] = [0.0] * len(examples)
-            for i in failed:
-                flags[i] = 1.0
-            columns[ERRORS] = flags
+            columns = _row_columns(examples, given, counted)
         if failures is None:
             counted.log(self.name)
         return columns
@@ -573,6 +554,31 @@ def _plain_columns(given: list[Any]) -> dict[str, list[float | None]] | None:
             if column is None:
                 column = columns[name] = [None] * len(given)
             column[row] = value
+    return columns
+
+
+def _row_columns(examples: list[ScoredExample], given: list[Any], failures: Failures) -> dict[str, list[float | None]]:
+    """The kernels' values (``given``, one per example, an exception where it raised) taken one by one (:func:`_row`)
+    as columns; the examples whose value raised or cannot be read are counted in ``failures`` and flagged 1 in the
+    column ``"errors"`` (0 elsewhere; no such column when none failed)."""
+    rows: list[dict[str, float | None]] = []
+    failed: list[int] = []
+    for example, values in zip(examples, given):
+        try:
+            if isinstance(values, BaseException):
+                raise values
+            rows.append(_row(values))
+        except BaseException as exc:
+            if failures.first is None:
+                failures.first = f"{example.id}: {type(exc).__name__}: {exc}"
+            failed.append(len(rows))
+            rows.append({})
+    names = list(dict.fromkeys(name for row in rows for name in row if name != ERRORS))
+    columns = {name: [row.get(name) for row in rows] for name in names}
+    if failed:
+        failures.count += len(failed)
+        flagged = set(failed)
+        columns[ERRORS] = [1.0 if i in flagged else 0.0 for i in range(len(rows))]
     return columns
 
 
