@@ -4,9 +4,9 @@ The rules are openai-whisper's ``whisper/normalizers`` (the number normalizer an
 spelling table come from the ``whisper-normalizer`` package, which carries them). What differs is only
 how they run, never what they give:
 
-- every regular expression is compiled once; the title rules (``mr``, ``st``…) are screened by one search for
-  any of their words, the contraction rules by the apostrophe they all need, and a rule left is tried only when
-  a literal it needs (``n't``…) is in the text (a rule whose literal is absent cannot match);
+- every regular expression is compiled once; the title rules (``mr``, ``st``…) are screened by one look-up of the
+  text's whole words in the set of theirs, the contraction rules by the apostrophe they all need, and a rule left
+  is tried only when a literal it needs (``n't``…) is in the text (a rule whose literal is absent cannot match);
 - dropping symbols and diacritics is one ``str.translate`` over a table built lazily per character
   (``unicodedata.category`` once per distinct character instead of once per character per call);
 - the number normalizer's word loop is skipped when no word can start or extend a number (no digit and
@@ -125,37 +125,38 @@ _BOUNDED_RULE = re.compile(r"\\b\w.*\w\\b")
 Rule = tuple[str, "re.Pattern[str]", str]  # (a literal the pattern needs, the pattern, its replacement)
 
 
-def _alternation(words: list[str]) -> str:
-    """A regular expression matching exactly ``words`` (sorted, none empty), factored by their common prefixes: the
-    engine follows one branch per letter instead of trying every word at every position of a text.
+def _word_character(char: str) -> str:
+    """``char`` where ``re`` takes it as a word character (``\\w``: ``str.isalnum()`` or ``_``), else a space."""
+    return char if char.isalnum() or char == "_" else " "
 
-    >>> _alternation(["mr", "mrs", "st"])
-    '(?:mr(?:s)?|st)'
+
+#: ``str.translate`` table that turns every character ``\b`` sees as a word boundary into a space
+_WORD_BREAKS = _SymbolTable(_word_character)
+
+
+def whole_words(text: str) -> list[str]:
+    """The runs of word characters of ``text`` (what ``\\b\\w+\\b`` finds): ``word`` is among them exactly where
+    ``\\bword\\b`` matches (a word of word characters only).
+
+    >>> whole_words("Mr. O'Neil's st_ar, 2nd")
+    ['Mr', 'O', 'Neil', 's', 'st_ar', '2nd']
     """
-    groups: dict[str, list[str]] = {}
-    for word in words:
-        if word:
-            groups.setdefault(word[0], []).append(word[1:])
-    branches = [re.escape(first) + _alternation(rest) for first, rest in groups.items()]
-    if not branches:  # every word ended here
-        return ""
-    body = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
-    return f"(?:{body})?" if "" in words else body
+    return text.translate(_WORD_BREAKS).split()
 
 
 @dataclass(frozen=True)
 class _RuleScreen:
-    """Which replacement rules can fire on a text, found with one search instead of one test per rule.
+    """Which replacement rules can fire on a text, found with one look-up instead of one test per rule.
 
-    The whole-word rules (``\\bmr\\b``) are screened together by one alternation of their words: when it finds
-    none, none of them can fire, provided that no other rule before the last of them can make one (checked when
-    the screen is built: each such rule replaces whole words by whole words, none of them a screened word; where
-    that does not hold, every rule is tried). The other rules are tried only when the text holds the apostrophe
-    when each of their literals does (openai-whisper's contractions).
+    The whole-word rules (``\\bmr\\b``) are screened together by their words: when none of them is among the text's
+    whole words (:func:`whole_words`), none of them can fire, provided that no other rule before the last of them
+    can make one (checked when the screen is built: each such rule replaces whole words by whole words, none of them
+    a screened word; where that does not hold, every rule is tried). The other rules are tried only when the text
+    holds the apostrophe when each of their literals does (openai-whisper's contractions).
     """
 
     rules: tuple[Rule, ...]
-    words: re.Pattern[str] | None  # the whole-word rules' alternation; None: not screened (try every rule)
+    words: frozenset[str] | None  # the whole-word rules' words; None: not screened (try every rule)
     others: tuple[Rule, ...]
     needs_apostrophe: bool
 
@@ -172,13 +173,13 @@ class _RuleScreen:
             for (_, pattern, replacement), is_whole in zip(rules[:last], whole)
             if not is_whole
         )
-        screen = re.compile(rf"\b{_alternation(sorted(words))}\b") if safe and words else None
+        screen = frozenset(words) if safe and words else None
         others = tuple(rule for rule, is_whole in zip(rules, whole) if not is_whole)
         return cls(tuple(rules), screen, others, all("'" in literal for literal, _, _ in others))
 
     def rules_for(self, text: str) -> tuple[Rule, ...]:
         """The rules worth trying on ``text``, in their order (every one when a whole-word rule may fire)."""
-        if self.words is None or self.words.search(text) is not None:
+        if self.words is None or not self.words.isdisjoint(whole_words(text)):
             return self.rules
         if self.needs_apostrophe and "'" not in text:
             return ()
