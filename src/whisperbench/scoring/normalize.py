@@ -35,6 +35,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from itertools import groupby
 
 from ..core.registry import Registry
 
@@ -255,19 +256,17 @@ class EnglishNormalizer:
             if not found or (len(found) == 1 and found <= self.inert_words and self._alone(next(iter(found)), words)):
                 return words
         out: list[str] = []
-        run: list[str] = []
-        for word in words:
-            if word in self.number_words or (digits and _ANY_DIGIT.search(word) is not None):
-                run.append(word)
-                continue
-            if run:
-                out += self._run(tuple(run))
-                run = []
-            out.append(word)
-        if run:
-            out += self._run(tuple(run))
+        for numeric, run in groupby(words, self._may_be_number if digits else self.number_words.__contains__):
+            group = tuple(run)
+            out += self._run(group) if numeric else group
         s = " ".join(out)
-        return (self.numbers.postprocess(s) if _ANY_DIGIT.search(s) is not None else s).split()
+        if "1" in s or "$" in s or "€" in s or "£" in s:  # what its postprocess's three rules each need
+            s = self.numbers.postprocess(s)
+        return s.split()
+
+    def _may_be_number(self, word: str) -> bool:
+        """Whether ``word`` is a number word or holds a digit (it starts or extends a run of them)."""
+        return word in self.number_words or _ANY_DIGIT.search(word) is not None
 
     @staticmethod
     def _alone(word: str, words: list[str]) -> bool:
