@@ -195,7 +195,6 @@ class RecordedAdapter(Adapter):
 
     def load(self) -> None:
         self.rows = read_rows(self.model)
-        self.hypotheses = {ex_id: text for ex_id, (text, _) in self.rows.items()}
         self.timing = read_timing(self.model)
         self.costs = read_costs(self.model)
         self.streams = read_streams(self.model)
@@ -213,7 +212,7 @@ class RecordedAdapter(Adapter):
             raise WhisperbenchError(f"cannot read hypotheses file {self.model}: {exc}") from exc
 
     def transcribe(self, audio: np.ndarray | None, example: Example, *, long_form: bool) -> Transcript:
-        if example.id not in self.hypotheses:
+        if example.id not in self.rows:
             raise WhisperbenchError(f"no hypothesis for id {example.id!r} in {self.model}")
         text, language = self.rows[example.id]
         segments, words = self.timing.get(example.id, ([], None))
