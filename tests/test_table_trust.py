@@ -197,17 +197,18 @@ def letters_site(tmp_path, monkeypatch):
 
 
 def _computed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the metrics whose columns are computed from now on, in order (a spy on ``Metric.columns_of``)."""
+    """The names of the metrics whose columns are computed from now on, in order (a spy on
+    ``Metric.kernel_columns``, which every path that computes a metric's columns takes)."""
     from whisperbench.scoring.metrics import Metric
 
     names: list[str] = []
-    original = Metric.columns_of
+    original = Metric.kernel_columns
 
-    def spy(self, examples, failures=None):
+    def spy(self, examples, failures):
         names.append(self.name)
         return original(self, examples, failures)
 
-    monkeypatch.setattr(Metric, "columns_of", spy)
+    monkeypatch.setattr(Metric, "kernel_columns", spy)
     return names
 
 

@@ -326,23 +326,27 @@ class Metric:
         """``{column: one value per example}`` (None where the example gave no value or the kernel raised; the
         failures are kept under the column ``"errors"`` and logged with the metric's and the example's names, or,
         where ``failures`` is given, counted there to be logged once for many calls: :meth:`Failures.log`)."""
-        assert self.per_example is not None, f"metric {self.name!r} is run level"
-        kernel, examples = self.per_example, list(examples)
         counted = Failures() if failures is None else failures
-        counted.examples += len(examples)
-        given: list[Any] = []
         with contained():
-            for example in examples:
-                try:
-                    given.append(kernel(example))
-                except BaseException as exc:  # a plug-in's bug (or its sys.exit) fails this example's value only
-                    given.append(interrupted_or(exc))
-        columns = _plain_columns(given)  # the common case: dicts of finite floats, taken as they are
-        if columns is None:
-            columns = _row_columns(examples, given, counted)
+            columns = self.kernel_columns(examples, counted)
         if failures is None:
             counted.log(self.name)
         return columns
+
+    def kernel_columns(self, examples: Iterable[ScoredExample], failures: Failures) -> dict[str, list[float | None]]:
+        """:meth:`columns_of`, the failures counted in ``failures``, for a caller that runs it within
+        :func:`contained` (once for many calls: :func:`example_columns_kernel`)."""
+        assert self.per_example is not None, f"metric {self.name!r} is run level"
+        kernel, examples = self.per_example, list(examples)
+        failures.examples += len(examples)
+        given: list[Any] = []
+        for example in examples:
+            try:
+                given.append(kernel(example))
+            except BaseException as exc:  # a plug-in's bug (or its sys.exit) fails this example's value only
+                given.append(interrupted_or(exc))
+        columns = _plain_columns(given)  # the common case: dicts of finite floats, taken as they are
+        return columns if columns is not None else _row_columns(examples, given, failures)
 
     def value_of(self, columns: Mapping[str, Sequence[float | None] | np.ndarray]) -> dict[str, Any] | None:
         """The run's value: each column aggregated over the examples that have it (None when none has), then
@@ -699,18 +703,32 @@ def metric_limits(values: Any, option: str = "--max-increase") -> dict[str, floa
     return out
 
 
-def example_columns(
-    examples: Sequence[ScoredExample], failures: dict[str, Failures] | None = None
-) -> dict[str, list[float | None]]:
-    """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's);
-    ``failures``: where each metric's failures are counted instead of logged (:meth:`Metric.columns_of`)."""
-    return {
-        f"{metric.name}.{name}": values
-        for metric in per_example_metrics()
-        for name, values in metric.columns_of(
-            examples, None if failures is None else failures.setdefault(metric.name, Failures())
-        ).items()
-    }
+def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
+    """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's)."""
+    with example_columns_kernel() as columns:
+        return columns(examples)
+
+
+ColumnsFn = Callable[[Sequence[ScoredExample]], dict[str, list[float | None]]]
+
+
+@contextmanager
+def example_columns_kernel() -> Iterator[ColumnsFn]:
+    """:func:`example_columns` for many groups of examples: the metrics looked up once, their code run within one
+    :func:`contained` (not one a call), and each metric's failures logged once, when the block ends."""
+    metrics, failures = per_example_metrics(), {metric.name: Failures() for metric in per_example_metrics()}
+
+    def columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
+        return {
+            f"{metric.name}.{name}": values
+            for metric in metrics
+            for name, values in metric.kernel_columns(examples, failures[metric.name]).items()
+        }
+
+    with contained():
+        yield columns
+    for name, counted in failures.items():
+        counted.log(name)
 
 
 def parse_metric_options(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:

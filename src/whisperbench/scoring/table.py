@@ -33,7 +33,7 @@ from . import arrays
 from .arrays import numbers
 from .engine import Rows, in_parallel, map_ranges, rescored, rescored_all, worker_pool
 from .hallucination import stored_measures
-from .metrics import ERRORS, Failures, Metric, ScoredExample, example_columns, per_example_metrics
+from .metrics import ERRORS, ColumnsFn, Metric, ScoredExample, example_columns_kernel, per_example_metrics
 from .normalize import normalize
 from .wer import corpus_wer
 
@@ -216,13 +216,13 @@ def _scored_lines(lines: bytes, normalizer: str) -> pa.Table | None:
     store's reading then names it)."""
     parse = json_lines_parser(lines)
     raws = [raw for raw in lines.splitlines() if raw.strip()]
-    columns = _Columns()
-    for start in range(0, len(raws), ROWS_AT_ONCE):
-        try:
-            stored = [Prediction.from_json(parse(raw)) for raw in raws[start : start + ROWS_AT_ONCE]]
-        except (ValueError, TypeError, AttributeError, KeyError):
-            return None
-        columns.add([rescored(pred, normalizer) for pred in stored])
+    with _Columns() as columns:
+        for start in range(0, len(raws), ROWS_AT_ONCE):
+            try:
+                stored = [Prediction.from_json(parse(raw)) for raw in raws[start : start + ROWS_AT_ONCE]]
+            except (ValueError, TypeError, AttributeError, KeyError):
+                return None
+            columns.add([rescored(pred, normalizer) for pred in stored])
     return columns.table()
 
 
@@ -259,19 +259,19 @@ def _metric_order(names: Sequence[str]) -> list[str]:
 def _scored_part(rows: Rows, start: int, stop: int) -> pa.Table:
     """One worker's part of :func:`scored_table`: the table of predictions ``start:stop`` (sent packed:
     :meth:`~whisperbench.types.Prediction.packed`) scored."""
-    columns, items = _Columns(), rows.items[start:stop]
-    for first in range(0, len(items), ROWS_AT_ONCE):
-        columns.add(
-            [rescored(Prediction.unpacked(values), rows.settings) for values in items[first : first + ROWS_AT_ONCE]]
-        )
+    items = rows.items[start:stop]
+    with _Columns() as columns:
+        for first in range(0, len(items), ROWS_AT_ONCE):
+            group = items[first : first + ROWS_AT_ONCE]
+            columns.add([rescored(Prediction.unpacked(values), rows.settings) for values in group])
     return columns.table()
 
 
 def _table(scored: Sequence[Prediction]) -> pa.Table:
     """The score table of predictions already scored (with the normalizer their scores name)."""
-    columns = _Columns()
-    for start in range(0, len(scored), ROWS_AT_ONCE):
-        columns.add(scored[start : start + ROWS_AT_ONCE])
+    with _Columns() as columns:
+        for start in range(0, len(scored), ROWS_AT_ONCE):
+            columns.add(scored[start : start + ROWS_AT_ONCE])
     return columns.table()
 
 
@@ -283,18 +283,28 @@ _FIXED = frozenset(SCHEMA.names)
 
 
 class _Columns:
-    """A score table's columns, built a group of predictions at a time (:meth:`add`), as one pass gives them: a
-    metric column a group lacks is empty there (its ``errors`` flag 0), and each metric's failures are logged once
-    (:meth:`table`)."""
+    """A score table's columns, built a group of predictions at a time (:meth:`add`) within a ``with`` block (the
+    metrics' code contained once for every group, their failures logged when it ends:
+    :func:`~whisperbench.scoring.metrics.example_columns_kernel`), as one pass gives them: a metric column a group
+    lacks is empty there (its ``errors`` flag 0)."""
 
     def __init__(self) -> None:
         self.values: dict[str, list[Any]] = {}
         self.rows = 0
-        self.failures: dict[str, Failures] = {}
+        self._kernel = example_columns_kernel()
+        self._metric_columns: ColumnsFn | None = None
+
+    def __enter__(self) -> _Columns:
+        self._metric_columns = self._kernel.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._kernel.__exit__(*exc)
 
     def add(self, scored: Sequence[Prediction]) -> None:
         """The columns of ``scored`` (predictions already scored) after those added before."""
-        for name, values in _columns(scored, self.failures).items():
+        assert self._metric_columns is not None, "add() within the block"
+        for name, values in _columns(scored, self._metric_columns).items():
             column = self.values.get(name)
             if column is None:
                 column = self.values[name] = [_absent(name)] * self.rows
@@ -306,8 +316,6 @@ class _Columns:
 
     def table(self) -> pa.Table:
         """The columns added, as a table (fixed columns first, then each metric's: :func:`_metric_order`)."""
-        for name, failures in self.failures.items():
-            failures.log(name)
         metric_names = _metric_order([name for name in self.values if name not in _FIXED])
         schema = pa.schema(list(SCHEMA) + [pa.field(name, pa.float64()) for name in metric_names])
         return arrays.table({field.name: self.values.get(field.name, []) for field in schema}, schema)
@@ -318,8 +326,9 @@ def _absent(name: str) -> float | None:
     return 0.0 if name.endswith(f".{ERRORS}") else None
 
 
-def _columns(scored: Sequence[Prediction], failures: dict[str, Failures]) -> dict[str, list[Any]]:
-    """The score table's columns of predictions already scored, as lists (``failures``: :func:`example_columns`)."""
+def _columns(scored: Sequence[Prediction], metric_columns: ColumnsFn) -> dict[str, list[Any]]:
+    """The score table's columns of predictions already scored, as lists (``metric_columns``: the per-example
+    metrics' of their examples)."""
     columns: dict[str, list[Any]] = {name: [getattr(p, name) for p in scored] for name in RAW_COLUMNS}
     scores = [p.scored() for p in scored]
     for name, char_name in zip(WORD_COUNTS, CHAR_COUNTS):
@@ -330,7 +339,7 @@ def _columns(scored: Sequence[Prediction], failures: dict[str, Failures]) -> dic
     measures = [stored_measures(p) for p in scored]
     columns |= {name: [m[i] for m in measures] for i, (name, _) in enumerate(HALLUCINATION)}
     examples = [ScoredExample.from_prediction(p) for p in scored]
-    return columns | (example_columns(examples, failures) if scored else {})
+    return columns | (metric_columns(examples) if scored else {})
 
 
 def metrics_key() -> str:
