@@ -88,6 +88,45 @@ def test_the_figures_are_identical_with_1_2_and_4_workers(monkeypatch, workers):
     assert score_predictions(preds, "english", workers=workers) == list(one_scored)
 
 
+def test_a_table_built_a_group_at_a_time_is_the_table_of_one_pass(monkeypatch, caplog):
+    """``scoring.table`` builds a table ``ROWS_AT_ONCE`` predictions at a time: with groups of 1, 7 and 64 the table
+    is the one a single group of all of them gives, to the bit: a metric's column that only later examples give is
+    empty before them, its failures flagged 1 (0 elsewhere, its ``errors`` flag its last column), and each
+    metric's failures logged once a table, not once a group."""
+    from whisperbench.scoring import metrics
+    from whisperbench.scoring import table as tables
+
+    def flaky(example):
+        number = int(example.id[1:])
+        if number % 11 == 3:
+            raise ValueError("no value here")
+        return {"late": 1.0} if number > 40 else ({"early": float(number)} if number % 2 else {})
+
+    everything = (*metrics.per_example_metrics(), metrics.Metric("flaky", "a test's metric", per_example=flaky))
+    monkeypatch.setattr(metrics, "per_example_metrics", lambda: everything)
+    monkeypatch.setattr(tables, "per_example_metrics", lambda: everything)
+    preds = [
+        score_prediction(Prediction(f"u{i}", p.transcript, p.hypothesis), "english")
+        for i, p in enumerate(_predictions(100))
+    ]
+    monkeypatch.setattr(tables, "ROWS_AT_ONCE", 100)
+    caplog.clear()
+    whole = tables._table(preds)
+    assert [r.getMessage() for r in caplog.records if "flaky failed" in r.getMessage()] == [
+        "metric flaky failed on example u3: ValueError: no value here",
+        "metric flaky failed on 9 of 100 examples (their values left empty)",
+    ]
+    assert whole.column_names[-3:] == ["flaky.early", "flaky.late", "flaky.errors"]
+    assert whole["flaky.errors"].to_pylist() == [1.0 if i % 11 == 3 else 0.0 for i in range(100)]
+    assert whole["flaky.late"].to_pylist()[:41] == [None] * 41
+    assert any(name.startswith("formatting.") for name in whole.column_names)  # the real metrics' sparse columns
+    for size in (1, 7, 64):
+        monkeypatch.setattr(tables, "ROWS_AT_ONCE", size)
+        caplog.clear()
+        assert tables._table(preds).equals(whole), size
+        assert len([r for r in caplog.records if "flaky failed" in r.getMessage()]) == 2, size
+
+
 def test_a_run_scored_while_written_starts_its_workers_with_it_and_sends_the_last_part_when_the_writing_ends(
     monkeypatch, tmp_path
 ):
