@@ -245,7 +245,7 @@ class Pairing:
 
 @dataclass
 class Failures:
-    """The examples on which a metric's kernel raised, over one or more calls of :meth:`Metric.columns_of`: the
+    """The examples on which a metric's kernel raised, over one or more calls of :meth:`Metric.kernel_columns`: the
     first named, every one counted, logged once (:meth:`log`)."""
 
     first: str | None = None  # "ID: ExceptionName: message"
@@ -320,17 +320,13 @@ class Metric:
         """Whether it is computed per example (its columns live in the score table)."""
         return self.per_example is not None
 
-    def columns_of(
-        self, examples: Iterable[ScoredExample], failures: Failures | None = None
-    ) -> dict[str, list[float | None]]:
+    def columns_of(self, examples: Iterable[ScoredExample]) -> dict[str, list[float | None]]:
         """``{column: one value per example}`` (None where the example gave no value or the kernel raised; the
-        failures are kept under the column ``"errors"`` and logged with the metric's and the example's names, or,
-        where ``failures`` is given, counted there to be logged once for many calls: :meth:`Failures.log`)."""
-        counted = Failures() if failures is None else failures
+        failures are kept under the column ``"errors"`` and logged with the metric's and the example's names)."""
+        failures = Failures()
         with contained():
-            columns = self.kernel_columns(examples, counted)
-        if failures is None:
-            counted.log(self.name)
+            columns = self.kernel_columns(examples, failures)
+        failures.log(self.name)
         return columns
 
     def kernel_columns(self, examples: Iterable[ScoredExample], failures: Failures) -> dict[str, list[float | None]]:
@@ -703,19 +699,14 @@ def metric_limits(values: Any, option: str = "--max-increase") -> dict[str, floa
     return out
 
 
-def example_columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
-    """Every per-example metric's columns over ``examples``, named ``METRIC.COLUMN`` (the score table's)."""
-    with example_columns_kernel() as columns:
-        return columns(examples)
-
-
 ColumnsFn = Callable[[Sequence[ScoredExample]], dict[str, list[float | None]]]
 
 
 @contextmanager
 def example_columns_kernel() -> Iterator[ColumnsFn]:
-    """:func:`example_columns` for many groups of examples: the metrics looked up once, their code run within one
-    :func:`contained` (not one a call), and each metric's failures logged once, when the block ends."""
+    """A function giving every per-example metric's columns over a group of examples, named ``METRIC.COLUMN`` (the
+    score table's), for the groups of one block: the metrics looked up once, their code run within one
+    :func:`contained` (not one a group), and each metric's failures logged once, when the block ends."""
     metrics, failures = per_example_metrics(), {metric.name: Failures() for metric in per_example_metrics()}
 
     def columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
