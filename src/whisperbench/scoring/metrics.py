@@ -707,7 +707,8 @@ def example_columns_kernel() -> Iterator[ColumnsFn]:
     """A function giving every per-example metric's columns over a group of examples, named ``METRIC.COLUMN`` (the
     score table's), for the groups of one block: the metrics looked up once, their code run within one
     :func:`contained` (not one a group), and each metric's failures logged once, when the block ends."""
-    metrics, failures = per_example_metrics(), {metric.name: Failures() for metric in per_example_metrics()}
+    metrics = per_example_metrics()
+    failures = {metric.name: Failures() for metric in metrics}
 
     def columns(examples: Sequence[ScoredExample]) -> dict[str, list[float | None]]:
         return {

@@ -216,10 +216,11 @@ def _scored_lines(lines: bytes, normalizer: str) -> pa.Table | None:
     store's reading then names it)."""
     parse = json_lines_parser(lines)
     raws = [raw for raw in lines.splitlines() if raw.strip()]
-    with _Columns() as columns:
-        for start in range(0, len(raws), ROWS_AT_ONCE):
+    with example_columns_kernel() as metric_columns:
+        columns = _Columns(metric_columns)
+        for group in _groups(raws):
             try:
-                stored = [Prediction.from_json(parse(raw)) for raw in raws[start : start + ROWS_AT_ONCE]]
+                stored = [Prediction.from_json(parse(raw)) for raw in group]
             except (ValueError, TypeError, AttributeError, KeyError):
                 return None
             columns.add([rescored(pred, normalizer) for pred in stored])
@@ -259,20 +260,28 @@ def _metric_order(names: Sequence[str]) -> list[str]:
 def _scored_part(rows: Rows, start: int, stop: int) -> pa.Table:
     """One worker's part of :func:`scored_table`: the table of predictions ``start:stop`` (sent packed:
     :meth:`~whisperbench.types.Prediction.packed`) scored."""
-    items = rows.items[start:stop]
-    with _Columns() as columns:
-        for first in range(0, len(items), ROWS_AT_ONCE):
-            group = items[first : first + ROWS_AT_ONCE]
-            columns.add([rescored(Prediction.unpacked(values), rows.settings) for values in group])
-    return columns.table()
+    groups = _groups(rows.items[start:stop])
+    return _table_of([rescored(Prediction.unpacked(values), rows.settings) for values in group] for group in groups)
 
 
 def _table(scored: Sequence[Prediction]) -> pa.Table:
     """The score table of predictions already scored (with the normalizer their scores name)."""
-    with _Columns() as columns:
-        for start in range(0, len(scored), ROWS_AT_ONCE):
-            columns.add(scored[start : start + ROWS_AT_ONCE])
+    return _table_of(_groups(scored))
+
+
+def _table_of(groups: Iterable[Sequence[Prediction]]) -> pa.Table:
+    """The score table of groups of predictions already scored, each group made when the one before is done
+    (:data:`ROWS_AT_ONCE`), the per-example metrics run in one block (:func:`example_columns_kernel`)."""
+    with example_columns_kernel() as metric_columns:
+        columns = _Columns(metric_columns)
+        for group in groups:
+            columns.add(group)
     return columns.table()
+
+
+def _groups(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    """``items`` in consecutive slices of :data:`ROWS_AT_ONCE`."""
+    return (items[start : start + ROWS_AT_ONCE] for start in range(0, len(items), ROWS_AT_ONCE))
 
 
 #: predictions made into table rows at once (:class:`_Columns`): the objects of one group (parsed lines, scored
@@ -283,28 +292,18 @@ _FIXED = frozenset(SCHEMA.names)
 
 
 class _Columns:
-    """A score table's columns, built a group of predictions at a time (:meth:`add`) within a ``with`` block (the
-    metrics' code contained once for every group, their failures logged when it ends:
-    :func:`~whisperbench.scoring.metrics.example_columns_kernel`), as one pass gives them: a metric column a group
-    lacks is empty there (its ``errors`` flag 0)."""
+    """A score table's columns, built a group of predictions at a time (:meth:`add`), as one pass gives them: a
+    metric column a group lacks is empty there (its ``errors`` flag 0). ``metric_columns``: the per-example metrics'
+    columns of a group's examples (the function an :func:`example_columns_kernel` block gives)."""
 
-    def __init__(self) -> None:
+    def __init__(self, metric_columns: ColumnsFn) -> None:
         self.values: dict[str, list[Any]] = {}
         self.rows = 0
-        self._kernel = example_columns_kernel()
-        self._metric_columns: ColumnsFn | None = None
-
-    def __enter__(self) -> _Columns:
-        self._metric_columns = self._kernel.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._kernel.__exit__(*exc)
+        self.metric_columns = metric_columns
 
     def add(self, scored: Sequence[Prediction]) -> None:
         """The columns of ``scored`` (predictions already scored) after those added before."""
-        assert self._metric_columns is not None, "add() within the block"
-        for name, values in _columns(scored, self._metric_columns).items():
+        for name, values in _columns(scored, self.metric_columns).items():
             column = self.values.get(name)
             if column is None:
                 column = self.values[name] = [_absent(name)] * self.rows
